@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# bench/gpu_run.sh - the one command for a GPU machine with no package registry.
+#
+# Unpacks the Debian packages carried in .device/debs into a prefix (never into
+# /), builds with CUDA for sm_90 (+PTX), runs the whole suite including the
+# `gpu` label with GPUQ_REQUIRE_GPU=1 (a missing GPU fails), runs the gpu
+# suite again under compute-sanitizer (memcheck, racecheck), runs the
+# benchmarks, and prints a short summary table last. Logs go to $OUT (or
+# build-gpu/logs) when set.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+PREFIX=${GPUQ_DEPS_PREFIX:-/tmp/gpuq-deps}
+LOGS=${OUT:-$ROOT/build-gpu/logs}
+mkdir -p "$PREFIX" "$LOGS"
+declare -a ROWS=()
+row() { ROWS+=("$(printf '%-34s %s' "$1" "$2")"); }
+
+if [[ -d .device/debs ]]; then
+    for f in .device/debs/*.deb; do dpkg -x "$f" "$PREFIX"; done
+fi
+PY=$(command -v python3)
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$LOGS/gpu.txt"
+
+cmake -S "$ROOT" -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUQ_WITH_CUDA=ON \
+    -DCMAKE_PREFIX_PATH="$PREFIX/usr" -DGPUQ_PYTHON="$PY" >"$LOGS/configure.log" 2>&1 \
+    || { tail -30 "$LOGS/configure.log"; exit 1; }
+if cmake --build build-gpu -j "$(nproc)" >"$LOGS/build.log" 2>&1; then row build ok; else
+    tail -40 "$LOGS/build.log"; row build FAILED; printf '%s\n' "${ROWS[@]}"; exit 1; fi
+
+export GPUQ_REQUIRE_GPU=1
+(cd build-gpu && ctest --output-on-failure -j 4 >"$LOGS/ctest.log" 2>&1)
+row "ctest (all labels)" "$(grep -E 'tests passed|tests failed' "$LOGS/ctest.log" | tail -1)"
+grep -E '^\s*[0-9]+/[0-9]+ Test' "$LOGS/ctest.log" | grep -v Passed | head -20
+
+# compute-sanitizer over the gpu kernel suite and one end-to-end CUDA suite.
+CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+if [[ -n "$CS" ]]; then
+    for tool in memcheck racecheck; do
+        for t in test_gpu_kernels; do
+            [[ -x build-gpu/tests/gpu/$t ]] || continue
+            CK_FORK=no CK_DEFAULT_TIMEOUT=600 GPUQ_SANITIZER_SMALL=1 \
+                "$CS" --tool "$tool" --error-exitcode 9 "build-gpu/tests/gpu/$t" \
+                >"$LOGS/cs_${tool}_$t.log" 2>&1
+            rc=$?
+            row "compute-sanitizer $tool $t" "exit $rc, $(grep -c '========= ' "$LOGS/cs_${tool}_$t.log" || true) report lines"
+        done
+    done
+fi
+
+if [[ -x build-gpu/bench/gpuq_bench ]]; then
+    build-gpu/bench/gpuq_bench --device cuda --gpuqd build-gpu/server/gpuqd >"$LOGS/bench.txt" 2>&1
+    row "bench" "exit $?"
+fi
+
+echo
+echo "================ summary ================"
+printf '%s\n' "${ROWS[@]}"
+[[ -f "$LOGS/bench.txt" ]] && grep -E '^\|' "$LOGS/bench.txt"
+exit 0

@@ -1,0 +1,93 @@
+/* gpuq.h - libgpuq, the C client of gpuqd.
+ *
+ * A gpuq_conn is one session: connect, hello (done by gpuq_connect), then
+ * either blocking calls (one per op) or pipelined submit/wait. No global
+ * state; a connection is used from one thread at a time. Every function
+ * returns 0 or a negative GPUQ_E_* code; gpuq_errmsg() gives the last error's
+ * one-line message (the server's, when the server sent one).
+ *
+ * Arrays are C-order float32/float64 in host memory; results are written into
+ * buffers the caller provides (sizes are computed by gpuq_result_size()).
+ */
+#ifndef GPUQ_H
+#define GPUQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "errors.h"
+#include "header.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gpuq_conn gpuq_conn;
+
+typedef struct gpuq_connect_opts {
+    const char *socket_path;  /* NULL: $GPUQ_SOCKET, $XDG_RUNTIME_DIR/gpuq/gpuqd.sock, /run/gpuq/gpuqd.sock */
+    const char *client_name;  /* NULL: "libgpuq" */
+    int priority;             /* GPUQ_PRIO_LOW/NORMAL/HIGH or an integer in [-5, 5] */
+    int device;               /* -1: server chooses */
+} gpuq_connect_opts;
+
+/* What the server said in its hello reply. */
+typedef struct gpuq_server_info {
+    uint32_t version;
+    char server[64];          /* "gpuqd 0.1.0" */
+    char backend[16];         /* "cpu" or "cuda" */
+    uint64_t session_id;
+    int priority_granted;     /* CUDA stream priority (0 on the CPU backend) */
+    int device;               /* device index the session was placed on (-1: cpu) */
+    gpuq_limits limits;
+} gpuq_server_info;
+
+/* Resolve the default socket path into buf. Returns 0 or GPUQ_E_TOO_LARGE. */
+int gpuq_default_socket(char *buf, size_t cap);
+
+/* Connect and do the hello exchange. *out is owned by the caller (gpuq_close). */
+int gpuq_connect(const gpuq_connect_opts *opts, gpuq_conn **out);
+void gpuq_close(gpuq_conn *c);
+const gpuq_server_info *gpuq_info(const gpuq_conn *c);
+const char *gpuq_errmsg(const gpuq_conn *c);
+
+/* ---- generic request (pipelined) ----
+ * Fill a gpuq_request (gpuq_request_init, then op fields; id is assigned by
+ * gpuq_submit). Payload: the input arrays' bytes, A then B, borrowed until
+ * gpuq_submit returns. The result is written into out (borrowed until the
+ * matching gpuq_wait returns; out_cap bytes). Replies come in request order. */
+int gpuq_submit(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, const void *b,
+                size_t b_len, void *out, size_t out_cap, uint64_t *id_out);
+/* Wait for the oldest outstanding request. *rep gets its reply header
+ * (rep->info is NULL: use gpuq_status_json for info); returns rep->status. */
+int gpuq_wait(gpuq_conn *c, gpuq_reply *rep);
+/* Number of submitted, not yet waited requests. */
+unsigned gpuq_pending(const gpuq_conn *c);
+
+/* ---- blocking calls ---- */
+int gpuq_ping(gpuq_conn *c);
+/* Status as JSON text into buf. */
+int gpuq_status_json(gpuq_conn *c, char *buf, size_t cap);
+
+/* rows == 1 for a 1-D array; flat treats rows x cols as one array. */
+int gpuq_normalize(gpuq_conn *c, gpuq_dtype dt, gpuq_norm_method method, bool flat,
+                   const void *in, uint64_t rows, uint64_t cols, int ndim, void *out);
+int gpuq_haversine_to(gpuq_conn *c, gpuq_dtype dt, const void *pts, uint64_t n, double lat,
+                      double lon, double radius, void *out);
+int gpuq_haversine_pair(gpuq_conn *c, gpuq_dtype dt, const void *a, const void *b, uint64_t n,
+                        double radius, void *out);
+int gpuq_grid(gpuq_conn *c, gpuq_dtype dt, double lat0, double lat1, uint64_t nlat, double lon0,
+              double lon1, uint64_t nlon, double lat, double lon, double radius, void *out);
+int gpuq_pairwise(gpuq_conn *c, gpuq_dtype dt, gpuq_metric metric, const void *x, const void *y,
+                  uint64_t m, uint64_t n, uint64_t d, void *out);
+
+/* ---- low level, for tests: raw frames ----
+ * Send an arbitrary prefix+header+payload and read one reply frame. */
+int gpuq_send_raw(gpuq_conn *c, const void *buf, size_t len);
+int gpuq_recv_reply(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,88 @@
+/* gpuq_kernels.h - the ops of gpuq behind a C API: CPU references and CUDA.
+ *
+ * Knows nothing of sockets, the protocol or libuv. Arrays are C-order,
+ * little-endian float32 (dt = GPUQ_K_F32) or float64 (GPUQ_K_F64); results
+ * accumulate in double. CPU functions (gpuq_cpu_*) are the reference the GPU
+ * is tested against; CUDA functions (gpuq_cuda_*) take device pointers and a
+ * stream, enqueue work and return without synchronizing.
+ *
+ * Data-dependent errors: a zero sum/norm, a constant row (minmax, zscore), a
+ * zero vector under cosine -> GPUQ_K_E_ZERO unless zero_ok (then that row's
+ * output is all zeros; a cosine distance involving a zero vector is then 1.0);
+ * |lat| > 90 or a non-finite coordinate ->
+ * GPUQ_K_E_RANGE. NaN/Inf values elsewhere propagate per IEEE 754 and are not
+ * errors (a row whose norm is NaN yields NaNs).
+ */
+#ifndef GPUQ_KERNELS_H
+#define GPUQ_KERNELS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { GPUQ_K_F32 = 1, GPUQ_K_F64 = 2 };
+enum { GPUQ_K_SUM = 0, GPUQ_K_L1, GPUQ_K_L2, GPUQ_K_MINMAX, GPUQ_K_ZSCORE };
+enum { GPUQ_K_EUCLIDEAN = 0, GPUQ_K_SQEUCLIDEAN, GPUQ_K_COSINE, GPUQ_K_MANHATTAN };
+
+enum {
+    GPUQ_K_OK = 0,
+    GPUQ_K_E_ARG = -1,      /* bad dtype/method/size */
+    GPUQ_K_E_ZERO = -2,     /* zero norm / constant row / zero vector */
+    GPUQ_K_E_RANGE = -3,    /* latitude out of [-90, 90] or non-finite coordinate */
+    GPUQ_K_E_NOMEM = -4,    /* allocation failed */
+    GPUQ_K_E_CUDA = -5,     /* a CUDA error for this call; context still usable */
+    GPUQ_K_E_STICKY = -6    /* sticky CUDA error: context is lost */
+};
+
+/* ---- CPU references (synchronous, thread-safe, no allocation) ---- */
+
+/* Normalize rows x cols (a 1-D array or flat: rows = 1). */
+int gpuq_cpu_normalize(int dt, int method, int zero_ok, const void *in, void *out,
+                       uint64_t rows, uint64_t cols);
+/* Haversine from pts[n][2] (lat, lon degrees) to (lat, lon): out[n]. */
+int gpuq_cpu_haversine_to(int dt, const void *pts, uint64_t n, double lat, double lon,
+                          double radius, void *out);
+/* Haversine between a[i] and b[i]: out[n]. */
+int gpuq_cpu_haversine_pair(int dt, const void *a, const void *b, uint64_t n, double radius,
+                            void *out);
+/* Grid: lat_i = linspace(lat0, lat1, nlat), lon_j = linspace(lon0, lon1, nlon)
+ * (inclusive ends, numpy.linspace formula lo + i*(hi-lo)/(n-1); n == 1 gives lo);
+ * out[nlat][nlon] = distance((lat_i, lon_j), (lat, lon)). */
+int gpuq_cpu_grid(int dt, double lat0, double lat1, uint64_t nlat, double lon0, double lon1,
+                  uint64_t nlon, double lat, double lon, double radius, void *out);
+/* Pairwise x[m][d] vs y[n][d] -> out[m][n] (scipy cdist definitions). */
+int gpuq_cpu_pairwise(int dt, int metric, int zero_ok, const void *x, const void *y, uint64_t m,
+                      uint64_t n, uint64_t d, void *out);
+
+/* ---- CUDA (only when built with CUDA; GPUQ_HAVE_CUDA defined) ---- */
+#ifdef GPUQ_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+/* Per-stream scratch the kernels need (error flag, partial sums, cuBLAS
+ * handle). Created once per session, destroyed after its last completion. */
+typedef struct gpuq_cuda_ctx gpuq_cuda_ctx;
+int gpuq_cuda_ctx_create(cudaStream_t stream, gpuq_cuda_ctx **out);
+void gpuq_cuda_ctx_destroy(gpuq_cuda_ctx *ctx);
+/* Device flag the kernels set on data errors (GPUQ_K_E_ZERO/RANGE as a
+ * positive int); the caller copies it back with the result and resets it. */
+int *gpuq_cuda_ctx_errflag(gpuq_cuda_ctx *ctx);
+
+int gpuq_cuda_normalize(gpuq_cuda_ctx *ctx, int dt, int method, int zero_ok, const void *d_in,
+                        void *d_out, uint64_t rows, uint64_t cols);
+int gpuq_cuda_haversine_to(gpuq_cuda_ctx *ctx, int dt, const void *d_pts, uint64_t n,
+                           double lat, double lon, double radius, void *d_out);
+int gpuq_cuda_haversine_pair(gpuq_cuda_ctx *ctx, int dt, const void *d_a, const void *d_b,
+                             uint64_t n, double radius, void *d_out);
+int gpuq_cuda_grid(gpuq_cuda_ctx *ctx, int dt, double lat0, double lat1, uint64_t nlat,
+                   double lon0, double lon1, uint64_t nlon, double lat, double lon,
+                   double radius, void *d_out);
+int gpuq_cuda_pairwise(gpuq_cuda_ctx *ctx, int dt, int metric, int zero_ok, const void *d_x,
+                       const void *d_y, uint64_t m, uint64_t n, uint64_t d, void *d_out);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,51 @@
+/* limits.h - named protocol constants and the daemon's default limits.
+ *
+ * The only place numeric limits are spelled. The daemon may be configured with
+ * other values (server/config), which it reports in the hello reply.
+ */
+#ifndef GPUQ_PROTO_LIMITS_H
+#define GPUQ_PROTO_LIMITS_H
+
+#include <stdint.h>
+
+#define GPUQ_PROTO_VERSION 1u
+#define GPUQ_MAGIC0 'G'
+#define GPUQ_MAGIC1 'P'
+#define GPUQ_MAGIC2 'U'
+#define GPUQ_MAGIC3 'Q'
+#define GPUQ_PREFIX_SIZE 20u
+
+/* Frame kinds (prefix byte 5). */
+#define GPUQ_KIND_REQUEST 1u
+#define GPUQ_KIND_REPLY 2u
+
+/* Hard caps of the header decoder, independent of configuration. */
+#define GPUQ_HDR_MAX_DEPTH 4u        /* nesting of maps/arrays */
+#define GPUQ_HDR_MAX_ENTRIES 64u     /* entries in any one map or array */
+#define GPUQ_HDR_MAX_STR 256u        /* bytes in any string */
+#define GPUQ_MAX_DIMS 2u
+#define GPUQ_CLIENT_NAME_MAX 64u
+
+/* Defaults of the configurable limits. */
+#define GPUQ_DEFAULT_MAX_HEADER (16u * 1024u)
+#define GPUQ_DEFAULT_MAX_PAYLOAD (1024ull * 1024ull * 1024ull)       /* 1 GiB per frame */
+#define GPUQ_DEFAULT_MAX_INFLIGHT 64u                                  /* per session */
+#define GPUQ_DEFAULT_SESSION_STAGING (2048ull * 1024ull * 1024ull)    /* 2 GiB */
+#define GPUQ_DEFAULT_TOTAL_STAGING (4096ull * 1024ull * 1024ull)      /* 4 GiB */
+#define GPUQ_DEFAULT_MAX_SESSIONS 256u
+#define GPUQ_DEFAULT_MAX_OUTPUT (2048ull * 1024ull * 1024ull)         /* result bytes */
+
+typedef struct gpuq_limits {
+    uint32_t max_header;     /* header bytes per frame */
+    uint64_t max_payload;    /* payload bytes per frame */
+    uint32_t max_inflight;   /* requests in flight per session */
+    uint64_t session_staging;/* staging (input + output) bytes per session */
+    uint64_t total_staging;  /* staging bytes over all sessions */
+    uint32_t max_sessions;   /* concurrent sessions */
+    uint64_t max_output;     /* result bytes of one request */
+} gpuq_limits;
+
+/* Fill *l with the defaults above. */
+void gpuq_limits_default(gpuq_limits *l);
+
+#endif

@@ -1,0 +1,93 @@
+/* backend.h - the interface between gpuqd's loop and whatever runs the ops.
+ *
+ * Contract: "submit now, complete later on the loop thread". submit() is called
+ * on the loop thread with a job whose input is already in staging memory
+ * (pinned host memory on CUDA, from backend host_alloc). The backend enqueues
+ * the work and returns at once; when the job is finished (or failed) the
+ * backend arranges for backend_complete_fn(job) to be called ON THE LOOP
+ * THREAD (CPU: uv_queue_work's after_work; CUDA: a completion queue drained
+ * by a uv_async). Jobs of one session may complete out of order; the session
+ * layer restores request order.
+ *
+ * A backend session (per client session: a CUDA stream, scratch) is released
+ * with session_close only after that session's last job completed.
+ */
+#ifndef GPUQ_SERVER_BACKEND_H
+#define GPUQ_SERVER_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "header.h"
+#include "mpwrite.h"
+
+typedef struct gpuq_job gpuq_job;
+typedef struct backend backend;
+
+typedef void (*backend_complete_fn)(gpuq_job *job);
+
+struct gpuq_job {
+    /* set by the server, read-only for the backend */
+    const gpuq_request *req;     /* borrowed: lives as long as the job */
+    const gpuq_sizes *sz;        /* borrowed */
+    const void *h_in;            /* staging: sz->payload bytes (A then B) */
+    void *h_out;                 /* staging: sz->output bytes */
+    void *bsess;                 /* the backend session it was submitted on */
+    void *owner;                 /* the server's request (opaque to backend) */
+    uint64_t submit_ns;          /* uv_hrtime() at submit */
+    /* set by the backend before completion */
+    int status;                  /* 0 or GPUQ_E_* */
+    char message[160];           /* one line when status != 0 */
+    gpuq_timing timing;          /* filled when req->timing (total_us is the server's) */
+    /* backend private */
+    void *bpriv;
+    gpuq_job *next;              /* completion queue link */
+};
+
+typedef struct backend_session_info {
+    int priority_granted;        /* CUDA stream priority; 0 on CPU */
+    int device;                  /* device index; -1 on CPU */
+} backend_session_info;
+
+typedef struct backend_ops {
+    const char *name;            /* "cpu", "cuda" */
+    /* Per-client session. priority: client's level (GPUQ_PRIO_* or -5..5),
+     * already capped by policy; device: -1 = backend chooses. */
+    int (*session_open)(backend *b, int priority, int device, void **bsess,
+                        backend_session_info *info);
+    void (*session_close)(backend *b, void *bsess);
+    int (*submit)(backend *b, gpuq_job *job);
+    /* Staging host memory (pinned on CUDA). Large, rare calls. */
+    void *(*host_alloc)(backend *b, size_t len);
+    void (*host_free)(backend *b, void *p);
+    /* Write a msgpack array of devices into w (name, memory, sessions, in_flight, bytes). */
+    void (*devices)(backend *b, gpuq_mpw *w);
+    /* Jobs submitted but not completed. */
+    uint64_t (*inflight)(backend *b);
+    /* Close handles; called when no job is in flight. */
+    void (*destroy)(backend *b);
+} backend_ops;
+
+struct backend {
+    const backend_ops *ops;
+    uv_loop_t *loop;
+    backend_complete_fn complete;
+    /* Set by a backend that met a sticky device error: the server fails
+     * everything in flight with GPUQ_E_DEVICE_LOST and exits non-zero. */
+    int lost;
+    char lost_reason[160];
+};
+
+/* Create a backend. kind "cpu" or "cuda"; "auto" tries CUDA, then CPU.
+ * On failure returns NULL and writes the reason into why. */
+backend *backend_cpu_create(uv_loop_t *loop, backend_complete_fn done, char *why, size_t cap);
+#ifdef GPUQ_HAVE_CUDA
+backend *backend_cuda_create(uv_loop_t *loop, backend_complete_fn done, char *why, size_t cap);
+#endif
+
+/* Run one job's op on the CPU reference (used by the CPU backend and as the
+ * CUDA backend's nothing-to-do cases). Fills job->status/message. */
+void backend_run_cpu(gpuq_job *job);
+
+#endif

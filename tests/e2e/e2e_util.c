@@ -1,0 +1,191 @@
+/* e2e_util.c - see e2e_util.h. */
+#include "e2e_util.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "frame.h"
+
+tu_daemon e2e_d;
+
+void e2e_start(const char *const *extra)
+{
+    tu_daemon_start(&e2e_d, tu_test_device(), extra);
+}
+
+void e2e_setup(void)
+{
+    e2e_start(NULL);
+}
+
+void e2e_teardown(void)
+{
+    int rc = tu_daemon_stop(&e2e_d);
+    ck_assert_int_eq(rc, 0);
+}
+
+gpuq_conn *e2e_connect(const char *name, int priority)
+{
+    gpuq_connect_opts o = {.socket_path = e2e_d.socket, .client_name = name,
+                           .priority = priority, .device = -1};
+    gpuq_conn *c = NULL;
+    int rc = gpuq_connect(&o, &c);
+    ck_assert_msg(rc == 0, "connect: %s", gpuq_strerror(rc));
+    return c;
+}
+
+int e2e_raw_socket(void)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(fd, 0);
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", e2e_d.socket);
+    ck_assert_msg(connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0, "connect: %s",
+                  strerror(errno));
+    struct timeval tv = {.tv_sec = 60};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+}
+
+static void send_all(int fd, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+    while (len > 0) {
+        ssize_t w = send(fd, p, len, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return; /* the daemon may close on us: that is what some tests check */
+        p += w;
+        len -= (size_t)w;
+    }
+}
+
+static int recv_all(int fd, void *buf, size_t len)
+{
+    uint8_t *p = buf;
+    while (len > 0) {
+        ssize_t r = recv(fd, p, len, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        p += r;
+        len -= (size_t)r;
+    }
+    return 0;
+}
+
+void e2e_send_frame(int fd, const void *hdr, uint32_t hlen, uint64_t payload_len,
+                    const void *payload, size_t plen)
+{
+    gpuq_prefix p = {.version = GPUQ_PROTO_VERSION, .kind = GPUQ_KIND_REQUEST,
+                     .header_len = hlen, .payload_len = payload_len};
+    uint8_t pre[GPUQ_PREFIX_SIZE];
+    gpuq_prefix_encode(&p, pre);
+    send_all(fd, pre, sizeof pre);
+    send_all(fd, hdr, hlen);
+    if (plen)
+        send_all(fd, payload, plen);
+}
+
+void e2e_send_req(int fd, const gpuq_request *req, const void *payload, size_t plen)
+{
+    uint8_t *h = NULL;
+    size_t hl = 0;
+    ck_assert_int_eq(gpuq_request_encode(req, &h, &hl), 0);
+    e2e_send_frame(fd, h, (uint32_t)hl, plen, payload, plen);
+    free(h);
+}
+
+int e2e_read_reply(int fd, gpuq_reply *rep, uint8_t *hdrbuf, size_t hdrcap)
+{
+    uint8_t pre[GPUQ_PREFIX_SIZE];
+    if (recv_all(fd, pre, sizeof pre) < 0)
+        return -1;
+    gpuq_prefix p;
+    ck_assert_int_eq(gpuq_prefix_decode(pre, sizeof pre, &p), 0);
+    ck_assert_int_eq(p.kind, GPUQ_KIND_REPLY);
+    ck_assert_uint_le(p.header_len, hdrcap);
+    if (recv_all(fd, hdrbuf, p.header_len) < 0)
+        return -1;
+    char msg[128];
+    ck_assert_msg(gpuq_reply_decode(hdrbuf, p.header_len, rep, msg, sizeof msg) == 0,
+                  "reply decode: %s", msg);
+    uint8_t junk[4096];
+    uint64_t left = p.payload_len;
+    while (left > 0) {
+        size_t n = left < sizeof junk ? (size_t)left : sizeof junk;
+        if (recv_all(fd, junk, n) < 0)
+            return -1;
+        left -= n;
+    }
+    return 0;
+}
+
+void e2e_assert_serves(void)
+{
+    gpuq_conn *c = e2e_connect("probe", GPUQ_PRIO_NORMAL);
+    ck_assert_int_eq(gpuq_ping(c), 0);
+    double x[3] = {1, 2, 5}, y[3];
+    ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 3, 1, y), 0);
+    ck_assert_double_eq_tol(y[2], 0.625, 1e-15);
+    gpuq_close(c);
+}
+
+void e2e_status(char *buf, size_t cap)
+{
+    gpuq_conn *c = e2e_connect("status", GPUQ_PRIO_NORMAL);
+    ck_assert_int_eq(gpuq_status_json(c, buf, cap), 0);
+    gpuq_close(c);
+}
+
+long long e2e_json_int(const char *json, const char *key)
+{
+    char pat[80];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(json, pat);
+    if (!p)
+        return -1;
+    p += strlen(pat);
+    while (*p == ' ')
+        p++;
+    return strtoll(p, NULL, 10);
+}
+
+const char *e2e_write_f64(const char *name, const double *x, size_t n)
+{
+    static char paths[8][320];
+    static int slot;
+    char *path = paths[slot++ % 8];
+    snprintf(path, 320, "%s/%s", e2e_d.dir, name);
+    ck_assert_int_eq(tu_write_file(path, x, n * sizeof *x), 0);
+    return path;
+}
+
+void e2e_ref(double *out, size_t n, const char *const *args)
+{
+    char path[320];
+    snprintf(path, sizeof path, "%s/ref.out", e2e_d.dir);
+    const char *argv[32];
+    size_t k = 0;
+    for (; args[k] && k < 30; k++)
+        argv[k] = args[k];
+    argv[k++] = path;
+    argv[k] = NULL;
+    int rc = tu_python("ref/ref_ops.py", argv);
+    ck_assert_msg(rc == 0, "ref_ops.py %s failed (%d)", args[0], rc);
+    size_t len = 0;
+    double *r = tu_read_file(path, &len);
+    ck_assert_msg(r && len == n * sizeof(double), "ref size %zu, want %zu", len, n * 8);
+    memcpy(out, r, len);
+    free(r);
+}

@@ -1,0 +1,41 @@
+/* e2e_util.h - helpers for the end-to-end suites: a daemon per test case,
+ * raw frames, and reference results from tests/ref/ref_ops.py. */
+#ifndef GPUQ_E2E_UTIL_H
+#define GPUQ_E2E_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuq.h"
+#include "testutil.h"
+
+extern tu_daemon e2e_d;
+/* Fixture: start/stop a daemon on the test device ($GPUQ_TEST_DEVICE). */
+void e2e_setup(void);
+void e2e_teardown(void);
+/* Same with extra daemon flags. */
+void e2e_start(const char *const *extra);
+/* Connect to e2e_d with a name and priority; aborts on failure. */
+gpuq_conn *e2e_connect(const char *name, int priority);
+/* A plain socket to e2e_d, no hello. */
+int e2e_raw_socket(void);
+/* Send a frame: prefix + header bytes + payload (payload_len may differ from
+ * plen to lie about sizes; only plen bytes are sent). */
+void e2e_send_frame(int fd, const void *hdr, uint32_t hlen, uint64_t payload_len,
+                    const void *payload, size_t plen);
+/* Send a request encoded from req. */
+void e2e_send_req(int fd, const gpuq_request *req, const void *payload, size_t plen);
+/* Read one reply frame; the payload is discarded; returns 0 or -1 on EOF. */
+int e2e_read_reply(int fd, gpuq_reply *rep, uint8_t *hdrbuf, size_t hdrcap);
+/* Check the daemon still serves: a fresh connection pings. */
+void e2e_assert_serves(void);
+/* Status JSON of a fresh connection into buf. */
+void e2e_status(char *buf, size_t cap);
+/* Integer value of "key": N in a flat JSON text (first occurrence), -1 if absent. */
+long long e2e_json_int(const char *json, const char *key);
+/* Reference via python: op args... writes float64 into out (n values). */
+void e2e_ref(double *out, size_t n, const char *const *args);
+/* Write n doubles to dir/name, return the path (static buffer per call slot). */
+const char *e2e_write_f64(const char *name, const double *x, size_t n);
+
+#endif

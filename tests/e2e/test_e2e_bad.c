@@ -1,0 +1,340 @@
+/* test_e2e_bad.c - every bad input named by the issue gets its error reply
+ * (exact code) and the daemon keeps serving, on the same connection where the
+ * protocol allows it and on a fresh one always. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "e2e_util.h"
+
+static uint8_t hbuf[65536];
+
+/* A raw connection that has done hello. */
+static int hello_socket(void)
+{
+    int fd = e2e_raw_socket();
+    gpuq_request h;
+    gpuq_request_init(&h);
+    h.op = GPUQ_OP_HELLO;
+    h.id = 1;
+    h.version = GPUQ_PROTO_VERSION;
+    strcpy(h.client, "bad");
+    e2e_send_req(fd, &h, NULL, 0);
+    gpuq_reply rep;
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, 0);
+    return fd;
+}
+
+/* Send req with payload, expect an error reply with code, then a ping on the
+ * same connection still works. */
+static void expect_error(int fd, gpuq_request *req, const void *payload, size_t plen, int code)
+{
+    e2e_send_req(fd, req, payload, plen);
+    gpuq_reply rep;
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_msg(rep.status == code, "op %s: got %s (%s), want %s", gpuq_op_name(req->op),
+                  gpuq_errname(rep.status), rep.message, gpuq_errname(code));
+    ck_assert_uint_eq(rep.id, req->id);
+    ck_assert_msg(rep.message[0] != '\0', "error reply without a message");
+    gpuq_request p;
+    gpuq_request_init(&p);
+    p.op = GPUQ_OP_PING;
+    p.id = req->id + 1000;
+    e2e_send_req(fd, &p, NULL, 0);
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, 0);
+    ck_assert_uint_eq(rep.id, p.id);
+}
+
+static gpuq_request norm_req(uint64_t id, gpuq_dtype dt, uint64_t n)
+{
+    gpuq_request r;
+    gpuq_request_init(&r);
+    r.id = id;
+    r.op = GPUQ_OP_NORMALIZE;
+    r.dtype = dt;
+    r.ndim_a = 1;
+    r.shape_a[0] = n;
+    return r;
+}
+
+START_TEST(msgpack_huge_array_header)
+{
+    int fd = hello_socket();
+    /* msgpack-c issue 1013: an array32 claiming 2^32-1 elements. */
+    const uint8_t evil[] = {0xdd, 0xff, 0x00, 0x00, 0x00};
+    e2e_send_frame(fd, evil, sizeof evil, 0, NULL, 0);
+    gpuq_reply rep;
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, GPUQ_E_BAD_HEADER);
+    const uint8_t evil2[] = {0xdf, 0xff, 0xff, 0xff, 0xff, 0xdd, 0xff, 0xff, 0xff, 0xff};
+    e2e_send_frame(fd, evil2, sizeof evil2, 0, NULL, 0);
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, GPUQ_E_BAD_HEADER);
+    gpuq_request p = norm_req(5, GPUQ_DT_F64, 2);
+    p.op = GPUQ_OP_PING;
+    p.dtype = GPUQ_DT_NONE;
+    p.ndim_a = 0;
+    e2e_send_req(fd, &p, NULL, 0);
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, 0);
+    close(fd);
+    e2e_assert_serves();
+}
+END_TEST
+
+START_TEST(bad_prefix_closes_after_error)
+{
+    int fd = hello_socket();
+    const uint8_t junk[GPUQ_PREFIX_SIZE] = "XXXXjunkjunkjunkjunk";
+    ck_assert_int_eq(write(fd, junk, sizeof junk), (ssize_t)sizeof junk);
+    gpuq_reply rep;
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, GPUQ_E_PROTOCOL);
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), -1); /* closed */
+    close(fd);
+    e2e_assert_serves();
+}
+END_TEST
+
+START_TEST(request_before_hello)
+{
+    int fd = e2e_raw_socket();
+    gpuq_request r = norm_req(9, GPUQ_DT_F64, 2);
+    double x[2] = {1, 2};
+    e2e_send_req(fd, &r, x, sizeof x);
+    gpuq_reply rep;
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, GPUQ_E_NO_HELLO);
+    close(fd);
+    e2e_assert_serves();
+}
+END_TEST
+
+START_TEST(wrong_version)
+{
+    int fd = e2e_raw_socket();
+    gpuq_request h;
+    gpuq_request_init(&h);
+    h.op = GPUQ_OP_HELLO;
+    h.id = 1;
+    h.version = 99;
+    e2e_send_req(fd, &h, NULL, 0);
+    gpuq_reply rep;
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, GPUQ_E_VERSION);
+    close(fd);
+    e2e_assert_serves();
+}
+END_TEST
+
+START_TEST(bad_arguments)
+{
+    int fd = hello_socket();
+    double x[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+
+    gpuq_request r = norm_req(10, GPUQ_DT_F64, 0); /* empty array */
+    expect_error(fd, &r, NULL, 0, GPUQ_E_EMPTY);
+
+    r = norm_req(11, GPUQ_DT_NONE, 4); /* no dtype */
+    expect_error(fd, &r, x, 32, GPUQ_E_BAD_DTYPE);
+
+    r = norm_req(12, GPUQ_DT_F64, 4); /* payload shorter than the shape says */
+    expect_error(fd, &r, x, 24, GPUQ_E_SIZE_MISMATCH);
+
+    r = norm_req(13, GPUQ_DT_F64, 4);
+    r.method = (gpuq_norm_method)77; /* unknown method: encoded as an unknown name */
+    uint8_t *h = NULL;
+    size_t hl = 0;
+    r.method = GPUQ_NORM_SUM;
+    ck_assert_int_eq(gpuq_request_encode(&r, &h, &hl), 0);
+    /* Rewrite the method name "sum" into "bad" in the encoded header. */
+    uint8_t *p = memmem(h, hl, "\xa3sum", 4);
+    ck_assert_ptr_nonnull(p);
+    memcpy(p + 1, "bad", 3);
+    e2e_send_frame(fd, h, (uint32_t)hl, 32, x, 32);
+    free(h);
+    gpuq_reply rep;
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, GPUQ_E_BAD_ARGUMENT);
+
+    /* haversine: wrong shape (n, 3) */
+    gpuq_request hv;
+    gpuq_request_init(&hv);
+    hv.id = 14;
+    hv.op = GPUQ_OP_HAVERSINE;
+    hv.dtype = GPUQ_DT_F64;
+    hv.ndim_a = 2;
+    hv.shape_a[0] = 2;
+    hv.shape_a[1] = 3;
+    hv.has_to = true;
+    hv.to_lat = 10;
+    hv.to_lon = 10;
+    expect_error(fd, &hv, x, 48, GPUQ_E_BAD_SHAPE);
+
+    /* haversine: |lat| > 90 in the payload */
+    hv.id = 15;
+    hv.shape_a[1] = 2;
+    double pts[4] = {10, 20, 90.5, 0};
+    expect_error(fd, &hv, pts, sizeof pts, GPUQ_E_OUT_OF_RANGE);
+
+    /* haversine: |lat| > 90 in --to */
+    hv.id = 16;
+    hv.to_lat = -91;
+    double ok[4] = {10, 20, 30, 40};
+    expect_error(fd, &hv, ok, sizeof ok, GPUQ_E_OUT_OF_RANGE);
+
+    /* pairwise: d mismatch */
+    gpuq_request pw;
+    gpuq_request_init(&pw);
+    pw.id = 17;
+    pw.op = GPUQ_OP_PAIRWISE;
+    pw.dtype = GPUQ_DT_F64;
+    pw.metric = GPUQ_METRIC_EUCLIDEAN;
+    pw.ndim_a = 2;
+    pw.shape_a[0] = 2;
+    pw.shape_a[1] = 2;
+    pw.ndim_b = 2;
+    pw.shape_b[0] = 1;
+    pw.shape_b[1] = 3;
+    expect_error(fd, &pw, x, 56, GPUQ_E_BAD_SHAPE);
+
+    /* pairwise: cosine with a zero vector */
+    pw.id = 18;
+    pw.metric = GPUQ_METRIC_COSINE;
+    pw.shape_b[0] = 2;
+    pw.shape_b[1] = 2;
+    double zx[8] = {1, 2, 0, 0, 3, 4, 5, 6};
+    expect_error(fd, &pw, zx, sizeof zx, GPUQ_E_ZERO_NORM);
+
+    /* grid: latitude range beyond 90 */
+    gpuq_request g;
+    gpuq_request_init(&g);
+    g.id = 19;
+    g.op = GPUQ_OP_GRID;
+    g.dtype = GPUQ_DT_F64;
+    g.lat_start = -100;
+    g.lat_stop = 10;
+    g.lat_n = 5;
+    g.lon_start = 0;
+    g.lon_stop = 10;
+    g.lon_n = 5;
+    g.has_to = true;
+    g.to_lat = 30;
+    g.to_lon = 101;
+    expect_error(fd, &g, NULL, 0, GPUQ_E_OUT_OF_RANGE);
+
+    /* shape overflow: 2^62 x 8 elements */
+    gpuq_request big = norm_req(20, GPUQ_DT_F64, 0);
+    big.ndim_a = 2;
+    big.shape_a[0] = 1ull << 62;
+    big.shape_a[1] = 8;
+    expect_error(fd, &big, NULL, 0, GPUQ_E_BAD_SHAPE);
+
+    /* unknown op name */
+    gpuq_request u;
+    gpuq_request_init(&u);
+    u.op = GPUQ_OP_PING;
+    u.id = 21;
+    ck_assert_int_eq(gpuq_request_encode(&u, &h, &hl), 0);
+    p = memmem(h, hl, "\xa4ping", 5);
+    ck_assert_ptr_nonnull(p);
+    memcpy(p + 1, "pong", 4);
+    e2e_send_frame(fd, h, (uint32_t)hl, 0, NULL, 0);
+    free(h);
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, GPUQ_E_UNKNOWN_OP);
+    ck_assert_uint_eq(rep.id, 21);
+    close(fd);
+    e2e_assert_serves();
+}
+END_TEST
+
+/* Limits: a small configured daemon; each breach is an error reply. */
+START_TEST(limits)
+{
+    e2e_teardown();
+    const char *extra[] = {"--max-header", "512", "--max-payload", "4096", "--max-output",
+                           "8192", NULL};
+    e2e_start(extra);
+    int fd = hello_socket();
+    /* header over max_header: 600 bytes of a msgpack string */
+    uint8_t hdr[600];
+    memset(hdr, 'a', sizeof hdr);
+    hdr[0] = 0xda; /* str16 */
+    hdr[1] = 0x02;
+    hdr[2] = 0x55;
+    e2e_send_frame(fd, hdr, sizeof hdr, 16, "0123456789abcdef", 16);
+    gpuq_reply rep;
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, GPUQ_E_TOO_LARGE);
+    /* payload over max_payload (8 KiB): refused before a byte is taken, skipped */
+    gpuq_request r = norm_req(30, GPUQ_DT_F64, 1024);
+    void *zeros = calloc(1, 8192);
+    expect_error(fd, &r, zeros, 8192, GPUQ_E_TOO_LARGE);
+    /* output over max_output: a grid needs no payload */
+    gpuq_request g;
+    gpuq_request_init(&g);
+    g.id = 31;
+    g.op = GPUQ_OP_GRID;
+    g.dtype = GPUQ_DT_F64;
+    g.lat_start = -10, g.lat_stop = 10, g.lat_n = 100;
+    g.lon_start = -10, g.lon_stop = 10, g.lon_n = 100;
+    g.has_to = true;
+    expect_error(fd, &g, NULL, 0, GPUQ_E_TOO_LARGE);
+    free(zeros);
+    close(fd);
+    e2e_assert_serves();
+}
+END_TEST
+
+/* A peer that hangs up in the middle of a payload. */
+START_TEST(hangup_mid_payload)
+{
+    for (int i = 0; i < 20; i++) {
+        int fd = hello_socket();
+        gpuq_request r = norm_req(40, GPUQ_DT_F64, 1000);
+        double x[100] = {1};
+        uint8_t *h = NULL;
+        size_t hl = 0;
+        ck_assert_int_eq(gpuq_request_encode(&r, &h, &hl), 0);
+        e2e_send_frame(fd, h, (uint32_t)hl, 8000, x, sizeof x);
+        free(h);
+        close(fd);
+    }
+    e2e_assert_serves();
+    char js[8192];
+    usleep(200000);
+    e2e_status(js, sizeof js);
+    ck_assert_int_eq(e2e_json_int(js, "sessions"), 1); /* the status connection itself */
+    ck_assert_int_eq(e2e_json_int(js, "staging_bytes"), 0);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("e2e_bad");
+    TCase *tc = tcase_create("bad");
+    tcase_add_checked_fixture(tc, e2e_setup, e2e_teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, msgpack_huge_array_header);
+    tcase_add_test(tc, bad_prefix_closes_after_error);
+    tcase_add_test(tc, request_before_hello);
+    tcase_add_test(tc, wrong_version);
+    tcase_add_test(tc, bad_arguments);
+    tcase_add_test(tc, limits);
+    tcase_add_test(tc, hangup_mid_payload);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

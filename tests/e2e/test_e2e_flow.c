@@ -1,0 +1,239 @@
+/* test_e2e_flow.c - many requests in flight: pipelining and reply order, many
+ * concurrent clients at different priorities, a client that disconnects with
+ * work in flight, backpressure, and SIGTERM answering every accepted request. */
+#include <check.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "e2e_util.h"
+
+#define NPIPE 48
+
+START_TEST(pipelined_in_order)
+{
+    gpuq_conn *c = e2e_connect("pipe", GPUQ_PRIO_NORMAL);
+    static double in[NPIPE][257], out[NPIPE][257];
+    uint64_t ids[NPIPE];
+    unsigned max = gpuq_info(c)->limits.max_inflight;
+    ck_assert_uint_ge(max, 8);
+    unsigned sent = 0, got = 0;
+    while (got < NPIPE) {
+        while (sent < NPIPE && gpuq_pending(c) < max) {
+            for (int j = 0; j < 257; j++)
+                in[sent][j] = 1.0 + sent + j;
+            gpuq_request r;
+            gpuq_request_init(&r);
+            r.op = GPUQ_OP_NORMALIZE;
+            r.dtype = GPUQ_DT_F64;
+            r.method = sent % 2 ? GPUQ_NORM_L1 : GPUQ_NORM_SUM;
+            r.ndim_a = 1;
+            r.shape_a[0] = 257;
+            int rc = gpuq_submit(c, &r, in[sent], sizeof in[sent], NULL, 0, out[sent],
+                                 sizeof out[sent], &ids[sent]);
+            ck_assert_int_eq(rc, 0);
+            sent++;
+        }
+        gpuq_reply rep;
+        ck_assert_int_eq(gpuq_wait(c, &rep), 0);
+        ck_assert_uint_eq(rep.id, ids[got]); /* request order */
+        double s = 0;
+        for (int j = 0; j < 257; j++)
+            s += in[got][j];
+        for (int j = 0; j < 257; j++)
+            ck_assert_double_eq_tol(out[got][j], in[got][j] / s, 1e-15);
+        got++;
+    }
+    ck_assert_uint_eq(gpuq_pending(c), 0);
+    gpuq_close(c);
+}
+END_TEST
+
+/* Fork clients; each runs requests and checks its results. */
+START_TEST(concurrent_clients)
+{
+    enum { NCLIENT = 12, NREQ = 40 };
+    pid_t pids[NCLIENT];
+    for (int k = 0; k < NCLIENT; k++) {
+        pids[k] = fork();
+        ck_assert_int_ge(pids[k], 0);
+        if (pids[k] == 0) {
+            gpuq_connect_opts o = {.socket_path = e2e_d.socket, .client_name = "conc",
+                                   .priority = (k % 3) - 1, .device = -1};
+            gpuq_conn *c = NULL;
+            if (gpuq_connect(&o, &c) != 0)
+                _exit(10);
+            for (int i = 0; i < NREQ; i++) {
+                double x[64], y[64];
+                for (int j = 0; j < 64; j++)
+                    x[j] = (double)(k + 1) * (j + 1);
+                if (gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_L2, false, x, 1, 64, 1, y) != 0)
+                    _exit(11);
+                double n = 0;
+                for (int j = 0; j < 64; j++)
+                    n += y[j] * y[j];
+                if (fabs(n - 1) > 1e-12)
+                    _exit(12);
+            }
+            gpuq_close(c);
+            _exit(0);
+        }
+    }
+    for (int k = 0; k < NCLIENT; k++) {
+        int st = 0;
+        ck_assert_int_eq(waitpid(pids[k], &st, 0), pids[k]);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "client %d failed: %d", k, st);
+    }
+    char js[16384];
+    e2e_status(js, sizeof js);
+    ck_assert_int_eq(e2e_json_int(js, "normalize"), NCLIENT * NREQ);
+}
+END_TEST
+
+/* Slow jobs (GPUQ_TEST_SLOW_MS): disconnect while they run; no leak, status
+ * back to baseline, daemon fine. */
+START_TEST(disconnect_in_flight)
+{
+    e2e_teardown();
+    setenv("GPUQ_TEST_SLOW_MS", "100", 1);
+    e2e_start(NULL);
+    unsetenv("GPUQ_TEST_SLOW_MS");
+    for (int round = 0; round < 3; round++) {
+        gpuq_conn *c = e2e_connect("gone", GPUQ_PRIO_NORMAL);
+        static double x[4096], y[8][4096];
+        for (int j = 0; j < 4096; j++)
+            x[j] = j + 1;
+        for (int i = 0; i < 8; i++) {
+            gpuq_request r;
+            gpuq_request_init(&r);
+            r.op = GPUQ_OP_NORMALIZE;
+            r.dtype = GPUQ_DT_F64;
+            r.ndim_a = 1;
+            r.shape_a[0] = 4096;
+            uint64_t id;
+            ck_assert_int_eq(gpuq_submit(c, &r, x, sizeof x, NULL, 0, y[i], sizeof y[i], &id), 0);
+        }
+        gpuq_close(c); /* with 8 requests in flight */
+    }
+    usleep(1500000); /* let the slow jobs finish */
+    char js[16384];
+    e2e_status(js, sizeof js);
+    ck_assert_int_eq(e2e_json_int(js, "sessions"), 1);
+    ck_assert_int_eq(e2e_json_int(js, "in_flight"), 0);
+    ck_assert_int_eq(e2e_json_int(js, "staging_bytes"), 0);
+    e2e_assert_serves();
+}
+END_TEST
+
+/* A client that never reads: the daemon stops reading it (bounded memory)
+ * and others are served meanwhile. */
+START_TEST(slow_reader_bounded)
+{
+    e2e_teardown();
+    const char *extra[] = {"--session-staging", "1M", NULL};
+    e2e_start(extra);
+    int fd = e2e_raw_socket();
+    gpuq_request h;
+    gpuq_request_init(&h);
+    h.op = GPUQ_OP_HELLO;
+    h.id = 1;
+    h.version = GPUQ_PROTO_VERSION;
+    e2e_send_req(fd, &h, NULL, 0);
+    /* Queue many 64 KiB requests without reading a reply; sending blocks once
+     * the daemon applies backpressure, so send from a child with a deadline. */
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        alarm(5);
+        static double x[8192];
+        for (int j = 0; j < 8192; j++)
+            x[j] = 1;
+        for (uint64_t i = 0; i < 4000; i++) {
+            gpuq_request r;
+            gpuq_request_init(&r);
+            r.id = 2 + i;
+            r.op = GPUQ_OP_NORMALIZE;
+            r.dtype = GPUQ_DT_F64;
+            r.ndim_a = 1;
+            r.shape_a[0] = 8192;
+            e2e_send_req(fd, &r, x, sizeof x);
+        }
+        _exit(0);
+    }
+    usleep(1500000);
+    char js[16384];
+    e2e_status(js, sizeof js);
+    long long staged = e2e_json_int(js, "staging_bytes");
+    ck_assert_int_le(staged, 1 << 20); /* never more than the session's staging */
+    e2e_assert_serves();
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    close(fd);
+}
+END_TEST
+
+/* SIGTERM with work in flight: every accepted request is answered, exit 0. */
+START_TEST(sigterm_answers_in_flight)
+{
+    e2e_teardown();
+    setenv("GPUQ_TEST_SLOW_MS", "200", 1);
+    e2e_start(NULL);
+    unsetenv("GPUQ_TEST_SLOW_MS");
+    gpuq_conn *c = e2e_connect("term", GPUQ_PRIO_NORMAL);
+    static double x[16] = {1, 2, 3}, y[6][16];
+    for (int i = 0; i < 6; i++) {
+        gpuq_request r;
+        gpuq_request_init(&r);
+        r.op = GPUQ_OP_NORMALIZE;
+        r.dtype = GPUQ_DT_F64;
+        r.ndim_a = 1;
+        r.shape_a[0] = 16;
+        uint64_t id;
+        ck_assert_int_eq(gpuq_submit(c, &r, x, sizeof x, NULL, 0, y[i], sizeof y[i], &id), 0);
+    }
+    /* Ping round trip: the six are accepted (read) by now. */
+    usleep(100000);
+    kill(e2e_d.pid, SIGTERM);
+    for (int i = 0; i < 6; i++) {
+        gpuq_reply rep;
+        int rc = gpuq_wait(c, &rep);
+        ck_assert_msg(rc == 0, "request %d: %s", i, gpuq_errmsg(c));
+        ck_assert_double_eq_tol(y[i][2], 0.5, 1e-15);
+    }
+    gpuq_close(c);
+    int st = 0;
+    ck_assert_int_eq(waitpid(e2e_d.pid, &st, 0), e2e_d.pid);
+    ck_assert(WIFEXITED(st));
+    ck_assert_int_eq(WEXITSTATUS(st), 0);
+    e2e_d.pid = 0;
+    ck_assert_int_ne(access(e2e_d.socket, F_OK), 0); /* socket file removed */
+    e2e_start(NULL); /* for the fixture's teardown */
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("e2e_flow");
+    TCase *tc = tcase_create("flow");
+    tcase_add_checked_fixture(tc, e2e_setup, e2e_teardown);
+    tcase_set_timeout(tc, 90);
+    tcase_add_test(tc, pipelined_in_order);
+    tcase_add_test(tc, concurrent_clients);
+    tcase_add_test(tc, disconnect_in_flight);
+    tcase_add_test(tc, slow_reader_bounded);
+    tcase_add_test(tc, sigterm_answers_in_flight);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

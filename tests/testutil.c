@@ -1,0 +1,281 @@
+/* testutil.c - see testutil.h. Test-only code: failures abort the test via
+ * Check's ck_abort_msg, never silently. */
+#include "testutil.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef GPUQD_PATH
+#define GPUQD_PATH "gpuqd"
+#endif
+
+void tu_tmpdir(char *out, size_t cap)
+{
+    const char *base = getenv("TMPDIR");
+    if (!base || !*base)
+        base = "/tmp";
+    int n = snprintf(out, cap, "%s/gpuq-test-XXXXXX", base);
+    ck_assert_msg(n > 0 && (size_t)n < cap, "tmpdir path too long");
+    ck_assert_msg(mkdtemp(out) != NULL, "mkdtemp: %s", strerror(errno));
+}
+
+void tu_rmtree(const char *path)
+{
+    const char *argv[] = {"/bin/rm", "-rf", path, NULL};
+    (void)tu_run(argv, NULL, NULL);
+}
+
+int tu_write_file(const char *path, const void *buf, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    size_t w = fwrite(buf, 1, len, f);
+    int rc = fclose(f);
+    return (w == len && rc == 0) ? 0 : -1;
+}
+
+void *tu_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    if (fseek(f, 0, SEEK_END) != 0) {
+        fclose(f);
+        return NULL;
+    }
+    long sz = ftell(f);
+    rewind(f);
+    void *buf = malloc(sz > 0 ? (size_t)sz : 1);
+    if (buf && sz > 0 && fread(buf, 1, (size_t)sz, f) != (size_t)sz) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf)
+        *len = (size_t)sz;
+    return buf;
+}
+
+int tu_run(const char *const *argv, const char *out_path, const char *err_path)
+{
+    pid_t pid = fork();
+    ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        int fo = open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(err_path ? err_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fo < 0 || fe < 0)
+            _exit(126);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0) {
+        if (errno != EINTR)
+            return -1;
+    }
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st);
+    return 128 + WTERMSIG(st);
+}
+
+int tu_python(const char *script, const char *const *args)
+{
+    const char *argv[64];
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", GPUQ_TESTS_DIR, script);
+    size_t n = 0;
+    argv[n++] = GPUQ_PYTHON;
+    argv[n++] = path;
+    for (size_t i = 0; args && args[i] && n < 62; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    const char *err = getenv("GPUQ_TEST_PY_STDERR");
+    return tu_run(argv, NULL, err);
+}
+
+static uint64_t tu_seed_value;
+static uint64_t tu_state;
+
+uint64_t tu_seed(void)
+{
+    if (tu_seed_value == 0) {
+        const char *s = getenv("TU_SEED");
+        if (s && *s) {
+            tu_seed_value = strtoull(s, NULL, 0);
+        } else {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            tu_seed_value = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ (uint64_t)getpid();
+        }
+        if (tu_seed_value == 0)
+            tu_seed_value = 1;
+        tu_state = tu_seed_value;
+        fprintf(stderr, "testutil: random seed %llu (set TU_SEED to repeat)\n",
+                (unsigned long long)tu_seed_value);
+    }
+    return tu_seed_value;
+}
+
+static uint64_t tu_next(void)
+{
+    (void)tu_seed();
+    /* xorshift64* */
+    tu_state ^= tu_state >> 12;
+    tu_state ^= tu_state << 25;
+    tu_state ^= tu_state >> 27;
+    return tu_state * 2685821657736338717ull;
+}
+
+void tu_rand_fill_f64(double *x, size_t n, double lo, double hi)
+{
+    for (size_t i = 0; i < n; i++) {
+        double u = (double)(tu_next() >> 11) / 9007199254740992.0;
+        x[i] = lo + (hi - lo) * u;
+    }
+}
+
+double tu_rel_err_f64(const double *a, const double *ref, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(a[i]) != isnan(ref[i]))
+            return INFINITY;
+        if (isnan(ref[i]))
+            continue;
+        double e = a[i] - ref[i];
+        num += e * e;
+        den += ref[i] * ref[i];
+    }
+    if (den == 0)
+        return num == 0 ? 0 : INFINITY;
+    return sqrt(num / den);
+}
+
+double tu_rel_err_f32(const float *a, const double *ref, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(a[i]) != isnan(ref[i]))
+            return INFINITY;
+        if (isnan(ref[i]))
+            continue;
+        double e = (double)a[i] - ref[i];
+        num += e * e;
+        den += ref[i] * ref[i];
+    }
+    if (den == 0)
+        return num == 0 ? 0 : INFINITY;
+    return sqrt(num / den);
+}
+
+const char *tu_test_device(void)
+{
+    const char *d = getenv("GPUQ_TEST_DEVICE");
+    return (d && *d) ? d : "cpu";
+}
+
+static int tu_can_connect(const char *path)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    int ok = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    close(fd);
+    return ok;
+}
+
+void tu_daemon_start(tu_daemon *d, const char *device, const char *const *extra)
+{
+    memset(d, 0, sizeof *d);
+    tu_tmpdir(d->dir, sizeof d->dir);
+    snprintf(d->socket, sizeof d->socket, "%s/s.sock", d->dir);
+    snprintf(d->log, sizeof d->log, "%s/gpuqd.log", d->dir);
+    const char *argv[64];
+    size_t n = 0;
+    argv[n++] = GPUQD_PATH;
+    argv[n++] = "--device";
+    argv[n++] = device;
+    argv[n++] = "--socket";
+    argv[n++] = d->socket;
+    argv[n++] = "--log-level";
+    argv[n++] = "debug";
+    for (size_t i = 0; extra && extra[i] && n < 62; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
+    pid_t pid = fork();
+    ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        int fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    d->pid = pid;
+    for (int i = 0; i < 1000; i++) { /* up to 20 s: a CUDA context takes a while */
+        if (tu_can_connect(d->socket))
+            return;
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            d->pid = 0;
+            size_t len = 0;
+            char *log = tu_read_file(d->log, &len);
+            ck_abort_msg("gpuqd exited during start-up:\n%.*s", (int)len, log ? log : "");
+        }
+        usleep(20000);
+    }
+    ck_abort_msg("gpuqd did not start listening on %s", d->socket);
+}
+
+int tu_daemon_stop(tu_daemon *d)
+{
+    int rc = -1;
+    if (d->pid > 0) {
+        kill(d->pid, SIGTERM);
+        int st = 0;
+        for (int i = 0; i < 3000; i++) { /* 60 s */
+            pid_t r = waitpid(d->pid, &st, WNOHANG);
+            if (r == d->pid) {
+                rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+                break;
+            }
+            usleep(20000);
+        }
+        if (rc < 0) {
+            kill(d->pid, SIGKILL);
+            waitpid(d->pid, &st, 0);
+            rc = 128 + SIGKILL;
+        }
+        d->pid = 0;
+    }
+    if (rc != 0) {
+        size_t len = 0;
+        char *log = tu_read_file(d->log, &len);
+        fprintf(stderr, "gpuqd exit %d; log:\n%.*s\n", rc, (int)len, log ? log : "");
+        free(log);
+    }
+    if (d->dir[0])
+        tu_rmtree(d->dir);
+    return rc;
+}

@@ -1,0 +1,49 @@
+/* testutil.h - helpers shared by the Check suites.
+ *
+ * Temp directories, raw array files for the numpy/scipy reference scripts,
+ * starting and stopping a real gpuqd, and error norms.
+ */
+#ifndef GPUQ_TESTUTIL_H
+#define GPUQ_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* mkdtemp under $TMPDIR or /tmp; out gets the path. Aborts the test on failure. */
+void tu_tmpdir(char *out, size_t cap);
+/* rm -rf path (best effort). */
+void tu_rmtree(const char *path);
+/* Write/read whole files. tu_read_file returns malloc'd bytes (caller frees), *len set. */
+int tu_write_file(const char *path, const void *buf, size_t len);
+void *tu_read_file(const char *path, size_t *len);
+/* Run GPUQ_PYTHON with the script tests/<script> and NULL-terminated args;
+ * returns its exit status (0 = success). */
+int tu_python(const char *script, const char *const *args);
+/* Run a program with args (argv[0] is the path), stdout/stderr to the given
+ * files (NULL: /dev/null); returns exit status, or 128+signal. */
+int tu_run(const char *const *argv, const char *out_path, const char *err_path);
+/* Fill with deterministic-but-fresh random values: seeded from time and pid;
+ * the seed is printed so a failure can be reproduced (TU_SEED env overrides). */
+void tu_rand_fill_f64(double *x, size_t n, double lo, double hi);
+uint64_t tu_seed(void);
+/* ||a - ref|| / ||ref|| in double; NaN anywhere -> +inf. */
+double tu_rel_err_f64(const double *a, const double *ref, size_t n);
+double tu_rel_err_f32(const float *a, const double *ref, size_t n);
+
+/* A gpuqd started on a socket in its own temp dir. */
+typedef struct tu_daemon {
+    pid_t pid;
+    char dir[256];
+    char socket[300];
+    char log[300];
+} tu_daemon;
+/* Start gpuqd --device <device> --socket <dir>/s.sock plus extra args (NULL-
+ * terminated, may be NULL); waits until the socket accepts. Aborts on failure. */
+void tu_daemon_start(tu_daemon *d, const char *device, const char *const *extra);
+/* SIGTERM and wait; returns the exit status (or 128+signal). Removes dir. */
+int tu_daemon_stop(tu_daemon *d);
+/* Device for end-to-end suites: $GPUQ_TEST_DEVICE or "cpu". */
+const char *tu_test_device(void);
+
+#endif
