@@ -46,7 +46,9 @@ typedef struct gpuq_server_info {
 /* Resolve the default socket path into buf. Returns 0 or GPUQ_E_TOO_LARGE. */
 int gpuq_default_socket(char *buf, size_t cap);
 
-/* Connect and do the hello exchange. *out is owned by the caller (gpuq_close). */
+/* Connect and do the hello exchange. *out is owned by the caller (gpuq_close).
+ * On failure *out is NULL (out of memory) or a dead connection kept only so
+ * gpuq_errmsg(*out) can explain ("cannot connect to PATH: ..."); close it too. */
 int gpuq_connect(const gpuq_connect_opts *opts, gpuq_conn **out);
 void gpuq_close(gpuq_conn *c);
 const gpuq_server_info *gpuq_info(const gpuq_conn *c);
@@ -65,8 +67,19 @@ int gpuq_wait(gpuq_conn *c, gpuq_reply *rep);
 /* Number of submitted, not yet waited requests. */
 unsigned gpuq_pending(const gpuq_conn *c);
 
-/* ---- blocking calls ---- */
+/* ---- blocking calls ----
+ * A blocking call needs gpuq_pending() == 0 (else GPUQ_E_BUSY). */
+
+/* Submit req and wait for its reply: the generic blocking call. out_cap is
+ * the exact result size; a successful reply of another size is
+ * GPUQ_E_SIZE_MISMATCH. *rep (may be NULL) gets the reply header. */
+int gpuq_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, const void *b,
+              size_t b_len, void *out, size_t out_cap, gpuq_reply *rep);
+
 int gpuq_ping(gpuq_conn *c);
+/* Status reply's "info" value as raw msgpack: *info points into c's buffer,
+ * valid until the next call on c. */
+int gpuq_status_info(gpuq_conn *c, const uint8_t **info, size_t *len);
 /* Status as JSON text into buf. */
 int gpuq_status_json(gpuq_conn *c, char *buf, size_t cap);
 

@@ -80,6 +80,13 @@ int gpuq_cuda_grid(gpuq_cuda_ctx *ctx, int dt, double lat0, double lat1, uint64_
                    double radius, void *d_out);
 int gpuq_cuda_pairwise(gpuq_cuda_ctx *ctx, int dt, int metric, int zero_ok, const void *d_x,
                        const void *d_y, uint64_t m, uint64_t n, uint64_t d, void *d_out);
+
+/* Map a CUDA error to GPUQ_K_E_NOMEM (allocation), GPUQ_K_E_STICKY (the
+ * context is lost: illegal address, launch failure, ...) or GPUQ_K_E_CUDA. */
+int gpuq_cuda_error_code(cudaError_t e);
+/* Test hook: enqueue a kernel that writes to an illegal address, so that the
+ * context becomes unusable (device_lost tests). Returns a GPUQ_K_* code. */
+int gpuq_cuda_test_fault(cudaStream_t stream);
 #endif
 
 #ifdef __cplusplus

@@ -197,7 +197,12 @@ static int tu_can_connect(const char *path)
     struct sockaddr_un sa;
     memset(&sa, 0, sizeof sa);
     sa.sun_family = AF_UNIX;
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    size_t len = strlen(path);
+    if (len >= sizeof sa.sun_path) {
+        close(fd);
+        return 0;
+    }
+    memcpy(sa.sun_path, path, len + 1);
     int ok = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
     close(fd);
     return ok;

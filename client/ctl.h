@@ -1,0 +1,63 @@
+/* ctl.h - gpuqctl's command table and the helpers every command uses.
+ *
+ * A command is a { name, usage, min_args, max_args, exec } entry (names may
+ * be two words: "distance grid"); each family lives in its own ctl_*.c.
+ * exec returns the process exit status: 0, CTL_EXIT_FAIL (1) for errors,
+ * CTL_EXIT_USAGE (2) for usage errors. Errors are one line on stderr:
+ * "gpuqctl: <error_name>: <message>".
+ */
+#ifndef GPUQ_CLIENT_CTL_H
+#define GPUQ_CLIENT_CTL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gpuq.h"
+
+#define CTL_EXIT_FAIL 1
+#define CTL_EXIT_USAGE 2
+
+typedef struct ctl_ctx {
+    const char *socket;     /* NULL: the default socket */
+    bool json;
+    int priority;
+    const struct ctl_entry *entry; /* the command being run */
+} ctl_ctx;
+
+typedef struct ctl_entry {
+    const char *name;
+    const char *usage;      /* arguments after the name */
+    int min_args, max_args; /* positional arguments */
+    int (*exec)(ctl_ctx *ctx, int argc, const char **argv);
+} ctl_entry;
+
+/* One option of a command: a flag (val NULL) or an option with a value. */
+typedef struct ctl_opt {
+    const char *name;       /* "--method", "-o" */
+    const char **val;       /* set to the value; NULL for a flag */
+    bool *flag;             /* set for a flag */
+} ctl_opt;
+
+/* Split argv into options (any order) and positionals; checks the entry's
+ * min/max. --json, --priority and --timing are always understood (timing may
+ * be NULL). Returns 0 or CTL_EXIT_USAGE (message printed). */
+int ctl_parse_args(ctl_ctx *ctx, int argc, const char **argv, const ctl_opt *opts, int nopts,
+                   const char **pos, int *npos, bool *timing);
+
+int ctl_usage_error(const ctl_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Print "gpuqctl: name: msg" (msg's own "name: " prefix dropped); returns 1. */
+int ctl_fail(int code, const char *msg);
+int ctl_failf(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Connect with ctx's socket and priority; prints the error itself. */
+int ctl_connect(const ctl_ctx *ctx, gpuq_conn **c);
+
+/* Strict number parsing: whole string, finite, in range. 0 or -1. */
+int ctl_parse_double(const char *s, double *v);
+int ctl_parse_u64(const char *s, uint64_t *v);
+int ctl_parse_priority(const char *s, int *prio);
+
+extern const ctl_entry ctl_ping_entry, ctl_status_entry;
+extern const ctl_entry ctl_normalize_entry, ctl_haversine_entry, ctl_grid_entry,
+    ctl_pairwise_entry;
+
+#endif

@@ -1,0 +1,237 @@
+/* ctl_main.c - gpuqctl: global options, the command table, shared helpers.
+ *
+ * gpuqctl [--socket PATH] [--json] [--priority low|normal|high] COMMAND ...
+ * The command is looked up in the table (one- or two-word names), its
+ * arguments are parsed by ctl_parse_args, and its exec does the work.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+
+static const ctl_entry *const ctl_table[] = {
+    &ctl_ping_entry,      &ctl_status_entry, &ctl_normalize_entry,
+    &ctl_haversine_entry, &ctl_grid_entry,   &ctl_pairwise_entry,
+};
+#define CTL_NCMD (sizeof ctl_table / sizeof ctl_table[0])
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: gpuqctl [--socket PATH] [--json] [--priority low|normal|high] COMMAND ...\n"
+               "commands:\n");
+    for (size_t i = 0; i < CTL_NCMD; i++)
+        fprintf(f, "  gpuqctl %s %s\n", ctl_table[i]->name, ctl_table[i]->usage);
+}
+
+int ctl_usage_error(const ctl_ctx *ctx, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (ctx && ctx->entry)
+        fprintf(stderr, "gpuqctl: usage: %s (gpuqctl %s %s)\n", msg, ctx->entry->name,
+                ctx->entry->usage);
+    else
+        fprintf(stderr, "gpuqctl: usage: %s (gpuqctl --help lists commands)\n", msg);
+    return CTL_EXIT_USAGE;
+}
+
+int ctl_fail(int code, const char *msg)
+{
+    const char *name = gpuq_errname(code);
+    size_t nl = strlen(name);
+    if (msg && strncmp(msg, name, nl) == 0 && msg[nl] == ':' && msg[nl + 1] == ' ')
+        msg += nl + 2;
+    if (!msg || !*msg)
+        msg = gpuq_strerror(code);
+    /* keep it one line */
+    char line[1024];
+    snprintf(line, sizeof line, "%s", msg);
+    for (char *p = line; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    fprintf(stderr, "gpuqctl: %s: %s\n", name, line);
+    return CTL_EXIT_FAIL;
+}
+
+int ctl_failf(int code, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return ctl_fail(code, msg);
+}
+
+int ctl_connect(const ctl_ctx *ctx, gpuq_conn **c)
+{
+    gpuq_connect_opts o = {.socket_path = ctx->socket, .client_name = "gpuqctl",
+                           .priority = ctx->priority, .device = -1};
+    int rc = gpuq_connect(&o, c);
+    if (rc) {
+        ctl_fail(rc, *c ? gpuq_errmsg(*c) : NULL);
+        gpuq_close(*c);
+        *c = NULL;
+        return CTL_EXIT_FAIL;
+    }
+    return 0;
+}
+
+int ctl_parse_double(const char *s, double *v)
+{
+    if (!s || !*s)
+        return -1;
+    char *end;
+    errno = 0;
+    double d = strtod(s, &end);
+    if (*end || errno == ERANGE || !isfinite(d))
+        return -1;
+    *v = d;
+    return 0;
+}
+
+int ctl_parse_u64(const char *s, uint64_t *v)
+{
+    if (!s || *s < '0' || *s > '9')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long u = strtoull(s, &end, 10);
+    if (*end || errno == ERANGE)
+        return -1;
+    *v = u;
+    return 0;
+}
+
+int ctl_parse_priority(const char *s, int *prio)
+{
+    if (strcmp(s, "low") == 0)
+        *prio = GPUQ_PRIO_LOW;
+    else if (strcmp(s, "normal") == 0)
+        *prio = GPUQ_PRIO_NORMAL;
+    else if (strcmp(s, "high") == 0)
+        *prio = GPUQ_PRIO_HIGH;
+    else {
+        char *end;
+        errno = 0;
+        long l = strtol(s, &end, 10);
+        if (!*s || *end || errno || l < -5 || l > 5)
+            return -1;
+        *prio = (int)l;
+    }
+    return 0;
+}
+
+int ctl_parse_args(ctl_ctx *ctx, int argc, const char **argv, const ctl_opt *opts, int nopts,
+                   const char **pos, int *npos, bool *timing)
+{
+    int n = 0;
+    bool only_pos = false;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (only_pos || a[0] != '-' || a[1] == '\0') {
+            if (n >= ctx->entry->max_args)
+                return ctl_usage_error(ctx, "unexpected argument '%s'", a);
+            pos[n++] = a;
+            continue;
+        }
+        if (strcmp(a, "--") == 0) {
+            only_pos = true;
+            continue;
+        }
+        if (strcmp(a, "--json") == 0) {
+            ctx->json = true;
+            continue;
+        }
+        if (timing && strcmp(a, "--timing") == 0) {
+            *timing = true;
+            continue;
+        }
+        if (strcmp(a, "--priority") == 0) {
+            if (i + 1 >= argc)
+                return ctl_usage_error(ctx, "--priority needs a value");
+            if (ctl_parse_priority(argv[++i], &ctx->priority))
+                return ctl_usage_error(ctx, "bad priority '%s' (low|normal|high or -5..5)", argv[i]);
+            continue;
+        }
+        int k = 0;
+        for (; k < nopts; k++)
+            if (strcmp(a, opts[k].name) == 0)
+                break;
+        if (k == nopts)
+            return ctl_usage_error(ctx, "unknown option '%s'", a);
+        if (opts[k].val) {
+            if (i + 1 >= argc)
+                return ctl_usage_error(ctx, "%s needs a value", a);
+            *opts[k].val = argv[++i];
+        } else {
+            *opts[k].flag = true;
+        }
+    }
+    if (n < ctx->entry->min_args)
+        return ctl_usage_error(ctx, "missing arguments");
+    *npos = n;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    ctl_ctx ctx = {.socket = NULL, .json = false, .priority = GPUQ_PRIO_NORMAL, .entry = NULL};
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--socket") == 0) {
+            if (++i >= argc)
+                return ctl_usage_error(NULL, "--socket needs a path");
+            ctx.socket = argv[i];
+        } else if (strncmp(a, "--socket=", 9) == 0) {
+            ctx.socket = a + 9;
+        } else if (strcmp(a, "--json") == 0) {
+            ctx.json = true;
+        } else if (strcmp(a, "--priority") == 0) {
+            if (++i >= argc)
+                return ctl_usage_error(NULL, "--priority needs a value");
+            if (ctl_parse_priority(argv[i], &ctx.priority))
+                return ctl_usage_error(NULL, "bad priority '%s' (low|normal|high or -5..5)", argv[i]);
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else {
+            return ctl_usage_error(NULL, "unknown option '%s'", a);
+        }
+    }
+    if (i >= argc) {
+        usage(stderr);
+        return CTL_EXIT_USAGE;
+    }
+    const char *cmd = argv[i];
+    const char *sub = i + 1 < argc ? argv[i + 1] : NULL;
+    for (size_t k = 0; k < CTL_NCMD; k++) {
+        const ctl_entry *e = ctl_table[k];
+        const char *sp = strchr(e->name, ' ');
+        int words = 1;
+        if (sp) {
+            size_t l1 = (size_t)(sp - e->name);
+            if (strlen(cmd) != l1 || strncmp(cmd, e->name, l1) != 0 || !sub ||
+                strcmp(sub, sp + 1) != 0)
+                continue;
+            words = 2;
+        } else if (strcmp(cmd, e->name) != 0) {
+            continue;
+        }
+        ctx.entry = e;
+        return e->exec(&ctx, argc - i - words, (const char **)argv + i + words);
+    }
+    if (strcmp(cmd, "distance") == 0 && !sub)
+        return ctl_usage_error(NULL, "distance needs haversine, grid or pairwise");
+    if (sub && strcmp(cmd, "distance") == 0)
+        return ctl_usage_error(NULL, "unknown command '%s %s'", cmd, sub);
+    return ctl_usage_error(NULL, "unknown command '%s'", cmd);
+}

@@ -1,0 +1,23 @@
+/* sockio.h - blocking Unix-socket I/O for libgpuq.
+ *
+ * Every function loops over EINTR and short transfers. Sends use MSG_NOSIGNAL
+ * so a closed peer gives GPUQ_E_CLOSED instead of SIGPIPE. Returns 0,
+ * GPUQ_E_CLOSED (peer gone: EOF, EPIPE, ECONNRESET) or GPUQ_E_IO (errno kept).
+ */
+#ifndef GPUQ_CLIENT_SOCKIO_H
+#define GPUQ_CLIENT_SOCKIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+/* Connect a blocking SOCK_STREAM socket to path. *fd owned by the caller. */
+int sockio_connect(const char *path, int *fd);
+/* Read exactly n bytes. EOF before n bytes -> GPUQ_E_CLOSED. */
+int sockio_read_full(int fd, void *buf, size_t n);
+/* Read and drop n bytes. */
+int sockio_discard(int fd, uint64_t n);
+/* Write all of iov[0..cnt); iov is modified (borrowed, scratch). */
+int sockio_writev_full(int fd, struct iovec *iov, int cnt);
+
+#endif

@@ -1,0 +1,348 @@
+/* cpu_ref.c - CPU reference implementations of the gpuq ops.
+ *
+ * These are the ground truth the CUDA kernels are tested against and the
+ * backend of `gpuqd --device cpu`. Every op validates its arguments
+ * (GPUQ_K_E_ARG), reads float32 or float64, accumulates in double and writes
+ * the input dtype. Data errors: a zero denominator in normalize or a zero
+ * vector under cosine -> GPUQ_K_E_ZERO unless zero_ok; a latitude outside
+ * [-90, 90] or a non-finite coordinate -> GPUQ_K_E_RANGE. On error the output
+ * may be partly written and is to be discarded.
+ *
+ * Thread-safe: no global state, no allocation. Typed inner loops are stamped
+ * out once per dtype by the CPU_REF_TYPED macro; the scalar math they share
+ * lives in plain double helpers.
+ */
+#include "gpuq_kernels.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DEG2RAD (3.14159265358979323846 / 180.0)
+
+static int dt_valid(int dt)
+{
+    return dt == GPUQ_K_F32 || dt == GPUQ_K_F64;
+}
+
+/* a * b without wrapping; 0 on overflow or a zero factor. */
+static uint64_t mul_size(uint64_t a, uint64_t b)
+{
+    if (a == 0 || b == 0 || a > UINT64_MAX / b)
+        return 0;
+    return a * b;
+}
+
+/* ---- normalize: out = (a - shift) / scale per row ---- */
+
+/* From the per-row statistics of one row: shift and scale such that the
+ * method's result is (a - shift) / scale. */
+typedef struct row_stats {
+    double sum, abs_sum, sq_sum; /* Σa, Σ|a|, Σa² */
+    double min, max;             /* NaN if the row holds a NaN (numpy's min/max) */
+    double mean, m2;             /* two-pass mean and Σ(a - mean)² */
+} row_stats;
+
+static void method_affine(int method, const row_stats *s, uint64_t cols, double *shift,
+                          double *scale)
+{
+    *shift = 0.0;
+    switch (method) {
+    case GPUQ_K_SUM:
+        *scale = s->sum;
+        break;
+    case GPUQ_K_L1:
+        *scale = s->abs_sum;
+        break;
+    case GPUQ_K_L2:
+        *scale = sqrt(s->sq_sum);
+        break;
+    case GPUQ_K_MINMAX:
+        *shift = s->min;
+        *scale = s->max - s->min;
+        break;
+    default: /* GPUQ_K_ZSCORE */
+        *shift = s->mean;
+        *scale = sqrt(s->m2 / (double)cols);
+        break;
+    }
+}
+
+/* ---- haversine, all in double ---- */
+
+static int lat_ok(double lat)
+{
+    return isfinite(lat) && fabs(lat) <= 90.0;
+}
+
+static int coord_ok(double lat, double lon)
+{
+    return lat_ok(lat) && isfinite(lon);
+}
+
+/* Great-circle distance from the precomputed parts of two points: radians
+ * phi1/phi2 (with cos_phi1/cos_phi2) and the longitude difference dlam. */
+static double hav_core(double phi1, double cos_phi1, double phi2, double cos_phi2, double dlam,
+                       double radius)
+{
+    double sp = sin((phi2 - phi1) * 0.5);
+    double sl = sin(dlam * 0.5);
+    double a = sp * sp + cos_phi1 * cos_phi2 * sl * sl;
+    return 2.0 * radius * asin(fmin(1.0, sqrt(a)));
+}
+
+static double hav_deg(double lat1, double lon1, double lat2, double lon2, double radius)
+{
+    double p1 = lat1 * DEG2RAD, p2 = lat2 * DEG2RAD;
+    return hav_core(p1, cos(p1), p2, cos(p2), lon2 * DEG2RAD - lon1 * DEG2RAD, radius);
+}
+
+/* numpy.linspace point i of n from lo to hi (the last is exactly hi). */
+static double linspace_at(double lo, double hi, uint64_t n, uint64_t i)
+{
+    if (n == 1)
+        return lo;
+    if (i == n - 1)
+        return hi;
+    return (double)i * ((hi - lo) / (double)(n - 1)) + lo;
+}
+
+/* ---- pairwise, accumulators in double ---- */
+
+typedef struct pair_acc {
+    double acc;          /* Σ(x-y)², Σ|x-y| or x·y */
+    double nx, ny;       /* Σx², Σy² (cosine only) */
+} pair_acc;
+
+/* Finish one distance; returns GPUQ_K_E_ZERO on a zero vector under cosine
+ * (or the 1.0 of zero_ok). */
+static int pair_finish(int metric, int zero_ok, const pair_acc *p, double *d)
+{
+    switch (metric) {
+    case GPUQ_K_EUCLIDEAN:
+        *d = sqrt(p->acc);
+        return GPUQ_K_OK;
+    case GPUQ_K_COSINE:
+        if (p->nx == 0.0 || p->ny == 0.0) {
+            *d = 1.0;
+            return zero_ok ? GPUQ_K_OK : GPUQ_K_E_ZERO;
+        }
+        *d = 1.0 - p->acc / (sqrt(p->nx) * sqrt(p->ny));
+        return GPUQ_K_OK;
+    default: /* sqeuclidean, manhattan */
+        *d = p->acc;
+        return GPUQ_K_OK;
+    }
+}
+
+/* ---- typed loops, one instance per dtype ---- */
+
+#define CPU_REF_TYPED(T, SFX)                                                                   \
+    static void row_stats_##SFX(const T *a, uint64_t cols, int method, row_stats *s)          \
+    {                                                                                           \
+        double sum = 0.0, abs_sum = 0.0, sq_sum = 0.0, mn = INFINITY, mx = -INFINITY;           \
+        int has_nan = 0;                                                                        \
+        for (uint64_t j = 0; j < cols; j++) {                                                   \
+            double v = (double)a[j];                                                            \
+            sum += v;                                                                           \
+            abs_sum += fabs(v);                                                                 \
+            sq_sum += v * v;                                                                    \
+            has_nan |= isnan(v);                                                                \
+            mn = v < mn ? v : mn;                                                               \
+            mx = v > mx ? v : mx;                                                               \
+        }                                                                                       \
+        s->sum = sum;                                                                           \
+        s->abs_sum = abs_sum;                                                                   \
+        s->sq_sum = sq_sum;                                                                     \
+        s->min = has_nan ? NAN : mn;                                                            \
+        s->max = has_nan ? NAN : mx;                                                            \
+        s->mean = sum / (double)cols;                                                           \
+        s->m2 = 0.0;                                                                            \
+        if (method == GPUQ_K_ZSCORE) {                                                          \
+            double m2 = 0.0;                                                                    \
+            for (uint64_t j = 0; j < cols; j++) {                                               \
+                double dv = (double)a[j] - s->mean;                                             \
+                m2 += dv * dv;                                                                  \
+            }                                                                                   \
+            s->m2 = m2;                                                                         \
+        }                                                                                       \
+    }                                                                                           \
+                                                                                                \
+    static int normalize_##SFX(int method, int zero_ok, const T *in, T *out, uint64_t rows,     \
+                               uint64_t cols)                                                   \
+    {                                                                                           \
+        for (uint64_t r = 0; r < rows; r++) {                                                   \
+            const T *a = in + r * cols;                                                         \
+            T *o = out + r * cols;                                                              \
+            row_stats s;                                                                        \
+            double shift, scale;                                                                \
+            row_stats_##SFX(a, cols, method, &s);                                               \
+            method_affine(method, &s, cols, &shift, &scale);                                    \
+            if (scale == 0.0) {                                                                 \
+                if (!zero_ok)                                                                   \
+                    return GPUQ_K_E_ZERO;                                                       \
+                for (uint64_t j = 0; j < cols; j++)                                             \
+                    o[j] = (T)0;                                                                \
+                continue;                                                                       \
+            }                                                                                   \
+            for (uint64_t j = 0; j < cols; j++)                                                 \
+                o[j] = (T)(((double)a[j] - shift) / scale);                                     \
+        }                                                                                       \
+        return GPUQ_K_OK;                                                                       \
+    }                                                                                           \
+                                                                                                \
+    static int haversine_to_##SFX(const T *pts, uint64_t n, double lat, double lon,             \
+                                  double radius, T *out)                                        \
+    {                                                                                           \
+        double p2 = lat * DEG2RAD, c2 = cos(p2), l2 = lon * DEG2RAD;                            \
+        for (uint64_t i = 0; i < n; i++) {                                                      \
+            double la = (double)pts[2 * i], lo = (double)pts[2 * i + 1];                        \
+            if (!coord_ok(la, lo))                                                              \
+                return GPUQ_K_E_RANGE;                                                          \
+            double p1 = la * DEG2RAD;                                                           \
+            out[i] = (T)hav_core(p1, cos(p1), p2, c2, l2 - lo * DEG2RAD, radius);               \
+        }                                                                                       \
+        return GPUQ_K_OK;                                                                       \
+    }                                                                                           \
+                                                                                                \
+    static int haversine_pair_##SFX(const T *a, const T *b, uint64_t n, double radius, T *out)  \
+    {                                                                                           \
+        for (uint64_t i = 0; i < n; i++) {                                                      \
+            double la1 = (double)a[2 * i], lo1 = (double)a[2 * i + 1];                          \
+            double la2 = (double)b[2 * i], lo2 = (double)b[2 * i + 1];                          \
+            if (!coord_ok(la1, lo1) || !coord_ok(la2, lo2))                                     \
+                return GPUQ_K_E_RANGE;                                                          \
+            out[i] = (T)hav_deg(la1, lo1, la2, lo2, radius);                                    \
+        }                                                                                       \
+        return GPUQ_K_OK;                                                                       \
+    }                                                                                           \
+                                                                                                \
+    static void grid_##SFX(double lat0, double lat1, uint64_t nlat, double lon0, double lon1,   \
+                           uint64_t nlon, double lat, double lon, double radius, T *out)        \
+    {                                                                                           \
+        double p2 = lat * DEG2RAD, c2 = cos(p2), l2 = lon * DEG2RAD;                            \
+        for (uint64_t i = 0; i < nlat; i++) {                                                   \
+            double p1 = linspace_at(lat0, lat1, nlat, i) * DEG2RAD, c1 = cos(p1);               \
+            T *o = out + i * nlon;                                                              \
+            for (uint64_t j = 0; j < nlon; j++) {                                               \
+                double l1 = linspace_at(lon0, lon1, nlon, j) * DEG2RAD;                         \
+                o[j] = (T)hav_core(p1, c1, p2, c2, l2 - l1, radius);                            \
+            }                                                                                   \
+        }                                                                                       \
+    }                                                                                           \
+                                                                                                \
+    static void pair_acc_##SFX(int metric, const T *x, const T *y, uint64_t d, pair_acc *p)     \
+    {                                                                                           \
+        double acc = 0.0, nx = 0.0, ny = 0.0;                                                   \
+        switch (metric) {                                                                       \
+        case GPUQ_K_COSINE:                                                                     \
+            for (uint64_t k = 0; k < d; k++) {                                                  \
+                double u = (double)x[k], v = (double)y[k];                                      \
+                acc += u * v;                                                                   \
+                nx += u * u;                                                                    \
+                ny += v * v;                                                                    \
+            }                                                                                   \
+            break;                                                                              \
+        case GPUQ_K_MANHATTAN:                                                                  \
+            for (uint64_t k = 0; k < d; k++)                                                    \
+                acc += fabs((double)x[k] - (double)y[k]);                                       \
+            break;                                                                              \
+        default: /* euclidean, sqeuclidean */                                                   \
+            for (uint64_t k = 0; k < d; k++) {                                                  \
+                double t = (double)x[k] - (double)y[k];                                         \
+                acc += t * t;                                                                   \
+            }                                                                                   \
+            break;                                                                              \
+        }                                                                                       \
+        p->acc = acc;                                                                           \
+        p->nx = nx;                                                                             \
+        p->ny = ny;                                                                             \
+    }                                                                                           \
+                                                                                                \
+    static int pairwise_##SFX(int metric, int zero_ok, const T *x, const T *y, uint64_t m,      \
+                              uint64_t n, uint64_t d, T *out)                                   \
+    {                                                                                           \
+        for (uint64_t i = 0; i < m; i++) {                                                      \
+            for (uint64_t j = 0; j < n; j++) {                                                  \
+                pair_acc p;                                                                     \
+                double dist;                                                                    \
+                pair_acc_##SFX(metric, x + i * d, y + j * d, d, &p);                            \
+                int rc = pair_finish(metric, zero_ok, &p, &dist);                               \
+                if (rc != GPUQ_K_OK)                                                            \
+                    return rc;                                                                  \
+                out[i * n + j] = (T)dist;                                                       \
+            }                                                                                   \
+        }                                                                                       \
+        return GPUQ_K_OK;                                                                       \
+    }
+
+CPU_REF_TYPED(float, f32)
+CPU_REF_TYPED(double, f64)
+
+#undef CPU_REF_TYPED
+
+/* ---- public entry points: validate, then dispatch on dtype ---- */
+
+int gpuq_cpu_normalize(int dt, int method, int zero_ok, const void *in, void *out,
+                       uint64_t rows, uint64_t cols)
+{
+    if (!dt_valid(dt) || method < GPUQ_K_SUM || method > GPUQ_K_ZSCORE || !in || !out ||
+        mul_size(rows, cols) == 0)
+        return GPUQ_K_E_ARG;
+    if (dt == GPUQ_K_F32)
+        return normalize_f32(method, zero_ok, in, out, rows, cols);
+    return normalize_f64(method, zero_ok, in, out, rows, cols);
+}
+
+static int radius_ok(double radius)
+{
+    return isfinite(radius) && radius > 0.0;
+}
+
+int gpuq_cpu_haversine_to(int dt, const void *pts, uint64_t n, double lat, double lon,
+                          double radius, void *out)
+{
+    if (!dt_valid(dt) || !pts || !out || n == 0 || n > UINT64_MAX / 2 || !radius_ok(radius))
+        return GPUQ_K_E_ARG;
+    if (!coord_ok(lat, lon))
+        return GPUQ_K_E_RANGE;
+    if (dt == GPUQ_K_F32)
+        return haversine_to_f32(pts, n, lat, lon, radius, out);
+    return haversine_to_f64(pts, n, lat, lon, radius, out);
+}
+
+int gpuq_cpu_haversine_pair(int dt, const void *a, const void *b, uint64_t n, double radius,
+                            void *out)
+{
+    if (!dt_valid(dt) || !a || !b || !out || n == 0 || n > UINT64_MAX / 2 ||
+        !radius_ok(radius))
+        return GPUQ_K_E_ARG;
+    if (dt == GPUQ_K_F32)
+        return haversine_pair_f32(a, b, n, radius, out);
+    return haversine_pair_f64(a, b, n, radius, out);
+}
+
+int gpuq_cpu_grid(int dt, double lat0, double lat1, uint64_t nlat, double lon0, double lon1,
+                  uint64_t nlon, double lat, double lon, double radius, void *out)
+{
+    if (!dt_valid(dt) || !out || mul_size(nlat, nlon) == 0 || !radius_ok(radius))
+        return GPUQ_K_E_ARG;
+    if (!coord_ok(lat0, lon0) || !coord_ok(lat1, lon1) || !coord_ok(lat, lon))
+        return GPUQ_K_E_RANGE;
+    if (dt == GPUQ_K_F32)
+        grid_f32(lat0, lat1, nlat, lon0, lon1, nlon, lat, lon, radius, out);
+    else
+        grid_f64(lat0, lat1, nlat, lon0, lon1, nlon, lat, lon, radius, out);
+    return GPUQ_K_OK;
+}
+
+int gpuq_cpu_pairwise(int dt, int metric, int zero_ok, const void *x, const void *y, uint64_t m,
+                      uint64_t n, uint64_t d, void *out)
+{
+    if (!dt_valid(dt) || metric < GPUQ_K_EUCLIDEAN || metric > GPUQ_K_MANHATTAN || !x || !y ||
+        !out || mul_size(m, d) == 0 || mul_size(n, d) == 0 || mul_size(m, n) == 0)
+        return GPUQ_K_E_ARG;
+    if (dt == GPUQ_K_F32)
+        return pairwise_f32(metric, zero_ok, x, y, m, n, d, out);
+    return pairwise_f64(metric, zero_ok, x, y, m, n, d, out);
+}

@@ -1,0 +1,82 @@
+/* cuda_check.h - error checking shared by the .cu files of gpuq_kernels.
+ *
+ * GPUQ_CUDA_CHECK(ctx, call) logs a failed CUDA call to stderr, keeps the
+ * first error in ctx (may be NULL) and returns the GPUQ_K_E_* code from the
+ * enclosing function; it never exits (NCCL's checks.h habit). Every kernel
+ * launch is followed by GPUQ_LAUNCH_CHECK(ctx).
+ *
+ * Also the private layout of gpuq_cuda_ctx and the helpers the kernels use
+ * for scratch memory and the lazily created cuBLAS handle. C++ only.
+ */
+#ifndef GPUQ_CUDA_CHECK_H
+#define GPUQ_CUDA_CHECK_H
+
+#ifndef GPUQ_HAVE_CUDA
+#define GPUQ_HAVE_CUDA 1
+#endif
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuq_kernels.h"
+
+struct gpuq_cuda_ctx {
+    cudaStream_t stream;   /* borrowed: the session's stream */
+    int *d_flag;           /* device error flag (cudaMalloc at creation) */
+    void *d_scratch;       /* stream-ordered scratch, grown on demand */
+    size_t scratch_cap;
+    cublasHandle_t blas;   /* created on first GEMM, bound to stream */
+    int first_err;         /* first GPUQ_K_E_* seen on this ctx (for logs) */
+};
+
+/* Log and map a failed CUDA call; records the first error in ctx. */
+int gpuq_cuda_fail(gpuq_cuda_ctx *ctx, cudaError_t e, const char *what, const char *file,
+                   int line);
+/* Log and map a failed cuBLAS call. */
+int gpuq_cublas_fail(gpuq_cuda_ctx *ctx, cublasStatus_t st, const char *what, const char *file,
+                     int line);
+/* Scratch of at least bytes on ctx's stream (stream-ordered, so the old
+ * buffer is freed after earlier work that used it). */
+int gpuq_cuda_scratch(gpuq_cuda_ctx *ctx, size_t bytes, void **out);
+/* The cuBLAS handle of ctx, created on first use (default math: no TF32). */
+int gpuq_cuda_blas(gpuq_cuda_ctx *ctx, cublasHandle_t *out);
+
+#define GPUQ_CUDA_CHECK(ctx, call)                                                              \
+    do {                                                                                        \
+        cudaError_t gq_e_ = (call);                                                             \
+        if (gq_e_ != cudaSuccess)                                                               \
+            return gpuq_cuda_fail((ctx), gq_e_, #call, __FILE__, __LINE__);                     \
+    } while (0)
+
+#define GPUQ_LAUNCH_CHECK(ctx) GPUQ_CUDA_CHECK(ctx, cudaGetLastError())
+
+#define GPUQ_CUBLAS_CHECK(ctx, call)                                                            \
+    do {                                                                                        \
+        cublasStatus_t gq_s_ = (call);                                                          \
+        if (gq_s_ != CUBLAS_STATUS_SUCCESS)                                                     \
+            return gpuq_cublas_fail((ctx), gq_s_, #call, __FILE__, __LINE__);                   \
+    } while (0)
+
+/* Grid size for a grid-stride loop over n items with block threads. */
+static inline unsigned gpuq_grid_for(uint64_t n, unsigned block)
+{
+    uint64_t g = (n + block - 1) / block;
+    const uint64_t cap = 65535u * 32u;
+    if (g == 0)
+        g = 1;
+    return (unsigned)(g < cap ? g : cap);
+}
+
+#ifdef __CUDACC__
+/* Keep the first data error of a launch: 0 -> v, never overwritten. */
+__device__ __forceinline__ void gpuq_set_flag(int *flag, int v)
+{
+    atomicCAS(flag, 0, v);
+}
+#define GPUQ_FLAG_ZERO 2  /* -GPUQ_K_E_ZERO */
+#define GPUQ_FLAG_RANGE 3 /* -GPUQ_K_E_RANGE */
+#endif
+
+#endif

@@ -1,0 +1,172 @@
+/* cuda_ctx.cu - the per-session kernel context: error flag, scratch, cuBLAS.
+ *
+ * Created once per session (cudaMalloc of the flag is fine there), used only
+ * from the loop thread, destroyed after the session's last completion.
+ * Scratch grows with cudaMallocAsync/cudaFreeAsync on the session's stream,
+ * so nothing on the request path synchronizes the device. Also the CUDA
+ * error mapping and the fault-injection kernel used by device_lost tests.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuda_check.h"
+
+extern "C" int gpuq_cuda_error_code(cudaError_t e)
+{
+    switch (e) {
+    case cudaSuccess:
+        return GPUQ_K_OK;
+    case cudaErrorMemoryAllocation:
+        return GPUQ_K_E_NOMEM;
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorContextIsDestroyed:
+        return GPUQ_K_E_STICKY;
+    default:
+        return GPUQ_K_E_CUDA;
+    }
+}
+
+int gpuq_cuda_fail(gpuq_cuda_ctx *ctx, cudaError_t e, const char *what, const char *file, int line)
+{
+    int code = gpuq_cuda_error_code(e);
+    fprintf(stderr, "gpuq cuda: %s:%d: %s: %s (%s)\n", file, line, what, cudaGetErrorString(e),
+            cudaGetErrorName(e));
+    if (ctx && ctx->first_err == 0)
+        ctx->first_err = code;
+    return code;
+}
+
+int gpuq_cublas_fail(gpuq_cuda_ctx *ctx, cublasStatus_t st, const char *what, const char *file,
+                     int line)
+{
+    int code;
+    if (st == CUBLAS_STATUS_ALLOC_FAILED) {
+        code = GPUQ_K_E_NOMEM;
+    } else {
+        /* An execution failure may hide a sticky context error. */
+        cudaError_t e = cudaPeekAtLastError();
+        code = e != cudaSuccess ? gpuq_cuda_error_code(e) : GPUQ_K_E_CUDA;
+        if (code == GPUQ_K_OK || code == GPUQ_K_E_NOMEM)
+            code = GPUQ_K_E_CUDA;
+    }
+    fprintf(stderr, "gpuq cublas: %s:%d: %s: %s\n", file, line, what, cublasGetStatusString(st));
+    if (ctx && ctx->first_err == 0)
+        ctx->first_err = code;
+    return code;
+}
+
+extern "C" int gpuq_cuda_ctx_create(cudaStream_t stream, gpuq_cuda_ctx **out)
+{
+    *out = NULL;
+    gpuq_cuda_ctx *ctx = (gpuq_cuda_ctx *)calloc(1, sizeof *ctx);
+    if (!ctx)
+        return GPUQ_K_E_NOMEM;
+    ctx->stream = stream;
+    cudaError_t e = cudaMalloc((void **)&ctx->d_flag, sizeof(int));
+    if (e != cudaSuccess) {
+        int code = gpuq_cuda_fail(ctx, e, "cudaMalloc(errflag)", __FILE__, __LINE__);
+        free(ctx);
+        return code;
+    }
+    e = cudaMemsetAsync(ctx->d_flag, 0, sizeof(int), stream);
+    if (e != cudaSuccess) {
+        int code = gpuq_cuda_fail(ctx, e, "cudaMemsetAsync(errflag)", __FILE__, __LINE__);
+        cudaFree(ctx->d_flag);
+        free(ctx);
+        return code;
+    }
+    *out = ctx;
+    return GPUQ_K_OK;
+}
+
+extern "C" void gpuq_cuda_ctx_destroy(gpuq_cuda_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    /* Errors are only logged: after a sticky error these calls fail too. */
+    if (ctx->blas) {
+        cublasStatus_t st = cublasDestroy(ctx->blas);
+        if (st != CUBLAS_STATUS_SUCCESS)
+            fprintf(stderr, "gpuq cublas: cublasDestroy: %s\n", cublasGetStatusString(st));
+    }
+    if (ctx->d_scratch) {
+        cudaError_t e = cudaFreeAsync(ctx->d_scratch, ctx->stream);
+        if (e != cudaSuccess)
+            gpuq_cuda_fail(ctx, e, "cudaFreeAsync(scratch)", __FILE__, __LINE__);
+    }
+    if (ctx->d_flag) {
+        cudaError_t e = cudaFree(ctx->d_flag);
+        if (e != cudaSuccess)
+            gpuq_cuda_fail(ctx, e, "cudaFree(errflag)", __FILE__, __LINE__);
+    }
+    free(ctx);
+}
+
+extern "C" int *gpuq_cuda_ctx_errflag(gpuq_cuda_ctx *ctx)
+{
+    return ctx ? ctx->d_flag : NULL;
+}
+
+int gpuq_cuda_scratch(gpuq_cuda_ctx *ctx, size_t bytes, void **out)
+{
+    if (bytes == 0)
+        bytes = 1;
+    if (bytes > ctx->scratch_cap) {
+        size_t cap = ctx->scratch_cap ? ctx->scratch_cap : 4096;
+        while (cap < bytes)
+            cap = cap > SIZE_MAX / 2 ? bytes : cap * 2;
+        if (ctx->d_scratch) {
+            void *old = ctx->d_scratch;
+            ctx->d_scratch = NULL;
+            ctx->scratch_cap = 0;
+            GPUQ_CUDA_CHECK(ctx, cudaFreeAsync(old, ctx->stream));
+        }
+        void *p = NULL;
+        GPUQ_CUDA_CHECK(ctx, cudaMallocAsync(&p, cap, ctx->stream));
+        ctx->d_scratch = p;
+        ctx->scratch_cap = cap;
+    }
+    *out = ctx->d_scratch;
+    return GPUQ_K_OK;
+}
+
+int gpuq_cuda_blas(gpuq_cuda_ctx *ctx, cublasHandle_t *out)
+{
+    if (!ctx->blas) {
+        cublasHandle_t h = NULL;
+        GPUQ_CUBLAS_CHECK(ctx, cublasCreate(&h));
+        cublasStatus_t st = cublasSetStream(h, ctx->stream);
+        if (st == CUBLAS_STATUS_SUCCESS)
+            st = cublasSetMathMode(h, CUBLAS_DEFAULT_MATH); /* no TF32 */
+        if (st == CUBLAS_STATUS_SUCCESS)
+            st = cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST);
+        if (st != CUBLAS_STATUS_SUCCESS) {
+            cublasDestroy(h);
+            return gpuq_cublas_fail(ctx, st, "cublas handle setup", __FILE__, __LINE__);
+        }
+        ctx->blas = h;
+    }
+    *out = ctx->blas;
+    return GPUQ_K_OK;
+}
+
+__global__ void gpuq_fault_kernel(int *bad)
+{
+    /* An address no allocation covers: the launch ends with
+     * cudaErrorIllegalAddress and the context is lost. */
+    *(volatile int *)bad = 1;
+}
+
+extern "C" int gpuq_cuda_test_fault(cudaStream_t stream)
+{
+    gpuq_fault_kernel<<<1, 1, 0, stream>>>((int *)(uintptr_t)0x8);
+    GPUQ_LAUNCH_CHECK(NULL);
+    return GPUQ_K_OK;
+}

@@ -1,0 +1,12 @@
+/* backend_run.h - backend_run_cpu (declared in backend.h) and the mapping of
+ * kernel codes to wire codes, shared by the backends. */
+#ifndef GPUQ_SERVER_BACKEND_RUN_H
+#define GPUQ_SERVER_BACKEND_RUN_H
+
+#include "backend.h"
+
+/* Map a GPUQ_K_E_* code to GPUQ_E_* and write a one-line message for it into
+ * job->message (job's request gives the context). */
+int backend_map_kernel_error(gpuq_job *job, int kcode);
+
+#endif

@@ -1,0 +1,326 @@
+/* dispatch.c - see dispatch.h. */
+#include "dispatch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frame.h"
+#include "log.h"
+#include "server.h"
+#include "session.h"
+
+static request *dispatch_new(session *s)
+{
+    request *r = request_new(s);
+    if (!r) {
+        log_error("session %llu: out of memory for a request", (unsigned long long)s->id);
+        session_close(s);
+    }
+    return r;
+}
+
+void dispatch_prefix(session *s)
+{
+    const gpuq_limits *lim = &s->srv->cfg.lim;
+    int rc = gpuq_prefix_decode(s->prefix, GPUQ_PREFIX_SIZE, &s->pre);
+    s->have = 0;
+    if (rc < 0) {
+        request *r = dispatch_new(s);
+        if (!r)
+            return;
+        s->broken = true;
+        r->close_after = true;
+        if (rc == GPUQ_E_VERSION)
+            session_refuse(r, GPUQ_E_VERSION, "frame version %u not supported (server speaks %u)",
+                           s->pre.version, GPUQ_PROTO_VERSION);
+        else
+            session_refuse(r, GPUQ_E_PROTOCOL, "broken frame prefix (magic, kind or flags)");
+        return;
+    }
+    uint64_t hl = s->pre.header_len, pl = s->pre.payload_len;
+    /* A payload over max_payload is refused after its header is read (by
+     * gpuq_request_check), so the reply names the request id; it is skipped
+     * without being stored either way. */
+    if (hl > lim->max_header || hl == 0 || pl > UINT64_MAX - hl) {
+        request *r = dispatch_new(s);
+        if (!r)
+            return;
+        if (pl > UINT64_MAX - hl) {
+            s->broken = true;
+            r->close_after = true;
+            session_refuse(r, GPUQ_E_PROTOCOL, "frame length overflows");
+            return;
+        }
+        session_skip(s, hl + pl);
+        if (hl == 0)
+            session_refuse(r, GPUQ_E_BAD_HEADER, "empty header");
+        else
+            session_refuse(r, GPUQ_E_TOO_LARGE, "header of %llu bytes over the limit of %u",
+                           (unsigned long long)hl, lim->max_header);
+        return;
+    }
+    if (hl > SESSION_HDR_INLINE) {
+        s->hbuf = malloc(hl);
+        if (!s->hbuf) {
+            s->hbuf = s->hdr_inline;
+            log_error("session %llu: out of memory for a header", (unsigned long long)s->id);
+            session_close(s);
+            return;
+        }
+    }
+    s->rstate = RS_HEADER;
+}
+
+static int dispatch_info_take(request *r, gpuq_mpw *w)
+{
+    int rc = gpuq_mpw_take(w, &r->info, &r->info_len);
+    gpuq_mpw_free(w);
+    return rc;
+}
+
+static const char *prio_name(int p)
+{
+    return p <= GPUQ_PRIO_LOW ? "low" : p >= GPUQ_PRIO_HIGH ? "high" : "normal";
+}
+
+/* Fill r's reply for hello. Returns 0 or a code (message set). */
+static int dispatch_hello(request *r)
+{
+    session *s = r->s;
+    server *srv = s->srv;
+    const gpuq_limits *lim = &srv->cfg.lim;
+    if (r->req.version != GPUQ_PROTO_VERSION) {
+        snprintf(r->message, sizeof r->message,
+                 "protocol version %u not supported (server speaks %u)", r->req.version,
+                 GPUQ_PROTO_VERSION);
+        return GPUQ_E_VERSION;
+    }
+    if (!s->hello_done) {
+        int prio = r->req.priority;
+        if (s->uid != 0 && prio > srv->cfg.max_priority)
+            prio = srv->cfg.max_priority;
+        int rc = srv->b->ops->session_open(srv->b, prio, r->req.device, &s->bsess, &s->binfo);
+        if (rc < 0) {
+            s->bsess = NULL;
+            snprintf(r->message, sizeof r->message, "cannot open a backend session");
+            return rc;
+        }
+        s->priority = prio;
+        snprintf(s->client, sizeof s->client, "%s", r->req.client);
+        s->hello_done = true;
+        log_debug("session %llu: hello from '%s' pid %d uid %u, priority %s (asked %d)",
+                  (unsigned long long)s->id, s->client, (int)s->pid, (unsigned)s->uid,
+                  prio_name(prio), (int)r->req.priority);
+    }
+    gpuq_mpw *w = gpuq_mpw_new();
+    if (!w)
+        return GPUQ_E_NO_MEMORY;
+    gpuq_mpw_map(w, 9);
+    gpuq_mpw_str(w, "version");
+    gpuq_mpw_uint(w, GPUQ_PROTO_VERSION);
+    gpuq_mpw_str(w, "server");
+    gpuq_mpw_str(w, "gpuqd " GPUQD_VERSION);
+    gpuq_mpw_str(w, "backend");
+    gpuq_mpw_str(w, srv->b->ops->name);
+    gpuq_mpw_str(w, "session");
+    gpuq_mpw_uint(w, s->id);
+    gpuq_mpw_str(w, "priority");
+    gpuq_mpw_int(w, s->priority);
+    gpuq_mpw_str(w, "stream_priority");
+    gpuq_mpw_int(w, s->binfo.priority_granted);
+    gpuq_mpw_str(w, "device");
+    gpuq_mpw_int(w, s->binfo.device);
+    gpuq_mpw_str(w, "limits");
+    gpuq_mpw_map(w, 7);
+    gpuq_mpw_str(w, "max_header");
+    gpuq_mpw_uint(w, lim->max_header);
+    gpuq_mpw_str(w, "max_payload");
+    gpuq_mpw_uint(w, lim->max_payload);
+    gpuq_mpw_str(w, "max_inflight");
+    gpuq_mpw_uint(w, lim->max_inflight);
+    gpuq_mpw_str(w, "session_staging");
+    gpuq_mpw_uint(w, lim->session_staging);
+    gpuq_mpw_str(w, "total_staging");
+    gpuq_mpw_uint(w, lim->total_staging);
+    gpuq_mpw_str(w, "max_sessions");
+    gpuq_mpw_uint(w, lim->max_sessions);
+    gpuq_mpw_str(w, "max_output");
+    gpuq_mpw_uint(w, lim->max_output);
+    gpuq_mpw_str(w, "devices");
+    srv->b->ops->devices(srv->b, w);
+    return dispatch_info_take(r, w);
+}
+
+static int dispatch_status(request *r)
+{
+    gpuq_mpw *w = gpuq_mpw_new();
+    if (!w)
+        return GPUQ_E_NO_MEMORY;
+    stats_status_info(r->s->srv, w);
+    return dispatch_info_take(r, w);
+}
+
+static void dispatch_submit(request *r)
+{
+    session *s = r->s;
+    backend *b = s->srv->b;
+    r->job.req = &r->req;
+    r->job.sz = &r->sz;
+    r->job.h_in = r->slot->ptr;
+    r->job.h_out = r->slot->ptr + r->out_off;
+    r->job.bsess = s->bsess;
+    r->job.owner = r;
+    r->job.submit_ns = uv_hrtime();
+    r->in_backend = true;
+    int rc = b->ops->submit(b, &r->job);
+    if (rc < 0) {
+        r->in_backend = false;
+        session_refuse(r, rc, "%s", r->job.message[0] ? r->job.message : "backend refused the job");
+    }
+}
+
+static size_t align64(uint64_t n) { return (size_t)((n + 63) & ~(uint64_t)63); }
+
+/* Reserve staging for s->cur, then read its payload or submit it. */
+static void dispatch_reserve(session *s)
+{
+    server *srv = s->srv;
+    request *r = s->cur;
+    size_t need = align64(r->sz.payload) + (size_t)r->sz.output;
+    int rc = staging_reserve(&srv->st, need, &s->staging_used, srv->cfg.lim.session_staging,
+                             &r->slot);
+    if (rc == GPUQ_E_BUSY) {
+        if (s->rstate != RS_WAIT_STAGING)
+            log_debug("session %llu: waiting for %zu bytes of staging", (unsigned long long)s->id,
+                      need);
+        s->rstate = RS_WAIT_STAGING;
+        return;
+    }
+    s->cur = NULL;
+    if (rc < 0) {
+        r->slot = NULL;
+        r->compute = false;
+        s->inflight--;
+        srv->inflight--;
+        session_skip(s, r->sz.payload);
+        if (rc == GPUQ_E_TOO_LARGE)
+            session_refuse(r, rc, "request needs %zu bytes of staging, over the session or total limit",
+                           need);
+        else
+            session_refuse(r, rc, "cannot allocate %zu bytes of staging", need);
+        return;
+    }
+    r->out_off = align64(r->sz.payload);
+    if (r->sz.payload) {
+        s->cur = r;
+        s->have = 0;
+        s->rstate = RS_PAYLOAD;
+    } else {
+        session_skip(s, 0);
+        dispatch_submit(r);
+    }
+}
+
+void dispatch_retry(session *s)
+{
+    if (s->closing || s->rstate != RS_WAIT_STAGING || !s->cur)
+        return;
+    session_ref(s);
+    dispatch_reserve(s);
+    session_update_reading(s);
+    session_unref(s);
+}
+
+void dispatch_header(session *s)
+{
+    server *srv = s->srv;
+    const gpuq_limits *lim = &srv->cfg.lim;
+    uint64_t plen = s->pre.payload_len;
+    request *r = dispatch_new(s);
+    if (!r)
+        return;
+    char msg[160] = "";
+    int rc = gpuq_request_decode(s->hbuf, s->pre.header_len, &r->req, msg, sizeof msg);
+    if (s->hbuf != s->hdr_inline) {
+        free(s->hbuf);
+        s->hbuf = s->hdr_inline;
+    }
+    session_skip(s, plen);       /* unless a compute op takes the payload below */
+    if (rc < 0) {
+        session_refuse(r, rc, "%s", msg[0] ? msg : gpuq_strerror(rc));
+        return;
+    }
+    stats_request(&srv->stats, r->req.op);
+    if (srv->draining) {
+        session_refuse(r, GPUQ_E_SHUTTING_DOWN, "gpuqd is shutting down");
+        return;
+    }
+    if (r->req.op != GPUQ_OP_HELLO && !s->hello_done) {
+        session_refuse(r, GPUQ_E_NO_HELLO, "send hello before any other request");
+        return;
+    }
+    rc = gpuq_request_check(&r->req, plen, lim, &r->sz, msg, sizeof msg);
+    if (rc < 0) {
+        session_refuse(r, rc, "%s", msg[0] ? msg : gpuq_strerror(rc));
+        return;
+    }
+    switch (r->req.op) {
+    case GPUQ_OP_HELLO:
+        rc = dispatch_hello(r);
+        break;
+    case GPUQ_OP_PING:
+        rc = 0;
+        break;
+    case GPUQ_OP_STATUS:
+        rc = dispatch_status(r);
+        break;
+    default:
+        if (s->inflight >= lim->max_inflight) {
+            session_refuse(r, GPUQ_E_BUSY, "%u requests in flight on this session (the limit)",
+                           s->inflight);
+            return;
+        }
+        r->compute = true;
+        s->inflight++;
+        srv->inflight++;
+        s->cur = r;
+        dispatch_reserve(s);
+        return;
+    }
+    if (rc < 0) {
+        if (!r->message[0])
+            snprintf(r->message, sizeof r->message, "%s", gpuq_strerror(rc));
+        r->status = rc;
+    }
+    session_reply(r);
+}
+
+void dispatch_payload_done(session *s)
+{
+    request *r = s->cur;
+    s->cur = NULL;
+    session_skip(s, 0);
+    dispatch_submit(r);
+}
+
+void dispatch_complete(gpuq_job *job)
+{
+    request *r = job->owner;
+    server *srv = r->s->srv;
+    r->in_backend = false;
+    if (srv->b->lost && !srv->lost) {
+        srv->lost = true;
+        log_error("device lost: %s", srv->b->lost_reason);
+        server_shutdown(srv, 3);
+    }
+    r->status = job->status;
+    if (srv->lost) {
+        r->status = GPUQ_E_DEVICE_LOST;
+        snprintf(r->message, sizeof r->message, "device lost: %.140s", srv->b->lost_reason);
+    } else if (r->status < 0) {
+        snprintf(r->message, sizeof r->message, "%s",
+                 job->message[0] ? job->message : gpuq_strerror(r->status));
+    }
+    session_reply(r);
+}

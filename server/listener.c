@@ -1,0 +1,120 @@
+/* listener.c - see listener.h. */
+#include "listener.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "log.h"
+
+int listener_resolve_path(const char *opt, char *out, size_t cap)
+{
+    const char *env = getenv("GPUQ_SOCKET");
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    int n;
+    if (opt && *opt) {
+        n = snprintf(out, cap, "%s", opt);
+    } else if (env && *env) {
+        n = snprintf(out, cap, "%s", env);
+    } else if (xdg && *xdg) {
+        char dir[256];
+        snprintf(dir, sizeof dir, "%s/gpuq", xdg);
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+            log_error("mkdir %s: %s", dir, strerror(errno));
+            return -1;
+        }
+        n = snprintf(out, cap, "%s/gpuqd.sock", dir);
+    } else {
+        if (mkdir("/run/gpuq", 0750) < 0 && errno != EEXIST)
+            log_warn("mkdir /run/gpuq: %s", strerror(errno));
+        n = snprintf(out, cap, "/run/gpuq/gpuqd.sock");
+    }
+    if (n < 0 || (size_t)n >= cap || (size_t)n >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+        log_error("socket path too long");
+        return -1;
+    }
+    return 0;
+}
+
+/* 1: someone answers on path; 0: stale or absent (removed); -1: error. */
+static int listener_probe(const char *path)
+{
+    struct stat sb;
+    if (lstat(path, &sb) < 0)
+        return 0;
+    if (!S_ISSOCK(sb.st_mode)) {
+        log_error("%s exists and is not a socket", path);
+        return -1;
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+    int err = errno;
+    close(fd);
+    if (rc == 0)
+        return 1;
+    if (err == ECONNREFUSED || err == ENOENT) {
+        log_info("removing stale socket %s", path);
+        if (unlink(path) < 0 && errno != ENOENT) {
+            log_error("unlink %s: %s", path, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    log_error("probe %s: %s", path, strerror(err));
+    return -1;
+}
+
+int listener_open(uv_loop_t *loop, uv_pipe_t *pipe, const char *path, uv_connection_cb cb,
+                  bool *owned)
+{
+    int rc = uv_pipe_init(loop, pipe, 0);
+    if (rc < 0) {
+        log_error("uv_pipe_init: %s", uv_strerror(rc));
+        return -1;
+    }
+    const char *lpid = getenv("LISTEN_PID"), *lfds = getenv("LISTEN_FDS");
+    if (lpid && lfds && atol(lpid) == (long)getpid() && atoi(lfds) >= 1) {
+        *owned = false;
+        if ((rc = uv_pipe_open(pipe, 3)) < 0) {
+            log_error("uv_pipe_open(systemd fd 3): %s", uv_strerror(rc));
+            goto err_after_init;
+        }
+    } else {
+        *owned = false;
+        int p = listener_probe(path);
+        if (p == 1) {
+            log_error("already running: another gpuqd answers on %s", path);
+            goto err_after_init;
+        }
+        if (p < 0)
+            goto err_after_init;
+        if ((rc = uv_pipe_bind(pipe, path)) < 0) {
+            log_error("bind %s: %s", path, uv_strerror(rc));
+            goto err_after_init;
+        }
+        *owned = true;
+        if (chmod(path, 0660) < 0)
+            log_warn("chmod %s: %s", path, strerror(errno));
+    }
+    if ((rc = uv_listen((uv_stream_t *)pipe, 128, cb)) < 0) {
+        log_error("listen %s: %s", path, uv_strerror(rc));
+        goto err_after_bind;
+    }
+    return 0;
+err_after_bind:
+    if (*owned)
+        unlink(path);
+    *owned = false;
+err_after_init:
+    uv_close((uv_handle_t *)pipe, NULL);
+    return -1;
+}

@@ -1,0 +1,256 @@
+/* server.c - see server.h. */
+#include "server.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dispatch.h"
+#include "listener.h"
+#include "log.h"
+#include "session.h"
+
+static void server_on_connection(uv_stream_t *ls, int status)
+{
+    server *srv = ls->data;
+    if (status < 0) {
+        log_warn("accept: %s", uv_strerror(status));
+        return;
+    }
+    session *s = session_new(srv);
+    if (!s) {
+        log_error("out of memory for a session");
+        return;
+    }
+    int rc = uv_accept(ls, (uv_stream_t *)&s->pipe);
+    if (rc < 0) {
+        log_warn("uv_accept: %s", uv_strerror(rc));
+        session_close(s);
+        return;
+    }
+    session_start(s);
+    if (srv->nsessions > srv->cfg.lim.max_sessions) {
+        request *r = request_new(s);
+        if (!r) {
+            session_close(s);
+            return;
+        }
+        log_warn("session %llu refused: %u sessions (the limit)", (unsigned long long)s->id,
+                 srv->cfg.lim.max_sessions);
+        s->broken = true;
+        r->close_after = true;
+        session_update_reading(s);
+        session_refuse(r, GPUQ_E_BUSY, "too many sessions (limit %u)", srv->cfg.lim.max_sessions);
+    }
+}
+
+static void server_maybe_destroy_backend(server *srv)
+{
+    if (!srv->finishing || srv->sessions || !srv->b || srv->b->ops->inflight(srv->b) != 0)
+        return;
+    staging_destroy(&srv->st);
+    srv->b->ops->destroy(srv->b);
+    srv->b = NULL;
+}
+
+static void server_finish(server *srv)
+{
+    if (srv->finishing)
+        return;
+    srv->finishing = true;
+    if (srv->live)
+        log_warn("closing sessions with %llu requests unanswered", (unsigned long long)srv->live);
+    if (!uv_is_closing((uv_handle_t *)&srv->drain_timer))
+        uv_close((uv_handle_t *)&srv->drain_timer, NULL);
+    if (!uv_is_closing((uv_handle_t *)&srv->sigint))
+        uv_close((uv_handle_t *)&srv->sigint, NULL);
+    if (!uv_is_closing((uv_handle_t *)&srv->sigterm))
+        uv_close((uv_handle_t *)&srv->sigterm, NULL);
+    for (session *s = srv->sessions, *next; s; s = next) {
+        next = s->next;
+        session_close(s);
+    }
+    server_maybe_destroy_backend(srv);
+}
+
+static void server_on_drain_timeout(uv_timer_t *t)
+{
+    server *srv = t->data;
+    log_warn("drain timeout (%.0f s)", srv->cfg.drain_timeout_s);
+    server_finish(srv);
+}
+
+void server_check_drain(server *srv)
+{
+    if (srv->draining && !srv->finishing && srv->live == 0)
+        server_finish(srv);
+}
+
+void server_shutdown(server *srv, int code)
+{
+    if (code > srv->exit_code)
+        srv->exit_code = code;
+    if (srv->draining)
+        return;
+    srv->draining = true;
+    log_info("draining: %llu requests in flight", (unsigned long long)srv->inflight);
+    if (srv->listener_open) {
+        srv->listener_open = false;
+        uv_close((uv_handle_t *)&srv->listener, NULL);
+        if (srv->socket_owned && unlink(srv->socket_path) < 0 && errno != ENOENT)
+            log_warn("unlink %s: %m", srv->socket_path);
+        srv->socket_owned = false;
+    }
+    if (srv->cfg.drain_timeout_s > 0) {
+        int rc = uv_timer_start(&srv->drain_timer, server_on_drain_timeout,
+                                (uint64_t)(srv->cfg.drain_timeout_s * 1000.0), 0);
+        if (rc < 0)
+            log_error("uv_timer_start: %s", uv_strerror(rc));
+    }
+    server_check_drain(srv);
+}
+
+void server_staging_released(server *srv)
+{
+    for (session *s = srv->sessions; s; s = s->next)
+        if (s->rstate == RS_WAIT_STAGING && !s->closing)
+            dispatch_retry(s);
+}
+
+void server_session_freed(server *srv) { server_maybe_destroy_backend(srv); }
+
+static void server_on_signal(uv_signal_t *h, int signum)
+{
+    server *srv = h->data;
+    log_info("signal %d (%s): shutting down", signum, strsignal(signum));
+    server_shutdown(srv, 0);
+}
+
+static int server_pick_backend(server *srv)
+{
+    const char *dev = srv->cfg.device;
+    char why[200] = "";
+    char reason[256];
+    (void)why;
+    if (!strcmp(dev, "cuda")) {
+#ifdef GPUQ_HAVE_CUDA
+        srv->b = backend_cuda_create(srv->loop, dispatch_complete, why, sizeof why);
+        if (!srv->b) {
+            log_error("--device cuda: no usable CUDA device: %s", why);
+            return 2;
+        }
+        snprintf(reason, sizeof reason, "requested");
+#else
+        log_error("--device cuda: gpuqd was built without CUDA");
+        return 2;
+#endif
+    } else if (!strcmp(dev, "auto")) {
+#ifdef GPUQ_HAVE_CUDA
+        srv->b = backend_cuda_create(srv->loop, dispatch_complete, why, sizeof why);
+        if (srv->b)
+            snprintf(reason, sizeof reason, "auto: CUDA device found");
+        else
+            snprintf(reason, sizeof reason, "auto: no CUDA device: %s", why);
+#else
+        snprintf(reason, sizeof reason, "auto: built without CUDA");
+#endif
+    } else {
+        snprintf(reason, sizeof reason, "requested");
+    }
+    if (!srv->b) {
+        char cwhy[200] = "";
+        srv->b = backend_cpu_create(srv->loop, dispatch_complete, cwhy, sizeof cwhy);
+        if (!srv->b) {
+            log_error("cannot create the CPU backend: %s", cwhy);
+            return 1;
+        }
+    }
+    log_tagged(LOG_LVL_INFO, "gpuqd " GPUQD_VERSION, "backend %s (%s)", srv->b->ops->name,
+               reason);
+    return 0;
+}
+
+int server_init(server *srv, uv_loop_t *loop, const config *cfg)
+{
+    memset(srv, 0, sizeof *srv);
+    srv->loop = loop;
+    srv->cfg = *cfg;
+    srv->next_session_id = 1;
+    srv->start_ns = uv_hrtime();
+    int code = server_pick_backend(srv);
+    if (code)
+        return code;
+    staging_init(&srv->st, srv->b, cfg->lim.total_staging);
+    int rc;
+    if ((rc = uv_timer_init(loop, &srv->drain_timer)) < 0 ||
+        (rc = uv_signal_init(loop, &srv->sigint)) < 0 ||
+        (rc = uv_signal_init(loop, &srv->sigterm)) < 0) {
+        log_error("uv init: %s", uv_strerror(rc));
+        code = 1;
+        goto err_after_backend;
+    }
+    srv->drain_timer.data = srv->sigint.data = srv->sigterm.data = srv;
+    if ((rc = uv_signal_start(&srv->sigint, server_on_signal, SIGINT)) < 0 ||
+        (rc = uv_signal_start(&srv->sigterm, server_on_signal, SIGTERM)) < 0) {
+        log_error("uv_signal_start: %s", uv_strerror(rc));
+        code = 1;
+        goto err_after_backend;
+    }
+    if (listener_resolve_path(cfg->socket, srv->socket_path, sizeof srv->socket_path) < 0) {
+        code = 1;
+        goto err_after_backend;
+    }
+    srv->listener.data = srv;
+    if (listener_open(loop, &srv->listener, srv->socket_path, server_on_connection,
+                      &srv->socket_owned) < 0) {
+        code = 1;
+        goto err_after_backend;
+    }
+    srv->listener.data = srv;
+    srv->listener_open = true;
+    log_info("listening on %s", srv->socket_path);
+    return 0;
+err_after_backend:
+    srv->exit_code = code;
+    srv->draining = true;
+    server_finish(srv);
+    (void)server_run(srv);
+    return code;
+}
+
+static void server_close_walk(uv_handle_t *h, void *arg)
+{
+    if (!uv_is_closing(h)) {
+        log_warn("closing a leftover handle of type %s", uv_handle_type_name(uv_handle_get_type(h)));
+        uv_close(h, NULL);
+    }
+}
+
+int server_run(server *srv)
+{
+    int rc = uv_run(srv->loop, UV_RUN_DEFAULT);
+    if (rc < 0)
+        log_error("uv_run: %s", uv_strerror(rc));
+    if (srv->b) {
+        log_warn("backend still open after the loop ended");
+        srv->finishing = true;
+        if (!srv->sessions && srv->b->ops->inflight(srv->b) == 0)
+            server_maybe_destroy_backend(srv);
+    }
+    uv_walk(srv->loop, server_close_walk, NULL);
+    uv_run(srv->loop, UV_RUN_DEFAULT);
+    if (srv->socket_owned) {
+        unlink(srv->socket_path);
+        srv->socket_owned = false;
+    }
+    rc = uv_loop_close(srv->loop);
+    if (rc != 0) {
+        log_error("uv_loop_close: %s", uv_strerror(rc));
+        if (srv->exit_code == 0)
+            srv->exit_code = 1;
+    }
+    log_info("exit %d", srv->exit_code);
+    return srv->exit_code;
+}

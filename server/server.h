@@ -1,0 +1,29 @@
+/* server.h - the daemon as a whole: backend choice, listener, accept,
+ * signals, drain and shutdown.
+ *
+ * Happy path: server_init picks the backend (logging which and why), binds
+ * the socket; server_run runs the loop until shutdown finished, then closes
+ * what is left and the loop. Shutdown (SIGINT/SIGTERM, device lost): stop
+ * accepting, answer every accepted request (new ones get shutting_down),
+ * within the drain timeout, then close all sessions and the backend.
+ */
+#ifndef GPUQ_SERVER_SERVER_H
+#define GPUQ_SERVER_SERVER_H
+
+#include "server_defs.h"
+
+/* Returns 0, or the process exit code on failure (2: backend not available,
+ * 1: other). cfg is copied. */
+int server_init(server *srv, uv_loop_t *loop, const config *cfg);
+/* Run until shut down; returns the exit code (0, or 3 after device lost). */
+int server_run(server *srv);
+/* Begin draining (idempotent); exit_code is raised to code. */
+void server_shutdown(server *srv, int code);
+/* Finish the drain when nothing is left to answer. */
+void server_check_drain(server *srv);
+/* Staging slots were released: sessions waiting for staging try again. */
+void server_staging_released(server *srv);
+/* A session struct was freed. */
+void server_session_freed(server *srv);
+
+#endif

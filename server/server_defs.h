@@ -1,0 +1,104 @@
+/* server_defs.h - the types that server, session, dispatch and stats share
+ * (they would otherwise include each other). Types only. */
+#ifndef GPUQ_SERVER_DEFS_H
+#define GPUQ_SERVER_DEFS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "backend.h"
+#include "config.h"
+#include "frame.h"
+#include "header.h"
+#include "staging.h"
+#include "stats.h"
+
+typedef struct server server;
+typedef struct session session;
+typedef struct request request;
+
+/* One frame's request, from its header until its reply was written. Holds a
+ * reference on its session. */
+struct request {
+    session *s;
+    uint64_t seq;                /* order of replies within the session */
+    gpuq_request req;
+    gpuq_sizes sz;
+    gpuq_job job;
+    staging_slot *slot;          /* owned; NULL when none */
+    size_t out_off;              /* result offset in the slot */
+    int status;
+    char message[160];
+    uint8_t *info;               /* owned msgpack value (hello/status) */
+    size_t info_len;
+    bool compute;                /* counts as in flight */
+    bool in_backend;
+    bool close_after;            /* close the session once written */
+    uint8_t *wbuf;               /* owned prefix+header while writing */
+    uv_write_t wr;
+    request *next;               /* session's pending list */
+};
+
+enum session_rstate { RS_PREFIX, RS_HEADER, RS_PAYLOAD, RS_SKIP, RS_WAIT_STAGING };
+
+#define SESSION_SCRATCH 16384
+#define SESSION_HDR_INLINE 512
+
+struct session {
+    uv_pipe_t pipe;
+    server *srv;
+    session *prev, *next;        /* server's list */
+    uint64_t id;
+    int refs;                    /* pipe handle + each live request */
+    bool closing, hello_done, reading, counted;
+    bool broken;                 /* bad prefix: stop reading, close after the error */
+    pid_t pid;
+    uid_t uid;
+    gid_t gid;
+    char client[GPUQ_CLIENT_NAME_MAX + 1];
+    int priority;
+    void *bsess;
+    backend_session_info binfo;
+    /* reading */
+    enum session_rstate rstate;
+    uint8_t prefix[GPUQ_PREFIX_SIZE];
+    gpuq_prefix pre;
+    uint64_t have;               /* bytes of the current part read so far */
+    uint8_t hdr_inline[SESSION_HDR_INLINE];
+    uint8_t *hbuf;               /* hdr_inline or malloc'd (owned) */
+    uint64_t skip_left;
+    request *cur;                /* waiting for staging or its payload */
+    uint8_t scratch[SESSION_SCRATCH];
+    /* replies */
+    uint64_t next_seq, next_write_seq;
+    request *pending;            /* done, sorted by seq, waiting their turn */
+    uint32_t inflight;           /* compute requests not yet answered */
+    uint32_t live;               /* requests alive */
+    uint64_t staging_used;
+};
+
+struct server {
+    uv_loop_t *loop;
+    config cfg;
+    backend *b;
+    char backend_why[256];
+    staging st;
+    stats stats;
+    uv_pipe_t listener;
+    bool listener_open, socket_owned;
+    char socket_path[108];
+    uv_signal_t sigint, sigterm;
+    uv_timer_t drain_timer;
+    bool draining, finishing, lost;
+    int exit_code;
+    session *sessions;
+    uint32_t nsessions;          /* not closing */
+    uint64_t next_session_id;
+    uint64_t inflight;           /* compute requests accepted, not answered */
+    uint64_t live;               /* requests alive over all sessions */
+    uint64_t start_ns;
+};
+
+#endif

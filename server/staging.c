@@ -1,0 +1,142 @@
+/* staging.c - see staging.h. */
+#include "staging.h"
+
+#include <stdlib.h>
+
+#include "errors.h"
+#include "log.h"
+
+#define STAGING_CHUNK (16u << 20)
+#define STAGING_CHUNKED_MAX (1u << 20)
+#define STAGING_MIN 4096u
+
+void staging_init(staging *st, backend *b, uint64_t total_limit)
+{
+    st->b = b;
+    st->total_limit = total_limit;
+    st->in_use = st->capacity = 0;
+    st->free_list = NULL;
+    st->chunks = NULL;
+}
+
+size_t staging_class(size_t n)
+{
+    if (n <= STAGING_MIN)
+        return STAGING_MIN;
+    size_t p = 1;
+    while (p <= n / 2)
+        p <<= 1;                 /* largest power of two <= n */
+    size_t step = p / 4;
+    if (n > SIZE_MAX - step)
+        return SIZE_MAX;
+    return (n + step - 1) / step * step;
+}
+
+/* Free unused stand-alone slots until need more bytes fit under the limit. */
+static void staging_trim(staging *st, size_t need)
+{
+    staging_slot **pp = &st->free_list;
+    while (*pp && st->capacity + need > st->total_limit) {
+        staging_slot *s = *pp;
+        if (s->chunked) {
+            pp = &s->next;
+            continue;
+        }
+        *pp = s->next;
+        st->capacity -= s->size;
+        st->b->ops->host_free(st->b, s->ptr);
+        free(s);
+    }
+}
+
+static staging_slot *staging_grow(staging *st, size_t cls)
+{
+    staging_slot *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->size = cls;
+    if (cls <= STAGING_CHUNKED_MAX) {
+        staging_chunk *c = st->chunks;
+        if (!c || c->size - c->used < cls) {
+            c = calloc(1, sizeof *c);
+            if (!c)
+                goto err_after_slot;
+            c->ptr = st->b->ops->host_alloc(st->b, STAGING_CHUNK);
+            if (!c->ptr) {
+                free(c);
+                goto err_after_slot;
+            }
+            c->size = STAGING_CHUNK;
+            c->next = st->chunks;
+            st->chunks = c;
+            st->capacity += STAGING_CHUNK;
+            log_debug("staging: new chunk, capacity %llu", (unsigned long long)st->capacity);
+        }
+        s->ptr = c->ptr + c->used;
+        c->used += cls;
+        s->chunked = 1;
+        return s;
+    }
+    staging_trim(st, cls);
+    s->ptr = st->b->ops->host_alloc(st->b, cls);
+    if (!s->ptr)
+        goto err_after_slot;
+    st->capacity += cls;
+    return s;
+err_after_slot:
+    free(s);
+    return NULL;
+}
+
+int staging_reserve(staging *st, size_t n, uint64_t *sess_used, uint64_t sess_limit,
+                    staging_slot **out)
+{
+    size_t cls = staging_class(n);
+    if (cls > sess_limit || cls > st->total_limit)
+        return GPUQ_E_TOO_LARGE;
+    if (*sess_used + cls > sess_limit || st->in_use + cls > st->total_limit)
+        return GPUQ_E_BUSY;
+    staging_slot *s = NULL;
+    for (staging_slot **pp = &st->free_list; *pp; pp = &(*pp)->next) {
+        if ((*pp)->size == cls) {
+            s = *pp;
+            *pp = s->next;
+            break;
+        }
+    }
+    if (!s && !(s = staging_grow(st, cls)))
+        return GPUQ_E_NO_MEMORY;
+    s->next = NULL;
+    st->in_use += cls;
+    *sess_used += cls;
+    *out = s;
+    return 0;
+}
+
+void staging_release(staging *st, staging_slot *slot, uint64_t *sess_used)
+{
+    st->in_use -= slot->size;
+    *sess_used -= slot->size;
+    slot->next = st->free_list;
+    st->free_list = slot;
+}
+
+void staging_destroy(staging *st)
+{
+    if (st->in_use)
+        log_error("staging: %llu bytes still in use at exit", (unsigned long long)st->in_use);
+    while (st->free_list) {
+        staging_slot *s = st->free_list;
+        st->free_list = s->next;
+        if (!s->chunked)
+            st->b->ops->host_free(st->b, s->ptr);
+        free(s);
+    }
+    while (st->chunks) {
+        staging_chunk *c = st->chunks;
+        st->chunks = c->next;
+        st->b->ops->host_free(st->b, c->ptr);
+        free(c);
+    }
+    st->capacity = 0;
+}

@@ -1,0 +1,55 @@
+/* staging.h - the staging pool: host (pinned on CUDA) memory for payloads
+ * and results.
+ *
+ * Happy path: a request's input+output size is rounded to a size class
+ * (quarter steps between powers of two, at least 4 KiB); a free slot of that
+ * class is reused, else one is carved from a 16 MiB chunk (classes up to
+ * 1 MiB) or allocated on its own through backend->host_alloc. Memory is
+ * allocated rarely and in large steps and kept for reuse.
+ *
+ * Accounting: bytes in use per session (a counter the caller owns) and in
+ * total. Failure: GPUQ_E_TOO_LARGE when the request alone can never fit a
+ * limit; GPUQ_E_BUSY when it would fit but not now (the caller waits);
+ * GPUQ_E_NO_MEMORY when host_alloc failed.
+ */
+#ifndef GPUQ_SERVER_STAGING_H
+#define GPUQ_SERVER_STAGING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+typedef struct staging_slot {
+    uint8_t *ptr;
+    size_t size;                 /* class size */
+    int chunked;                 /* carved from a chunk: never freed alone */
+    struct staging_slot *next;   /* free list */
+} staging_slot;
+
+typedef struct staging_chunk {
+    uint8_t *ptr;
+    size_t size, used;
+    struct staging_chunk *next;
+} staging_chunk;
+
+typedef struct staging {
+    backend *b;                  /* borrowed */
+    uint64_t total_limit;
+    uint64_t in_use;             /* class bytes reserved */
+    uint64_t capacity;           /* bytes allocated from the backend */
+    staging_slot *free_list;
+    staging_chunk *chunks;
+} staging;
+
+void staging_init(staging *st, backend *b, uint64_t total_limit);
+size_t staging_class(size_t n);
+/* Reserve a slot of at least n bytes; *sess_used is the session's counter. */
+int staging_reserve(staging *st, size_t n, uint64_t *sess_used, uint64_t sess_limit,
+                    staging_slot **out);
+/* Give a slot back (owned again by the pool). */
+void staging_release(staging *st, staging_slot *slot, uint64_t *sess_used);
+/* Free everything; every slot must have been released. */
+void staging_destroy(staging *st);
+
+#endif

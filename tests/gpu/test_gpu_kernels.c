@@ -1,0 +1,448 @@
+/* test_gpu_kernels.c - gpuq_cuda_* against the CPU references (gpuq_cpu_*).
+ *
+ * Fresh random inputs every run (seed printed by testutil), outputs poisoned
+ * with NaN before each call, ||out - ref|| / ||ref|| <= 1e-6 (f32 normalize,
+ * haversine), 1e-5 (f32 pairwise), 1e-12 (f64). Error flags: zero norm,
+ * zero vector (cosine), bad latitude. No GPU: skip unless GPUQ_REQUIRE_GPU=1.
+ */
+#ifndef GPUQ_HAVE_CUDA
+#define GPUQ_HAVE_CUDA 1
+#endif
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "gpuq_kernels.h"
+#include "testutil.h"
+
+static cudaStream_t g_stream;
+static gpuq_cuda_ctx *g_ctx;
+
+#define CK(call)                                                                                \
+    do {                                                                                        \
+        cudaError_t e_ = (call);                                                                \
+        ck_assert_msg(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));              \
+    } while (0)
+
+static size_t esz(int dt)
+{
+    return dt == GPUQ_K_F32 ? 4 : 8;
+}
+
+/* Random values in [lo, hi) in dtype dt (malloc'd). */
+static void *rand_array(int dt, size_t n, double lo, double hi)
+{
+    double *d = malloc((n ? n : 1) * sizeof *d);
+    ck_assert_ptr_nonnull(d);
+    tu_rand_fill_f64(d, n, lo, hi);
+    if (dt == GPUQ_K_F64)
+        return d;
+    float *f = malloc((n ? n : 1) * sizeof *f);
+    ck_assert_ptr_nonnull(f);
+    for (size_t i = 0; i < n; i++)
+        f[i] = (float)d[i];
+    free(d);
+    return f;
+}
+
+static void *dev_copy(const void *h, size_t bytes)
+{
+    void *d = NULL;
+    CK(cudaMalloc(&d, bytes ? bytes : 1));
+    if (bytes)
+        CK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+    return d;
+}
+
+static void *dev_out(size_t bytes)
+{
+    void *d = NULL;
+    CK(cudaMalloc(&d, bytes));
+    CK(cudaMemset(d, 0xff, bytes)); /* all-ones bytes: NaN in f32 and f64 */
+    return d;
+}
+
+static void *host_out(int dt, size_t n)
+{
+    void *h = malloc(n * esz(dt));
+    ck_assert_ptr_nonnull(h);
+    memset(h, 0xff, n * esz(dt));
+    return h;
+}
+
+static void reset_flag(void)
+{
+    CK(cudaMemsetAsync(gpuq_cuda_ctx_errflag(g_ctx), 0, sizeof(int), g_stream));
+}
+
+static int read_flag(void)
+{
+    int f = -1;
+    CK(cudaStreamSynchronize(g_stream));
+    CK(cudaMemcpy(&f, gpuq_cuda_ctx_errflag(g_ctx), sizeof f, cudaMemcpyDeviceToHost));
+    return f;
+}
+
+/* Fetch d_out and compare with the reference (ref in dtype dt). */
+static void compare(int dt, void *d_out, const void *ref, size_t n, double tol, const char *what)
+{
+    void *h = host_out(dt, n);
+    CK(cudaStreamSynchronize(g_stream));
+    CK(cudaMemcpy(h, d_out, n * esz(dt), cudaMemcpyDeviceToHost));
+    double *r = malloc(n * sizeof *r);
+    ck_assert_ptr_nonnull(r);
+    double rn = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        r[i] = dt == GPUQ_K_F32 ? (double)((const float *)ref)[i] : ((const double *)ref)[i];
+        rn += r[i] * r[i];
+    }
+    double err;
+    if (rn == 0.0) { /* all-zero reference (zero_ok rows): require exact zeros */
+        err = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            double v = dt == GPUQ_K_F32 ? (double)((float *)h)[i] : ((double *)h)[i];
+            err = (v == 0.0) ? err : INFINITY;
+        }
+    } else {
+        err = dt == GPUQ_K_F32 ? tu_rel_err_f32(h, r, n) : tu_rel_err_f64(h, r, n);
+    }
+    ck_assert_msg(err <= tol, "%s: rel err %g > %g", what, err, tol);
+    free(r);
+    free(h);
+}
+
+static const int DTS[2] = {GPUQ_K_F32, GPUQ_K_F64};
+
+/* ---- normalize ---- */
+
+static void check_normalize(int dt, int method, uint64_t rows, uint64_t cols)
+{
+    size_t n = (size_t)(rows * cols);
+    /* Positive values keep sums away from zero; zero_ok covers 1-wide rows
+     * under minmax/zscore (constant rows). */
+    void *in = rand_array(dt, n, 0.5, 1.5);
+    void *ref = host_out(dt, n);
+    ck_assert_int_eq(gpuq_cpu_normalize(dt, method, 1, in, ref, rows, cols), 0);
+    void *d_in = dev_copy(in, n * esz(dt)), *d_out = dev_out(n * esz(dt));
+    reset_flag();
+    ck_assert_int_eq(gpuq_cuda_normalize(g_ctx, dt, method, 1, d_in, d_out, rows, cols), 0);
+    char what[128];
+    snprintf(what, sizeof what, "normalize dt=%d method=%d %llux%llu", dt, method,
+             (unsigned long long)rows, (unsigned long long)cols);
+    compare(dt, d_out, ref, n, dt == GPUQ_K_F32 ? 1e-6 : 1e-12, what);
+    ck_assert_int_eq(read_flag(), 0);
+    CK(cudaFree(d_in));
+    CK(cudaFree(d_out));
+    free(in);
+    free(ref);
+}
+
+static const uint64_t SHAPES[][2] = {
+    {1, 1},    {1, 31},   {1, 1023},       {1, (1u << 20) + 3}, {31, 1},
+    {1023, 1}, {(1u << 20) + 3, 1}, {31, 1023}, {1023, 31},   {3, (1u << 17) + 5},
+    {129, 200},
+};
+#define NSHAPES (sizeof SHAPES / sizeof SHAPES[0])
+
+START_TEST(test_normalize)
+{
+    int dt = DTS[_i / 5], method = _i % 5;
+    for (size_t s = 0; s < NSHAPES; s++)
+        check_normalize(dt, method, SHAPES[s][0], SHAPES[s][1]);
+}
+END_TEST
+
+START_TEST(test_normalize_1e8)
+{
+    check_normalize(GPUQ_K_F32, GPUQ_K_SUM, 1, 100000000u);
+}
+END_TEST
+
+START_TEST(test_normalize_zero)
+{
+    for (int d = 0; d < 2; d++) {
+        int dt = DTS[d];
+        uint64_t rows = 4, cols = 1000; /* row 2 all zeros (sum, l1, l2) / constant */
+        void *in = rand_array(dt, rows * cols, 0.5, 1.5);
+        for (uint64_t j = 0; j < cols; j++) {
+            if (dt == GPUQ_K_F32)
+                ((float *)in)[2 * cols + j] = 0.0f;
+            else
+                ((double *)in)[2 * cols + j] = 0.0;
+        }
+        void *d_in = dev_copy(in, rows * cols * esz(dt)), *d_out = dev_out(rows * cols * esz(dt));
+        for (int method = 0; method < 5; method++) {
+            reset_flag();
+            ck_assert_int_eq(
+                gpuq_cuda_normalize(g_ctx, dt, method, 0, d_in, d_out, rows, cols), 0);
+            ck_assert_int_eq(read_flag(), -GPUQ_K_E_ZERO);
+            reset_flag();
+            ck_assert_int_eq(
+                gpuq_cuda_normalize(g_ctx, dt, method, 1, d_in, d_out, rows, cols), 0);
+            ck_assert_int_eq(read_flag(), 0);
+            void *ref = host_out(dt, rows * cols);
+            ck_assert_int_eq(gpuq_cpu_normalize(dt, method, 1, in, ref, rows, cols), 0);
+            compare(dt, d_out, ref, rows * cols, dt == GPUQ_K_F32 ? 1e-6 : 1e-12, "zero_ok");
+            free(ref);
+        }
+        /* A long zero row takes the multi-block path. */
+        uint64_t big = (1u << 18) + 1;
+        void *d_z = dev_out(big * esz(dt)), *d_o = dev_out(big * esz(dt));
+        CK(cudaMemset(d_z, 0, big * esz(dt)));
+        reset_flag();
+        ck_assert_int_eq(gpuq_cuda_normalize(g_ctx, dt, GPUQ_K_L2, 0, d_z, d_o, 1, big), 0);
+        ck_assert_int_eq(read_flag(), -GPUQ_K_E_ZERO);
+        CK(cudaFree(d_z));
+        CK(cudaFree(d_o));
+        CK(cudaFree(d_in));
+        CK(cudaFree(d_out));
+        free(in);
+    }
+}
+END_TEST
+
+/* ---- haversine ---- */
+
+static void *rand_points(int dt, size_t n)
+{
+    void *p = rand_array(dt, 2 * n, 0.0, 1.0);
+    for (size_t i = 0; i < n; i++) {
+        if (dt == GPUQ_K_F32) {
+            float *f = p;
+            f[2 * i] = f[2 * i] * 180.0f - 90.0f;
+            f[2 * i + 1] = f[2 * i + 1] * 360.0f - 180.0f;
+        } else {
+            double *d = p;
+            d[2 * i] = d[2 * i] * 180.0 - 90.0;
+            d[2 * i + 1] = d[2 * i + 1] * 360.0 - 180.0;
+        }
+    }
+    return p;
+}
+
+static const uint64_t NS[] = {1, 31, 1023, (1u << 20) + 3};
+
+START_TEST(test_haversine)
+{
+    int dt = DTS[_i];
+    double tol = dt == GPUQ_K_F32 ? 1e-6 : 1e-12;
+    for (size_t k = 0; k < sizeof NS / sizeof NS[0]; k++) {
+        size_t n = NS[k];
+        void *a = rand_points(dt, n), *b = rand_points(dt, n);
+        void *ref = host_out(dt, n);
+        void *d_a = dev_copy(a, 2 * n * esz(dt)), *d_b = dev_copy(b, 2 * n * esz(dt));
+        void *d_out = dev_out(n * esz(dt));
+        ck_assert_int_eq(gpuq_cpu_haversine_to(dt, a, n, 30.0, 101.0, 6371.0088, ref), 0);
+        reset_flag();
+        ck_assert_int_eq(gpuq_cuda_haversine_to(g_ctx, dt, d_a, n, 30.0, 101.0, 6371.0088, d_out),
+                         0);
+        compare(dt, d_out, ref, n, tol, "haversine_to");
+        ck_assert_int_eq(read_flag(), 0);
+        CK(cudaMemset(d_out, 0xff, n * esz(dt)));
+        ck_assert_int_eq(gpuq_cpu_haversine_pair(dt, a, b, n, 1.0, ref), 0);
+        ck_assert_int_eq(gpuq_cuda_haversine_pair(g_ctx, dt, d_a, d_b, n, 1.0, d_out), 0);
+        compare(dt, d_out, ref, n, tol, "haversine_pair");
+        ck_assert_int_eq(read_flag(), 0);
+        CK(cudaFree(d_a));
+        CK(cudaFree(d_b));
+        CK(cudaFree(d_out));
+        free(a);
+        free(b);
+        free(ref);
+    }
+}
+END_TEST
+
+START_TEST(test_haversine_range)
+{
+    for (int d = 0; d < 2; d++) {
+        int dt = DTS[d];
+        const double bad[3][2] = {{91.0, 0.0}, {-90.5, 10.0}, {10.0, NAN}};
+        for (int k = 0; k < 3; k++) {
+            size_t n = 100;
+            void *a = rand_points(dt, n);
+            if (dt == GPUQ_K_F32) {
+                ((float *)a)[2 * 50] = (float)bad[k][0];
+                ((float *)a)[2 * 50 + 1] = (float)bad[k][1];
+            } else {
+                ((double *)a)[2 * 50] = bad[k][0];
+                ((double *)a)[2 * 50 + 1] = bad[k][1];
+            }
+            void *d_a = dev_copy(a, 2 * n * esz(dt)), *d_out = dev_out(n * esz(dt));
+            reset_flag();
+            ck_assert_int_eq(gpuq_cuda_haversine_to(g_ctx, dt, d_a, n, 0.0, 0.0, 1.0, d_out), 0);
+            ck_assert_int_eq(read_flag(), -GPUQ_K_E_RANGE);
+            reset_flag();
+            ck_assert_int_eq(gpuq_cuda_haversine_pair(g_ctx, dt, d_a, d_a, n, 1.0, d_out), 0);
+            ck_assert_int_eq(read_flag(), -GPUQ_K_E_RANGE);
+            CK(cudaFree(d_a));
+            CK(cudaFree(d_out));
+            free(a);
+        }
+        void *d_out = dev_out(16);
+        ck_assert_int_eq(gpuq_cuda_grid(g_ctx, dt, -95.0, 0.0, 2, 0.0, 1.0, 1, 0.0, 0.0, 1.0,
+                                        d_out),
+                         GPUQ_K_E_RANGE);
+        CK(cudaFree(d_out));
+    }
+}
+END_TEST
+
+START_TEST(test_grid)
+{
+    int dt = DTS[_i];
+    const uint64_t g[][2] = {{1, 1}, {31, 33}, {1023, 1025}, {1, 1023}, {1023, 1}};
+    for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
+        uint64_t nlat = g[k][0], nlon = g[k][1];
+        size_t n = nlat * nlon;
+        void *ref = host_out(dt, n), *d_out = dev_out(n * esz(dt));
+        ck_assert_int_eq(gpuq_cpu_grid(dt, -60.0, 75.5, nlat, -170.0, 179.0, nlon, 30.0, 101.0,
+                                       6371.0088, ref),
+                         0);
+        reset_flag();
+        ck_assert_int_eq(gpuq_cuda_grid(g_ctx, dt, -60.0, 75.5, nlat, -170.0, 179.0, nlon, 30.0,
+                                        101.0, 6371.0088, d_out),
+                         0);
+        compare(dt, d_out, ref, n, dt == GPUQ_K_F32 ? 1e-6 : 1e-12, "grid");
+        ck_assert_int_eq(read_flag(), 0);
+        CK(cudaFree(d_out));
+        free(ref);
+    }
+}
+END_TEST
+
+/* ---- pairwise ---- */
+
+static const uint64_t PW[][3] = {
+    {1, 1, 1},     {31, 17, 3},   {64, 65, 31}, {100, 90, 32},
+    {257, 129, 200}, {1023, 31, 64}, {(1u << 20) + 3, 2, 3}, {5, 1023, 1},
+};
+
+START_TEST(test_pairwise)
+{
+    int dt = DTS[_i / 4], metric = _i % 4;
+    double tol = dt == GPUQ_K_F32 ? 1e-5 : 1e-12;
+    for (size_t k = 0; k < sizeof PW / sizeof PW[0]; k++) {
+        uint64_t m = PW[k][0], n = PW[k][1], d = PW[k][2];
+        void *x = rand_array(dt, m * d, -1.0, 1.0), *y = rand_array(dt, n * d, -1.0, 1.0);
+        void *ref = host_out(dt, m * n);
+        ck_assert_int_eq(gpuq_cpu_pairwise(dt, metric, 0, x, y, m, n, d, ref), 0);
+        void *d_x = dev_copy(x, m * d * esz(dt)), *d_y = dev_copy(y, n * d * esz(dt));
+        void *d_out = dev_out(m * n * esz(dt));
+        reset_flag();
+        ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, metric, 0, d_x, d_y, m, n, d, d_out), 0);
+        char what[128];
+        snprintf(what, sizeof what, "pairwise dt=%d metric=%d %llux%llux%llu", dt, metric,
+                 (unsigned long long)m, (unsigned long long)n, (unsigned long long)d);
+        compare(dt, d_out, ref, m * n, tol, what);
+        ck_assert_int_eq(read_flag(), 0);
+        CK(cudaFree(d_x));
+        CK(cudaFree(d_y));
+        CK(cudaFree(d_out));
+        free(x);
+        free(y);
+        free(ref);
+    }
+}
+END_TEST
+
+START_TEST(test_pairwise_zero)
+{
+    for (int k = 0; k < 2; k++) {
+        int dt = DTS[k];
+        const uint64_t ds[2] = {8, 64}; /* tiled and (f64) GEMM routes */
+        for (int j = 0; j < 2; j++) {
+            uint64_t m = 5, n = 7, d = ds[j];
+            void *x = rand_array(dt, m * d, -1.0, 1.0), *y = rand_array(dt, n * d, -1.0, 1.0);
+            memset((char *)x + 2 * d * esz(dt), 0, d * esz(dt)); /* row 2 of x is zero */
+            void *d_x = dev_copy(x, m * d * esz(dt)), *d_y = dev_copy(y, n * d * esz(dt));
+            void *d_out = dev_out(m * n * esz(dt));
+            reset_flag();
+            ck_assert_int_eq(
+                gpuq_cuda_pairwise(g_ctx, dt, GPUQ_K_COSINE, 0, d_x, d_y, m, n, d, d_out), 0);
+            ck_assert_int_eq(read_flag(), -GPUQ_K_E_ZERO);
+            reset_flag();
+            ck_assert_int_eq(
+                gpuq_cuda_pairwise(g_ctx, dt, GPUQ_K_COSINE, 1, d_x, d_y, m, n, d, d_out), 0);
+            ck_assert_int_eq(read_flag(), 0);
+            void *ref = host_out(dt, m * n);
+            ck_assert_int_eq(gpuq_cpu_pairwise(dt, GPUQ_K_COSINE, 1, x, y, m, n, d, ref), 0);
+            compare(dt, d_out, ref, m * n, dt == GPUQ_K_F32 ? 1e-5 : 1e-12, "cosine zero_ok");
+            CK(cudaFree(d_x));
+            CK(cudaFree(d_y));
+            CK(cudaFree(d_out));
+            free(x);
+            free(y);
+            free(ref);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_bad_args)
+{
+    int dummy_dev = 0;
+    ck_assert_int_eq(gpuq_cuda_normalize(g_ctx, 7, 0, 0, &dummy_dev, &dummy_dev, 1, 1),
+                     GPUQ_K_E_ARG);
+    ck_assert_int_eq(gpuq_cuda_normalize(g_ctx, GPUQ_K_F32, 9, 0, &dummy_dev, &dummy_dev, 1, 1),
+                     GPUQ_K_E_ARG);
+    ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, GPUQ_K_F32, 9, 0, &dummy_dev, &dummy_dev, 1, 1, 1,
+                                        &dummy_dev),
+                     GPUQ_K_E_ARG);
+    ck_assert_int_eq(gpuq_cuda_error_code(cudaErrorMemoryAllocation), GPUQ_K_E_NOMEM);
+    ck_assert_int_eq(gpuq_cuda_error_code(cudaErrorIllegalAddress), GPUQ_K_E_STICKY);
+}
+END_TEST
+
+static Suite *gpu_suite(void)
+{
+    Suite *s = suite_create("gpu_kernels");
+    TCase *tc = tcase_create("ops");
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, test_normalize, 0, 10);
+    tcase_add_test(tc, test_normalize_1e8);
+    tcase_add_test(tc, test_normalize_zero);
+    tcase_add_loop_test(tc, test_haversine, 0, 2);
+    tcase_add_test(tc, test_haversine_range);
+    tcase_add_loop_test(tc, test_grid, 0, 2);
+    tcase_add_loop_test(tc, test_pairwise, 0, 8);
+    tcase_add_test(tc, test_pairwise_zero);
+    tcase_add_test(tc, test_bad_args);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    int ndev = 0;
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+    if (e != cudaSuccess || ndev == 0) {
+        const char *req = getenv("GPUQ_REQUIRE_GPU");
+        int required = req && strcmp(req, "1") == 0;
+        printf("test_gpu_kernels: no CUDA device (%s)%s\n",
+               e != cudaSuccess ? cudaGetErrorString(e) : "count 0",
+               required ? ", GPUQ_REQUIRE_GPU=1: failing" : ": skipped");
+        return required ? EXIT_FAILURE : EXIT_SUCCESS;
+    }
+    printf("test_gpu_kernels: seed %llu\n", (unsigned long long)tu_seed());
+    /* One stream and ctx for the whole run; CK_FORK=no keeps them valid in
+     * the tests (CUDA state does not survive fork). */
+    setenv("CK_FORK", "no", 1);
+    if (cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking) != cudaSuccess ||
+        gpuq_cuda_ctx_create(g_stream, &g_ctx) != GPUQ_K_OK) {
+        fprintf(stderr, "test_gpu_kernels: cannot create stream/ctx\n");
+        return EXIT_FAILURE;
+    }
+    SRunner *sr = srunner_create(gpu_suite());
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    gpuq_cuda_ctx_destroy(g_ctx);
+    cudaStreamDestroy(g_stream);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

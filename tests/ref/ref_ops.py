@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""ref_ops.py - numpy/scipy references for the gpuq ops, used by the C tests.
+
+Every array file (inputs and OUT) is raw little-endian float64, C order, no
+header (what numpy.fromfile / ndarray.tofile read and write). The reference is
+computed in float64 whatever dtype the op under test used; the caller rounds
+its inputs to float32 first when it tests float32.
+
+Usage:
+  ref_ops.py normalize METHOD ROWS COLS IN OUT
+      METHOD: sum | l1 | l2 | minmax | zscore (per row; zscore uses ddof=0).
+  ref_ops.py pairwise METRIC M N D X Y OUT
+      METRIC: euclidean | sqeuclidean | cosine | manhattan
+      (scipy.spatial.distance.cdist of X[M][D] and Y[N][D], manhattan being
+      cdist's "cityblock"; OUT is M x N).
+  ref_ops.py haversine_to N LAT LON RADIUS PTS OUT
+      PTS[N][2] = (lat, lon) degrees; OUT[N] = distance to (LAT, LON).
+  ref_ops.py haversine_pair N RADIUS A B OUT
+      OUT[i] = distance between A[i] and B[i], both [N][2].
+  ref_ops.py grid LAT0 LAT1 NLAT LON0 LON1 NLON LAT LON RADIUS OUT
+      OUT[NLAT][NLON] = distance from (linspace(LAT0, LAT1, NLAT)[i],
+      linspace(LON0, LON1, NLON)[j]) to (LAT, LON).
+
+Haversine: d = 2 R asin(min(1, sqrt(a))),
+a = sin^2(dphi/2) + cos(phi1) cos(phi2) sin^2(dlambda/2).
+Exit status 0 on success, 2 on bad usage.
+"""
+import sys
+
+import numpy as np
+from scipy.spatial.distance import cdist
+
+USAGE = __doc__.split("Usage:", 1)[1].split("Haversine:", 1)[0]
+
+
+def load(path, count, shape=None):
+    a = np.fromfile(path, dtype="<f8")
+    if a.size != count:
+        raise SystemExit("%s: %d values, want %d" % (path, a.size, count))
+    return a.reshape(shape) if shape is not None else a
+
+
+def save(path, a):
+    np.ascontiguousarray(a, dtype="<f8").tofile(path)
+
+
+def normalize(x, method):
+    with np.errstate(all="ignore"):
+        if method == "sum":
+            return x / x.sum(axis=1, keepdims=True)
+        if method == "l1":
+            return x / np.abs(x).sum(axis=1, keepdims=True)
+        if method == "l2":
+            return x / np.sqrt((x * x).sum(axis=1, keepdims=True))
+        if method == "minmax":
+            mn = x.min(axis=1, keepdims=True)
+            return (x - mn) / (x.max(axis=1, keepdims=True) - mn)
+        if method == "zscore":
+            return (x - x.mean(axis=1, keepdims=True)) / x.std(axis=1, ddof=0, keepdims=True)
+    raise SystemExit("unknown method %r" % method)
+
+
+def haversine(lat1, lon1, lat2, lon2, radius):
+    p1, p2 = np.radians(lat1), np.radians(lat2)
+    dp = p2 - p1
+    dl = np.radians(lon2) - np.radians(lon1)
+    a = np.sin(dp / 2) ** 2 + np.cos(p1) * np.cos(p2) * np.sin(dl / 2) ** 2
+    return 2.0 * radius * np.arcsin(np.minimum(1.0, np.sqrt(a)))
+
+
+def main(argv):
+    if len(argv) < 2:
+        sys.stderr.write("usage:" + USAGE)
+        return 2
+    op, a = argv[1], argv[2:]
+    if op == "normalize" and len(a) == 5:
+        rows, cols = int(a[1]), int(a[2])
+        save(a[4], normalize(load(a[3], rows * cols, (rows, cols)), a[0]))
+    elif op == "pairwise" and len(a) == 7:
+        m, n, d = int(a[1]), int(a[2]), int(a[3])
+        x = load(a[4], m * d, (m, d))
+        y = load(a[5], n * d, (n, d))
+        metric = {"manhattan": "cityblock"}.get(a[0], a[0])
+        save(a[6], cdist(x, y, metric=metric))
+    elif op == "haversine_to" and len(a) == 6:
+        n = int(a[0])
+        lat, lon, radius = float(a[1]), float(a[2]), float(a[3])
+        p = load(a[4], 2 * n, (n, 2))
+        save(a[5], haversine(p[:, 0], p[:, 1], lat, lon, radius))
+    elif op == "haversine_pair" and len(a) == 5:
+        n, radius = int(a[0]), float(a[1])
+        pa = load(a[2], 2 * n, (n, 2))
+        pb = load(a[3], 2 * n, (n, 2))
+        save(a[4], haversine(pa[:, 0], pa[:, 1], pb[:, 0], pb[:, 1], radius))
+    elif op == "grid" and len(a) == 10:
+        lats = np.linspace(float(a[0]), float(a[1]), int(a[2]))
+        lons = np.linspace(float(a[3]), float(a[4]), int(a[5]))
+        lat, lon, radius = float(a[6]), float(a[7]), float(a[8])
+        save(a[9], haversine(lats[:, None], lons[None, :], lat, lon, radius))
+    else:
+        sys.stderr.write("usage:" + USAGE)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
