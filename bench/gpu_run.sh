@@ -20,9 +20,16 @@ if [[ -d .device/debs ]]; then
     for f in .device/debs/*.deb; do dpkg -x "$f" "$PREFIX"; done
 fi
 PY=$(command -v python3)
+# The image's default compiler (/opt/gcc) resolves C headers to libstdc++'s
+# wrappers; build C with the distribution's gcc and no inherited include path.
+unset CPATH C_INCLUDE_PATH CPLUS_INCLUDE_PATH
+[[ -x /usr/bin/gcc ]] && export CC=/usr/bin/gcc
+[[ -x /usr/bin/g++ ]] && export CXX=/usr/bin/g++
+echo "CC=${CC:-default} $(${CC:-cc} --version | head -1)" | tee "$LOGS/env.txt"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$LOGS/gpu.txt"
 
-cmake -S "$ROOT" -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUQ_WITH_CUDA=ON \
+rm -rf build-gpu/CMakeCache.txt build-gpu/CMakeFiles
+cmake -S "$ROOT" -B build-gpu -DCMAKE_CUDA_HOST_COMPILER=${CXX:-g++} -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUQ_WITH_CUDA=ON \
     -DCMAKE_PREFIX_PATH="$PREFIX/usr" -DGPUQ_PYTHON="$PY" >"$LOGS/configure.log" 2>&1 \
     || { tail -30 "$LOGS/configure.log"; exit 1; }
 if cmake --build build-gpu -j "$(nproc)" >"$LOGS/build.log" 2>&1; then row build ok; else

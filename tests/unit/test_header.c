@@ -1,0 +1,886 @@
+/* test_header.c - request/reply headers: encode -> decode round trips for
+ * every op, each rule of gpuq_request_check (exact codes), overflow, limits,
+ * strict decoding (unknown/duplicate keys, wrong types), truncation at every
+ * byte, and replies with timing and info. */
+#include "errors.h"
+#include "header.h"
+#include "limits.h"
+#include "mpread.h"
+#include "mpwrite.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char msg[256];
+
+/* encode req, decode it back into *out; returns decode's code */
+static int roundtrip(const gpuq_request *req, gpuq_request *out)
+{
+    uint8_t *buf;
+    size_t len;
+    ck_assert_int_eq(gpuq_request_encode(req, &buf, &len), 0);
+    uint8_t *exact = malloc(len);
+    memcpy(exact, buf, len);
+    free(buf);
+    int rc = gpuq_request_decode(exact, len, out, msg, sizeof(msg));
+    free(exact);
+    return rc;
+}
+
+static int check_with(const gpuq_request *req, uint64_t payload, const gpuq_limits *lim,
+                      gpuq_sizes *sz)
+{
+    msg[0] = '\0';
+    int rc = gpuq_request_check(req, payload, lim, sz, msg, sizeof(msg));
+    if (rc != 0) {
+        ck_assert_msg(msg[0] != '\0', "error %d without message", rc);
+        ck_assert_ptr_null(strchr(msg, '\n'));
+    }
+    return rc;
+}
+
+static int check(const gpuq_request *req, uint64_t payload, gpuq_sizes *sz)
+{
+    gpuq_limits lim;
+    gpuq_limits_default(&lim);
+    return check_with(req, payload, &lim, sz);
+}
+
+static void base(gpuq_request *r, gpuq_op op, gpuq_dtype dt)
+{
+    gpuq_request_init(r);
+    r->id = 42;
+    r->op = op;
+    r->dtype = dt;
+}
+
+static void shape2(uint64_t *s, uint32_t *nd, uint64_t a, uint64_t b)
+{
+    s[0] = a;
+    s[1] = b;
+    *nd = 2;
+}
+
+/* ---- round trips ---- */
+
+START_TEST(test_rt_hello)
+{
+    gpuq_request q, d;
+    base(&q, GPUQ_OP_HELLO, GPUQ_DT_NONE);
+    q.id = UINT64_MAX;
+    strcpy(q.client, "bench-client");
+    q.priority = -5;
+    q.device = 3;
+    q.timing = true;
+    ck_assert_int_eq(roundtrip(&q, &d), 0);
+    ck_assert(d.id == UINT64_MAX);
+    ck_assert_int_eq(d.op, GPUQ_OP_HELLO);
+    ck_assert_uint_eq(d.version, GPUQ_PROTO_VERSION);
+    ck_assert_str_eq(d.client, "bench-client");
+    ck_assert_int_eq(d.priority, -5);
+    ck_assert_int_eq(d.device, 3);
+    ck_assert(d.timing);
+    gpuq_sizes sz;
+    ck_assert_int_eq(check(&d, 0, &sz), 0);
+    ck_assert_int_eq(check(&d, 1, &sz), GPUQ_E_SIZE_MISMATCH);
+    d.version = 2;
+    ck_assert_int_eq(check(&d, 0, &sz), GPUQ_E_VERSION);
+}
+END_TEST
+
+START_TEST(test_rt_ping_status)
+{
+    gpuq_request q, d;
+    gpuq_sizes sz;
+    base(&q, GPUQ_OP_PING, GPUQ_DT_NONE);
+    ck_assert_int_eq(roundtrip(&q, &d), 0);
+    ck_assert_int_eq(d.op, GPUQ_OP_PING);
+    ck_assert_uint_eq(d.id, 42);
+    ck_assert_int_eq(check(&d, 0, &sz), 0);
+    ck_assert_int_eq(check(&d, 8, &sz), GPUQ_E_SIZE_MISMATCH);
+    base(&q, GPUQ_OP_STATUS, GPUQ_DT_NONE);
+    ck_assert_int_eq(roundtrip(&q, &d), 0);
+    ck_assert_int_eq(d.op, GPUQ_OP_STATUS);
+    ck_assert_int_eq(check(&d, 0, &sz), 0);
+    ck_assert_int_eq(check(&d, 1, &sz), GPUQ_E_SIZE_MISMATCH);
+}
+END_TEST
+
+START_TEST(test_rt_normalize)
+{
+    gpuq_request q, d;
+    gpuq_sizes sz;
+    base(&q, GPUQ_OP_NORMALIZE, GPUQ_DT_F32);
+    shape2(q.shape_a, &q.ndim_a, 3, 5);
+    q.method = GPUQ_NORM_ZSCORE;
+    q.zero_ok = true;
+    q.flat = true;
+    ck_assert_int_eq(roundtrip(&q, &d), 0);
+    ck_assert_int_eq(d.dtype, GPUQ_DT_F32);
+    ck_assert_uint_eq(d.ndim_a, 2);
+    ck_assert_uint_eq(d.shape_a[0], 3);
+    ck_assert_uint_eq(d.shape_a[1], 5);
+    ck_assert_int_eq(d.method, GPUQ_NORM_ZSCORE);
+    ck_assert(d.zero_ok && d.flat);
+    ck_assert_int_eq(check(&d, 60, &sz), 0);
+    ck_assert_uint_eq(sz.rows, 1);
+    ck_assert_uint_eq(sz.cols, 15);
+    ck_assert_uint_eq(sz.payload, 60);
+    ck_assert_uint_eq(sz.output, 60);
+    ck_assert_uint_eq(sz.out_ndim, 2);
+    ck_assert_uint_eq(sz.out_shape[0], 3);
+    ck_assert_uint_eq(sz.out_shape[1], 5);
+    d.flat = false;
+    ck_assert_int_eq(check(&d, 60, &sz), 0);
+    ck_assert_uint_eq(sz.rows, 3);
+    ck_assert_uint_eq(sz.cols, 5);
+    /* rank 1 */
+    base(&q, GPUQ_OP_NORMALIZE, GPUQ_DT_F64);
+    q.ndim_a = 1;
+    q.shape_a[0] = 7;
+    ck_assert_int_eq(roundtrip(&q, &d), 0);
+    ck_assert_int_eq(d.method, GPUQ_NORM_SUM);
+    ck_assert(!d.zero_ok);
+    ck_assert_int_eq(check(&d, 56, &sz), 0);
+    ck_assert_uint_eq(sz.rows, 1);
+    ck_assert_uint_eq(sz.cols, 7);
+    ck_assert_uint_eq(sz.out_ndim, 1);
+    ck_assert_uint_eq(sz.out_shape[0], 7);
+}
+END_TEST
+
+START_TEST(test_rt_haversine)
+{
+    gpuq_request q, d;
+    gpuq_sizes sz;
+    base(&q, GPUQ_OP_HAVERSINE, GPUQ_DT_F64);
+    shape2(q.shape_a, &q.ndim_a, 10, 2);
+    q.has_to = true;
+    q.to_lat = -12.5;
+    q.to_lon = 179.25;
+    q.radius = 3958.8;
+    ck_assert_int_eq(roundtrip(&q, &d), 0);
+    ck_assert(d.has_to);
+    ck_assert(d.to_lat == -12.5 && d.to_lon == 179.25 && d.radius == 3958.8);
+    ck_assert_uint_eq(d.ndim_b, 0);
+    ck_assert_int_eq(check(&d, 160, &sz), 0);
+    ck_assert_uint_eq(sz.n, 10);
+    ck_assert_uint_eq(sz.output, 80);
+    ck_assert_uint_eq(sz.out_ndim, 1);
+    /* pairwise by row */
+    base(&q, GPUQ_OP_HAVERSINE, GPUQ_DT_F32);
+    shape2(q.shape_a, &q.ndim_a, 10, 2);
+    shape2(q.shape_b, &q.ndim_b, 10, 2);
+    ck_assert_int_eq(roundtrip(&q, &d), 0);
+    ck_assert(!d.has_to);
+    ck_assert(d.radius == GPUQ_EARTH_RADIUS_KM);
+    ck_assert_int_eq(check(&d, 160, &sz), 0);
+    ck_assert_uint_eq(sz.payload, 160);
+    ck_assert_uint_eq(sz.output, 40);
+}
+END_TEST
+
+START_TEST(test_rt_grid)
+{
+    gpuq_request q, d;
+    gpuq_sizes sz;
+    base(&q, GPUQ_OP_GRID, GPUQ_DT_NONE);
+    ck_assert_int_eq(roundtrip(&q, &d), 0);
+    ck_assert_int_eq(d.dtype, GPUQ_DT_F64); /* default */
+    ck_assert(d.lat_start == -90 && d.lat_stop == 90 && d.lat_n == 1000);
+    ck_assert(d.lon_start == -180 && d.lon_stop == 180 && d.lon_n == 1000);
+    ck_assert(d.to_lat == 30 && d.to_lon == 101);
+    ck_assert_int_eq(check(&d, 0, &sz), 0);
+    ck_assert_uint_eq(sz.output, 8000000);
+    ck_assert_uint_eq(sz.payload, 0);
+    ck_assert_uint_eq(sz.out_shape[0], 1000);
+    ck_assert_uint_eq(sz.out_shape[1], 1000);
+
+    base(&q, GPUQ_OP_GRID, GPUQ_DT_F32);
+    q.lat_start = 10;
+    q.lat_stop = -10;
+    q.lat_n = 3;
+    q.lon_n = 1;
+    ck_assert_int_eq(roundtrip(&q, &d), 0);
+    ck_assert_int_eq(d.dtype, GPUQ_DT_F32);
+    ck_assert_int_eq(check(&d, 0, &sz), 0);
+    ck_assert_uint_eq(sz.output, 12);
+    ck_assert_uint_eq(sz.rows, 3);
+    ck_assert_uint_eq(sz.cols, 1);
+}
+END_TEST
+
+START_TEST(test_rt_pairwise)
+{
+    gpuq_request q, d;
+    gpuq_sizes sz;
+    for (int m = 0; m < GPUQ_METRIC_COUNT; m++) {
+        base(&q, GPUQ_OP_PAIRWISE, GPUQ_DT_F64);
+        shape2(q.shape_a, &q.ndim_a, 4, 3);
+        shape2(q.shape_b, &q.ndim_b, 5, 3);
+        q.metric = (gpuq_metric)m;
+        q.zero_ok = m == GPUQ_METRIC_COSINE;
+        ck_assert_int_eq(roundtrip(&q, &d), 0);
+        ck_assert_int_eq(d.metric, m);
+        ck_assert(d.zero_ok == q.zero_ok);
+        ck_assert_int_eq(check(&d, (12 + 15) * 8, &sz), 0);
+        ck_assert_uint_eq(sz.m, 4);
+        ck_assert_uint_eq(sz.n, 5);
+        ck_assert_uint_eq(sz.d, 3);
+        ck_assert_uint_eq(sz.output, 160);
+    }
+}
+END_TEST
+
+/* ---- check rules ---- */
+
+START_TEST(test_check_normalize)
+{
+    gpuq_request q;
+    gpuq_sizes sz;
+    base(&q, GPUQ_OP_NORMALIZE, GPUQ_DT_NONE);
+    q.ndim_a = 1;
+    q.shape_a[0] = 4;
+    ck_assert_int_eq(check(&q, 32, &sz), GPUQ_E_BAD_DTYPE);
+    q.dtype = GPUQ_DT_F64;
+    ck_assert_int_eq(check(&q, 32, &sz), 0);
+    ck_assert_int_eq(check(&q, 31, &sz), GPUQ_E_SIZE_MISMATCH);
+    ck_assert_int_eq(check(&q, 33, &sz), GPUQ_E_SIZE_MISMATCH);
+    q.ndim_a = 0;
+    ck_assert_int_eq(check(&q, 32, &sz), GPUQ_E_BAD_SHAPE);
+    q.ndim_a = 1;
+    shape2(q.shape_b, &q.ndim_b, 1, 1);
+    ck_assert_int_eq(check(&q, 32, &sz), GPUQ_E_BAD_ARGUMENT);
+    q.ndim_b = 0;
+    q.method = GPUQ_NORM_COUNT;
+    ck_assert_int_eq(check(&q, 32, &sz), GPUQ_E_BAD_ARGUMENT);
+    q.method = GPUQ_NORM_L2;
+    q.shape_a[0] = 0;
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_EMPTY);
+    shape2(q.shape_a, &q.ndim_a, 3, 0);
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_EMPTY);
+    shape2(q.shape_a, &q.ndim_a, 0, 3);
+    q.flat = true;
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_EMPTY);
+}
+END_TEST
+
+START_TEST(test_check_haversine)
+{
+    gpuq_request q;
+    gpuq_sizes sz;
+    base(&q, GPUQ_OP_HAVERSINE, GPUQ_DT_F64);
+    shape2(q.shape_a, &q.ndim_a, 5, 2);
+    ck_assert_int_eq(check(&q, 80, &sz), GPUQ_E_BAD_ARGUMENT); /* neither to nor shape_b */
+    q.has_to = true;
+    ck_assert_int_eq(check(&q, 80, &sz), 0);
+    shape2(q.shape_b, &q.ndim_b, 5, 2);
+    ck_assert_int_eq(check(&q, 160, &sz), GPUQ_E_BAD_ARGUMENT); /* both */
+    q.has_to = false;
+    ck_assert_int_eq(check(&q, 160, &sz), 0);
+    ck_assert_int_eq(check(&q, 80, &sz), GPUQ_E_SIZE_MISMATCH);
+    q.shape_b[0] = 4;
+    ck_assert_int_eq(check(&q, 144, &sz), GPUQ_E_BAD_SHAPE);
+    q.shape_b[0] = 5;
+    q.shape_a[1] = 3;
+    ck_assert_int_eq(check(&q, 160, &sz), GPUQ_E_BAD_SHAPE);
+    q.shape_a[1] = 2;
+    q.ndim_a = 1;
+    ck_assert_int_eq(check(&q, 160, &sz), GPUQ_E_BAD_SHAPE);
+    q.ndim_a = 2;
+    q.dtype = GPUQ_DT_NONE;
+    ck_assert_int_eq(check(&q, 160, &sz), GPUQ_E_BAD_DTYPE);
+    q.dtype = GPUQ_DT_F64;
+    q.ndim_b = 0;
+    q.has_to = true;
+    q.to_lat = 90.5;
+    ck_assert_int_eq(check(&q, 80, &sz), GPUQ_E_OUT_OF_RANGE);
+    q.to_lat = NAN;
+    ck_assert_int_eq(check(&q, 80, &sz), GPUQ_E_OUT_OF_RANGE);
+    q.to_lat = -90;
+    q.to_lon = INFINITY;
+    ck_assert_int_eq(check(&q, 80, &sz), GPUQ_E_OUT_OF_RANGE);
+    q.to_lon = 0;
+    q.radius = 0;
+    ck_assert_int_eq(check(&q, 80, &sz), GPUQ_E_BAD_ARGUMENT);
+    q.radius = -1;
+    ck_assert_int_eq(check(&q, 80, &sz), GPUQ_E_BAD_ARGUMENT);
+    q.radius = INFINITY;
+    ck_assert_int_eq(check(&q, 80, &sz), GPUQ_E_BAD_ARGUMENT);
+    q.radius = NAN;
+    ck_assert_int_eq(check(&q, 80, &sz), GPUQ_E_BAD_ARGUMENT);
+    q.radius = 1;
+    q.shape_a[0] = 0;
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_EMPTY);
+}
+END_TEST
+
+START_TEST(test_check_grid)
+{
+    gpuq_request q;
+    gpuq_sizes sz;
+    base(&q, GPUQ_OP_GRID, GPUQ_DT_NONE);
+    ck_assert_int_eq(check(&q, 0, &sz), 0);
+    ck_assert_int_eq(check(&q, 8, &sz), GPUQ_E_SIZE_MISMATCH);
+    q.lat_n = 0;
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_EMPTY);
+    q.lat_n = 1;
+    q.lon_n = 0;
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_EMPTY);
+    q.lon_n = 1;
+    ck_assert_int_eq(check(&q, 0, &sz), 0);
+    q.lat_start = -90.01;
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_OUT_OF_RANGE);
+    q.lat_start = -90;
+    q.lat_stop = 91;
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_OUT_OF_RANGE);
+    q.lat_stop = NAN;
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_OUT_OF_RANGE);
+    q.lat_stop = 90;
+    q.lon_start = -INFINITY;
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_OUT_OF_RANGE);
+    q.lon_start = -180;
+    q.to_lat = 100;
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_OUT_OF_RANGE);
+    q.to_lat = 30;
+    q.radius = 0;
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_BAD_ARGUMENT);
+    q.radius = 1;
+    q.ndim_a = 1;
+    q.shape_a[0] = 2;
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_BAD_ARGUMENT);
+    q.ndim_a = 0;
+    /* overflow of lat_n * lon_n; then bytes */
+    q.lat_n = 1ull << 40;
+    q.lon_n = 1ull << 30;
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_BAD_SHAPE);
+    q.lon_n = 1ull << 22;
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_TOO_LARGE);
+    q.lat_n = 1ull << 20;
+    q.lon_n = 1ull << 20;
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_TOO_LARGE); /* 8 TiB output */
+}
+END_TEST
+
+START_TEST(test_check_pairwise)
+{
+    gpuq_request q;
+    gpuq_sizes sz;
+    base(&q, GPUQ_OP_PAIRWISE, GPUQ_DT_F32);
+    shape2(q.shape_a, &q.ndim_a, 2, 4);
+    shape2(q.shape_b, &q.ndim_b, 3, 3);
+    q.metric = GPUQ_METRIC_COSINE;
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_BAD_SHAPE);
+    ck_assert_str_eq(msg, "shape_b has d=3 but shape has d=4");
+    q.shape_b[1] = 4;
+    ck_assert_int_eq(check(&q, 80, &sz), 0);
+    ck_assert_uint_eq(sz.output, 24);
+    q.metric = GPUQ_METRIC_COUNT; /* unset */
+    ck_assert_int_eq(check(&q, 80, &sz), GPUQ_E_BAD_ARGUMENT);
+    q.metric = GPUQ_METRIC_MANHATTAN;
+    q.ndim_b = 0;
+    ck_assert_int_eq(check(&q, 32, &sz), GPUQ_E_BAD_SHAPE);
+    q.ndim_b = 1;
+    ck_assert_int_eq(check(&q, 32, &sz), GPUQ_E_BAD_SHAPE);
+    shape2(q.shape_b, &q.ndim_b, 0, 4);
+    ck_assert_int_eq(check(&q, 32, &sz), GPUQ_E_EMPTY);
+    shape2(q.shape_a, &q.ndim_a, 2, 0);
+    shape2(q.shape_b, &q.ndim_b, 2, 0);
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_EMPTY);
+    shape2(q.shape_a, &q.ndim_a, 1ull << 40, 1);
+    shape2(q.shape_b, &q.ndim_b, 1ull << 40, 1);
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_BAD_SHAPE); /* m*n overflows */
+}
+END_TEST
+
+START_TEST(test_check_overflow_limits)
+{
+    gpuq_request q;
+    gpuq_sizes sz;
+    gpuq_limits lim;
+    gpuq_limits_default(&lim);
+    base(&q, GPUQ_OP_NORMALIZE, GPUQ_DT_F64);
+    shape2(q.shape_a, &q.ndim_a, 1ull << 62, 8);
+    ck_assert_int_eq(check(&q, 64, &sz), GPUQ_E_BAD_SHAPE);
+    q.flat = true;
+    ck_assert_int_eq(check(&q, 64, &sz), GPUQ_E_BAD_SHAPE);
+    q.flat = false;
+    shape2(q.shape_a, &q.ndim_a, 1ull << 61, 2); /* elements fit, bytes don't */
+    ck_assert_int_eq(check(&q, 64, &sz), GPUQ_E_TOO_LARGE);
+    shape2(q.shape_a, &q.ndim_a, UINT64_MAX, UINT64_MAX);
+    ck_assert_int_eq(check(&q, 64, &sz), GPUQ_E_BAD_SHAPE);
+
+    /* max_payload: the declared payload first, then the implied one */
+    lim.max_payload = 1000;
+    shape2(q.shape_a, &q.ndim_a, 10, 10);
+    ck_assert_int_eq(check_with(&q, 800, &lim, &sz), 0);
+    ck_assert_int_eq(check_with(&q, 1001, &lim, &sz), GPUQ_E_TOO_LARGE);
+    shape2(q.shape_a, &q.ndim_a, 20, 10);
+    ck_assert_int_eq(check_with(&q, 800, &lim, &sz), GPUQ_E_TOO_LARGE);
+    q.op = GPUQ_OP_PING; /* applies to every op */
+    ck_assert_int_eq(check_with(&q, 1001, &lim, &sz), GPUQ_E_TOO_LARGE);
+
+    /* max_output */
+    gpuq_limits_default(&lim);
+    lim.max_output = 100;
+    base(&q, GPUQ_OP_PAIRWISE, GPUQ_DT_F32);
+    q.metric = GPUQ_METRIC_EUCLIDEAN;
+    shape2(q.shape_a, &q.ndim_a, 5, 1);
+    shape2(q.shape_b, &q.ndim_b, 5, 1);
+    ck_assert_int_eq(check_with(&q, 40, &lim, &sz), 0);
+    q.shape_b[0] = 6;
+    ck_assert_int_eq(check_with(&q, 44, &lim, &sz), GPUQ_E_TOO_LARGE);
+    base(&q, GPUQ_OP_GRID, GPUQ_DT_F64);
+    q.lat_n = 3;
+    q.lon_n = 4;
+    ck_assert_int_eq(check_with(&q, 0, &lim, &sz), 0);
+    q.lon_n = 5;
+    ck_assert_int_eq(check_with(&q, 0, &lim, &sz), GPUQ_E_TOO_LARGE);
+    q.op = GPUQ_OP_NONE;
+    ck_assert_int_eq(check_with(&q, 0, &lim, &sz), GPUQ_E_UNKNOWN_OP);
+}
+END_TEST
+
+/* ---- strict decoding ---- */
+
+typedef void (*build_fn)(gpuq_mpw *w);
+
+static int decode_built(uint32_t nkeys, build_fn fn, gpuq_request *req)
+{
+    gpuq_mpw *w = gpuq_mpw_new();
+    uint8_t *b;
+    size_t len;
+    gpuq_mpw_map(w, nkeys);
+    fn(w);
+    ck_assert_int_eq(gpuq_mpw_take(w, &b, &len), 0);
+    gpuq_mpw_free(w);
+    msg[0] = '\0';
+    int rc = gpuq_request_decode(b, len, req, msg, sizeof(msg));
+    if (rc != 0)
+        ck_assert(msg[0] != '\0');
+    free(b);
+    return rc;
+}
+
+#define KS(w, k, v) (gpuq_mpw_str(w, k), gpuq_mpw_str(w, v))
+#define KU(w, k, v) (gpuq_mpw_str(w, k), gpuq_mpw_uint(w, v))
+
+static void b_ok(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "ping"); }
+static void b_unknown(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "ping"); KU(w, "bogus", 1); }
+static void b_dup(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "ping"); KU(w, "id", 8); }
+static void b_noid(gpuq_mpw *w) { KS(w, "op", "ping"); }
+static void b_noop(gpuq_mpw *w) { KU(w, "id", 7); }
+static void b_badop(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "explode"); }
+static void b_idstr(gpuq_mpw *w) { KS(w, "id", "7"); KS(w, "op", "ping"); }
+static void b_idneg(gpuq_mpw *w) { gpuq_mpw_str(w, "id"); gpuq_mpw_int(w, -1); KS(w, "op", "ping"); }
+static void b_opint(gpuq_mpw *w) { KU(w, "id", 7); KU(w, "op", 1); }
+static void b_dtype(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "normalize"); KS(w, "dtype", "f16"); }
+static void b_method(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "normalize"); KS(w, "method", "max"); }
+static void b_metric(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "pairwise"); KS(w, "metric", "hamming"); }
+static void b_onzero(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "pairwise"); KS(w, "on_zero", "nan"); }
+static void b_flatint(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "normalize"); KU(w, "flat", 1); }
+static void b_rank3(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KS(w, "op", "normalize");
+    gpuq_mpw_str(w, "shape");
+    gpuq_mpw_array(w, 3);
+    gpuq_mpw_uint(w, 1);
+    gpuq_mpw_uint(w, 1);
+    gpuq_mpw_uint(w, 1);
+}
+static void b_rank0(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KS(w, "op", "normalize");
+    gpuq_mpw_str(w, "shape");
+    gpuq_mpw_array(w, 0);
+}
+static void b_shapeneg(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KS(w, "op", "normalize");
+    gpuq_mpw_str(w, "shape");
+    gpuq_mpw_array(w, 1);
+    gpuq_mpw_int(w, -3);
+}
+static void b_shapefloat(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KS(w, "op", "normalize");
+    gpuq_mpw_str(w, "shape");
+    gpuq_mpw_array(w, 1);
+    gpuq_mpw_double(w, 3.0);
+}
+static void b_to3(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KS(w, "op", "haversine");
+    gpuq_mpw_str(w, "to");
+    gpuq_mpw_array(w, 3);
+    gpuq_mpw_double(w, 1);
+    gpuq_mpw_double(w, 1);
+    gpuq_mpw_double(w, 1);
+}
+static void b_toint(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KS(w, "op", "haversine");
+    gpuq_mpw_str(w, "to");
+    gpuq_mpw_array(w, 2);
+    gpuq_mpw_int(w, -45);
+    gpuq_mpw_uint(w, 10);
+}
+static void b_radiusstr(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "grid"); KS(w, "radius", "1"); }
+static void b_latn(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KS(w, "op", "grid");
+    gpuq_mpw_str(w, "lat");
+    gpuq_mpw_array(w, 3);
+    gpuq_mpw_double(w, -10);
+    gpuq_mpw_double(w, 10);
+    gpuq_mpw_double(w, 5.5);
+}
+static void b_lat2(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KS(w, "op", "grid");
+    gpuq_mpw_str(w, "lat");
+    gpuq_mpw_array(w, 2);
+    gpuq_mpw_double(w, -10);
+    gpuq_mpw_double(w, 10);
+}
+static void b_client(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KS(w, "op", "hello");
+    KS(w, "client", "0123456789012345678901234567890123456789012345678901234567890123X");
+}
+static void b_prio_str(gpuq_mpw *w) { KU(w, "id", 1); KS(w, "op", "hello"); KS(w, "priority", "high"); }
+static void b_prio_bad(gpuq_mpw *w) { KU(w, "id", 1); KS(w, "op", "hello"); KS(w, "priority", "urgent"); }
+static void b_prio_big(gpuq_mpw *w) { KU(w, "id", 1); KS(w, "op", "hello"); KU(w, "priority", 6); }
+static void b_prio_neg(gpuq_mpw *w)
+{
+    KU(w, "id", 1);
+    KS(w, "op", "hello");
+    gpuq_mpw_str(w, "priority");
+    gpuq_mpw_int(w, -6);
+}
+static void b_device(gpuq_mpw *w)
+{
+    KU(w, "id", 1);
+    KS(w, "op", "hello");
+    gpuq_mpw_str(w, "device");
+    gpuq_mpw_int(w, -2);
+}
+static void b_keyint(gpuq_mpw *w) { KU(w, "id", 1); gpuq_mpw_uint(w, 5); KS(w, "op", "ping"); }
+static void b_opfirst(gpuq_mpw *w) { KS(w, "op", "status"); KU(w, "id", 99); }
+
+START_TEST(test_decode_strict)
+{
+    gpuq_request q;
+    ck_assert_int_eq(decode_built(2, b_ok, &q), 0);
+    ck_assert_uint_eq(q.id, 7);
+    ck_assert_int_eq(decode_built(2, b_opfirst, &q), 0);
+    ck_assert_uint_eq(q.id, 99);
+    ck_assert_int_eq(q.op, GPUQ_OP_STATUS);
+
+    ck_assert_int_eq(decode_built(3, b_unknown, &q), GPUQ_E_BAD_HEADER);
+    ck_assert_uint_eq(q.id, 7); /* id known for the error reply */
+    ck_assert_str_eq(msg, "unknown key \"bogus\"");
+    ck_assert_int_eq(decode_built(3, b_dup, &q), GPUQ_E_BAD_HEADER);
+    ck_assert_int_eq(decode_built(1, b_noid, &q), GPUQ_E_BAD_HEADER);
+    ck_assert_uint_eq(q.id, 0);
+    ck_assert_int_eq(decode_built(1, b_noop, &q), GPUQ_E_BAD_HEADER);
+    ck_assert_int_eq(decode_built(2, b_badop, &q), GPUQ_E_UNKNOWN_OP);
+    ck_assert_int_eq(decode_built(2, b_idstr, &q), GPUQ_E_BAD_HEADER);
+    ck_assert_int_eq(decode_built(2, b_idneg, &q), GPUQ_E_BAD_HEADER);
+    ck_assert_int_eq(decode_built(2, b_opint, &q), GPUQ_E_BAD_HEADER);
+    ck_assert_int_eq(decode_built(3, b_dtype, &q), GPUQ_E_BAD_DTYPE);
+    ck_assert_int_eq(decode_built(3, b_method, &q), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_int_eq(decode_built(3, b_metric, &q), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_int_eq(decode_built(3, b_onzero, &q), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_int_eq(decode_built(3, b_flatint, &q), GPUQ_E_BAD_HEADER);
+    ck_assert_int_eq(decode_built(3, b_rank3, &q), GPUQ_E_BAD_SHAPE);
+    ck_assert_int_eq(decode_built(3, b_rank0, &q), GPUQ_E_BAD_SHAPE);
+    ck_assert_int_eq(decode_built(3, b_shapeneg, &q), GPUQ_E_BAD_HEADER);
+    ck_assert_int_eq(decode_built(3, b_shapefloat, &q), GPUQ_E_BAD_HEADER);
+    ck_assert_int_eq(decode_built(3, b_to3, &q), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_int_eq(decode_built(3, b_toint, &q), 0);
+    ck_assert(q.has_to && q.to_lat == -45 && q.to_lon == 10);
+    ck_assert_int_eq(decode_built(3, b_radiusstr, &q), GPUQ_E_BAD_HEADER);
+    ck_assert_int_eq(decode_built(3, b_latn, &q), GPUQ_E_BAD_HEADER);
+    ck_assert_int_eq(decode_built(3, b_lat2, &q), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_int_eq(decode_built(3, b_client, &q), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_int_eq(decode_built(3, b_prio_str, &q), 0);
+    ck_assert_int_eq(q.priority, GPUQ_PRIO_HIGH);
+    ck_assert_int_eq(decode_built(3, b_prio_bad, &q), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_int_eq(decode_built(3, b_prio_big, &q), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_int_eq(decode_built(3, b_prio_neg, &q), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_int_eq(decode_built(3, b_device, &q), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_int_eq(decode_built(3, b_keyint, &q), GPUQ_E_BAD_HEADER);
+    /* map claims more entries than present */
+    ck_assert_int_eq(decode_built(3, b_ok, &q), GPUQ_E_BAD_HEADER);
+    /* fewer: trailing bytes */
+    ck_assert_int_eq(decode_built(1, b_ok, &q), GPUQ_E_BAD_HEADER);
+
+    /* not a map at all, and the 5-byte array32 bomb */
+    static const uint8_t arr[] = {0x92, 0x01, 0x02};
+    static const uint8_t bomb[] = {0xdd, 0xff, 0x00, 0x00, 0x00};
+    static const uint8_t mbomb[] = {0xdf, 0xff, 0xff, 0xff, 0xff};
+    ck_assert_int_eq(gpuq_request_decode(arr, sizeof(arr), &q, msg, sizeof(msg)), GPUQ_E_BAD_HEADER);
+    ck_assert_int_eq(gpuq_request_decode(bomb, sizeof(bomb), &q, msg, sizeof(msg)), GPUQ_E_BAD_HEADER);
+    ck_assert_int_eq(gpuq_request_decode(mbomb, sizeof(mbomb), &q, msg, sizeof(msg)), GPUQ_E_BAD_HEADER);
+    ck_assert_int_eq(gpuq_request_decode(NULL, 0, &q, msg, sizeof(msg)), GPUQ_E_BAD_HEADER);
+    /* msg may be NULL */
+    ck_assert_int_eq(gpuq_request_decode(arr, sizeof(arr), &q, NULL, 0), GPUQ_E_BAD_HEADER);
+}
+END_TEST
+
+/* _i selects the request to truncate at every byte */
+START_TEST(test_decode_truncated)
+{
+    gpuq_request q, d;
+    uint8_t *buf;
+    size_t len;
+    switch (_i) {
+    case 0:
+        base(&q, GPUQ_OP_HELLO, GPUQ_DT_NONE);
+        strcpy(q.client, "truncation");
+        q.timing = true;
+        break;
+    case 1:
+        base(&q, GPUQ_OP_HAVERSINE, GPUQ_DT_F32);
+        shape2(q.shape_a, &q.ndim_a, 1ull << 40, 2);
+        q.has_to = true;
+        break;
+    case 2:
+        base(&q, GPUQ_OP_GRID, GPUQ_DT_F64);
+        break;
+    default:
+        base(&q, GPUQ_OP_PAIRWISE, GPUQ_DT_F64);
+        shape2(q.shape_a, &q.ndim_a, 70000, 300);
+        shape2(q.shape_b, &q.ndim_b, 5, 300);
+        q.metric = GPUQ_METRIC_SQEUCLIDEAN;
+        q.zero_ok = true;
+        break;
+    }
+    ck_assert_int_eq(gpuq_request_encode(&q, &buf, &len), 0);
+    for (size_t k = 0; k < len; k++) {
+        uint8_t *part = malloc(k ? k : 1);
+        memcpy(part, buf, k);
+        int rc = gpuq_request_decode(part, k, &d, msg, sizeof(msg));
+        ck_assert_msg(rc != 0, "prefix of %zu/%zu bytes decoded", k, len);
+        free(part);
+    }
+    ck_assert_int_eq(gpuq_request_decode(buf, len, &d, msg, sizeof(msg)), 0);
+    free(buf);
+}
+END_TEST
+
+START_TEST(test_names)
+{
+    for (int op = GPUQ_OP_HELLO; op < GPUQ_OP_COUNT; op++) {
+        const char *n = gpuq_op_name((gpuq_op)op);
+        ck_assert_int_eq(gpuq_op_parse(n, strlen(n)), op);
+    }
+    ck_assert_ptr_null(gpuq_op_name(GPUQ_OP_NONE));
+    ck_assert_ptr_null(gpuq_op_name(GPUQ_OP_COUNT));
+    ck_assert_int_eq(gpuq_op_parse("pin", 3), -1);
+    ck_assert_int_eq(gpuq_norm_method_parse("zscore", 6), GPUQ_NORM_ZSCORE);
+    ck_assert_int_eq(gpuq_metric_parse("cosine", 6), GPUQ_METRIC_COSINE);
+    ck_assert_int_eq(gpuq_metric_parse("cos", 3), -1);
+    ck_assert_str_eq(gpuq_dtype_name(GPUQ_DT_F32), "f32");
+    ck_assert_uint_eq(gpuq_dtype_size(GPUQ_DT_F64), 8);
+    ck_assert_uint_eq(gpuq_dtype_size(GPUQ_DT_NONE), 0);
+    ck_assert_str_eq(gpuq_norm_method_name(GPUQ_NORM_MINMAX), "minmax");
+    ck_assert_str_eq(gpuq_metric_name(GPUQ_METRIC_SQEUCLIDEAN), "sqeuclidean");
+}
+END_TEST
+
+/* ---- replies ---- */
+
+START_TEST(test_reply_ok)
+{
+    gpuq_mpw *w = gpuq_mpw_new();
+    uint8_t *info, *buf;
+    size_t info_len, len;
+    gpuq_mpw_map(w, 2);
+    gpuq_mpw_str(w, "version");
+    gpuq_mpw_uint(w, 1);
+    gpuq_mpw_str(w, "devices");
+    gpuq_mpw_array(w, 1);
+    gpuq_mpw_map(w, 1);
+    gpuq_mpw_str(w, "name");
+    gpuq_mpw_str(w, "H100");
+    ck_assert_int_eq(gpuq_mpw_take(w, &info, &info_len), 0);
+    gpuq_mpw_free(w);
+
+    gpuq_reply rep, d;
+    memset(&rep, 0, sizeof(rep));
+    rep.id = 9;
+    rep.dtype = GPUQ_DT_F32;
+    rep.ndim = 2;
+    rep.shape[0] = 3;
+    rep.shape[1] = 4;
+    rep.has_timing = true;
+    rep.timing = (gpuq_timing){1.5, 2, 3.25, 4, 10.75};
+    rep.info = info;
+    rep.info_len = info_len;
+    ck_assert_int_eq(gpuq_reply_encode(&rep, &buf, &len), 0);
+    ck_assert_int_eq(gpuq_reply_decode(buf, len, &d, msg, sizeof(msg)), 0);
+    ck_assert_uint_eq(d.id, 9);
+    ck_assert_int_eq(d.status, 0);
+    ck_assert_int_eq(d.dtype, GPUQ_DT_F32);
+    ck_assert_uint_eq(d.ndim, 2);
+    ck_assert_uint_eq(d.shape[0], 3);
+    ck_assert_uint_eq(d.shape[1], 4);
+    ck_assert(d.has_timing);
+    ck_assert(d.timing.queue_us == 1.5 && d.timing.h2d_us == 2 && d.timing.kernel_us == 3.25 &&
+              d.timing.d2h_us == 4 && d.timing.total_us == 10.75);
+    ck_assert_uint_eq(d.info_len, info_len);
+    ck_assert_mem_eq(d.info, info, info_len);
+    ck_assert(d.info >= buf && d.info + d.info_len <= buf + len);
+
+    char json[128];
+    gpuq_mpr r;
+    gpuq_mpr_init(&r, d.info, d.info_len);
+    ck_assert_int_eq(gpuq_mpr_to_json(&r, json, sizeof(json)), 0);
+    ck_assert_str_eq(json, "{\"version\":1,\"devices\":[{\"name\":\"H100\"}]}");
+
+    /* truncated replies never decode */
+    for (size_t k = 0; k < len; k++) {
+        uint8_t *part = malloc(k ? k : 1);
+        memcpy(part, buf, k);
+        ck_assert_int_ne(gpuq_reply_decode(part, k, &d, msg, sizeof(msg)), 0);
+        free(part);
+    }
+    free(buf);
+    free(info);
+
+    /* plain ok reply: no dtype, shape, timing, info */
+    memset(&rep, 0, sizeof(rep));
+    rep.id = 1;
+    ck_assert_int_eq(gpuq_reply_encode(&rep, &buf, &len), 0);
+    ck_assert_int_eq(gpuq_reply_decode(buf, len, &d, msg, sizeof(msg)), 0);
+    ck_assert_int_eq(d.status, 0);
+    ck_assert_uint_eq(d.ndim, 0);
+    ck_assert(!d.has_timing);
+    ck_assert_ptr_null(d.info);
+    free(buf);
+}
+END_TEST
+
+START_TEST(test_reply_error)
+{
+    gpuq_reply rep, d;
+    uint8_t *buf;
+    size_t len;
+    memset(&rep, 0, sizeof(rep));
+    rep.id = 77;
+    rep.status = GPUQ_E_ZERO_NORM;
+    strcpy(rep.message, "row 3 sums to zero");
+    ck_assert_int_eq(gpuq_reply_encode(&rep, &buf, &len), 0);
+    ck_assert_int_eq(gpuq_reply_decode(buf, len, &d, msg, sizeof(msg)), 0);
+    ck_assert_uint_eq(d.id, 77);
+    ck_assert_int_eq(d.status, GPUQ_E_ZERO_NORM);
+    ck_assert_str_eq(d.message, "row 3 sums to zero");
+    free(buf);
+
+    /* the message defaults to strerror */
+    rep.message[0] = '\0';
+    rep.status = GPUQ_E_BUSY;
+    ck_assert_int_eq(gpuq_reply_encode(&rep, &buf, &len), 0);
+    ck_assert_int_eq(gpuq_reply_decode(buf, len, &d, msg, sizeof(msg)), 0);
+    ck_assert_int_eq(d.status, GPUQ_E_BUSY);
+    ck_assert_str_eq(d.message, gpuq_strerror(GPUQ_E_BUSY));
+    free(buf);
+}
+END_TEST
+
+START_TEST(test_reply_forward_compat)
+{
+    gpuq_mpw *w = gpuq_mpw_new();
+    uint8_t *buf;
+    size_t len;
+    gpuq_reply d;
+    /* unknown keys (nested too) are skipped; error name used when no code */
+    gpuq_mpw_map(w, 5);
+    KU(w, "id", 3);
+    gpuq_mpw_str(w, "future");
+    gpuq_mpw_map(w, 1);
+    gpuq_mpw_str(w, "x");
+    gpuq_mpw_array(w, 2);
+    gpuq_mpw_nil(w);
+    gpuq_mpw_double(w, 1);
+    KS(w, "status", "error");
+    KS(w, "error", "no_hello");
+    KS(w, "message", "say hello first");
+    ck_assert_int_eq(gpuq_mpw_take(w, &buf, &len), 0);
+    ck_assert_int_eq(gpuq_reply_decode(buf, len, &d, msg, sizeof(msg)), 0);
+    ck_assert_int_eq(d.status, GPUQ_E_NO_HELLO);
+    ck_assert_uint_eq(d.id, 3);
+    free(buf);
+    /* missing status */
+    gpuq_mpw_map(w, 1);
+    KU(w, "id", 3);
+    ck_assert_int_eq(gpuq_mpw_take(w, &buf, &len), 0);
+    ck_assert_int_eq(gpuq_reply_decode(buf, len, &d, msg, sizeof(msg)), GPUQ_E_BAD_HEADER);
+    free(buf);
+    /* bad status value */
+    gpuq_mpw_map(w, 2);
+    KU(w, "id", 3);
+    KS(w, "status", "maybe");
+    ck_assert_int_eq(gpuq_mpw_take(w, &buf, &len), 0);
+    ck_assert_int_eq(gpuq_reply_decode(buf, len, &d, msg, sizeof(msg)), GPUQ_E_BAD_HEADER);
+    free(buf);
+    gpuq_mpw_free(w);
+}
+END_TEST
+
+static Suite *header_suite(void)
+{
+    Suite *s = suite_create("header");
+    TCase *tc = tcase_create("roundtrip");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_rt_hello);
+    tcase_add_test(tc, test_rt_ping_status);
+    tcase_add_test(tc, test_rt_normalize);
+    tcase_add_test(tc, test_rt_haversine);
+    tcase_add_test(tc, test_rt_grid);
+    tcase_add_test(tc, test_rt_pairwise);
+    tcase_add_test(tc, test_names);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("check");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_check_normalize);
+    tcase_add_test(tc, test_check_haversine);
+    tcase_add_test(tc, test_check_grid);
+    tcase_add_test(tc, test_check_pairwise);
+    tcase_add_test(tc, test_check_overflow_limits);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("decode");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_decode_strict);
+    tcase_add_loop_test(tc, test_decode_truncated, 0, 4);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("reply");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_reply_ok);
+    tcase_add_test(tc, test_reply_error);
+    tcase_add_test(tc, test_reply_forward_compat);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(header_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
