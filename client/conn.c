@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "frame.h"
-#include "limits.h"
+#include "gpuq_limits.h"
 #include "mpread.h"
 #include "sockio.h"
 

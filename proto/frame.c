@@ -7,7 +7,7 @@
 #include "frame.h"
 
 #include "errors.h"
-#include "limits.h"
+#include "gpuq_limits.h"
 
 static void put_le(uint8_t *out, uint64_t v, unsigned n)
 {

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "limits.h"
+#include "gpuq_limits.h"
 
 typedef enum gpuq_op {
     GPUQ_OP_NONE = 0,

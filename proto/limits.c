@@ -1,5 +1,5 @@
 /* limits.c - the default configurable limits (values live in limits.h). */
-#include "limits.h"
+#include "gpuq_limits.h"
 
 void gpuq_limits_default(gpuq_limits *l)
 {

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "errors.h"
-#include "limits.h"
+#include "gpuq_limits.h"
 
 struct mphead {
     gpuq_mp_type type;

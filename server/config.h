@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "limits.h"
+#include "gpuq_limits.h"
 
 #define GPUQD_VERSION "0.1.0"
 

@@ -12,7 +12,7 @@
 #include "errors.h"
 #include "frame.h"
 #include "header.h"
-#include "limits.h"
+#include "gpuq_limits.h"
 #include "mpread.h"
 
 #include <stdint.h>

@@ -2,7 +2,7 @@
  * (NEED_MORE until complete), and every kind of broken prefix. */
 #include "errors.h"
 #include "frame.h"
-#include "limits.h"
+#include "gpuq_limits.h"
 
 #include <check.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * byte, and replies with timing and info. */
 #include "errors.h"
 #include "header.h"
-#include "limits.h"
+#include "gpuq_limits.h"
 #include "mpread.h"
 #include "mpwrite.h"
 

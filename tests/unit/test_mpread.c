@@ -2,7 +2,7 @@
  * truncation at every byte, declared lengths beyond the buffer (array32 /
  * map32 / str32 / bin32 claiming billions), caps, nesting, and JSON output. */
 #include "errors.h"
-#include "limits.h"
+#include "gpuq_limits.h"
 #include "mpread.h"
 #include "mpwrite.h"
 

@@ -3,8 +3,8 @@
  * The only place numeric limits are spelled. The daemon may be configured with
  * other values (server/config), which it reports in the hello reply.
  */
-#ifndef GPUQ_PROTO_LIMITS_H
-#define GPUQ_PROTO_LIMITS_H
+#ifndef GPUQ_PROTO_GPUQ_LIMITS_H
+#define GPUQ_PROTO_GPUQ_LIMITS_H
 
 #include <stdint.h>
 
