@@ -1,4 +1,4 @@
-/* limits.c - the default configurable limits (values live in limits.h). */
+/* limits.c - the default configurable limits (values live in gpuq_limits.h). */
 #include "gpuq_limits.h"
 
 void gpuq_limits_default(gpuq_limits *l)
