@@ -50,7 +50,19 @@ if [[ -n "$CS" ]]; then
                 "$CS" --tool "$tool" --error-exitcode 9 "build-gpu/tests/gpu/$t" \
                 >"$LOGS/cs_${tool}_$t.log" 2>&1
             rc=$?
-            row "compute-sanitizer $tool $t" "exit $rc, $(grep -c '========= ' "$LOGS/cs_${tool}_$t.log" || true) report lines"
+            row "compute-sanitizer $tool $t" "exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/cs_${tool}_$t.log" | tr -d '=' | xargs)"
+        done
+    done
+fi
+
+    # The daemon itself under the sanitizers, driven by the CUDA e2e suites.
+    for tool in memcheck racecheck; do
+        for t in e2e/test_e2e_flow e2e/test_e2e_bad gpu/test_e2e_cuda; do
+            name=$(basename $t)
+            GPUQ_TEST_DEVICE=cuda CK_DEFAULT_TIMEOUT=600 \
+                GPUQ_TEST_DAEMON_WRAPPER="$CS --tool $tool --error-exitcode 9" \
+                timeout 300 "build-gpu/tests/$t" >"$LOGS/cs_${tool}_gpuqd_$name.log" 2>&1
+            row "compute-sanitizer $tool gpuqd ($name)" "exit $?"
         done
     done
 fi

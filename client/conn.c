@@ -370,6 +370,9 @@ static int parse_hello_info(const uint8_t *buf, size_t len, gpuq_server_info *si
         } else if (key_is(k, kl, "priority")) {
             rc = gpuq_mpr_int(&r, &v);
             si->priority_granted = (int)v;
+        } else if (key_is(k, kl, "stream_priority")) {
+            rc = gpuq_mpr_int(&r, &v);
+            si->stream_priority = (int)v;
         } else if (key_is(k, kl, "device")) {
             rc = gpuq_mpr_int(&r, &v);
             si->device = (int)v;

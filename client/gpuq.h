@@ -38,7 +38,8 @@ typedef struct gpuq_server_info {
     char server[64];          /* "gpuqd 0.1.0" */
     char backend[16];         /* "cpu" or "cuda" */
     uint64_t session_id;
-    int priority_granted;     /* CUDA stream priority (0 on the CPU backend) */
+    int priority_granted;     /* level after the server's policy cap (-1 low, 0 normal, 1 high) */
+    int stream_priority;      /* CUDA stream priority granted (0 on the CPU backend; lower = higher) */
     int device;               /* device index the session was placed on (-1: cpu) */
     gpuq_limits limits;
 } gpuq_server_info;

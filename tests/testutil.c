@@ -216,6 +216,16 @@ void tu_daemon_start(tu_daemon *d, const char *device, const char *const *extra)
     snprintf(d->log, sizeof d->log, "%s/gpuqd.log", d->dir);
     const char *argv[64];
     size_t n = 0;
+    /* GPUQ_TEST_DAEMON_WRAPPER: a command line (split at spaces) that runs the
+     * daemon, e.g. "compute-sanitizer --tool memcheck --error-exitcode 9". */
+    static char wrap[512];
+    const char *w = getenv("GPUQ_TEST_DAEMON_WRAPPER");
+    if (w && *w) {
+        snprintf(wrap, sizeof wrap, "%s", w);
+        for (char *save = NULL, *tok = strtok_r(wrap, " ", &save); tok && n < 16;
+             tok = strtok_r(NULL, " ", &save))
+            argv[n++] = tok;
+    }
     argv[n++] = GPUQD_PATH;
     argv[n++] = "--device";
     argv[n++] = device;
@@ -234,11 +244,11 @@ void tu_daemon_start(tu_daemon *d, const char *device, const char *const *extra)
             dup2(fd, 1);
             dup2(fd, 2);
         }
-        execv(argv[0], (char *const *)argv);
+        execvp(argv[0], (char *const *)argv);
         _exit(127);
     }
     d->pid = pid;
-    for (int i = 0; i < 1000; i++) { /* up to 20 s: a CUDA context takes a while */
+    for (int i = 0; i < 6000; i++) { /* up to 120 s: CUDA start-up under a sanitizer */
         if (tu_can_connect(d->socket))
             return;
         int st;

@@ -190,3 +190,13 @@ void e2e_ref(double *out, size_t n, const char *const *args)
     memcpy(out, r, len);
     free(r);
 }
+
+int e2e_skip_without_gpu(void)
+{
+    const char *req = getenv("GPUQ_REQUIRE_GPU");
+    if (strcmp(tu_test_device(), "cpu") == 0 || (req && strcmp(req, "1") == 0) ||
+        access("/dev/nvidiactl", F_OK) == 0)
+        return 0;
+    fprintf(stderr, "no GPU (/dev/nvidiactl) and GPUQ_REQUIRE_GPU!=1: skipped\n");
+    return 1;
+}

@@ -231,6 +231,8 @@ static Suite *suite(void)
 
 int main(void)
 {
+    if (e2e_skip_without_gpu())
+        return EXIT_SUCCESS;
     SRunner *sr = srunner_create(suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
