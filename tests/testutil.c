@@ -267,7 +267,24 @@ int tu_daemon_stop(tu_daemon *d)
 {
     int rc = -1;
     if (d->pid > 0) {
-        kill(d->pid, SIGTERM);
+        /* Under GPUQ_TEST_DAEMON_WRAPPER the daemon is the wrapper's child,
+         * and a wrapper such as compute-sanitizer does not forward SIGTERM. */
+        char kids[64], list[256] = "";
+        snprintf(kids, sizeof kids, "/proc/%d/task/%d/children", (int)d->pid, (int)d->pid);
+        const char *w = getenv("GPUQ_TEST_DAEMON_WRAPPER");
+        FILE *f = (w && *w) ? fopen(kids, "r") : NULL;
+        if (f) {
+            size_t got = fread(list, 1, sizeof list - 1, f);
+            list[got] = '\0';
+            fclose(f);
+        }
+        if (list[0]) {
+            for (char *save = NULL, *tok = strtok_r(list, " \n", &save); tok;
+                 tok = strtok_r(NULL, " \n", &save))
+                kill((pid_t)atoi(tok), SIGTERM);
+        } else {
+            kill(d->pid, SIGTERM);
+        }
         int st = 0;
         for (int i = 0; i < 3000; i++) { /* 60 s */
             pid_t r = waitpid(d->pid, &st, WNOHANG);
