@@ -263,28 +263,47 @@ void tu_daemon_start(tu_daemon *d, const char *device, const char *const *extra)
     ck_abort_msg("gpuqd did not start listening on %s", d->socket);
 }
 
+/* The descendant of pid (or pid itself) whose comm is "gpuqd"; 0 if none. */
+static pid_t tu_find_gpuqd(pid_t pid, int depth)
+{
+    char path[96], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        size_t got = fread(buf, 1, sizeof buf - 1, f);
+        buf[got] = '\0';
+        fclose(f);
+        if (strncmp(buf, "gpuqd\n", 6) == 0)
+            return pid;
+    }
+    if (depth > 4)
+        return 0;
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t got = fread(buf, 1, sizeof buf - 1, f);
+    buf[got] = '\0';
+    fclose(f);
+    for (char *save = NULL, *tok = strtok_r(buf, " \n", &save); tok;
+         tok = strtok_r(NULL, " \n", &save)) {
+        pid_t found = tu_find_gpuqd((pid_t)atoi(tok), depth + 1);
+        if (found > 0)
+            return found;
+    }
+    return 0;
+}
+
 int tu_daemon_stop(tu_daemon *d)
 {
     int rc = -1;
     if (d->pid > 0) {
-        /* Under GPUQ_TEST_DAEMON_WRAPPER the daemon is the wrapper's child,
-         * and a wrapper such as compute-sanitizer does not forward SIGTERM. */
-        char kids[64], list[256] = "";
-        snprintf(kids, sizeof kids, "/proc/%d/task/%d/children", (int)d->pid, (int)d->pid);
+        /* Under GPUQ_TEST_DAEMON_WRAPPER the daemon is a descendant of the
+         * wrapper, and a wrapper such as compute-sanitizer does not forward
+         * SIGTERM: signal the gpuqd process itself. */
         const char *w = getenv("GPUQ_TEST_DAEMON_WRAPPER");
-        FILE *f = (w && *w) ? fopen(kids, "r") : NULL;
-        if (f) {
-            size_t got = fread(list, 1, sizeof list - 1, f);
-            list[got] = '\0';
-            fclose(f);
-        }
-        if (list[0]) {
-            for (char *save = NULL, *tok = strtok_r(list, " \n", &save); tok;
-                 tok = strtok_r(NULL, " \n", &save))
-                kill((pid_t)atoi(tok), SIGTERM);
-        } else {
-            kill(d->pid, SIGTERM);
-        }
+        pid_t target = (w && *w) ? tu_find_gpuqd(d->pid, 0) : 0;
+        kill(target > 0 ? target : d->pid, SIGTERM);
         int st = 0;
         for (int i = 0; i < 3000; i++) { /* 60 s */
             pid_t r = waitpid(d->pid, &st, WNOHANG);
