@@ -330,3 +330,12 @@ int tu_daemon_stop(tu_daemon *d)
         tu_rmtree(d->dir);
     return rc;
 }
+
+int tu_run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

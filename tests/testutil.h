@@ -31,6 +31,11 @@ uint64_t tu_seed(void);
 double tu_rel_err_f64(const double *a, const double *ref, size_t n);
 double tu_rel_err_f32(const float *a, const double *ref, size_t n);
 
+/* Run a Check suite (it takes ownership of s); returns EXIT_SUCCESS when no
+ * test failed. */
+struct Suite;
+int tu_run_suite(struct Suite *s);
+
 /* A gpuqd started on a socket in its own temp dir. */
 typedef struct tu_daemon {
     pid_t pid;

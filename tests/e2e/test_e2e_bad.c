@@ -334,9 +334,5 @@ int main(void)
 {
     if (e2e_skip_without_gpu())
         return EXIT_SUCCESS;
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(suite());
 }

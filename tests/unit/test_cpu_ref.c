@@ -482,9 +482,5 @@ static Suite *cpu_ref_suite(void)
 int main(void)
 {
     tu_seed(); /* print the seed once, before any fork */
-    SRunner *sr = srunner_create(cpu_ref_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(cpu_ref_suite());
 }

@@ -5,6 +5,8 @@
 #include "gpuq_limits.h"
 
 #include <check.h>
+
+#include "testutil.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -163,9 +165,5 @@ static Suite *frame_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(frame_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(frame_suite());
 }

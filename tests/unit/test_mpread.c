@@ -7,6 +7,8 @@
 #include "mpwrite.h"
 
 #include <check.h>
+
+#include "testutil.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -366,9 +368,5 @@ static Suite *mpread_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(mpread_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(mpread_suite());
 }
