@@ -53,7 +53,9 @@ if [[ -n "$CS" ]]; then
             row "compute-sanitizer $tool $t" "exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/cs_${tool}_$t.log" | tr -d '=' | xargs)"
         done
     done
-    # The daemon itself under the sanitizers, driven by the CUDA e2e suites
+    # The daemon itself under the sanitizers, driven by the CUDA e2e suites;
+    # --error-exitcode makes any sanitizer report fail the test case that
+    # stops that daemon
     # (not test_e2e_cuda: its injected faults are errors by design).
     for tool in memcheck racecheck; do
         for t in e2e/test_e2e_flow e2e/test_e2e_bad; do

@@ -294,16 +294,21 @@ static pid_t tu_find_gpuqd(pid_t pid, int depth)
     return 0;
 }
 
+void tu_daemon_kill(tu_daemon *d, int sig)
+{
+    /* Under GPUQ_TEST_DAEMON_WRAPPER the daemon is a descendant of the
+     * wrapper, and a wrapper such as compute-sanitizer does not forward
+     * signals: signal the gpuqd process itself. */
+    const char *w = getenv("GPUQ_TEST_DAEMON_WRAPPER");
+    pid_t target = (w && *w) ? tu_find_gpuqd(d->pid, 0) : 0;
+    kill(target > 0 ? target : d->pid, sig);
+}
+
 int tu_daemon_stop(tu_daemon *d)
 {
     int rc = -1;
     if (d->pid > 0) {
-        /* Under GPUQ_TEST_DAEMON_WRAPPER the daemon is a descendant of the
-         * wrapper, and a wrapper such as compute-sanitizer does not forward
-         * SIGTERM: signal the gpuqd process itself. */
-        const char *w = getenv("GPUQ_TEST_DAEMON_WRAPPER");
-        pid_t target = (w && *w) ? tu_find_gpuqd(d->pid, 0) : 0;
-        kill(target > 0 ? target : d->pid, SIGTERM);
+        tu_daemon_kill(d, SIGTERM);
         int st = 0;
         for (int i = 0; i < 3000; i++) { /* 60 s */
             pid_t r = waitpid(d->pid, &st, WNOHANG);

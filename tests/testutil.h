@@ -46,6 +46,8 @@ typedef struct tu_daemon {
 /* Start gpuqd --device <device> --socket <dir>/s.sock plus extra args (NULL-
  * terminated, may be NULL); waits until the socket accepts. Aborts on failure. */
 void tu_daemon_start(tu_daemon *d, const char *device, const char *const *extra);
+/* Send sig to the daemon (to gpuqd itself under GPUQ_TEST_DAEMON_WRAPPER). */
+void tu_daemon_kill(tu_daemon *d, int sig);
 /* SIGTERM and wait; returns the exit status (or 128+signal). Removes dir. */
 int tu_daemon_stop(tu_daemon *d);
 /* Device for end-to-end suites: $GPUQ_TEST_DEVICE or "cpu". */

@@ -196,7 +196,7 @@ START_TEST(sigterm_answers_in_flight)
     }
     /* Ping round trip: the six are accepted (read) by now. */
     usleep(100000);
-    kill(e2e_d.pid, SIGTERM);
+    tu_daemon_kill(&e2e_d, SIGTERM);
     for (int i = 0; i < 6; i++) {
         gpuq_reply rep;
         int rc = gpuq_wait(c, &rep);
