@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "e2e_util.h"
 
@@ -212,6 +213,40 @@ START_TEST(zero_and_nan)
 }
 END_TEST
 
+/* A request that asks for timing gets queue/H2D/kernel/D2H/total microseconds;
+ * one that does not, gets none. */
+START_TEST(timing_when_asked)
+{
+    gpuq_conn *c = e2e_connect("timing", GPUQ_PRIO_NORMAL);
+    static double x[1 << 16], y[1 << 16];
+    for (int j = 0; j < (1 << 16); j++)
+        x[j] = j + 1;
+    for (int ask = 0; ask < 2; ask++) {
+        gpuq_request r;
+        gpuq_request_init(&r);
+        r.op = GPUQ_OP_NORMALIZE;
+        r.dtype = GPUQ_DT_F64;
+        r.ndim_a = 1;
+        r.shape_a[0] = 1 << 16;
+        r.timing = ask;
+        uint64_t id;
+        ck_assert_int_eq(gpuq_submit(c, &r, x, sizeof x, NULL, 0, y, sizeof y, &id), 0);
+        gpuq_reply rep;
+        ck_assert_int_eq(gpuq_wait(c, &rep), 0);
+        ck_assert_int_eq(rep.has_timing, ask);
+        if (!ask)
+            continue;
+        const gpuq_timing *t = &rep.timing;
+        ck_assert(t->queue_us >= 0 && t->h2d_us >= 0 && t->kernel_us >= 0 && t->d2h_us >= 0);
+        ck_assert(t->kernel_us > 0);
+        ck_assert(t->total_us >= t->kernel_us);
+        if (strcmp(gpuq_info(c)->backend, "cuda") == 0)
+            ck_assert(t->h2d_us > 0 && t->d2h_us > 0); /* 512 KiB each way */
+    }
+    gpuq_close(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("e2e_ops");
@@ -223,6 +258,7 @@ static Suite *suite(void)
     tcase_add_test(tc, haversine_all);
     tcase_add_test(tc, grid_all);
     tcase_add_test(tc, zero_and_nan);
+    tcase_add_test(tc, timing_when_asked);
     suite_add_tcase(s, tc);
     return s;
 }
