@@ -138,7 +138,7 @@ static int server_pick_backend(server *srv)
 #ifdef GPUQ_HAVE_CUDA
         srv->b = backend_cuda_create(srv->loop, dispatch_complete, why, sizeof why);
         if (!srv->b) {
-            log_error("--device cuda: no usable CUDA device: %s", why);
+            log_error("--device cuda: %s", why);
             return 2;
         }
         snprintf(reason, sizeof reason, "requested");
@@ -152,7 +152,7 @@ static int server_pick_backend(server *srv)
         if (srv->b)
             snprintf(reason, sizeof reason, "auto: CUDA device found");
         else
-            snprintf(reason, sizeof reason, "auto: no CUDA device: %s", why);
+            snprintf(reason, sizeof reason, "auto: %s", why);
 #else
         snprintf(reason, sizeof reason, "auto: built without CUDA");
 #endif
