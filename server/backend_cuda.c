@@ -30,6 +30,7 @@
  * flight, no doorbell armed and is not being walked by a loop callback.
  */
 #include "backend_cuda.h"
+#include "backend_run.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -131,25 +132,13 @@ static int status_of_cuda(backend_cuda *b, cudaError_t e, const char *what)
     return k == GPUQ_K_E_NOMEM ? GPUQ_E_NO_MEMORY : GPUQ_E_DEVICE;
 }
 
-static int status_of_kcode(backend_cuda *b, int k)
+/* A kernel launch's code as a job status (backend_map_kernel_error's table);
+ * a sticky one also loses the device. */
+static int status_of_kcode(backend_cuda *b, gpuq_job *job, int k)
 {
-    switch (k) {
-    case GPUQ_K_OK:
-        return 0;
-    case GPUQ_K_E_ARG:
-        return GPUQ_E_BAD_ARGUMENT;
-    case GPUQ_K_E_ZERO:
-        return GPUQ_E_ZERO_NORM;
-    case GPUQ_K_E_RANGE:
-        return GPUQ_E_OUT_OF_RANGE;
-    case GPUQ_K_E_NOMEM:
-        return GPUQ_E_NO_MEMORY;
-    case GPUQ_K_E_STICKY:
+    if (k == GPUQ_K_E_STICKY)
         mark_lost(b, "kernel launch", cudaErrorLaunchFailure);
-        return GPUQ_E_DEVICE_LOST;
-    default:
-        return GPUQ_E_DEVICE;
-    }
+    return backend_map_kernel_error(job, k);
 }
 
 static void set_msg(char *dst, size_t cap, int status, const char *detail)
@@ -259,19 +248,10 @@ static void finish_job(backend_cuda *b, cuda_sess *s, gpuq_job *job, int lost)
     } else if (x->status) {
         job->status = x->status;
         snprintf(job->message, sizeof job->message, "%s", x->message);
-    } else if (x && *x->h_flag == -GPUQ_K_E_ZERO) {
-        job->status = GPUQ_E_ZERO_NORM;
-        set_msg(job->message, sizeof job->message, job->status,
-                "a zero sum/norm, constant row or zero vector (use on_zero)");
-    } else if (x && *x->h_flag == -GPUQ_K_E_RANGE) {
-        job->status = GPUQ_E_OUT_OF_RANGE;
-        set_msg(job->message, sizeof job->message, job->status,
-                "a latitude beyond +-90 or a non-finite coordinate");
-    } else if (x && *x->h_flag != 0) {
-        job->status = GPUQ_E_INTERNAL;
-        snprintf(job->message, sizeof job->message, "unknown kernel flag %d", *x->h_flag);
     } else {
-        job->status = 0;
+        /* The kernels' device flag holds a GPUQ_K_E_* code negated (0: fine);
+         * the CPU backend maps the same codes through the same table. */
+        job->status = backend_map_kernel_error(job, -*x->h_flag);
     }
     if (job->status == 0 && x && x->timing) {
         float ms[3] = {0, 0, 0};
@@ -487,7 +467,12 @@ static int cuda_session_open(backend *bb, int priority, int device, void **bsess
     }
     int k = gpuq_cuda_ctx_create(s->stream, &s->kctx);
     if (k != GPUQ_K_OK) {
-        rc = status_of_kcode(b, k);
+        /* Context creation fails only for memory or the device itself. */
+        if (k == GPUQ_K_E_STICKY)
+            mark_lost(b, "gpuq_cuda_ctx_create", cudaErrorLaunchFailure);
+        rc = k == GPUQ_K_E_STICKY ? GPUQ_E_DEVICE_LOST
+             : k == GPUQ_K_E_NOMEM ? GPUQ_E_NO_MEMORY
+                                    : GPUQ_E_DEVICE;
         goto err_after_stream;
     }
     s->next = b->sessions;
@@ -558,11 +543,6 @@ static void cuda_session_close(backend *bb, void *bsess)
 
 /* ---- submit ---- */
 
-static int dt_of(gpuq_dtype dt)
-{
-    return dt == GPUQ_DT_F32 ? GPUQ_K_F32 : dt == GPUQ_DT_F64 ? GPUQ_K_F64 : 0;
-}
-
 static cudaError_t dev_alloc(backend_cuda *b, void **p, size_t len, cudaStream_t st)
 {
     *p = NULL;
@@ -579,8 +559,8 @@ static int launch_op(cuda_sess *s, const gpuq_job *job, const void *d_in, void *
 {
     const gpuq_request *r = job->req;
     const gpuq_sizes *z = job->sz;
-    int dt = dt_of(r->dtype);
-    size_t es = r->dtype == GPUQ_DT_F32 ? 4 : 8;
+    int dt = backend_kernel_dtype(r);
+    const void *d_b = (const char *)d_in + backend_b_offset(r);
     switch (r->op) {
     case GPUQ_OP_NORMALIZE:
         return gpuq_cuda_normalize(s->kctx, dt, (int)r->method, r->zero_ok, d_in, d_out, z->rows,
@@ -589,17 +569,13 @@ static int launch_op(cuda_sess *s, const gpuq_job *job, const void *d_in, void *
         if (r->has_to)
             return gpuq_cuda_haversine_to(s->kctx, dt, d_in, z->n, r->to_lat, r->to_lon,
                                           r->radius, d_out);
-        return gpuq_cuda_haversine_pair(s->kctx, dt, d_in, (const char *)d_in + z->n * 2 * es,
-                                        z->n, r->radius, d_out);
+        return gpuq_cuda_haversine_pair(s->kctx, dt, d_in, d_b, z->n, r->radius, d_out);
     case GPUQ_OP_GRID:
         return gpuq_cuda_grid(s->kctx, dt, r->lat_start, r->lat_stop, r->lat_n, r->lon_start,
                               r->lon_stop, r->lon_n, r->to_lat, r->to_lon, r->radius, d_out);
-    case GPUQ_OP_PAIRWISE: {
-        /* Without a second array, pairwise is of A with itself. */
-        const void *d_y = r->ndim_b > 0 ? (const char *)d_in + z->m * z->d * es : d_in;
-        return gpuq_cuda_pairwise(s->kctx, dt, (int)r->metric, r->zero_ok, d_in, d_y, z->m, z->n,
+    case GPUQ_OP_PAIRWISE: /* the check requires shape_b */
+        return gpuq_cuda_pairwise(s->kctx, dt, (int)r->metric, r->zero_ok, d_in, d_b, z->m, z->n,
                                   z->d, d_out);
-    }
     default:
         return GPUQ_K_E_ARG;
     }
@@ -641,10 +617,6 @@ static int cuda_submit(backend *bb, gpuq_job *job)
         snprintf(detail, sizeof detail, "%.100s", b->base.lost_reason);
         goto fail_now;
     }
-    if (dt_of(job->req->dtype) == 0 && job->req->op != GPUQ_OP_NONE) {
-        status = GPUQ_E_BAD_DTYPE;
-        goto fail_now;
-    }
     if ((status = use_device(b, s->dev->index)) != 0)
         goto fail_now;
     if ((status = jobx_get(b, s, job->req->timing, &x)) != 0)
@@ -676,14 +648,14 @@ static int cuda_submit(backend *bb, gpuq_job *job)
     if (b->inject_sticky && b->submits == b->inject_sticky) {
         int k = gpuq_cuda_test_fault(s->stream);
         if (k != GPUQ_K_OK) {
-            status = status_of_kcode(b, k);
+            status = status_of_kcode(b, job, k);
             goto fail_enqueued;
         }
     }
     if (job->sz->output) {
         int k = launch_op(s, job, d_in, d_out);
         if (k != GPUQ_K_OK) {
-            status = status_of_kcode(b, k);
+            status = status_of_kcode(b, job, k);
             snprintf(detail, sizeof detail, "kernel launch failed");
             goto fail_enqueued;
         }

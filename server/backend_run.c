@@ -12,7 +12,17 @@
 #include "errors.h"
 #include "gpuq_kernels.h"
 
-static int kdt(const gpuq_request *r) { return r->dtype == GPUQ_DT_F32 ? GPUQ_K_F32 : GPUQ_K_F64; }
+int backend_kernel_dtype(const gpuq_request *r)
+{
+    return r->dtype == GPUQ_DT_F32 ? GPUQ_K_F32 : GPUQ_K_F64;
+}
+
+size_t backend_b_offset(const gpuq_request *r)
+{
+    if (r->ndim_b == 0)
+        return 0;
+    return (size_t)(r->shape_a[0] * r->shape_a[1]) * gpuq_dtype_size(r->dtype);
+}
 
 static double at(const gpuq_request *r, const void *p, uint64_t i)
 {
@@ -96,8 +106,8 @@ void backend_run_cpu(gpuq_job *job)
     const gpuq_request *r = job->req;
     const gpuq_sizes *sz = job->sz;
     const uint8_t *in = job->h_in;
-    size_t es = gpuq_dtype_size(r->dtype);
-    int dt = kdt(r), rc;
+    const uint8_t *in_b = in + backend_b_offset(r);
+    int dt = backend_kernel_dtype(r), rc;
     switch (r->op) {
     case GPUQ_OP_NORMALIZE:
         rc = gpuq_cpu_normalize(dt, (int)r->method, r->zero_ok, in, job->h_out, sz->rows, sz->cols);
@@ -106,18 +116,16 @@ void backend_run_cpu(gpuq_job *job)
         if (r->has_to)
             rc = gpuq_cpu_haversine_to(dt, in, sz->n, r->to_lat, r->to_lon, r->radius, job->h_out);
         else
-            rc = gpuq_cpu_haversine_pair(dt, in, in + sz->n * 2 * es, sz->n, r->radius, job->h_out);
+            rc = gpuq_cpu_haversine_pair(dt, in, in_b, sz->n, r->radius, job->h_out);
         break;
     case GPUQ_OP_GRID:
         rc = gpuq_cpu_grid(dt, r->lat_start, r->lat_stop, r->lat_n, r->lon_start, r->lon_stop,
                            r->lon_n, r->to_lat, r->to_lon, r->radius, job->h_out);
         break;
-    case GPUQ_OP_PAIRWISE: {
-        const uint8_t *y = r->ndim_b ? in + sz->m * sz->d * es : in;
-        rc = gpuq_cpu_pairwise(dt, (int)r->metric, r->zero_ok, in, y, sz->m, sz->n, sz->d,
+    case GPUQ_OP_PAIRWISE: /* the check requires shape_b */
+        rc = gpuq_cpu_pairwise(dt, (int)r->metric, r->zero_ok, in, in_b, sz->m, sz->n, sz->d,
                                job->h_out);
         break;
-    }
     default:
         job->status = GPUQ_E_UNKNOWN_OP;
         snprintf(job->message, sizeof job->message, "op not runnable on a backend");
