@@ -65,7 +65,7 @@ static int size_opt(const char *name, const char *arg, uint64_t max, uint64_t *o
     return 0;
 }
 
-int config_parse(config *c, int argc, char **argv)
+int config_load(config *c, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"socket", required_argument, 0, O_SOCKET},
@@ -84,23 +84,30 @@ int config_parse(config *c, int argc, char **argv)
         {"help", no_argument, 0, O_HELP},
         {0, 0, 0, 0}};
     memset(c, 0, sizeof *c);
-    c->device = "auto";
+    snprintf(c->device, sizeof c->device, "auto");
+    c->socket_mode = 0660;
     gpuq_limits_default(&c->lim);
     c->log_level = LOG_LVL_INFO;
     c->drain_timeout_s = 30.0;
-    c->max_priority = GPUQ_PRIO_HIGH;
+    c->pol.max_priority = GPUQ_PRIO_HIGH;
     optind = 1;
     int o;
     uint64_t v;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (o) {
-        case O_SOCKET: c->socket = optarg; break;
+        case O_SOCKET:
+            if (strlen(optarg) >= sizeof c->socket) {
+                fprintf(stderr, "gpuqd: --socket path too long\n");
+                return -1;
+            }
+            snprintf(c->socket, sizeof c->socket, "%s", optarg);
+            break;
         case O_DEVICE:
             if (strcmp(optarg, "auto") && strcmp(optarg, "cuda") && strcmp(optarg, "cpu")) {
                 fprintf(stderr, "gpuqd: --device must be auto, cuda or cpu\n");
                 return -1;
             }
-            c->device = optarg;
+            snprintf(c->device, sizeof c->device, "%s", optarg);
             break;
         case O_MAXHDR:
             if (size_opt("max-header", optarg, 1u << 30, &v)) return -1;
@@ -127,9 +134,9 @@ int config_parse(config *c, int argc, char **argv)
             if (size_opt("max-output", optarg, UINT64_MAX, &c->lim.max_output)) return -1;
             break;
         case O_MAXPRIO:
-            if (!strcmp(optarg, "low")) c->max_priority = GPUQ_PRIO_LOW;
-            else if (!strcmp(optarg, "normal")) c->max_priority = GPUQ_PRIO_NORMAL;
-            else if (!strcmp(optarg, "high")) c->max_priority = GPUQ_PRIO_HIGH;
+            if (!strcmp(optarg, "low")) c->pol.max_priority = GPUQ_PRIO_LOW;
+            else if (!strcmp(optarg, "normal")) c->pol.max_priority = GPUQ_PRIO_NORMAL;
+            else if (!strcmp(optarg, "high")) c->pol.max_priority = GPUQ_PRIO_HIGH;
             else {
                 fprintf(stderr, "gpuqd: --max-priority must be low, normal or high\n");
                 return -1;

@@ -1,30 +1,86 @@
-/* config.h - gpuqd's command line: limits and flags.
+/* config.h - gpuqd's settings: defaults, then the INI config file, then the
+ * command line (flags override the file).
  *
- * config_parse fills a config from argv (defaults from proto/limits.h).
- * It prints --help/--version itself and reports bad options on stderr.
+ * Happy path: config_load(c, argc, argv) starts from the defaults
+ * (proto/gpuq_limits.h), reads the file named by --config (parsed with
+ * libinih), then applies the flags. config_reload does the same again for
+ * SIGHUP; the server applies what may change at run time (limits, log level,
+ * drain timeout, policy) and says what it did.
+ *
+ * Failure: an unknown section or key, a bad number, a value out of range or
+ * an unknown user/group is an error naming the file and line
+ * ("gpuqd.conf:12: ..."); the message goes into c->error (and, from
+ * config_load, to stderr). A reload that fails keeps the old settings.
  */
 #ifndef GPUQ_SERVER_CONFIG_H
 #define GPUQ_SERVER_CONFIG_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
 
 #include "gpuq_limits.h"
 
 #define GPUQD_VERSION "0.1.0"
+#define GPUQ_POLICY_MAX_RULES 64
+#define GPUQ_NAME_MAX 64
+
+/* Caps for the peers a [user NAME] or [group NAME] section names. A field
+ * left unset keeps the global value (max_priority: PRIO_UNSET). */
+#define GPUQ_PRIO_UNSET (-100)
+typedef struct policy_rule {
+    bool is_group;             /* [group NAME] (else [user NAME]) */
+    uint32_t id;               /* uid or gid, resolved when the file is read */
+    char name[GPUQ_NAME_MAX];  /* as written in the section header */
+    int max_priority;          /* GPUQ_PRIO_* or -5..5; GPUQ_PRIO_UNSET */
+    uint32_t max_inflight;     /* 0: unset */
+    uint64_t session_staging;  /* 0: unset */
+    int line;                  /* line of the section header */
+} policy_rule;
+
+typedef struct gpuq_policy {
+    /* Admins: root, and members of admin_group (primary or supplementary). */
+    char admin_group[GPUQ_NAME_MAX]; /* "" : root only */
+    gid_t admin_gid;
+    int max_priority;          /* cap for non-admins without a rule (GPUQ_PRIO_*) */
+    int nrules;
+    policy_rule rules[GPUQ_POLICY_MAX_RULES];
+} gpuq_policy;
 
 typedef struct config {
-    const char *socket;        /* borrowed from argv; NULL: resolve (listener) */
-    const char *device;        /* "auto", "cuda", "cpu" */
+    char config_path[4096];    /* the --config file; "" : none */
+    char socket[108];          /* "" : resolve ($GPUQ_SOCKET, XDG, /run/gpuq) */
+    unsigned socket_mode;      /* of a socket gpuqd binds itself (default 0660) */
+    char device[8];            /* "auto", "cuda", "cpu" */
     gpuq_limits lim;
-    int log_level;
+    int log_level;             /* LOG_LVL_* */
     double drain_timeout_s;
-    int max_priority;          /* cap for non-root peers (GPUQ_PRIO_*) */
+    gpuq_policy pol;
+    bool check_only;           /* --check-config FILE: print and exit */
+    char error[512];           /* last error, one line */
 } config;
 
-/* Returns 0 to run, 1 to exit 0 (help/version printed), -1 on a bad option
- * (message printed; exit 2). */
-int config_parse(config *c, int argc, char **argv);
+/* Defaults, then --config FILE (or --check-config FILE), then the flags.
+ * Returns 0 to run, 1 to exit 0 (--help/--version printed, or --check-config
+ * printed the effective settings), -1 on an error (message on stderr and in
+ * c->error; exit 2). argv is not kept. */
+int config_load(config *c, int argc, char **argv);
+
+/* Re-read for SIGHUP: the same file and flags. Returns 0 or -1 (c->error). */
+int config_reload(config *c, int argc, char **argv);
+
+/* Print the effective settings as a config file gpuqd would accept. */
+void config_print(const config *c, FILE *f);
+
+/* Log (info) each run-time setting that differs between old and new, in the
+ * form "max_inflight 64 -> 32"; warn for settings that need a restart
+ * (socket, socket_mode, device). Returns the number of changes logged. */
+int config_log_changes(const config *old_cfg, const config *new_cfg);
+
 /* "123", "4K", "16M", "2G" (binary units). Returns 0 or -1. */
 int config_parse_size(const char *s, uint64_t *out);
+/* "low", "normal", "high" or an integer in [-5, 5]. Returns 0 or -1. */
+int config_parse_priority(const char *s, int *prio);
 
 #endif

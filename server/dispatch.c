@@ -98,8 +98,8 @@ static int dispatch_hello(request *r)
     }
     if (!s->hello_done) {
         int prio = r->req.priority;
-        if (s->uid != 0 && prio > srv->cfg.max_priority)
-            prio = srv->cfg.max_priority;
+        if (s->uid != 0 && prio > srv->cfg.pol.max_priority)
+            prio = srv->cfg.pol.max_priority;
         int rc = srv->b->ops->session_open(srv->b, prio, r->req.device, &s->bsess, &s->binfo);
         if (rc < 0) {
             s->bsess = NULL;

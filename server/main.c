@@ -9,7 +9,7 @@
 int main(int argc, char **argv)
 {
     config cfg;
-    int rc = config_parse(&cfg, argc, argv);
+    int rc = config_load(&cfg, argc, argv);
     if (rc > 0)
         return 0;
     if (rc < 0)

@@ -198,7 +198,7 @@ int server_init(server *srv, uv_loop_t *loop, const config *cfg)
         code = 1;
         goto err_after_backend;
     }
-    if (listener_resolve_path(cfg->socket, srv->socket_path, sizeof srv->socket_path) < 0) {
+    if (listener_resolve_path(cfg->socket[0] ? cfg->socket : NULL, srv->socket_path, sizeof srv->socket_path) < 0) {
         code = 1;
         goto err_after_backend;
     }

@@ -15,7 +15,8 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 JOBS=$(nproc 2>/dev/null || echo 2)
 
-PKGS=(cmake make gcc g++ pkg-config libuv1-dev libmsgpack-dev check python3-numpy python3-scipy)
+PKGS=(cmake make gcc g++ pkg-config libuv1-dev libmsgpack-dev check python3-numpy python3-scipy
+      libinih-dev libsystemd-dev systemd python3-prometheus-client)
 [[ "${1:-}" == test ]] && PKGS+=(clang libclang-rt-14-dev)
 
 install_deps() {
