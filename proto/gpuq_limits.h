@@ -6,6 +6,7 @@
 #ifndef GPUQ_PROTO_GPUQ_LIMITS_H
 #define GPUQ_PROTO_GPUQ_LIMITS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define GPUQ_PROTO_VERSION 1u
@@ -45,7 +46,19 @@ typedef struct gpuq_limits {
     uint64_t max_output;     /* result bytes of one request */
 } gpuq_limits;
 
+#define GPUQ_LIMIT_NAME_MAX 31u
+
 /* Fill *l with the defaults above. */
 void gpuq_limits_default(gpuq_limits *l);
+
+/* Set the limit called name ("max_header", "max_payload", "max_inflight",
+ * "session_staging", "total_staging", "max_sessions", "max_output") to v,
+ * checking its range (max_header 1..1G, max_inflight and max_sessions
+ * 1..1048576, the others >= 1). Returns 0, or -1 with a one-line reason in
+ * msg. *old (may be NULL) gets the previous value. */
+int gpuq_limits_set(gpuq_limits *l, const char *name, uint64_t v, uint64_t *old, char *msg,
+                    size_t cap);
+/* Value of the limit called name into *v; -1 for an unknown name. */
+int gpuq_limits_get(const gpuq_limits *l, const char *name, uint64_t *v);
 
 #endif

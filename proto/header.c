@@ -28,6 +28,9 @@ static const char *const op_names[GPUQ_OP_COUNT] = {
     [GPUQ_OP_PING] = "ping",        [GPUQ_OP_STATUS] = "status",
     [GPUQ_OP_NORMALIZE] = "normalize", [GPUQ_OP_HAVERSINE] = "haversine",
     [GPUQ_OP_GRID] = "grid",        [GPUQ_OP_PAIRWISE] = "pairwise",
+    [GPUQ_OP_SESSIONS] = "sessions", [GPUQ_OP_METRICS] = "metrics",
+    [GPUQ_OP_DRAIN] = "drain",      [GPUQ_OP_SHUTDOWN] = "shutdown",
+    [GPUQ_OP_KILL_SESSION] = "kill_session", [GPUQ_OP_SET_LIMIT] = "set_limit",
 };
 static const char *const method_names[GPUQ_NORM_COUNT] = {"sum", "l1", "l2", "minmax", "zscore"};
 static const char *const metric_names[GPUQ_METRIC_COUNT] = {"euclidean", "sqeuclidean", "cosine",
@@ -50,6 +53,16 @@ static int lookup(const char *const *names, int n, const char *s, size_t len)
 const char *gpuq_op_name(gpuq_op op)
 {
     return (op > GPUQ_OP_NONE && op < GPUQ_OP_COUNT) ? op_names[op] : NULL;
+}
+
+bool gpuq_op_is_compute(gpuq_op op)
+{
+    return op >= GPUQ_OP_NORMALIZE && op <= GPUQ_OP_PAIRWISE;
+}
+
+bool gpuq_op_is_admin(gpuq_op op)
+{
+    return op >= GPUQ_OP_DRAIN && op <= GPUQ_OP_SET_LIMIT;
 }
 
 const char *gpuq_dtype_name(gpuq_dtype dt)
@@ -117,12 +130,14 @@ __attribute__((format(printf, 4, 5))) static int fail(char *msg, size_t cap, int
 
 enum reqkey {
     K_ID, K_OP, K_DTYPE, K_SHAPE, K_SHAPE_B, K_METHOD, K_FLAT, K_ON_ZERO, K_METRIC, K_TO,
-    K_RADIUS, K_LAT, K_LON, K_TIMING, K_VERSION, K_CLIENT, K_PRIORITY, K_DEVICE, K_COUNT
+    K_RADIUS, K_LAT, K_LON, K_TIMING, K_VERSION, K_CLIENT, K_PRIORITY, K_DEVICE, K_SESSION,
+    K_LIMIT, K_VALUE, K_COUNT
 };
 
 static const char *const req_keys[K_COUNT] = {
     "id", "op", "dtype", "shape", "shape_b", "method", "flat", "on_zero", "metric", "to",
-    "radius", "lat", "lon", "timing", "version", "client", "priority", "device",
+    "radius", "lat", "lon", "timing", "version", "client", "priority", "device", "session",
+    "limit", "value",
 };
 
 void gpuq_request_init(gpuq_request *req)
@@ -346,6 +361,25 @@ static int decode_value(gpuq_mpr *r, enum reqkey key, gpuq_request *req, char *m
             return fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "device %lld is invalid (-1 means any)",
                         (long long)i);
         req->device = (int32_t)i;
+        return 0;
+    case K_SESSION:
+        if (gpuq_mpr_uint(r, &req->session) != 0)
+            return fail(msg, cap, GPUQ_E_BAD_HEADER, "\"session\" must be an unsigned int");
+        req->has_session = true;
+        return 0;
+    case K_LIMIT:
+        if ((rc = read_str(r, name, &s, &len, msg, cap)) != 0)
+            return rc;
+        if (len == 0 || len > GPUQ_LIMIT_NAME_MAX || memchr(s, '\0', len))
+            return fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "limit name \"%.*s\" is not a limit",
+                        SHOWLEN(len), s);
+        memcpy(req->limit, s, len);
+        req->limit[len] = '\0';
+        return 0;
+    case K_VALUE:
+        if (gpuq_mpr_uint(r, &req->value) != 0)
+            return fail(msg, cap, GPUQ_E_BAD_HEADER, "\"value\" must be an unsigned int");
+        req->has_value = true;
         return 0;
     case K_COUNT:
         break;
@@ -602,8 +636,25 @@ int gpuq_request_check(const gpuq_request *req, uint64_t payload_len, const gpuq
                         "protocol version %u is not supported (server speaks %u)",
                         (unsigned)req->version, GPUQ_PROTO_VERSION);
         /* fall through */
+    case GPUQ_OP_KILL_SESSION:
+        if (req->op == GPUQ_OP_KILL_SESSION && !req->has_session)
+            return fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT, "kill_session needs \"session\"");
+        /* fall through */
+    case GPUQ_OP_SET_LIMIT:
+        if (req->op == GPUQ_OP_SET_LIMIT && (!req->limit[0] || !req->has_value))
+            return fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT, "set_limit needs \"limit\" and \"value\"");
+        if (req->op == GPUQ_OP_SET_LIMIT) {
+            gpuq_limits tmp = *lim;
+            if (gpuq_limits_set(&tmp, req->limit, req->value, NULL, msg, msgcap) != 0)
+                return GPUQ_E_BAD_ARGUMENT;
+        }
+        /* fall through */
     case GPUQ_OP_PING:
     case GPUQ_OP_STATUS:
+    case GPUQ_OP_SESSIONS:
+    case GPUQ_OP_METRICS:
+    case GPUQ_OP_DRAIN:
+    case GPUQ_OP_SHUTDOWN:
         if (payload_len != 0)
             return fail(msg, msgcap, GPUQ_E_SIZE_MISMATCH, "%s takes no payload but got %llu bytes",
                         gpuq_op_name(req->op), (unsigned long long)payload_len);
@@ -739,7 +790,7 @@ int gpuq_request_encode(const gpuq_request *req, uint8_t **out, size_t *outlen)
         gpuq_mpw_bool(w, true);
         n++;
     }
-    if (req->op >= GPUQ_OP_NORMALIZE && (s = gpuq_dtype_name(req->dtype)) != NULL)
+    if (gpuq_op_is_compute(req->op) && (s = gpuq_dtype_name(req->dtype)) != NULL)
         kv_str(w, &n, "dtype", s);
 
     switch (req->op) {
@@ -799,6 +850,21 @@ int gpuq_request_encode(const gpuq_request *req, uint8_t **out, size_t *outlen)
         if (req->zero_ok)
             kv_str(w, &n, "on_zero", "zero");
         break;
+    case GPUQ_OP_KILL_SESSION:
+        gpuq_mpw_str(w, "session");
+        gpuq_mpw_uint(w, req->session);
+        n++;
+        break;
+    case GPUQ_OP_SET_LIMIT: {
+        char name[GPUQ_LIMIT_NAME_MAX + 1];
+        memcpy(name, req->limit, GPUQ_LIMIT_NAME_MAX);
+        name[GPUQ_LIMIT_NAME_MAX] = '\0';
+        kv_str(w, &n, "limit", name);
+        gpuq_mpw_str(w, "value");
+        gpuq_mpw_uint(w, req->value);
+        n++;
+        break;
+    }
     default:
         break;
     }

@@ -24,8 +24,21 @@ typedef enum gpuq_op {
     GPUQ_OP_HAVERSINE,
     GPUQ_OP_GRID,
     GPUQ_OP_PAIRWISE,
+    /* observability: the reply's payload is a document (info "format") */
+    GPUQ_OP_SESSIONS,
+    GPUQ_OP_METRICS,
+    /* admin only (root or the configured admin group) */
+    GPUQ_OP_DRAIN,
+    GPUQ_OP_SHUTDOWN,
+    GPUQ_OP_KILL_SESSION,
+    GPUQ_OP_SET_LIMIT,
     GPUQ_OP_COUNT
 } gpuq_op;
+
+/* Ops that carry arrays and run on a backend (normalize .. pairwise). */
+bool gpuq_op_is_compute(gpuq_op op);
+/* Ops only an admin may send (drain, shutdown, kill_session, set_limit). */
+bool gpuq_op_is_admin(gpuq_op op);
 
 typedef enum gpuq_dtype { GPUQ_DT_NONE = 0, GPUQ_DT_F32 = 1, GPUQ_DT_F64 = 2 } gpuq_dtype;
 
@@ -74,6 +87,13 @@ typedef struct gpuq_request {
     char client[GPUQ_CLIENT_NAME_MAX + 1];
     int32_t priority;
     int32_t device;             /* -1: server chooses */
+    /* kill_session */
+    bool has_session;
+    uint64_t session;           /* the session id to close */
+    /* set_limit */
+    char limit[GPUQ_LIMIT_NAME_MAX + 1]; /* a gpuq_limits field name ("" unset) */
+    bool has_value;
+    uint64_t value;
 } gpuq_request;
 
 /* Sizes implied by a checked request. */

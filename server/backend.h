@@ -20,7 +20,6 @@
 #include <uv.h>
 
 #include "header.h"
-#include "mpwrite.h"
 
 typedef struct gpuq_job gpuq_job;
 typedef struct backend backend;
@@ -50,6 +49,18 @@ typedef struct backend_session_info {
     int device;                  /* device index; -1 on CPU */
 } backend_session_info;
 
+/* One device as status, sessions and metrics show it (the CPU backend has
+ * one, named "cpu", index -1, no device memory). */
+typedef struct backend_device {
+    int index;
+    char name[128];
+    uint64_t total_memory;       /* bytes; 0 on CPU */
+    uint64_t memory_in_use;      /* device bytes allocated from gpuq's pool */
+    uint32_t sessions;
+    uint64_t in_flight;          /* jobs submitted, not completed */
+    uint64_t bytes;              /* input + output bytes of jobs submitted so far */
+} backend_device;
+
 typedef struct backend_ops {
     const char *name;            /* "cpu", "cuda" */
     /* Per-client session. priority: client's level (GPUQ_PRIO_* or -5..5),
@@ -61,8 +72,9 @@ typedef struct backend_ops {
     /* Staging host memory (pinned on CUDA). Large, rare calls. */
     void *(*host_alloc)(backend *b, size_t len);
     void (*host_free)(backend *b, void *p);
-    /* Write a msgpack array of devices into w (name, memory, sessions, in_flight, bytes). */
-    void (*devices)(backend *b, gpuq_mpw *w);
+    /* Number of devices, and device i's figures. */
+    int (*ndevices)(backend *b);
+    void (*device_info)(backend *b, int i, backend_device *out);
     /* Jobs submitted but not completed. */
     uint64_t (*inflight)(backend *b);
     /* Close handles; called when no job is in flight. */

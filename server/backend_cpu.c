@@ -101,21 +101,17 @@ static void *cpu_host_alloc(backend *b, size_t len)
 
 static void cpu_host_free(backend *b, void *p) { free(p); }
 
-static void cpu_devices(backend *b, gpuq_mpw *w)
+static int cpu_ndevices(backend *b) { return 1; }
+
+static void cpu_device_info(backend *b, int i, backend_device *out)
 {
     cpu_backend *cb = (cpu_backend *)b;
-    gpuq_mpw_array(w, 1);
-    gpuq_mpw_map(w, 5);
-    gpuq_mpw_str(w, "name");
-    gpuq_mpw_str(w, "cpu");
-    gpuq_mpw_str(w, "memory");
-    gpuq_mpw_uint(w, 0);
-    gpuq_mpw_str(w, "sessions");
-    gpuq_mpw_uint(w, cb->sessions);
-    gpuq_mpw_str(w, "in_flight");
-    gpuq_mpw_uint(w, cb->inflight);
-    gpuq_mpw_str(w, "bytes");
-    gpuq_mpw_uint(w, cb->bytes);
+    memset(out, 0, sizeof *out);
+    out->index = -1;
+    snprintf(out->name, sizeof out->name, "cpu");
+    out->sessions = (uint32_t)cb->sessions;
+    out->in_flight = cb->inflight;
+    out->bytes = cb->bytes;
 }
 
 static uint64_t cpu_inflight(backend *b) { return ((cpu_backend *)b)->inflight; }
@@ -129,7 +125,8 @@ static const backend_ops cpu_ops = {
     .submit = cpu_submit,
     .host_alloc = cpu_host_alloc,
     .host_free = cpu_host_free,
-    .devices = cpu_devices,
+    .ndevices = cpu_ndevices,
+    .device_info = cpu_device_info,
     .inflight = cpu_inflight,
     .destroy = cpu_destroy,
 };

@@ -53,6 +53,7 @@ typedef struct cuda_dev {
     cudaMemPool_t pool;
     int sessions;
     uint64_t in_flight;
+    uint64_t bytes;                 /* input + output bytes submitted */
 } cuda_dev;
 
 /* Per-job CUDA state, reused through a per-session free list. */
@@ -609,6 +610,7 @@ static int cuda_submit(backend *bb, gpuq_job *job)
     memset(&job->timing, 0, sizeof job->timing);
     s->nflight++;
     s->dev->in_flight++;
+    s->dev->bytes += job->sz->payload + job->sz->output;
     b->inflight++;
     b->submits++;
 
@@ -754,30 +756,24 @@ static void cuda_host_free(backend *bb, void *p)
     }
 }
 
-static void cuda_devices(backend *bb, gpuq_mpw *w)
+static int cuda_ndevices(backend *bb) { return ((backend_cuda *)bb)->ndev; }
+
+static void cuda_device_info(backend *bb, int i, backend_device *out)
 {
     backend_cuda *b = (backend_cuda *)bb;
-    gpuq_mpw_array(w, (uint32_t)b->ndev);
-    for (int i = 0; i < b->ndev; i++) {
-        cuda_dev *d = &b->devs[i];
-        uint64_t used = 0;
-        if (!b->base.lost &&
-            cudaMemPoolGetAttribute(d->pool, cudaMemPoolAttrUsedMemCurrent, &used) != cudaSuccess)
-            used = 0;
-        gpuq_mpw_map(w, 6);
-        gpuq_mpw_str(w, "index");
-        gpuq_mpw_uint(w, (uint64_t)d->index);
-        gpuq_mpw_str(w, "name");
-        gpuq_mpw_str(w, d->name);
-        gpuq_mpw_str(w, "total_memory");
-        gpuq_mpw_uint(w, d->total_mem);
-        gpuq_mpw_str(w, "sessions");
-        gpuq_mpw_uint(w, (uint64_t)d->sessions);
-        gpuq_mpw_str(w, "in_flight");
-        gpuq_mpw_uint(w, d->in_flight);
-        gpuq_mpw_str(w, "bytes_in_use");
-        gpuq_mpw_uint(w, used);
-    }
+    cuda_dev *d = &b->devs[i];
+    uint64_t used = 0;
+    if (!b->base.lost &&
+        cudaMemPoolGetAttribute(d->pool, cudaMemPoolAttrUsedMemCurrent, &used) != cudaSuccess)
+        used = 0;
+    memset(out, 0, sizeof *out);
+    out->index = d->index;
+    snprintf(out->name, sizeof out->name, "%s", d->name);
+    out->total_memory = d->total_mem;
+    out->memory_in_use = used;
+    out->sessions = (uint32_t)d->sessions;
+    out->in_flight = d->in_flight;
+    out->bytes = d->bytes;
 }
 
 static uint64_t cuda_inflight(backend *bb)
@@ -822,7 +818,8 @@ static const backend_ops cuda_ops = {
     .submit = cuda_submit,
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
-    .devices = cuda_devices,
+    .ndevices = cuda_ndevices,
+    .device_info = cuda_device_info,
     .inflight = cuda_inflight,
     .destroy = cuda_destroy,
 };

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "server.h"
 #include "session.h"
+#include "stats.h"
 
 static request *dispatch_new(session *s)
 {
@@ -98,8 +99,8 @@ static int dispatch_hello(request *r)
     }
     if (!s->hello_done) {
         int prio = r->req.priority;
-        if (s->uid != 0 && prio > srv->cfg.pol.max_priority)
-            prio = srv->cfg.pol.max_priority;
+        if (prio > s->caps.max_priority)
+            prio = s->caps.max_priority;
         int rc = srv->b->ops->session_open(srv->b, prio, r->req.device, &s->bsess, &s->binfo);
         if (rc < 0) {
             s->bsess = NULL;
@@ -116,7 +117,7 @@ static int dispatch_hello(request *r)
     gpuq_mpw *w = gpuq_mpw_new();
     if (!w)
         return GPUQ_E_NO_MEMORY;
-    gpuq_mpw_map(w, 9);
+    gpuq_mpw_map(w, 10);
     gpuq_mpw_str(w, "version");
     gpuq_mpw_uint(w, GPUQ_PROTO_VERSION);
     gpuq_mpw_str(w, "server");
@@ -131,6 +132,8 @@ static int dispatch_hello(request *r)
     gpuq_mpw_int(w, s->binfo.priority_granted);
     gpuq_mpw_str(w, "device");
     gpuq_mpw_int(w, s->binfo.device);
+    gpuq_mpw_str(w, "admin");
+    gpuq_mpw_bool(w, s->caps.admin);
     gpuq_mpw_str(w, "limits");
     gpuq_mpw_map(w, 7);
     gpuq_mpw_str(w, "max_header");
@@ -138,9 +141,9 @@ static int dispatch_hello(request *r)
     gpuq_mpw_str(w, "max_payload");
     gpuq_mpw_uint(w, lim->max_payload);
     gpuq_mpw_str(w, "max_inflight");
-    gpuq_mpw_uint(w, lim->max_inflight);
+    gpuq_mpw_uint(w, s->caps.max_inflight);
     gpuq_mpw_str(w, "session_staging");
-    gpuq_mpw_uint(w, lim->session_staging);
+    gpuq_mpw_uint(w, s->caps.session_staging);
     gpuq_mpw_str(w, "total_staging");
     gpuq_mpw_uint(w, lim->total_staging);
     gpuq_mpw_str(w, "max_sessions");
@@ -148,7 +151,7 @@ static int dispatch_hello(request *r)
     gpuq_mpw_str(w, "max_output");
     gpuq_mpw_uint(w, lim->max_output);
     gpuq_mpw_str(w, "devices");
-    srv->b->ops->devices(srv->b, w);
+    stats_devices(srv, w);
     return dispatch_info_take(r, w);
 }
 
@@ -159,6 +162,120 @@ static int dispatch_status(request *r)
         return GPUQ_E_NO_MEMORY;
     stats_status_info(r->s->srv, w);
     return dispatch_info_take(r, w);
+}
+
+/* A one-entry info map {"format": fmt, "count": n} for document replies. */
+static int dispatch_doc_info(request *r, const char *fmt, uint32_t count)
+{
+    gpuq_mpw *w = gpuq_mpw_new();
+    if (!w)
+        return GPUQ_E_NO_MEMORY;
+    gpuq_mpw_map(w, 2);
+    gpuq_mpw_str(w, "format");
+    gpuq_mpw_str(w, fmt);
+    gpuq_mpw_str(w, "count");
+    gpuq_mpw_uint(w, count);
+    return dispatch_info_take(r, w);
+}
+
+static int dispatch_sessions(request *r)
+{
+    uint32_t n = 0;
+    int rc = stats_sessions_doc(r->s->srv, r->s, &r->doc, &r->doc_len, &n);
+    if (rc < 0)
+        return rc;
+    return dispatch_doc_info(r, "msgpack-stream", n);
+}
+
+static int dispatch_metrics(request *r)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int rc = metrics_render(r->s->srv, &text, &len);
+    if (rc < 0)
+        return rc;
+    r->doc = (uint8_t *)text;
+    r->doc_len = len;
+    return dispatch_doc_info(r, "prometheus-0.0.4", 1);
+}
+
+/* A small info map {"key": value} for admin replies. */
+static int dispatch_info_uint(request *r, const char *k1, uint64_t v1, const char *k2, uint64_t v2)
+{
+    gpuq_mpw *w = gpuq_mpw_new();
+    if (!w)
+        return GPUQ_E_NO_MEMORY;
+    gpuq_mpw_map(w, 2);
+    gpuq_mpw_str(w, k1);
+    gpuq_mpw_uint(w, v1);
+    gpuq_mpw_str(w, k2);
+    gpuq_mpw_uint(w, v2);
+    return dispatch_info_take(r, w);
+}
+
+/* drain, shutdown, kill_session, set_limit: admins only (policy.h). */
+static int dispatch_admin(request *r)
+{
+    session *s = r->s;
+    server *srv = s->srv;
+    const char *op = gpuq_op_name(r->req.op);
+    if (!s->caps.admin) {
+        log_info("session %llu: %s refused: uid %d is not an admin", (unsigned long long)s->id, op,
+                 s->uid == (uid_t)-1 ? -1 : (int)s->uid);
+        if (srv->cfg.pol.admin_group[0])
+            snprintf(r->message, sizeof r->message, "%s needs root or a member of group %s", op,
+                     srv->cfg.pol.admin_group);
+        else
+            snprintf(r->message, sizeof r->message, "%s needs root", op);
+        return GPUQ_E_PERMISSION;
+    }
+    switch (r->req.op) {
+    case GPUQ_OP_DRAIN:
+        log_info("drain requested by session %llu (uid %d): no new sessions; %u open",
+                 (unsigned long long)s->id, (int)s->uid, srv->nsessions);
+        server_stop_accepting(srv);
+        return dispatch_info_uint(r, "sessions", srv->nsessions, "in_flight", srv->inflight);
+    case GPUQ_OP_SHUTDOWN:
+        log_info("shutdown requested by session %llu (uid %d)", (unsigned long long)s->id,
+                 (int)s->uid);
+        server_shutdown(srv, 0);
+        return dispatch_info_uint(r, "sessions", srv->nsessions, "in_flight", srv->inflight);
+    case GPUQ_OP_KILL_SESSION: {
+        session *t = srv->sessions;
+        while (t && (t->id != r->req.session || t->closing))
+            t = t->next;
+        if (!t) {
+            snprintf(r->message, sizeof r->message, "no open session %llu",
+                     (unsigned long long)r->req.session);
+            return GPUQ_E_BAD_ARGUMENT;
+        }
+        if (t == s) {
+            snprintf(r->message, sizeof r->message, "kill_session cannot close the asking session");
+            return GPUQ_E_BAD_ARGUMENT;
+        }
+        uint32_t infl = t->inflight;
+        log_info("session %llu ('%s', pid %d, uid %d, %u in flight) killed by session %llu (uid %d)",
+                 (unsigned long long)t->id, t->client, (int)t->pid, (int)t->uid, infl,
+                 (unsigned long long)s->id, (int)s->uid);
+        session_close(t);
+        return dispatch_info_uint(r, "session", r->req.session, "in_flight", infl);
+    }
+    case GPUQ_OP_SET_LIMIT: {
+        uint64_t old = 0;
+        char msg[160];
+        if (gpuq_limits_set(&srv->cfg.lim, r->req.limit, r->req.value, &old, msg, sizeof msg)) {
+            snprintf(r->message, sizeof r->message, "%s", msg);
+            return GPUQ_E_BAD_ARGUMENT;
+        }
+        log_info("set_limit %s %llu -> %llu by session %llu (uid %d)", r->req.limit,
+                 (unsigned long long)old, (unsigned long long)r->req.value,
+                 (unsigned long long)s->id, (int)s->uid);
+        server_limits_changed(srv);
+        return dispatch_info_uint(r, "old", old, "value", r->req.value);
+    }
+    default:
+        return GPUQ_E_INTERNAL;
+    }
 }
 
 static void dispatch_submit(request *r)
@@ -188,8 +305,7 @@ static void dispatch_reserve(session *s)
     server *srv = s->srv;
     request *r = s->cur;
     size_t need = align64(r->sz.payload) + (size_t)r->sz.output;
-    int rc = staging_reserve(&srv->st, need, &s->staging_used, srv->cfg.lim.session_staging,
-                             &r->slot);
+    int rc = staging_reserve(&srv->st, need, &s->staging_used, s->caps.session_staging, &r->slot);
     if (rc == GPUQ_E_BUSY) {
         if (s->rstate != RS_WAIT_STAGING)
             log_debug("session %llu: waiting for %zu bytes of staging", (unsigned long long)s->id,
@@ -252,7 +368,8 @@ void dispatch_header(session *s)
         return;
     }
     stats_request(&srv->stats, r->req.op);
-    if (srv->draining) {
+    if (srv->draining && r->req.op != GPUQ_OP_STATUS && r->req.op != GPUQ_OP_METRICS &&
+        r->req.op != GPUQ_OP_SESSIONS) {
         session_refuse(r, GPUQ_E_SHUTTING_DOWN, "gpuqd is shutting down");
         return;
     }
@@ -275,8 +392,20 @@ void dispatch_header(session *s)
     case GPUQ_OP_STATUS:
         rc = dispatch_status(r);
         break;
+    case GPUQ_OP_SESSIONS:
+        rc = dispatch_sessions(r);
+        break;
+    case GPUQ_OP_METRICS:
+        rc = dispatch_metrics(r);
+        break;
+    case GPUQ_OP_DRAIN:
+    case GPUQ_OP_SHUTDOWN:
+    case GPUQ_OP_KILL_SESSION:
+    case GPUQ_OP_SET_LIMIT:
+        rc = dispatch_admin(r);
+        break;
     default:
-        if (s->inflight >= lim->max_inflight) {
+        if (s->inflight >= s->caps.max_inflight) {
             session_refuse(r, GPUQ_E_BUSY, "%u requests in flight on this session (the limit)",
                            s->inflight);
             return;

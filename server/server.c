@@ -84,8 +84,49 @@ static void server_on_drain_timeout(uv_timer_t *t)
 
 void server_check_drain(server *srv)
 {
+    if (srv->accept_stopped && !srv->draining && srv->nsessions == 0) {
+        log_info("drain: no session left");
+        server_shutdown(srv, 0);
+        return;
+    }
     if (srv->draining && !srv->finishing && srv->live == 0)
         server_finish(srv);
+}
+
+static void server_close_listener(server *srv)
+{
+    if (!srv->listener_open)
+        return;
+    srv->listener_open = false;
+    uv_close((uv_handle_t *)&srv->listener, NULL);
+    if (srv->socket_owned && unlink(srv->socket_path) < 0 && errno != ENOENT)
+        log_warn("unlink %s: %m", srv->socket_path);
+    srv->socket_owned = false;
+}
+
+void server_stop_accepting(server *srv)
+{
+    if (srv->accept_stopped || srv->draining)
+        return;
+    srv->accept_stopped = true;
+    server_close_listener(srv);
+    server_check_drain(srv);
+}
+
+void server_limits_changed(server *srv)
+{
+    srv->st.total_limit = srv->cfg.lim.total_staging;
+    if (srv->cfg.lim.session_staging > srv->cfg.lim.total_staging)
+        srv->cfg.lim.session_staging = srv->cfg.lim.total_staging;
+    for (session *s = srv->sessions; s; s = s->next)
+        if (!s->closing)
+            session_apply_policy(s);
+    /* Raised limits may let waiting sessions go on; lowered ones apply to
+     * requests not yet accepted. */
+    server_staging_released(srv);
+    for (session *s = srv->sessions; s; s = s->next)
+        if (!s->closing)
+            session_update_reading(s);
 }
 
 void server_shutdown(server *srv, int code)
@@ -96,13 +137,7 @@ void server_shutdown(server *srv, int code)
         return;
     srv->draining = true;
     log_info("draining: %llu requests in flight", (unsigned long long)srv->inflight);
-    if (srv->listener_open) {
-        srv->listener_open = false;
-        uv_close((uv_handle_t *)&srv->listener, NULL);
-        if (srv->socket_owned && unlink(srv->socket_path) < 0 && errno != ENOENT)
-            log_warn("unlink %s: %m", srv->socket_path);
-        srv->socket_owned = false;
-    }
+    server_close_listener(srv);
     if (srv->cfg.drain_timeout_s > 0) {
         int rc = uv_timer_start(&srv->drain_timer, server_on_drain_timeout,
                                 (uint64_t)(srv->cfg.drain_timeout_s * 1000.0), 0);

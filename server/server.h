@@ -19,6 +19,12 @@ int server_init(server *srv, uv_loop_t *loop, const config *cfg);
 int server_run(server *srv);
 /* Begin draining (idempotent); exit_code is raised to code. */
 void server_shutdown(server *srv, int code);
+/* The drain op: stop accepting sessions (close the listener); open sessions
+ * go on; when the last one closes, shut down with exit code 0. */
+void server_stop_accepting(server *srv);
+/* srv->cfg.lim or policy changed (set_limit, SIGHUP): recompute every
+ * session's caps, follow the staging limit, wake waiting sessions. */
+void server_limits_changed(server *srv);
 /* Finish the drain when nothing is left to answer. */
 void server_check_drain(server *srv);
 /* Staging slots were released: sessions waiting for staging try again. */

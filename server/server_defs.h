@@ -12,6 +12,8 @@
 #include "config.h"
 #include "frame.h"
 #include "header.h"
+#include "metrics.h"
+#include "policy.h"
 #include "staging.h"
 #include "stats.h"
 
@@ -33,6 +35,9 @@ struct request {
     char message[160];
     uint8_t *info;               /* owned msgpack value (hello/status) */
     size_t info_len;
+    uint8_t *doc;                /* owned reply payload of sessions/metrics */
+    size_t doc_len;
+    uint64_t t0_ns;              /* when the request was read (metrics latency) */
     bool compute;                /* counts as in flight */
     bool in_backend;
     bool close_after;            /* close the session once written */
@@ -57,6 +62,11 @@ struct session {
     pid_t pid;
     uid_t uid;
     gid_t gid;
+    gid_t *groups;               /* owned: supplementary groups (SO_PEERGROUPS) */
+    int ngroups;
+    policy_caps caps;            /* from credentials and config; see policy.h */
+    uint64_t start_ns;
+    uint64_t nrequests, nerrors, bytes_in, bytes_out;
     char client[GPUQ_CLIENT_NAME_MAX + 1];
     int priority;
     void *bsess;
@@ -86,12 +96,14 @@ struct server {
     char backend_why[256];
     staging st;
     stats stats;
+    metrics metrics;
     uv_pipe_t listener;
     bool listener_open, socket_owned;
     char socket_path[108];
     uv_signal_t sigint, sigterm;
     uv_timer_t drain_timer;
     bool draining, finishing, lost;
+    bool accept_stopped;         /* drain op: no new sessions; exit when none left */
     int exit_code;
     session *sessions;
     uint32_t nsessions;          /* not closing */

@@ -1,6 +1,7 @@
 /* session.c - see session.h. */
 #include "session.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,7 @@ void session_unref(session *s)
         srv->b->ops->session_close(srv->b, s->bsess);
     if (s->hbuf != s->hdr_inline)
         free(s->hbuf);
+    free(s->groups);
     if (s->prev)
         s->prev->next = s->next;
     else
@@ -134,6 +136,7 @@ static void session_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     if (nread == 0 || s->closing)
         return;
     s->srv->stats.bytes_in += (uint64_t)nread;
+    s->bytes_in += (uint64_t)nread;
     session_ref(s);
     switch (s->rstate) {
     case RS_PREFIX:
@@ -175,10 +178,9 @@ void session_update_reading(session *s)
 {
     if (s->closing)
         return;
-    const gpuq_limits *lim = &s->srv->cfg.lim;
     bool want = !s->broken && s->rstate != RS_WAIT_STAGING &&
-                uv_stream_get_write_queue_size((uv_stream_t *)&s->pipe) <= lim->session_staging &&
-                s->live < 2 * lim->max_inflight + 16;
+                uv_stream_get_write_queue_size((uv_stream_t *)&s->pipe) <= s->caps.session_staging &&
+                s->live < 2 * s->caps.max_inflight + 16;
     int rc = 0;
     if (want && !s->reading) {
         rc = uv_read_start((uv_stream_t *)&s->pipe, session_alloc_cb, session_read_cb);
@@ -193,9 +195,41 @@ void session_update_reading(session *s)
     }
 }
 
+/* The peer's supplementary groups (SO_PEERGROUPS, Linux 4.13+) into
+ * s->groups; without them only the primary gid counts for policy. */
+static void session_read_groups(session *s, int fd)
+{
+    socklen_t len = 64 * sizeof(gid_t);
+    for (int tries = 0; tries < 3; tries++) {
+        gid_t *g = malloc(len ? len : sizeof(gid_t));
+        if (!g)
+            return;
+        socklen_t got = len;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &got) == 0) {
+            free(s->groups);
+            s->groups = g;
+            s->ngroups = (int)(got / sizeof(gid_t));
+            return;
+        }
+        int err = errno;
+        free(g);
+        if (err != ERANGE || got <= len) {
+            log_debug("session %llu: SO_PEERGROUPS: %s", (unsigned long long)s->id, strerror(err));
+            return;
+        }
+        len = got;
+    }
+}
+
+void session_apply_policy(session *s)
+{
+    policy_caps_for(&s->srv->cfg, s->uid, s->gid, s->groups, s->ngroups, &s->caps);
+}
+
 void session_start(session *s)
 {
     uv_os_fd_t fd;
+    s->start_ns = uv_hrtime();
     int rc = uv_fileno((uv_handle_t *)&s->pipe, &fd);
     if (rc == 0) {
         struct ucred cr;
@@ -204,16 +238,20 @@ void session_start(session *s)
             s->pid = cr.pid;
             s->uid = cr.uid;
             s->gid = cr.gid;
+            session_read_groups(s, fd);
         } else {
             log_warn("session %llu: SO_PEERCRED failed", (unsigned long long)s->id);
             s->uid = (uid_t)-1;
+            s->gid = (gid_t)-1;
         }
     } else {
         log_warn("session %llu: uv_fileno: %s", (unsigned long long)s->id, uv_strerror(rc));
         s->uid = (uid_t)-1;
+        s->gid = (gid_t)-1;
     }
-    log_debug("session %llu: connected pid %d uid %u gid %u", (unsigned long long)s->id,
-              (int)s->pid, (unsigned)s->uid, (unsigned)s->gid);
+    session_apply_policy(s);
+    log_debug("session %llu: connected pid %d uid %u gid %u%s", (unsigned long long)s->id,
+              (int)s->pid, (unsigned)s->uid, (unsigned)s->gid, s->caps.admin ? " (admin)" : "");
     session_update_reading(s);
 }
 
@@ -224,6 +262,8 @@ request *request_new(session *s)
         return NULL;
     r->s = s;
     r->seq = s->next_seq++;
+    r->t0_ns = uv_hrtime();
+    s->nrequests++;
     gpuq_request_init(&r->req);
     r->req.id = 0;
     session_ref(s);
@@ -243,6 +283,7 @@ void request_free(request *r)
     }
     free(r->wbuf);
     free(r->info);
+    free(r->doc);
     if (r->compute) {
         s->inflight--;
         srv->inflight--;
@@ -295,11 +336,16 @@ static void session_write(request *r)
             rep.timing = r->job.timing;
             rep.timing.total_us = (double)(uv_hrtime() - r->job.submit_ns) / 1e3;
         }
+    } else if (r->status == 0 && r->doc) {
+        plen = r->doc_len;
     }
     rep.info = r->info;
     rep.info_len = r->info_len;
-    if (r->status < 0)
+    if (r->status < 0) {
         stats_error(&srv->stats, r->status);
+        s->nerrors++;
+    }
+    metrics_observe(&srv->metrics, r->req.op, r->status, (double)(uv_hrtime() - r->t0_ns) / 1e9);
     uint8_t *hdr;
     size_t hlen;
     int rc = gpuq_reply_encode(&rep, &hdr, &hlen);
@@ -318,7 +364,11 @@ static void session_write(request *r)
     uv_buf_t bufs[2];
     bufs[0] = uv_buf_init((char *)r->wbuf, (unsigned)(GPUQ_PREFIX_SIZE + hlen));
     unsigned nbufs = 1;
-    if (plen) {
+    if (plen && r->doc) {
+        bufs[1].base = (char *)r->doc;
+        bufs[1].len = (size_t)plen;
+        nbufs = 2;
+    } else if (plen) {
         bufs[1].base = (char *)r->slot->ptr + r->out_off;
         bufs[1].len = (size_t)plen;
         nbufs = 2;
@@ -332,6 +382,7 @@ static void session_write(request *r)
         return;
     }
     srv->stats.bytes_out += GPUQ_PREFIX_SIZE + hlen + plen;
+    s->bytes_out += GPUQ_PREFIX_SIZE + hlen + plen;
     return;
 err:
     log_error("session %llu: cannot encode reply (out of memory)", (unsigned long long)s->id);

@@ -25,6 +25,8 @@ void session_start(session *s);
 void session_close(session *s);
 void session_ref(session *s);
 void session_unref(session *s);
+/* (Re)compute s->caps from its credentials and the server's config. */
+void session_apply_policy(session *s);
 /* Start or stop reading according to state, write queue and limits. */
 void session_update_reading(session *s);
 /* Skip n payload bytes next (then back to PREFIX). */

@@ -17,10 +17,93 @@ void stats_error(stats *st, int code)
         st->errors[-code]++;
 }
 
+void stats_devices(const server *srv, gpuq_mpw *w)
+{
+    backend *b = srv->b;
+    int n = b->ops->ndevices(b);
+    gpuq_mpw_array(w, (uint32_t)n);
+    for (int i = 0; i < n; i++) {
+        backend_device d;
+        b->ops->device_info(b, i, &d);
+        gpuq_mpw_map(w, 7);
+        gpuq_mpw_str(w, "index");
+        gpuq_mpw_int(w, d.index);
+        gpuq_mpw_str(w, "name");
+        gpuq_mpw_str(w, d.name);
+        gpuq_mpw_str(w, "total_memory");
+        gpuq_mpw_uint(w, d.total_memory);
+        gpuq_mpw_str(w, "memory_in_use");
+        gpuq_mpw_uint(w, d.memory_in_use);
+        gpuq_mpw_str(w, "sessions");
+        gpuq_mpw_uint(w, d.sessions);
+        gpuq_mpw_str(w, "in_flight");
+        gpuq_mpw_uint(w, d.in_flight);
+        gpuq_mpw_str(w, "bytes");
+        gpuq_mpw_uint(w, d.bytes);
+    }
+}
+
+static const char *stats_prio_name(int p)
+{
+    return p <= GPUQ_PRIO_LOW ? "low" : p >= GPUQ_PRIO_HIGH ? "high" : "normal";
+}
+
+int stats_sessions_doc(const server *srv, const session *viewer, uint8_t **out, size_t *len,
+                       uint32_t *count)
+{
+    gpuq_mpw *w = gpuq_mpw_new();
+    if (!w)
+        return GPUQ_E_NO_MEMORY;
+    uint64_t now = uv_hrtime();
+    uint32_t n = 0;
+    for (const session *s = srv->sessions; s; s = s->next) {
+        if (s->closing || (!viewer->caps.admin && s->uid != viewer->uid))
+            continue;
+        n++;
+        gpuq_mpw_map(w, 16);
+        gpuq_mpw_str(w, "id");
+        gpuq_mpw_uint(w, s->id);
+        gpuq_mpw_str(w, "pid");
+        gpuq_mpw_int(w, s->pid);
+        gpuq_mpw_str(w, "uid");
+        gpuq_mpw_int(w, s->uid == (uid_t)-1 ? -1 : (int64_t)s->uid);
+        gpuq_mpw_str(w, "client");
+        gpuq_mpw_str(w, s->client);
+        gpuq_mpw_str(w, "priority");
+        gpuq_mpw_str(w, s->hello_done ? stats_prio_name(s->priority) : "");
+        gpuq_mpw_str(w, "stream_priority");
+        gpuq_mpw_int(w, s->binfo.priority_granted);
+        gpuq_mpw_str(w, "device");
+        gpuq_mpw_int(w, s->hello_done ? s->binfo.device : -1);
+        gpuq_mpw_str(w, "admin");
+        gpuq_mpw_bool(w, s->caps.admin);
+        gpuq_mpw_str(w, "in_flight");
+        gpuq_mpw_uint(w, s->inflight);
+        gpuq_mpw_str(w, "requests");
+        gpuq_mpw_uint(w, s->nrequests);
+        gpuq_mpw_str(w, "errors");
+        gpuq_mpw_uint(w, s->nerrors);
+        gpuq_mpw_str(w, "bytes_in");
+        gpuq_mpw_uint(w, s->bytes_in);
+        gpuq_mpw_str(w, "bytes_out");
+        gpuq_mpw_uint(w, s->bytes_out);
+        gpuq_mpw_str(w, "staging_bytes");
+        gpuq_mpw_uint(w, s->staging_used);
+        gpuq_mpw_str(w, "age_s");
+        gpuq_mpw_double(w, (double)(now - s->start_ns) / 1e9);
+        gpuq_mpw_str(w, "self");
+        gpuq_mpw_bool(w, s == viewer);
+    }
+    *count = n;
+    int rc = gpuq_mpw_take(w, out, len);
+    gpuq_mpw_free(w);
+    return rc;
+}
+
 void stats_status_info(const server *srv, gpuq_mpw *w)
 {
     const stats *st = &srv->stats;
-    gpuq_mpw_map(w, 15);
+    gpuq_mpw_map(w, 16);
     gpuq_mpw_str(w, "version");
     gpuq_mpw_uint(w, GPUQ_PROTO_VERSION);
     gpuq_mpw_str(w, "server");
@@ -30,7 +113,9 @@ void stats_status_info(const server *srv, gpuq_mpw *w)
     gpuq_mpw_str(w, "backend");
     gpuq_mpw_str(w, srv->b->ops->name);
     gpuq_mpw_str(w, "devices");
-    srv->b->ops->devices(srv->b, w);
+    stats_devices(srv, w);
+    gpuq_mpw_str(w, "state");
+    gpuq_mpw_str(w, srv->draining ? "shutting_down" : srv->accept_stopped ? "draining" : "serving");
     gpuq_mpw_str(w, "sessions");
     gpuq_mpw_uint(w, srv->nsessions);
     gpuq_mpw_str(w, "in_flight");

@@ -17,9 +17,19 @@ typedef struct stats {
 } stats;
 
 struct server;
+struct session;
 
 void stats_request(stats *st, gpuq_op op);
 void stats_error(stats *st, int code);
+/* Write the devices array (index, name, total_memory, memory_in_use,
+ * sessions, in_flight, bytes) into w. */
+void stats_devices(const struct server *srv, gpuq_mpw *w);
+/* The sessions document: one msgpack map per session, concatenated (a
+ * msgpack stream, so any number of sessions fits the bounded readers).
+ * A non-admin viewer sees only sessions of its own uid. *out is malloc'd
+ * (owned by the caller). Returns 0 or GPUQ_E_NO_MEMORY. */
+int stats_sessions_doc(const struct server *srv, const struct session *viewer, uint8_t **out,
+                       size_t *len, uint32_t *count);
 /* Write the status info map of srv into w (borrowed). */
 void stats_status_info(const struct server *srv, gpuq_mpw *w);
 

@@ -1,0 +1,221 @@
+/* metrics.c - see metrics.h. */
+#include "metrics.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server_defs.h"
+
+/* Upper bounds in seconds: 50 us to 10 s, roughly 1-2.5-5 steps. */
+static const double bucket_le[METRICS_NBUCKETS] = {
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+    0.05,    0.1,    0.25,    0.5,    1.0,   2.5,    5.0,   10.0};
+
+void metrics_observe(metrics *m, gpuq_op op, int status, double seconds)
+{
+    unsigned o = (unsigned)op < GPUQ_OP_COUNT ? (unsigned)op : 0;
+    unsigned st = (status < 0 && status >= GPUQ_E_LAST) ? (unsigned)-status : 0;
+    if (status < GPUQ_E_LAST)
+        st = -GPUQ_E_INTERNAL;
+    m->count[o][st]++;
+    m->sum[o][st] += seconds;
+    for (int b = 0; b < METRICS_NBUCKETS; b++) {
+        if (seconds <= bucket_le[b]) {
+            m->bucket[o][st][b]++;
+            break;
+        }
+    }
+}
+
+/* A growing text buffer; an allocation failure is sticky. */
+typedef struct textbuf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} textbuf;
+
+__attribute__((format(printf, 2, 3))) static void tb_printf(textbuf *t, const char *fmt, ...)
+{
+    if (t->oom)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->p ? t->p + t->len : NULL, t->p ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            t->oom = true;
+            return;
+        }
+        if (t->p && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        size_t ncap = t->cap ? t->cap * 2 : 8192;
+        while (ncap < t->len + (size_t)n + 1)
+            ncap *= 2;
+        char *np = realloc(t->p, ncap);
+        if (!np) {
+            t->oom = true;
+            return;
+        }
+        t->p = np;
+        t->cap = ncap;
+    }
+}
+
+static void tb_head(textbuf *t, const char *name, const char *type, const char *help)
+{
+    tb_printf(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value with \, " and newline escaped as the format requires. */
+static void label_escape(char *out, size_t cap, const char *s)
+{
+    size_t o = 0;
+    for (; *s && o + 2 < cap; s++) {
+        if (*s == '\\' || *s == '"') {
+            out[o++] = '\\';
+            out[o++] = *s;
+        } else if (*s == '\n') {
+            out[o++] = '\\';
+            out[o++] = 'n';
+        } else {
+            out[o++] = *s;
+        }
+    }
+    out[o] = '\0';
+}
+
+static const char *op_label(unsigned o)
+{
+    const char *n = gpuq_op_name((gpuq_op)o);
+    return n ? n : "none";
+}
+
+static const char *status_label(unsigned st) { return st ? gpuq_errname(-(int)st) : "ok"; }
+
+static void render_requests(textbuf *t, const metrics *m)
+{
+    tb_head(t, "gpuq_requests_total", "counter", "Requests answered, by op and status.");
+    for (unsigned o = 0; o < GPUQ_OP_COUNT; o++)
+        for (unsigned st = 0; st < METRICS_NSTATUS; st++)
+            if (m->count[o][st])
+                tb_printf(t, "gpuq_requests_total{op=\"%s\",status=\"%s\"} %llu\n", op_label(o),
+                          status_label(st), (unsigned long long)m->count[o][st]);
+    tb_head(t, "gpuq_request_duration_seconds", "histogram",
+            "Time from a request's header read to its reply queued, by op and status.");
+    for (unsigned o = 0; o < GPUQ_OP_COUNT; o++) {
+        for (unsigned st = 0; st < METRICS_NSTATUS; st++) {
+            if (!m->count[o][st])
+                continue;
+            const char *on = op_label(o), *sn = status_label(st);
+            uint64_t cum = 0;
+            for (int b = 0; b < METRICS_NBUCKETS; b++) {
+                cum += m->bucket[o][st][b];
+                tb_printf(t,
+                          "gpuq_request_duration_seconds_bucket{op=\"%s\",status=\"%s\",le=\"%g\"} "
+                          "%llu\n",
+                          on, sn, bucket_le[b], (unsigned long long)cum);
+            }
+            tb_printf(t,
+                      "gpuq_request_duration_seconds_bucket{op=\"%s\",status=\"%s\",le=\"+Inf\"} "
+                      "%llu\n",
+                      on, sn, (unsigned long long)m->count[o][st]);
+            tb_printf(t, "gpuq_request_duration_seconds_sum{op=\"%s\",status=\"%s\"} %.9g\n", on,
+                      sn, m->sum[o][st]);
+            tb_printf(t, "gpuq_request_duration_seconds_count{op=\"%s\",status=\"%s\"} %llu\n", on,
+                      sn, (unsigned long long)m->count[o][st]);
+        }
+    }
+}
+
+static void gauge(textbuf *t, const char *name, const char *help, double v)
+{
+    tb_head(t, name, "gauge", help);
+    tb_printf(t, "%s %.17g\n", name, v);
+}
+
+static void counter(textbuf *t, const char *name, const char *help, uint64_t v)
+{
+    tb_head(t, name, "counter", help);
+    tb_printf(t, "%s %llu\n", name, (unsigned long long)v);
+}
+
+typedef enum { DEV_MEM_TOTAL, DEV_MEM_USED, DEV_SESSIONS, DEV_INFLIGHT, DEV_BYTES, DEV_NFIELDS } dev_field;
+
+static void render_devices(textbuf *t, const server *srv)
+{
+    static const struct {
+        const char *name, *type, *help;
+    } defs[DEV_NFIELDS] = {
+        {"gpuq_device_memory_bytes", "gauge", "Device memory of each device (0 on the CPU backend)."},
+        {"gpuq_device_memory_used_bytes", "gauge", "Device bytes gpuqd has allocated from its pool."},
+        {"gpuq_device_sessions", "gauge", "Sessions placed on each device."},
+        {"gpuq_device_in_flight", "gauge", "Jobs submitted to each device and not completed."},
+        {"gpuq_device_bytes_total", "counter", "Input plus output bytes of jobs run on each device."},
+    };
+    backend *b = srv->b;
+    int n = b ? b->ops->ndevices(b) : 0;
+    for (int f = 0; f < DEV_NFIELDS; f++) {
+        tb_head(t, defs[f].name, defs[f].type, defs[f].help);
+        for (int i = 0; i < n; i++) {
+            backend_device d;
+            b->ops->device_info(b, i, &d);
+            char name[2 * sizeof d.name];
+            label_escape(name, sizeof name, d.name);
+            uint64_t v = f == DEV_MEM_TOTAL ? d.total_memory
+                         : f == DEV_MEM_USED ? d.memory_in_use
+                         : f == DEV_SESSIONS ? d.sessions
+                         : f == DEV_INFLIGHT ? d.in_flight
+                                             : d.bytes;
+            tb_printf(t, "%s{device=\"%d\",name=\"%s\"} %llu\n", defs[f].name, d.index, name,
+                      (unsigned long long)v);
+        }
+    }
+}
+
+int metrics_render(const server *srv, char **out, size_t *len)
+{
+    textbuf t = {0};
+    const stats *st = &srv->stats;
+    uint32_t waiting = 0;
+    for (const session *s = srv->sessions; s; s = s->next)
+        waiting += s->rstate == RS_WAIT_STAGING && !s->closing;
+    tb_head(&t, "gpuq_build_info", "gauge", "gpuqd's version and backend (always 1).");
+    tb_printf(&t, "gpuq_build_info{version=\"%s\",backend=\"%s\"} 1\n", GPUQD_VERSION,
+              srv->b ? srv->b->ops->name : "none");
+    gauge(&t, "gpuq_uptime_seconds", "Seconds since gpuqd started.",
+          (double)(uv_hrtime() - srv->start_ns) / 1e9);
+    gauge(&t, "gpuq_draining", "1 while gpuqd drains (drain or shutdown), else 0.",
+          srv->draining || srv->accept_stopped);
+    gauge(&t, "gpuq_sessions", "Open sessions.", srv->nsessions);
+    counter(&t, "gpuq_sessions_opened_total", "Sessions accepted since start.", st->sessions_total);
+    render_requests(&t, &srv->metrics);
+    gauge(&t, "gpuq_in_flight", "Compute requests accepted and not yet answered.",
+          (double)srv->inflight);
+    gauge(&t, "gpuq_queue_depth", "Jobs submitted to the backend and not completed.",
+          srv->b ? (double)srv->b->ops->inflight(srv->b) : 0);
+    gauge(&t, "gpuq_staging_waiting_sessions", "Sessions paused until staging memory frees up.",
+          waiting);
+    counter(&t, "gpuq_received_bytes_total", "Bytes read from clients.", st->bytes_in);
+    counter(&t, "gpuq_sent_bytes_total", "Bytes written to clients.", st->bytes_out);
+    gauge(&t, "gpuq_pinned_bytes_in_use",
+          "Staging bytes reserved by requests (page-locked on the CUDA backend).",
+          (double)srv->st.in_use);
+    gauge(&t, "gpuq_pinned_bytes_allocated", "Staging bytes allocated (kept for reuse).",
+          (double)srv->st.capacity);
+    gauge(&t, "gpuq_pinned_bytes_limit", "Staging bytes gpuqd may allocate (total_staging).",
+          (double)srv->st.total_limit);
+    render_devices(&t, srv);
+    if (t.oom) {
+        free(t.p);
+        return GPUQ_E_NO_MEMORY;
+    }
+    *out = t.p;
+    *len = t.len;
+    return 0;
+}

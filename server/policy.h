@@ -1,0 +1,35 @@
+/* policy.h - who may do what: admin status and per-peer caps from the
+ * peer's credentials (SO_PEERCRED uid/gid, SO_PEERGROUPS) and the config's
+ * [policy], [user NAME] and [group NAME] sections.
+ *
+ * An admin is root, or a member (primary or supplementary group) of
+ * policy.admin_group. Caps: for each of max_priority, max_inflight and
+ * session_staging, a [user] section naming the peer wins, else the first
+ * [group] section (in file order) the peer is a member of that sets it,
+ * else the global value: the limits for max_inflight/session_staging, and
+ * policy.max_priority for non-admins (admins are not capped by it). A rule
+ * never raises max_inflight or session_staging above the global limit.
+ */
+#ifndef GPUQ_SERVER_POLICY_H
+#define GPUQ_SERVER_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+
+typedef struct policy_caps {
+    bool admin;
+    int max_priority;          /* highest level the session may get */
+    uint32_t max_inflight;     /* requests in flight */
+    uint64_t session_staging;  /* staging bytes */
+} policy_caps;
+
+/* The peer: uid/gid from SO_PEERCRED (uid (uid_t)-1: unknown, no rights
+ * beyond the defaults), groups (borrowed, may be NULL) its supplementary
+ * groups. */
+void policy_caps_for(const config *cfg, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
+                     policy_caps *out);
+
+#endif
