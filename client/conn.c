@@ -56,6 +56,11 @@ int conn_set_err(gpuq_conn *c, int code, const char *fmt, ...)
     return code;
 }
 
+static int key_is(const char *k, uint32_t klen, const char *want)
+{
+    return strlen(want) == klen && memcmp(k, want, klen) == 0;
+}
+
 static int conn_break(gpuq_conn *c, int code, const char *what)
 {
     c->broken = code;
@@ -122,7 +127,8 @@ int gpuq_send_raw(gpuq_conn *c, const void *buf, size_t len)
 /* Read one reply frame; the result goes into out[out_cap]. Transport or
  * framing failures break the connection; a server error is returned as the
  * reply's status with the connection still usable. */
-static int read_reply(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_cap)
+static int read_reply_doc(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_cap,
+                          uint8_t **doc, size_t *doc_len)
 {
     if (c->broken)
         return c->broken; /* c->err still says why */
@@ -157,7 +163,25 @@ static int read_reply(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_cap)
         snprintf(what, sizeof what, "bad reply header: %s", msg);
         return conn_break(c, GPUQ_E_PROTOCOL, what);
     }
-    if (p.payload_len > out_cap || (p.payload_len > 0 && !out)) {
+    if (doc && p.payload_len > 0 && p.payload_len <= GPUQ_CLIENT_MAX_DOC) {
+        /* A document (sessions, metrics): its size is only known now. */
+        uint8_t *d = malloc((size_t)p.payload_len + 1);
+        if (!d) {
+            rc = sockio_discard(c->fd, p.payload_len);
+            if (rc)
+                return conn_break(c, rc, "reading a reply payload");
+            return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory for a %llu-byte reply",
+                                (unsigned long long)p.payload_len);
+        }
+        rc = sockio_read_full(c->fd, d, (size_t)p.payload_len);
+        if (rc) {
+            free(d);
+            return conn_break(c, rc, "reading a reply payload");
+        }
+        d[p.payload_len] = '\0';
+        *doc = d;
+        *doc_len = (size_t)p.payload_len;
+    } else if (p.payload_len > out_cap || (p.payload_len > 0 && !out)) {
         rc = sockio_discard(c->fd, p.payload_len);
         if (rc)
             return conn_break(c, rc, "reading a reply payload");
@@ -173,6 +197,11 @@ static int read_reply(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_cap)
     if (rep->status < 0)
         return conn_set_err(c, rep->status, "%s: %s", gpuq_errname(rep->status), rep->message);
     return 0;
+}
+
+static int read_reply(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_cap)
+{
+    return read_reply_doc(c, rep, out, out_cap, NULL, NULL);
 }
 
 int gpuq_recv_reply(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_cap)
@@ -272,8 +301,11 @@ int gpuq_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, cons
     return rc;
 }
 
-/* Submit a request with no payload and read its reply keeping "info". */
-static int call_info(gpuq_conn *c, gpuq_request *req, gpuq_reply *rep)
+/* Submit a request with no payload and read its reply keeping "info"; a
+ * reply payload goes to *doc (malloc'd, NUL-terminated, caller frees) when
+ * doc is not NULL. */
+static int call_info_doc(gpuq_conn *c, gpuq_request *req, gpuq_reply *rep, uint8_t **doc,
+                         size_t *doc_len)
 {
     if (c->broken)
         return c->broken; /* c->err still says why */
@@ -285,7 +317,7 @@ static int call_info(gpuq_conn *c, gpuq_request *req, gpuq_reply *rep)
         return rc;
     c->q_head = (c->q_head + 1) % c->q_cap;
     c->q_len--;
-    rc = read_reply(c, rep, NULL, 0);
+    rc = read_reply_doc(c, rep, NULL, 0, doc, doc_len);
     if (c->broken)
         return rc;
     if (rep->id != req->id && !(rep->status < 0 && rep->id == 0))
@@ -293,16 +325,137 @@ static int call_info(gpuq_conn *c, gpuq_request *req, gpuq_reply *rep)
     return rc;
 }
 
+static int call_info(gpuq_conn *c, gpuq_request *req, gpuq_reply *rep)
+{
+    return call_info_doc(c, req, rep, NULL, NULL);
+}
+
+/* A document op (sessions, metrics): *doc malloc'd, owned by the caller. */
+static int call_doc(gpuq_conn *c, gpuq_op op, uint8_t **doc, size_t *len, uint32_t *count)
+{
+    *doc = NULL;
+    *len = 0;
+    gpuq_request req;
+    gpuq_request_init(&req);
+    req.op = op;
+    gpuq_reply rep;
+    int rc = call_info_doc(c, &req, &rep, doc, len);
+    if (rc == 0 && !*doc) {
+        uint8_t *empty = calloc(1, 1);
+        if (!empty)
+            return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory");
+        *doc = empty;
+    }
+    if (rc) {
+        free(*doc);
+        *doc = NULL;
+        *len = 0;
+        return rc;
+    }
+    if (count) {
+        *count = 0;
+        gpuq_mpr r;
+        gpuq_mpr_init(&r, rep.info, rep.info ? rep.info_len : 0);
+        uint32_t n;
+        if (rep.info && gpuq_mpr_map(&r, &n) == 0) {
+            for (uint32_t i = 0; i < n; i++) {
+                const char *k;
+                uint32_t kl;
+                uint64_t v;
+                if (gpuq_mpr_str(&r, &k, &kl))
+                    break;
+                if (key_is(k, kl, "count") && gpuq_mpr_uint(&r, &v) == 0)
+                    *count = (uint32_t)v;
+                else if (gpuq_mpr_skip(&r))
+                    break;
+            }
+        }
+    }
+    return 0;
+}
+
+int gpuq_sessions(gpuq_conn *c, uint8_t **doc, size_t *len, uint32_t *count)
+{
+    return call_doc(c, GPUQ_OP_SESSIONS, doc, len, count);
+}
+
+int gpuq_metrics(gpuq_conn *c, char **text, size_t *len)
+{
+    uint8_t *d = NULL;
+    int rc = call_doc(c, GPUQ_OP_METRICS, &d, len, NULL);
+    *text = (char *)d;
+    return rc;
+}
+
+/* An admin op; the reply's info value "key" (an unsigned int) into *v. */
+static int call_admin(gpuq_conn *c, gpuq_request *req, const char *key, uint64_t *v)
+{
+    gpuq_reply rep;
+    int rc = call_info(c, req, &rep);
+    if (rc || !v || !rep.info)
+        return rc;
+    gpuq_mpr r;
+    gpuq_mpr_init(&r, rep.info, rep.info_len);
+    uint32_t n;
+    if (gpuq_mpr_map(&r, &n))
+        return 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *k;
+        uint32_t kl;
+        if (gpuq_mpr_str(&r, &k, &kl))
+            return 0;
+        if (key_is(k, kl, key) && gpuq_mpr_uint(&r, v) == 0)
+            return 0;
+        if (gpuq_mpr_skip(&r))
+            return 0;
+    }
+    return 0;
+}
+
+int gpuq_drain(gpuq_conn *c)
+{
+    gpuq_request req;
+    gpuq_request_init(&req);
+    req.op = GPUQ_OP_DRAIN;
+    return call_admin(c, &req, NULL, NULL);
+}
+
+int gpuq_shutdown(gpuq_conn *c)
+{
+    gpuq_request req;
+    gpuq_request_init(&req);
+    req.op = GPUQ_OP_SHUTDOWN;
+    return call_admin(c, &req, NULL, NULL);
+}
+
+int gpuq_kill_session(gpuq_conn *c, uint64_t session_id)
+{
+    gpuq_request req;
+    gpuq_request_init(&req);
+    req.op = GPUQ_OP_KILL_SESSION;
+    req.has_session = true;
+    req.session = session_id;
+    return call_admin(c, &req, NULL, NULL);
+}
+
+int gpuq_set_limit(gpuq_conn *c, const char *name, uint64_t value, uint64_t *old)
+{
+    gpuq_request req;
+    gpuq_request_init(&req);
+    req.op = GPUQ_OP_SET_LIMIT;
+    if (!name || strlen(name) > GPUQ_LIMIT_NAME_MAX)
+        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "limit name missing or too long");
+    snprintf(req.limit, sizeof req.limit, "%s", name);
+    req.has_value = true;
+    req.value = value;
+    return call_admin(c, &req, "old", old);
+}
+
 static void copy_str(char *dst, size_t cap, const char *s, uint32_t len)
 {
     size_t n = len < cap - 1 ? len : cap - 1;
     memcpy(dst, s, n);
     dst[n] = '\0';
-}
-
-static int key_is(const char *k, uint32_t klen, const char *want)
-{
-    return strlen(want) == klen && memcmp(k, want, klen) == 0;
 }
 
 static int parse_limits(gpuq_mpr *r, gpuq_limits *l)
@@ -376,6 +529,8 @@ static int parse_hello_info(const uint8_t *buf, size_t len, gpuq_server_info *si
         } else if (key_is(k, kl, "device")) {
             rc = gpuq_mpr_int(&r, &v);
             si->device = (int)v;
+        } else if (key_is(k, kl, "admin")) {
+            rc = gpuq_mpr_bool(&r, &si->admin);
         } else if (key_is(k, kl, "limits")) {
             rc = parse_limits(&r, &si->limits);
         } else if (key_is(k, kl, "server") || key_is(k, kl, "backend")) {

@@ -10,6 +10,9 @@
 
 /* Largest reply header libgpuq accepts (status info included). */
 #define GPUQ_CLIENT_MAX_REPLY_HEADER (1u << 20)
+/* Largest document (sessions, metrics) libgpuq reads; larger ones are
+ * skipped and reported as too_large. */
+#define GPUQ_CLIENT_MAX_DOC (256u << 20)
 
 /* Record a one-line message for gpuq_errmsg and return code. */
 int conn_set_err(gpuq_conn *c, int code, const char *fmt, ...)

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "gpuq.h"
+#include "mpread.h"
 
 #define CTL_EXIT_FAIL 1
 #define CTL_EXIT_USAGE 2
@@ -56,7 +57,30 @@ int ctl_parse_double(const char *s, double *v);
 int ctl_parse_u64(const char *s, uint64_t *v);
 int ctl_parse_priority(const char *s, int *prio);
 
+/* One member of a msgpack map read by ctl_read_map: scalars decoded
+ * (numbers and bools in num, strings in s), every value's raw bytes kept. */
+typedef struct ctl_kv {
+    char key[64];
+    gpuq_mp_type type;
+    double num;
+    bool b;
+    char s[256];
+    const uint8_t *raw;
+    size_t raw_len;
+} ctl_kv;
+/* Read one map from r into kv[cap] (extra members are skipped); *n set.
+ * Returns 0 or -1 (malformed). */
+int ctl_read_map(gpuq_mpr *r, ctl_kv *kv, int cap, int *n);
+const ctl_kv *ctl_kv_get(const ctl_kv *kv, int n, const char *key);
+double ctl_kv_num(const ctl_kv *kv, int n, const char *key); /* 0 if absent */
+const char *ctl_kv_str(const ctl_kv *kv, int n, const char *key); /* "" if absent */
+/* "1.5 GiB", "3m02s" into buf; returns buf. */
+const char *ctl_fmt_bytes(double v, char *buf, size_t cap);
+const char *ctl_fmt_age(double s, char *buf, size_t cap);
+
 extern const ctl_entry ctl_ping_entry, ctl_status_entry;
+extern const ctl_entry ctl_sessions_entry, ctl_metrics_entry, ctl_drain_entry, ctl_shutdown_entry,
+    ctl_kill_session_entry, ctl_set_limit_entry;
 extern const ctl_entry ctl_normalize_entry, ctl_haversine_entry, ctl_grid_entry,
     ctl_pairwise_entry;
 

@@ -1,9 +1,9 @@
 /* ctl_basic.c - gpuqctl ping and status.
  *
  * ping sends N pings on one session and prints each round trip and a
- * min/avg/max summary (or one JSON object with --json). status prints the
- * server's status info as "key: value" lines (nested maps flattened to
- * "limits.max_header"), or the raw JSON with --json.
+ * min/avg/max summary (or one JSON object with --json). status prints a
+ * summary of the server's status info and a table of its devices, or the
+ * whole info as JSON with --json.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,42 +71,85 @@ out_free:
     return rc;
 }
 
-/* Print one value (and, for maps, its members) as "prefix: value" lines. */
-static int print_flat(gpuq_mpr *r, const char *prefix, int depth)
+/* "name count  name count" of a map of counters, or "-" when empty. */
+static int print_counts(const char *label, const ctl_kv *e)
 {
-    if (gpuq_mpr_peek(r) == GPUQ_MP_MAP && depth < 3) {
-        uint32_t n;
-        if (gpuq_mpr_map(r, &n))
-            return -1;
-        if (n == 0 && *prefix)
-            printf("%s: {}\n", prefix);
-        for (uint32_t i = 0; i < n; i++) {
-            const char *k;
-            uint32_t kl;
-            if (gpuq_mpr_str(r, &k, &kl))
-                return -1;
-            char key[512];
-            if (*prefix)
-                snprintf(key, sizeof key, "%s.%.*s", prefix, (int)kl, k);
-            else
-                snprintf(key, sizeof key, "%.*s", (int)kl, k);
-            if (print_flat(r, key, depth + 1))
-                return -1;
-        }
+    printf("%-10s", label);
+    if (!e || e->type != GPUQ_MP_MAP) {
+        printf(" -\n");
         return 0;
     }
-    bool is_str = gpuq_mpr_peek(r) == GPUQ_MP_STR;
-    char val[4096];
-    if (gpuq_mpr_to_json(r, val, sizeof val))
+    gpuq_mpr r;
+    gpuq_mpr_init(&r, e->raw, e->raw_len);
+    ctl_kv kv[64];
+    int n;
+    if (ctl_read_map(&r, kv, 64, &n))
         return -1;
-    size_t len = strlen(val);
-    if (is_str && len >= 2) {
-        val[len - 1] = '\0';
-        printf("%s: %s\n", prefix, val + 1);
-    } else {
-        printf("%s: %s\n", prefix, val);
+    int shown = 0;
+    for (int i = 0; i < n; i++) {
+        if (kv[i].num == 0)
+            continue;
+        printf("%s %s %.0f", shown ? "," : "", kv[i].key, kv[i].num);
+        shown++;
+    }
+    printf("%s\n", shown ? "" : " -");
+    return 0;
+}
+
+static int print_devices(const ctl_kv *e)
+{
+    if (!e || e->type != GPUQ_MP_ARRAY)
+        return -1;
+    gpuq_mpr r;
+    gpuq_mpr_init(&r, e->raw, e->raw_len);
+    uint32_t nd;
+    if (gpuq_mpr_array(&r, &nd))
+        return -1;
+    printf("\n%-6s %-28s %10s %10s %8s %9s %10s\n", "DEVICE", "NAME", "MEMORY", "IN_USE",
+           "SESSIONS", "IN_FLIGHT", "BYTES");
+    for (uint32_t i = 0; i < nd; i++) {
+        ctl_kv kv[16];
+        int n;
+        if (ctl_read_map(&r, kv, 16, &n))
+            return -1;
+        char mem[32], used[32], bytes[32];
+        char idx[16];
+        double di = ctl_kv_num(kv, n, "index");
+        snprintf(idx, sizeof idx, di < 0 ? "-" : "%.0f", di);
+        printf("%-6s %-28.28s %10s %10s %8.0f %9.0f %10s\n", idx, ctl_kv_str(kv, n, "name"),
+               ctl_fmt_bytes(ctl_kv_num(kv, n, "total_memory"), mem, sizeof mem),
+               ctl_fmt_bytes(ctl_kv_num(kv, n, "memory_in_use"), used, sizeof used),
+               ctl_kv_num(kv, n, "sessions"), ctl_kv_num(kv, n, "in_flight"),
+               ctl_fmt_bytes(ctl_kv_num(kv, n, "bytes"), bytes, sizeof bytes));
     }
     return 0;
+}
+
+/* The status info as a short summary and a devices table. */
+static int print_status(gpuq_mpr *r)
+{
+    ctl_kv kv[32];
+    int n;
+    if (ctl_read_map(r, kv, 32, &n))
+        return -1;
+    char a[32], b[32], up[32];
+    printf("%s (protocol %.0f), pid %.0f, up %s, %s\n", ctl_kv_str(kv, n, "server"),
+           ctl_kv_num(kv, n, "version"), ctl_kv_num(kv, n, "pid"),
+           ctl_fmt_age(ctl_kv_num(kv, n, "uptime_s"), up, sizeof up), ctl_kv_str(kv, n, "state"));
+    printf("%-10s %s\n", "backend", ctl_kv_str(kv, n, "backend"));
+    printf("%-10s %.0f open, %.0f since start\n", "sessions", ctl_kv_num(kv, n, "sessions"),
+           ctl_kv_num(kv, n, "sessions_total"));
+    printf("%-10s %.0f\n", "in flight", ctl_kv_num(kv, n, "in_flight"));
+    printf("%-10s %s in use, %s allocated\n", "staging",
+           ctl_fmt_bytes(ctl_kv_num(kv, n, "staging_bytes"), a, sizeof a),
+           ctl_fmt_bytes(ctl_kv_num(kv, n, "staging_capacity"), b, sizeof b));
+    printf("%-10s %s in, %s out\n", "traffic",
+           ctl_fmt_bytes(ctl_kv_num(kv, n, "bytes_in"), a, sizeof a),
+           ctl_fmt_bytes(ctl_kv_num(kv, n, "bytes_out"), b, sizeof b));
+    if (print_counts("requests", ctl_kv_get(kv, n, "requests")) ||
+        print_counts("errors", ctl_kv_get(kv, n, "errors")))
+        return -1;
+    return print_devices(ctl_kv_get(kv, n, "devices"));
 }
 
 static int status_exec(ctl_ctx *ctx, int argc, const char **argv)
@@ -141,7 +184,7 @@ static int status_exec(ctl_ctx *ctx, int argc, const char **argv)
         else
             printf("%s\n", buf);
         free(buf);
-    } else if (print_flat(&r, "", 0)) {
+    } else if (print_status(&r)) {
         rc = ctl_fail(GPUQ_E_BAD_HEADER, "malformed status info");
     }
 out_close:

@@ -16,6 +16,8 @@
 static const ctl_entry *const ctl_table[] = {
     &ctl_ping_entry,      &ctl_status_entry, &ctl_normalize_entry,
     &ctl_haversine_entry, &ctl_grid_entry,   &ctl_pairwise_entry,
+    &ctl_sessions_entry,  &ctl_metrics_entry, &ctl_drain_entry,
+    &ctl_shutdown_entry,  &ctl_kill_session_entry, &ctl_set_limit_entry,
 };
 #define CTL_NCMD (sizeof ctl_table / sizeof ctl_table[0])
 

@@ -41,7 +41,8 @@ typedef struct gpuq_server_info {
     int priority_granted;     /* level after the server's policy cap (-1 low, 0 normal, 1 high) */
     int stream_priority;      /* CUDA stream priority granted (0 on the CPU backend; lower = higher) */
     int device;               /* device index the session was placed on (-1: cpu) */
-    gpuq_limits limits;
+    bool admin;               /* the server counts this peer as an admin */
+    gpuq_limits limits;       /* max_inflight and session_staging: this session's caps */
 } gpuq_server_info;
 
 /* Resolve the default socket path into buf. Returns 0 or GPUQ_E_TOO_LARGE. */
@@ -83,6 +84,26 @@ int gpuq_ping(gpuq_conn *c);
 int gpuq_status_info(gpuq_conn *c, const uint8_t **info, size_t *len);
 /* Status as JSON text into buf. */
 int gpuq_status_json(gpuq_conn *c, char *buf, size_t cap);
+
+/* ---- observability ----
+ * Documents whose size only the server knows: *doc / *text is malloc'd
+ * (NUL-terminated; the caller frees it) and *len its length.
+ * Sessions: a msgpack stream of maps, one per session (all sessions for an
+ * admin, else the caller's uid's; PROTOCOL.md lists the keys); *count their
+ * number. Metrics: the Prometheus text exposition format 0.0.4. */
+int gpuq_sessions(gpuq_conn *c, uint8_t **doc, size_t *len, uint32_t *count);
+int gpuq_metrics(gpuq_conn *c, char **text, size_t *len);
+
+/* ---- administration (root or the admin group; else GPUQ_E_PERMISSION) ----
+ * drain: no new sessions; gpuqd exits 0 when the open ones have closed.
+ * shutdown: as SIGTERM; accepted requests are answered, then gpuqd exits 0.
+ * kill_session: close another session (its in-flight work is dropped).
+ * set_limit: change one limit by name (gpuq_limits field) until the next
+ * restart or SIGHUP reload; *old (may be NULL) gets the previous value. */
+int gpuq_drain(gpuq_conn *c);
+int gpuq_shutdown(gpuq_conn *c);
+int gpuq_kill_session(gpuq_conn *c, uint64_t session_id);
+int gpuq_set_limit(gpuq_conn *c, const char *name, uint64_t value, uint64_t *old);
 
 /* rows == 1 for a 1-D array; flat treats rows x cols as one array. */
 int gpuq_normalize(gpuq_conn *c, gpuq_dtype dt, gpuq_norm_method method, bool flat,

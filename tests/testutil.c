@@ -304,6 +304,19 @@ void tu_daemon_kill(tu_daemon *d, int sig)
     kill(target > 0 ? target : d->pid, sig);
 }
 
+int tu_daemon_wait_exit(tu_daemon *d, double timeout_s)
+{
+    for (double t = 0; t < timeout_s && d->pid > 0; t += 0.02) {
+        int st = 0;
+        if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
+            d->pid = 0;
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        }
+        usleep(20000);
+    }
+    return -1;
+}
+
 int tu_daemon_stop(tu_daemon *d)
 {
     int rc = -1;

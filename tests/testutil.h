@@ -48,6 +48,9 @@ typedef struct tu_daemon {
 void tu_daemon_start(tu_daemon *d, const char *device, const char *const *extra);
 /* Send sig to the daemon (to gpuqd itself under GPUQ_TEST_DAEMON_WRAPPER). */
 void tu_daemon_kill(tu_daemon *d, int sig);
+/* Wait up to timeout_s for the daemon to exit by itself (no signal); returns
+ * its exit status (128+signal) and clears d->pid, or -1 on timeout. */
+int tu_daemon_wait_exit(tu_daemon *d, double timeout_s);
 /* SIGTERM and wait; returns the exit status (or 128+signal). Removes dir. */
 int tu_daemon_stop(tu_daemon *d);
 /* Device for end-to-end suites: $GPUQ_TEST_DEVICE or "cpu". */

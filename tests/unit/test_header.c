@@ -12,6 +12,7 @@
 
 #include "testutil.h"
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -703,6 +704,90 @@ START_TEST(test_names)
 }
 END_TEST
 
+/* ---- admin and observability ops ---- */
+
+static void b_kill_str(gpuq_mpw *w) { KU(w, "id", 3); KS(w, "op", "kill_session"); KS(w, "session", "4"); }
+static void b_limit_long(gpuq_mpw *w)
+{
+    KU(w, "id", 3);
+    KS(w, "op", "set_limit");
+    KS(w, "limit", "a_limit_name_that_is_far_too_long_x");
+}
+static void b_value_neg(gpuq_mpw *w)
+{
+    KU(w, "id", 3);
+    KS(w, "op", "set_limit");
+    gpuq_mpw_str(w, "value");
+    gpuq_mpw_int(w, -1);
+}
+
+START_TEST(test_admin_ops)
+{
+    gpuq_request q, d;
+    gpuq_sizes sz;
+    /* round trips */
+    base(&q, GPUQ_OP_KILL_SESSION, GPUQ_DT_NONE);
+    q.has_session = true;
+    q.session = 1234567890123ull;
+    ck_assert_int_eq(roundtrip(&q, &d), 0);
+    ck_assert_int_eq(d.op, GPUQ_OP_KILL_SESSION);
+    ck_assert(d.has_session);
+    ck_assert_uint_eq(d.session, 1234567890123ull);
+    ck_assert_int_eq(check(&d, 0, &sz), 0);
+    base(&q, GPUQ_OP_SET_LIMIT, GPUQ_DT_NONE);
+    snprintf(q.limit, sizeof q.limit, "max_inflight");
+    q.has_value = true;
+    q.value = 9;
+    ck_assert_int_eq(roundtrip(&q, &d), 0);
+    ck_assert_str_eq(d.limit, "max_inflight");
+    ck_assert(d.has_value && d.value == 9);
+    ck_assert_int_eq(check(&d, 0, &sz), 0);
+    for (int op = GPUQ_OP_SESSIONS; op <= GPUQ_OP_SHUTDOWN; op++) {
+        base(&q, (gpuq_op)op, GPUQ_DT_NONE);
+        ck_assert_int_eq(roundtrip(&q, &d), 0);
+        ck_assert_int_eq(d.op, op);
+        ck_assert_int_eq(check(&d, 0, &sz), 0);
+        ck_assert_uint_eq(sz.output, 0);
+        ck_assert_int_eq(check(&d, 8, &sz), GPUQ_E_SIZE_MISMATCH); /* no payload taken */
+    }
+    ck_assert(gpuq_op_is_admin(GPUQ_OP_DRAIN) && gpuq_op_is_admin(GPUQ_OP_SET_LIMIT));
+    ck_assert(!gpuq_op_is_admin(GPUQ_OP_SESSIONS) && !gpuq_op_is_admin(GPUQ_OP_METRICS));
+    ck_assert(gpuq_op_is_compute(GPUQ_OP_PAIRWISE) && !gpuq_op_is_compute(GPUQ_OP_SESSIONS));
+    /* missing or bad arguments */
+    base(&q, GPUQ_OP_KILL_SESSION, GPUQ_DT_NONE);
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_str_eq(msg, "kill_session needs \"session\"");
+    base(&q, GPUQ_OP_SET_LIMIT, GPUQ_DT_NONE);
+    snprintf(q.limit, sizeof q.limit, "max_inflight");
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_BAD_ARGUMENT); /* no value */
+    q.has_value = true;
+    q.value = 0;
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(msg, "outside [1, 1048576]"));
+    snprintf(q.limit, sizeof q.limit, "max_speed");
+    q.value = 1;
+    ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(msg, "unknown limit \"max_speed\""));
+    ck_assert_int_eq(decode_built(3, b_kill_str, &q), GPUQ_E_BAD_HEADER);
+    ck_assert_int_eq(decode_built(3, b_limit_long, &q), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_int_eq(decode_built(3, b_value_neg, &q), GPUQ_E_BAD_HEADER);
+    /* the limits table */
+    gpuq_limits l;
+    gpuq_limits_default(&l);
+    uint64_t old = 0, v = 0;
+    ck_assert_int_eq(gpuq_limits_set(&l, "total_staging", 1ull << 33, &old, msg, sizeof msg), 0);
+    ck_assert_uint_eq(old, GPUQ_DEFAULT_TOTAL_STAGING);
+    ck_assert_uint_eq(l.total_staging, 1ull << 33);
+    ck_assert_int_eq(gpuq_limits_set(&l, "max_header", 4096, NULL, msg, sizeof msg), 0);
+    ck_assert_uint_eq(l.max_header, 4096);
+    ck_assert_int_eq(gpuq_limits_get(&l, "max_header", &v), 0);
+    ck_assert_uint_eq(v, 4096);
+    ck_assert_int_eq(gpuq_limits_set(&l, "max_header", (1u << 30) + 1, NULL, msg, sizeof msg), -1);
+    ck_assert_uint_eq(l.max_header, 4096);
+    ck_assert_int_eq(gpuq_limits_get(&l, "nope", &v), -1);
+}
+END_TEST
+
 /* ---- replies ---- */
 
 START_TEST(test_reply_ok)
@@ -849,6 +934,7 @@ static Suite *header_suite(void)
     TCase *tc = tcase_create("roundtrip");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_rt_hello);
+    tcase_add_test(tc, test_admin_ops);
     tcase_add_test(tc, test_rt_ping_status);
     tcase_add_test(tc, test_rt_normalize);
     tcase_add_test(tc, test_rt_haversine);

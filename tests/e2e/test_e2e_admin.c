@@ -1,0 +1,589 @@
+/* test_e2e_admin.c - sessions, metrics and the admin ops (drain, shutdown,
+ * kill_session, set_limit) against a real gpuqd, as an admin and as a
+ * non-admin.
+ *
+ * Admin: root (CI runs as root), else the daemon is started with
+ * --admin-group set to our primary group. Non-admin: as root, a forked child
+ * that switches to the system user "gpuq-test-user" (created with useradd
+ * when missing, removed at the end if we created it); otherwise ourselves
+ * against a daemon with no admin group. The child reports failures on
+ * stderr and through its exit status.
+ */
+#include <check.h>
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "e2e_util.h"
+#include "mpread.h"
+
+#define TEST_USER "gpuq-test-user"
+
+static bool created_user;
+
+/* ---- daemon and identities ---- */
+
+/* Start a daemon where this process is an admin; extra flags appended. */
+static void start_admin(const char *const *extra)
+{
+    const char *argv[16];
+    int n = 0;
+    static char group[64];
+    if (getuid() != 0) {
+        struct group *g = getgrgid(getgid());
+        ck_assert_msg(g != NULL, "no name for gid %u", (unsigned)getgid());
+        snprintf(group, sizeof group, "%s", g->gr_name);
+        argv[n++] = "--admin-group";
+        argv[n++] = group;
+    }
+    for (int i = 0; extra && extra[i] && n < 14; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
+    e2e_start(argv);
+    /* Let another uid reach the socket (the temp dir is 0700). */
+    ck_assert_int_eq(chmod(e2e_d.dir, 0755), 0);
+    ck_assert_int_eq(chmod(e2e_d.socket, 0666), 0);
+}
+
+static void admin_setup(void) { start_admin(NULL); }
+
+static void user_setup(void)
+{
+    if (getuid() != 0 || getpwnam(TEST_USER))
+        return;
+    const char *argv[] = {"/usr/sbin/useradd", "--system", "--no-create-home", "--shell",
+                          "/usr/sbin/nologin", TEST_USER, NULL};
+    int rc = tu_run(argv, NULL, NULL);
+    if (rc != 0 && !getpwnam(TEST_USER)) {
+        fprintf(stderr, "useradd %s failed (%d)\n", TEST_USER, rc);
+        abort();
+    }
+    created_user = rc == 0;
+}
+
+static void user_teardown(void)
+{
+    if (!created_user)
+        return;
+    const char *argv[] = {"/usr/sbin/userdel", TEST_USER, NULL};
+    (void)tu_run(argv, NULL, NULL);
+}
+
+/* In a non-admin child: become the test user when root. 0 or -1. */
+static int drop_to_user(void)
+{
+    if (getuid() != 0)
+        return 0;
+    struct passwd *pw = getpwnam(TEST_USER);
+    if (!pw)
+        return -1;
+    if (setgroups(0, NULL) || setgid(pw->pw_gid) || setuid(pw->pw_uid))
+        return -1;
+    return 0;
+}
+
+static int child_fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "non-admin child: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    return 1;
+}
+
+/* Run fn in a child as a non-admin; assert it returned 0. */
+static void as_nonadmin(int (*fn)(void))
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (drop_to_user())
+            _exit(child_fail("cannot become %s", TEST_USER));
+        _exit(fn());
+    }
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "non-admin child failed (status %d)",
+                  st);
+}
+
+static gpuq_conn *connect_plain(const char *name)
+{
+    gpuq_connect_opts o = {.socket_path = e2e_d.socket, .client_name = name,
+                           .priority = GPUQ_PRIO_NORMAL, .device = -1};
+    gpuq_conn *c = NULL;
+    if (gpuq_connect(&o, &c)) {
+        gpuq_close(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* ---- reading the sessions document ---- */
+
+typedef struct sess_row {
+    uint64_t id;
+    int64_t pid, uid;
+    char client[80];
+    bool self, admin;
+    uint64_t requests, errors, in_flight;
+} sess_row;
+
+static int parse_sessions(const uint8_t *doc, size_t len, sess_row *rows, int cap)
+{
+    gpuq_mpr r;
+    gpuq_mpr_init(&r, doc, len);
+    int n = 0;
+    while (gpuq_mpr_left(&r) > 0) {
+        uint32_t m;
+        if (gpuq_mpr_map(&r, &m) || n >= cap)
+            return -1;
+        sess_row *row = &rows[n++];
+        memset(row, 0, sizeof *row);
+        for (uint32_t i = 0; i < m; i++) {
+            const char *k, *s;
+            uint32_t kl, sl;
+            if (gpuq_mpr_str(&r, &k, &kl))
+                return -1;
+#define KEY(lit) (kl == sizeof(lit) - 1 && !memcmp(k, lit, kl))
+            int rc;
+            if (KEY("id"))
+                rc = gpuq_mpr_uint(&r, &row->id);
+            else if (KEY("pid"))
+                rc = gpuq_mpr_int(&r, &row->pid);
+            else if (KEY("uid"))
+                rc = gpuq_mpr_int(&r, &row->uid);
+            else if (KEY("requests"))
+                rc = gpuq_mpr_uint(&r, &row->requests);
+            else if (KEY("errors"))
+                rc = gpuq_mpr_uint(&r, &row->errors);
+            else if (KEY("in_flight"))
+                rc = gpuq_mpr_uint(&r, &row->in_flight);
+            else if (KEY("self"))
+                rc = gpuq_mpr_bool(&r, &row->self);
+            else if (KEY("admin"))
+                rc = gpuq_mpr_bool(&r, &row->admin);
+            else if (KEY("client")) {
+                rc = gpuq_mpr_str(&r, &s, &sl);
+                if (!rc)
+                    snprintf(row->client, sizeof row->client, "%.*s", (int)sl, s);
+            } else
+                rc = gpuq_mpr_skip(&r);
+#undef KEY
+            if (rc)
+                return -1;
+        }
+    }
+    return n;
+}
+
+static int fetch_sessions(gpuq_conn *c, sess_row *rows, int cap)
+{
+    uint8_t *doc = NULL;
+    size_t len = 0;
+    uint32_t count = 0;
+    int rc = gpuq_sessions(c, &doc, &len, &count);
+    if (rc) {
+        free(doc);
+        return -1;
+    }
+    int n = parse_sessions(doc, len, rows, cap);
+    free(doc);
+    return n == (int)count ? n : -1;
+}
+
+static const sess_row *find_client(const sess_row *rows, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(rows[i].client, name))
+            return &rows[i];
+    return NULL;
+}
+
+/* ---- observability ---- */
+
+START_TEST(sessions_lists_clients)
+{
+    gpuq_conn *a = e2e_connect("alpha", GPUQ_PRIO_NORMAL);
+    gpuq_conn *b = e2e_connect("beta", GPUQ_PRIO_LOW);
+    gpuq_conn *v = e2e_connect("viewer", GPUQ_PRIO_NORMAL);
+    ck_assert(gpuq_info(v)->admin);
+    double x[4] = {1, 2, 3, 4}, y[4];
+    ck_assert_int_eq(gpuq_normalize(a, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 4, 1, y), 0);
+    double z[2] = {0, 0};
+    ck_assert_int_eq(gpuq_normalize(a, GPUQ_DT_F64, GPUQ_NORM_SUM, false, z, 1, 2, 1, y),
+                     GPUQ_E_ZERO_NORM);
+    sess_row rows[16];
+    int n = fetch_sessions(v, rows, 16);
+    ck_assert_int_eq(n, 3);
+    const sess_row *ra = find_client(rows, n, "alpha"), *rb = find_client(rows, n, "beta"),
+                   *rv = find_client(rows, n, "viewer");
+    ck_assert(ra && rb && rv);
+    ck_assert_int_eq(ra->pid, getpid());
+    ck_assert_int_eq(ra->uid, getuid());
+    ck_assert_uint_eq(ra->id, gpuq_info(a)->session_id);
+    ck_assert_uint_eq(ra->requests, 3); /* hello + 2 normalize */
+    ck_assert_uint_eq(ra->errors, 1);
+    ck_assert(rv->self && !ra->self && !rb->self);
+    gpuq_close(b);
+    /* b's close is seen by the daemon asynchronously */
+    for (int i = 0; i < 200; i++) {
+        n = fetch_sessions(v, rows, 16);
+        if (n == 2)
+            break;
+        usleep(10000);
+    }
+    ck_assert_int_eq(n, 2);
+    ck_assert_ptr_null(find_client(rows, n, "beta"));
+    gpuq_close(a);
+    gpuq_close(v);
+}
+END_TEST
+
+START_TEST(metrics_parse_as_prometheus)
+{
+    gpuq_conn *c = e2e_connect("metrics", GPUQ_PRIO_NORMAL);
+    double x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[8], z[2] = {0, 0};
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_L2, false, x, 2, 4, 2, y), 0);
+    ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, z, 1, 2, 1, y),
+                     GPUQ_E_ZERO_NORM);
+    /* a header that does not decode: op "none", status bad_header */
+    int fd = e2e_raw_socket();
+    const uint8_t junk[] = {0x93, 1, 2, 3};
+    e2e_send_frame(fd, junk, sizeof junk, 0, NULL, 0);
+    gpuq_reply rep;
+    uint8_t hb[4096];
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hb, sizeof hb), 0);
+    ck_assert_int_eq(rep.status, GPUQ_E_BAD_HEADER);
+    close(fd);
+    char *text = NULL;
+    size_t len = 0;
+    ck_assert_int_eq(gpuq_metrics(c, &text, &len), 0);
+    ck_assert_uint_eq(strlen(text), len);
+    char path[320];
+    snprintf(path, sizeof path, "%s/metrics.txt", e2e_d.dir);
+    ck_assert_int_eq(tu_write_file(path, text, len), 0);
+    free(text);
+    const char *args[] = {path,
+                          "gpuq_requests_total{op=normalize,status=ok}=5",
+                          "gpuq_requests_total{op=normalize,status=zero_norm}=1",
+                          "gpuq_requests_total{op=none,status=bad_header}=1",
+                          "gpuq_request_duration_seconds_count{op=normalize,status=ok}=5",
+                          "gpuq_requests_total{op=hello,status=ok}=1",
+                          "gpuq_sessions=>=1",
+                          "gpuq_in_flight=0",
+                          "gpuq_draining=0",
+                          "gpuq_pinned_bytes_in_use=0",
+                          "gpuq_device_in_flight{device=-1,name=cpu}=0",
+                          "gpuq_device_sessions{device=-1,name=cpu}=1",
+                          "gpuq_build_info{version=0.1.0,backend=cpu}=1",
+                          NULL};
+    const char *const *a = args;
+    if (strcmp(tu_test_device(), "cpu") != 0)
+        args[10] = args[11] = args[12] = NULL; /* device labels differ on CUDA */
+    ck_assert_int_eq(tu_python("ref/prom_check.py", a), 0);
+    /* the checker must reject what is not the format */
+    ck_assert_int_eq(tu_write_file(path, "gpuq_x{a=\"1} 2\n", 15), 0);
+    const char *bad[] = {path, NULL};
+    ck_assert_int_ne(tu_python("ref/prom_check.py", bad), 0);
+    gpuq_close(c);
+}
+END_TEST
+
+/* gpuqctl sessions / metrics / status: exit 0 and their headings. */
+START_TEST(ctl_observability)
+{
+    char out[320], err[320];
+    snprintf(out, sizeof out, "%s/ctl.out", e2e_d.dir);
+    snprintf(err, sizeof err, "%s/ctl.err", e2e_d.dir);
+    const char *forms[][4] = {{"sessions", NULL}, {"--json", "sessions", NULL},
+                              {"metrics", NULL},  {"status", NULL}};
+    const char *want[] = {"gpuqctl*", "\"client\":\"gpuqctl\"", "gpuq_requests_total{",
+                          "DEVICE"};
+    for (int f = 0; f < 4; f++) {
+        const char *argv[8] = {GPUQCTL_PATH, "--socket", e2e_d.socket};
+        int n = 3;
+        for (int k = 0; forms[f][k]; k++)
+            argv[n++] = forms[f][k];
+        argv[n] = NULL;
+        ck_assert_int_eq(tu_run(argv, out, err), 0);
+        size_t len = 0;
+        char *text = tu_read_file(out, &len);
+        ck_assert_ptr_nonnull(text);
+        ck_assert_msg(strstr(text, want[f]) != NULL, "%s output lacks '%s':\n%s", forms[f][0],
+                      want[f], text);
+        free(text);
+    }
+}
+END_TEST
+
+/* ---- admin ---- */
+
+START_TEST(set_limit_applies)
+{
+    gpuq_conn *c = e2e_connect("admin", GPUQ_PRIO_NORMAL);
+    uint64_t old = 0;
+    ck_assert_int_eq(gpuq_set_limit(c, "max_inflight", 5, &old), 0);
+    ck_assert_uint_eq(old, GPUQ_DEFAULT_MAX_INFLIGHT);
+    gpuq_conn *d = e2e_connect("after", GPUQ_PRIO_NORMAL);
+    ck_assert_uint_eq(gpuq_info(d)->limits.max_inflight, 5);
+    ck_assert_int_eq(gpuq_set_limit(c, "max_payload", 1024, NULL), 0);
+    double x[256], y[256];
+    for (int i = 0; i < 256; i++)
+        x[i] = i + 1;
+    /* 2 KiB payload over the new 1 KiB limit: refused, the stream goes on */
+    gpuq_request r;
+    gpuq_request_init(&r);
+    r.op = GPUQ_OP_NORMALIZE;
+    r.dtype = GPUQ_DT_F64;
+    r.ndim_a = 1;
+    r.shape_a[0] = 256;
+    int fd = e2e_raw_socket();
+    gpuq_request h;
+    gpuq_request_init(&h);
+    h.op = GPUQ_OP_HELLO;
+    e2e_send_req(fd, &h, NULL, 0);
+    gpuq_reply rep;
+    uint8_t hb[8192];
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hb, sizeof hb), 0);
+    r.id = 2;
+    e2e_send_req(fd, &r, x, sizeof x);
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hb, sizeof hb), 0);
+    ck_assert_int_eq(rep.status, GPUQ_E_TOO_LARGE);
+    close(fd);
+    (void)y;
+    /* bad names and values: bad_argument, nothing changed */
+    ck_assert_int_eq(gpuq_set_limit(c, "max_nothing", 5, NULL), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(gpuq_errmsg(c), "unknown limit"));
+    ck_assert_int_eq(gpuq_set_limit(c, "max_inflight", 0, NULL), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_int_eq(gpuq_set_limit(c, "max_header", 1ull << 40, NULL), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_int_eq(gpuq_set_limit(c, "max_payload", 1 << 20, NULL), 0);
+    gpuq_close(d);
+    d = e2e_connect("after2", GPUQ_PRIO_NORMAL);
+    ck_assert_uint_eq(gpuq_info(d)->limits.max_inflight, 5);
+    ck_assert_uint_eq(gpuq_info(d)->limits.max_payload, 1 << 20);
+    gpuq_close(d);
+    gpuq_close(c);
+    e2e_assert_serves();
+}
+END_TEST
+
+START_TEST(kill_session_closes_it)
+{
+    gpuq_conn *victim = e2e_connect("victim", GPUQ_PRIO_NORMAL);
+    gpuq_conn *adm = e2e_connect("admin", GPUQ_PRIO_NORMAL);
+    uint64_t vid = gpuq_info(victim)->session_id;
+    ck_assert_int_eq(gpuq_ping(victim), 0);
+    ck_assert_int_eq(gpuq_kill_session(adm, 99999), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_int_eq(gpuq_kill_session(adm, gpuq_info(adm)->session_id), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_int_eq(gpuq_kill_session(adm, vid), 0);
+    int rc = gpuq_ping(victim);
+    ck_assert_msg(rc == GPUQ_E_CLOSED || rc == GPUQ_E_IO, "ping after kill: %d", rc);
+    ck_assert_int_eq(gpuq_kill_session(adm, vid), GPUQ_E_BAD_ARGUMENT); /* gone */
+    sess_row rows[8];
+    int n = fetch_sessions(adm, rows, 8);
+    ck_assert_int_eq(n, 1);
+    gpuq_close(victim);
+    gpuq_close(adm);
+    e2e_assert_serves();
+}
+END_TEST
+
+/* Killing a session with work in flight: no leak, status back to baseline. */
+START_TEST(kill_session_in_flight)
+{
+    tu_daemon_stop(&e2e_d);
+    setenv("GPUQ_TEST_SLOW_MS", "300", 1);
+    start_admin(NULL);
+    unsetenv("GPUQ_TEST_SLOW_MS");
+    gpuq_conn *victim = e2e_connect("victim", GPUQ_PRIO_NORMAL);
+    static double x[4096], y[4][4096];
+    for (int i = 0; i < 4096; i++)
+        x[i] = i + 1;
+    for (int k = 0; k < 4; k++) {
+        gpuq_request r;
+        gpuq_request_init(&r);
+        r.op = GPUQ_OP_NORMALIZE;
+        r.dtype = GPUQ_DT_F64;
+        r.ndim_a = 1;
+        r.shape_a[0] = 4096;
+        ck_assert_int_eq(gpuq_submit(victim, &r, x, sizeof x, NULL, 0, y[k], sizeof y[k], NULL), 0);
+    }
+    gpuq_conn *adm = e2e_connect("admin", GPUQ_PRIO_NORMAL);
+    char js[8192];
+    long long infl = 0;
+    for (int i = 0; i < 100 && infl < 1; i++) { /* the daemon has read them */
+        ck_assert_int_eq(gpuq_status_json(adm, js, sizeof js), 0);
+        infl = e2e_json_int(js, "in_flight");
+        usleep(5000);
+    }
+    ck_assert_int_ge(infl, 1);
+    ck_assert_int_eq(gpuq_kill_session(adm, gpuq_info(victim)->session_id), 0);
+    for (int i = 0; i < 400; i++) {
+        ck_assert_int_eq(gpuq_status_json(adm, js, sizeof js), 0);
+        if (e2e_json_int(js, "in_flight") == 0 && e2e_json_int(js, "staging_bytes") == 0 &&
+            e2e_json_int(js, "sessions") == 1)
+            break;
+        usleep(10000);
+    }
+    ck_assert_int_eq(e2e_json_int(js, "in_flight"), 0);
+    ck_assert_int_eq(e2e_json_int(js, "staging_bytes"), 0);
+    ck_assert_int_eq(e2e_json_int(js, "sessions"), 1);
+    gpuq_close(victim);
+    gpuq_close(adm);
+    e2e_assert_serves();
+}
+END_TEST
+
+START_TEST(drain_finishes_open_sessions)
+{
+    gpuq_conn *a = e2e_connect("worker", GPUQ_PRIO_NORMAL);
+    gpuq_conn *adm = e2e_connect("admin", GPUQ_PRIO_NORMAL);
+    ck_assert_int_eq(gpuq_drain(adm), 0);
+    gpuq_close(adm);
+    /* no new sessions */
+    gpuq_conn *late = connect_plain("late");
+    ck_assert_ptr_null(late);
+    /* the open one still works */
+    double x[3] = {1, 1, 2}, y[3];
+    ck_assert_int_eq(gpuq_normalize(a, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 3, 1, y), 0);
+    ck_assert_double_eq_tol(y[2], 0.5, 1e-15);
+    ck_assert_int_eq(tu_daemon_wait_exit(&e2e_d, 0.3), -1); /* still up */
+    gpuq_close(a);
+    ck_assert_int_eq(tu_daemon_wait_exit(&e2e_d, 30), 0);
+    start_admin(NULL); /* for the fixture's teardown */
+}
+END_TEST
+
+START_TEST(ctl_shutdown_exits_zero)
+{
+    char out[320];
+    snprintf(out, sizeof out, "%s/ctl.out", e2e_d.dir);
+    const char *argv[] = {GPUQCTL_PATH, "--socket", e2e_d.socket, "shutdown", NULL};
+    ck_assert_int_eq(tu_run(argv, out, NULL), 0);
+    ck_assert_int_eq(tu_daemon_wait_exit(&e2e_d, 30), 0);
+    start_admin(NULL);
+    const char *kill_argv[] = {GPUQCTL_PATH, "--socket", e2e_d.socket, "kill-session", "x1", NULL};
+    ck_assert_int_eq(tu_run(kill_argv, NULL, NULL), 2); /* usage */
+    const char *lim_argv[] = {GPUQCTL_PATH, "--socket", e2e_d.socket, "set-limit", "max_inflight",
+                              "9", NULL};
+    ck_assert_int_eq(tu_run(lim_argv, out, NULL), 0);
+    size_t len = 0;
+    char *text = tu_read_file(out, &len);
+    ck_assert_ptr_nonnull(strstr(text, "max_inflight: 64 -> 9"));
+    free(text);
+}
+END_TEST
+
+/* ---- non-admin ---- */
+
+static int nonadmin_refused_body(void)
+{
+    gpuq_conn *c = connect_plain("plain");
+    if (!c)
+        return child_fail("connect failed");
+    if (gpuq_info(c)->admin)
+        return child_fail("hello says admin");
+    struct {
+        const char *what;
+        int rc;
+    } calls[4];
+    calls[0].what = "drain";
+    calls[0].rc = gpuq_drain(c);
+    calls[1].what = "shutdown";
+    calls[1].rc = gpuq_shutdown(c);
+    calls[2].what = "kill_session";
+    calls[2].rc = gpuq_kill_session(c, 1);
+    calls[3].what = "set_limit";
+    calls[3].rc = gpuq_set_limit(c, "max_inflight", 1, NULL);
+    for (int i = 0; i < 4; i++) {
+        if (calls[i].rc != GPUQ_E_PERMISSION)
+            return child_fail("%s gave %d, not permission_denied", calls[i].what, calls[i].rc);
+    }
+    if (!strstr(gpuq_errmsg(c), "permission_denied") || !strstr(gpuq_errmsg(c), "set_limit"))
+        return child_fail("message '%s'", gpuq_errmsg(c));
+    /* the session and the daemon go on */
+    if (gpuq_ping(c))
+        return child_fail("ping after refusals: %s", gpuq_errmsg(c));
+    /* only our own sessions are listed */
+    sess_row rows[8];
+    int n = fetch_sessions(c, rows, 8);
+    if (n != 1 || !rows[0].self || rows[0].uid != (int64_t)getuid())
+        return child_fail("sessions shows %d rows (want only ours)", n);
+    gpuq_close(c);
+    /* gpuqctl as well: exit 1 and the error name */
+    char err[320];
+    snprintf(err, sizeof err, "/tmp/gpuq-nonadmin-%d.err", (int)getpid());
+    const char *argv[] = {GPUQCTL_PATH, "--socket", e2e_d.socket, "shutdown", NULL};
+    int rc = tu_run(argv, NULL, err);
+    size_t len = 0;
+    char *text = tu_read_file(err, &len);
+    unlink(err);
+    if (rc != 1 || !text || !strstr(text, "gpuqctl: permission_denied:"))
+        return child_fail("gpuqctl shutdown: exit %d, stderr '%s'", rc, text ? text : "");
+    free(text);
+    return 0;
+}
+
+START_TEST(nonadmin_refused)
+{
+    gpuq_conn *adm = NULL;
+    if (getuid() != 0) {
+        /* no admin group: we are a plain user */
+        tu_daemon_stop(&e2e_d);
+        e2e_start(NULL);
+    } else {
+        adm = e2e_connect("root-session", GPUQ_PRIO_NORMAL); /* must stay hidden */
+    }
+    as_nonadmin(nonadmin_refused_body);
+    gpuq_close(adm);
+    e2e_assert_serves();
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("e2e_admin");
+    TCase *obs = tcase_create("observe");
+    tcase_add_checked_fixture(obs, admin_setup, e2e_teardown);
+    tcase_set_timeout(obs, 60);
+    tcase_add_test(obs, sessions_lists_clients);
+    tcase_add_test(obs, metrics_parse_as_prometheus);
+    tcase_add_test(obs, ctl_observability);
+    suite_add_tcase(s, obs);
+    TCase *adm = tcase_create("admin");
+    tcase_add_checked_fixture(adm, admin_setup, e2e_teardown);
+    tcase_set_timeout(adm, 60);
+    tcase_add_test(adm, set_limit_applies);
+    tcase_add_test(adm, kill_session_closes_it);
+    tcase_add_test(adm, kill_session_in_flight);
+    tcase_add_test(adm, drain_finishes_open_sessions);
+    tcase_add_test(adm, ctl_shutdown_exits_zero);
+    suite_add_tcase(s, adm);
+    TCase *na = tcase_create("nonadmin");
+    tcase_add_unchecked_fixture(na, user_setup, user_teardown);
+    tcase_add_checked_fixture(na, admin_setup, e2e_teardown);
+    tcase_set_timeout(na, 60);
+    tcase_add_test(na, nonadmin_refused);
+    suite_add_tcase(s, na);
+    return s;
+}
+
+int main(void)
+{
+    if (e2e_skip_without_gpu())
+        return EXIT_SUCCESS;
+    return tu_run_suite(suite());
+}
