@@ -53,7 +53,7 @@ typedef struct backend_session_info {
  * one, named "cpu", index -1, no device memory). */
 typedef struct backend_device {
     int index;
-    char name[128];
+    char name[256];
     uint64_t total_memory;       /* bytes; 0 on CPU */
     uint64_t memory_in_use;      /* device bytes allocated from gpuq's pool */
     uint32_t sessions;
@@ -95,7 +95,9 @@ struct backend {
  * On failure returns NULL and writes the reason into why. */
 backend *backend_cpu_create(uv_loop_t *loop, backend_complete_fn done, char *why, size_t cap);
 #ifdef GPUQ_HAVE_CUDA
-backend *backend_cuda_create(uv_loop_t *loop, backend_complete_fn done, char *why, size_t cap);
+/* mem_limit: device bytes gpuqd may hold per device (0: no limit). */
+backend *backend_cuda_create(uv_loop_t *loop, backend_complete_fn done, uint64_t mem_limit,
+                             char *why, size_t cap);
 #endif
 
 /* Run one job's op on the CPU reference (used by the CPU backend and as the

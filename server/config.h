@@ -54,6 +54,7 @@ typedef struct config {
     unsigned socket_mode;      /* of a socket gpuqd binds itself (default 0660) */
     char device[8];            /* "auto", "cuda", "cpu" */
     gpuq_limits lim;
+    uint64_t device_memory_limit; /* device bytes per GPU for gpuqd's pool; 0: none */
     int log_level;             /* LOG_LVL_* */
     double drain_timeout_s;
     gpuq_policy pol;

@@ -104,7 +104,12 @@ static int dispatch_hello(request *r)
         int rc = srv->b->ops->session_open(srv->b, prio, r->req.device, &s->bsess, &s->binfo);
         if (rc < 0) {
             s->bsess = NULL;
-            snprintf(r->message, sizeof r->message, "cannot open a backend session");
+            if (rc == GPUQ_E_BAD_ARGUMENT)
+                snprintf(r->message, sizeof r->message, "device %d does not exist (%d devices)",
+                         (int)r->req.device, srv->b->ops->ndevices(srv->b));
+            else
+                snprintf(r->message, sizeof r->message, "cannot open a backend session: %s",
+                         gpuq_strerror(rc));
             return rc;
         }
         s->priority = prio;

@@ -171,7 +171,8 @@ static int server_pick_backend(server *srv)
     (void)why;
     if (!strcmp(dev, "cuda")) {
 #ifdef GPUQ_HAVE_CUDA
-        srv->b = backend_cuda_create(srv->loop, dispatch_complete, why, sizeof why);
+        srv->b = backend_cuda_create(srv->loop, dispatch_complete, srv->cfg.device_memory_limit, why,
+                                    sizeof why);
         if (!srv->b) {
             log_error("--device cuda: %s", why);
             return 2;
@@ -183,7 +184,8 @@ static int server_pick_backend(server *srv)
 #endif
     } else if (!strcmp(dev, "auto")) {
 #ifdef GPUQ_HAVE_CUDA
-        srv->b = backend_cuda_create(srv->loop, dispatch_complete, why, sizeof why);
+        srv->b = backend_cuda_create(srv->loop, dispatch_complete, srv->cfg.device_memory_limit, why,
+                                    sizeof why);
         if (srv->b)
             snprintf(reason, sizeof reason, "auto: CUDA device found");
         else

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "e2e_util.h"
+#include "mpread.h"
 
 static void start_cuda(const char *env, const char *val)
 {
@@ -135,6 +136,102 @@ START_TEST(sticky_error_answers_all_then_exits)
 }
 END_TEST
 
+/* A request larger than the device memory limit: no_memory for it alone;
+ * the session, other sessions and the pool are fine afterwards. */
+START_TEST(out_of_memory_real)
+{
+    const char *extra[] = {"--device-memory-limit", "64M", NULL};
+    tu_daemon_start(&e2e_d, "cuda", extra);
+    gpuq_conn *c = e2e_connect("big", GPUQ_PRIO_NORMAL);
+    enum { BIG = 10 * 1000 * 1000 }; /* 80 MB in + 80 MB out on the device */
+    double *x = malloc(BIG * sizeof *x), *y = malloc(BIG * sizeof *y);
+    ck_assert(x && y);
+    for (size_t i = 0; i < BIG; i++)
+        x[i] = 1.0;
+    int rc = gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, BIG, 1, y);
+    ck_assert_msg(rc == GPUQ_E_NO_MEMORY, "huge request: %d (%s)", rc, gpuq_errmsg(c));
+    /* a request that fits still works, on the same session */
+    ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 1000, 1, y), 0);
+    ck_assert_double_eq_tol(y[999], 1e-3, 1e-15);
+    free(x);
+    free(y);
+    gpuq_close(c);
+    e2e_assert_serves();
+    char js[16384];
+    e2e_status(js, sizeof js);
+    ck_assert_int_eq(e2e_json_int(js, "in_flight"), 0);
+    ck_assert_int_eq(e2e_json_int(js, "staging_bytes"), 0);
+    ck_assert_int_eq(tu_daemon_stop(&e2e_d), 0);
+}
+END_TEST
+
+/* Sessions spread over the devices (least loaded first), a named device,
+ * and a device that does not exist. Meaningful with 2+ GPUs; with one it
+ * still checks naming and the error. */
+START_TEST(placement_over_devices)
+{
+    start_cuda(NULL, NULL);
+    gpuq_conn *probe = e2e_connect("probe", GPUQ_PRIO_NORMAL);
+    const uint8_t *info;
+    size_t len;
+    ck_assert_int_eq(gpuq_status_info(probe, &info, &len), 0);
+    char js[16384];
+    gpuq_mpr r;
+    gpuq_mpr_init(&r, info, len);
+    ck_assert_int_eq(gpuq_mpr_to_json(&r, js, sizeof js), 0);
+    int ndev = 0;
+    for (const char *p = js; (p = strstr(p, "\"total_memory\"")); p++)
+        ndev++;
+    ck_assert_int_ge(ndev, 1);
+    fprintf(stderr, "placement: %d devices\n", ndev);
+    int base_dev = gpuq_info(probe)->device; /* probe took one slot on device 0 */
+    ck_assert_int_eq(base_dev, 0);
+    enum { PER = 2 };
+    gpuq_conn *cs[16 * PER];
+    int n = ndev * PER - 1 < 16 * PER ? ndev * PER - 1 : 16 * PER;
+    int count[16] = {0};
+    count[0] = 1;
+    for (int i = 0; i < n; i++) {
+        cs[i] = e2e_connect("spread", GPUQ_PRIO_NORMAL);
+        int dv = gpuq_info(cs[i])->device;
+        ck_assert_int_ge(dv, 0);
+        ck_assert_int_lt(dv, ndev);
+        count[dv]++;
+        double x[4] = {1, 2, 3, 4}, y[4];
+        ck_assert_int_eq(gpuq_normalize(cs[i], GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 4, 1, y),
+                         0);
+        ck_assert_double_eq_tol(y[3], 0.4, 1e-15);
+    }
+    for (int d = 0; d < ndev && d < 16; d++)
+        ck_assert_msg(count[d] == PER, "device %d has %d sessions, want %d", d, count[d], PER);
+    /* a named device */
+    gpuq_connect_opts o = {.socket_path = e2e_d.socket, .client_name = "named",
+                           .priority = GPUQ_PRIO_NORMAL, .device = ndev - 1};
+    gpuq_conn *named = NULL;
+    ck_assert_int_eq(gpuq_connect(&o, &named), 0);
+    ck_assert_int_eq(gpuq_info(named)->device, ndev - 1);
+    /* one that does not exist */
+    o.device = ndev;
+    gpuq_conn *bad = NULL;
+    ck_assert_int_eq(gpuq_connect(&o, &bad), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(gpuq_errmsg(bad), "does not exist"));
+    gpuq_close(bad);
+    /* +1 session for the status call itself; the refused one closes soon */
+    for (int i = 0; i < 200; i++) {
+        e2e_status(js, sizeof js);
+        if (e2e_json_int(js, "sessions") == n + 3)
+            break;
+        usleep(10000);
+    }
+    ck_assert_int_eq(e2e_json_int(js, "sessions"), n + 3);
+    for (int i = 0; i < n; i++)
+        gpuq_close(cs[i]);
+    gpuq_close(named);
+    gpuq_close(probe);
+    ck_assert_int_eq(tu_daemon_stop(&e2e_d), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("e2e_cuda");
@@ -143,6 +240,8 @@ static Suite *suite(void)
     tcase_add_test(tc, priorities_per_session);
     tcase_add_test(tc, out_of_memory_fails_one_request);
     tcase_add_test(tc, sticky_error_answers_all_then_exits);
+    tcase_add_test(tc, out_of_memory_real);
+    tcase_add_test(tc, placement_over_devices);
     suite_add_tcase(s, tc);
     return s;
 }
