@@ -28,10 +28,20 @@ int config_parse_size(const char *s, uint64_t *out)
     unsigned shift = 0;
     if (*end) {
         switch (*end) {
-        case 'k': case 'K': shift = 10; break;
-        case 'm': case 'M': shift = 20; break;
-        case 'g': case 'G': shift = 30; break;
-        default: return -1;
+        case 'k':
+        case 'K':
+            shift = 10;
+            break;
+        case 'm':
+        case 'M':
+            shift = 20;
+            break;
+        case 'g':
+        case 'G':
+            shift = 30;
+            break;
+        default:
+            return -1;
         }
         end++;
         if (*end == 'i' || *end == 'B')
@@ -74,19 +84,18 @@ int config_parse_priority(const char *s, int *prio)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: gpuqd [--config FILE | --check-config FILE] [--socket PATH]\n"
-            "             [--socket-mode OCTAL] [--device auto|cuda|cpu]\n"
-            "             [--log-level error|warn|info|debug] [--drain-timeout SEC]\n"
-            "             [--max-header N] [--max-payload N] [--max-output N]\n"
-            "             [--max-inflight N] [--session-staging N] [--total-staging N]\n"
-            "             [--max-sessions N] [--admin-group NAME]\n"
-            "             [--max-priority low|normal|high|-5..5] [--version] [--help]\n"
-            "Settings: the defaults, then the --config FILE (INI), then the flags.\n"
-            "--check-config FILE prints the settings FILE and the flags give, and exits.\n"
-            "Sizes accept K, M, G suffixes. Socket: --socket, else $GPUQ_SOCKET, else\n"
-            "$XDG_RUNTIME_DIR/gpuq/gpuqd.sock, else /run/gpuq/gpuqd.sock.\n"
-            "SIGHUP re-reads the file and flags (limits, log level, drain timeout, policy).\n");
+    fprintf(f, "usage: gpuqd [--config FILE | --check-config FILE] [--socket PATH]\n"
+               "             [--socket-mode OCTAL] [--device auto|cuda|cpu]\n"
+               "             [--log-level error|warn|info|debug] [--drain-timeout SEC]\n"
+               "             [--max-header N] [--max-payload N] [--max-output N]\n"
+               "             [--max-inflight N] [--session-staging N] [--total-staging N]\n"
+               "             [--max-sessions N] [--admin-group NAME]\n"
+               "             [--max-priority low|normal|high|-5..5] [--version] [--help]\n"
+               "Settings: the defaults, then the --config FILE (INI), then the flags.\n"
+               "--check-config FILE prints the settings FILE and the flags give, and exits.\n"
+               "Sizes accept K, M, G suffixes. Socket: --socket, else $GPUQ_SOCKET, else\n"
+               "$XDG_RUNTIME_DIR/gpuq/gpuqd.sock, else /run/gpuq/gpuqd.sock.\n"
+               "SIGHUP re-reads the file and flags (limits, log level, drain timeout, policy).\n");
 }
 
 enum { O_CONFIG = 256, O_CHECK, O_VERSION, O_HELP, O_KEY = 512 };
@@ -357,12 +366,13 @@ static int log_policy_changes(const gpuq_policy *o, const gpuq_policy *n)
     return count;
 }
 
-#define LOG_CHANGED(field, fmt, cast)                                                        \
-    do {                                                                                     \
-        if (o->lim.field != n->lim.field) {                                                  \
-            log_info("reload: " #field " " fmt " -> " fmt, (cast)o->lim.field, (cast)n->lim.field); \
-            count++;                                                                         \
-        }                                                                                    \
+#define LOG_CHANGED(field, fmt, cast)                                                              \
+    do {                                                                                           \
+        if (o->lim.field != n->lim.field) {                                                        \
+            log_info("reload: " #field " " fmt " -> " fmt, (cast)o->lim.field,                     \
+                     (cast)n->lim.field);                                                          \
+            count++;                                                                               \
+        }                                                                                          \
     } while (0)
 
 int config_log_changes(const config *o, const config *n)
@@ -390,7 +400,8 @@ int config_log_changes(const config *o, const config *n)
     }
     if (o->drain_timeout_s != n->drain_timeout_s) {
         char a[40], b[40];
-        log_info("reload: drain_timeout %s -> %s", config_seconds_str(o->drain_timeout_s, a, sizeof a),
+        log_info("reload: drain_timeout %s -> %s",
+                 config_seconds_str(o->drain_timeout_s, a, sizeof a),
                  config_seconds_str(n->drain_timeout_s, b, sizeof b));
         count++;
     }

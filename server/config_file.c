@@ -27,13 +27,13 @@
 enum file_section { SEC_NONE, SEC_GLOBAL, SEC_RULE };
 
 typedef struct config_file {
-    config *c;                 /* borrowed */
-    const char *path;          /* borrowed */
+    config *c;        /* borrowed */
+    const char *path; /* borrowed */
     FILE *f;
-    int line;                  /* of the line inih is handling */
+    int line; /* of the line inih is handling */
     enum file_section sec;
     char section[GPUQ_NAME_MAX + 8]; /* "limits", "user alice" */
-    policy_rule *rule;         /* in c->pol.rules when sec == SEC_RULE */
+    policy_rule *rule;               /* in c->pol.rules when sec == SEC_RULE */
     bool failed;
 } config_file;
 
@@ -85,9 +85,8 @@ static void config_file_rule(config_file *x, bool is_group, const char *name)
     for (int i = 0; i < pol->nrules; i++) {
         const policy_rule *r = &pol->rules[i];
         if (r->is_group == is_group && r->id == id) {
-            config_file_fail(x, "%s %s named twice (%cid %u, first at line %d as [%s %s])",
-                             what, name, is_group ? 'g' : 'u', (unsigned)id, r->line, what,
-                             r->name);
+            config_file_fail(x, "%s %s named twice (%cid %u, first at line %d as [%s %s])", what,
+                             name, is_group ? 'g' : 'u', (unsigned)id, r->line, what, r->name);
             return;
         }
     }
@@ -160,8 +159,7 @@ static char *config_file_reader(char *str, int num, void *stream)
     return x->failed ? NULL : str;
 }
 
-static int config_file_handler(void *user, const char *section, const char *name,
-                               const char *value)
+static int config_file_handler(void *user, const char *section, const char *name, const char *value)
 {
     config_file *x = user;
     char why[300];

@@ -13,15 +13,15 @@
 #include "log.h"
 
 enum {
-    KIND_PATH,       /* socket path */
-    KIND_MODE,       /* octal file mode */
-    KIND_DEVICE,     /* auto | cuda | cpu */
-    KIND_LOG_LEVEL,  /* error | warn | info | debug */
-    KIND_SECONDS,    /* decimal seconds */
-    KIND_COUNT,      /* integer, K/M/G suffixes allowed (as the flags always did) */
-    KIND_SIZE,       /* bytes, K/M/G suffixes */
-    KIND_PRIO,       /* low | normal | high | -5..5 */
-    KIND_GROUP,      /* group name or gid; "" allowed */
+    KIND_PATH,      /* socket path */
+    KIND_MODE,      /* octal file mode */
+    KIND_DEVICE,    /* auto | cuda | cpu */
+    KIND_LOG_LEVEL, /* error | warn | info | debug */
+    KIND_SECONDS,   /* decimal seconds */
+    KIND_COUNT,     /* integer, K/M/G suffixes allowed (as the flags always did) */
+    KIND_SIZE,      /* bytes, K/M/G suffixes */
+    KIND_PRIO,      /* low | normal | high | -5..5 */
+    KIND_GROUP,     /* group name or gid; "" allowed */
 };
 
 #define U64 UINT64_MAX
@@ -102,11 +102,16 @@ const char *config_prio_str(int prio, char *buf, size_t cap)
 const char *config_log_level_str(int level)
 {
     switch (level) {
-    case LOG_LVL_ERROR: return "error";
-    case LOG_LVL_WARN: return "warn";
-    case LOG_LVL_INFO: return "info";
-    case LOG_LVL_DEBUG: return "debug";
-    default: return "?";
+    case LOG_LVL_ERROR:
+        return "error";
+    case LOG_LVL_WARN:
+        return "warn";
+    case LOG_LVL_INFO:
+        return "info";
+    case LOG_LVL_DEBUG:
+        return "debug";
+    default:
+        return "?";
     }
 }
 
@@ -133,8 +138,7 @@ static const char *size_str(uint64_t v, char *buf, size_t cap)
     return buf;
 }
 
-static int set_number(const config_key *k, const char *value, uint64_t *out, char *why,
-                      size_t cap)
+static int set_number(const config_key *k, const char *value, uint64_t *out, char *why, size_t cap)
 {
     uint64_t v;
     if (config_parse_size(value, &v) < 0) {
@@ -148,8 +152,8 @@ static int set_number(const config_key *k, const char *value, uint64_t *out, cha
             snprintf(why, cap, "'%s' out of range (at least %llu)", value,
                      (unsigned long long)k->min);
         else if (k->kind == KIND_SIZE)
-            snprintf(why, cap, "'%s' out of range (%s .. %s)", value, size_str(k->min, lo, sizeof lo),
-                     size_str(k->max, hi, sizeof hi));
+            snprintf(why, cap, "'%s' out of range (%s .. %s)", value,
+                     size_str(k->min, lo, sizeof lo), size_str(k->max, hi, sizeof hi));
         else
             snprintf(why, cap, "'%s' out of range (%llu .. %llu)", value,
                      (unsigned long long)k->min, (unsigned long long)k->max);
@@ -222,8 +226,8 @@ static int set_group(config *c, const char *value, char *why, size_t cap)
     return 0;
 }
 
-int config_key_set(config *c, policy_rule *rule, const config_key *k, const char *value,
-                   char *why, size_t cap)
+int config_key_set(config *c, policy_rule *rule, const config_key *k, const char *value, char *why,
+                   size_t cap)
 {
     if (!value || (!*value && k->kind != KIND_GROUP)) {
         snprintf(why, cap, "empty value");
@@ -275,15 +279,33 @@ int config_key_set(config *c, policy_rule *rule, const config_key *k, const char
         return -1;
     }
     switch (k->id) {
-    case KEY_MAX_HEADER: c->lim.max_header = (uint32_t)v; break;
-    case KEY_MAX_PAYLOAD: c->lim.max_payload = v; break;
-    case KEY_MAX_OUTPUT: c->lim.max_output = v; break;
-    case KEY_MAX_INFLIGHT: c->lim.max_inflight = (uint32_t)v; break;
-    case KEY_SESSION_STAGING: c->lim.session_staging = v; break;
-    case KEY_TOTAL_STAGING: c->lim.total_staging = v; break;
-    case KEY_MAX_SESSIONS: c->lim.max_sessions = (uint32_t)v; break;
-    case KEY_RULE_MAX_INFLIGHT: rule->max_inflight = (uint32_t)v; break;
-    case KEY_RULE_SESSION_STAGING: rule->session_staging = v; break;
+    case KEY_MAX_HEADER:
+        c->lim.max_header = (uint32_t)v;
+        break;
+    case KEY_MAX_PAYLOAD:
+        c->lim.max_payload = v;
+        break;
+    case KEY_MAX_OUTPUT:
+        c->lim.max_output = v;
+        break;
+    case KEY_MAX_INFLIGHT:
+        c->lim.max_inflight = (uint32_t)v;
+        break;
+    case KEY_SESSION_STAGING:
+        c->lim.session_staging = v;
+        break;
+    case KEY_TOTAL_STAGING:
+        c->lim.total_staging = v;
+        break;
+    case KEY_MAX_SESSIONS:
+        c->lim.max_sessions = (uint32_t)v;
+        break;
+    case KEY_RULE_MAX_INFLIGHT:
+        rule->max_inflight = (uint32_t)v;
+        break;
+    case KEY_RULE_SESSION_STAGING:
+        rule->session_staging = v;
+        break;
     default:
         snprintf(why, cap, "internal error: key %s", k->name);
         return -1;

@@ -17,20 +17,32 @@
 #include "config.h"
 
 enum config_key_id {
-    KEY_SOCKET, KEY_SOCKET_MODE, KEY_DEVICE, KEY_LOG_LEVEL, KEY_DRAIN_TIMEOUT,
-    KEY_MAX_HEADER, KEY_MAX_PAYLOAD, KEY_MAX_OUTPUT, KEY_MAX_INFLIGHT, KEY_SESSION_STAGING,
-    KEY_TOTAL_STAGING, KEY_MAX_SESSIONS,
-    KEY_ADMIN_GROUP, KEY_MAX_PRIORITY,
-    KEY_RULE_MAX_PRIORITY, KEY_RULE_MAX_INFLIGHT, KEY_RULE_SESSION_STAGING,
+    KEY_SOCKET,
+    KEY_SOCKET_MODE,
+    KEY_DEVICE,
+    KEY_LOG_LEVEL,
+    KEY_DRAIN_TIMEOUT,
+    KEY_MAX_HEADER,
+    KEY_MAX_PAYLOAD,
+    KEY_MAX_OUTPUT,
+    KEY_MAX_INFLIGHT,
+    KEY_SESSION_STAGING,
+    KEY_TOTAL_STAGING,
+    KEY_MAX_SESSIONS,
+    KEY_ADMIN_GROUP,
+    KEY_MAX_PRIORITY,
+    KEY_RULE_MAX_PRIORITY,
+    KEY_RULE_MAX_INFLIGHT,
+    KEY_RULE_SESSION_STAGING,
     KEY_COUNT
 };
 
 typedef struct config_key {
     enum config_key_id id;
-    const char *section;       /* "server", "limits", "policy"; "rule": [user]/[group] */
+    const char *section; /* "server", "limits", "policy"; "rule": [user]/[group] */
     const char *name;
-    int kind;                  /* how the value is parsed (config_keys.c) */
-    uint64_t min, max;         /* numbers and sizes */
+    int kind;          /* how the value is parsed (config_keys.c) */
+    uint64_t min, max; /* numbers and sizes */
 } config_key;
 
 /* The key named name in section ("server", "limits", "policy", "rule"), or in
@@ -40,8 +52,8 @@ const config_key *config_key_by_id(enum config_key_id id);
 
 /* Parse value (borrowed) and store it in c, or in rule for "rule" keys.
  * Returns 0, or -1 with the reason in why[cap]. */
-int config_key_set(config *c, policy_rule *rule, const config_key *k, const char *value,
-                   char *why, size_t cap);
+int config_key_set(config *c, policy_rule *rule, const config_key *k, const char *value, char *why,
+                   size_t cap);
 
 /* Look up a user or group by name or number into *id. Returns 0 or -1. */
 int config_resolve_id(const char *name, int is_group, uint32_t *id);

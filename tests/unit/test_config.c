@@ -21,7 +21,10 @@ static void setup(void)
     snprintf(path, sizeof path, "%s/gpuqd.conf", dir);
 }
 
-static void teardown(void) { tu_rmtree(dir); }
+static void teardown(void)
+{
+    tu_rmtree(dir);
+}
 
 static void write_conf(const char *p, const char *text)
 {
@@ -77,35 +80,34 @@ static void assert_same(const config *a, const config *b)
     }
 }
 
-static const char full_conf[] =
-    "# every key\n"                                     /* 1 */
-    "[server]\n"                                        /* 2 */
-    "socket = /tmp/gpuq-x/gpuqd.sock   ; comment\n"     /* 3 */
-    "socket_mode = 0640\n"                              /* 4 */
-    "device = cpu\n"                                    /* 5 */
-    "log_level = debug   # comment\n"                   /* 6 */
-    "drain_timeout = 12.5\n"                            /* 7 */
-    "\n"                                                /* 8 */
-    "[limits]\n"                                        /* 9 */
-    "  max_header = 8K\n"                               /* 10 */
-    "max_payload = 1M\n"                                /* 11 */
-    "max_output = 3G\n"                                 /* 12 */
-    "max_inflight = 7\n"                                /* 13 */
-    "session_staging = 256M\n"                          /* 14 */
-    "total_staging = 1G\n"                              /* 15 */
-    "max_sessions = 100\n"                              /* 16 */
-    "[policy]\n"                                        /* 17 */
-    "admin_group = root\n"                              /* 18 */
-    "max_priority = normal\n"                           /* 19 */
-    "; rules\n"                                         /* 20 */
-    "[user root]\n"                                     /* 21 */
-    "max_priority = high\n"                             /* 22 */
-    "max_inflight = 16\n"                               /* 23 */
-    "session_staging = 512M\n"                          /* 24 */
-    "[group 0]\n"                                       /* 25 */
-    "max_priority = -3\n"                               /* 26 */
-    "max_inflight = 4\n"                                /* 27 */
-    "[user 4242]\n";                                    /* 28 */
+static const char full_conf[] = "# every key\n"                                 /* 1 */
+                                "[server]\n"                                    /* 2 */
+                                "socket = /tmp/gpuq-x/gpuqd.sock   ; comment\n" /* 3 */
+                                "socket_mode = 0640\n"                          /* 4 */
+                                "device = cpu\n"                                /* 5 */
+                                "log_level = debug   # comment\n"               /* 6 */
+                                "drain_timeout = 12.5\n"                        /* 7 */
+                                "\n"                                            /* 8 */
+                                "[limits]\n"                                    /* 9 */
+                                "  max_header = 8K\n"                           /* 10 */
+                                "max_payload = 1M\n"                            /* 11 */
+                                "max_output = 3G\n"                             /* 12 */
+                                "max_inflight = 7\n"                            /* 13 */
+                                "session_staging = 256M\n"                      /* 14 */
+                                "total_staging = 1G\n"                          /* 15 */
+                                "max_sessions = 100\n"                          /* 16 */
+                                "[policy]\n"                                    /* 17 */
+                                "admin_group = root\n"                          /* 18 */
+                                "max_priority = normal\n"                       /* 19 */
+                                "; rules\n"                                     /* 20 */
+                                "[user root]\n"                                 /* 21 */
+                                "max_priority = high\n"                         /* 22 */
+                                "max_inflight = 16\n"                           /* 23 */
+                                "session_staging = 512M\n"                      /* 24 */
+                                "[group 0]\n"                                   /* 25 */
+                                "max_priority = -3\n"                           /* 26 */
+                                "max_inflight = 4\n"                            /* 27 */
+                                "[user 4242]\n";                                /* 28 */
 
 START_TEST(every_key)
 {
@@ -178,12 +180,36 @@ END_TEST
 START_TEST(flags_override_file)
 {
     write_conf(path, full_conf);
-    const char *after[] = {"--config", path, "--max-inflight", "3", "--socket-mode", "600",
-                           "--admin-group", "0", "--max-priority", "-2", "--log-level", "warn",
-                           "--socket", "/tmp/other.sock", NULL};
-    const char *before[] = {"--max-inflight", "3", "--socket-mode", "600", "--admin-group", "0",
-                            "--max-priority", "-2", "--log-level", "warn", "--socket",
-                            "/tmp/other.sock", "--config", path, NULL};
+    const char *after[] = {"--config",
+                           path,
+                           "--max-inflight",
+                           "3",
+                           "--socket-mode",
+                           "600",
+                           "--admin-group",
+                           "0",
+                           "--max-priority",
+                           "-2",
+                           "--log-level",
+                           "warn",
+                           "--socket",
+                           "/tmp/other.sock",
+                           NULL};
+    const char *before[] = {"--max-inflight",
+                            "3",
+                            "--socket-mode",
+                            "600",
+                            "--admin-group",
+                            "0",
+                            "--max-priority",
+                            "-2",
+                            "--log-level",
+                            "warn",
+                            "--socket",
+                            "/tmp/other.sock",
+                            "--config",
+                            path,
+                            NULL};
     const char *const *orders[] = {after, before};
     for (int i = 0; i < 2; i++) {
         config c;
@@ -419,8 +445,8 @@ END_TEST
 START_TEST(reload_rereads)
 {
     write_conf(path, "[limits]\nmax_inflight = 7\n");
-    char *argv[] = {(char *)"gpuqd", (char *)"--config", path, (char *)"--max-payload",
-                    (char *)"1M", NULL};
+    char *argv[] = {(char *)"gpuqd",         (char *)"--config", path,
+                    (char *)"--max-payload", (char *)"1M",       NULL};
     config c, r;
     ck_assert_int_eq(config_load(&c, 5, argv), 0);
     ck_assert_uint_eq(c.lim.max_inflight, 7);
@@ -482,4 +508,7 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void) { return tu_run_suite(suite()); }
+int main(void)
+{
+    return tu_run_suite(suite());
+}
