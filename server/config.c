@@ -1,4 +1,8 @@
-/* config.c - argument parsing for gpuqd (getopt_long). */
+/* config.c - see config.h. The flags are parsed twice with getopt_long: the
+ * first pass finds --config/--check-config (and --help, --version, bad
+ * options), the file is read, then the second pass applies the other flags,
+ * so a flag wins over the file wherever it stands on the command line.
+ * Flags and file keys share one table (config_keys.c). */
 #include "config.h"
 
 #include <errno.h>
@@ -7,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config_file.h"
+#include "config_keys.h"
 #include "header.h"
 #include "log.h"
 
@@ -22,10 +28,20 @@ int config_parse_size(const char *s, uint64_t *out)
     unsigned shift = 0;
     if (*end) {
         switch (*end) {
-        case 'k': case 'K': shift = 10; break;
-        case 'm': case 'M': shift = 20; break;
-        case 'g': case 'G': shift = 30; break;
-        default: return -1;
+        case 'k':
+        case 'K':
+            shift = 10;
+            break;
+        case 'm':
+        case 'M':
+            shift = 20;
+            break;
+        case 'g':
+        case 'G':
+            shift = 30;
+            break;
+        default:
+            return -1;
         }
         end++;
         if (*end == 'i' || *end == 'B')
@@ -41,132 +57,359 @@ int config_parse_size(const char *s, uint64_t *out)
     return 0;
 }
 
-static void usage(FILE *f)
+int config_parse_priority(const char *s, int *prio)
 {
-    fprintf(f,
-            "usage: gpuqd [--socket PATH] [--device auto|cuda|cpu] [--max-header N]\n"
-            "             [--max-payload N] [--max-inflight N] [--session-staging N]\n"
-            "             [--total-staging N] [--max-sessions N] [--max-output N]\n"
-            "             [--max-priority low|normal|high] [--log-level error|warn|info|debug]\n"
-            "             [--drain-timeout SEC] [--version] [--help]\n"
-            "Sizes accept K, M, G suffixes. Socket: --socket, else $GPUQ_SOCKET, else\n"
-            "$XDG_RUNTIME_DIR/gpuq/gpuqd.sock, else /run/gpuq/gpuqd.sock.\n");
+    if (!s || !*s)
+        return -1;
+    if (!strcmp(s, "low")) {
+        *prio = GPUQ_PRIO_LOW;
+        return 0;
+    }
+    if (!strcmp(s, "normal")) {
+        *prio = GPUQ_PRIO_NORMAL;
+        return 0;
+    }
+    if (!strcmp(s, "high")) {
+        *prio = GPUQ_PRIO_HIGH;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < -5 || v > 5)
+        return -1;
+    *prio = (int)v;
+    return 0;
 }
 
-enum { O_SOCKET = 256, O_DEVICE, O_MAXHDR, O_MAXPAY, O_MAXINF, O_SSTG, O_TSTG, O_MAXSES,
-       O_MAXOUT, O_LOGLVL, O_DRAIN, O_VERSION, O_HELP, O_MAXPRIO };
-
-static int size_opt(const char *name, const char *arg, uint64_t max, uint64_t *out)
+static void usage(FILE *f)
 {
-    if (config_parse_size(arg, out) || *out == 0 || *out > max) {
-        fprintf(stderr, "gpuqd: bad value for --%s: '%s'\n", name, arg);
-        return -1;
+    fprintf(f, "usage: gpuqd [--config FILE | --check-config FILE] [--socket PATH]\n"
+               "             [--socket-mode OCTAL] [--device auto|cuda|cpu]\n"
+               "             [--log-level error|warn|info|debug] [--drain-timeout SEC]\n"
+               "             [--max-header N] [--max-payload N] [--max-output N]\n"
+               "             [--max-inflight N] [--session-staging N] [--total-staging N]\n"
+               "             [--max-sessions N] [--device-memory-limit N] [--admin-group NAME]\n"
+               "             [--max-priority low|normal|high|-5..5] [--version] [--help]\n"
+               "Settings: the defaults, then the --config FILE (INI), then the flags.\n"
+               "--check-config FILE prints the settings FILE and the flags give, and exits.\n"
+               "Sizes accept K, M, G suffixes. Socket: --socket, else $GPUQ_SOCKET, else\n"
+               "$XDG_RUNTIME_DIR/gpuq/gpuqd.sock, else /run/gpuq/gpuqd.sock.\n"
+               "SIGHUP re-reads the file and flags (limits, log level, drain timeout, policy).\n");
+}
+
+enum { O_CONFIG = 256, O_CHECK, O_VERSION, O_HELP, O_KEY = 512 };
+
+static const struct option opts[] = {
+    {"config", required_argument, 0, O_CONFIG},
+    {"check-config", required_argument, 0, O_CHECK},
+    {"socket", required_argument, 0, O_KEY + KEY_SOCKET},
+    {"socket-mode", required_argument, 0, O_KEY + KEY_SOCKET_MODE},
+    {"device", required_argument, 0, O_KEY + KEY_DEVICE},
+    {"log-level", required_argument, 0, O_KEY + KEY_LOG_LEVEL},
+    {"drain-timeout", required_argument, 0, O_KEY + KEY_DRAIN_TIMEOUT},
+    {"device-memory-limit", required_argument, 0, O_KEY + KEY_DEVICE_MEMORY_LIMIT},
+    {"max-header", required_argument, 0, O_KEY + KEY_MAX_HEADER},
+    {"max-payload", required_argument, 0, O_KEY + KEY_MAX_PAYLOAD},
+    {"max-output", required_argument, 0, O_KEY + KEY_MAX_OUTPUT},
+    {"max-inflight", required_argument, 0, O_KEY + KEY_MAX_INFLIGHT},
+    {"session-staging", required_argument, 0, O_KEY + KEY_SESSION_STAGING},
+    {"total-staging", required_argument, 0, O_KEY + KEY_TOTAL_STAGING},
+    {"max-sessions", required_argument, 0, O_KEY + KEY_MAX_SESSIONS},
+    {"admin-group", required_argument, 0, O_KEY + KEY_ADMIN_GROUP},
+    {"max-priority", required_argument, 0, O_KEY + KEY_MAX_PRIORITY},
+    {"version", no_argument, 0, O_VERSION},
+    {"help", no_argument, 0, O_HELP},
+    {0, 0, 0, 0}};
+
+static void config_defaults(config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->socket_mode = 0660;
+    snprintf(c->device, sizeof c->device, "auto");
+    gpuq_limits_default(&c->lim);
+    c->log_level = LOG_LVL_INFO;
+    c->drain_timeout_s = 30.0;
+    c->pol.admin_gid = (gid_t)-1;
+    c->pol.max_priority = GPUQ_PRIO_HIGH;
+}
+
+/* getopt_long from the start of argv: "+" stops at the first non-option, so
+ * argv is never permuted (reload parses the same argv again); ":" reports a
+ * missing argument as ':'. optind = 0 makes glibc re-initialise. */
+static int next_opt(int argc, char **argv, bool restart)
+{
+    if (restart) {
+        optind = 0;
+        opterr = 0;
     }
+    return getopt_long(argc, argv, "+:", opts, NULL);
+}
+
+/* 0: run; 1: --help/--version (printed when print); -1: bad setting; -2: bad
+ * usage (unknown option, missing argument, stray argument). */
+static int config_parse(config *c, int argc, char **argv, bool print)
+{
+    config_defaults(c);
+    const char *path = NULL;
+    int o;
+    bool first = true;
+    while ((o = next_opt(argc, argv, first)) != -1) {
+        first = false;
+        switch (o) {
+        case O_CONFIG:
+        case O_CHECK:
+            if (path && c->check_only != (o == O_CHECK)) {
+                snprintf(c->error, sizeof c->error, "give --config or --check-config, not both");
+                return -2;
+            }
+            path = optarg;
+            c->check_only = o == O_CHECK;
+            break;
+        case O_VERSION:
+            if (print)
+                printf("gpuqd " GPUQD_VERSION "\n");
+            return 1;
+        case O_HELP:
+            if (print)
+                usage(stdout);
+            return 1;
+        case ':':
+            snprintf(c->error, sizeof c->error, "option '%s' needs an argument", argv[optind - 1]);
+            return -2;
+        case '?':
+            if (optopt)
+                snprintf(c->error, sizeof c->error, "unknown option '-%c'", optopt);
+            else
+                snprintf(c->error, sizeof c->error, "unknown option '%s'", argv[optind - 1]);
+            return -2;
+        default:
+            break; /* a setting: second pass */
+        }
+    }
+    if (optind < argc) {
+        snprintf(c->error, sizeof c->error, "unexpected argument '%s'", argv[optind]);
+        return -2;
+    }
+    if (path) {
+        if (strlen(path) >= sizeof c->config_path) {
+            snprintf(c->error, sizeof c->error, "config file path too long");
+            return -1;
+        }
+        snprintf(c->config_path, sizeof c->config_path, "%s", path);
+        if (config_file_read(c, path) < 0)
+            return -1;
+    }
+    first = true;
+    while ((o = next_opt(argc, argv, first)) != -1) {
+        first = false;
+        if (o < O_KEY)
+            continue;
+        const config_key *k = config_key_by_id((enum config_key_id)(o - O_KEY));
+        char why[300], flag[32];
+        if (config_key_set(c, NULL, k, optarg, why, sizeof why) < 0) {
+            snprintf(flag, sizeof flag, "%s", k->name);
+            for (char *p = flag; *p; p++)
+                if (*p == '_')
+                    *p = '-';
+            snprintf(c->error, sizeof c->error, "--%s: %s", flag, why);
+            return -1;
+        }
+    }
+    if (c->lim.session_staging > c->lim.total_staging)
+        c->lim.session_staging = c->lim.total_staging;
     return 0;
 }
 
 int config_load(config *c, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"socket", required_argument, 0, O_SOCKET},
-        {"device", required_argument, 0, O_DEVICE},
-        {"max-header", required_argument, 0, O_MAXHDR},
-        {"max-payload", required_argument, 0, O_MAXPAY},
-        {"max-inflight", required_argument, 0, O_MAXINF},
-        {"session-staging", required_argument, 0, O_SSTG},
-        {"total-staging", required_argument, 0, O_TSTG},
-        {"max-sessions", required_argument, 0, O_MAXSES},
-        {"max-output", required_argument, 0, O_MAXOUT},
-        {"max-priority", required_argument, 0, O_MAXPRIO},
-        {"log-level", required_argument, 0, O_LOGLVL},
-        {"drain-timeout", required_argument, 0, O_DRAIN},
-        {"version", no_argument, 0, O_VERSION},
-        {"help", no_argument, 0, O_HELP},
-        {0, 0, 0, 0}};
-    memset(c, 0, sizeof *c);
-    snprintf(c->device, sizeof c->device, "auto");
-    c->socket_mode = 0660;
-    gpuq_limits_default(&c->lim);
-    c->log_level = LOG_LVL_INFO;
-    c->drain_timeout_s = 30.0;
-    c->pol.max_priority = GPUQ_PRIO_HIGH;
-    optind = 1;
-    int o;
-    uint64_t v;
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (o) {
-        case O_SOCKET:
-            if (strlen(optarg) >= sizeof c->socket) {
-                fprintf(stderr, "gpuqd: --socket path too long\n");
-                return -1;
-            }
-            snprintf(c->socket, sizeof c->socket, "%s", optarg);
-            break;
-        case O_DEVICE:
-            if (strcmp(optarg, "auto") && strcmp(optarg, "cuda") && strcmp(optarg, "cpu")) {
-                fprintf(stderr, "gpuqd: --device must be auto, cuda or cpu\n");
-                return -1;
-            }
-            snprintf(c->device, sizeof c->device, "%s", optarg);
-            break;
-        case O_MAXHDR:
-            if (size_opt("max-header", optarg, 1u << 30, &v)) return -1;
-            c->lim.max_header = (uint32_t)v;
-            break;
-        case O_MAXPAY:
-            if (size_opt("max-payload", optarg, UINT64_MAX, &c->lim.max_payload)) return -1;
-            break;
-        case O_MAXINF:
-            if (size_opt("max-inflight", optarg, 1u << 20, &v)) return -1;
-            c->lim.max_inflight = (uint32_t)v;
-            break;
-        case O_SSTG:
-            if (size_opt("session-staging", optarg, UINT64_MAX, &c->lim.session_staging)) return -1;
-            break;
-        case O_TSTG:
-            if (size_opt("total-staging", optarg, UINT64_MAX, &c->lim.total_staging)) return -1;
-            break;
-        case O_MAXSES:
-            if (size_opt("max-sessions", optarg, 1u << 20, &v)) return -1;
-            c->lim.max_sessions = (uint32_t)v;
-            break;
-        case O_MAXOUT:
-            if (size_opt("max-output", optarg, UINT64_MAX, &c->lim.max_output)) return -1;
-            break;
-        case O_MAXPRIO:
-            if (!strcmp(optarg, "low")) c->pol.max_priority = GPUQ_PRIO_LOW;
-            else if (!strcmp(optarg, "normal")) c->pol.max_priority = GPUQ_PRIO_NORMAL;
-            else if (!strcmp(optarg, "high")) c->pol.max_priority = GPUQ_PRIO_HIGH;
-            else {
-                fprintf(stderr, "gpuqd: --max-priority must be low, normal or high\n");
-                return -1;
-            }
-            break;
-        case O_LOGLVL:
-            if ((c->log_level = log_level_parse(optarg)) < 0) {
-                fprintf(stderr, "gpuqd: --log-level must be error, warn, info or debug\n");
-                return -1;
-            }
-            break;
-        case O_DRAIN: {
-            char *end;
-            c->drain_timeout_s = strtod(optarg, &end);
-            if (*end || c->drain_timeout_s < 0 || c->drain_timeout_s > 86400) {
-                fprintf(stderr, "gpuqd: bad --drain-timeout '%s'\n", optarg);
-                return -1;
-            }
-            break;
-        }
-        case O_VERSION: printf("gpuqd " GPUQD_VERSION "\n"); return 1;
-        case O_HELP: usage(stdout); return 1;
-        default: usage(stderr); return -1;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "gpuqd: unexpected argument '%s'\n", argv[optind]);
+    int rc = config_parse(c, argc, argv, true);
+    if (rc < 0) {
+        fprintf(stderr, "gpuqd: %s\n", c->error);
+        if (rc == -2)
+            usage(stderr);
         return -1;
     }
-    if (c->lim.session_staging > c->lim.total_staging)
-        c->lim.session_staging = c->lim.total_staging;
+    if (rc > 0)
+        return 1;
+    if (c->check_only) {
+        config_print(c, stdout);
+        fflush(stdout);
+        return 1;
+    }
     return 0;
+}
+
+int config_reload(config *c, int argc, char **argv)
+{
+    int rc = config_parse(c, argc, argv, false);
+    if (rc > 0) {
+        snprintf(c->error, sizeof c->error, "the arguments ask for --help or --version");
+        return -1;
+    }
+    return rc < 0 ? -1 : 0;
+}
+
+static void print_rule(const policy_rule *r, FILE *f)
+{
+    char b[32];
+    fprintf(f, "\n[%s %s]\n", r->is_group ? "group" : "user", r->name);
+    if (r->max_priority != GPUQ_PRIO_UNSET)
+        fprintf(f, "max_priority = %s\n", config_prio_str(r->max_priority, b, sizeof b));
+    if (r->max_inflight)
+        fprintf(f, "max_inflight = %u\n", r->max_inflight);
+    if (r->session_staging)
+        fprintf(f, "session_staging = %llu\n", (unsigned long long)r->session_staging);
+}
+
+void config_print(const config *c, FILE *f)
+{
+    char b[40];
+    fprintf(f, "# gpuqd %s settings: the defaults, then %s, then the flags.\n", GPUQD_VERSION,
+            c->config_path[0] ? c->config_path : "(no config file)");
+    fprintf(f, "[server]\n");
+    if (c->socket[0])
+        fprintf(f, "socket = %s\n", c->socket);
+    else
+        fprintf(f, "# socket: not set, so $GPUQ_SOCKET, else $XDG_RUNTIME_DIR/gpuq/gpuqd.sock, "
+                   "else /run/gpuq/gpuqd.sock\n");
+    fprintf(f, "socket_mode = %04o\n", c->socket_mode);
+    fprintf(f, "device = %s\n", c->device);
+    fprintf(f, "log_level = %s\n", config_log_level_str(c->log_level));
+    fprintf(f, "drain_timeout = %s\n", config_seconds_str(c->drain_timeout_s, b, sizeof b));
+    fprintf(f, "device_memory_limit = %llu\n", (unsigned long long)c->device_memory_limit);
+    fprintf(f, "\n[limits]\n");
+    fprintf(f, "max_header = %u\n", c->lim.max_header);
+    fprintf(f, "max_payload = %llu\n", (unsigned long long)c->lim.max_payload);
+    fprintf(f, "max_output = %llu\n", (unsigned long long)c->lim.max_output);
+    fprintf(f, "max_inflight = %u\n", c->lim.max_inflight);
+    fprintf(f, "session_staging = %llu\n", (unsigned long long)c->lim.session_staging);
+    fprintf(f, "total_staging = %llu\n", (unsigned long long)c->lim.total_staging);
+    fprintf(f, "max_sessions = %u\n", c->lim.max_sessions);
+    fprintf(f, "\n[policy]\n");
+    if (c->pol.admin_group[0])
+        fprintf(f, "admin_group = %s\n", c->pol.admin_group);
+    else
+        fprintf(f, "admin_group =\n");
+    fprintf(f, "max_priority = %s\n", config_prio_str(c->pol.max_priority, b, sizeof b));
+    for (int i = 0; i < c->pol.nrules; i++)
+        print_rule(&c->pol.rules[i], f);
+}
+
+static const policy_rule *rule_find(const gpuq_policy *pol, bool is_group, uint32_t id)
+{
+    for (int i = 0; i < pol->nrules; i++)
+        if (pol->rules[i].is_group == is_group && pol->rules[i].id == id)
+            return &pol->rules[i];
+    return NULL;
+}
+
+static const char *rule_prio_str(int prio, char *buf, size_t cap)
+{
+    return prio == GPUQ_PRIO_UNSET ? "unset" : config_prio_str(prio, buf, cap);
+}
+
+/* One info line per field of a rule present before and after. */
+static int log_rule_changes(const policy_rule *o, const policy_rule *n)
+{
+    const char *what = n->is_group ? "group" : "user";
+    char a[32], b[32];
+    int count = 0;
+    if (o->max_priority != n->max_priority) {
+        log_info("reload: policy: [%s %s] max_priority %s -> %s", what, n->name,
+                 rule_prio_str(o->max_priority, a, sizeof a),
+                 rule_prio_str(n->max_priority, b, sizeof b));
+        count++;
+    }
+    if (o->max_inflight != n->max_inflight) {
+        log_info("reload: policy: [%s %s] max_inflight %u -> %u (0: unset)", what, n->name,
+                 o->max_inflight, n->max_inflight);
+        count++;
+    }
+    if (o->session_staging != n->session_staging) {
+        log_info("reload: policy: [%s %s] session_staging %llu -> %llu (0: unset)", what, n->name,
+                 (unsigned long long)o->session_staging, (unsigned long long)n->session_staging);
+        count++;
+    }
+    return count;
+}
+
+static int log_policy_changes(const gpuq_policy *o, const gpuq_policy *n)
+{
+    char a[32], b[32];
+    int count = 0;
+    if (strcmp(o->admin_group, n->admin_group) || o->admin_gid != n->admin_gid) {
+        log_info("reload: admin_group %s -> %s", o->admin_group[0] ? o->admin_group : "(root only)",
+                 n->admin_group[0] ? n->admin_group : "(root only)");
+        count++;
+    }
+    if (o->max_priority != n->max_priority) {
+        log_info("reload: max_priority %s -> %s", config_prio_str(o->max_priority, a, sizeof a),
+                 config_prio_str(n->max_priority, b, sizeof b));
+        count++;
+    }
+    for (int i = 0; i < o->nrules; i++) {
+        const policy_rule *r = &o->rules[i];
+        if (!rule_find(n, r->is_group, r->id)) {
+            log_info("reload: policy: [%s %s] removed", r->is_group ? "group" : "user", r->name);
+            count++;
+        }
+    }
+    for (int i = 0; i < n->nrules; i++) {
+        const policy_rule *r = &n->rules[i];
+        const policy_rule *old = rule_find(o, r->is_group, r->id);
+        if (!old) {
+            log_info("reload: policy: [%s %s] added", r->is_group ? "group" : "user", r->name);
+            count++;
+        } else {
+            count += log_rule_changes(old, r);
+        }
+    }
+    return count;
+}
+
+#define LOG_CHANGED(field, fmt, cast)                                                              \
+    do {                                                                                           \
+        if (o->lim.field != n->lim.field) {                                                        \
+            log_info("reload: " #field " " fmt " -> " fmt, (cast)o->lim.field,                     \
+                     (cast)n->lim.field);                                                          \
+            count++;                                                                               \
+        }                                                                                          \
+    } while (0)
+
+int config_log_changes(const config *o, const config *n)
+{
+    int count = 0;
+    if (strcmp(o->socket, n->socket))
+        log_warn("reload: socket %s -> %s needs a restart; ignored",
+                 o->socket[0] ? o->socket : "(default)", n->socket[0] ? n->socket : "(default)");
+    if (o->socket_mode != n->socket_mode)
+        log_warn("reload: socket_mode %04o -> %04o needs a restart; ignored", o->socket_mode,
+                 n->socket_mode);
+    if (strcmp(o->device, n->device))
+        log_warn("reload: device %s -> %s needs a restart; ignored", o->device, n->device);
+    if (o->device_memory_limit != n->device_memory_limit)
+        log_warn("reload: device_memory_limit %llu -> %llu needs a restart; ignored",
+                 (unsigned long long)o->device_memory_limit,
+                 (unsigned long long)n->device_memory_limit);
+    LOG_CHANGED(max_header, "%u", unsigned);
+    LOG_CHANGED(max_payload, "%llu", unsigned long long);
+    LOG_CHANGED(max_output, "%llu", unsigned long long);
+    LOG_CHANGED(max_inflight, "%u", unsigned);
+    LOG_CHANGED(session_staging, "%llu", unsigned long long);
+    LOG_CHANGED(total_staging, "%llu", unsigned long long);
+    LOG_CHANGED(max_sessions, "%u", unsigned);
+    if (o->log_level != n->log_level) {
+        log_info("reload: log_level %s -> %s", config_log_level_str(o->log_level),
+                 config_log_level_str(n->log_level));
+        count++;
+    }
+    if (o->drain_timeout_s != n->drain_timeout_s) {
+        char a[40], b[40];
+        log_info("reload: drain_timeout %s -> %s",
+                 config_seconds_str(o->drain_timeout_s, a, sizeof a),
+                 config_seconds_str(n->drain_timeout_s, b, sizeof b));
+        count++;
+    }
+    return count + log_policy_changes(&o->pol, &n->pol);
 }

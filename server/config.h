@@ -42,7 +42,7 @@ typedef struct policy_rule {
 typedef struct gpuq_policy {
     /* Admins: root, and members of admin_group (primary or supplementary). */
     char admin_group[GPUQ_NAME_MAX]; /* "" : root only */
-    gid_t admin_gid;
+    gid_t admin_gid;           /* (gid_t)-1 when admin_group is "" */
     int max_priority;          /* cap for non-admins without a rule (GPUQ_PRIO_*) */
     int nrules;
     policy_rule rules[GPUQ_POLICY_MAX_RULES];
@@ -75,8 +75,9 @@ int config_reload(config *c, int argc, char **argv);
 void config_print(const config *c, FILE *f);
 
 /* Log (info) each run-time setting that differs between old and new, in the
- * form "max_inflight 64 -> 32"; warn for settings that need a restart
- * (socket, socket_mode, device). Returns the number of changes logged. */
+ * form "reload: max_inflight 64 -> 32"; warn for settings that need a restart
+ * (socket, socket_mode, device: "... needs a restart; ignored"). Returns the
+ * number of run-time changes (the ones the server applies; not the warnings). */
 int config_log_changes(const config *old_cfg, const config *new_cfg);
 
 /* "123", "4K", "16M", "2G" (binary units). Returns 0 or -1. */

@@ -73,8 +73,8 @@ static int listener_probe(const char *path)
     return -1;
 }
 
-int listener_open(uv_loop_t *loop, uv_pipe_t *pipe, const char *path, uv_connection_cb cb,
-                  bool *owned)
+int listener_open(uv_loop_t *loop, uv_pipe_t *pipe, const char *path, unsigned mode,
+                  uv_connection_cb cb, bool *owned)
 {
     int rc = uv_pipe_init(loop, pipe, 0);
     if (rc < 0) {
@@ -102,7 +102,7 @@ int listener_open(uv_loop_t *loop, uv_pipe_t *pipe, const char *path, uv_connect
             goto err_after_init;
         }
         *owned = true;
-        if (chmod(path, 0660) < 0)
+        if (chmod(path, (mode_t)mode) < 0)
             log_warn("chmod %s: %s", path, strerror(errno));
     }
     if ((rc = uv_listen((uv_stream_t *)pipe, 128, cb)) < 0) {

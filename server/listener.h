@@ -14,10 +14,11 @@
 
 /* Resolve the path into out[cap]. Returns 0 or -1 (message logged). */
 int listener_resolve_path(const char *opt, char *out, size_t cap);
-/* Init, bind (or adopt the systemd fd) and listen. *owned tells whether the
- * socket file is ours to unlink at exit. Returns 0 or -1 (logged); on failure
- * the handle, if initialised, is closed with uv_close(NULL). */
-int listener_open(uv_loop_t *loop, uv_pipe_t *pipe, const char *path, uv_connection_cb cb,
-                  bool *owned);
+/* Init, bind (or adopt the systemd fd) and listen; a socket file it binds
+ * gets mode (e.g. 0660). *owned tells whether the socket file is ours to
+ * unlink at exit. Returns 0 or -1 (logged); on failure the handle, if
+ * initialised, is closed with uv_close(NULL). */
+int listener_open(uv_loop_t *loop, uv_pipe_t *pipe, const char *path, unsigned mode,
+                  uv_connection_cb cb, bool *owned);
 
 #endif

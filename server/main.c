@@ -25,5 +25,6 @@ int main(int argc, char **argv)
     int code = server_init(&srv, &loop, &cfg);
     if (code)
         return code;
+    server_set_args(&srv, argc, argv);
     return server_run(&srv);
 }

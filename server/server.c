@@ -68,6 +68,8 @@ static void server_finish(server *srv)
         uv_close((uv_handle_t *)&srv->sigint, NULL);
     if (!uv_is_closing((uv_handle_t *)&srv->sigterm))
         uv_close((uv_handle_t *)&srv->sigterm, NULL);
+    if (!uv_is_closing((uv_handle_t *)&srv->sighup))
+        uv_close((uv_handle_t *)&srv->sighup, NULL);
     for (session *s = srv->sessions, *next; s; s = next) {
         next = s->next;
         session_close(s);
@@ -115,9 +117,9 @@ void server_stop_accepting(server *srv)
 
 void server_limits_changed(server *srv)
 {
-    srv->st.total_limit = srv->cfg.lim.total_staging;
     if (srv->cfg.lim.session_staging > srv->cfg.lim.total_staging)
         srv->cfg.lim.session_staging = srv->cfg.lim.total_staging;
+    staging_set_capacity(&srv->st, srv->cfg.lim.total_staging);
     for (session *s = srv->sessions; s; s = s->next)
         if (!s->closing)
             session_apply_policy(s);
@@ -161,6 +163,45 @@ static void server_on_signal(uv_signal_t *h, int signum)
     server *srv = h->data;
     log_info("signal %d (%s): shutting down", signum, strsignal(signum));
     server_shutdown(srv, 0);
+}
+
+void server_set_args(server *srv, int argc, char **argv)
+{
+    srv->argc = argc;
+    srv->argv = argv;
+}
+
+/* Take the run-time settings of a reloaded config; socket, socket_mode and
+ * device stay as they were (they need a restart). */
+static void server_apply_config(server *srv, const config *nc)
+{
+    srv->cfg.lim = nc->lim;
+    srv->cfg.log_level = nc->log_level;
+    srv->cfg.drain_timeout_s = nc->drain_timeout_s;
+    srv->cfg.pol = nc->pol;
+    log_set_level(nc->log_level);
+    server_limits_changed(srv);
+}
+
+static void server_on_sighup(uv_signal_t *h, int signum)
+{
+    server *srv = h->data;
+    static config nc; /* ~11 KB: off the stack; loop thread only */
+    if (!srv->argv) {
+        log_warn("signal %d (%s): no arguments to reload from; ignored", signum, strsignal(signum));
+        return;
+    }
+    log_info("signal %d (%s): reloading %s", signum, strsignal(signum),
+             srv->cfg.config_path[0] ? srv->cfg.config_path : "the flags (no config file)");
+    if (config_reload(&nc, srv->argc, srv->argv) < 0) {
+        log_error("reload failed: %s; keeping the old settings", nc.error);
+        return;
+    }
+    /* The reload lines show at the more verbose of the old and new level. */
+    log_set_level(nc.log_level > srv->cfg.log_level ? nc.log_level : srv->cfg.log_level);
+    int n = config_log_changes(&srv->cfg, &nc);
+    log_info("reload: %d settings changed", n);
+    server_apply_config(srv, &nc);
 }
 
 static int server_pick_backend(server *srv)
@@ -223,14 +264,16 @@ int server_init(server *srv, uv_loop_t *loop, const config *cfg)
     int rc;
     if ((rc = uv_timer_init(loop, &srv->drain_timer)) < 0 ||
         (rc = uv_signal_init(loop, &srv->sigint)) < 0 ||
-        (rc = uv_signal_init(loop, &srv->sigterm)) < 0) {
+        (rc = uv_signal_init(loop, &srv->sigterm)) < 0 ||
+        (rc = uv_signal_init(loop, &srv->sighup)) < 0) {
         log_error("uv init: %s", uv_strerror(rc));
         code = 1;
         goto err_after_backend;
     }
-    srv->drain_timer.data = srv->sigint.data = srv->sigterm.data = srv;
+    srv->drain_timer.data = srv->sigint.data = srv->sigterm.data = srv->sighup.data = srv;
     if ((rc = uv_signal_start(&srv->sigint, server_on_signal, SIGINT)) < 0 ||
-        (rc = uv_signal_start(&srv->sigterm, server_on_signal, SIGTERM)) < 0) {
+        (rc = uv_signal_start(&srv->sigterm, server_on_signal, SIGTERM)) < 0 ||
+        (rc = uv_signal_start(&srv->sighup, server_on_sighup, SIGHUP)) < 0) {
         log_error("uv_signal_start: %s", uv_strerror(rc));
         code = 1;
         goto err_after_backend;
@@ -240,8 +283,8 @@ int server_init(server *srv, uv_loop_t *loop, const config *cfg)
         goto err_after_backend;
     }
     srv->listener.data = srv;
-    if (listener_open(loop, &srv->listener, srv->socket_path, server_on_connection,
-                      &srv->socket_owned) < 0) {
+    if (listener_open(loop, &srv->listener, srv->socket_path, cfg->socket_mode,
+                      server_on_connection, &srv->socket_owned) < 0) {
         code = 1;
         goto err_after_backend;
     }

@@ -6,6 +6,9 @@
  * what is left and the loop. Shutdown (SIGINT/SIGTERM, device lost): stop
  * accepting, answer every accepted request (new ones get shutting_down),
  * within the drain timeout, then close all sessions and the backend.
+ * SIGHUP re-reads the config file and flags and applies what may change at
+ * run time (limits, log level, drain timeout, policy); a bad file changes
+ * nothing.
  */
 #ifndef GPUQ_SERVER_SERVER_H
 #define GPUQ_SERVER_SERVER_H
@@ -15,6 +18,9 @@
 /* Returns 0, or the process exit code on failure (2: backend not available,
  * 1: other). cfg is copied. */
 int server_init(server *srv, uv_loop_t *loop, const config *cfg);
+/* The arguments SIGHUP re-reads the settings from (borrowed: they must live
+ * as long as srv, as main's do). Call after server_init. */
+void server_set_args(server *srv, int argc, char **argv);
 /* Run until shut down; returns the exit code (0, or 3 after device lost). */
 int server_run(server *srv);
 /* Begin draining (idempotent); exit_code is raised to code. */

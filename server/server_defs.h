@@ -100,7 +100,9 @@ struct server {
     uv_pipe_t listener;
     bool listener_open, socket_owned;
     char socket_path[108];
-    uv_signal_t sigint, sigterm;
+    uv_signal_t sigint, sigterm, sighup;
+    int argc;                    /* main's arguments (borrowed), re-read on SIGHUP */
+    char **argv;
     uv_timer_t drain_timer;
     bool draining, finishing, lost;
     bool accept_stopped;         /* drain op: no new sessions; exit when none left */

@@ -121,6 +121,12 @@ void staging_release(staging *st, staging_slot *slot, uint64_t *sess_used)
     st->free_list = slot;
 }
 
+void staging_set_capacity(staging *st, uint64_t total_limit)
+{
+    st->total_limit = total_limit;
+    staging_trim(st, 0);
+}
+
 void staging_destroy(staging *st)
 {
     if (st->in_use)

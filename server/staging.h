@@ -49,6 +49,11 @@ int staging_reserve(staging *st, size_t n, uint64_t *sess_used, uint64_t sess_li
                     staging_slot **out);
 /* Give a slot back (owned again by the pool). */
 void staging_release(staging *st, staging_slot *slot, uint64_t *sess_used);
+/* Change the total limit (config reload). Lowering it frees unused
+ * stand-alone slots down to the new limit but nothing in use; until use
+ * drops under it, new reservations get GPUQ_E_BUSY as with a full pool (or
+ * GPUQ_E_TOO_LARGE when they can never fit). */
+void staging_set_capacity(staging *st, uint64_t total_limit);
 /* Free everything; every slot must have been released. */
 void staging_destroy(staging *st);
 

@@ -1,0 +1,318 @@
+/* config_keys.c - see config_keys.h. */
+#include "config_keys.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <math.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "header.h"
+#include "log.h"
+
+enum {
+    KIND_PATH,      /* socket path */
+    KIND_MODE,      /* octal file mode */
+    KIND_DEVICE,    /* auto | cuda | cpu */
+    KIND_LOG_LEVEL, /* error | warn | info | debug */
+    KIND_SECONDS,   /* decimal seconds */
+    KIND_COUNT,     /* integer, K/M/G suffixes allowed (as the flags always did) */
+    KIND_SIZE,      /* bytes, K/M/G suffixes */
+    KIND_PRIO,      /* low | normal | high | -5..5 */
+    KIND_GROUP,     /* group name or gid; "" allowed */
+};
+
+#define U64 UINT64_MAX
+static const config_key keys[KEY_COUNT] = {
+    {KEY_SOCKET, "server", "socket", KIND_PATH, 0, 0},
+    {KEY_SOCKET_MODE, "server", "socket_mode", KIND_MODE, 0, 0777},
+    {KEY_DEVICE, "server", "device", KIND_DEVICE, 0, 0},
+    {KEY_LOG_LEVEL, "server", "log_level", KIND_LOG_LEVEL, 0, 0},
+    {KEY_DRAIN_TIMEOUT, "server", "drain_timeout", KIND_SECONDS, 0, 86400},
+    {KEY_DEVICE_MEMORY_LIMIT, "server", "device_memory_limit", KIND_SIZE, 0, U64},
+    {KEY_MAX_HEADER, "limits", "max_header", KIND_SIZE, 1, 1u << 30},
+    {KEY_MAX_PAYLOAD, "limits", "max_payload", KIND_SIZE, 1, U64},
+    {KEY_MAX_OUTPUT, "limits", "max_output", KIND_SIZE, 1, U64},
+    {KEY_MAX_INFLIGHT, "limits", "max_inflight", KIND_COUNT, 1, 1u << 20},
+    {KEY_SESSION_STAGING, "limits", "session_staging", KIND_SIZE, 1, U64},
+    {KEY_TOTAL_STAGING, "limits", "total_staging", KIND_SIZE, 1, U64},
+    {KEY_MAX_SESSIONS, "limits", "max_sessions", KIND_COUNT, 1, 1u << 20},
+    {KEY_ADMIN_GROUP, "policy", "admin_group", KIND_GROUP, 0, 0},
+    {KEY_MAX_PRIORITY, "policy", "max_priority", KIND_PRIO, 0, 0},
+    {KEY_RULE_MAX_PRIORITY, "rule", "max_priority", KIND_PRIO, 0, 0},
+    {KEY_RULE_MAX_INFLIGHT, "rule", "max_inflight", KIND_COUNT, 1, 1u << 20},
+    {KEY_RULE_SESSION_STAGING, "rule", "session_staging", KIND_SIZE, 1, U64},
+};
+
+const config_key *config_key_find(const char *section, const char *name)
+{
+    for (int i = 0; i < KEY_COUNT; i++) {
+        const config_key *k = &keys[i];
+        bool sec_ok = section ? !strcmp(section, k->section) : strcmp(k->section, "rule") != 0;
+        if (sec_ok && !strcmp(name, k->name))
+            return k;
+    }
+    return NULL;
+}
+
+const config_key *config_key_by_id(enum config_key_id id)
+{
+    return (unsigned)id < KEY_COUNT ? &keys[id] : NULL;
+}
+
+int config_resolve_id(const char *name, int is_group, uint32_t *id)
+{
+    if (!name || !*name)
+        return -1;
+    if (strspn(name, "0123456789") == strlen(name)) {
+        errno = 0;
+        unsigned long long v = strtoull(name, NULL, 10);
+        if (errno || v >= UINT32_MAX) /* (uid_t)-1 is "no user" */
+            return -1;
+        *id = (uint32_t)v;
+        return 0;
+    }
+    if (is_group) {
+        struct group *g = getgrnam(name);
+        if (!g)
+            return -1;
+        *id = (uint32_t)g->gr_gid;
+    } else {
+        struct passwd *p = getpwnam(name);
+        if (!p)
+            return -1;
+        *id = (uint32_t)p->pw_uid;
+    }
+    return 0;
+}
+
+const char *config_prio_str(int prio, char *buf, size_t cap)
+{
+    if (prio == GPUQ_PRIO_LOW)
+        return "low";
+    if (prio == GPUQ_PRIO_NORMAL)
+        return "normal";
+    if (prio == GPUQ_PRIO_HIGH)
+        return "high";
+    snprintf(buf, cap, "%d", prio);
+    return buf;
+}
+
+const char *config_log_level_str(int level)
+{
+    switch (level) {
+    case LOG_LVL_ERROR:
+        return "error";
+    case LOG_LVL_WARN:
+        return "warn";
+    case LOG_LVL_INFO:
+        return "info";
+    case LOG_LVL_DEBUG:
+        return "debug";
+    default:
+        return "?";
+    }
+}
+
+const char *config_seconds_str(double s, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%.15g", s);
+    if (strtod(buf, NULL) != s)
+        snprintf(buf, cap, "%.17g", s);
+    return buf;
+}
+
+/* "16K", "1G" when v is a whole multiple, else the number. */
+static const char *size_str(uint64_t v, char *buf, size_t cap)
+{
+    static const char suffix[] = "GMK";
+    for (int i = 0; i < 3; i++) {
+        unsigned shift = 30u - 10u * (unsigned)i;
+        if (v && v % (1ull << shift) == 0) {
+            snprintf(buf, cap, "%llu%c", (unsigned long long)(v >> shift), suffix[i]);
+            return buf;
+        }
+    }
+    snprintf(buf, cap, "%llu", (unsigned long long)v);
+    return buf;
+}
+
+static int set_number(const config_key *k, const char *value, uint64_t *out, char *why, size_t cap)
+{
+    uint64_t v;
+    if (config_parse_size(value, &v) < 0) {
+        snprintf(why, cap, "bad %s '%s' (a number with an optional K, M or G suffix)",
+                 k->kind == KIND_SIZE ? "size" : "number", value);
+        return -1;
+    }
+    if (v < k->min || v > k->max) {
+        char lo[32], hi[32];
+        if (k->max == U64)
+            snprintf(why, cap, "'%s' out of range (at least %llu)", value,
+                     (unsigned long long)k->min);
+        else if (k->kind == KIND_SIZE)
+            snprintf(why, cap, "'%s' out of range (%s .. %s)", value,
+                     size_str(k->min, lo, sizeof lo), size_str(k->max, hi, sizeof hi));
+        else
+            snprintf(why, cap, "'%s' out of range (%llu .. %llu)", value,
+                     (unsigned long long)k->min, (unsigned long long)k->max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int set_mode(const config_key *k, const char *value, unsigned *out, char *why, size_t cap)
+{
+    if (strspn(value, "01234567") != strlen(value) || strlen(value) > 12) {
+        snprintf(why, cap, "bad octal mode '%s'", value);
+        return -1;
+    }
+    unsigned long v = strtoul(value, NULL, 8);
+    if (v > k->max) {
+        snprintf(why, cap, "'%s' out of range (0000 .. %04llo)", value, (unsigned long long)k->max);
+        return -1;
+    }
+    *out = (unsigned)v;
+    return 0;
+}
+
+static int set_seconds(const config_key *k, const char *value, double *out, char *why, size_t cap)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(value, &end);
+    if (end == value || *end || errno == ERANGE || !isfinite(v)) {
+        snprintf(why, cap, "bad number of seconds '%s'", value);
+        return -1;
+    }
+    if (v < (double)k->min || v > (double)k->max) {
+        snprintf(why, cap, "'%s' out of range (%llu .. %llu seconds)", value,
+                 (unsigned long long)k->min, (unsigned long long)k->max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int set_prio(const char *value, int *out, char *why, size_t cap)
+{
+    if (config_parse_priority(value, out) < 0) {
+        snprintf(why, cap, "bad priority '%s' (low, normal, high or an integer -5 .. 5)", value);
+        return -1;
+    }
+    return 0;
+}
+
+static int set_group(config *c, const char *value, char *why, size_t cap)
+{
+    uint32_t id = 0;
+    if (!*value) {
+        c->pol.admin_group[0] = '\0';
+        c->pol.admin_gid = (gid_t)-1;
+        return 0;
+    }
+    if (strlen(value) >= sizeof c->pol.admin_group) {
+        snprintf(why, cap, "group name longer than %zu bytes", sizeof c->pol.admin_group - 1);
+        return -1;
+    }
+    if (config_resolve_id(value, 1, &id) < 0) {
+        snprintf(why, cap, "unknown group '%s'", value);
+        return -1;
+    }
+    snprintf(c->pol.admin_group, sizeof c->pol.admin_group, "%s", value);
+    c->pol.admin_gid = (gid_t)id;
+    return 0;
+}
+
+int config_key_set(config *c, policy_rule *rule, const config_key *k, const char *value, char *why,
+                   size_t cap)
+{
+    if (!value || (!*value && k->kind != KIND_GROUP)) {
+        snprintf(why, cap, "empty value");
+        return -1;
+    }
+    if ((rule != NULL) != !strcmp(k->section, "rule")) {
+        snprintf(why, cap, "not valid here");
+        return -1;
+    }
+    uint64_t v = 0;
+    int lvl;
+    switch (k->kind) {
+    case KIND_PATH:
+        if (strlen(value) >= sizeof c->socket) {
+            snprintf(why, cap, "path longer than %zu bytes", sizeof c->socket - 1);
+            return -1;
+        }
+        snprintf(c->socket, sizeof c->socket, "%s", value);
+        return 0;
+    case KIND_MODE:
+        return set_mode(k, value, &c->socket_mode, why, cap);
+    case KIND_DEVICE:
+        if (strcmp(value, "auto") && strcmp(value, "cuda") && strcmp(value, "cpu")) {
+            snprintf(why, cap, "bad device '%s' (auto, cuda or cpu)", value);
+            return -1;
+        }
+        snprintf(c->device, sizeof c->device, "%s", value);
+        return 0;
+    case KIND_LOG_LEVEL:
+        if ((lvl = log_level_parse(value)) < 0) {
+            snprintf(why, cap, "bad log level '%s' (error, warn, info or debug)", value);
+            return -1;
+        }
+        c->log_level = lvl;
+        return 0;
+    case KIND_SECONDS:
+        return set_seconds(k, value, &c->drain_timeout_s, why, cap);
+    case KIND_PRIO:
+        return set_prio(value, rule ? &rule->max_priority : &c->pol.max_priority, why, cap);
+    case KIND_GROUP:
+        return set_group(c, value, why, cap);
+    case KIND_COUNT:
+    case KIND_SIZE:
+        if (set_number(k, value, &v, why, cap) < 0)
+            return -1;
+        break;
+    default:
+        snprintf(why, cap, "internal error: key kind %d", k->kind);
+        return -1;
+    }
+    switch (k->id) {
+    case KEY_MAX_HEADER:
+        c->lim.max_header = (uint32_t)v;
+        break;
+    case KEY_MAX_PAYLOAD:
+        c->lim.max_payload = v;
+        break;
+    case KEY_MAX_OUTPUT:
+        c->lim.max_output = v;
+        break;
+    case KEY_MAX_INFLIGHT:
+        c->lim.max_inflight = (uint32_t)v;
+        break;
+    case KEY_SESSION_STAGING:
+        c->lim.session_staging = v;
+        break;
+    case KEY_TOTAL_STAGING:
+        c->lim.total_staging = v;
+        break;
+    case KEY_MAX_SESSIONS:
+        c->lim.max_sessions = (uint32_t)v;
+        break;
+    case KEY_DEVICE_MEMORY_LIMIT:
+        c->device_memory_limit = v;
+        break;
+    case KEY_RULE_MAX_INFLIGHT:
+        rule->max_inflight = (uint32_t)v;
+        break;
+    case KEY_RULE_SESSION_STAGING:
+        rule->session_staging = v;
+        break;
+    default:
+        snprintf(why, cap, "internal error: key %s", k->name);
+        return -1;
+    }
+    return 0;
+}

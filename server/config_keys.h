@@ -1,0 +1,69 @@
+/* config_keys.h - the settings gpuqd knows by name, shared by the config file
+ * and the command line: a flag is the key with '-' for '_' (--max-inflight is
+ * [limits] max_inflight), so both check a value the same way.
+ *
+ * Happy path: config_key_find("limits", "max_inflight") gives the key;
+ * config_key_set parses the value, checks its range and stores it.
+ *
+ * Failure: config_key_set returns -1 with a one-line reason ("0 out of range
+ * (1 .. 1048576)", "unknown group 'x'") and leaves the setting as it was.
+ */
+#ifndef GPUQ_SERVER_CONFIG_KEYS_H
+#define GPUQ_SERVER_CONFIG_KEYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+enum config_key_id {
+    KEY_SOCKET,
+    KEY_SOCKET_MODE,
+    KEY_DEVICE,
+    KEY_LOG_LEVEL,
+    KEY_DRAIN_TIMEOUT,
+    KEY_DEVICE_MEMORY_LIMIT,
+    KEY_MAX_HEADER,
+    KEY_MAX_PAYLOAD,
+    KEY_MAX_OUTPUT,
+    KEY_MAX_INFLIGHT,
+    KEY_SESSION_STAGING,
+    KEY_TOTAL_STAGING,
+    KEY_MAX_SESSIONS,
+    KEY_ADMIN_GROUP,
+    KEY_MAX_PRIORITY,
+    KEY_RULE_MAX_PRIORITY,
+    KEY_RULE_MAX_INFLIGHT,
+    KEY_RULE_SESSION_STAGING,
+    KEY_COUNT
+};
+
+typedef struct config_key {
+    enum config_key_id id;
+    const char *section; /* "server", "limits", "policy"; "rule": [user]/[group] */
+    const char *name;
+    int kind;          /* how the value is parsed (config_keys.c) */
+    uint64_t min, max; /* numbers and sizes */
+} config_key;
+
+/* The key named name in section ("server", "limits", "policy", "rule"), or in
+ * any of the global sections when section is NULL. NULL if there is none. */
+const config_key *config_key_find(const char *section, const char *name);
+const config_key *config_key_by_id(enum config_key_id id);
+
+/* Parse value (borrowed) and store it in c, or in rule for "rule" keys.
+ * Returns 0, or -1 with the reason in why[cap]. */
+int config_key_set(config *c, policy_rule *rule, const config_key *k, const char *value, char *why,
+                   size_t cap);
+
+/* Look up a user or group by name or number into *id. Returns 0 or -1. */
+int config_resolve_id(const char *name, int is_group, uint32_t *id);
+
+/* "low", "normal", "high" for -1/0/1, else the integer (buf[cap]). */
+const char *config_prio_str(int prio, char *buf, size_t cap);
+/* "error", "warn", "info", "debug". */
+const char *config_log_level_str(int level);
+/* Seconds as the shortest decimal that reads back to the same double. */
+const char *config_seconds_str(double s, char *buf, size_t cap);
+
+#endif

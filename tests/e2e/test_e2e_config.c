@@ -1,0 +1,255 @@
+/* test_e2e_config.c - gpuqd started with --config FILE: the hello reply shows
+ * the file's limits and the daemon enforces them; SIGHUP applies a changed
+ * file, and a broken one changes nothing and is logged with its line;
+ * --check-config prints the settings (exit 0) or FILE:LINE (exit 2). CPU
+ * backend. */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "e2e_util.h"
+
+static uint8_t hbuf[65536];
+static char cdir[256];
+static char conf[320];
+
+static void write_conf(const char *text)
+{
+    /* write then rename, as an editor or a package manager would */
+    char tmp[340];
+    snprintf(tmp, sizeof tmp, "%s.tmp", conf);
+    ck_assert_int_eq(tu_write_file(tmp, text, strlen(text)), 0);
+    ck_assert_int_eq(rename(tmp, conf), 0);
+}
+
+static void setup(void)
+{
+    tu_tmpdir(cdir, sizeof cdir);
+    snprintf(conf, sizeof conf, "%s/gpuqd.conf", cdir);
+    memset(&e2e_d, 0, sizeof e2e_d);
+}
+
+static void teardown(void)
+{
+    if (e2e_d.pid > 0)
+        e2e_teardown();
+    tu_rmtree(cdir);
+}
+
+static void start_with_conf(void)
+{
+    const char *extra[] = {"--config", conf, NULL};
+    e2e_start(extra);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static unsigned hello_max_inflight(void)
+{
+    gpuq_conn *c = e2e_connect("conf", GPUQ_PRIO_NORMAL);
+    unsigned v = gpuq_info(c)->limits.max_inflight;
+    gpuq_close(c);
+    return v;
+}
+
+/* Poll until a new connection's hello shows max_inflight == want. */
+static void wait_max_inflight(unsigned want)
+{
+    double deadline = now_s() + 20;
+    unsigned got;
+    while ((got = hello_max_inflight()) != want && now_s() < deadline)
+        usleep(20000);
+    ck_assert_msg(got == want, "max_inflight %u after SIGHUP, want %u", got, want);
+}
+
+/* Poll until the daemon's log contains needle; returns the log (malloc'd). */
+static char *wait_log(const char *needle)
+{
+    double deadline = now_s() + 20;
+    for (;;) {
+        size_t len = 0;
+        char *log = tu_read_file(e2e_d.log, &len);
+        ck_assert_ptr_nonnull(log);
+        char *z = realloc(log, len + 1);
+        ck_assert_ptr_nonnull(z);
+        z[len] = '\0';
+        if (strstr(z, needle))
+            return z;
+        ck_assert_msg(now_s() < deadline, "'%s' not in the log:\n%s", needle, z);
+        free(z);
+        usleep(20000);
+    }
+}
+
+/* A raw connection after hello: the client library would refuse an
+ * over-size payload itself, the daemon must too. */
+static int hello_socket(void)
+{
+    int fd = e2e_raw_socket();
+    gpuq_request h;
+    gpuq_request_init(&h);
+    h.op = GPUQ_OP_HELLO;
+    h.id = 1;
+    h.version = GPUQ_PROTO_VERSION;
+    strcpy(h.client, "conf-raw");
+    e2e_send_req(fd, &h, NULL, 0);
+    gpuq_reply rep;
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, 0);
+    return fd;
+}
+
+START_TEST(file_limits_and_sighup)
+{
+    write_conf("[limits]\nmax_inflight = 7\nmax_payload = 1M\n[server]\nsocket_mode = 0600\n");
+    start_with_conf();
+    struct stat sb;
+    ck_assert_int_eq(stat(e2e_d.socket, &sb), 0);
+    ck_assert_uint_eq(sb.st_mode & 0777, 0600);
+
+    gpuq_conn *c = e2e_connect("conf", GPUQ_PRIO_NORMAL);
+    ck_assert_uint_eq(gpuq_info(c)->limits.max_inflight, 7);
+    ck_assert_uint_eq(gpuq_info(c)->limits.max_payload, 1u << 20);
+    gpuq_close(c);
+
+    /* 1 MiB + 8 bytes of payload: too large, and the same session goes on */
+    enum { N = (1 << 17) + 1 };
+    double *x = calloc(N, sizeof *x);
+    ck_assert_ptr_nonnull(x);
+    int fd = hello_socket();
+    gpuq_request r;
+    gpuq_request_init(&r);
+    r.id = 2;
+    r.op = GPUQ_OP_NORMALIZE;
+    r.dtype = GPUQ_DT_F64;
+    r.ndim_a = 1;
+    r.shape_a[0] = N;
+    e2e_send_req(fd, &r, x, N * sizeof *x);
+    free(x);
+    gpuq_reply rep;
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_msg(rep.status == GPUQ_E_TOO_LARGE, "got %s (%s)", gpuq_errname(rep.status),
+                  rep.message);
+    ck_assert_uint_eq(rep.id, 2);
+    gpuq_request p;
+    gpuq_request_init(&p);
+    p.op = GPUQ_OP_PING;
+    p.id = 3;
+    e2e_send_req(fd, &p, NULL, 0);
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, 0);
+    ck_assert_uint_eq(rep.id, 3);
+    close(fd);
+    e2e_assert_serves();
+
+    /* a changed file and SIGHUP: new sessions see the new limit */
+    write_conf("[limits]\nmax_inflight = 9\nmax_payload = 1M\n[server]\nsocket_mode = 0600\n");
+    tu_daemon_kill(&e2e_d, SIGHUP);
+    wait_max_inflight(9);
+    free(wait_log("reload: 1 settings changed"));
+    char *log = wait_log("reload: max_inflight 7 -> 9");
+    free(log);
+
+    /* a broken file: logged with its line, nothing changes */
+    write_conf("[limits]\nmax_inflight = 3\nmax_payload = lots\n");
+    tu_daemon_kill(&e2e_d, SIGHUP);
+    char want[400];
+    snprintf(want, sizeof want, "reload failed: %s:3: [limits] max_payload", conf);
+    log = wait_log(want);
+    ck_assert_msg(strstr(log, "keeping the old settings") != NULL, "%s", log);
+    free(log);
+    e2e_assert_serves();
+    ck_assert_uint_eq(hello_max_inflight(), 9);
+    c = e2e_connect("conf", GPUQ_PRIO_NORMAL);
+    ck_assert_uint_eq(gpuq_info(c)->limits.max_payload, 1u << 20);
+    gpuq_close(c);
+}
+END_TEST
+
+/* A setting that needs a restart is warned about and not applied. */
+START_TEST(sighup_restart_only)
+{
+    write_conf("[server]\nsocket_mode = 0600\n[limits]\nmax_sessions = 20\n");
+    start_with_conf();
+    write_conf("[server]\nsocket_mode = 0666\n[limits]\nmax_sessions = 30\n");
+    tu_daemon_kill(&e2e_d, SIGHUP);
+    char *log = wait_log("reload: 1 settings changed");
+    ck_assert_msg(strstr(log, "reload: socket_mode 0600 -> 0666 needs a restart; ignored"), "%s",
+                  log);
+    ck_assert_msg(strstr(log, "reload: max_sessions 20 -> 30"), "%s", log);
+    free(log);
+    gpuq_conn *c = e2e_connect("conf", GPUQ_PRIO_NORMAL);
+    ck_assert_uint_eq(gpuq_info(c)->limits.max_sessions, 30);
+    gpuq_close(c);
+    struct stat sb;
+    ck_assert_int_eq(stat(e2e_d.socket, &sb), 0);
+    ck_assert_uint_eq(sb.st_mode & 0777, 0600);
+}
+END_TEST
+
+START_TEST(check_config_cli)
+{
+    char out[340], err[340];
+    snprintf(out, sizeof out, "%s/out", cdir);
+    snprintf(err, sizeof err, "%s/err", cdir);
+    write_conf("[limits]\nmax_inflight = 7\n\n[user root]\nmax_priority = low\n");
+    const char *argv[] = {GPUQD_PATH, "--check-config", conf, "--max-payload", "2M", NULL};
+    ck_assert_int_eq(tu_run(argv, out, err), 0);
+    size_t len = 0;
+    char *text = tu_read_file(out, &len);
+    ck_assert_ptr_nonnull(text);
+    char *z = realloc(text, len + 1);
+    ck_assert_ptr_nonnull(z);
+    z[len] = '\0';
+    ck_assert_msg(strstr(z, "\nmax_inflight = 7\n") && strstr(z, "\nmax_payload = 2097152\n") &&
+                      strstr(z, "\n[user root]\nmax_priority = low\n") &&
+                      strstr(z, "\n[limits]\n") && strstr(z, "\n[policy]\n"),
+                  "%s", z);
+    free(z);
+
+    write_conf("[limits]\nmax_inflight = 7\n\n[limtis]\n");
+    ck_assert_int_eq(tu_run(argv, out, err), 2);
+    text = tu_read_file(err, &len);
+    ck_assert_ptr_nonnull(text);
+    z = realloc(text, len + 1);
+    ck_assert_ptr_nonnull(z);
+    z[len] = '\0';
+    char want[400];
+    snprintf(want, sizeof want, "gpuqd: %s:4: unknown section [limtis]", conf);
+    ck_assert_msg(strstr(z, want) != NULL, "%s", z);
+    free(z);
+    ck_assert_int_eq(tu_run(argv, out, NULL), 2);
+    text = tu_read_file(out, &len);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_uint_eq(len, 0); /* nothing on stdout */
+    free(text);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("e2e_config");
+    TCase *tc = tcase_create("config");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 90);
+    tcase_add_test(tc, file_limits_and_sighup);
+    tcase_add_test(tc, sighup_restart_only);
+    tcase_add_test(tc, check_config_cli);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run_suite(suite());
+}

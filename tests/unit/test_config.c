@@ -1,0 +1,514 @@
+/* test_config.c - gpuqd's settings: the config file (every key, every error
+ * class with its line), flags over the file in either order, the example
+ * systemd/gpuqd.conf, config_print round trips, user/group resolution, and
+ * what config_log_changes counts. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "header.h"
+#include "log.h"
+#include "testutil.h"
+
+static char dir[256];
+static char path[320];
+
+static void setup(void)
+{
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/gpuqd.conf", dir);
+}
+
+static void teardown(void)
+{
+    tu_rmtree(dir);
+}
+
+static void write_conf(const char *p, const char *text)
+{
+    ck_assert_int_eq(tu_write_file(p, text, strlen(text)), 0);
+}
+
+/* config_load with argv = "gpuqd" followed by args (NULL-terminated). */
+static int load(config *c, const char *const *args)
+{
+    char *argv[32];
+    int argc = 0;
+    argv[argc++] = (char *)"gpuqd";
+    for (size_t i = 0; args && args[i]; i++)
+        argv[argc++] = (char *)args[i];
+    argv[argc] = NULL;
+    return config_load(c, argc, argv);
+}
+
+static int load_file(config *c, const char *p)
+{
+    const char *args[] = {"--config", p, NULL};
+    return load(c, args);
+}
+
+/* Every setting, field by field (not config_path, check_only, error, or the
+ * lines rules were read from). */
+static void assert_same(const config *a, const config *b)
+{
+    ck_assert_str_eq(a->socket, b->socket);
+    ck_assert_uint_eq(a->socket_mode, b->socket_mode);
+    ck_assert_str_eq(a->device, b->device);
+    ck_assert_uint_eq(a->lim.max_header, b->lim.max_header);
+    ck_assert_uint_eq(a->lim.max_payload, b->lim.max_payload);
+    ck_assert_uint_eq(a->lim.max_output, b->lim.max_output);
+    ck_assert_uint_eq(a->lim.max_inflight, b->lim.max_inflight);
+    ck_assert_uint_eq(a->lim.session_staging, b->lim.session_staging);
+    ck_assert_uint_eq(a->lim.total_staging, b->lim.total_staging);
+    ck_assert_uint_eq(a->lim.max_sessions, b->lim.max_sessions);
+    ck_assert_int_eq(a->log_level, b->log_level);
+    ck_assert(a->drain_timeout_s == b->drain_timeout_s);
+    ck_assert_str_eq(a->pol.admin_group, b->pol.admin_group);
+    ck_assert_uint_eq(a->pol.admin_gid, b->pol.admin_gid);
+    ck_assert_int_eq(a->pol.max_priority, b->pol.max_priority);
+    ck_assert_int_eq(a->pol.nrules, b->pol.nrules);
+    for (int i = 0; i < a->pol.nrules; i++) {
+        const policy_rule *x = &a->pol.rules[i], *y = &b->pol.rules[i];
+        ck_assert_int_eq(x->is_group, y->is_group);
+        ck_assert_uint_eq(x->id, y->id);
+        ck_assert_str_eq(x->name, y->name);
+        ck_assert_int_eq(x->max_priority, y->max_priority);
+        ck_assert_uint_eq(x->max_inflight, y->max_inflight);
+        ck_assert_uint_eq(x->session_staging, y->session_staging);
+    }
+}
+
+static const char full_conf[] = "# every key\n"                                 /* 1 */
+                                "[server]\n"                                    /* 2 */
+                                "socket = /tmp/gpuq-x/gpuqd.sock   ; comment\n" /* 3 */
+                                "socket_mode = 0640\n"                          /* 4 */
+                                "device = cpu\n"                                /* 5 */
+                                "log_level = debug   # comment\n"               /* 6 */
+                                "drain_timeout = 12.5\n"                        /* 7 */
+                                "\n"                                            /* 8 */
+                                "[limits]\n"                                    /* 9 */
+                                "  max_header = 8K\n"                           /* 10 */
+                                "max_payload = 1M\n"                            /* 11 */
+                                "max_output = 3G\n"                             /* 12 */
+                                "max_inflight = 7\n"                            /* 13 */
+                                "session_staging = 256M\n"                      /* 14 */
+                                "total_staging = 1G\n"                          /* 15 */
+                                "max_sessions = 100\n"                          /* 16 */
+                                "[policy]\n"                                    /* 17 */
+                                "admin_group = root\n"                          /* 18 */
+                                "max_priority = normal\n"                       /* 19 */
+                                "; rules\n"                                     /* 20 */
+                                "[user root]\n"                                 /* 21 */
+                                "max_priority = high\n"                         /* 22 */
+                                "max_inflight = 16\n"                           /* 23 */
+                                "session_staging = 512M\n"                      /* 24 */
+                                "[group 0]\n"                                   /* 25 */
+                                "max_priority = -3\n"                           /* 26 */
+                                "max_inflight = 4\n"                            /* 27 */
+                                "[user 4242]\n";                                /* 28 */
+
+START_TEST(every_key)
+{
+    config c;
+    write_conf(path, full_conf);
+    ck_assert_msg(load_file(&c, path) == 0, "%s", c.error);
+    ck_assert_str_eq(c.config_path, path);
+    ck_assert(!c.check_only);
+    ck_assert_str_eq(c.socket, "/tmp/gpuq-x/gpuqd.sock");
+    ck_assert_uint_eq(c.socket_mode, 0640);
+    ck_assert_str_eq(c.device, "cpu");
+    ck_assert_int_eq(c.log_level, LOG_LVL_DEBUG);
+    ck_assert(c.drain_timeout_s == 12.5);
+    ck_assert_uint_eq(c.lim.max_header, 8192);
+    ck_assert_uint_eq(c.lim.max_payload, 1u << 20);
+    ck_assert_uint_eq(c.lim.max_output, 3ull << 30);
+    ck_assert_uint_eq(c.lim.max_inflight, 7);
+    ck_assert_uint_eq(c.lim.session_staging, 256u << 20);
+    ck_assert_uint_eq(c.lim.total_staging, 1u << 30);
+    ck_assert_uint_eq(c.lim.max_sessions, 100);
+    ck_assert_str_eq(c.pol.admin_group, "root");
+    ck_assert_uint_eq(c.pol.admin_gid, 0);
+    ck_assert_int_eq(c.pol.max_priority, GPUQ_PRIO_NORMAL);
+    ck_assert_int_eq(c.pol.nrules, 3);
+    const policy_rule *r = c.pol.rules;
+    ck_assert(!r[0].is_group);
+    ck_assert_uint_eq(r[0].id, 0);
+    ck_assert_str_eq(r[0].name, "root");
+    ck_assert_int_eq(r[0].max_priority, GPUQ_PRIO_HIGH);
+    ck_assert_uint_eq(r[0].max_inflight, 16);
+    ck_assert_uint_eq(r[0].session_staging, 512u << 20);
+    ck_assert_int_eq(r[0].line, 21);
+    ck_assert(r[1].is_group);
+    ck_assert_uint_eq(r[1].id, 0);
+    ck_assert_str_eq(r[1].name, "0");
+    ck_assert_int_eq(r[1].max_priority, -3);
+    ck_assert_uint_eq(r[1].max_inflight, 4);
+    ck_assert_uint_eq(r[1].session_staging, 0);
+    ck_assert_int_eq(r[1].line, 25);
+    ck_assert(!r[2].is_group);
+    ck_assert_uint_eq(r[2].id, 4242);
+    ck_assert_int_eq(r[2].max_priority, GPUQ_PRIO_UNSET);
+    ck_assert_uint_eq(r[2].max_inflight, 0);
+    ck_assert_int_eq(r[2].line, 28);
+}
+END_TEST
+
+START_TEST(defaults_without_file)
+{
+    config c;
+    ck_assert_int_eq(load(&c, NULL), 0);
+    gpuq_limits d;
+    gpuq_limits_default(&d);
+    ck_assert_str_eq(c.config_path, "");
+    ck_assert_str_eq(c.socket, "");
+    ck_assert_uint_eq(c.socket_mode, 0660);
+    ck_assert_str_eq(c.device, "auto");
+    ck_assert_int_eq(c.log_level, LOG_LVL_INFO);
+    ck_assert(c.drain_timeout_s == 30.0);
+    ck_assert_uint_eq(c.lim.max_inflight, d.max_inflight);
+    ck_assert_uint_eq(c.lim.total_staging, d.total_staging);
+    ck_assert_str_eq(c.pol.admin_group, "");
+    ck_assert_uint_eq(c.pol.admin_gid, (gid_t)-1);
+    ck_assert_int_eq(c.pol.max_priority, GPUQ_PRIO_HIGH);
+    ck_assert_int_eq(c.pol.nrules, 0);
+}
+END_TEST
+
+/* Flags win over the file whether they come before or after --config. */
+START_TEST(flags_override_file)
+{
+    write_conf(path, full_conf);
+    const char *after[] = {"--config",
+                           path,
+                           "--max-inflight",
+                           "3",
+                           "--socket-mode",
+                           "600",
+                           "--admin-group",
+                           "0",
+                           "--max-priority",
+                           "-2",
+                           "--log-level",
+                           "warn",
+                           "--socket",
+                           "/tmp/other.sock",
+                           NULL};
+    const char *before[] = {"--max-inflight",
+                            "3",
+                            "--socket-mode",
+                            "600",
+                            "--admin-group",
+                            "0",
+                            "--max-priority",
+                            "-2",
+                            "--log-level",
+                            "warn",
+                            "--socket",
+                            "/tmp/other.sock",
+                            "--config",
+                            path,
+                            NULL};
+    const char *const *orders[] = {after, before};
+    for (int i = 0; i < 2; i++) {
+        config c;
+        ck_assert_msg(load(&c, orders[i]) == 0, "%s", c.error);
+        ck_assert_uint_eq(c.lim.max_inflight, 3);
+        ck_assert_uint_eq(c.socket_mode, 0600);
+        ck_assert_str_eq(c.pol.admin_group, "0");
+        ck_assert_uint_eq(c.pol.admin_gid, 0);
+        ck_assert_int_eq(c.pol.max_priority, -2);
+        ck_assert_int_eq(c.log_level, LOG_LVL_WARN);
+        ck_assert_str_eq(c.socket, "/tmp/other.sock");
+        /* the file's other values stay */
+        ck_assert_uint_eq(c.lim.max_payload, 1u << 20);
+        ck_assert_str_eq(c.device, "cpu");
+        ck_assert_int_eq(c.pol.nrules, 3);
+    }
+}
+END_TEST
+
+START_TEST(flag_errors)
+{
+    config c;
+    const char *zero[] = {"--max-inflight", "0", NULL};
+    ck_assert_int_eq(load(&c, zero), -1);
+    ck_assert_msg(strstr(c.error, "--max-inflight") && strstr(c.error, "1 .. 1048576"), "%s",
+                  c.error);
+    const char *mode[] = {"--socket-mode", "8", NULL};
+    ck_assert_int_eq(load(&c, mode), -1);
+    ck_assert_msg(strstr(c.error, "--socket-mode") != NULL, "%s", c.error);
+    const char *grp[] = {"--admin-group", "no-such-group-gpuq", NULL};
+    ck_assert_int_eq(load(&c, grp), -1);
+    ck_assert_msg(strstr(c.error, "unknown group 'no-such-group-gpuq'") != NULL, "%s", c.error);
+    const char *unknown[] = {"--no-such-flag", NULL};
+    ck_assert_int_eq(load(&c, unknown), -1);
+    ck_assert_msg(strstr(c.error, "--no-such-flag") != NULL, "%s", c.error);
+    const char *missing[] = {"--config", path, NULL}; /* setup made no file */
+    ck_assert_int_eq(load(&c, missing), -1);
+    char want[400];
+    snprintf(want, sizeof want, "cannot open %s: No such file or directory", path);
+    ck_assert_str_eq(c.error, want);
+}
+END_TEST
+
+/* One error per entry: the file, the line it must name, and what the
+ * message must say. */
+static const struct {
+    const char *text;
+    int line;
+    const char *say1, *say2;
+} bad[] = {
+    {"[server]\n[bogus]\n", 2, "unknown section", "[bogus]"},
+    {"[server x]\n", 1, "unknown section", "[server x]"},
+    {"[server]\nlog_level = info\nfoo = 1\n", 3, "unknown key 'foo'", "[server]"},
+    {"[limits]\nsocket = /x\n", 2, "unknown key 'socket'", "[limits]"},
+    {"[user root]\nmax_payload = 1\n", 2, "unknown key 'max_payload'", "[user root]"},
+    {"[limits]\nmax_inflight = lots\n", 2, "max_inflight", "bad number 'lots'"},
+    {"[limits]\n\nmax_payload = 12X\n", 3, "max_payload", "bad size '12X'"},
+    {"[server]\ndrain_timeout = soon\n", 2, "drain_timeout", "bad number of seconds"},
+    {"[server]\nsocket_mode = 0999\n", 2, "socket_mode", "bad octal mode"},
+    {"[limits]\nmax_inflight = 0\n", 2, "max_inflight", "out of range (1 .. 1048576)"},
+    {"[limits]\nmax_sessions = 2M\n", 2, "max_sessions", "out of range (1 .. 1048576)"},
+    {"[limits]\nmax_header = 2G\n", 2, "max_header", "out of range (1 .. 1G)"},
+    {"[limits]\nmax_payload = 0\n", 2, "max_payload", "out of range (at least 1)"},
+    {"[server]\ndrain_timeout = 86401\n", 2, "drain_timeout", "out of range (0 .. 86400"},
+    {"[server]\nsocket_mode = 01777\n", 2, "socket_mode", "out of range (0000 .. 0777)"},
+    {"[server]\ndevice = gpu\n", 2, "device", "auto, cuda or cpu"},
+    {"[server]\nlog_level = loud\n", 2, "log_level", "error, warn, info or debug"},
+    {"[policy]\nmax_priority = 6\n", 2, "max_priority", "-5 .. 5"},
+    {"[group root]\nmax_priority = urgent\n", 2, "max_priority", "low, normal, high"},
+    {"[server]\ndevice =\n", 2, "device", "empty value"},
+    {"[user no-such-user-gpuq]\n", 1, "unknown user 'no-such-user-gpuq'", ""},
+    {"[group no-such-group-gpuq]\n", 1, "unknown group 'no-such-group-gpuq'", ""},
+    {"[policy]\nadmin_group = no-such-group-gpuq\n", 2, "admin_group", "unknown group"},
+    {"[user]\n", 1, "[user] needs", "NAME"},
+    {"[user root]\nmax_inflight = 2\n[user 0]\n", 3, "named twice", "first at line 1"},
+    {"[group 0]\n[user 0]\n[group root]\n", 3, "named twice", "gid 0"},
+    {"max_inflight = 2\n", 1, "outside a section", "max_inflight"},
+    {"[server]\nthis line has no equals sign\n", 2, "syntax error", ""},
+    {"[server\n", 1, "syntax error", ""},
+};
+
+START_TEST(file_errors)
+{
+    config c;
+    write_conf(path, bad[_i].text);
+    ck_assert_int_eq(load_file(&c, path), -1);
+    char want[400];
+    snprintf(want, sizeof want, "%s:%d: ", path, bad[_i].line);
+    ck_assert_msg(strncmp(c.error, want, strlen(want)) == 0, "case %d: '%s' does not start '%s'",
+                  _i, c.error, want);
+    ck_assert_msg(strstr(c.error, bad[_i].say1) && strstr(c.error, bad[_i].say2),
+                  "case %d: '%s' should say '%s' and '%s'", _i, c.error, bad[_i].say1,
+                  bad[_i].say2);
+    ck_assert_ptr_null(strchr(c.error, '\n'));
+}
+END_TEST
+
+START_TEST(too_many_rules)
+{
+    size_t cap = 64 * (GPUQ_POLICY_MAX_RULES + 2);
+    char *text = malloc(cap);
+    ck_assert_ptr_nonnull(text);
+    size_t n = 0;
+    for (int i = 0; i <= GPUQ_POLICY_MAX_RULES; i++)
+        n += (size_t)snprintf(text + n, cap - n, "[user %d]\n", 10000 + i);
+    write_conf(path, text);
+    free(text);
+    config c;
+    ck_assert_int_eq(load_file(&c, path), -1);
+    char want[400];
+    snprintf(want, sizeof want, "%s:%d: more than %d", path, GPUQ_POLICY_MAX_RULES + 1,
+             GPUQ_POLICY_MAX_RULES);
+    ck_assert_msg(strncmp(c.error, want, strlen(want)) == 0, "%s", c.error);
+    /* exactly the maximum is fine */
+    text = malloc(cap);
+    ck_assert_ptr_nonnull(text);
+    n = 0;
+    for (int i = 0; i < GPUQ_POLICY_MAX_RULES; i++)
+        n += (size_t)snprintf(text + n, cap - n, "[group %d]\n", 10000 + i);
+    write_conf(path, text);
+    free(text);
+    ck_assert_msg(load_file(&c, path) == 0, "%s", c.error);
+    ck_assert_int_eq(c.pol.nrules, GPUQ_POLICY_MAX_RULES);
+}
+END_TEST
+
+/* inih would read an over-long line as two; the reader refuses it. */
+START_TEST(long_line)
+{
+    char text[400];
+    snprintf(text, sizeof text, "[server]\nsocket = /%0250d\n", 0);
+    write_conf(path, text);
+    config c;
+    ck_assert_int_eq(load_file(&c, path), -1);
+    char want[400];
+    snprintf(want, sizeof want, "%s:2: line longer than", path);
+    ck_assert_msg(strncmp(c.error, want, strlen(want)) == 0, "%s", c.error);
+}
+END_TEST
+
+START_TEST(root_ids)
+{
+    static const char *const texts[] = {"[user root]\n", "[user 0]\n", "[group root]\n",
+                                        "[group 0]\n"};
+    for (int i = 0; i < 4; i++) {
+        config c;
+        write_conf(path, texts[i]);
+        ck_assert_msg(load_file(&c, path) == 0, "%s", c.error);
+        ck_assert_int_eq(c.pol.nrules, 1);
+        ck_assert_uint_eq(c.pol.rules[0].id, 0);
+        ck_assert_int_eq(c.pol.rules[0].is_group, i >= 2);
+        ck_assert_int_eq(c.pol.rules[0].line, 1);
+    }
+}
+END_TEST
+
+/* systemd/gpuqd.conf sets every key to its default. */
+START_TEST(example_is_defaults)
+{
+    config ex, def;
+    ck_assert_msg(load_file(&ex, GPUQ_TESTS_DIR "/../systemd/gpuqd.conf") == 0, "%s", ex.error);
+    ck_assert_int_eq(load(&def, NULL), 0);
+    assert_same(&ex, &def);
+}
+END_TEST
+
+/* config_print's output loads back to the same settings. */
+START_TEST(print_round_trip)
+{
+    static const char *const texts[] = {full_conf, "", "[policy]\nmax_priority = 4\n"};
+    for (int i = 0; i < 3; i++) {
+        config a, b;
+        write_conf(path, texts[i]);
+        ck_assert_msg(load_file(&a, path) == 0, "%s", a.error);
+        char out[400];
+        snprintf(out, sizeof out, "%s/printed.conf", dir);
+        FILE *f = fopen(out, "w");
+        ck_assert_ptr_nonnull(f);
+        config_print(&a, f);
+        ck_assert_int_eq(fclose(f), 0);
+        ck_assert_msg(load_file(&b, out) == 0, "%s", b.error);
+        assert_same(&a, &b);
+    }
+}
+END_TEST
+
+START_TEST(check_config_flag)
+{
+    write_conf(path, full_conf);
+    const char *args[] = {"--check-config", path, NULL};
+    config c;
+    /* prints to stdout and asks the caller to exit 0 */
+    ck_assert_int_eq(load(&c, args), 1);
+    ck_assert(c.check_only);
+    ck_assert_uint_eq(c.lim.max_inflight, 7);
+    write_conf(path, "[limits]\nmax_inflight = none\n");
+    ck_assert_int_eq(load(&c, args), -1);
+}
+END_TEST
+
+START_TEST(log_changes_counts)
+{
+    config a, b;
+    ck_assert_int_eq(load(&a, NULL), 0);
+    ck_assert_int_eq(load(&b, NULL), 0);
+    ck_assert_int_eq(config_log_changes(&a, &b), 0);
+    /* restart-only settings are warned about, not counted */
+    snprintf(b.socket, sizeof b.socket, "/tmp/elsewhere.sock");
+    b.socket_mode = 0600;
+    snprintf(b.device, sizeof b.device, "cpu");
+    ck_assert_int_eq(config_log_changes(&a, &b), 0);
+    write_conf(path, "[limits]\nmax_inflight = 32\ntotal_staging = 1G\n"
+                     "[server]\nlog_level = debug\ndrain_timeout = 5\n"
+                     "[policy]\nmax_priority = low\n"
+                     "[user root]\nmax_inflight = 2\n[group 0]\n");
+    ck_assert_msg(load_file(&b, path) == 0, "%s", b.error);
+    /* max_inflight, total_staging, session_staging (cut to total), log_level,
+     * drain_timeout, max_priority, two rules added */
+    ck_assert_int_eq(config_log_changes(&a, &b), 8);
+    config c;
+    write_conf(path, "[limits]\nmax_inflight = 32\ntotal_staging = 1G\n"
+                     "[server]\nlog_level = debug\ndrain_timeout = 5\n"
+                     "[policy]\nmax_priority = low\n"
+                     "[user 0]\nmax_inflight = 3\nmax_priority = low\n");
+    ck_assert_msg(load_file(&c, path) == 0, "%s", c.error);
+    /* [group 0] removed; [user root] = [user 0]: max_inflight and max_priority */
+    ck_assert_int_eq(config_log_changes(&b, &c), 3);
+    ck_assert_int_eq(config_log_changes(&c, &c), 0);
+}
+END_TEST
+
+/* config_reload reads the same arguments again, and a failure says why. */
+START_TEST(reload_rereads)
+{
+    write_conf(path, "[limits]\nmax_inflight = 7\n");
+    char *argv[] = {(char *)"gpuqd",         (char *)"--config", path,
+                    (char *)"--max-payload", (char *)"1M",       NULL};
+    config c, r;
+    ck_assert_int_eq(config_load(&c, 5, argv), 0);
+    ck_assert_uint_eq(c.lim.max_inflight, 7);
+    write_conf(path, "[limits]\nmax_inflight = 9\nmax_payload = 2M\n");
+    ck_assert_msg(config_reload(&r, 5, argv) == 0, "%s", r.error);
+    ck_assert_uint_eq(r.lim.max_inflight, 9);
+    ck_assert_uint_eq(r.lim.max_payload, 1u << 20); /* the flag still wins */
+    ck_assert_str_eq(argv[2], path);                /* argv untouched */
+    write_conf(path, "[limits]\nmax_inflight = 9\n\nmax_inflight = -1\n");
+    ck_assert_int_eq(config_reload(&r, 5, argv), -1);
+    char want[400];
+    snprintf(want, sizeof want, "%s:4: ", path);
+    ck_assert_msg(strncmp(r.error, want, strlen(want)) == 0, "%s", r.error);
+    tu_rmtree(path);
+    ck_assert_int_eq(config_reload(&r, 5, argv), -1);
+    ck_assert_msg(strstr(r.error, "cannot open") != NULL, "%s", r.error);
+}
+END_TEST
+
+START_TEST(parse_priority)
+{
+    int p = 99;
+    ck_assert_int_eq(config_parse_priority("low", &p), 0);
+    ck_assert_int_eq(p, GPUQ_PRIO_LOW);
+    ck_assert_int_eq(config_parse_priority("high", &p), 0);
+    ck_assert_int_eq(p, GPUQ_PRIO_HIGH);
+    ck_assert_int_eq(config_parse_priority("-5", &p), 0);
+    ck_assert_int_eq(p, -5);
+    ck_assert_int_eq(config_parse_priority("5", &p), 0);
+    ck_assert_int_eq(p, 5);
+    ck_assert_int_eq(config_parse_priority("6", &p), -1);
+    ck_assert_int_eq(config_parse_priority("", &p), -1);
+    ck_assert_int_eq(config_parse_priority("2x", &p), -1);
+    ck_assert_int_eq(p, 5);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("config");
+    TCase *tc = tcase_create("config");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, every_key);
+    tcase_add_test(tc, defaults_without_file);
+    tcase_add_test(tc, flags_override_file);
+    tcase_add_test(tc, flag_errors);
+    tcase_add_loop_test(tc, file_errors, 0, (int)(sizeof bad / sizeof bad[0]));
+    tcase_add_test(tc, too_many_rules);
+    tcase_add_test(tc, long_line);
+    tcase_add_test(tc, root_ids);
+    tcase_add_test(tc, example_is_defaults);
+    tcase_add_test(tc, print_round_trip);
+    tcase_add_test(tc, check_config_flag);
+    tcase_add_test(tc, log_changes_counts);
+    tcase_add_test(tc, reload_rereads);
+    tcase_add_test(tc, parse_priority);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run_suite(suite());
+}
