@@ -553,6 +553,69 @@ START_TEST(nonadmin_refused)
 }
 END_TEST
 
+/* Caps from a config file: a [user] rule for the non-admin. */
+static int caps_body(void)
+{
+    gpuq_connect_opts o = {.socket_path = e2e_d.socket, .client_name = "capped",
+                           .priority = GPUQ_PRIO_HIGH, .device = -1};
+    gpuq_conn *c = NULL;
+    if (gpuq_connect(&o, &c))
+        return child_fail("connect: %s", c ? gpuq_errmsg(c) : "?");
+    const gpuq_server_info *si = gpuq_info(c);
+    if (si->priority_granted != GPUQ_PRIO_LOW)
+        return child_fail("asked high, granted %d (want low)", si->priority_granted);
+    if (si->limits.max_inflight != 2 || si->limits.session_staging != (1u << 20))
+        return child_fail("caps in hello: max_inflight %u, session_staging %llu",
+                          si->limits.max_inflight,
+                          (unsigned long long)si->limits.session_staging);
+    /* a request needing more than 1 MiB of staging: too_large */
+    static double x[100000], y[100000];
+    for (int i = 0; i < 100000; i++)
+        x[i] = 1;
+    int rc = gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 100000, 1, y);
+    if (rc != GPUQ_E_TOO_LARGE)
+        return child_fail("1.6 MB request: %d, want too_large", rc);
+    rc = gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 1000, 1, y);
+    if (rc || y[0] != 1e-3)
+        return child_fail("small request after: %d", rc);
+    gpuq_close(c);
+    return 0;
+}
+
+START_TEST(caps_from_config)
+{
+    char path[320], rule[64];
+    tu_daemon_stop(&e2e_d);
+    char dir[256];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/gpuqd.conf", dir);
+    if (getuid() == 0)
+        snprintf(rule, sizeof rule, "%s", TEST_USER);
+    else
+        snprintf(rule, sizeof rule, "%u", (unsigned)getuid());
+    char text[512];
+    int n = snprintf(text, sizeof text,
+                     "[policy]\nmax_priority = normal\n\n[user %s]\nmax_priority = low\n"
+                     "max_inflight = 2\nsession_staging = 1M\n",
+                     rule);
+    ck_assert_int_eq(tu_write_file(path, text, (size_t)n), 0);
+    const char *extra[] = {"--config", path, NULL};
+    if (getuid() == 0)
+        start_admin(extra);
+    else
+        e2e_start(extra);
+    as_nonadmin(caps_body);
+    if (getuid() == 0) {
+        /* root is an admin: not capped by max_priority, no rule names it */
+        gpuq_conn *r = e2e_connect("root", GPUQ_PRIO_HIGH);
+        ck_assert_int_eq(gpuq_info(r)->priority_granted, GPUQ_PRIO_HIGH);
+        ck_assert_uint_eq(gpuq_info(r)->limits.max_inflight, GPUQ_DEFAULT_MAX_INFLIGHT);
+        gpuq_close(r);
+    }
+    tu_rmtree(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("e2e_admin");
@@ -577,6 +640,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(na, admin_setup, e2e_teardown);
     tcase_set_timeout(na, 60);
     tcase_add_test(na, nonadmin_refused);
+    tcase_add_test(na, caps_from_config);
     suite_add_tcase(s, na);
     return s;
 }
