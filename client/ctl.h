@@ -51,6 +51,9 @@ int ctl_fail(int code, const char *msg);
 int ctl_failf(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Connect with ctx's socket and priority; prints the error itself. */
 int ctl_connect(const ctl_ctx *ctx, gpuq_conn **c);
+/* For commands without options or arguments: parse (only --json/--priority)
+ * and connect. Returns 0 or the exit status (message printed). */
+int ctl_connect_bare(ctl_ctx *ctx, int argc, const char **argv, gpuq_conn **c);
 
 /* Strict number parsing: whole string, finite, in range. 0 or -1. */
 int ctl_parse_double(const char *s, double *v);

@@ -73,13 +73,9 @@ static int sessions_table(const uint8_t *doc, size_t len)
 
 static int sessions_exec(ctl_ctx *ctx, int argc, const char **argv)
 {
-    const char *pos[1];
-    int npos;
-    int rc = ctl_parse_args(ctx, argc, argv, NULL, 0, pos, &npos, NULL);
-    if (rc)
-        return rc;
     gpuq_conn *c;
-    if ((rc = ctl_connect(ctx, &c)))
+    int rc = ctl_connect_bare(ctx, argc, argv, &c);
+    if (rc)
         return rc;
     uint8_t *doc;
     size_t len;
@@ -96,13 +92,9 @@ static int sessions_exec(ctl_ctx *ctx, int argc, const char **argv)
 
 static int metrics_exec(ctl_ctx *ctx, int argc, const char **argv)
 {
-    const char *pos[1];
-    int npos;
-    int rc = ctl_parse_args(ctx, argc, argv, NULL, 0, pos, &npos, NULL);
-    if (rc)
-        return rc;
     gpuq_conn *c;
-    if ((rc = ctl_connect(ctx, &c)))
+    int rc = ctl_connect_bare(ctx, argc, argv, &c);
+    if (rc)
         return rc;
     char *text;
     size_t len;

@@ -154,13 +154,9 @@ static int print_status(gpuq_mpr *r)
 
 static int status_exec(ctl_ctx *ctx, int argc, const char **argv)
 {
-    const char *pos[1];
-    int npos;
-    int rc = ctl_parse_args(ctx, argc, argv, NULL, 0, pos, &npos, NULL);
-    if (rc)
-        return rc;
     gpuq_conn *c;
-    if ((rc = ctl_connect(ctx, &c)))
+    int rc = ctl_connect_bare(ctx, argc, argv, &c);
+    if (rc)
         return rc;
     const uint8_t *info;
     size_t len;

@@ -86,6 +86,14 @@ int ctl_connect(const ctl_ctx *ctx, gpuq_conn **c)
     return 0;
 }
 
+int ctl_connect_bare(ctl_ctx *ctx, int argc, const char **argv, gpuq_conn **c)
+{
+    const char *pos[1];
+    int npos;
+    int rc = ctl_parse_args(ctx, argc, argv, NULL, 0, pos, &npos, NULL);
+    return rc ? rc : ctl_connect(ctx, c);
+}
+
 int ctl_parse_double(const char *s, double *v)
 {
     if (!s || !*s)

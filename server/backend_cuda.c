@@ -397,17 +397,23 @@ static void on_async(uv_async_t *h)
     timer_start_if_needed(b);
 }
 
-static void on_timer(uv_timer_t *t)
+/* Complete what is finished on every busy session. */
+static void drain_all(backend_cuda *b)
 {
-    backend_cuda *b = t->data;
     b->walking++;
-    for (cuda_sess *s = b->sessions; s; s = s->next)
+    for (cuda_sess *s = b->sessions; s && !b->base.lost; s = s->next)
         if (s->head)
             drain_session(b, s);
     if (b->base.lost)
         fail_all(b);
     b->walking--;
     reap_sessions(b);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    backend_cuda *b = t->data;
+    drain_all(b);
     if (b->inflight == 0 && b->timer_on) {
         uv_timer_stop(&b->timer);
         b->timer_on = 0;
@@ -424,14 +430,7 @@ static void on_spin(uv_idle_t *h)
     backend_cuda *b = h->data;
     uint64_t now = uv_hrtime();
     uint64_t before = b->inflight;
-    b->walking++;
-    for (cuda_sess *s = b->sessions; s && !b->base.lost; s = s->next)
-        if (s->head)
-            drain_session(b, s);
-    if (b->base.lost)
-        fail_all(b);
-    b->walking--;
-    reap_sessions(b);
+    drain_all(b);
     if (b->inflight < before)
         b->spin_until = now + b->spin_ns;
     if (b->inflight > 0 && now < b->spin_until && !b->base.lost)

@@ -132,6 +132,33 @@ int e2e_read_reply(int fd, gpuq_reply *rep, uint8_t *hdrbuf, size_t hdrcap)
     return 0;
 }
 
+int e2e_hello_socket(const char *client, uint8_t *hbuf, size_t cap)
+{
+    int fd = e2e_raw_socket();
+    gpuq_request h;
+    gpuq_request_init(&h);
+    h.op = GPUQ_OP_HELLO;
+    h.id = 1;
+    h.version = GPUQ_PROTO_VERSION;
+    snprintf(h.client, sizeof h.client, "%s", client);
+    e2e_send_req(fd, &h, NULL, 0);
+    gpuq_reply rep;
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, cap), 0);
+    ck_assert_int_eq(rep.status, 0);
+    return fd;
+}
+
+gpuq_request e2e_norm_req(uint64_t n)
+{
+    gpuq_request r;
+    gpuq_request_init(&r);
+    r.op = GPUQ_OP_NORMALIZE;
+    r.dtype = GPUQ_DT_F64;
+    r.ndim_a = 1;
+    r.shape_a[0] = n;
+    return r;
+}
+
 void e2e_assert_serves(void)
 {
     gpuq_conn *c = e2e_connect("probe", GPUQ_PRIO_NORMAL);

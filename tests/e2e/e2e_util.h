@@ -19,6 +19,11 @@ void e2e_start(const char *const *extra);
 gpuq_conn *e2e_connect(const char *name, int priority);
 /* A plain socket to e2e_d, no hello. */
 int e2e_raw_socket(void);
+/* A raw socket that has done its hello (client name given); reply headers
+ * are read into hbuf[cap]. */
+int e2e_hello_socket(const char *client, uint8_t *hbuf, size_t cap);
+/* A float64 1-D normalize (method sum) request of n elements. */
+gpuq_request e2e_norm_req(uint64_t n);
 /* Send a frame: prefix + header bytes + payload (payload_len may differ from
  * plen to lie about sizes; only plen bytes are sent). */
 void e2e_send_frame(int fd, const void *hdr, uint32_t hlen, uint64_t payload_len,

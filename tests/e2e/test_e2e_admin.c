@@ -344,20 +344,10 @@ START_TEST(set_limit_applies)
     for (int i = 0; i < 256; i++)
         x[i] = i + 1;
     /* 2 KiB payload over the new 1 KiB limit: refused, the stream goes on */
-    gpuq_request r;
-    gpuq_request_init(&r);
-    r.op = GPUQ_OP_NORMALIZE;
-    r.dtype = GPUQ_DT_F64;
-    r.ndim_a = 1;
-    r.shape_a[0] = 256;
-    int fd = e2e_raw_socket();
-    gpuq_request h;
-    gpuq_request_init(&h);
-    h.op = GPUQ_OP_HELLO;
-    e2e_send_req(fd, &h, NULL, 0);
-    gpuq_reply rep;
+    gpuq_request r = e2e_norm_req(256);
     uint8_t hb[8192];
-    ck_assert_int_eq(e2e_read_reply(fd, &rep, hb, sizeof hb), 0);
+    int fd = e2e_hello_socket("raw", hb, sizeof hb);
+    gpuq_reply rep;
     r.id = 2;
     e2e_send_req(fd, &r, x, sizeof x);
     ck_assert_int_eq(e2e_read_reply(fd, &rep, hb, sizeof hb), 0);
@@ -413,12 +403,7 @@ START_TEST(kill_session_in_flight)
     for (int i = 0; i < 4096; i++)
         x[i] = i + 1;
     for (int k = 0; k < 4; k++) {
-        gpuq_request r;
-        gpuq_request_init(&r);
-        r.op = GPUQ_OP_NORMALIZE;
-        r.dtype = GPUQ_DT_F64;
-        r.ndim_a = 1;
-        r.shape_a[0] = 4096;
+        gpuq_request r = e2e_norm_req(4096);
         ck_assert_int_eq(gpuq_submit(victim, &r, x, sizeof x, NULL, 0, y[k], sizeof y[k], NULL), 0);
     }
     gpuq_conn *adm = e2e_connect("admin", GPUQ_PRIO_NORMAL);

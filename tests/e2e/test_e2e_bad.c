@@ -11,21 +11,6 @@
 static uint8_t hbuf[65536];
 
 /* A raw connection that has done hello. */
-static int hello_socket(void)
-{
-    int fd = e2e_raw_socket();
-    gpuq_request h;
-    gpuq_request_init(&h);
-    h.op = GPUQ_OP_HELLO;
-    h.id = 1;
-    h.version = GPUQ_PROTO_VERSION;
-    strcpy(h.client, "bad");
-    e2e_send_req(fd, &h, NULL, 0);
-    gpuq_reply rep;
-    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
-    ck_assert_int_eq(rep.status, 0);
-    return fd;
-}
 
 /* Send req with payload, expect an error reply with code, then a ping on the
  * same connection still works. */
@@ -62,7 +47,7 @@ static gpuq_request norm_req(uint64_t id, gpuq_dtype dt, uint64_t n)
 
 START_TEST(msgpack_huge_array_header)
 {
-    int fd = hello_socket();
+    int fd = e2e_hello_socket("bad", hbuf, sizeof hbuf);
     /* msgpack-c issue 1013: an array32 claiming 2^32-1 elements. */
     const uint8_t evil[] = {0xdd, 0xff, 0x00, 0x00, 0x00};
     e2e_send_frame(fd, evil, sizeof evil, 0, NULL, 0);
@@ -87,7 +72,7 @@ END_TEST
 
 START_TEST(bad_prefix_closes_after_error)
 {
-    int fd = hello_socket();
+    int fd = e2e_hello_socket("bad", hbuf, sizeof hbuf);
     const uint8_t junk[GPUQ_PREFIX_SIZE] = "XXXXjunkjunkjunkjunk";
     ck_assert_int_eq(write(fd, junk, sizeof junk), (ssize_t)sizeof junk);
     gpuq_reply rep;
@@ -132,7 +117,7 @@ END_TEST
 
 START_TEST(bad_arguments)
 {
-    int fd = hello_socket();
+    int fd = e2e_hello_socket("bad", hbuf, sizeof hbuf);
     double x[8] = {1, 2, 3, 4, 5, 6, 7, 8};
 
     gpuq_request r = norm_req(10, GPUQ_DT_F64, 0); /* empty array */
@@ -259,7 +244,7 @@ START_TEST(limits)
     const char *extra[] = {"--max-header", "512", "--max-payload", "4096", "--max-output",
                            "8192", NULL};
     e2e_start(extra);
-    int fd = hello_socket();
+    int fd = e2e_hello_socket("bad", hbuf, sizeof hbuf);
     /* header over max_header: 600 bytes of a msgpack string */
     uint8_t hdr[600];
     memset(hdr, 'a', sizeof hdr);
@@ -294,7 +279,7 @@ END_TEST
 START_TEST(hangup_mid_payload)
 {
     for (int i = 0; i < 20; i++) {
-        int fd = hello_socket();
+        int fd = e2e_hello_socket("bad", hbuf, sizeof hbuf);
         gpuq_request r = norm_req(40, GPUQ_DT_F64, 1000);
         double x[100] = {1};
         uint8_t *h = NULL;

@@ -93,21 +93,6 @@ static char *wait_log(const char *needle)
 
 /* A raw connection after hello: the client library would refuse an
  * over-size payload itself, the daemon must too. */
-static int hello_socket(void)
-{
-    int fd = e2e_raw_socket();
-    gpuq_request h;
-    gpuq_request_init(&h);
-    h.op = GPUQ_OP_HELLO;
-    h.id = 1;
-    h.version = GPUQ_PROTO_VERSION;
-    strcpy(h.client, "conf-raw");
-    e2e_send_req(fd, &h, NULL, 0);
-    gpuq_reply rep;
-    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
-    ck_assert_int_eq(rep.status, 0);
-    return fd;
-}
 
 START_TEST(file_limits_and_sighup)
 {
@@ -126,7 +111,7 @@ START_TEST(file_limits_and_sighup)
     enum { N = (1 << 17) + 1 };
     double *x = calloc(N, sizeof *x);
     ck_assert_ptr_nonnull(x);
-    int fd = hello_socket();
+    int fd = e2e_hello_socket("conf-raw", hbuf, sizeof hbuf);
     gpuq_request r;
     gpuq_request_init(&r);
     r.id = 2;

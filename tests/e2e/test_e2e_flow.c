@@ -107,12 +107,7 @@ START_TEST(disconnect_in_flight)
         for (int j = 0; j < 4096; j++)
             x[j] = j + 1;
         for (int i = 0; i < 8; i++) {
-            gpuq_request r;
-            gpuq_request_init(&r);
-            r.op = GPUQ_OP_NORMALIZE;
-            r.dtype = GPUQ_DT_F64;
-            r.ndim_a = 1;
-            r.shape_a[0] = 4096;
+            gpuq_request r = e2e_norm_req(4096);
             uint64_t id;
             ck_assert_int_eq(gpuq_submit(c, &r, x, sizeof x, NULL, 0, y[i], sizeof y[i], &id), 0);
         }

@@ -23,16 +23,6 @@ static void start_cuda(const char *env, const char *val)
         unsetenv(env);
 }
 
-static gpuq_request norm_req(uint64_t n)
-{
-    gpuq_request r;
-    gpuq_request_init(&r);
-    r.op = GPUQ_OP_NORMALIZE;
-    r.dtype = GPUQ_DT_F64;
-    r.ndim_a = 1;
-    r.shape_a[0] = n;
-    return r;
-}
 
 START_TEST(priorities_per_session)
 {
@@ -55,7 +45,7 @@ START_TEST(priorities_per_session)
     gpuq_conn *cs[3] = {lo, no, hi};
     for (int i = 0; i < N; i++)
         for (int k = 0; k < 3; k++) {
-            gpuq_request r = norm_req(LEN);
+            gpuq_request r = e2e_norm_req(LEN);
             r.method = GPUQ_NORM_L1;
             uint64_t id;
             ck_assert_int_eq(gpuq_submit(cs[k], &r, x, sizeof x, NULL, 0, y[k][i], sizeof y[k][i],
@@ -109,7 +99,7 @@ START_TEST(sticky_error_answers_all_then_exits)
     for (int j = 0; j < 4096; j++)
         x[j] = 1;
     for (int i = 0; i < N; i++) {
-        gpuq_request r = norm_req(4096);
+        gpuq_request r = e2e_norm_req(4096);
         uint64_t id;
         ck_assert_int_eq(gpuq_submit(c, &r, x, sizeof x, NULL, 0, y[i], sizeof y[i], &id), 0);
     }
