@@ -41,6 +41,19 @@ int config_parse_size(const char *s, uint64_t *out)
     return 0;
 }
 
+/* What --version says was built in. */
+#ifdef GPUQ_HAVE_SYSTEMD
+#define GPUQD_FEAT_SYSTEMD "systemd"
+#else
+#define GPUQD_FEAT_SYSTEMD "no systemd"
+#endif
+#ifdef GPUQ_HAVE_CUDA
+#define GPUQD_FEAT_CUDA "cuda"
+#else
+#define GPUQD_FEAT_CUDA "no cuda"
+#endif
+#define GPUQD_FEATURES GPUQD_FEAT_SYSTEMD ", " GPUQD_FEAT_CUDA
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -157,7 +170,7 @@ int config_load(config *c, int argc, char **argv)
             }
             break;
         }
-        case O_VERSION: printf("gpuqd " GPUQD_VERSION "\n"); return 1;
+        case O_VERSION: printf("gpuqd " GPUQD_VERSION " (%s)\n", GPUQD_FEATURES); return 1;
         case O_HELP: usage(stdout); return 1;
         default: usage(stderr); return -1;
         }

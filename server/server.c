@@ -10,6 +10,7 @@
 #include "dispatch.h"
 #include "listener.h"
 #include "log.h"
+#include "sdnotify.h"
 #include "session.h"
 
 static void server_on_connection(uv_stream_t *ls, int status)
@@ -68,6 +69,7 @@ static void server_finish(server *srv)
         uv_close((uv_handle_t *)&srv->sigint, NULL);
     if (!uv_is_closing((uv_handle_t *)&srv->sigterm))
         uv_close((uv_handle_t *)&srv->sigterm, NULL);
+    sdnotify_close(&srv->sd);
     for (session *s = srv->sessions, *next; s; s = next) {
         next = s->next;
         session_close(s);
@@ -92,10 +94,13 @@ void server_shutdown(server *srv, int code)
 {
     if (code > srv->exit_code)
         srv->exit_code = code;
-    if (srv->draining)
+    if (srv->draining) {
+        sdnotify_status(&srv->sd); /* e.g. the device was lost while draining */
         return;
+    }
     srv->draining = true;
     log_info("draining: %llu requests in flight", (unsigned long long)srv->inflight);
+    sdnotify_stopping(&srv->sd);
     if (srv->listener_open) {
         srv->listener_open = false;
         uv_close((uv_handle_t *)&srv->listener, NULL);
@@ -126,6 +131,21 @@ static void server_on_signal(uv_signal_t *h, int signum)
     server *srv = h->data;
     log_info("signal %d (%s): shutting down", signum, strsignal(signum));
     server_shutdown(srv, 0);
+}
+
+/* STATUS= for systemd: one line, what systemctl status shows. */
+static void server_status_line(void *arg, char *buf, size_t cap)
+{
+    const server *srv = arg;
+    unsigned long long inflight = (unsigned long long)srv->inflight;
+    if (srv->lost)
+        snprintf(buf, cap, "device lost: %.120s; draining: %llu in flight",
+                 srv->b ? srv->b->lost_reason : "", inflight);
+    else if (srv->draining)
+        snprintf(buf, cap, "draining: %llu in flight", inflight);
+    else
+        snprintf(buf, cap, "serving: backend %s, %u sessions, %llu in flight",
+                 srv->b ? srv->b->ops->name : "none", srv->nsessions, inflight);
 }
 
 static int server_pick_backend(server *srv)
@@ -198,6 +218,10 @@ int server_init(server *srv, uv_loop_t *loop, const config *cfg)
         code = 1;
         goto err_after_backend;
     }
+    if (sdnotify_init(&srv->sd, loop, server_status_line, srv) < 0) {
+        code = 1;
+        goto err_after_backend;
+    }
     if (listener_resolve_path(cfg->socket[0] ? cfg->socket : NULL, srv->socket_path, sizeof srv->socket_path) < 0) {
         code = 1;
         goto err_after_backend;
@@ -210,7 +234,9 @@ int server_init(server *srv, uv_loop_t *loop, const config *cfg)
     }
     srv->listener.data = srv;
     srv->listener_open = true;
-    log_info("listening on %s", srv->socket_path);
+    if (srv->socket_owned)
+        log_info("listening on %s", srv->socket_path);
+    sdnotify_ready(&srv->sd);
     return 0;
 err_after_backend:
     srv->exit_code = code;

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "frame.h"
 #include "header.h"
+#include "sdnotify.h"
 #include "staging.h"
 #include "stats.h"
 
@@ -91,6 +92,7 @@ struct server {
     char socket_path[108];
     uv_signal_t sigint, sigterm;
     uv_timer_t drain_timer;
+    sdnotify sd;                 /* systemd readiness, status, watchdog */
     bool draining, finishing, lost;
     int exit_code;
     session *sessions;
