@@ -57,6 +57,19 @@ int config_parse_size(const char *s, uint64_t *out)
     return 0;
 }
 
+/* What --version says was built in. */
+#ifdef GPUQ_HAVE_SYSTEMD
+#define GPUQD_FEAT_SYSTEMD "systemd"
+#else
+#define GPUQD_FEAT_SYSTEMD "no systemd"
+#endif
+#ifdef GPUQ_HAVE_CUDA
+#define GPUQD_FEAT_CUDA "cuda"
+#else
+#define GPUQD_FEAT_CUDA "no cuda"
+#endif
+#define GPUQD_FEATURES GPUQD_FEAT_SYSTEMD ", " GPUQD_FEAT_CUDA
+
 int config_parse_priority(const char *s, int *prio)
 {
     if (!s || !*s)
@@ -168,7 +181,7 @@ static int config_parse(config *c, int argc, char **argv, bool print)
             break;
         case O_VERSION:
             if (print)
-                printf("gpuqd " GPUQD_VERSION "\n");
+                printf("gpuqd " GPUQD_VERSION " (%s)\n", GPUQD_FEATURES);
             return 1;
         case O_HELP:
             if (print)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "sdnotify.h"
 
 int listener_resolve_path(const char *opt, char *out, size_t cap)
 {
@@ -73,6 +74,26 @@ static int listener_probe(const char *path)
     return -1;
 }
 
+/* Say which socket systemd passed; the resolved path is not used then. */
+static void listener_log_passed(uv_pipe_t *pipe, int fd, const char *path)
+{
+    char name[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+    size_t len = sizeof name - 1;
+    int rc = uv_pipe_getsockname(pipe, name, &len);
+    bool named = rc == 0 && len > 0;
+    if (named) {
+        name[len] = '\0';
+        if (name[0] == '\0')
+            name[0] = '@'; /* abstract namespace */
+    } else {
+        snprintf(name, sizeof name, "unnamed");
+    }
+    if (named && strcmp(name, path) != 0)
+        log_info("using the socket passed by systemd: fd %d, %s (not %s)", fd, name, path);
+    else
+        log_info("using the socket passed by systemd: fd %d, %s", fd, name);
+}
+
 int listener_open(uv_loop_t *loop, uv_pipe_t *pipe, const char *path, unsigned mode,
                   uv_connection_cb cb, bool *owned)
 {
@@ -81,15 +102,19 @@ int listener_open(uv_loop_t *loop, uv_pipe_t *pipe, const char *path, unsigned m
         log_error("uv_pipe_init: %s", uv_strerror(rc));
         return -1;
     }
-    const char *lpid = getenv("LISTEN_PID"), *lfds = getenv("LISTEN_FDS");
-    if (lpid && lfds && atol(lpid) == (long)getpid() && atoi(lfds) >= 1) {
-        *owned = false;
-        if ((rc = uv_pipe_open(pipe, 3)) < 0) {
-            log_error("uv_pipe_open(systemd fd 3): %s", uv_strerror(rc));
+    *owned = false;
+    int fd = -1;
+    int passed = sdnotify_listen_fd(&fd);
+    if (passed < 0)
+        goto err_after_init;
+    if (passed) {
+        if ((rc = uv_pipe_open(pipe, fd)) < 0) {
+            log_error("uv_pipe_open(fd %d passed by systemd): %s", fd, uv_strerror(rc));
+            close(fd);
             goto err_after_init;
         }
+        listener_log_passed(pipe, fd, path);
     } else {
-        *owned = false;
         int p = listener_probe(path);
         if (p == 1) {
             log_error("already running: another gpuqd answers on %s", path);

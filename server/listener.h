@@ -2,8 +2,10 @@
  *
  * Path: --socket, else $GPUQ_SOCKET, else $XDG_RUNTIME_DIR/gpuq/gpuqd.sock
  * (directory made 0700), else /run/gpuq/gpuqd.sock. A socket systemd passed
- * (LISTEN_PID/LISTEN_FDS) is used as is. A stale socket file (connect refused)
- * is replaced; a live one means another gpuqd: error "already running".
+ * (socket activation, see sdnotify_listen_fd) is used as is and the path is
+ * then only logged; a passed fd that is not one listening Unix stream socket
+ * is an error. A stale socket file (connect refused) is replaced; a live one
+ * means another gpuqd: error "already running".
  */
 #ifndef GPUQ_SERVER_LISTENER_H
 #define GPUQ_SERVER_LISTENER_H

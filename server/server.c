@@ -10,6 +10,7 @@
 #include "dispatch.h"
 #include "listener.h"
 #include "log.h"
+#include "sdnotify.h"
 #include "session.h"
 
 static void server_on_connection(uv_stream_t *ls, int status)
@@ -70,6 +71,7 @@ static void server_finish(server *srv)
         uv_close((uv_handle_t *)&srv->sigterm, NULL);
     if (!uv_is_closing((uv_handle_t *)&srv->sighup))
         uv_close((uv_handle_t *)&srv->sighup, NULL);
+    sdnotify_close(&srv->sd);
     for (session *s = srv->sessions, *next; s; s = next) {
         next = s->next;
         session_close(s);
@@ -112,6 +114,7 @@ void server_stop_accepting(server *srv)
         return;
     srv->accept_stopped = true;
     server_close_listener(srv);
+    sdnotify_status(&srv->sd);
     server_check_drain(srv);
 }
 
@@ -135,10 +138,13 @@ void server_shutdown(server *srv, int code)
 {
     if (code > srv->exit_code)
         srv->exit_code = code;
-    if (srv->draining)
+    if (srv->draining) {
+        sdnotify_status(&srv->sd); /* e.g. the device was lost while draining */
         return;
+    }
     srv->draining = true;
     log_info("draining: %llu requests in flight", (unsigned long long)srv->inflight);
+    sdnotify_stopping(&srv->sd);
     server_close_listener(srv);
     if (srv->cfg.drain_timeout_s > 0) {
         int rc = uv_timer_start(&srv->drain_timer, server_on_drain_timeout,
@@ -202,6 +208,24 @@ static void server_on_sighup(uv_signal_t *h, int signum)
     int n = config_log_changes(&srv->cfg, &nc);
     log_info("reload: %d settings changed", n);
     server_apply_config(srv, &nc);
+}
+
+/* STATUS= for systemd: one line, what systemctl status shows. */
+static void server_status_line(void *arg, char *buf, size_t cap)
+{
+    const server *srv = arg;
+    unsigned long long inflight = (unsigned long long)srv->inflight;
+    if (srv->lost)
+        snprintf(buf, cap, "device lost: %.120s; draining: %llu in flight",
+                 srv->b ? srv->b->lost_reason : "", inflight);
+    else if (srv->draining)
+        snprintf(buf, cap, "draining: %llu in flight", inflight);
+    else if (srv->accept_stopped)
+        snprintf(buf, cap, "draining (no new sessions): %u sessions, %llu in flight",
+                 srv->nsessions, inflight);
+    else
+        snprintf(buf, cap, "serving: backend %s, %u sessions, %llu in flight",
+                 srv->b ? srv->b->ops->name : "none", srv->nsessions, inflight);
 }
 
 static int server_pick_backend(server *srv)
@@ -278,6 +302,10 @@ int server_init(server *srv, uv_loop_t *loop, const config *cfg)
         code = 1;
         goto err_after_backend;
     }
+    if (sdnotify_init(&srv->sd, loop, server_status_line, srv) < 0) {
+        code = 1;
+        goto err_after_backend;
+    }
     if (listener_resolve_path(cfg->socket[0] ? cfg->socket : NULL, srv->socket_path, sizeof srv->socket_path) < 0) {
         code = 1;
         goto err_after_backend;
@@ -290,7 +318,9 @@ int server_init(server *srv, uv_loop_t *loop, const config *cfg)
     }
     srv->listener.data = srv;
     srv->listener_open = true;
-    log_info("listening on %s", srv->socket_path);
+    if (srv->socket_owned)
+        log_info("listening on %s", srv->socket_path);
+    sdnotify_ready(&srv->sd);
     return 0;
 err_after_backend:
     srv->exit_code = code;

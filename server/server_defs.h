@@ -14,6 +14,7 @@
 #include "header.h"
 #include "metrics.h"
 #include "policy.h"
+#include "sdnotify.h"
 #include "staging.h"
 #include "stats.h"
 
@@ -104,6 +105,7 @@ struct server {
     int argc;                    /* main's arguments (borrowed), re-read on SIGHUP */
     char **argv;
     uv_timer_t drain_timer;
+    sdnotify sd;                 /* systemd readiness, status, watchdog */
     bool draining, finishing, lost;
     bool accept_stopped;         /* drain op: no new sessions; exit when none left */
     int exit_code;
