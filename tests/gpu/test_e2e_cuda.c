@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -90,9 +92,27 @@ START_TEST(out_of_memory_fails_one_request)
 }
 END_TEST
 
+/* A datagram socket for NOTIFY_SOCKET in a temp dir (path into out). */
+static int notify_listen(char *dir, size_t dcap, char *out, size_t cap)
+{
+    tu_tmpdir(dir, dcap);
+    snprintf(out, cap, "%s/notify", dir);
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    ck_assert_int_ge(fd, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    ck_assert_uint_lt(strlen(out), sizeof sa.sun_path);
+    memcpy(sa.sun_path, out, strlen(out) + 1);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    return fd;
+}
+
 START_TEST(sticky_error_answers_all_then_exits)
 {
+    char ndir[256], npath[300];
+    int nfd = notify_listen(ndir, sizeof ndir, npath, sizeof npath);
+    setenv("NOTIFY_SOCKET", npath, 1);
     start_cuda("GPUQ_TEST_INJECT_STICKY", "3");
+    unsetenv("NOTIFY_SOCKET");
     gpuq_conn *c = e2e_connect("sticky", GPUQ_PRIO_NORMAL);
     enum { N = 6 };
     static double x[4096], y[N][4096];
@@ -123,6 +143,23 @@ START_TEST(sticky_error_answers_all_then_exits)
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "gpuqd status %d", st);
     e2e_d.pid = 0;
     tu_daemon_stop(&e2e_d);
+    /* systemd heard STOPPING=1 and why before the non-zero exit */
+    char all[8192] = "", msg[1024];
+    ssize_t n;
+    while ((n = recv(nfd, msg, sizeof msg - 1, 0)) > 0) {
+        msg[n] = '\0';
+        strncat(all, msg, sizeof all - strlen(all) - 2);
+        strcat(all, "\n");
+    }
+    close(nfd);
+    tu_rmtree(ndir);
+#ifdef GPUQ_HAVE_SYSTEMD
+    ck_assert_msg(strstr(all, "READY=1") && strstr(all, "STOPPING=1") &&
+                      strstr(all, "STATUS=device lost"),
+                  "notifications: %s", all);
+#else
+    (void)all;
+#endif
 }
 END_TEST
 
