@@ -28,6 +28,7 @@
 #define TEST_USER "gpuq-test-user"
 
 static bool created_user;
+static char ctl_copy[400]; /* gpuqctl where the test user can run it */
 
 /* ---- daemon and identities ---- */
 
@@ -101,9 +102,18 @@ static int child_fail(const char *fmt, ...)
     return 1;
 }
 
-/* Run fn in a child as a non-admin; assert it returned 0. */
+/* Run fn in a child as a non-admin; assert it returned 0. The build tree
+ * may not be reachable for the test user (e.g. under /root): gpuqctl is
+ * copied into the daemon's directory first. */
 static void as_nonadmin(int (*fn)(void))
 {
+    snprintf(ctl_copy, sizeof ctl_copy, "%s/gpuqctl", e2e_d.dir);
+    size_t len = 0;
+    void *bin = tu_read_file(GPUQCTL_PATH, &len);
+    ck_assert_ptr_nonnull(bin);
+    ck_assert_int_eq(tu_write_file(ctl_copy, bin, len), 0);
+    free(bin);
+    ck_assert_int_eq(chmod(ctl_copy, 0755), 0);
     fflush(NULL);
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
@@ -511,7 +521,7 @@ static int nonadmin_refused_body(void)
     /* gpuqctl as well: exit 1 and the error name */
     char err[320];
     snprintf(err, sizeof err, "/tmp/gpuq-nonadmin-%d.err", (int)getpid());
-    const char *argv[] = {GPUQCTL_PATH, "--socket", e2e_d.socket, "shutdown", NULL};
+    const char *argv[] = {ctl_copy, "--socket", e2e_d.socket, "shutdown", NULL};
     int rc = tu_run(argv, NULL, err);
     size_t len = 0;
     char *text = tu_read_file(err, &len);
