@@ -608,7 +608,10 @@ static cudaError_t dev_alloc(backend_cuda *b, cuda_sess *s, void **p, size_t len
     b->allocs++;
     if (b->inject_oom && b->allocs == b->inject_oom)
         return cudaErrorMemoryAllocation;
-    return cudaMallocFromPoolAsync(p, len, s->dev->pool, s->stream);
+    cudaError_t e = cudaMallocFromPoolAsync(p, len, s->dev->pool, s->stream);
+    if (e == cudaErrorMemoryAllocation)
+        (void)cudaGetLastError(); /* not sticky: keep it from failing the next launch check */
+    return e;
 }
 
 /* Enqueue the op's kernel(s); returns a GPUQ_K_* code. */

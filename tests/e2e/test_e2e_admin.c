@@ -303,7 +303,16 @@ START_TEST(metrics_parse_as_prometheus)
     const char *const *a = args;
     if (strcmp(tu_test_device(), "cpu") != 0)
         args[10] = args[11] = args[12] = NULL; /* device labels differ on CUDA */
-    ck_assert_int_eq(tu_python("ref/prom_check.py", a), 0);
+    char err[340];
+    snprintf(err, sizeof err, "%s/prom_check.err", e2e_d.dir);
+    setenv("GPUQ_TEST_PY_STDERR", err, 1);
+    int prc = tu_python("ref/prom_check.py", a);
+    unsetenv("GPUQ_TEST_PY_STDERR");
+    if (prc != 0) {
+        size_t elen = 0;
+        char *etext = tu_read_file(err, &elen);
+        ck_abort_msg("prom_check.py exit %d:\n%.*s", prc, (int)elen, etext ? etext : "");
+    }
     /* the checker must reject what is not the format */
     ck_assert_int_eq(tu_write_file(path, "gpuq_x{a=\"1} 2\n", 15), 0);
     const char *bad[] = {path, NULL};
@@ -404,17 +413,35 @@ END_TEST
 /* Killing a session with work in flight: no leak, status back to baseline. */
 START_TEST(kill_session_in_flight)
 {
+    /* Work that is still running when the kill comes: the CPU backend's
+     * slow hook, or on a GPU pairwise jobs of ~50 ms each. */
+    bool cpu = strcmp(tu_test_device(), "cpu") == 0;
     tu_daemon_stop(&e2e_d);
     setenv("GPUQ_TEST_SLOW_MS", "300", 1);
     start_admin(NULL);
     unsetenv("GPUQ_TEST_SLOW_MS");
     gpuq_conn *victim = e2e_connect("victim", GPUQ_PRIO_NORMAL);
-    static double x[4096], y[4][4096];
-    for (int i = 0; i < 4096; i++)
-        x[i] = i + 1;
-    for (int k = 0; k < 4; k++) {
-        gpuq_request r = e2e_norm_req(4096);
-        ck_assert_int_eq(gpuq_submit(victim, &r, x, sizeof x, NULL, 0, y[k], sizeof y[k], NULL), 0);
+    enum { M = 4096, D = 256, NJOB = 6 };
+    float *x = calloc((size_t)M * D, sizeof *x);
+    size_t out_bytes = cpu ? 64 * sizeof(double) : (size_t)M * M * sizeof(float);
+    void *y = malloc(out_bytes * NJOB);
+    ck_assert(x && y);
+    for (size_t i = 0; i < (size_t)M * D; i++)
+        x[i] = (float)(i % 97);
+    for (int k = 0; k < NJOB; k++) {
+        gpuq_request r;
+        gpuq_request_init(&r);
+        r.op = GPUQ_OP_PAIRWISE;
+        r.dtype = GPUQ_DT_F32;
+        r.metric = GPUQ_METRIC_EUCLIDEAN;
+        uint64_t m = cpu ? 8 : M;
+        r.ndim_a = r.ndim_b = 2;
+        r.shape_a[0] = r.shape_b[0] = m;
+        r.shape_a[1] = r.shape_b[1] = D;
+        size_t in = (size_t)m * D * sizeof(float);
+        size_t ob = cpu ? 8 * 8 * sizeof(float) : out_bytes;
+        ck_assert_int_eq(gpuq_submit(victim, &r, x, in, x, in, (char *)y + k * out_bytes, ob, NULL),
+                         0);
     }
     gpuq_conn *adm = e2e_connect("admin", GPUQ_PRIO_NORMAL);
     char js[8192];
@@ -438,6 +465,8 @@ START_TEST(kill_session_in_flight)
     ck_assert_int_eq(e2e_json_int(js, "sessions"), 1);
     gpuq_close(victim);
     gpuq_close(adm);
+    free(x);
+    free(y);
     e2e_assert_serves();
 }
 END_TEST
