@@ -8,6 +8,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define GPUQ_PROTO_VERSION 1u
 #define GPUQ_MAGIC0 'G'
 #define GPUQ_MAGIC1 'P'
@@ -47,5 +51,9 @@ typedef struct gpuq_limits {
 
 /* Fill *l with the defaults above. */
 void gpuq_limits_default(gpuq_limits *l);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
