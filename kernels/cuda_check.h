@@ -6,7 +6,8 @@
  * launch is followed by GPUQ_LAUNCH_CHECK(ctx).
  *
  * Also the private layout of gpuq_cuda_ctx and the helpers the kernels use
- * for scratch memory and the lazily created cuBLAS handle. C++ only.
+ * for scratch memory and the lazily created cuBLAS handle (cuBLAS itself is
+ * loaded at run time: cublas_dl.h). C++ only.
  */
 #ifndef GPUQ_CUDA_CHECK_H
 #define GPUQ_CUDA_CHECK_H
@@ -28,6 +29,7 @@ struct gpuq_cuda_ctx {
     void *d_scratch;       /* stream-ordered scratch, grown on demand */
     size_t scratch_cap;
     cublasHandle_t blas;   /* created on first GEMM, bound to stream */
+    int no_gemm;           /* test hook: float64 pairwise stays tiled */
     int first_err;         /* first GPUQ_K_E_* seen on this ctx (for logs) */
 };
 
@@ -40,7 +42,8 @@ int gpuq_cublas_fail(gpuq_cuda_ctx *ctx, cublasStatus_t st, const char *what, co
 /* Scratch of at least bytes on ctx's stream (stream-ordered, so the old
  * buffer is freed after earlier work that used it). */
 int gpuq_cuda_scratch(gpuq_cuda_ctx *ctx, size_t bytes, void **out);
-/* The cuBLAS handle of ctx, created on first use (default math: no TF32). */
+/* The cuBLAS handle of ctx, created on first use (default math: no TF32).
+ * Only for callers that found gpuq_cublas() non-NULL. */
 int gpuq_cuda_blas(gpuq_cuda_ctx *ctx, cublasHandle_t *out);
 
 #define GPUQ_CUDA_CHECK(ctx, call)                                                              \

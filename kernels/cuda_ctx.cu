@@ -1,4 +1,5 @@
-/* cuda_ctx.cu - the per-session kernel context: error flag, scratch, cuBLAS.
+/* cuda_ctx.cu - the per-session kernel context: error flag, scratch, cuBLAS
+ * handle (through the run-time loaded API of cublas_dl.h).
  *
  * Created once per session (cudaMalloc of the flag is fine there), used only
  * from the loop thread, destroyed after the session's last completion.
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cublas_dl.h"
 #include "cuda_check.h"
 
 extern "C" int gpuq_cuda_error_code(cudaError_t e)
@@ -56,7 +58,11 @@ int gpuq_cublas_fail(gpuq_cuda_ctx *ctx, cublasStatus_t st, const char *what, co
         if (code == GPUQ_K_OK || code == GPUQ_K_E_NOMEM)
             code = GPUQ_K_E_CUDA;
     }
-    fprintf(stderr, "gpuq cublas: %s:%d: %s: %s\n", file, line, what, cublasGetStatusString(st));
+    const gpuq_cublas_api *api = gpuq_cublas();
+    if (api)
+        fprintf(stderr, "gpuq cublas: %s:%d: %s: %s\n", file, line, what, api->status_string(st));
+    else
+        fprintf(stderr, "gpuq cublas: %s:%d: %s: status %d\n", file, line, what, (int)st);
     if (ctx && ctx->first_err == 0)
         ctx->first_err = code;
     return code;
@@ -92,9 +98,11 @@ extern "C" void gpuq_cuda_ctx_destroy(gpuq_cuda_ctx *ctx)
         return;
     /* Errors are only logged: after a sticky error these calls fail too. */
     if (ctx->blas) {
-        cublasStatus_t st = cublasDestroy(ctx->blas);
+        /* A handle exists only if cuBLAS was loaded, and it stays loaded. */
+        const gpuq_cublas_api *api = gpuq_cublas();
+        cublasStatus_t st = api->destroy(ctx->blas);
         if (st != CUBLAS_STATUS_SUCCESS)
-            fprintf(stderr, "gpuq cublas: cublasDestroy: %s\n", cublasGetStatusString(st));
+            fprintf(stderr, "gpuq cublas: cublasDestroy: %s\n", api->status_string(st));
     }
     if (ctx->d_scratch) {
         cudaError_t e = cudaFreeAsync(ctx->d_scratch, ctx->stream);
@@ -112,6 +120,12 @@ extern "C" void gpuq_cuda_ctx_destroy(gpuq_cuda_ctx *ctx)
 extern "C" int *gpuq_cuda_ctx_errflag(gpuq_cuda_ctx *ctx)
 {
     return ctx ? ctx->d_flag : NULL;
+}
+
+extern "C" void gpuq_cuda_ctx_use_gemm(gpuq_cuda_ctx *ctx, int use_gemm)
+{
+    if (ctx)
+        ctx->no_gemm = !use_gemm;
 }
 
 int gpuq_cuda_scratch(gpuq_cuda_ctx *ctx, size_t bytes, void **out)
@@ -140,15 +154,18 @@ int gpuq_cuda_scratch(gpuq_cuda_ctx *ctx, size_t bytes, void **out)
 int gpuq_cuda_blas(gpuq_cuda_ctx *ctx, cublasHandle_t *out)
 {
     if (!ctx->blas) {
+        const gpuq_cublas_api *api = gpuq_cublas();
+        if (!api)
+            return GPUQ_K_E_CUDA;
         cublasHandle_t h = NULL;
-        GPUQ_CUBLAS_CHECK(ctx, cublasCreate(&h));
-        cublasStatus_t st = cublasSetStream(h, ctx->stream);
+        GPUQ_CUBLAS_CHECK(ctx, api->create(&h));
+        cublasStatus_t st = api->set_stream(h, ctx->stream);
         if (st == CUBLAS_STATUS_SUCCESS)
-            st = cublasSetMathMode(h, CUBLAS_DEFAULT_MATH); /* no TF32 */
+            st = api->set_math_mode(h, CUBLAS_DEFAULT_MATH); /* no TF32 */
         if (st == CUBLAS_STATUS_SUCCESS)
-            st = cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST);
+            st = api->set_pointer_mode(h, CUBLAS_POINTER_MODE_HOST);
         if (st != CUBLAS_STATUS_SUCCESS) {
-            cublasDestroy(h);
+            api->destroy(h);
             return gpuq_cublas_fail(ctx, st, "cublas handle setup", __FILE__, __LINE__);
         }
         ctx->blas = h;

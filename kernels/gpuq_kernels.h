@@ -16,6 +16,7 @@
 #ifndef GPUQ_KERNELS_H
 #define GPUQ_KERNELS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -80,6 +81,18 @@ int gpuq_cuda_grid(gpuq_cuda_ctx *ctx, int dt, double lat0, double lat1, uint64_
                    double radius, void *d_out);
 int gpuq_cuda_pairwise(gpuq_cuda_ctx *ctx, int dt, int metric, int zero_ok, const void *d_x,
                        const void *d_y, uint64_t m, uint64_t n, uint64_t d, void *d_out);
+
+/* cuBLAS (float64 pairwise with d >= 32 as a DGEMM) is loaded at run time,
+ * on the first call of this function or of a pairwise that could use it.
+ * Returns 1 when it is available, with the path it was loaded from in why;
+ * 0 when not, with the reason in why (float64 pairwise then uses the tiled
+ * kernel). GPUQ_NO_CUBLAS=1 in the environment, read once at that first
+ * call, keeps it unloaded (an ops and test switch). why may be NULL. The
+ * answer never changes afterwards. */
+int gpuq_cuda_gemm_status(char *why, size_t cap);
+/* Test hook: use_gemm = 0 makes float64 pairwise on ctx take the tiled
+ * kernel even when cuBLAS is available; 1 (the default) lets it use GEMM. */
+void gpuq_cuda_ctx_use_gemm(gpuq_cuda_ctx *ctx, int use_gemm);
 
 /* Map a CUDA error to GPUQ_K_E_NOMEM (allocation), GPUQ_K_E_STICKY (the
  * context is lost: illegal address, launch failure, ...) or GPUQ_K_E_CUDA. */

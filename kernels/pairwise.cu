@@ -13,11 +13,15 @@
  * accumulates in double instead (H100's FP64 rate makes that affordable).
  * The float64 GEMM route keeps ~1e-16 * ||x||^2 absolute error per element,
  * well inside 1e-12 relative over the matrix.
+ * cuBLAS is loaded at run time (cublas_dl.h): when it is not available
+ * (no toolkit libraries, GPUQ_NO_CUBLAS=1) or a test turned GEMM off on the
+ * ctx, float64 takes the tiled kernel for every d.
  * Cosine with a zero vector sets the flag ZERO unless zero_ok (then 1.0).
  */
 #include <limits.h>
 #include <math.h>
 
+#include "cublas_dl.h"
 #include "cuda_check.h"
 
 namespace {
@@ -158,8 +162,8 @@ int tiled(gpuq_cuda_ctx *ctx, int metric, int zero_ok, const T *x, const T *y, u
     }
 }
 
-int gemm_f64(gpuq_cuda_ctx *ctx, int metric, int zero_ok, const double *x, const double *y,
-             uint64_t m, uint64_t n, uint64_t d, double *out)
+int gemm_f64(const gpuq_cublas_api *blas, gpuq_cuda_ctx *ctx, int metric, int zero_ok,
+             const double *x, const double *y, uint64_t m, uint64_t n, uint64_t d, double *out)
 {
     cublasHandle_t h;
     int rc = gpuq_cuda_blas(ctx, &h);
@@ -177,7 +181,7 @@ int gemm_f64(gpuq_cuda_ctx *ctx, int metric, int zero_ok, const double *x, const
     /* Row-major out[m][n] = X Y^T is column-major C (n x m, ldc n) = Y^T' X'
      * where the row-major inputs read as column-major d x n and d x m. */
     const double alpha = 1.0, beta = 0.0;
-    GPUQ_CUBLAS_CHECK(ctx, cublasDgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)d, &alpha,
+    GPUQ_CUBLAS_CHECK(ctx, blas->dgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)d, &alpha,
                                        y, (int)d, x, (int)d, &beta, out, (int)n));
     GPUQ_LAUNCH_CHECK(ctx);
     gemm_epilogue_kernel<<<gpuq_grid_for(m * n, 256), 256, 0, ctx->stream>>>(
@@ -201,9 +205,11 @@ extern "C" int gpuq_cuda_pairwise(gpuq_cuda_ctx *ctx, int dt, int metric, int ze
                             (float *)d_out);
     if (dt != GPUQ_K_F64)
         return GPUQ_K_E_ARG;
-    if (d >= 32 && metric != GPUQ_K_MANHATTAN && m <= INT_MAX && n <= INT_MAX && d <= INT_MAX)
-        return gemm_f64(ctx, metric, zero_ok, (const double *)d_x, (const double *)d_y, m, n, d,
-                        (double *)d_out);
+    const gpuq_cublas_api *blas;
+    if (d >= 32 && metric != GPUQ_K_MANHATTAN && m <= INT_MAX && n <= INT_MAX && d <= INT_MAX &&
+        !ctx->no_gemm && (blas = gpuq_cublas()) != NULL)
+        return gemm_f64(blas, ctx, metric, zero_ok, (const double *)d_x, (const double *)d_y, m,
+                        n, d, (double *)d_out);
     return tiled<double>(ctx, metric, zero_ok, (const double *)d_x, (const double *)d_y, m, n, d,
                          (double *)d_out);
 }

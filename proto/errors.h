@@ -7,6 +7,10 @@
 #ifndef GPUQ_PROTO_ERRORS_H
 #define GPUQ_PROTO_ERRORS_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum {
     GPUQ_OK = 0,
     GPUQ_E_PROTOCOL = -1,       /* broken frame prefix (bad magic/kind); connection closes */
@@ -42,5 +46,9 @@ const char *gpuq_errname(int code);
 const char *gpuq_strerror(int code);
 /* Reverse of gpuq_errname; returns GPUQ_E_INTERNAL for unknown names. */
 int gpuq_errcode(const char *name, unsigned len);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -9,6 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define GPUQ_PROTO_VERSION 1u
 #define GPUQ_MAGIC0 'G'
 #define GPUQ_MAGIC1 'P'
@@ -60,5 +64,9 @@ int gpuq_limits_set(gpuq_limits *l, const char *name, uint64_t v, uint64_t *old,
                     size_t cap);
 /* Value of the limit called name into *v; -1 for an unknown name. */
 int gpuq_limits_get(const gpuq_limits *l, const char *name, uint64_t *v);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -15,6 +15,10 @@
 
 #include "gpuq_limits.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum gpuq_op {
     GPUQ_OP_NONE = 0,
     GPUQ_OP_HELLO,
@@ -167,5 +171,9 @@ int gpuq_reply_decode(const uint8_t *buf, size_t len, gpuq_reply *rep, char *msg
  * and rep->info (a complete msgpack value, copied raw) under key "info".
  * *out is malloc'd and owned by the caller. */
 int gpuq_reply_encode(const gpuq_reply *rep, uint8_t **out, size_t *outlen);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -50,6 +50,7 @@
 
 #include "errors.h"
 #include "gpuq_kernels.h"
+#include "log.h"
 
 #define CUDA_POLL_MS 100
 #define CUDA_SPIN_US_DEFAULT 50
@@ -995,6 +996,13 @@ backend *backend_cuda_create(uv_loop_t *loop, backend_complete_fn done, uint64_t
     b->base.complete = done;
     b->inject_sticky = env_u64("GPUQ_TEST_INJECT_STICKY");
     b->inject_oom = env_u64("GPUQ_TEST_INJECT_OOM");
+    /* Load cuBLAS now, on the loop thread, so that the log says once at
+     * startup which pairwise route float64 takes. */
+    char blas[512];
+    if (gpuq_cuda_gemm_status(blas, sizeof blas))
+        log_info("cuBLAS: loaded from %s", blas);
+    else
+        log_info("cuBLAS not available (%s): float64 pairwise uses the tiled kernel", blas);
     return &b->base;
 
 err_after_mutex:

@@ -4,6 +4,11 @@
  * with NaN before each call, ||out - ref|| / ||ref|| <= 1e-6 (f32 normalize,
  * haversine), 1e-5 (f32 pairwise), 1e-12 (f64). Error flags: zero norm,
  * zero vector (cosine), bad latitude. No GPU: skip unless GPUQ_REQUIRE_GPU=1.
+ *
+ * float64 pairwise runs on both routes, GEMM (cuBLAS, loaded at run time)
+ * and tiled (gpuq_cuda_ctx_use_gemm(ctx, 0)). GPUQ_REQUIRE_GPU=1 also
+ * requires cuBLAS to load; under GPUQ_NO_CUBLAS=1 (ctest runs the pairwise
+ * case again that way) it must report itself off and both routes are tiled.
  */
 #ifndef GPUQ_HAVE_CUDA
 #define GPUQ_HAVE_CUDA 1
@@ -21,6 +26,19 @@
 
 static cudaStream_t g_stream;
 static gpuq_cuda_ctx *g_ctx;
+
+/* GPUQ_NO_CUBLAS as the loader reads it: set, and neither "" nor "0". */
+static int no_cublas_env(void)
+{
+    const char *v = getenv("GPUQ_NO_CUBLAS");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+static int gpu_required(void)
+{
+    const char *v = getenv("GPUQ_REQUIRE_GPU");
+    return v && strcmp(v, "1") == 0;
+}
 
 #define CK(call)                                                                                \
     do {                                                                                        \
@@ -326,10 +344,37 @@ static const uint64_t PW[][3] = {
     {257, 129, 200}, {1023, 31, 64}, {(1u << 20) + 3, 2, 3}, {5, 1023, 1},
 };
 
+START_TEST(test_cublas_status)
+{
+    char why[512] = "";
+    int ok = gpuq_cuda_gemm_status(why, sizeof why);
+    printf("test_gpu_kernels: cuBLAS %s: %s\n", ok ? "loaded from" : "not available", why);
+    ck_assert_int_gt((int)strlen(why), 0);
+    int off = no_cublas_env();
+    if (off) {
+        ck_assert_int_eq(ok, 0);
+        ck_assert_ptr_nonnull(strstr(why, "GPUQ_NO_CUBLAS"));
+    } else if (gpu_required()) {
+        ck_assert_msg(ok == 1, "GPUQ_REQUIRE_GPU=1 but cuBLAS is not available: %s", why);
+    }
+    /* Decided once: flipping the switch afterwards changes nothing. */
+    setenv("GPUQ_NO_CUBLAS", off ? "0" : "1", 1);
+    ck_assert_int_eq(gpuq_cuda_gemm_status(NULL, 0), ok);
+    if (off)
+        setenv("GPUQ_NO_CUBLAS", "1", 1);
+    else
+        unsetenv("GPUQ_NO_CUBLAS");
+}
+END_TEST
+
+/* _i 0..7: f32 and f64, each metric, default route (GEMM for f64 with
+ * d >= 32 when cuBLAS is loaded); _i 8..11: f64, each metric, tiled only. */
 START_TEST(test_pairwise)
 {
-    int dt = DTS[_i / 4], metric = _i % 4;
+    int gemm = _i < 8;
+    int dt = gemm ? DTS[_i / 4] : GPUQ_K_F64, metric = _i % 4;
     double tol = dt == GPUQ_K_F32 ? 1e-5 : 1e-12;
+    gpuq_cuda_ctx_use_gemm(g_ctx, gemm);
     for (size_t k = 0; k < sizeof PW / sizeof PW[0]; k++) {
         uint64_t m = PW[k][0], n = PW[k][1], d = PW[k][2];
         void *x = rand_array(dt, m * d, -1.0, 1.0), *y = rand_array(dt, n * d, -1.0, 1.0);
@@ -340,8 +385,9 @@ START_TEST(test_pairwise)
         reset_flag();
         ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, metric, 0, d_x, d_y, m, n, d, d_out), 0);
         char what[128];
-        snprintf(what, sizeof what, "pairwise dt=%d metric=%d %llux%llux%llu", dt, metric,
-                 (unsigned long long)m, (unsigned long long)n, (unsigned long long)d);
+        snprintf(what, sizeof what, "pairwise%s dt=%d metric=%d %llux%llux%llu",
+                 gemm ? "" : " (tiled only)", dt, metric, (unsigned long long)m,
+                 (unsigned long long)n, (unsigned long long)d);
         compare(dt, d_out, ref, m * n, tol, what);
         ck_assert_int_eq(read_flag(), 0);
         CK(cudaFree(d_x));
@@ -354,8 +400,10 @@ START_TEST(test_pairwise)
 }
 END_TEST
 
+/* _i 0: default routes; 1: tiled only. */
 START_TEST(test_pairwise_zero)
 {
+    gpuq_cuda_ctx_use_gemm(g_ctx, _i == 0);
     for (int k = 0; k < 2; k++) {
         int dt = DTS[k];
         const uint64_t ds[2] = {8, 64}; /* tiled and (f64) GEMM routes */
@@ -413,9 +461,14 @@ static Suite *gpu_suite(void)
     tcase_add_loop_test(tc, test_haversine, 0, 2);
     tcase_add_test(tc, test_haversine_range);
     tcase_add_loop_test(tc, test_grid, 0, 2);
-    tcase_add_loop_test(tc, test_pairwise, 0, 8);
-    tcase_add_test(tc, test_pairwise_zero);
     tcase_add_test(tc, test_bad_args);
+    suite_add_tcase(s, tc);
+    /* A case of its own: ctest runs it again with GPUQ_NO_CUBLAS=1. */
+    tc = tcase_create("pairwise");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_cublas_status);
+    tcase_add_loop_test(tc, test_pairwise, 0, 12);
+    tcase_add_loop_test(tc, test_pairwise_zero, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }
@@ -425,8 +478,7 @@ int main(void)
     int ndev = 0;
     cudaError_t e = cudaGetDeviceCount(&ndev);
     if (e != cudaSuccess || ndev == 0) {
-        const char *req = getenv("GPUQ_REQUIRE_GPU");
-        int required = req && strcmp(req, "1") == 0;
+        int required = gpu_required();
         printf("test_gpu_kernels: no CUDA device (%s)%s\n",
                e != cudaSuccess ? cudaGetErrorString(e) : "count 0",
                required ? ", GPUQ_REQUIRE_GPU=1: failing" : ": skipped");

@@ -1,0 +1,65 @@
+# GpuqPackage.cmake - `cpack -G DEB` in the build directory (after the build)
+# makes gpuq_<version>_<arch>.deb from the install rules, with prefix /usr.
+#
+# One package: gpuqd, gpuqctl, libgpuq (shared and static), headers, pkg-config
+# and CMake files, units, sysusers file, /etc/gpuq/gpuqd.conf (a conffile)
+# and docs. Depends comes from dpkg-shlibdeps (dpkg-dev) on the installed
+# binaries, plus what the maintainer scripts need: systemd-sysusers (systemd)
+# or adduser. deb-systemd-helper and deb-systemd-invoke come from
+# init-system-helpers, which is Essential in Debian 12. The CUDA driver and
+# cuBLAS are loaded at run time when present, so they are not dependencies:
+# without them gpuqd serves on the CPU backend.
+#
+# The maintainer scripts in packaging/debian are written as debhelper would
+# generate them (dh_installsysusers, dh_installsystemd); triggers runs
+# ldconfig (dh_makeshlibs), in place of the ldconfig calls CPack would put in
+# the scripts it generates when none are given.
+
+set(GPUQ_DEB_MAINTAINER "gpuq maintainers <maintainers@users.noreply.a-seed-1f1d344b.example>"
+    CACHE STRING "Maintainer field of the .deb")
+
+set(CPACK_PACKAGE_NAME gpuq)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_CONTACT "${GPUQ_DEB_MAINTAINER}")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "GPU array work for local processes over a Unix socket")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_STRIP_FILES ON)
+set(CPACK_GENERATOR DEB)
+
+set(CPACK_DEBIAN_PACKAGE_NAME gpuq)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${GPUQ_DEB_MAINTAINER}")
+set(CPACK_DEBIAN_PACKAGE_SECTION misc)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
+"gpuqd serves normalization and distance computations (haversine, a lat/lon
+grid, pairwise euclidean, cosine and manhattan distances) on float32 and
+float64 arrays to local processes over a Unix socket. Each client session
+gets its own prioritized CUDA stream; arrays go straight into pinned
+staging memory, and every limit (frame size, requests in flight, staging
+memory) is explicit. A CPU backend with the same contract runs where no GPU
+is usable.
+.
+The package holds the daemon with its systemd socket and service units
+(socket /run/gpuq/gpuqd.sock, members of group gpuq may use it), the
+gpuqctl command line client, and the C client library libgpuq with its
+headers, pkg-config and CMake files.")
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "systemd | adduser")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libmsgpack-dev")
+# A shlibs file, so that packages built against libgpuq.so.0 get a Depends.
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
+
+configure_file(${PROJECT_SOURCE_DIR}/packaging/debian/conffiles.in
+               ${PROJECT_BINARY_DIR}/packaging/debian/conffiles @ONLY)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
+    ${PROJECT_BINARY_DIR}/packaging/debian/conffiles
+    ${PROJECT_SOURCE_DIR}/packaging/debian/postinst
+    ${PROJECT_SOURCE_DIR}/packaging/debian/prerm
+    ${PROJECT_SOURCE_DIR}/packaging/debian/postrm
+    ${PROJECT_SOURCE_DIR}/packaging/debian/triggers)
+# 0644 for conffiles, 0755 for the scripts, whatever the checkout says.
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+
+include(CPack)

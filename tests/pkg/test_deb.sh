@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# tests/pkg/test_deb.sh BUILD_DIR - the Debian package of a build.
+#
+# Runs `cpack -G DEB` for BUILD_DIR into a temporary directory (the build
+# directory gets no .deb), then checks with dpkg-deb: the file list (daemon,
+# CLI, library and its links, headers, pkg-config and CMake files, units,
+# sysusers, the config), the control fields (Depends from dpkg-shlibdeps,
+# Maintainer, Section, Priority, a description), conffiles naming
+# /etc/gpuq/gpuqd.conf, the ldconfig trigger and shlibs entry of
+# libgpuq.so.0, and postinst/prerm/postrm executable, POSIX sh that
+# passes `sh -n` (and shellcheck -s sh where installed). Also that the unit's
+# ExecStart names a program the package ships. Needs dpkg-dev, not root.
+#
+# GPUQ_LIBDIR (relative to /usr), GPUQ_SYSTEMD_UNITDIR, GPUQ_SYSUSERSDIR
+# (absolute or relative to /usr) come from tests/pkg/CMakeLists.txt.
+set -euo pipefail
+
+build=$(cd "${1:?usage: test_deb.sh BUILD_DIR}" && pwd)
+for t in cpack dpkg-deb dpkg-shlibdeps; do
+    command -v "$t" >/dev/null ||
+        { echo "test_deb: $t not found (apt-get install dpkg-dev)" >&2; exit 1; }
+done
+for v in GPUQ_LIBDIR GPUQ_SYSTEMD_UNITDIR GPUQ_SYSUSERSDIR; do
+    [[ -n "${!v:-}" ]] || { echo "test_deb: $v is not set" >&2; exit 2; }
+done
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpuq-deb.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "FAIL: $*" >&2; fail=1; }
+# A path as dpkg-deb -c prints it ("./usr/lib/..."), given absolute or
+# relative to /usr.
+in_pkg() {
+    case $1 in
+    /*) echo ".$1" ;;
+    *) echo "./usr/$1" ;;
+    esac
+}
+
+(cd "$build" && cpack -G DEB -B "$tmp/out") >"$tmp/cpack.log" 2>&1 ||
+    { cat "$tmp/cpack.log" >&2; echo "FAIL: cpack -G DEB" >&2; exit 1; }
+debs=("$tmp"/out/gpuq_*.deb)
+[[ ${#debs[@]} -eq 1 && -f "${debs[0]}" ]] || { echo "FAIL: no single gpuq_*.deb" >&2; exit 1; }
+deb=${debs[0]}
+echo "package: $(basename "$deb")"
+
+# ---- contents ----
+dpkg-deb -c "$deb" | awk '{ print $6 }' >"$tmp/contents"
+lib=$(in_pkg "$GPUQ_LIBDIR")
+expect=(
+    ./usr/sbin/gpuqd
+    ./usr/bin/gpuqctl
+    "$lib/libgpuq.so"
+    "$lib/libgpuq.so.0"
+    "$lib/libgpuq.a"
+    ./usr/include/gpuq/gpuq.h
+    ./usr/include/gpuq/errors.h
+    ./usr/include/gpuq/header.h
+    ./usr/include/gpuq/gpuq_limits.h
+    "$lib/pkgconfig/gpuq.pc"
+    "$lib/cmake/gpuq/gpuqConfig.cmake"
+    "$lib/cmake/gpuq/gpuqConfigVersion.cmake"
+    "$lib/cmake/gpuq/gpuqTargets.cmake"
+    "$(in_pkg "$GPUQ_SYSTEMD_UNITDIR")/gpuqd.service"
+    "$(in_pkg "$GPUQ_SYSTEMD_UNITDIR")/gpuqd.socket"
+    "$(in_pkg "$GPUQ_SYSUSERSDIR")/gpuq.conf"
+    ./etc/gpuq/gpuqd.conf
+    ./usr/share/doc/gpuq/README.md
+    ./usr/share/doc/gpuq/PROTOCOL.md
+)
+for p in "${expect[@]}"; do
+    grep -qxF "$p" "$tmp/contents" || bad "not in the package: $p"
+done
+grep -qE "^${lib//./\\.}/libgpuq\.so\.0\.[0-9.]+$" "$tmp/contents" || bad "no $lib/libgpuq.so.0.*"
+echo "--- dpkg-deb -c (paths)"
+grep -v '/$' "$tmp/contents"
+
+# ---- control ----
+dpkg-deb -I "$deb" >"$tmp/info"
+echo "--- dpkg-deb -I"
+cat "$tmp/info"
+field() { dpkg-deb -f "$deb" "$1"; }
+[[ "$(field Package)" == gpuq ]] || bad "Package: $(field Package)"
+[[ -n "$(field Version)" ]] || bad "no Version"
+for f in Maintainer Section Priority Architecture; do
+    [[ -n "$(field "$f")" ]] || bad "no $f"
+done
+depends=$(field Depends)
+for d in 'libc6 (' 'systemd | adduser'; do
+    [[ "$depends" == *"$d"* ]] || bad "Depends lacks $d: $depends"
+done
+[[ "$depends" != *cublas* && "$depends" != *cuda* ]] || bad "Depends names CUDA: $depends"
+[[ $(field Description | wc -l) -ge 3 ]] || bad "Description has no long text"
+
+dpkg-deb -e "$deb" "$tmp/control"
+grep -qxF /etc/gpuq/gpuqd.conf "$tmp/control/conffiles" 2>/dev/null ||
+    bad "conffiles does not list /etc/gpuq/gpuqd.conf"
+grep -qx 'activate-noawait ldconfig' "$tmp/control/triggers" 2>/dev/null ||
+    bad "triggers does not run ldconfig"
+grep -q '^libgpuq 0 gpuq (>= ' "$tmp/control/shlibs" 2>/dev/null || bad "no shlibs entry for libgpuq 0"
+for s in postinst prerm postrm; do
+    f=$tmp/control/$s
+    if [[ ! -f "$f" ]]; then
+        bad "no $s"
+        continue
+    fi
+    [[ -x "$f" ]] || bad "$s is not executable"
+    [[ "$(head -1 "$f")" == "#!/bin/sh" ]] || bad "$s: not #!/bin/sh"
+    grep -qx 'set -e' "$f" || bad "$s: no 'set -e'"
+    sh -n "$f" || bad "$s: sh -n"
+    if command -v shellcheck >/dev/null; then
+        shellcheck -s sh "$f" || bad "$s: shellcheck"
+    fi
+done
+
+# ---- the unit runs what the package ships ----
+dpkg-deb -x "$deb" "$tmp/x"
+unit=$tmp/x/$(in_pkg "$GPUQ_SYSTEMD_UNITDIR")/gpuqd.service
+exe=$(sed -n 's/^ExecStart=[-@:+!]*\([^ ]*\).*/\1/p' "$unit" | head -1)
+[[ -n "$exe" && -x "$tmp/x$exe" ]] || bad "gpuqd.service runs '$exe', which the package does not ship"
+if objdump -p "$tmp/x/usr/sbin/gpuqd" | grep -q 'NEEDED.*libcublas'; then
+    bad "packaged gpuqd needs libcublas"
+fi
+
+if [[ $fail -ne 0 ]]; then
+    echo "test_deb: FAILED" >&2
+    exit 1
+fi
+echo "test_deb: OK"
