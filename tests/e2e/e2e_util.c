@@ -176,17 +176,41 @@ void e2e_status(char *buf, size_t cap)
     gpuq_close(c);
 }
 
+/* want_depth 1: the outermost object's keys only; 0: any depth. */
+static long long e2e_json_find(const char *json, const char *key, int want_depth)
+{
+    size_t klen = strlen(key);
+    int depth = 0;
+    for (const char *p = json; *p; p++) {
+        if (*p == '"') {
+            const char *start = p + 1;
+            for (p++; *p && *p != '"'; p++)
+                if (*p == '\\' && p[1])
+                    p++;
+            if (!*p)
+                return -1;
+            if ((!want_depth || depth == want_depth) && (size_t)(p - start) == klen && !memcmp(start, key, klen) &&
+                p[1] == ':')
+                return strtoll(p + 2, NULL, 10);
+        } else if (*p == '{' || *p == '[') {
+            depth++;
+        } else if (*p == '}' || *p == ']') {
+            depth--;
+        }
+    }
+    return -1;
+}
+
 long long e2e_json_int(const char *json, const char *key)
 {
-    char pat[80];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = strstr(json, pat);
-    if (!p)
-        return -1;
-    p += strlen(pat);
-    while (*p == ' ')
-        p++;
-    return strtoll(p, NULL, 10);
+    /* Keys of the outermost object first: nested maps (devices) may use
+     * the same names; then the first at any depth ("requests"."normalize"). */
+    for (int want = 1; want >= 0; want--) {
+        long long v = e2e_json_find(json, key, want);
+        if (v != -1)
+            return v;
+    }
+    return -1;
 }
 
 const char *e2e_write_f64(const char *name, const double *x, size_t n)

@@ -36,7 +36,8 @@ int e2e_read_reply(int fd, gpuq_reply *rep, uint8_t *hdrbuf, size_t hdrcap);
 void e2e_assert_serves(void);
 /* Status JSON of a fresh connection into buf. */
 void e2e_status(char *buf, size_t cap);
-/* Integer value of "key": N in a flat JSON text (first occurrence), -1 if absent. */
+/* Integer value of "key": N in a JSON text: among the outermost object's
+ * keys, else the first at any depth; -1 if absent. */
 long long e2e_json_int(const char *json, const char *key);
 /* Reference via python: op args... writes float64 into out (n values). */
 void e2e_ref(double *out, size_t n, const char *const *args);
