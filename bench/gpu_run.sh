@@ -88,6 +88,22 @@ if [[ -x build-gpu/bench/gpuq_bench ]]; then
     row "bench (doorbells only)" "exit $?"
 fi
 
+# Where the time of one large request goes (CUDA events), through gpuqctl.
+if [[ -x build-gpu/client/gpuqctl ]]; then
+    T=$(mktemp -d)
+    "$PY" -c "import numpy as np; np.save('$T/x.npy', (np.random.rand(10**7) + 0.5).astype('float32'))"
+    build-gpu/server/gpuqd --device cuda --socket "$T/s.sock" --log-level warn 2>"$LOGS/timing_gpuqd.log" &
+    DP=$!
+    for _ in $(seq 200); do [[ -S $T/s.sock ]] && break; sleep 0.1; done
+    for k in 1 2 3; do # the first one warms the pools
+        line=$(build-gpu/client/gpuqctl --socket "$T/s.sock" normalize --method l2 --timing \
+            "$T/x.npy" -o "$T/y.npy" 2>&1 | grep timing)
+    done
+    row "normalize 10^7 f32 l2, --timing" "${line:-no timing line}"
+    kill "$DP"; wait "$DP"
+    rm -rf "$T"
+fi
+
 printf '%s\n' "${ROWS[@]}" >"$LOGS/summary.txt"
 [[ -n "${OUT:-}" ]] && tar -czf "$OUT/logs.tgz" -C "$ROOT/build-gpu" logs
 echo
