@@ -1,0 +1,100 @@
+/* test_policy.c - policy_caps_for: who is an admin and which caps apply,
+ * from uid, primary gid, supplementary groups and the config's rules. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "header.h"
+#include "policy.h"
+#include "testutil.h"
+
+static config cfg;
+
+static policy_rule *add_rule(bool is_group, uint32_t id, int prio, uint32_t infl, uint64_t stg)
+{
+    policy_rule *r = &cfg.pol.rules[cfg.pol.nrules++];
+    memset(r, 0, sizeof *r);
+    r->is_group = is_group;
+    r->id = id;
+    r->max_priority = prio;
+    r->max_inflight = infl;
+    r->session_staging = stg;
+    return r;
+}
+
+static void setup(void)
+{
+    memset(&cfg, 0, sizeof cfg);
+    gpuq_limits_default(&cfg.lim);
+    cfg.pol.max_priority = GPUQ_PRIO_NORMAL;
+    cfg.pol.admin_gid = (gid_t)-1;
+}
+
+START_TEST(admins)
+{
+    policy_caps c;
+    policy_caps_for(&cfg, 0, 0, NULL, 0, &c);
+    ck_assert(c.admin);
+    ck_assert_int_eq(c.max_priority, 5); /* not capped */
+    policy_caps_for(&cfg, 1000, 1000, NULL, 0, &c);
+    ck_assert(!c.admin);
+    ck_assert_int_eq(c.max_priority, GPUQ_PRIO_NORMAL);
+    snprintf(cfg.pol.admin_group, sizeof cfg.pol.admin_group, "ops");
+    cfg.pol.admin_gid = 2000;
+    policy_caps_for(&cfg, 1000, 2000, NULL, 0, &c); /* primary group */
+    ck_assert(c.admin);
+    gid_t g[] = {5, 2000};
+    policy_caps_for(&cfg, 1000, 1000, g, 2, &c); /* supplementary */
+    ck_assert(c.admin);
+    policy_caps_for(&cfg, 1000, 1000, g, 1, &c);
+    ck_assert(!c.admin);
+    policy_caps_for(&cfg, (uid_t)-1, 2000, NULL, 0, &c); /* unknown peer: nothing */
+    ck_assert(!c.admin);
+    ck_assert_uint_eq(c.max_inflight, cfg.lim.max_inflight);
+}
+END_TEST
+
+START_TEST(rules_merge_by_field)
+{
+    policy_caps c;
+    add_rule(true, 300, GPUQ_PRIO_LOW, 4, 0);            /* [group students] */
+    add_rule(true, 301, GPUQ_PRIO_HIGH, 0, 1u << 20);    /* [group labs] */
+    add_rule(false, 1000, GPUQ_PRIO_UNSET, 16, 0);       /* [user alice] */
+    gid_t both[] = {300, 301};
+    /* alice in both groups: inflight from her user rule, priority from the
+     * first group that sets it, staging from the first that sets it */
+    policy_caps_for(&cfg, 1000, 1000, both, 2, &c);
+    ck_assert_uint_eq(c.max_inflight, 16);
+    ck_assert_int_eq(c.max_priority, GPUQ_PRIO_LOW);
+    ck_assert_uint_eq(c.session_staging, 1u << 20);
+    /* bob only in labs: high priority although the default cap is normal */
+    gid_t labs[] = {301};
+    policy_caps_for(&cfg, 1001, 1001, labs, 1, &c);
+    ck_assert_int_eq(c.max_priority, GPUQ_PRIO_HIGH);
+    ck_assert_uint_eq(c.max_inflight, cfg.lim.max_inflight);
+    /* a rule never raises a cap above the global limit */
+    cfg.lim.max_inflight = 8;
+    policy_caps_for(&cfg, 1000, 1000, both, 2, &c);
+    ck_assert_uint_eq(c.max_inflight, 8);
+    /* primary gid counts as membership */
+    policy_caps_for(&cfg, 1002, 300, NULL, 0, &c);
+    ck_assert_int_eq(c.max_priority, GPUQ_PRIO_LOW);
+    ck_assert_uint_eq(c.max_inflight, 4);
+    /* nobody matched: globals */
+    policy_caps_for(&cfg, 1003, 1003, NULL, 0, &c);
+    ck_assert_int_eq(c.max_priority, GPUQ_PRIO_NORMAL);
+    ck_assert_uint_eq(c.session_staging, cfg.lim.session_staging);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("policy");
+    TCase *tc = tcase_create("policy");
+    tcase_add_checked_fixture(tc, setup, NULL);
+    tcase_set_timeout(tc, 10);
+    tcase_add_test(tc, admins);
+    tcase_add_test(tc, rules_merge_by_field);
+    suite_add_tcase(s, tc);
+    return tu_run_suite(s);
+}
