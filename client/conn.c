@@ -458,44 +458,6 @@ static void copy_str(char *dst, size_t cap, const char *s, uint32_t len)
     dst[n] = '\0';
 }
 
-static int parse_limits(gpuq_mpr *r, gpuq_limits *l)
-{
-    uint32_t n;
-    if (gpuq_mpr_map(r, &n))
-        return GPUQ_E_BAD_HEADER;
-    for (uint32_t i = 0; i < n; i++) {
-        const char *k;
-        uint32_t kl;
-        uint64_t v = 0;
-        if (gpuq_mpr_str(r, &k, &kl))
-            return GPUQ_E_BAD_HEADER;
-        int rc = 0;
-        if (gpuq_mpr_peek(r) != GPUQ_MP_UINT && gpuq_mpr_peek(r) != GPUQ_MP_INT) {
-            rc = gpuq_mpr_skip(r);
-        } else {
-            rc = gpuq_mpr_uint(r, &v);
-            uint32_t v32 = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
-            if (key_is(k, kl, "max_header"))
-                l->max_header = v32;
-            else if (key_is(k, kl, "max_payload"))
-                l->max_payload = v;
-            else if (key_is(k, kl, "max_inflight"))
-                l->max_inflight = v32;
-            else if (key_is(k, kl, "session_staging"))
-                l->session_staging = v;
-            else if (key_is(k, kl, "total_staging"))
-                l->total_staging = v;
-            else if (key_is(k, kl, "max_sessions"))
-                l->max_sessions = v32;
-            else if (key_is(k, kl, "max_output"))
-                l->max_output = v;
-        }
-        if (rc)
-            return GPUQ_E_BAD_HEADER;
-    }
-    return 0;
-}
-
 static int parse_hello_info(const uint8_t *buf, size_t len, gpuq_server_info *si)
 {
     gpuq_mpr r;
@@ -532,7 +494,7 @@ static int parse_hello_info(const uint8_t *buf, size_t len, gpuq_server_info *si
         } else if (key_is(k, kl, "admin")) {
             rc = gpuq_mpr_bool(&r, &si->admin);
         } else if (key_is(k, kl, "limits")) {
-            rc = parse_limits(&r, &si->limits);
+            rc = gpuq_limits_decode(&r, &si->limits);
         } else if (key_is(k, kl, "server") || key_is(k, kl, "backend")) {
             /* wrong type: rc already set by the failed gpuq_mpr_str */
         } else {

@@ -64,6 +64,18 @@ int gpuq_limits_set(gpuq_limits *l, const char *name, uint64_t v, uint64_t *old,
                     size_t cap);
 /* Value of the limit called name into *v; -1 for an unknown name. */
 int gpuq_limits_get(const gpuq_limits *l, const char *name, uint64_t *v);
+/* The range gpuq_limits_set accepts for name; -1 for an unknown name. */
+int gpuq_limits_range(const char *name, uint64_t *min, uint64_t *max);
+
+struct gpuq_mpw;
+struct gpuq_mpr;
+/* Write *l as a msgpack map of the seven limits by name (the hello reply's
+ * "limits"). */
+void gpuq_limits_encode(const gpuq_limits *l, struct gpuq_mpw *w);
+/* Read such a map into *l: known names are stored (a value too large for a
+ * 32-bit field saturates), unknown keys and non-integer values skipped.
+ * Returns 0 or GPUQ_E_BAD_HEADER. */
+int gpuq_limits_decode(struct gpuq_mpr *r, gpuq_limits *l);
 
 #ifdef __cplusplus
 }

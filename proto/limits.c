@@ -1,10 +1,15 @@
 /* limits.c - the configurable limits: defaults (values live in gpuq_limits.h)
- * and setting one by name, with its range, for set_limit and config files. */
+ * and one table of their names, fields and ranges, which set_limit, the
+ * config file and the hello reply (both ends) all go through. */
 #include "gpuq_limits.h"
 
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "errors.h"
+#include "mpread.h"
+#include "mpwrite.h"
 
 void gpuq_limits_default(gpuq_limits *l)
 {
@@ -43,18 +48,84 @@ static const limit_def *limit_find(const char *name)
     return NULL;
 }
 
+#define NLIMITS (sizeof limit_defs / sizeof limit_defs[0])
+
+static uint64_t limit_load(const gpuq_limits *l, const limit_def *d)
+{
+    const char *base = (const char *)l + d->off;
+    if (d->is32) {
+        uint32_t x;
+        memcpy(&x, base, sizeof x);
+        return x;
+    }
+    uint64_t v;
+    memcpy(&v, base, sizeof v);
+    return v;
+}
+
+/* Store v (saturated to the field's width). */
+static void limit_store(gpuq_limits *l, const limit_def *d, uint64_t v)
+{
+    char *base = (char *)l + d->off;
+    if (d->is32) {
+        uint32_t x = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+        memcpy(base, &x, sizeof x);
+    } else {
+        memcpy(base, &v, sizeof v);
+    }
+}
+
 int gpuq_limits_get(const gpuq_limits *l, const char *name, uint64_t *v)
 {
     const limit_def *d = limit_find(name);
     if (!d)
         return -1;
-    const char *base = (const char *)l + d->off;
-    if (d->is32) {
-        uint32_t x;
-        memcpy(&x, base, sizeof x);
-        *v = x;
-    } else {
-        memcpy(v, base, sizeof *v);
+    *v = limit_load(l, d);
+    return 0;
+}
+
+int gpuq_limits_range(const char *name, uint64_t *min, uint64_t *max)
+{
+    const limit_def *d = limit_find(name);
+    if (!d)
+        return -1;
+    *min = 1;
+    *max = d->max;
+    return 0;
+}
+
+void gpuq_limits_encode(const gpuq_limits *l, gpuq_mpw *w)
+{
+    gpuq_mpw_map(w, (uint32_t)NLIMITS);
+    for (size_t i = 0; i < NLIMITS; i++) {
+        gpuq_mpw_str(w, limit_defs[i].name);
+        gpuq_mpw_uint(w, limit_load(l, &limit_defs[i]));
+    }
+}
+
+int gpuq_limits_decode(gpuq_mpr *r, gpuq_limits *l)
+{
+    uint32_t n;
+    if (gpuq_mpr_map(r, &n))
+        return GPUQ_E_BAD_HEADER;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *k;
+        uint32_t kl;
+        if (gpuq_mpr_str(r, &k, &kl))
+            return GPUQ_E_BAD_HEADER;
+        const limit_def *d = NULL;
+        for (size_t j = 0; j < NLIMITS && !d; j++)
+            if (strlen(limit_defs[j].name) == kl && !memcmp(limit_defs[j].name, k, kl))
+                d = &limit_defs[j];
+        gpuq_mp_type t = gpuq_mpr_peek(r);
+        uint64_t v;
+        if (d && (t == GPUQ_MP_UINT || t == GPUQ_MP_INT)) {
+            if (gpuq_mpr_uint(r, &v))
+                return GPUQ_E_BAD_HEADER;
+            limit_store(l, d, v);
+        } else if (gpuq_mpr_skip(r)) {
+            return GPUQ_E_BAD_HEADER;
+        }
     }
     return 0;
 }
@@ -73,16 +144,8 @@ int gpuq_limits_set(gpuq_limits *l, const char *name, uint64_t v, uint64_t *old,
                  (unsigned long long)d->max);
         return -1;
     }
-    uint64_t prev;
-    (void)gpuq_limits_get(l, name, &prev);
     if (old)
-        *old = prev;
-    char *base = (char *)l + d->off;
-    if (d->is32) {
-        uint32_t x = (uint32_t)v;
-        memcpy(base, &x, sizeof x);
-    } else {
-        memcpy(base, &v, sizeof v);
-    }
+        *old = limit_load(l, d);
+    limit_store(l, d, v);
     return 0;
 }

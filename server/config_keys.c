@@ -32,13 +32,14 @@ static const config_key keys[KEY_COUNT] = {
     {KEY_LOG_LEVEL, "server", "log_level", KIND_LOG_LEVEL, 0, 0},
     {KEY_DRAIN_TIMEOUT, "server", "drain_timeout", KIND_SECONDS, 0, 86400},
     {KEY_DEVICE_MEMORY_LIMIT, "server", "device_memory_limit", KIND_SIZE, 0, U64},
-    {KEY_MAX_HEADER, "limits", "max_header", KIND_SIZE, 1, 1u << 30},
-    {KEY_MAX_PAYLOAD, "limits", "max_payload", KIND_SIZE, 1, U64},
-    {KEY_MAX_OUTPUT, "limits", "max_output", KIND_SIZE, 1, U64},
-    {KEY_MAX_INFLIGHT, "limits", "max_inflight", KIND_COUNT, 1, 1u << 20},
-    {KEY_SESSION_STAGING, "limits", "session_staging", KIND_SIZE, 1, U64},
-    {KEY_TOTAL_STAGING, "limits", "total_staging", KIND_SIZE, 1, U64},
-    {KEY_MAX_SESSIONS, "limits", "max_sessions", KIND_COUNT, 1, 1u << 20},
+    /* [limits]: names, fields and ranges are proto's (gpuq_limits_set) */
+    {KEY_MAX_HEADER, "limits", "max_header", KIND_SIZE, 0, 0},
+    {KEY_MAX_PAYLOAD, "limits", "max_payload", KIND_SIZE, 0, 0},
+    {KEY_MAX_OUTPUT, "limits", "max_output", KIND_SIZE, 0, 0},
+    {KEY_MAX_INFLIGHT, "limits", "max_inflight", KIND_COUNT, 0, 0},
+    {KEY_SESSION_STAGING, "limits", "session_staging", KIND_SIZE, 0, 0},
+    {KEY_TOTAL_STAGING, "limits", "total_staging", KIND_SIZE, 0, 0},
+    {KEY_MAX_SESSIONS, "limits", "max_sessions", KIND_COUNT, 0, 0},
     {KEY_ADMIN_GROUP, "policy", "admin_group", KIND_GROUP, 0, 0},
     {KEY_MAX_PRIORITY, "policy", "max_priority", KIND_PRIO, 0, 0},
     {KEY_RULE_MAX_PRIORITY, "rule", "max_priority", KIND_PRIO, 0, 0},
@@ -141,23 +142,26 @@ static const char *size_str(uint64_t v, char *buf, size_t cap)
 
 static int set_number(const config_key *k, const char *value, uint64_t *out, char *why, size_t cap)
 {
-    uint64_t v;
+    uint64_t v, min = k->min, max = k->max;
     if (config_parse_size(value, &v) < 0) {
         snprintf(why, cap, "bad %s '%s' (a number with an optional K, M or G suffix)",
                  k->kind == KIND_SIZE ? "size" : "number", value);
         return -1;
     }
-    if (v < k->min || v > k->max) {
+    if (!strcmp(k->section, "limits") && gpuq_limits_range(k->name, &min, &max) < 0) {
+        snprintf(why, cap, "internal error: %s is not a limit", k->name);
+        return -1;
+    }
+    if (v < min || v > max) {
         char lo[32], hi[32];
-        if (k->max == U64)
-            snprintf(why, cap, "'%s' out of range (at least %llu)", value,
-                     (unsigned long long)k->min);
+        if (max == U64)
+            snprintf(why, cap, "'%s' out of range (at least %llu)", value, (unsigned long long)min);
         else if (k->kind == KIND_SIZE)
-            snprintf(why, cap, "'%s' out of range (%s .. %s)", value,
-                     size_str(k->min, lo, sizeof lo), size_str(k->max, hi, sizeof hi));
+            snprintf(why, cap, "'%s' out of range (%s .. %s)", value, size_str(min, lo, sizeof lo),
+                     size_str(max, hi, sizeof hi));
         else
-            snprintf(why, cap, "'%s' out of range (%llu .. %llu)", value,
-                     (unsigned long long)k->min, (unsigned long long)k->max);
+            snprintf(why, cap, "'%s' out of range (%llu .. %llu)", value, (unsigned long long)min,
+                     (unsigned long long)max);
         return -1;
     }
     *out = v;
@@ -279,28 +283,9 @@ int config_key_set(config *c, policy_rule *rule, const config_key *k, const char
         snprintf(why, cap, "internal error: key kind %d", k->kind);
         return -1;
     }
+    if (!strcmp(k->section, "limits"))
+        return gpuq_limits_set(&c->lim, k->name, v, NULL, why, cap);
     switch (k->id) {
-    case KEY_MAX_HEADER:
-        c->lim.max_header = (uint32_t)v;
-        break;
-    case KEY_MAX_PAYLOAD:
-        c->lim.max_payload = v;
-        break;
-    case KEY_MAX_OUTPUT:
-        c->lim.max_output = v;
-        break;
-    case KEY_MAX_INFLIGHT:
-        c->lim.max_inflight = (uint32_t)v;
-        break;
-    case KEY_SESSION_STAGING:
-        c->lim.session_staging = v;
-        break;
-    case KEY_TOTAL_STAGING:
-        c->lim.total_staging = v;
-        break;
-    case KEY_MAX_SESSIONS:
-        c->lim.max_sessions = (uint32_t)v;
-        break;
     case KEY_DEVICE_MEMORY_LIMIT:
         c->device_memory_limit = v;
         break;

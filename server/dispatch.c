@@ -90,7 +90,6 @@ static int dispatch_hello(request *r)
 {
     session *s = r->s;
     server *srv = s->srv;
-    const gpuq_limits *lim = &srv->cfg.lim;
     if (r->req.version != GPUQ_PROTO_VERSION) {
         snprintf(r->message, sizeof r->message,
                  "protocol version %u not supported (server speaks %u)", r->req.version,
@@ -139,22 +138,12 @@ static int dispatch_hello(request *r)
     gpuq_mpw_int(w, s->binfo.device);
     gpuq_mpw_str(w, "admin");
     gpuq_mpw_bool(w, s->caps.admin);
+    /* the limits that apply to this session: its caps in place of the globals */
+    gpuq_limits mine = srv->cfg.lim;
+    mine.max_inflight = s->caps.max_inflight;
+    mine.session_staging = s->caps.session_staging;
     gpuq_mpw_str(w, "limits");
-    gpuq_mpw_map(w, 7);
-    gpuq_mpw_str(w, "max_header");
-    gpuq_mpw_uint(w, lim->max_header);
-    gpuq_mpw_str(w, "max_payload");
-    gpuq_mpw_uint(w, lim->max_payload);
-    gpuq_mpw_str(w, "max_inflight");
-    gpuq_mpw_uint(w, s->caps.max_inflight);
-    gpuq_mpw_str(w, "session_staging");
-    gpuq_mpw_uint(w, s->caps.session_staging);
-    gpuq_mpw_str(w, "total_staging");
-    gpuq_mpw_uint(w, lim->total_staging);
-    gpuq_mpw_str(w, "max_sessions");
-    gpuq_mpw_uint(w, lim->max_sessions);
-    gpuq_mpw_str(w, "max_output");
-    gpuq_mpw_uint(w, lim->max_output);
+    gpuq_limits_encode(&mine, w);
     gpuq_mpw_str(w, "devices");
     stats_devices(srv, w);
     return dispatch_info_take(r, w);

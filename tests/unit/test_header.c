@@ -785,6 +785,47 @@ START_TEST(test_admin_ops)
     ck_assert_int_eq(gpuq_limits_set(&l, "max_header", (1u << 30) + 1, NULL, msg, sizeof msg), -1);
     ck_assert_uint_eq(l.max_header, 4096);
     ck_assert_int_eq(gpuq_limits_get(&l, "nope", &v), -1);
+    uint64_t lo = 0, hi = 0;
+    ck_assert_int_eq(gpuq_limits_range("max_sessions", &lo, &hi), 0);
+    ck_assert(lo == 1 && hi == 1u << 20);
+    /* the hello map: encode, then decode into zeros; unknown keys skipped,
+     * a 32-bit field saturates */
+    gpuq_mpw *w = gpuq_mpw_new();
+    gpuq_mpw_map(w, 2);
+    gpuq_mpw_str(w, "limits");
+    gpuq_limits_encode(&l, w);
+    gpuq_mpw_str(w, "extra");
+    gpuq_mpw_map(w, 3);
+    gpuq_mpw_str(w, "max_inflight");
+    gpuq_mpw_uint(w, 1ull << 40);
+    gpuq_mpw_str(w, "future_limit");
+    gpuq_mpw_uint(w, 3);
+    gpuq_mpw_str(w, "max_output");
+    gpuq_mpw_str(w, "big");
+    uint8_t *buf;
+    size_t len;
+    ck_assert_int_eq(gpuq_mpw_take(w, &buf, &len), 0);
+    gpuq_mpw_free(w);
+    gpuq_mpr r;
+    gpuq_mpr_init(&r, buf, len);
+    uint32_t n;
+    const char *k;
+    uint32_t kl;
+    ck_assert_int_eq(gpuq_mpr_map(&r, &n), 0);
+    ck_assert_int_eq(gpuq_mpr_str(&r, &k, &kl), 0);
+    gpuq_limits got;
+    memset(&got, 0, sizeof got);
+    ck_assert_int_eq(gpuq_limits_decode(&r, &got), 0);
+    ck_assert(got.max_header == l.max_header && got.max_payload == l.max_payload &&
+              got.max_inflight == l.max_inflight && got.session_staging == l.session_staging &&
+              got.total_staging == l.total_staging && got.max_sessions == l.max_sessions &&
+              got.max_output == l.max_output);
+    ck_assert_int_eq(gpuq_mpr_str(&r, &k, &kl), 0);
+    ck_assert_int_eq(gpuq_limits_decode(&r, &got), 0);
+    ck_assert_uint_eq(got.max_inflight, UINT32_MAX);
+    ck_assert_uint_eq(got.max_output, l.max_output); /* wrong type: skipped */
+    ck_assert_uint_eq(gpuq_mpr_left(&r), 0);
+    free(buf);
 }
 END_TEST
 
