@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "errors.h"
+#include "frame.h"
 #include "mpread.h"
 #include "mpwrite.h"
 
@@ -749,32 +750,58 @@ static void kv_double(gpuq_mpw *w, uint32_t *n, const char *key, double v)
     (*n)++;
 }
 
-/* The map body goes into `body` while entries are counted; the final buffer is
- * the map head followed by the body. */
-static int finish_map(gpuq_mpw *body, uint32_t n, uint8_t **out, size_t *outlen)
+/* A map's entries are counted while they are written, so its head comes
+ * last: begin_map leaves headroom bytes (for the caller) plus room for the
+ * largest map head (5 bytes); finish_map writes the head in its real size
+ * (fixmap, map16 or map32, as msgpack-c would) just before the body and
+ * closes the gap. One buffer, no copy of the body into another. */
+#define MAP_HEAD_MAX 5u
+#define HEADROOM_MAX 32u
+
+static gpuq_mpw *begin_map(size_t headroom)
+{
+    static const uint8_t zeros[HEADROOM_MAX + MAP_HEAD_MAX];
+    gpuq_mpw *w = gpuq_mpw_new();
+    if (w)
+        gpuq_mpw_raw(w, zeros, headroom + MAP_HEAD_MAX);
+    return w;
+}
+
+static int finish_map(gpuq_mpw *w, uint32_t n, size_t headroom, uint8_t **out, size_t *outlen)
 {
     uint8_t *b = NULL;
-    size_t blen = 0;
-    int rc = gpuq_mpw_take(body, &b, &blen);
-    gpuq_mpw_free(body);
+    size_t len = 0;
+    int rc = gpuq_mpw_take(w, &b, &len);
+    gpuq_mpw_free(w);
     if (rc != 0)
         return rc;
-    gpuq_mpw *w = gpuq_mpw_new();
-    if (!w) {
-        free(b);
-        return GPUQ_E_NO_MEMORY;
+    uint8_t head[MAP_HEAD_MAX];
+    size_t h;
+    if (n < 16) {
+        head[0] = (uint8_t)(0x80u | n);
+        h = 1;
+    } else if (n <= 0xffffu) {
+        head[0] = 0xde;
+        head[1] = (uint8_t)(n >> 8);
+        head[2] = (uint8_t)n;
+        h = 3;
+    } else {
+        head[0] = 0xdf;
+        for (int i = 0; i < 4; i++)
+            head[1 + i] = (uint8_t)(n >> (24 - 8 * i));
+        h = 5;
     }
-    gpuq_mpw_map(w, n);
-    gpuq_mpw_raw(w, b, blen);
-    free(b);
-    rc = gpuq_mpw_take(w, out, outlen);
-    gpuq_mpw_free(w);
-    return rc;
+    size_t body = len - headroom - MAP_HEAD_MAX;
+    memcpy(b + headroom, head, h);
+    memmove(b + headroom + h, b + headroom + MAP_HEAD_MAX, body);
+    *out = b;
+    *outlen = headroom + h + body;
+    return 0;
 }
 
 int gpuq_request_encode(const gpuq_request *req, uint8_t **out, size_t *outlen)
 {
-    gpuq_mpw *w = gpuq_mpw_new();
+    gpuq_mpw *w = begin_map(0);
     uint32_t n = 0;
     const char *s;
 
@@ -868,7 +895,7 @@ int gpuq_request_encode(const gpuq_request *req, uint8_t **out, size_t *outlen)
     default:
         break;
     }
-    return finish_map(w, n, out, outlen);
+    return finish_map(w, n, 0, out, outlen);
 }
 
 /* ---- replies ---- */
@@ -1020,9 +1047,10 @@ int gpuq_reply_decode(const uint8_t *buf, size_t len, gpuq_reply *rep, char *msg
     return 0;
 }
 
-int gpuq_reply_encode(const gpuq_reply *rep, uint8_t **out, size_t *outlen)
+/* The reply header after headroom free bytes. */
+static int reply_encode(const gpuq_reply *rep, size_t headroom, uint8_t **out, size_t *outlen)
 {
-    gpuq_mpw *w = gpuq_mpw_new();
+    gpuq_mpw *w = begin_map(headroom);
     uint32_t n = 0;
     const char *s;
 
@@ -1065,5 +1093,22 @@ int gpuq_reply_encode(const gpuq_reply *rep, uint8_t **out, size_t *outlen)
         gpuq_mpw_raw(w, rep->info, rep->info_len);
         n++;
     }
-    return finish_map(w, n, out, outlen);
+    return finish_map(w, n, headroom, out, outlen);
+}
+
+int gpuq_reply_encode(const gpuq_reply *rep, uint8_t **out, size_t *outlen)
+{
+    return reply_encode(rep, 0, out, outlen);
+}
+
+int gpuq_reply_frame(const gpuq_reply *rep, uint64_t payload_len, uint8_t **out, size_t *outlen)
+{
+    int rc = reply_encode(rep, GPUQ_PREFIX_SIZE, out, outlen);
+    if (rc != 0)
+        return rc;
+    gpuq_prefix p = {.version = GPUQ_PROTO_VERSION, .kind = GPUQ_KIND_REPLY, .flags = 0,
+                     .header_len = (uint32_t)(*outlen - GPUQ_PREFIX_SIZE),
+                     .payload_len = payload_len};
+    gpuq_prefix_encode(&p, *out);
+    return 0;
 }

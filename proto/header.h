@@ -171,6 +171,9 @@ int gpuq_reply_decode(const uint8_t *buf, size_t len, gpuq_reply *rep, char *msg
  * and rep->info (a complete msgpack value, copied raw) under key "info".
  * *out is malloc'd and owned by the caller. */
 int gpuq_reply_encode(const gpuq_reply *rep, uint8_t **out, size_t *outlen);
+/* The same header behind its 20-byte frame prefix (kind reply, the given
+ * payload_len), in one malloc'd buffer ready to write. */
+int gpuq_reply_frame(const gpuq_reply *rep, uint64_t payload_len, uint8_t **out, size_t *outlen);
 
 #ifdef __cplusplus
 }

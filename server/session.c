@@ -346,30 +346,15 @@ static void session_write(request *r)
         s->nerrors++;
     }
     metrics_observe(&srv->metrics, r->req.op, r->status, (double)(uv_hrtime() - r->t0_ns) / 1e9);
-    uint8_t *hdr;
-    size_t hlen;
-    int rc = gpuq_reply_encode(&rep, &hdr, &hlen);
+    size_t wlen;
+    int rc = gpuq_reply_frame(&rep, plen, &r->wbuf, &wlen);
     if (rc < 0)
         goto err;
-    r->wbuf = malloc(GPUQ_PREFIX_SIZE + hlen);
-    if (!r->wbuf) {
-        free(hdr);
-        goto err;
-    }
-    gpuq_prefix p = {.version = GPUQ_PROTO_VERSION, .kind = GPUQ_KIND_REPLY, .flags = 0,
-                     .header_len = (uint32_t)hlen, .payload_len = plen};
-    gpuq_prefix_encode(&p, r->wbuf);
-    memcpy(r->wbuf + GPUQ_PREFIX_SIZE, hdr, hlen);
-    free(hdr);
     uv_buf_t bufs[2];
-    bufs[0] = uv_buf_init((char *)r->wbuf, (unsigned)(GPUQ_PREFIX_SIZE + hlen));
+    bufs[0] = uv_buf_init((char *)r->wbuf, (unsigned)wlen);
     unsigned nbufs = 1;
-    if (plen && r->doc) {
-        bufs[1].base = (char *)r->doc;
-        bufs[1].len = (size_t)plen;
-        nbufs = 2;
-    } else if (plen) {
-        bufs[1].base = (char *)r->slot->ptr + r->out_off;
+    if (plen) {
+        bufs[1].base = r->doc ? (char *)r->doc : (char *)r->slot->ptr + r->out_off;
         bufs[1].len = (size_t)plen;
         nbufs = 2;
     }
@@ -381,8 +366,8 @@ static void session_write(request *r)
         session_close(s);
         return;
     }
-    srv->stats.bytes_out += GPUQ_PREFIX_SIZE + hlen + plen;
-    s->bytes_out += GPUQ_PREFIX_SIZE + hlen + plen;
+    srv->stats.bytes_out += wlen + plen;
+    s->bytes_out += wlen + plen;
     return;
 err:
     log_error("session %llu: cannot encode reply (out of memory)", (unsigned long long)s->id);

@@ -5,6 +5,7 @@
 #include "errors.h"
 #include "header.h"
 #include "gpuq_limits.h"
+#include "frame.h"
 #include "mpread.h"
 #include "mpwrite.h"
 
@@ -829,6 +830,50 @@ START_TEST(test_admin_ops)
 }
 END_TEST
 
+/* PROTOCOL.md section 7, byte for byte, and a framed reply. */
+START_TEST(test_worked_example)
+{
+    static const uint8_t req_bytes[] = {0x82, 0xa2, 0x69, 0x64, 0x01, 0xa2, 0x6f,
+                                        0x70, 0xa4, 0x70, 0x69, 0x6e, 0x67};
+    static const uint8_t rep_frame[] = {0x47, 0x50, 0x55, 0x51, 0x01, 0x02, 0x00, 0x00, 0x0f,
+                                        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+                                        0x00, 0x00, 0x82, 0xa2, 0x69, 0x64, 0x01, 0xa6, 0x73,
+                                        0x74, 0x61, 0x74, 0x75, 0x73, 0xa2, 0x6f, 0x6b};
+    gpuq_request q;
+    base(&q, GPUQ_OP_PING, GPUQ_DT_NONE);
+    q.id = 1;
+    uint8_t *buf;
+    size_t len;
+    ck_assert_int_eq(gpuq_request_encode(&q, &buf, &len), 0);
+    ck_assert_uint_eq(len, sizeof req_bytes);
+    ck_assert_mem_eq(buf, req_bytes, len);
+    free(buf);
+    gpuq_reply rep;
+    memset(&rep, 0, sizeof rep);
+    rep.id = 1;
+    ck_assert_int_eq(gpuq_reply_frame(&rep, 0, &buf, &len), 0);
+    ck_assert_uint_eq(len, sizeof rep_frame);
+    ck_assert_mem_eq(buf, rep_frame, len);
+    free(buf);
+    /* with a payload length and an error: prefix + exactly gpuq_reply_encode's bytes */
+    rep.status = GPUQ_E_ZERO_NORM;
+    snprintf(rep.message, sizeof rep.message, "row 3 has zero sum norm");
+    uint8_t *hdr;
+    size_t hlen;
+    ck_assert_int_eq(gpuq_reply_encode(&rep, &hdr, &hlen), 0);
+    ck_assert_int_eq(gpuq_reply_frame(&rep, 4096, &buf, &len), 0);
+    ck_assert_uint_eq(len, GPUQ_PREFIX_SIZE + hlen);
+    gpuq_prefix p;
+    ck_assert_int_eq(gpuq_prefix_decode(buf, GPUQ_PREFIX_SIZE, &p), 0);
+    ck_assert_uint_eq(p.kind, GPUQ_KIND_REPLY);
+    ck_assert_uint_eq(p.header_len, hlen);
+    ck_assert_uint_eq(p.payload_len, 4096);
+    ck_assert_mem_eq(buf + GPUQ_PREFIX_SIZE, hdr, hlen);
+    free(buf);
+    free(hdr);
+}
+END_TEST
+
 /* ---- replies ---- */
 
 START_TEST(test_reply_ok)
@@ -976,6 +1021,7 @@ static Suite *header_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_rt_hello);
     tcase_add_test(tc, test_admin_ops);
+    tcase_add_test(tc, test_worked_example);
     tcase_add_test(tc, test_rt_ping_status);
     tcase_add_test(tc, test_rt_normalize);
     tcase_add_test(tc, test_rt_haversine);
