@@ -56,6 +56,14 @@ static void server_maybe_destroy_backend(server *srv)
     srv->b = NULL;
 }
 
+/* Close a handle of srv's own, if its init ran (the struct starts zeroed and
+ * uv_*_init sets loop) and it is not closing already. */
+static void server_close_handle(uv_handle_t *h)
+{
+    if (h->loop && !uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
 static void server_finish(server *srv)
 {
     if (srv->finishing)
@@ -63,14 +71,10 @@ static void server_finish(server *srv)
     srv->finishing = true;
     if (srv->live)
         log_warn("closing sessions with %llu requests unanswered", (unsigned long long)srv->live);
-    if (!uv_is_closing((uv_handle_t *)&srv->drain_timer))
-        uv_close((uv_handle_t *)&srv->drain_timer, NULL);
-    if (!uv_is_closing((uv_handle_t *)&srv->sigint))
-        uv_close((uv_handle_t *)&srv->sigint, NULL);
-    if (!uv_is_closing((uv_handle_t *)&srv->sigterm))
-        uv_close((uv_handle_t *)&srv->sigterm, NULL);
-    if (!uv_is_closing((uv_handle_t *)&srv->sighup))
-        uv_close((uv_handle_t *)&srv->sighup, NULL);
+    server_close_handle((uv_handle_t *)&srv->drain_timer);
+    server_close_handle((uv_handle_t *)&srv->sigint);
+    server_close_handle((uv_handle_t *)&srv->sigterm);
+    server_close_handle((uv_handle_t *)&srv->sighup);
     sdnotify_close(&srv->sd);
     for (session *s = srv->sessions, *next; s; s = next) {
         next = s->next;
@@ -228,38 +232,31 @@ static void server_status_line(void *arg, char *buf, size_t cap)
                  srv->b ? srv->b->ops->name : "none", srv->nsessions, inflight);
 }
 
+/* --device auto tries CUDA and falls back to the CPU; cuda without a usable
+ * device is an error (exit 2). */
 static int server_pick_backend(server *srv)
 {
     const char *dev = srv->cfg.device;
-    char why[200] = "";
-    char reason[256];
-    (void)why;
-    if (!strcmp(dev, "cuda")) {
+    bool want_cuda = !strcmp(dev, "cuda"), try_cuda = want_cuda || !strcmp(dev, "auto");
+    char reason[256] = "requested";
+    if (try_cuda) {
 #ifdef GPUQ_HAVE_CUDA
-        srv->b = backend_cuda_create(srv->loop, dispatch_complete, srv->cfg.device_memory_limit, why,
-                                    sizeof why);
-        if (!srv->b) {
+        char why[200] = "";
+        srv->b = backend_cuda_create(srv->loop, dispatch_complete, srv->cfg.device_memory_limit,
+                                     why, sizeof why);
+        if (!srv->b && want_cuda) {
             log_error("--device cuda: %s", why);
             return 2;
         }
-        snprintf(reason, sizeof reason, "requested");
+        if (!want_cuda)
+            snprintf(reason, sizeof reason, "auto: %s", srv->b ? "CUDA device found" : why);
 #else
-        log_error("--device cuda: gpuqd was built without CUDA");
-        return 2;
-#endif
-    } else if (!strcmp(dev, "auto")) {
-#ifdef GPUQ_HAVE_CUDA
-        srv->b = backend_cuda_create(srv->loop, dispatch_complete, srv->cfg.device_memory_limit, why,
-                                    sizeof why);
-        if (srv->b)
-            snprintf(reason, sizeof reason, "auto: CUDA device found");
-        else
-            snprintf(reason, sizeof reason, "auto: %s", why);
-#else
+        if (want_cuda) {
+            log_error("--device cuda: gpuqd was built without CUDA");
+            return 2;
+        }
         snprintf(reason, sizeof reason, "auto: built without CUDA");
 #endif
-    } else {
-        snprintf(reason, sizeof reason, "requested");
     }
     if (!srv->b) {
         char cwhy[200] = "";
@@ -306,7 +303,8 @@ int server_init(server *srv, uv_loop_t *loop, const config *cfg)
         code = 1;
         goto err_after_backend;
     }
-    if (listener_resolve_path(cfg->socket[0] ? cfg->socket : NULL, srv->socket_path, sizeof srv->socket_path) < 0) {
+    if (listener_resolve_path(cfg->socket[0] ? cfg->socket : NULL, srv->socket_path,
+                              sizeof srv->socket_path) < 0) {
         code = 1;
         goto err_after_backend;
     }
