@@ -113,27 +113,35 @@ static void usage(FILE *f)
 
 enum { O_CONFIG = 256, O_CHECK, O_VERSION, O_HELP, O_KEY = 512 };
 
-static const struct option opts[] = {
-    {"config", required_argument, 0, O_CONFIG},
-    {"check-config", required_argument, 0, O_CHECK},
-    {"socket", required_argument, 0, O_KEY + KEY_SOCKET},
-    {"socket-mode", required_argument, 0, O_KEY + KEY_SOCKET_MODE},
-    {"device", required_argument, 0, O_KEY + KEY_DEVICE},
-    {"log-level", required_argument, 0, O_KEY + KEY_LOG_LEVEL},
-    {"drain-timeout", required_argument, 0, O_KEY + KEY_DRAIN_TIMEOUT},
-    {"device-memory-limit", required_argument, 0, O_KEY + KEY_DEVICE_MEMORY_LIMIT},
-    {"max-header", required_argument, 0, O_KEY + KEY_MAX_HEADER},
-    {"max-payload", required_argument, 0, O_KEY + KEY_MAX_PAYLOAD},
-    {"max-output", required_argument, 0, O_KEY + KEY_MAX_OUTPUT},
-    {"max-inflight", required_argument, 0, O_KEY + KEY_MAX_INFLIGHT},
-    {"session-staging", required_argument, 0, O_KEY + KEY_SESSION_STAGING},
-    {"total-staging", required_argument, 0, O_KEY + KEY_TOTAL_STAGING},
-    {"max-sessions", required_argument, 0, O_KEY + KEY_MAX_SESSIONS},
-    {"admin-group", required_argument, 0, O_KEY + KEY_ADMIN_GROUP},
-    {"max-priority", required_argument, 0, O_KEY + KEY_MAX_PRIORITY},
-    {"version", no_argument, 0, O_VERSION},
-    {"help", no_argument, 0, O_HELP},
-    {0, 0, 0, 0}};
+/* The flags: --config, --check-config, --version, --help, and one per
+ * global setting, named after its key with '-' for '_' (config_keys.c), so
+ * the two can never disagree. Built once. */
+static struct option opts[KEY_COUNT + 5];
+static char opt_names[KEY_COUNT][40];
+
+static void config_build_opts(void)
+{
+    static const struct option fixed[] = {{"config", required_argument, 0, O_CONFIG},
+                                          {"check-config", required_argument, 0, O_CHECK},
+                                          {"version", no_argument, 0, O_VERSION},
+                                          {"help", no_argument, 0, O_HELP}};
+    if (opts[0].name)
+        return;
+    size_t n = 0;
+    for (; n < sizeof fixed / sizeof fixed[0]; n++)
+        opts[n] = fixed[n];
+    for (int i = 0; i < KEY_COUNT; i++) {
+        const config_key *k = config_key_by_id((enum config_key_id)i);
+        if (!strcmp(k->section, "rule"))
+            continue;
+        snprintf(opt_names[i], sizeof opt_names[i], "%s", k->name);
+        for (char *p = opt_names[i]; *p; p++)
+            if (*p == '_')
+                *p = '-';
+        opts[n++] = (struct option){opt_names[i], required_argument, 0, O_KEY + i};
+    }
+    opts[n] = (struct option){0, 0, 0, 0};
+}
 
 static void config_defaults(config *c)
 {
@@ -153,6 +161,7 @@ static void config_defaults(config *c)
 static int next_opt(int argc, char **argv, bool restart)
 {
     if (restart) {
+        config_build_opts();
         optind = 0;
         opterr = 0;
     }
@@ -219,13 +228,9 @@ static int config_parse(config *c, int argc, char **argv, bool print)
         if (o < O_KEY)
             continue;
         const config_key *k = config_key_by_id((enum config_key_id)(o - O_KEY));
-        char why[300], flag[32];
+        char why[300];
         if (config_key_set(c, NULL, k, optarg, why, sizeof why) < 0) {
-            snprintf(flag, sizeof flag, "%s", k->name);
-            for (char *p = flag; *p; p++)
-                if (*p == '_')
-                    *p = '-';
-            snprintf(c->error, sizeof c->error, "--%s: %s", flag, why);
+            snprintf(c->error, sizeof c->error, "--%s: %s", opt_names[o - O_KEY], why);
             return -1;
         }
     }
