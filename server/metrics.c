@@ -160,22 +160,29 @@ static void render_devices(textbuf *t, const server *srv)
     };
     backend *b = srv->b;
     int n = b ? b->ops->ndevices(b) : 0;
+    backend_device *devs = n > 0 ? calloc((size_t)n, sizeof *devs) : NULL;
+    if (n > 0 && !devs) {
+        t->oom = true;
+        return;
+    }
+    for (int i = 0; i < n; i++) /* once per device: CUDA asks the pool */
+        b->ops->device_info(b, i, &devs[i]);
     for (int f = 0; f < DEV_NFIELDS; f++) {
         tb_head(t, defs[f].name, defs[f].type, defs[f].help);
         for (int i = 0; i < n; i++) {
-            backend_device d;
-            b->ops->device_info(b, i, &d);
-            char name[2 * sizeof d.name];
-            label_escape(name, sizeof name, d.name);
-            uint64_t v = f == DEV_MEM_TOTAL ? d.total_memory
-                         : f == DEV_MEM_USED ? d.memory_in_use
-                         : f == DEV_SESSIONS ? d.sessions
-                         : f == DEV_INFLIGHT ? d.in_flight
-                                             : d.bytes;
-            tb_printf(t, "%s{device=\"%d\",name=\"%s\"} %llu\n", defs[f].name, d.index, name,
+            const backend_device *d = &devs[i];
+            char name[2 * sizeof d->name];
+            label_escape(name, sizeof name, d->name);
+            uint64_t v = f == DEV_MEM_TOTAL ? d->total_memory
+                         : f == DEV_MEM_USED ? d->memory_in_use
+                         : f == DEV_SESSIONS ? d->sessions
+                         : f == DEV_INFLIGHT ? d->in_flight
+                                             : d->bytes;
+            tb_printf(t, "%s{device=\"%d\",name=\"%s\"} %llu\n", defs[f].name, d->index, name,
                       (unsigned long long)v);
         }
     }
+    free(devs);
 }
 
 int metrics_render(const server *srv, char **out, size_t *len)
