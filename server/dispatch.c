@@ -121,13 +121,8 @@ static int dispatch_hello(request *r)
     gpuq_mpw *w = gpuq_mpw_new();
     if (!w)
         return GPUQ_E_NO_MEMORY;
-    gpuq_mpw_map(w, 10);
-    gpuq_mpw_str(w, "version");
-    gpuq_mpw_uint(w, GPUQ_PROTO_VERSION);
-    gpuq_mpw_str(w, "server");
-    gpuq_mpw_str(w, "gpuqd " GPUQD_VERSION);
-    gpuq_mpw_str(w, "backend");
-    gpuq_mpw_str(w, srv->b->ops->name);
+    gpuq_mpw_map(w, STATS_SERVER_KEYS + 6);
+    stats_server_keys(srv, w);
     gpuq_mpw_str(w, "session");
     gpuq_mpw_uint(w, s->id);
     gpuq_mpw_str(w, "priority");
@@ -144,8 +139,6 @@ static int dispatch_hello(request *r)
     mine.session_staging = s->caps.session_staging;
     gpuq_mpw_str(w, "limits");
     gpuq_limits_encode(&mine, w);
-    gpuq_mpw_str(w, "devices");
-    stats_devices(srv, w);
     return dispatch_info_take(r, w);
 }
 

@@ -100,20 +100,25 @@ int stats_sessions_doc(const server *srv, const session *viewer, uint8_t **out, 
     return rc;
 }
 
-void stats_status_info(const server *srv, gpuq_mpw *w)
+void stats_server_keys(const server *srv, gpuq_mpw *w)
 {
-    const stats *st = &srv->stats;
-    gpuq_mpw_map(w, 16);
     gpuq_mpw_str(w, "version");
     gpuq_mpw_uint(w, GPUQ_PROTO_VERSION);
     gpuq_mpw_str(w, "server");
     gpuq_mpw_str(w, "gpuqd " GPUQD_VERSION);
-    gpuq_mpw_str(w, "uptime_s");
-    gpuq_mpw_double(w, (double)(uv_hrtime() - srv->start_ns) / 1e9);
     gpuq_mpw_str(w, "backend");
     gpuq_mpw_str(w, srv->b->ops->name);
     gpuq_mpw_str(w, "devices");
     stats_devices(srv, w);
+}
+
+void stats_status_info(const server *srv, gpuq_mpw *w)
+{
+    const stats *st = &srv->stats;
+    gpuq_mpw_map(w, STATS_SERVER_KEYS + 12);
+    stats_server_keys(srv, w);
+    gpuq_mpw_str(w, "uptime_s");
+    gpuq_mpw_double(w, (double)(uv_hrtime() - srv->start_ns) / 1e9);
     gpuq_mpw_str(w, "state");
     gpuq_mpw_str(w, srv->draining ? "shutting_down" : srv->accept_stopped ? "draining" : "serving");
     gpuq_mpw_str(w, "sessions");

@@ -24,6 +24,9 @@ void stats_error(stats *st, int code);
 /* Write the devices array (index, name, total_memory, memory_in_use,
  * sessions, in_flight, bytes) into w. */
 void stats_devices(const struct server *srv, gpuq_mpw *w);
+/* The keys hello and status share: version, server, backend, devices. */
+#define STATS_SERVER_KEYS 4
+void stats_server_keys(const struct server *srv, gpuq_mpw *w);
 /* The sessions document: one msgpack map per session, concatenated (a
  * msgpack stream, so any number of sessions fits the bounded readers).
  * A non-admin viewer sees only sessions of its own uid. *out is malloc'd
