@@ -37,6 +37,7 @@ static const struct errinfo errtab[] = {
     [22] = {"closed", "connection closed by the server"},
     [23] = {"need_more", "more bytes needed"},
     [24] = {"duplicate_id", "request id already in flight on this session"},
+    [25] = {"timeout", "connection closed: no hello, idle, or a frame stalled too long"},
 };
 
 #define NERR (sizeof(errtab) / sizeof(errtab[0]))

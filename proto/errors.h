@@ -37,7 +37,8 @@ enum {
     GPUQ_E_CLOSED = -22,        /* client side: server closed the connection */
     GPUQ_E_NEED_MORE = -23,     /* decoder: more bytes needed (never on the wire) */
     GPUQ_E_DUPLICATE_ID = -24,  /* request id already in flight on this session */
-    GPUQ_E_LAST = -24
+    GPUQ_E_TIMEOUT = -25,       /* the client was too slow (hello, idle, a stalled frame); closes */
+    GPUQ_E_LAST = -25
 };
 
 /* Stable snake_case name of a code ("zero_norm"); "unknown" for others. */

@@ -396,6 +396,7 @@ int gpuq_request_decode(const uint8_t *buf, size_t len, gpuq_request *req, char 
     int rc;
 
     gpuq_request_init(req);
+    req->version = 0; /* hello must say it: absent is an error, not version 1 */
     if (msg && msgcap)
         msg[0] = '\0';
     gpuq_mpr_init(&r, buf, len);
@@ -632,6 +633,9 @@ int gpuq_request_check(const gpuq_request *req, uint64_t payload_len, const gpuq
 
     switch (req->op) {
     case GPUQ_OP_HELLO:
+        if (req->version == 0)
+            return fail(msg, msgcap, GPUQ_E_VERSION, "hello needs \"version\" (the server speaks %u)",
+                        GPUQ_PROTO_VERSION);
         if (req->version != GPUQ_PROTO_VERSION)
             return fail(msg, msgcap, GPUQ_E_VERSION,
                         "protocol version %u is not supported (server speaks %u)",

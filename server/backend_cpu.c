@@ -82,6 +82,8 @@ static int cpu_session_open(backend *b, int priority, int device, void **bsess,
                             backend_session_info *info)
 {
     cpu_backend *cb = (cpu_backend *)b;
+    if (device != -1 && device != 0)
+        return GPUQ_E_BAD_ARGUMENT; /* one device: -1 (any) or 0 name it */
     cb->sessions++;
     *bsess = cb;                 /* no per-session state on the CPU */
     info->priority_granted = 0;

@@ -103,7 +103,10 @@ static void usage(FILE *f)
                "             [--max-header N] [--max-payload N] [--max-output N]\n"
                "             [--max-inflight N] [--session-staging N] [--total-staging N]\n"
                "             [--max-sessions N] [--device-memory-limit N] [--admin-group NAME]\n"
-               "             [--max-priority low|normal|high|-5..5] [--version] [--help]\n"
+               "             [--max-priority low|normal|high|-5..5] [--hello-timeout SEC]\n"
+               "             [--idle-timeout SEC] [--frame-timeout SEC] [--staging-keep N]\n"
+               "             [--staging-release-after SEC] [--staging-headroom N]\n"
+               "             [--version] [--help]\n"
                "Settings: the defaults, then the --config FILE (INI), then the flags.\n"
                "--check-config FILE prints the settings FILE and the flags give, and exits.\n"
                "Sizes accept K, M, G suffixes. Socket: --socket, else $GPUQ_SOCKET, else\n"
@@ -151,6 +154,12 @@ static void config_defaults(config *c)
     gpuq_limits_default(&c->lim);
     c->log_level = LOG_LVL_INFO;
     c->drain_timeout_s = 30.0;
+    c->hello_timeout_s = 10.0;
+    c->idle_timeout_s = 0.0;
+    c->frame_timeout_s = 30.0;
+    c->staging_keep = 64ull << 20;
+    c->staging_release_s = 5.0;
+    c->staging_headroom = 64ull << 20;
     c->pol.admin_gid = (gid_t)-1;
     c->pol.max_priority = GPUQ_PRIO_HIGH;
 }
@@ -294,8 +303,11 @@ void config_print(const config *c, FILE *f)
     fprintf(f, "socket_mode = %04o\n", c->socket_mode);
     fprintf(f, "device = %s\n", c->device);
     fprintf(f, "log_level = %s\n", config_log_level_str(c->log_level));
-    fprintf(f, "drain_timeout = %s\n", config_seconds_str(c->drain_timeout_s, b, sizeof b));
-    fprintf(f, "device_memory_limit = %llu\n", (unsigned long long)c->device_memory_limit);
+    for (int i = 0; i < KEY_COUNT; i++) {
+        const config_key *k = config_key_by_id((enum config_key_id)i);
+        if (config_key_is_server_number(k))
+            fprintf(f, "%s = %s\n", k->name, config_key_value_str(c, k, b, sizeof b));
+    }
     fprintf(f, "\n[limits]\n");
     fprintf(f, "max_header = %u\n", c->lim.max_header);
     fprintf(f, "max_payload = %llu\n", (unsigned long long)c->lim.max_payload);
@@ -406,10 +418,6 @@ int config_log_changes(const config *o, const config *n)
                  n->socket_mode);
     if (strcmp(o->device, n->device))
         log_warn("reload: device %s -> %s needs a restart; ignored", o->device, n->device);
-    if (o->device_memory_limit != n->device_memory_limit)
-        log_warn("reload: device_memory_limit %llu -> %llu needs a restart; ignored",
-                 (unsigned long long)o->device_memory_limit,
-                 (unsigned long long)n->device_memory_limit);
     LOG_CHANGED(max_header, "%u", unsigned);
     LOG_CHANGED(max_payload, "%llu", unsigned long long);
     LOG_CHANGED(max_output, "%llu", unsigned long long);
@@ -422,12 +430,18 @@ int config_log_changes(const config *o, const config *n)
                  config_log_level_str(n->log_level));
         count++;
     }
-    if (o->drain_timeout_s != n->drain_timeout_s) {
+    for (int i = 0; i < KEY_COUNT; i++) {
+        const config_key *k = config_key_by_id((enum config_key_id)i);
         char a[40], b[40];
-        log_info("reload: drain_timeout %s -> %s",
-                 config_seconds_str(o->drain_timeout_s, a, sizeof a),
-                 config_seconds_str(n->drain_timeout_s, b, sizeof b));
-        count++;
+        if (!config_key_is_server_number(k) ||
+            !strcmp(config_key_value_str(o, k, a, sizeof a), config_key_value_str(n, k, b, sizeof b)))
+            continue;
+        if (config_key_needs_restart(k)) {
+            log_warn("reload: %s %s -> %s needs a restart; ignored", k->name, a, b);
+        } else {
+            log_info("reload: %s %s -> %s", k->name, a, b);
+            count++;
+        }
     }
     return count + log_policy_changes(&o->pol, &n->pol);
 }

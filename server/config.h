@@ -57,6 +57,18 @@ typedef struct config {
     uint64_t device_memory_limit; /* device bytes per GPU for gpuqd's pool; 0: none */
     int log_level;             /* LOG_LVL_* */
     double drain_timeout_s;
+    /* Slow clients (0: off). A connection without hello after hello_timeout,
+     * a session with nothing in flight and no byte for idle_timeout, and a
+     * frame whose bytes stop for frame_timeout are closed (GPUQ_E_TIMEOUT). */
+    double hello_timeout_s;
+    double idle_timeout_s;
+    double frame_timeout_s;
+    /* Staging memory: bytes kept allocated when idle (the rest is given back
+     * once no reservation came for staging_release_after seconds), and the
+     * headroom only sessions holding no staging may use (staging.h). */
+    uint64_t staging_keep;
+    double staging_release_s;
+    uint64_t staging_headroom;
     gpuq_policy pol;
     bool check_only;           /* --check-config FILE: print and exit */
     char error[512];           /* last error, one line */

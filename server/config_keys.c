@@ -32,6 +32,12 @@ static const config_key keys[KEY_COUNT] = {
     {KEY_LOG_LEVEL, "server", "log_level", KIND_LOG_LEVEL, 0, 0},
     {KEY_DRAIN_TIMEOUT, "server", "drain_timeout", KIND_SECONDS, 0, 86400},
     {KEY_DEVICE_MEMORY_LIMIT, "server", "device_memory_limit", KIND_SIZE, 0, U64},
+    {KEY_HELLO_TIMEOUT, "server", "hello_timeout", KIND_SECONDS, 0, 86400},
+    {KEY_IDLE_TIMEOUT, "server", "idle_timeout", KIND_SECONDS, 0, 86400 * 365},
+    {KEY_FRAME_TIMEOUT, "server", "frame_timeout", KIND_SECONDS, 0, 86400},
+    {KEY_STAGING_KEEP, "server", "staging_keep", KIND_SIZE, 0, U64},
+    {KEY_STAGING_RELEASE_AFTER, "server", "staging_release_after", KIND_SECONDS, 0, 86400},
+    {KEY_STAGING_HEADROOM, "server", "staging_headroom", KIND_SIZE, 0, U64},
     /* [limits]: names, fields and ranges are proto's (gpuq_limits_set) */
     {KEY_MAX_HEADER, "limits", "max_header", KIND_SIZE, 0, 0},
     {KEY_MAX_PAYLOAD, "limits", "max_payload", KIND_SIZE, 0, 0},
@@ -61,6 +67,46 @@ const config_key *config_key_find(const char *section, const char *name)
 const config_key *config_key_by_id(enum config_key_id id)
 {
     return (unsigned)id < KEY_COUNT ? &keys[id] : NULL;
+}
+
+void *config_key_field(config *c, const config_key *k)
+{
+    switch (k->id) {
+    case KEY_DRAIN_TIMEOUT:
+        return &c->drain_timeout_s;
+    case KEY_HELLO_TIMEOUT:
+        return &c->hello_timeout_s;
+    case KEY_IDLE_TIMEOUT:
+        return &c->idle_timeout_s;
+    case KEY_FRAME_TIMEOUT:
+        return &c->frame_timeout_s;
+    case KEY_STAGING_RELEASE_AFTER:
+        return &c->staging_release_s;
+    case KEY_DEVICE_MEMORY_LIMIT:
+        return &c->device_memory_limit;
+    case KEY_STAGING_KEEP:
+        return &c->staging_keep;
+    case KEY_STAGING_HEADROOM:
+        return &c->staging_headroom;
+    default:
+        return NULL;
+    }
+}
+
+const void *config_key_cfield(const config *c, const config_key *k)
+{
+    return config_key_field((config *)c, k);
+}
+
+bool config_key_is_server_number(const config_key *k)
+{
+    return config_key_cfield(&(config){0}, k) != NULL;
+}
+
+bool config_key_needs_restart(const config_key *k)
+{
+    return k->id == KEY_SOCKET || k->id == KEY_SOCKET_MODE || k->id == KEY_DEVICE ||
+           k->id == KEY_DEVICE_MEMORY_LIMIT;
 }
 
 int config_resolve_id(const char *name, int is_group, uint32_t *id)
@@ -138,6 +184,16 @@ static const char *size_str(uint64_t v, char *buf, size_t cap)
     }
     snprintf(buf, cap, "%llu", (unsigned long long)v);
     return buf;
+}
+
+const char *config_key_value_str(const config *c, const config_key *k, char *buf, size_t cap)
+{
+    const void *f = config_key_cfield(c, k);
+    if (!f)
+        return "";
+    if (k->kind == KIND_SECONDS)
+        return config_seconds_str(*(const double *)f, buf, cap);
+    return size_str(*(const uint64_t *)f, buf, cap);
 }
 
 static int set_number(const config_key *k, const char *value, uint64_t *out, char *why, size_t cap)
@@ -269,7 +325,11 @@ int config_key_set(config *c, policy_rule *rule, const config_key *k, const char
         c->log_level = lvl;
         return 0;
     case KIND_SECONDS:
-        return set_seconds(k, value, &c->drain_timeout_s, why, cap);
+        if (!config_key_field(c, k)) {
+            snprintf(why, cap, "internal error: key %s has no field", k->name);
+            return -1;
+        }
+        return set_seconds(k, value, config_key_field(c, k), why, cap);
     case KIND_PRIO:
         return set_prio(value, rule ? &rule->max_priority : &c->pol.max_priority, why, cap);
     case KIND_GROUP:
@@ -285,10 +345,12 @@ int config_key_set(config *c, policy_rule *rule, const config_key *k, const char
     }
     if (!strcmp(k->section, "limits"))
         return gpuq_limits_set(&c->lim, k->name, v, NULL, why, cap);
+    uint64_t *field = config_key_field(c, k);
+    if (field) {
+        *field = v;
+        return 0;
+    }
     switch (k->id) {
-    case KEY_DEVICE_MEMORY_LIMIT:
-        c->device_memory_limit = v;
-        break;
     case KEY_RULE_MAX_INFLIGHT:
         rule->max_inflight = (uint32_t)v;
         break;

@@ -11,6 +11,7 @@
 #ifndef GPUQ_SERVER_CONFIG_KEYS_H
 #define GPUQ_SERVER_CONFIG_KEYS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,12 @@ enum config_key_id {
     KEY_LOG_LEVEL,
     KEY_DRAIN_TIMEOUT,
     KEY_DEVICE_MEMORY_LIMIT,
+    KEY_HELLO_TIMEOUT,
+    KEY_IDLE_TIMEOUT,
+    KEY_FRAME_TIMEOUT,
+    KEY_STAGING_KEEP,
+    KEY_STAGING_RELEASE_AFTER,
+    KEY_STAGING_HEADROOM,
     KEY_MAX_HEADER,
     KEY_MAX_PAYLOAD,
     KEY_MAX_OUTPUT,
@@ -50,6 +57,18 @@ typedef struct config_key {
  * any of the global sections when section is NULL. NULL if there is none. */
 const config_key *config_key_find(const char *section, const char *name);
 const config_key *config_key_by_id(enum config_key_id id);
+
+/* The field of c that a [server] seconds or size key sets (double * for
+ * KIND_SECONDS, uint64_t * for KIND_SIZE), or NULL for other keys. Printing,
+ * reloading and setting all go through it. */
+void *config_key_field(config *c, const config_key *k);
+const void *config_key_cfield(const config *c, const config_key *k);
+/* True for keys whose change needs a restart (a reload warns and ignores). */
+bool config_key_needs_restart(const config_key *k);
+/* The value of a [server] seconds or size key as the config file spells it. */
+const char *config_key_value_str(const config *c, const config_key *k, char *buf, size_t cap);
+/* Is k a seconds or size key of the [server] section (config_key_field)? */
+bool config_key_is_server_number(const config_key *k);
 
 /* Parse value (borrowed) and store it in c, or in rule for "rule" keys.
  * Returns 0, or -1 with the reason in why[cap]. */

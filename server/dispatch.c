@@ -40,27 +40,38 @@ void dispatch_prefix(session *s)
         return;
     }
     uint64_t hl = s->pre.header_len, pl = s->pre.payload_len;
-    /* A payload over max_payload is refused after its header is read (by
-     * gpuq_request_check), so the reply names the request id; it is skipped
-     * without being stored either way. */
-    if (hl > lim->max_header || hl == 0 || pl > UINT64_MAX - hl) {
+    if (s->pre.kind != GPUQ_KIND_REQUEST || hl > lim->max_header || pl > UINT64_MAX - hl) {
+        /* A reply frame from a client, or lengths the server would have to
+         * discard rather than read (a header over max_header, a total that
+         * overflows): one error reply, then the connection closes. */
         request *r = dispatch_new(s);
         if (!r)
             return;
-        if (pl > UINT64_MAX - hl) {
-            s->broken = true;
-            r->close_after = true;
-            session_refuse(r, GPUQ_E_PROTOCOL, "frame length overflows");
-            return;
-        }
-        session_skip(s, hl + pl);
-        if (hl == 0)
-            session_refuse(r, GPUQ_E_BAD_HEADER, "empty header");
-        else
-            session_refuse(r, GPUQ_E_TOO_LARGE, "header of %llu bytes over the limit of %u",
+        s->broken = true;
+        r->close_after = true;
+        if (s->pre.kind != GPUQ_KIND_REQUEST)
+            session_refuse(r, GPUQ_E_PROTOCOL, "a client sends request frames (kind 1), not kind %u",
+                           s->pre.kind);
+        else if (hl > lim->max_header)
+            session_refuse(r, GPUQ_E_TOO_LARGE,
+                           "header of %llu bytes over the limit of %u; closing the connection",
                            (unsigned long long)hl, lim->max_header);
+        else
+            session_refuse(r, GPUQ_E_TOO_LARGE,
+                           "header_len + payload_len overflows 64 bits; closing the connection");
         return;
     }
+    if (hl == 0) {
+        request *r = dispatch_new(s);
+        if (!r)
+            return;
+        session_skip(s, pl);
+        session_refuse(r, GPUQ_E_BAD_HEADER, "empty header");
+        return;
+    }
+    /* A payload over max_payload is refused once its header is read, so the
+     * reply names the request id; then the connection closes (dispatch_header)
+     * instead of discarding what may be gigabytes. */
     if (hl > SESSION_HDR_INLINE) {
         s->hbuf = malloc(hl);
         if (!s->hbuf) {
@@ -90,34 +101,34 @@ static int dispatch_hello(request *r)
 {
     session *s = r->s;
     server *srv = s->srv;
-    if (r->req.version != GPUQ_PROTO_VERSION) {
+    /* (the protocol version was checked with the header: gpuq_request_check) */
+    if (s->hello_done) {
         snprintf(r->message, sizeof r->message,
-                 "protocol version %u not supported (server speaks %u)", r->req.version,
-                 GPUQ_PROTO_VERSION);
-        return GPUQ_E_VERSION;
+                 "this session already said hello (session %llu); open a new connection for "
+                 "another priority or device",
+                 (unsigned long long)s->id);
+        return GPUQ_E_BAD_ARGUMENT;
     }
-    if (!s->hello_done) {
-        int prio = r->req.priority;
-        if (prio > s->caps.max_priority)
-            prio = s->caps.max_priority;
-        int rc = srv->b->ops->session_open(srv->b, prio, r->req.device, &s->bsess, &s->binfo);
-        if (rc < 0) {
-            s->bsess = NULL;
-            if (rc == GPUQ_E_BAD_ARGUMENT)
-                snprintf(r->message, sizeof r->message, "device %d does not exist (%d devices)",
-                         (int)r->req.device, srv->b->ops->ndevices(srv->b));
-            else
-                snprintf(r->message, sizeof r->message, "cannot open a backend session: %s",
-                         gpuq_strerror(rc));
-            return rc;
-        }
-        s->priority = prio;
-        snprintf(s->client, sizeof s->client, "%s", r->req.client);
-        s->hello_done = true;
-        log_debug("session %llu: hello from '%s' pid %d uid %u, priority %s (asked %d)",
-                  (unsigned long long)s->id, s->client, (int)s->pid, (unsigned)s->uid,
-                  prio_name(prio), (int)r->req.priority);
+    int prio = r->req.priority;
+    if (prio > s->caps.max_priority)
+        prio = s->caps.max_priority;
+    int rc = srv->b->ops->session_open(srv->b, prio, r->req.device, &s->bsess, &s->binfo);
+    if (rc < 0) {
+        s->bsess = NULL;
+        if (rc == GPUQ_E_BAD_ARGUMENT)
+            snprintf(r->message, sizeof r->message, "device %d does not exist (%d devices)",
+                     (int)r->req.device, srv->b->ops->ndevices(srv->b));
+        else
+            snprintf(r->message, sizeof r->message, "cannot open a backend session: %s",
+                     gpuq_strerror(rc));
+        return rc;
     }
+    s->priority = prio;
+    snprintf(s->client, sizeof s->client, "%s", r->req.client);
+    s->hello_done = true;
+    log_debug("session %llu: hello from '%s' pid %d uid %u, priority %s (asked %d)",
+              (unsigned long long)s->id, s->client, (int)s->pid, (unsigned)s->uid,
+              prio_name(prio), (int)r->req.priority);
     gpuq_mpw *w = gpuq_mpw_new();
     if (!w)
         return GPUQ_E_NO_MEMORY;
@@ -308,8 +319,10 @@ static void dispatch_reserve(session *s)
         srv->inflight--;
         session_skip(s, r->sz.payload);
         if (rc == GPUQ_E_TOO_LARGE)
-            session_refuse(r, rc, "request needs %zu bytes of staging, over the session or total limit",
-                           need);
+            session_refuse(r, rc,
+                           "request needs %zu bytes of staging (%zu after rounding), over "
+                           "session_staging (%llu) or total_staging - staging_headroom",
+                           need, staging_class(need), (unsigned long long)s->caps.session_staging);
         else
             session_refuse(r, rc, "cannot allocate %zu bytes of staging", need);
         return;
@@ -350,6 +363,14 @@ void dispatch_header(session *s)
         s->hbuf = s->hdr_inline;
     }
     session_skip(s, plen);       /* unless a compute op takes the payload below */
+    if (plen > lim->max_payload) {
+        s->broken = true;
+        r->close_after = true;
+        session_refuse(r, GPUQ_E_TOO_LARGE,
+                       "payload of %llu bytes over the limit of %llu; closing the connection",
+                       (unsigned long long)plen, (unsigned long long)lim->max_payload);
+        return;
+    }
     if (rc < 0) {
         session_refuse(r, rc, "%s", msg[0] ? msg : gpuq_strerror(rc));
         return;

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static int g_level = LOG_LVL_INFO;
 
@@ -30,4 +31,32 @@ void log_tagged(int level, const char *tag, const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "<%d>%s: %s\n", level, tag ? tag : "gpuqd", line);
     fflush(stderr);
+}
+
+void log_limited(log_limit *lim, int level, const char *fmt, ...)
+{
+    if (level > g_level)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    unsigned long long now = (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+    if (lim->count == 0 || now - lim->window_start_ns >= LOG_LIMIT_WINDOW_S * 1000000000ull) {
+        if (lim->dropped)
+            log_tagged(level, NULL, "(%u similar lines suppressed in %d s)", lim->dropped,
+                       LOG_LIMIT_WINDOW_S);
+        lim->window_start_ns = now;
+        lim->count = 0;
+        lim->dropped = 0;
+    }
+    if (lim->count >= LOG_LIMIT_BURST) {
+        lim->dropped++;
+        return;
+    }
+    lim->count++;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    log_tagged(level, NULL, "%s", line);
 }

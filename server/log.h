@@ -16,6 +16,19 @@ int log_level_parse(const char *s);
 void log_tagged(int level, const char *tag, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* A rate limit for one kind of line (a static per call site): at most
+ * LOG_LIMIT_BURST lines per LOG_LIMIT_WINDOW_S seconds; the first line after
+ * a window that dropped some says how many. A hostile client must not be
+ * able to flood the journal. */
+#define LOG_LIMIT_BURST 10
+#define LOG_LIMIT_WINDOW_S 10
+typedef struct log_limit {
+    unsigned long long window_start_ns;
+    unsigned count, dropped;
+} log_limit;
+void log_limited(log_limit *lim, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #define log_error(...) log_tagged(LOG_LVL_ERROR, NULL, __VA_ARGS__)
 #define log_warn(...) log_tagged(LOG_LVL_WARN, NULL, __VA_ARGS__)
 #define log_info(...) log_tagged(LOG_LVL_INFO, NULL, __VA_ARGS__)

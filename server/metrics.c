@@ -1,5 +1,6 @@
 /* metrics.c - see metrics.h. */
 #include "metrics.h"
+#include "session.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -201,6 +202,11 @@ int metrics_render(const server *srv, char **out, size_t *len)
           srv->draining || srv->accept_stopped);
     gauge(&t, "gpuq_sessions", "Open sessions.", srv->nsessions);
     counter(&t, "gpuq_sessions_opened_total", "Sessions accepted since start.", st->sessions_total);
+    tb_head(&t, "gpuq_sessions_timed_out_total", "counter",
+            "Sessions gpuqd closed because the client was too slow, by timeout.");
+    for (int k = 0; k < TIMEOUT_KINDS; k++)
+        tb_printf(&t, "gpuq_sessions_timed_out_total{timeout=\"%s\"} %llu\n",
+                  session_timeout_name(k), (unsigned long long)srv->timeouts[k]);
     render_requests(&t, &srv->metrics);
     gauge(&t, "gpuq_in_flight", "Compute requests accepted and not yet answered.",
           (double)srv->inflight);
@@ -217,6 +223,9 @@ int metrics_render(const server *srv, char **out, size_t *len)
           (double)srv->st.capacity);
     gauge(&t, "gpuq_pinned_bytes_limit", "Staging bytes gpuqd may allocate (total_staging).",
           (double)srv->st.total_limit);
+    counter(&t, "gpuq_pinned_bytes_released_total",
+            "Staging bytes given back after being idle (above staging_keep).",
+            srv->st.released_total);
     render_devices(&t, srv);
     if (t.oom) {
         free(t.p);

@@ -72,6 +72,7 @@ static void server_finish(server *srv)
     if (srv->live)
         log_warn("closing sessions with %llu requests unanswered", (unsigned long long)srv->live);
     server_close_handle((uv_handle_t *)&srv->drain_timer);
+    server_close_handle((uv_handle_t *)&srv->sweep_timer);
     server_close_handle((uv_handle_t *)&srv->sigint);
     server_close_handle((uv_handle_t *)&srv->sigterm);
     server_close_handle((uv_handle_t *)&srv->sighup);
@@ -81,6 +82,62 @@ static void server_finish(server *srv)
         session_close(s);
     }
     server_maybe_destroy_backend(srv);
+}
+
+/* The sweep: every sweep_period_ms, close sessions whose client is too slow
+ * and give staging back once it has been idle for staging_release_after. */
+static void server_staging_sweep(server *srv, uint64_t now)
+{
+    staging *st = &srv->st;
+    if (st->reserves != srv->sweep_reserves || !srv->staging_idle_since_ns) {
+        srv->sweep_reserves = st->reserves;
+        srv->staging_idle_since_ns = now;
+        return;
+    }
+    double after = srv->cfg.staging_release_s;
+    if (st->capacity <= srv->cfg.staging_keep || (double)(now - srv->staging_idle_since_ns) < after * 1e9)
+        return;
+    uint64_t freed = staging_release_idle(st, srv->cfg.staging_keep);
+    if (freed)
+        log_info("staging: gave back %llu bytes after %g s idle (capacity %llu, keep %llu)",
+                 (unsigned long long)freed, after, (unsigned long long)st->capacity,
+                 (unsigned long long)srv->cfg.staging_keep);
+}
+
+static void server_on_sweep(uv_timer_t *t)
+{
+    server *srv = t->data;
+    uint64_t now = uv_hrtime();
+    for (session *s = srv->sessions, *next; s; s = next) {
+        session_ref(s);
+        int kind = session_sweep(s, now);
+        if (kind >= 0)
+            srv->timeouts[kind]++;
+        next = s->next;
+        session_unref(s);
+    }
+    server_staging_sweep(srv, now);
+}
+
+/* The sweep's period: an eighth of the shortest timeout in force, within
+ * [10 ms, 1 s], so a timeout fires at most 1/8 (or 1 s) late. */
+static void server_sweep_config(server *srv)
+{
+    const config *c = &srv->cfg;
+    double t[] = {c->hello_timeout_s, c->idle_timeout_s, c->frame_timeout_s, c->staging_release_s};
+    double shortest = 8.0;
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (t[i] > 0 && t[i] < shortest)
+            shortest = t[i];
+    uint64_t ms = (uint64_t)(shortest * 1000.0 / 8.0);
+    ms = ms < 10 ? 10 : ms > 1000 ? 1000 : ms;
+    staging_set_headroom(&srv->st, c->staging_headroom);
+    if (ms == srv->sweep_period_ms || srv->finishing)
+        return;
+    srv->sweep_period_ms = ms;
+    int rc = uv_timer_start(&srv->sweep_timer, server_on_sweep, ms, ms);
+    if (rc < 0)
+        log_error("uv_timer_start (sweep): %s", uv_strerror(rc));
 }
 
 static void server_on_drain_timeout(uv_timer_t *t)
@@ -127,6 +184,7 @@ void server_limits_changed(server *srv)
     if (srv->cfg.lim.session_staging > srv->cfg.lim.total_staging)
         srv->cfg.lim.session_staging = srv->cfg.lim.total_staging;
     staging_set_capacity(&srv->st, srv->cfg.lim.total_staging);
+    server_sweep_config(srv);
     for (session *s = srv->sessions; s; s = s->next)
         if (!s->closing)
             session_apply_policy(s);
@@ -185,10 +243,17 @@ void server_set_args(server *srv, int argc, char **argv)
  * device stay as they were (they need a restart). */
 static void server_apply_config(server *srv, const config *nc)
 {
-    srv->cfg.lim = nc->lim;
-    srv->cfg.log_level = nc->log_level;
-    srv->cfg.drain_timeout_s = nc->drain_timeout_s;
-    srv->cfg.pol = nc->pol;
+    /* everything but what needs a restart (config_key_needs_restart) */
+    char socket[sizeof srv->cfg.socket], device[sizeof srv->cfg.device];
+    memcpy(socket, srv->cfg.socket, sizeof socket);
+    memcpy(device, srv->cfg.device, sizeof device);
+    unsigned socket_mode = srv->cfg.socket_mode;
+    uint64_t device_memory_limit = srv->cfg.device_memory_limit;
+    srv->cfg = *nc;
+    memcpy(srv->cfg.socket, socket, sizeof socket);
+    memcpy(srv->cfg.device, device, sizeof device);
+    srv->cfg.socket_mode = socket_mode;
+    srv->cfg.device_memory_limit = device_memory_limit;
     log_set_level(nc->log_level);
     server_limits_changed(srv);
 }
@@ -284,6 +349,7 @@ int server_init(server *srv, uv_loop_t *loop, const config *cfg)
     staging_init(&srv->st, srv->b, cfg->lim.total_staging);
     int rc;
     if ((rc = uv_timer_init(loop, &srv->drain_timer)) < 0 ||
+        (rc = uv_timer_init(loop, &srv->sweep_timer)) < 0 ||
         (rc = uv_signal_init(loop, &srv->sigint)) < 0 ||
         (rc = uv_signal_init(loop, &srv->sigterm)) < 0 ||
         (rc = uv_signal_init(loop, &srv->sighup)) < 0) {
@@ -291,7 +357,7 @@ int server_init(server *srv, uv_loop_t *loop, const config *cfg)
         code = 1;
         goto err_after_backend;
     }
-    srv->drain_timer.data = srv->sigint.data = srv->sigterm.data = srv->sighup.data = srv;
+    srv->sweep_timer.data = srv->drain_timer.data = srv->sigint.data = srv->sigterm.data = srv->sighup.data = srv;
     if ((rc = uv_signal_start(&srv->sigint, server_on_signal, SIGINT)) < 0 ||
         (rc = uv_signal_start(&srv->sigterm, server_on_signal, SIGTERM)) < 0 ||
         (rc = uv_signal_start(&srv->sighup, server_on_sighup, SIGHUP)) < 0) {
@@ -299,6 +365,7 @@ int server_init(server *srv, uv_loop_t *loop, const config *cfg)
         code = 1;
         goto err_after_backend;
     }
+    server_sweep_config(srv);
     if (sdnotify_init(&srv->sd, loop, server_status_line, srv) < 0) {
         code = 1;
         goto err_after_backend;

@@ -88,7 +88,14 @@ struct session {
     uint32_t inflight;           /* compute requests not yet answered */
     uint32_t live;               /* requests alive */
     uint64_t staging_used;
+    /* timeouts (session_sweep) */
+    uint64_t rx_ns;              /* last byte in, or reading (re)started */
+    uint64_t active_ns;          /* last byte in or reply written */
+    uint64_t linger_until_ns;    /* closing after a final reply: hard close then */
 };
+
+/* Why the server closed a session on its own (metrics, status). */
+enum session_timeout_kind { TIMEOUT_HELLO, TIMEOUT_IDLE, TIMEOUT_FRAME, TIMEOUT_KINDS };
 
 struct server {
     uv_loop_t *loop;
@@ -105,6 +112,11 @@ struct server {
     int argc;                    /* main's arguments (borrowed), re-read on SIGHUP */
     char **argv;
     uv_timer_t drain_timer;
+    uv_timer_t sweep_timer;      /* timeouts and giving staging back */
+    uint64_t sweep_period_ms;
+    uint64_t sweep_reserves;     /* staging.reserves at the last sweep */
+    uint64_t staging_idle_since_ns;
+    uint64_t timeouts[TIMEOUT_KINDS]; /* sessions closed for each reason */
     sdnotify sd;                 /* systemd readiness, status, watchdog */
     bool draining, finishing, lost;
     bool accept_stopped;         /* drain op: no new sessions; exit when none left */

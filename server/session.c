@@ -137,6 +137,7 @@ static void session_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         return;
     s->srv->stats.bytes_in += (uint64_t)nread;
     s->bytes_in += (uint64_t)nread;
+    s->rx_ns = s->active_ns = uv_hrtime();
     session_ref(s);
     switch (s->rstate) {
     case RS_PREFIX:
@@ -185,6 +186,7 @@ void session_update_reading(session *s)
     if (want && !s->reading) {
         rc = uv_read_start((uv_stream_t *)&s->pipe, session_alloc_cb, session_read_cb);
         s->reading = rc == 0;
+        s->rx_ns = uv_hrtime(); /* a frame's stall counts from here */
     } else if (!want && s->reading) {
         rc = uv_read_stop((uv_stream_t *)&s->pipe);
         s->reading = false;
@@ -229,7 +231,7 @@ void session_apply_policy(session *s)
 void session_start(session *s)
 {
     uv_os_fd_t fd;
-    s->start_ns = uv_hrtime();
+    s->start_ns = s->rx_ns = s->active_ns = uv_hrtime();
     int rc = uv_fileno((uv_handle_t *)&s->pipe, &fd);
     if (rc == 0) {
         struct ucred cr;
@@ -308,6 +310,8 @@ static void session_on_write(uv_write_t *wr, int status)
         if (status != UV_ECANCELED)
             log_debug("session %llu: write: %s", (unsigned long long)s->id, uv_strerror(status));
         session_close(s);
+    } else {
+        s->active_ns = uv_hrtime();
     }
     bool close_after = r->close_after;
     request_free(r);
@@ -414,4 +418,87 @@ void session_refuse(request *r, int code, const char *fmt, ...)
     log_debug("session %llu: request %llu refused: %s: %s", (unsigned long long)r->s->id,
               (unsigned long long)r->req.id, gpuq_errname(code), r->message);
     session_reply(r);
+}
+
+/* In the middle of a frame: some of its bytes came, the rest has not. */
+static bool session_mid_frame(const session *s)
+{
+    return s->rstate != RS_PREFIX || s->have > 0;
+}
+
+/* The server waits on the client: it reads, or it stopped reading because
+ * the client does not read its replies. (Waiting for staging, or for the
+ * backend to finish earlier requests, is the server's own doing.) */
+static bool session_waits_for_client(session *s)
+{
+    return s->rstate != RS_WAIT_STAGING &&
+           (s->reading || uv_stream_get_write_queue_size((uv_stream_t *)&s->pipe) > 0);
+}
+
+static const char *const timeout_names[TIMEOUT_KINDS] = {"hello", "idle", "frame"};
+
+const char *session_timeout_name(int kind)
+{
+    return kind >= 0 && kind < TIMEOUT_KINDS ? timeout_names[kind] : "?";
+}
+
+/* Close s for a timeout: with a final `timeout` reply when nothing else is
+ * queued for it (then at most SESSION_LINGER_NS later whatever happens),
+ * else at once. */
+#define SESSION_LINGER_NS 1000000000ull
+static void session_close_timeout(session *s, uint64_t now, const char *fmt, ...)
+{
+    char msg[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    static log_limit lim;
+    log_limited(&lim, LOG_LVL_INFO, "session %llu (pid %d, uid %d, '%s'): closed: %s",
+                (unsigned long long)s->id, (int)s->pid, s->uid == (uid_t)-1 ? -1 : (int)s->uid,
+                s->client, msg);
+    if (s->live || uv_stream_get_write_queue_size((uv_stream_t *)&s->pipe) > 0) {
+        session_close(s);
+        return;
+    }
+    request *r = request_new(s);
+    if (!r) {
+        session_close(s);
+        return;
+    }
+    s->broken = true;
+    s->linger_until_ns = now + SESSION_LINGER_NS;
+    r->close_after = true;
+    session_update_reading(s);
+    session_refuse(r, GPUQ_E_TIMEOUT, "%s", msg);
+}
+
+int session_sweep(session *s, uint64_t now)
+{
+    const config *cfg = &s->srv->cfg;
+    if (s->closing)
+        return -1;
+    if (s->broken) { /* a final reply is on its way: give it a while, then close */
+        if (!s->linger_until_ns)
+            s->linger_until_ns = now + SESSION_LINGER_NS;
+        else if (now >= s->linger_until_ns)
+            session_close(s);
+        return -1;
+    }
+    double hello = cfg->hello_timeout_s, frame = cfg->frame_timeout_s, idle = cfg->idle_timeout_s;
+    if (!s->hello_done && hello > 0 && (double)(now - s->start_ns) >= hello * 1e9) {
+        session_close_timeout(s, now, "no hello within %g s (hello_timeout)", hello);
+        return TIMEOUT_HELLO;
+    }
+    if (session_mid_frame(s) && frame > 0 && session_waits_for_client(s) &&
+        (double)(now - s->rx_ns) >= frame * 1e9) {
+        session_close_timeout(s, now, "a frame stalled: no byte for %g s (frame_timeout)", frame);
+        return TIMEOUT_FRAME;
+    }
+    if (s->hello_done && idle > 0 && !s->live && !session_mid_frame(s) &&
+        (double)(now - s->active_ns) >= idle * 1e9) {
+        session_close_timeout(s, now, "idle for %g s (idle_timeout)", idle);
+        return TIMEOUT_IDLE;
+    }
+    return -1;
 }

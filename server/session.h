@@ -8,7 +8,8 @@
  * ones were written, and are written as prefix+header plus the result slot.
  *
  * Failure: a read/write error or EOF closes the session (closing flag, read
- * stop, uv_close). The struct lives until its last reference goes: the pipe
+ * stop, uv_close). A client that is too slow (no hello, a stalled frame, idle)
+ * is closed by session_sweep, which the server's timer calls. The struct lives until its last reference goes: the pipe
  * handle (until its close callback) and every live request.
  */
 #ifndef GPUQ_SERVER_SESSION_H
@@ -31,6 +32,14 @@ void session_apply_policy(session *s);
 void session_update_reading(session *s);
 /* Skip n payload bytes next (then back to PREFIX). */
 void session_skip(session *s, uint64_t n);
+
+/* Timeouts (config hello_timeout, frame_timeout, idle_timeout; 0 is off):
+ * close s if one has passed at now (uv_hrtime), with a final `timeout` reply
+ * when nothing else is queued for it. Also ends the linger of a session that
+ * is closing after a final reply. Returns the enum session_timeout_kind that
+ * fired, or -1. */
+int session_sweep(session *s, uint64_t now);
+const char *session_timeout_name(int kind);
 
 /* A new request on s (takes a reference, next sequence number); NULL on OOM. */
 request *request_new(session *s);

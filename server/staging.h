@@ -8,7 +8,14 @@
  * allocated rarely and in large steps and kept for reuse.
  *
  * Accounting: bytes in use per session (a counter the caller owns) and in
- * total. Failure: GPUQ_E_TOO_LARGE when the request alone can never fit a
+ * total. Fairness: the last `headroom` bytes of the total may only be taken by
+ * a session that holds no staging at all, so sessions that hog memory (a
+ * header promising a huge payload and then silence, replies never read) can
+ * never lock out a newcomer's small request. Memory given back: after a
+ * burst, staging_release_idle frees unused slots and fully unused chunks down
+ * to a floor; the caller decides when the pool has been idle long enough.
+ *
+ * Failure: GPUQ_E_TOO_LARGE when the request alone can never fit a
  * limit; GPUQ_E_BUSY when it would fit but not now (the caller waits);
  * GPUQ_E_NO_MEMORY when host_alloc failed.
  */
@@ -20,16 +27,19 @@
 
 #include "backend.h"
 
+struct staging_chunk;
+
 typedef struct staging_slot {
     uint8_t *ptr;
     size_t size;                 /* class size */
-    int chunked;                 /* carved from a chunk: never freed alone */
+    struct staging_chunk *chunk; /* carved from it (never freed alone), or NULL */
     struct staging_slot *next;   /* free list */
 } staging_slot;
 
 typedef struct staging_chunk {
     uint8_t *ptr;
     size_t size, used;
+    uint32_t nslots, nfree;      /* slots carved from it; how many are free */
     struct staging_chunk *next;
 } staging_chunk;
 
@@ -38,12 +48,20 @@ typedef struct staging {
     uint64_t total_limit;
     uint64_t in_use;             /* class bytes reserved */
     uint64_t capacity;           /* bytes allocated from the backend */
+    uint64_t headroom;           /* for sessions holding nothing (see above) */
+    uint64_t reserves;           /* reservations so far: callers watch it for idleness */
+    uint64_t released_total;     /* bytes given back by staging_release_idle */
     staging_slot *free_list;
     staging_chunk *chunks;
 } staging;
 
 void staging_init(staging *st, backend *b, uint64_t total_limit);
 size_t staging_class(size_t n);
+/* Set the headroom: the last bytes of the total, which only a request of at
+ * most that size from a session with *sess_used == 0 may use. At most half
+ * the total limit takes effect; 0 after init. One request may therefore take
+ * at most total_limit - headroom bytes (more is GPUQ_E_TOO_LARGE). */
+void staging_set_headroom(staging *st, uint64_t headroom);
 /* Reserve a slot of at least n bytes; *sess_used is the session's counter. */
 int staging_reserve(staging *st, size_t n, uint64_t *sess_used, uint64_t sess_limit,
                     staging_slot **out);
@@ -54,6 +72,10 @@ void staging_release(staging *st, staging_slot *slot, uint64_t *sess_used);
  * drops under it, new reservations get GPUQ_E_BUSY as with a full pool (or
  * GPUQ_E_TOO_LARGE when they can never fit). */
 void staging_set_capacity(staging *st, uint64_t total_limit);
+/* Give back unused memory until capacity <= keep (or nothing unused is left):
+ * stand-alone free slots, largest first, then chunks none of whose slots is in
+ * use. Nothing in use moves. Returns the bytes freed. */
+uint64_t staging_release_idle(staging *st, uint64_t keep);
 /* Free everything; every slot must have been released. */
 void staging_destroy(staging *st);
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "server_defs.h"
+#include "session.h"
 
 void stats_request(stats *st, gpuq_op op)
 {
@@ -115,7 +116,7 @@ void stats_server_keys(const server *srv, gpuq_mpw *w)
 void stats_status_info(const server *srv, gpuq_mpw *w)
 {
     const stats *st = &srv->stats;
-    gpuq_mpw_map(w, STATS_SERVER_KEYS + 12);
+    gpuq_mpw_map(w, STATS_SERVER_KEYS + 14);
     stats_server_keys(srv, w);
     gpuq_mpw_str(w, "uptime_s");
     gpuq_mpw_double(w, (double)(uv_hrtime() - srv->start_ns) / 1e9);
@@ -129,6 +130,14 @@ void stats_status_info(const server *srv, gpuq_mpw *w)
     gpuq_mpw_uint(w, srv->st.in_use);
     gpuq_mpw_str(w, "staging_capacity");
     gpuq_mpw_uint(w, srv->st.capacity);
+    gpuq_mpw_str(w, "staging_released");
+    gpuq_mpw_uint(w, srv->st.released_total);
+    gpuq_mpw_str(w, "timeouts");
+    gpuq_mpw_map(w, TIMEOUT_KINDS);
+    for (int k = 0; k < TIMEOUT_KINDS; k++) {
+        gpuq_mpw_str(w, session_timeout_name(k));
+        gpuq_mpw_uint(w, srv->timeouts[k]);
+    }
     gpuq_mpw_str(w, "requests");
     gpuq_mpw_map(w, GPUQ_OP_COUNT - 1);
     for (int op = 1; op < GPUQ_OP_COUNT; op++) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -157,6 +158,23 @@ gpuq_request e2e_norm_req(uint64_t n)
     r.ndim_a = 1;
     r.shape_a[0] = n;
     return r;
+}
+
+void e2e_expect_closed(int fd, double seconds)
+{
+    struct timeval tv = {.tv_sec = (time_t)seconds,
+                         .tv_usec = (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6)};
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+    uint8_t b;
+    ssize_t r;
+    do
+        r = recv(fd, &b, 1, 0);
+    while (r < 0 && errno == EINTR);
+    ck_assert_msg(r <= 0, "expected the daemon to close the connection, got a byte");
+    ck_assert_msg(r == 0 || errno == ECONNRESET,
+                  "expected the daemon to close the connection within %g s: %s", seconds,
+                  (errno == EAGAIN || errno == EWOULDBLOCK) ? "timed out (still open)"
+                                                           : strerror(errno));
 }
 
 void e2e_assert_serves(void)

@@ -32,6 +32,10 @@ void e2e_send_frame(int fd, const void *hdr, uint32_t hlen, uint64_t payload_len
 void e2e_send_req(int fd, const gpuq_request *req, const void *payload, size_t plen);
 /* Read one reply frame; the payload is discarded; returns 0 or -1 on EOF. */
 int e2e_read_reply(int fd, gpuq_reply *rep, uint8_t *hdrbuf, size_t hdrcap);
+/* The daemon closed fd: recv sees EOF or a reset within `seconds`. Fails
+ * the test if bytes arrive instead, or if nothing happens in time (a hang is
+ * told apart from a close). */
+void e2e_expect_closed(int fd, double seconds);
 /* Check the daemon still serves: a fresh connection pings. */
 void e2e_assert_serves(void);
 /* Status JSON of a fresh connection into buf. */

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "e2e_util.h"
+#include "frame.h"
 
 static uint8_t hbuf[65536];
 
@@ -238,28 +239,68 @@ START_TEST(bad_arguments)
 END_TEST
 
 /* Limits: a small configured daemon; each breach is an error reply. */
+/* Send a frame, expect one error reply with code (and id), then the close. */
+static void expect_error_close(int fd, int code, uint64_t id)
+{
+    gpuq_reply rep;
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_msg(rep.status == code, "got %s (%s), want %s", gpuq_errname(rep.status),
+                  rep.message, gpuq_errname(code));
+    ck_assert_uint_eq(rep.id, id);
+    ck_assert_msg(strstr(rep.message, "closing") || code == GPUQ_E_PROTOCOL,
+                  "the message says the connection closes: %s", rep.message);
+    e2e_expect_closed(fd, 10);
+    close(fd);
+}
+
 START_TEST(limits)
 {
     e2e_teardown();
     const char *extra[] = {"--max-header", "512", "--max-payload", "4096", "--max-output",
                            "8192", NULL};
     e2e_start(extra);
+    /* header over max_header: 600 bytes of a msgpack string; the server does
+     * not read 600 bytes to throw them away: it answers and closes */
     int fd = e2e_hello_socket("bad", hbuf, sizeof hbuf);
-    /* header over max_header: 600 bytes of a msgpack string */
     uint8_t hdr[600];
     memset(hdr, 'a', sizeof hdr);
     hdr[0] = 0xda; /* str16 */
     hdr[1] = 0x02;
     hdr[2] = 0x55;
     e2e_send_frame(fd, hdr, sizeof hdr, 16, "0123456789abcdef", 16);
+    expect_error_close(fd, GPUQ_E_TOO_LARGE, 0);
+    /* exactly max_header is still read */
+    fd = e2e_hello_socket("bad", hbuf, sizeof hbuf);
+    gpuq_request p;
+    gpuq_request_init(&p);
+    p.op = GPUQ_OP_PING;
+    p.id = 7;
+    uint8_t *h = NULL;
+    size_t hl = 0;
+    ck_assert_int_eq(gpuq_request_encode(&p, &h, &hl), 0);
+    uint8_t big[512];
+    memset(big, 0, sizeof big); /* the map, then padding the decoder refuses: bad_header */
+    memcpy(big, h, hl);
+    free(h);
+    e2e_send_frame(fd, big, sizeof big, 0, NULL, 0);
     gpuq_reply rep;
     ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
-    ck_assert_int_eq(rep.status, GPUQ_E_TOO_LARGE);
-    /* payload over max_payload (8 KiB): refused before a byte is taken, skipped */
+    ck_assert_int_eq(rep.status, GPUQ_E_BAD_HEADER);
+    /* payload over max_payload (8 KiB > 4 KiB): refused with its id once the
+     * header is read, then closed instead of skipping the payload */
     gpuq_request r = norm_req(30, GPUQ_DT_F64, 1024);
     void *zeros = calloc(1, 8192);
-    expect_error(fd, &r, zeros, 8192, GPUQ_E_TOO_LARGE);
-    /* output over max_output: a grid needs no payload */
+    e2e_send_req(fd, &r, zeros, 8192);
+    expect_error_close(fd, GPUQ_E_TOO_LARGE, 30);
+    /* exactly max_payload is accepted */
+    fd = e2e_hello_socket("bad", hbuf, sizeof hbuf);
+    r = norm_req(32, GPUQ_DT_F64, 512);
+    ((double *)zeros)[0] = 1.0;
+    e2e_send_req(fd, &r, zeros, 4096);
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_msg(rep.status == 0, "%s", rep.message);
+    ck_assert_uint_eq(rep.id, 32);
+    /* output over max_output: a grid needs no payload; the session goes on */
     gpuq_request g;
     gpuq_request_init(&g);
     g.id = 31;
@@ -270,6 +311,61 @@ START_TEST(limits)
     g.has_to = true;
     expect_error(fd, &g, NULL, 0, GPUQ_E_TOO_LARGE);
     free(zeros);
+    close(fd);
+    /* header_len + payload_len overflowing 64 bits: too_large, closed */
+    fd = e2e_hello_socket("bad", hbuf, sizeof hbuf);
+    e2e_send_frame(fd, "\x80", 1, UINT64_MAX, NULL, 0);
+    expect_error_close(fd, GPUQ_E_TOO_LARGE, 0);
+    e2e_assert_serves();
+}
+END_TEST
+
+/* What PROTOCOL.md promises for odd but well-formed frames. */
+START_TEST(protocol_corners)
+{
+    /* a reply frame (kind 2) from a client: protocol, closed */
+    int fd = e2e_hello_socket("bad", hbuf, sizeof hbuf);
+    gpuq_prefix pk = {.version = GPUQ_PROTO_VERSION, .kind = GPUQ_KIND_REPLY, .header_len = 1};
+    uint8_t pre[GPUQ_PREFIX_SIZE + 1];
+    gpuq_prefix_encode(&pk, pre);
+    pre[GPUQ_PREFIX_SIZE] = 0x80;
+    ck_assert_int_eq(write(fd, pre, sizeof pre), (ssize_t)sizeof pre);
+    expect_error_close(fd, GPUQ_E_PROTOCOL, 0);
+
+    /* hello without "version": version error that says what is missing */
+    fd = e2e_raw_socket();
+    const uint8_t nover[] = {0x82, 0xa2, 'o', 'p', 0xa5, 'h', 'e', 'l', 'l', 'o',
+                             0xa2, 'i', 'd', 0x05};
+    e2e_send_frame(fd, nover, sizeof nover, 0, NULL, 0);
+    gpuq_reply rep;
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, GPUQ_E_VERSION);
+    ck_assert_uint_eq(rep.id, 5);
+    ck_assert_ptr_nonnull(strstr(rep.message, "needs \"version\""));
+    /* the connection stays usable: a proper hello works */
+    gpuq_request h;
+    gpuq_request_init(&h);
+    h.op = GPUQ_OP_HELLO;
+    h.id = 6;
+    h.version = GPUQ_PROTO_VERSION;
+    e2e_send_req(fd, &h, NULL, 0);
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, 0);
+    /* a second hello: bad_argument, and the session goes on */
+    h.id = 7;
+    h.priority = GPUQ_PRIO_LOW;
+    expect_error(fd, &h, NULL, 0, GPUQ_E_BAD_ARGUMENT);
+    close(fd);
+
+    /* a device that does not exist (the CPU backend has one; a GPU host here
+     * has fewer than 77): bad_argument naming it */
+    fd = e2e_raw_socket();
+    h.id = 8;
+    h.device = 77;
+    e2e_send_req(fd, &h, NULL, 0);
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, GPUQ_E_BAD_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(rep.message, "device 77 does not exist"));
     close(fd);
     e2e_assert_serves();
 }
@@ -310,6 +406,7 @@ static Suite *suite(void)
     tcase_add_test(tc, wrong_version);
     tcase_add_test(tc, bad_arguments);
     tcase_add_test(tc, limits);
+    tcase_add_test(tc, protocol_corners);
     tcase_add_test(tc, hangup_mid_payload);
     suite_add_tcase(s, tc);
     return s;
