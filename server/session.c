@@ -40,7 +40,10 @@ session *session_new(server *srv)
     return s;
 }
 
-void session_ref(session *s) { s->refs++; }
+void session_ref(session *s)
+{
+    s->refs++;
+}
 
 void session_unref(session *s)
 {
@@ -63,7 +66,10 @@ void session_unref(session *s)
     server_session_freed(srv);
 }
 
-static void session_on_close(uv_handle_t *h) { session_unref(h->data); }
+static void session_on_close(uv_handle_t *h)
+{
+    session_unref(h->data);
+}
 
 void session_close(session *s)
 {
@@ -82,7 +88,7 @@ void session_close(session *s)
             log_warn("session %llu: uv_read_stop: %s", (unsigned long long)s->id, uv_strerror(rc));
         s->reading = false;
     }
-    session_ref(s);              /* this scope */
+    session_ref(s); /* this scope */
     uv_close((uv_handle_t *)&s->pipe, session_on_close);
     while (s->pending) {
         request *r = s->pending;
@@ -179,9 +185,10 @@ void session_update_reading(session *s)
 {
     if (s->closing)
         return;
-    bool want = !s->broken && s->rstate != RS_WAIT_STAGING &&
-                uv_stream_get_write_queue_size((uv_stream_t *)&s->pipe) <= s->caps.session_staging &&
-                s->live < 2 * s->caps.max_inflight + 16;
+    bool want =
+        !s->broken && s->rstate != RS_WAIT_STAGING &&
+        uv_stream_get_write_queue_size((uv_stream_t *)&s->pipe) <= s->caps.session_staging &&
+        s->live < 2 * s->caps.max_inflight + 16;
     int rc = 0;
     if (want && !s->reading) {
         rc = uv_read_start((uv_stream_t *)&s->pipe, session_alloc_cb, session_read_cb);
@@ -442,9 +449,8 @@ const char *session_timeout_name(int kind)
     return kind >= 0 && kind < TIMEOUT_KINDS ? timeout_names[kind] : "?";
 }
 
-/* Close s for a timeout: with a final `timeout` reply when nothing else is
- * queued for it (then at most SESSION_LINGER_NS later whatever happens),
- * else at once. */
+/* Close s for a timeout: a final `timeout` reply, then the close; at most
+ * SESSION_LINGER_NS later whatever happens. */
 #define SESSION_LINGER_NS 1000000000ull
 static void session_close_timeout(session *s, uint64_t now, const char *fmt, ...)
 {
@@ -457,12 +463,24 @@ static void session_close_timeout(session *s, uint64_t now, const char *fmt, ...
     log_limited(&lim, LOG_LVL_INFO, "session %llu (pid %d, uid %d, '%s'): closed: %s",
                 (unsigned long long)s->id, (int)s->pid, s->uid == (uid_t)-1 ? -1 : (int)s->uid,
                 s->client, msg);
-    if (s->live || uv_stream_get_write_queue_size((uv_stream_t *)&s->pipe) > 0) {
-        session_close(s);
-        return;
-    }
-    request *r = request_new(s);
-    if (!r) {
+    /* The reply goes after those owed before it; the linger bounds the wait
+     * when the client does not read them. A frame stalled in its payload
+     * gets the reply under its own id, its staging given back at once. */
+    request *r = s->cur;
+    if (r) {
+        s->cur = NULL;
+        bool released = r->slot != NULL;
+        if (r->slot)
+            staging_release(&s->srv->st, r->slot, &s->staging_used);
+        r->slot = NULL;
+        if (r->compute) {
+            r->compute = false;
+            s->inflight--;
+            s->srv->inflight--;
+        }
+        if (released)
+            server_staging_released(s->srv);
+    } else if (!(r = request_new(s))) {
         session_close(s);
         return;
     }

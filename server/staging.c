@@ -22,7 +22,10 @@ void staging_init(staging *st, backend *b, uint64_t total_limit)
     st->chunks = NULL;
 }
 
-void staging_set_headroom(staging *st, uint64_t headroom) { st->headroom = headroom; }
+void staging_set_headroom(staging *st, uint64_t headroom)
+{
+    st->headroom = headroom;
+}
 
 static uint64_t staging_headroom(const staging *st)
 {
@@ -35,7 +38,7 @@ size_t staging_class(size_t n)
         return STAGING_MIN;
     size_t p = 1;
     while (p <= n / 2)
-        p <<= 1;                 /* largest power of two <= n */
+        p <<= 1; /* largest power of two <= n */
     size_t step = p / 4;
     if (n > SIZE_MAX - step)
         return SIZE_MAX;

@@ -1,0 +1,407 @@
+/* test_e2e_slow.c - clients that are slow, silent or greedy cannot lock
+ * others out: hello/frame/idle timeouts close them (with a `timeout` reply),
+ * staging keeps a headroom for newcomers' small requests, and staging grown
+ * by a burst is given back once idle. Runs on the CPU backend and (label gpu)
+ * on CUDA, where staging is pinned memory. */
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "e2e_util.h"
+#include "frame.h"
+
+static uint8_t hbuf[65536];
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static long long status_int(const char *key)
+{
+    static char json[65536];
+    e2e_status(json, sizeof json);
+    return e2e_json_int(json, key);
+}
+
+/* Read the final reply of a session the daemon closes for a timeout. */
+static void expect_timeout_close(int fd, const char *what)
+{
+    gpuq_reply rep;
+    struct timeval tv = {.tv_sec = 5}; /* a hang fails here, as itself */
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+    if (e2e_read_reply(fd, &rep, hbuf, sizeof hbuf)) {
+        size_t len = 0;
+        char *log = tu_read_file(e2e_d.log, &len);
+        ck_abort_msg("no timeout reply (%s); gpuqd's log:\n%.*s", what, (int)len, log);
+    }
+    ck_assert_msg(rep.status == GPUQ_E_TIMEOUT, "got %s (%s)", gpuq_errname(rep.status),
+                  rep.message);
+    ck_assert_msg(strstr(rep.message, what), "message '%s' lacks '%s'", rep.message, what);
+    e2e_expect_closed(fd, 5);
+}
+
+/* 300 connections that never send a byte: the ones over max_sessions (256)
+ * are refused, the rest are closed after hello_timeout, and then a
+ * `gpuqctl status` succeeds. */
+START_TEST(idle_connections_do_not_lock_out)
+{
+    e2e_teardown();
+    const char *extra[] = {"--hello-timeout", "1.5", NULL};
+    e2e_start(extra);
+    enum { N = 300 };
+    int fds[N];
+    for (int i = 0; i < N; i++)
+        fds[i] = e2e_raw_socket();
+    sleep_s(0.3);
+    /* full: a newcomer is refused now (the start-up probe's session may
+     * have left one place free) */
+    gpuq_conn *extra_c[2] = {NULL, NULL};
+    int crc = 0;
+    for (int k = 0; k < 2 && crc == 0; k++)
+        crc = gpuq_connect(&(gpuq_connect_opts){.socket_path = e2e_d.socket, .device = -1},
+                           &extra_c[k]);
+    ck_assert_int_ne(crc, 0);
+    double t0 = now_s();
+    /* after hello_timeout, a gpuqctl status succeeds */
+    char out[320], err[320];
+    snprintf(out, sizeof out, "%s/ctl.out", e2e_d.dir);
+    snprintf(err, sizeof err, "%s/ctl.err", e2e_d.dir);
+    const char *argv[] = {GPUQCTL_PATH, "--socket", e2e_d.socket, "--json", "status", NULL};
+    int ok = -1;
+    while (ok != 0 && now_s() - t0 < 4.0) {
+        sleep_s(0.25);
+        ok = tu_run(argv, out, err);
+    }
+    ck_assert_msg(ok == 0, "gpuqctl status still fails %.1f s later", now_s() - t0);
+    ck_assert_msg(now_s() - t0 > 1.0, "served before hello_timeout (%.2f s)", now_s() - t0);
+    /* each silent connection got one reply, busy (over max_sessions) or
+     * timeout, and was closed */
+    int busy = 0, timeouts = 0;
+    for (int i = 0; i < N; i++) {
+        gpuq_reply rep;
+        ck_assert_int_eq(e2e_read_reply(fds[i], &rep, hbuf, sizeof hbuf), 0);
+        ck_assert_msg(rep.status == GPUQ_E_BUSY || rep.status == GPUQ_E_TIMEOUT, "%s: %s",
+                      gpuq_errname(rep.status), rep.message);
+        if (rep.status == GPUQ_E_TIMEOUT)
+            ck_assert_ptr_nonnull(strstr(rep.message, "no hello within 1.5 s"));
+        busy += rep.status == GPUQ_E_BUSY;
+        timeouts += rep.status == GPUQ_E_TIMEOUT;
+        e2e_expect_closed(fds[i], 5);
+        close(fds[i]);
+    }
+    ck_assert_int_ge(timeouts, 255);
+    ck_assert_int_eq(busy + timeouts, N);
+    size_t len = 0;
+    char *text = tu_read_file(out, &len);
+    ck_assert_ptr_nonnull(text);
+    long long hello_to = e2e_json_int(text, "hello");
+    ck_assert_msg(hello_to == timeouts, "timeouts.hello = %lld, want %d:\n%s", hello_to, timeouts,
+                  text);
+    free(text);
+    for (int k = 0; k < 2; k++)
+        gpuq_close(extra_c[k]);
+    e2e_assert_serves();
+}
+END_TEST
+
+/* A frame whose bytes stop: closed after frame_timeout, whether it stalls in
+ * the header or in the payload; a session quiet between frames is not. */
+START_TEST(stalled_frames)
+{
+    e2e_teardown();
+    const char *extra[] = {"--frame-timeout", "0.5", NULL};
+    e2e_start(extra);
+    /* stalled in the header */
+    int fd = e2e_hello_socket("stall-h", hbuf, sizeof hbuf);
+    gpuq_prefix p = {.version = GPUQ_PROTO_VERSION, .kind = GPUQ_KIND_REQUEST, .header_len = 40};
+    uint8_t pre[GPUQ_PREFIX_SIZE];
+    gpuq_prefix_encode(&p, pre);
+    ck_assert_int_eq(write(fd, pre, sizeof pre), (ssize_t)sizeof pre);
+    ck_assert_int_eq(write(fd, "\x85", 1), 1);
+    double t0 = now_s();
+    expect_timeout_close(fd, "frame_timeout");
+    double dt = now_s() - t0;
+    ck_assert_msg(dt > 0.4 && dt < 2.5, "closed after %.2f s", dt);
+    close(fd);
+    /* stalled in the payload: 10 of 80 bytes */
+    fd = e2e_hello_socket("stall-p", hbuf, sizeof hbuf);
+    gpuq_request r = e2e_norm_req(10);
+    r.id = 4;
+    uint8_t *h = NULL;
+    size_t hl = 0;
+    ck_assert_int_eq(gpuq_request_encode(&r, &h, &hl), 0);
+    double x[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    e2e_send_frame(fd, h, (uint32_t)hl, sizeof x, x, 10);
+    free(h);
+    expect_timeout_close(fd, "frame_timeout");
+    close(fd);
+    /* quiet between frames: still open after 3 frame_timeouts */
+    fd = e2e_hello_socket("quiet", hbuf, sizeof hbuf);
+    sleep_s(1.5);
+    gpuq_request ping;
+    gpuq_request_init(&ping);
+    ping.op = GPUQ_OP_PING;
+    ping.id = 9;
+    e2e_send_req(fd, &ping, NULL, 0);
+    gpuq_reply rep;
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, 0);
+    ck_assert_uint_eq(rep.id, 9);
+    close(fd);
+    ck_assert_int_eq(status_int("frame"), 2);
+    e2e_assert_serves();
+}
+END_TEST
+
+/* idle_timeout: a session with nothing in flight and no byte for that long
+ * is closed; one that keeps talking is not. */
+START_TEST(idle_sessions)
+{
+    e2e_teardown();
+    const char *extra[] = {"--idle-timeout", "0.6", NULL};
+    e2e_start(extra);
+    int idle = e2e_hello_socket("idle", hbuf, sizeof hbuf);
+    int busy = e2e_hello_socket("busy", hbuf, sizeof hbuf);
+    gpuq_request ping;
+    gpuq_request_init(&ping);
+    ping.op = GPUQ_OP_PING;
+    for (int i = 0; i < 8; i++) {
+        sleep_s(0.2);
+        ping.id = 100 + (uint64_t)i;
+        e2e_send_req(busy, &ping, NULL, 0);
+        gpuq_reply rep;
+        ck_assert_int_eq(e2e_read_reply(busy, &rep, hbuf, sizeof hbuf), 0);
+        ck_assert_int_eq(rep.status, 0);
+    }
+    expect_timeout_close(idle, "idle_timeout");
+    close(idle);
+    close(busy);
+    ck_assert_int_eq(status_int("idle"), 1);
+}
+END_TEST
+
+/* Two connections send a header promising a 1 GiB normalize (2 GiB of
+ * staging each: all of the default 4 GiB) and stall; another client's
+ * 32-byte normalize is answered within a second. Default limits. */
+START_TEST(stalled_giant_headers)
+{
+    int hogs[2];
+    for (int i = 0; i < 2; i++) {
+        hogs[i] = e2e_hello_socket("hog", hbuf, sizeof hbuf);
+        gpuq_request r;
+        gpuq_request_init(&r);
+        r.id = 1;
+        r.op = GPUQ_OP_NORMALIZE;
+        r.dtype = GPUQ_DT_F32;
+        r.ndim_a = 1;
+        r.shape_a[0] = 1ull << 28; /* 1 GiB */
+        uint8_t *h = NULL;
+        size_t hl = 0;
+        ck_assert_int_eq(gpuq_request_encode(&r, &h, &hl), 0);
+        e2e_send_frame(hogs[i], h, (uint32_t)hl, 1ull << 30, "abcd", 4);
+        free(h);
+    }
+    sleep_s(0.3);
+    double t0 = now_s();
+    gpuq_conn *c = e2e_connect("small", GPUQ_PRIO_NORMAL);
+    double x[4] = {1, 2, 3, -2}, y[4];
+    ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 4, 1, y), 0);
+    double dt = now_s() - t0;
+    ck_assert_double_eq_tol(y[3], -0.5, 1e-15);
+    ck_assert_msg(dt < 1.0, "the small request took %.2f s", dt);
+    gpuq_close(c);
+    for (int i = 0; i < 2; i++)
+        close(hogs[i]);
+}
+END_TEST
+
+/* Nine clients pipeline 4 MiB normalizes and never read a reply; another
+ * client's small request is still answered within a second. total_staging
+ * is 512 MiB here (each hog alone could take it all) to keep the test light. */
+enum { HOGS = 9, HOG_REQS = 64, HOG_N = 1 << 20 };
+
+typedef struct hog {
+    int fd;
+    pthread_t th;
+    const float *x;
+} hog;
+
+static void *hog_main(void *arg)
+{
+    hog *g = arg;
+    for (int i = 0; i < HOG_REQS; i++) {
+        gpuq_request r;
+        gpuq_request_init(&r);
+        r.id = (uint64_t)i + 1;
+        r.op = GPUQ_OP_NORMALIZE;
+        r.dtype = GPUQ_DT_F32;
+        r.ndim_a = 1;
+        r.shape_a[0] = HOG_N;
+        uint8_t *h = NULL;
+        size_t hl = 0;
+        if (gpuq_request_encode(&r, &h, &hl))
+            break;
+        gpuq_prefix p = {.version = GPUQ_PROTO_VERSION,
+                         .kind = GPUQ_KIND_REQUEST,
+                         .header_len = (uint32_t)hl,
+                         .payload_len = HOG_N * sizeof(float)};
+        uint8_t pre[GPUQ_PREFIX_SIZE];
+        gpuq_prefix_encode(&p, pre);
+        struct iovec iov[3] = {{pre, sizeof pre}, {h, hl}, {(void *)g->x, HOG_N * sizeof(float)}};
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 3};
+        size_t left = sizeof pre + hl + HOG_N * sizeof(float);
+        while (left > 0) { /* blocks once the daemon stops reading this hog */
+            ssize_t w = sendmsg(g->fd, &mh, MSG_NOSIGNAL);
+            if (w <= 0) {
+                free(h);
+                return NULL;
+            }
+            left -= (size_t)w;
+            while (w > 0 && mh.msg_iovlen > 0) {
+                size_t k = (size_t)w < mh.msg_iov->iov_len ? (size_t)w : mh.msg_iov->iov_len;
+                mh.msg_iov->iov_base = (uint8_t *)mh.msg_iov->iov_base + k;
+                mh.msg_iov->iov_len -= k;
+                w -= (ssize_t)k;
+                if (mh.msg_iov->iov_len == 0) {
+                    mh.msg_iov++;
+                    mh.msg_iovlen--;
+                }
+            }
+        }
+        free(h);
+    }
+    return NULL;
+}
+
+START_TEST(unread_replies)
+{
+    e2e_teardown();
+    const char *extra[] = {"--total-staging", "512M", NULL};
+    e2e_start(extra);
+    float *x = malloc(HOG_N * sizeof *x);
+    ck_assert_ptr_nonnull(x);
+    for (int i = 0; i < HOG_N; i++)
+        x[i] = 1.0f + (float)(i % 7);
+    hog g[HOGS];
+    for (int i = 0; i < HOGS; i++) {
+        g[i].fd = e2e_hello_socket("hog", hbuf, sizeof hbuf);
+        g[i].x = x;
+        ck_assert_int_eq(pthread_create(&g[i].th, NULL, hog_main, &g[i]), 0);
+    }
+    /* until the hogs hold what they can */
+    long long used = 0, prev = -1;
+    for (int k = 0; k < 100 && used != prev; k++) {
+        sleep_s(0.3);
+        prev = used;
+        used = status_int("staging_bytes");
+    }
+    ck_assert_msg(used >= 256ll << 20, "the hogs hold only %lld bytes of staging", used);
+    double t0 = now_s();
+    gpuq_conn *c = e2e_connect("small", GPUQ_PRIO_NORMAL);
+    double v[4] = {1, 2, 3, -2}, y[4];
+    ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, v, 1, 4, 1, y), 0);
+    double dt = now_s() - t0;
+    ck_assert_double_eq_tol(y[0], 0.25, 1e-15);
+    ck_assert_msg(dt < 1.0, "the small request took %.2f s", dt);
+    gpuq_close(c);
+    for (int i = 0; i < HOGS; i++)
+        shutdown(g[i].fd, SHUT_RDWR);
+    for (int i = 0; i < HOGS; i++) {
+        pthread_join(g[i].th, NULL);
+        close(g[i].fd);
+    }
+    free(x);
+    /* everything comes back once the hogs are gone */
+    for (int k = 0; k < 100 && status_int("staging_bytes") != 0; k++)
+        sleep_s(0.1);
+    ck_assert_int_eq(status_int("staging_bytes"), 0);
+}
+END_TEST
+
+/* After a burst, staging above staging_keep is given back once idle for
+ * staging_release_after; status shows the capacity falling back. On CUDA
+ * this is page-locked memory returned to the machine. */
+START_TEST(staging_given_back)
+{
+    e2e_teardown();
+    const char *extra[] = {"--staging-keep", "16M", "--staging-release-after", "0.5", NULL};
+    e2e_start(extra);
+    enum { CLIENTS = 6, N = 1 << 20 };
+    double *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    ck_assert_ptr_nonnull(x);
+    ck_assert_ptr_nonnull(y);
+    for (int i = 0; i < N; i++)
+        x[i] = (double)(i % 11) - 3.0;
+    gpuq_conn *c[CLIENTS];
+    for (int i = 0; i < CLIENTS; i++)
+        c[i] = e2e_connect("burst", GPUQ_PRIO_NORMAL);
+    /* six 8 MiB requests in flight at once: 6 x 16 MiB slots */
+    for (int i = 0; i < CLIENTS; i++) {
+        gpuq_request r = e2e_norm_req(N);
+        ck_assert_int_eq(gpuq_submit(c[i], &r, x, N * sizeof *x, NULL, 0, y, N * sizeof *y, NULL),
+                         0);
+    }
+    for (int i = 0; i < CLIENTS; i++) {
+        gpuq_reply rep;
+        ck_assert_int_eq(gpuq_wait(c[i], &rep), 0);
+    }
+    long long cap = status_int("staging_capacity");
+    ck_assert_msg(cap >= 64ll << 20, "capacity after the burst: %lld", cap);
+    for (int k = 0; k < 40 && status_int("staging_capacity") > 16ll << 20; k++)
+        sleep_s(0.1);
+    long long after = status_int("staging_capacity");
+    ck_assert_msg(after <= 16ll << 20, "capacity %lld not given back (was %lld)", after, cap);
+    ck_assert_int_ge(status_int("staging_released"), cap - (16ll << 20));
+    /* and it grows again on demand */
+    gpuq_request r = e2e_norm_req(N);
+    ck_assert_int_eq(gpuq_submit(c[0], &r, x, N * sizeof *x, NULL, 0, y, N * sizeof *y, NULL), 0);
+    gpuq_reply rep;
+    ck_assert_int_eq(gpuq_wait(c[0], &rep), 0);
+    ck_assert_double_eq_tol(y[3], 0.0, 1e-15);
+    ck_assert_int_ge(status_int("staging_capacity"), 16ll << 20);
+    for (int i = 0; i < CLIENTS; i++)
+        gpuq_close(c[i]);
+    free(x);
+    free(y);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("slow");
+    TCase *tc = tcase_create("slow");
+    tcase_set_timeout(tc, 60);
+    tcase_add_checked_fixture(tc, e2e_setup, e2e_teardown);
+    tcase_add_test(tc, idle_connections_do_not_lock_out);
+    tcase_add_test(tc, stalled_frames);
+    tcase_add_test(tc, idle_sessions);
+    tcase_add_test(tc, stalled_giant_headers);
+    tcase_add_test(tc, unread_replies);
+    tcase_add_test(tc, staging_given_back);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    if (e2e_skip_without_gpu())
+        return 0;
+    return tu_run_suite(suite());
+}
