@@ -65,6 +65,13 @@ static void assert_same(const config *a, const config *b)
     ck_assert_uint_eq(a->lim.max_sessions, b->lim.max_sessions);
     ck_assert_int_eq(a->log_level, b->log_level);
     ck_assert(a->drain_timeout_s == b->drain_timeout_s);
+    ck_assert(a->hello_timeout_s == b->hello_timeout_s);
+    ck_assert(a->idle_timeout_s == b->idle_timeout_s);
+    ck_assert(a->frame_timeout_s == b->frame_timeout_s);
+    ck_assert(a->staging_release_s == b->staging_release_s);
+    ck_assert_uint_eq(a->staging_keep, b->staging_keep);
+    ck_assert_uint_eq(a->staging_headroom, b->staging_headroom);
+    ck_assert_uint_eq(a->device_memory_limit, b->device_memory_limit);
     ck_assert_str_eq(a->pol.admin_group, b->pol.admin_group);
     ck_assert_uint_eq(a->pol.admin_gid, b->pol.admin_gid);
     ck_assert_int_eq(a->pol.max_priority, b->pol.max_priority);
@@ -274,6 +281,10 @@ static const struct {
     {"[limits]\nmax_header = 2G\n", 2, "max_header", "out of range (1 .. 1G)"},
     {"[limits]\nmax_payload = 0\n", 2, "max_payload", "out of range (at least 1)"},
     {"[server]\ndrain_timeout = 86401\n", 2, "drain_timeout", "out of range (0 .. 86400"},
+    {"[server]\nhello_timeout = -1\n", 2, "hello_timeout", "out of range (0 .. 86400"},
+    {"[server]\nframe_timeout = soon\n", 2, "frame_timeout", "bad number of seconds"},
+    {"[server]\nstaging_keep = 1Q\n", 2, "staging_keep", "bad size '1Q'"},
+    {"[limits]\nstaging_headroom = 1M\n", 2, "unknown key 'staging_headroom'", "[limits]"},
     {"[server]\nsocket_mode = 01777\n", 2, "socket_mode", "out of range (0000 .. 0777)"},
     {"[server]\ndevice = gpu\n", 2, "device", "auto, cuda or cpu"},
     {"[server]\nlog_level = loud\n", 2, "log_level", "error, warn, info or debug"},
@@ -379,8 +390,12 @@ END_TEST
 /* config_print's output loads back to the same settings. */
 START_TEST(print_round_trip)
 {
-    static const char *const texts[] = {full_conf, "", "[policy]\nmax_priority = 4\n"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const texts[] = {
+        full_conf, "", "[policy]\nmax_priority = 4\n",
+        "[server]\nhello_timeout = 2.5\nidle_timeout = 600\nframe_timeout = 0\n"
+        "staging_keep = 3M\nstaging_release_after = 0.25\nstaging_headroom = 12345\n"
+        "device_memory_limit = 1G\n"};
+    for (int i = 0; i < 4; i++) {
         config a, b;
         write_conf(path, texts[i]);
         ck_assert_msg(load_file(&a, path) == 0, "%s", a.error);
