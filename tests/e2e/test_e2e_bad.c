@@ -2,6 +2,7 @@
  * (exact code) and the daemon keeps serving, on the same connection where the
  * protocol allows it and on a fresh one always. */
 #include <check.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -165,6 +166,34 @@ START_TEST(bad_arguments)
     hv.shape_a[1] = 2;
     double pts[4] = {10, 20, 90.5, 0};
     expect_error(fd, &hv, pts, sizeof pts, GPUQ_E_OUT_OF_RANGE);
+
+    /* haversine: a non-finite coordinate anywhere in the payload (A or B,
+     * latitude or longitude, f32 or f64) is out_of_range, never a NaN result */
+    const double bad_vals[] = {NAN, INFINITY, -INFINITY};
+    for (int dt = 0; dt < 2; dt++) {
+        for (int v = 0; v < 3; v++) {
+            for (int pos = 0; pos < 8; pos++) {
+                gpuq_request h2 = hv;
+                h2.id = 100 + (uint64_t)(dt * 100 + v * 10 + pos);
+                h2.dtype = dt ? GPUQ_DT_F64 : GPUQ_DT_F32;
+                h2.has_to = pos < 4;
+                if (!h2.has_to) { /* pairs: A then B */
+                    h2.ndim_b = 2;
+                    h2.shape_b[0] = 2;
+                    h2.shape_b[1] = 2;
+                }
+                double c[8] = {10, 20, -30, 40, 50, -60, 70, 80};
+                c[pos] = bad_vals[v];
+                size_t ncoord = h2.has_to ? 4 : 8;
+                float cf[8];
+                for (size_t i = 0; i < ncoord; i++)
+                    cf[i] = (float)c[i];
+                size_t es = dt ? sizeof(double) : sizeof(float);
+                expect_error(fd, &h2, dt ? (void *)c : (void *)cf, ncoord * es,
+                             GPUQ_E_OUT_OF_RANGE);
+            }
+        }
+    }
 
     /* haversine: |lat| > 90 in --to */
     hv.id = 16;
