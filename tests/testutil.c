@@ -58,11 +58,13 @@ void *tu_read_file(const char *path, size_t *len)
     }
     long sz = ftell(f);
     rewind(f);
-    void *buf = malloc(sz > 0 ? (size_t)sz : 1);
+    char *buf = malloc(sz > 0 ? (size_t)sz + 1 : 1); /* NUL-terminated: text is searched */
     if (buf && sz > 0 && fread(buf, 1, (size_t)sz, f) != (size_t)sz) {
         free(buf);
         buf = NULL;
     }
+    if (buf)
+        buf[sz > 0 ? sz : 0] = '\0';
     fclose(f);
     if (buf)
         *len = (size_t)sz;
