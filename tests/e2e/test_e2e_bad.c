@@ -317,7 +317,7 @@ static void raw_str(gpuq_mpw *w, const char *s, size_t n)
 }
 
 /* Send the header {"id": id, "op": op} or {"id": id, "op": op, key: val},
- * op and val as raw bytes. */
+ * op, key and val as raw bytes. */
 static void send_raw(int fd, uint64_t id, const char *op, size_t oplen, const char *key,
                      const char *val, size_t vlen)
 {
@@ -329,7 +329,7 @@ static void send_raw(int fd, uint64_t id, const char *op, size_t oplen, const ch
     gpuq_mpw_str(w, "op");
     raw_str(w, op, oplen);
     if (key) {
-        gpuq_mpw_str(w, key);
+        raw_str(w, key, strlen(key));
         raw_str(w, val, vlen);
     }
     uint8_t *b;
@@ -434,7 +434,13 @@ START_TEST(utf8_on_the_wire)
     ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
     ck_assert_int_eq(rep.status, GPUQ_E_BAD_HEADER);
     ck_assert_str_eq(rep.message, "\"op\" is not valid UTF-8");
-    send_raw(fd, 13, "ping", 4, NULL, NULL, 0);
+    /* a key that is not UTF-8 */
+    send_raw(fd, 13, "ping", 4, "bo\xefgus", "x", 1);
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, GPUQ_E_BAD_HEADER);
+    ck_assert_uint_eq(rep.id, 13);
+    ck_assert_str_eq(rep.message, "header key 2 is not a valid UTF-8 string");
+    send_raw(fd, 14, "ping", 4, NULL, NULL, 0);
     ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
     ck_assert_int_eq(rep.status, 0);
 

@@ -475,6 +475,11 @@ START_TEST(test_write_escapes)
     ck_assert_int_eq(gpuq_mpw_take(w, &b, &len), 0);
     gpuq_mpw_free(w);
     ck_assert_int_eq(tu_msgpack_strings_utf8(b, len), 3);
+    /* ... and that independent check does see a raw one */
+    static const uint8_t raw[] = {0x92, 0xa1, 'a', 0xa2, 0xed, 0xa0};
+    ck_assert_int_eq(tu_msgpack_strings_utf8(raw, sizeof raw), -1);
+    static const uint8_t rawkey[] = {0x81, 0xa1, 0xff, 0x01};
+    ck_assert_int_eq(tu_msgpack_strings_utf8(rawkey, sizeof rawkey), -1);
     gpuq_mpr r;
     uint32_t n;
     const char *s;
