@@ -26,6 +26,7 @@
 #include "gpuq_limits.h"
 #include "mpread.h"
 #include "sockio.h"
+#include "utf8.h"
 
 typedef struct pending_req {
     uint64_t id;
@@ -513,7 +514,12 @@ static int hello(gpuq_conn *c, const gpuq_connect_opts *o)
     req.op = GPUQ_OP_HELLO;
     req.version = GPUQ_PROTO_VERSION;
     const char *name = o && o->client_name ? o->client_name : "libgpuq";
-    snprintf(req.client, sizeof req.client, "%s", name);
+    size_t nlen = strlen(name);
+    if (!gpuq_utf8_valid(name, nlen)) /* the server would refuse it: bad_header */
+        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "client name is not valid UTF-8");
+    nlen = gpuq_utf8_cut(name, nlen, GPUQ_CLIENT_NAME_MAX); /* long names: whole characters */
+    memcpy(req.client, name, nlen);
+    req.client[nlen] = '\0';
     req.priority = o ? o->priority : GPUQ_PRIO_NORMAL;
     req.device = o ? o->device : -1;
     gpuq_reply rep;

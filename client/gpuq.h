@@ -27,7 +27,8 @@ typedef struct gpuq_conn gpuq_conn;
 
 typedef struct gpuq_connect_opts {
     const char *socket_path;  /* NULL: $GPUQ_SOCKET, $XDG_RUNTIME_DIR/gpuq/gpuqd.sock, /run/gpuq/gpuqd.sock */
-    const char *client_name;  /* NULL: "libgpuq" */
+    const char *client_name;  /* NULL: "libgpuq"; UTF-8 (else GPUQ_E_BAD_ARGUMENT), cut to 64 bytes
+                                 on a character boundary */
     int priority;             /* GPUQ_PRIO_LOW/NORMAL/HIGH or an integer in [-5, 5] */
     int device;               /* -1: server chooses */
 } gpuq_connect_opts;

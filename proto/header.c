@@ -3,11 +3,14 @@
  * Decoding uses only the bounded reader (mpread.c), never msgpack-c's
  * unpacker, so a hostile header costs at most its own bytes. Happy path of a
  * request: gpuq_request_decode fills a gpuq_request from the map (unknown or
- * duplicate keys, wrong types and bad enum names fail with a specific code
- * and a one-line message), then gpuq_request_check validates ranks, shapes,
- * scalar ranges and the exact payload/output sizes (overflow-safe) against
- * the limits. Encoding goes through mpwrite.c and emits only the keys that
- * the op uses, so the strict decoder accepts what the encoder writes.
+ * duplicate keys, wrong types, strings that are not UTF-8 and bad enum names
+ * fail with a specific code and a one-line message), then gpuq_request_check
+ * validates ranks, shapes, scalar ranges and the exact payload/output sizes
+ * (overflow-safe) against the limits. Encoding goes through mpwrite.c and
+ * emits only the keys that the op uses, so the strict decoder accepts what
+ * the encoder writes. Every string either way is UTF-8: messages that echo a
+ * client's string cut it on a character boundary, and the reply encoder
+ * makes any message valid.
  */
 #include "header.h"
 
@@ -21,6 +24,7 @@
 #include "frame.h"
 #include "mpread.h"
 #include "mpwrite.h"
+#include "utf8.h"
 
 /* ---- names ---- */
 
@@ -118,14 +122,16 @@ __attribute__((format(printf, 4, 5))) static int fail(char *msg, size_t cap, int
     if (msg && cap > 0) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(msg, cap, fmt, ap);
+        gpuq_utf8_vsnprintf(msg, cap, fmt, ap);
         va_end(ap);
     }
     return code;
 }
 
-/* Printable, bounded rendering of a wire string for messages. */
-#define SHOWLEN(len) ((int)((len) > 64 ? 64 : (len)))
+/* Printable, bounded rendering of a wire string for messages: "%.*s" with
+ * SHOWLEN(s, len), s shows at most 64 bytes, cut on a character boundary so
+ * the message stays UTF-8 (the reader has checked s itself). */
+#define SHOWLEN(s, len) ((int)gpuq_utf8_cut((s), (len), 64))
 
 /* ---- request decode ---- */
 
@@ -250,7 +256,7 @@ static int decode_value(gpuq_mpr *r, enum reqkey key, gpuq_request *req, char *m
             return rc;
         idx = gpuq_op_parse(s, len);
         if (idx <= 0)
-            return fail(msg, cap, GPUQ_E_UNKNOWN_OP, "unknown op \"%.*s\"", SHOWLEN(len), s);
+            return fail(msg, cap, GPUQ_E_UNKNOWN_OP, "unknown op \"%.*s\"", SHOWLEN(s, len), s);
         req->op = (gpuq_op)idx;
         return 0;
     case K_DTYPE:
@@ -259,7 +265,7 @@ static int decode_value(gpuq_mpr *r, enum reqkey key, gpuq_request *req, char *m
         idx = dtype_parse(s, len);
         if (idx < 0)
             return fail(msg, cap, GPUQ_E_BAD_DTYPE, "dtype \"%.*s\" is not f32 or f64",
-                        SHOWLEN(len), s);
+                        SHOWLEN(s, len), s);
         req->dtype = (gpuq_dtype)idx;
         return 0;
     case K_SHAPE:
@@ -272,7 +278,7 @@ static int decode_value(gpuq_mpr *r, enum reqkey key, gpuq_request *req, char *m
         idx = gpuq_norm_method_parse(s, len);
         if (idx < 0)
             return fail(msg, cap, GPUQ_E_BAD_ARGUMENT,
-                        "method \"%.*s\" is not sum, l1, l2, minmax or zscore", SHOWLEN(len), s);
+                        "method \"%.*s\" is not sum, l1, l2, minmax or zscore", SHOWLEN(s, len), s);
         req->method = (gpuq_norm_method)idx;
         return 0;
     case K_FLAT:
@@ -286,7 +292,7 @@ static int decode_value(gpuq_mpr *r, enum reqkey key, gpuq_request *req, char *m
             req->zero_ok = true;
         else
             return fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "on_zero \"%.*s\" is not error or zero",
-                        SHOWLEN(len), s);
+                        SHOWLEN(s, len), s);
         return 0;
     case K_METRIC:
         if ((rc = read_str(r, name, &s, &len, msg, cap)) != 0)
@@ -295,7 +301,7 @@ static int decode_value(gpuq_mpr *r, enum reqkey key, gpuq_request *req, char *m
         if (idx < 0)
             return fail(msg, cap, GPUQ_E_BAD_ARGUMENT,
                         "metric \"%.*s\" is not euclidean, sqeuclidean, cosine or manhattan",
-                        SHOWLEN(len), s);
+                        SHOWLEN(s, len), s);
         req->metric = (gpuq_metric)idx;
         return 0;
     case K_TO:
@@ -345,7 +351,7 @@ static int decode_value(gpuq_mpr *r, enum reqkey key, gpuq_request *req, char *m
                 req->priority = GPUQ_PRIO_HIGH;
             else
                 return fail(msg, cap, GPUQ_E_BAD_ARGUMENT,
-                            "priority \"%.*s\" is not low, normal or high", SHOWLEN(len), s);
+                            "priority \"%.*s\" is not low, normal or high", SHOWLEN(s, len), s);
             return 0;
         }
         if (gpuq_mpr_int(r, &i) != 0)
@@ -373,7 +379,7 @@ static int decode_value(gpuq_mpr *r, enum reqkey key, gpuq_request *req, char *m
             return rc;
         if (len == 0 || len > GPUQ_LIMIT_NAME_MAX || memchr(s, '\0', len))
             return fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "limit name \"%.*s\" is not a limit",
-                        SHOWLEN(len), s);
+                        SHOWLEN(s, len), s);
         memcpy(req->limit, s, len);
         req->limit[len] = '\0';
         return 0;
@@ -407,15 +413,17 @@ int gpuq_request_decode(const uint8_t *buf, size_t len, gpuq_request *req, char 
         const char *key;
         uint32_t klen;
         if (gpuq_mpr_str(&r, &key, &klen) != 0)
-            return fail(msg, msgcap, GPUQ_E_BAD_HEADER, "header key %u is not a string",
-                        (unsigned)k);
+            return fail(msg, msgcap, GPUQ_E_BAD_HEADER, "header key %u is not a %s", (unsigned)k,
+                        gpuq_mpr_bad_utf8(&r) ? "valid UTF-8 string" : "string");
         int idx = lookup(req_keys, K_COUNT, key, klen);
         if (idx < 0)
-            return fail(msg, msgcap, GPUQ_E_BAD_HEADER, "unknown key \"%.*s\"", SHOWLEN(klen),
+            return fail(msg, msgcap, GPUQ_E_BAD_HEADER, "unknown key \"%.*s\"", SHOWLEN(key, klen),
                         key);
         if (seen & (1u << idx))
             return fail(msg, msgcap, GPUQ_E_BAD_HEADER, "duplicate key \"%s\"", req_keys[idx]);
         seen |= 1u << idx;
+        if (gpuq_mpr_bad_utf8(&r)) /* before decode_value can echo or judge it */
+            return fail(msg, msgcap, GPUQ_E_BAD_HEADER, "\"%s\" is not valid UTF-8", req_keys[idx]);
         if ((rc = decode_value(&r, (enum reqkey)idx, req, msg, msgcap)) != 0)
             return rc;
     }
@@ -963,7 +971,7 @@ int gpuq_reply_decode(const uint8_t *buf, size_t len, gpuq_reply *rep, char *msg
         if (idx < 0) { /* forward compatibility: ignore unknown keys */
             if (gpuq_mpr_skip(&r) != 0)
                 return fail(msg, msgcap, GPUQ_E_BAD_HEADER, "reply value of \"%.*s\" is malformed",
-                            SHOWLEN(klen), key);
+                            SHOWLEN(key, klen), key);
             continue;
         }
         if (seen & (1u << idx))
@@ -983,8 +991,8 @@ int gpuq_reply_decode(const uint8_t *buf, size_t len, gpuq_reply *rep, char *msg
             else if (str_eq(s, slen, "error"))
                 is_error = true;
             else
-                return fail(msg, msgcap, GPUQ_E_BAD_HEADER, "reply status \"%.*s\" is not ok or error",
-                            SHOWLEN(slen), s);
+                return fail(msg, msgcap, GPUQ_E_BAD_HEADER,
+                            "reply status \"%.*s\" is not ok or error", SHOWLEN(s, slen), s);
             break;
         case R_CODE:
             if (gpuq_mpr_int(&r, &code) != 0)
@@ -998,7 +1006,7 @@ int gpuq_reply_decode(const uint8_t *buf, size_t len, gpuq_reply *rep, char *msg
         case R_MESSAGE: {
             if (gpuq_mpr_str(&r, &s, &slen) != 0)
                 return fail(msg, msgcap, GPUQ_E_BAD_HEADER, "reply \"message\" is not a string");
-            size_t m = slen < sizeof(rep->message) - 1 ? slen : sizeof(rep->message) - 1;
+            size_t m = gpuq_utf8_cut(s, slen, sizeof(rep->message) - 1);
             memcpy(rep->message, s, m);
             rep->message[m] = '\0';
             break;
@@ -1051,6 +1059,18 @@ int gpuq_reply_decode(const uint8_t *buf, size_t len, gpuq_reply *rep, char *msg
     return 0;
 }
 
+/* rep->message as it goes on the wire, into m[cap]: at most cap - 1 bytes
+ * and valid UTF-8 whatever the message holds. Every reply passes here, so a
+ * message formatted anywhere (cut by a buffer in the middle of a character,
+ * or echoing bytes that are not UTF-8) cannot break a strict client: a
+ * character cut at the end is dropped, other bad bytes are shown as \xHH,
+ * and the result is cut on a character boundary. */
+static void reply_message(const gpuq_reply *rep, char *m, size_t cap)
+{
+    size_t len = strnlen(rep->message, sizeof(rep->message) - 1);
+    gpuq_utf8_escape(m, cap, rep->message, gpuq_utf8_cut(rep->message, len, len));
+}
+
 /* The reply header after headroom free bytes. */
 static int reply_encode(const gpuq_reply *rep, size_t headroom, uint8_t **out, size_t *outlen)
 {
@@ -1070,8 +1090,7 @@ static int reply_encode(const gpuq_reply *rep, size_t headroom, uint8_t **out, s
         gpuq_mpw_int(w, rep->status);
         n++;
         kv_str(w, &n, "error", gpuq_errname(rep->status));
-        memcpy(m, rep->message, sizeof(m));
-        m[sizeof(m) - 1] = '\0';
+        reply_message(rep, m, sizeof m);
         kv_str(w, &n, "message", m[0] ? m : gpuq_strerror(rep->status));
     } else {
         kv_str(w, &n, "status", "ok");

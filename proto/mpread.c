@@ -2,12 +2,14 @@
  *
  * Happy path: read_head() decodes one type byte and its length or value
  * fields, checks every declared length against the bytes left (and the
- * GPUQ_HDR_MAX_* caps) before trusting it, and advances past the head (and
- * the body, for str/bin/ext). The typed readers run it on a copy of the
- * cursor and commit only on success, so a failed read leaves the cursor
- * where it was. Failure is always GPUQ_E_BAD_HEADER: truncation, a declared
- * length beyond the buffer or a cap, the reserved byte 0xc1, a wrong type,
- * or nesting deeper than GPUQ_HDR_MAX_DEPTH.
+ * GPUQ_HDR_MAX_* caps) before trusting it, checks that a str's body is
+ * UTF-8, and advances past the head (and the body, for str/bin/ext). The
+ * typed readers run it on a copy of the cursor and commit only on success,
+ * so a failed read leaves the cursor where it was. Failure is always
+ * GPUQ_E_BAD_HEADER: truncation, a declared length beyond the buffer or a
+ * cap, the reserved byte 0xc1, a wrong type, a str whose bytes are not valid
+ * UTF-8 (every string on the wire is UTF-8), or nesting deeper than
+ * GPUQ_HDR_MAX_DEPTH.
  */
 #include "mpread.h"
 
@@ -18,6 +20,7 @@
 
 #include "errors.h"
 #include "gpuq_limits.h"
+#include "utf8.h"
 
 struct mphead {
     gpuq_mp_type type;
@@ -38,8 +41,9 @@ static uint64_t get_be(const uint8_t *p, unsigned n)
     return v;
 }
 
-/* Decode one head at r->p; advance r past it (and past str/bin/ext bodies). */
-static int read_head(gpuq_mpr *r, struct mphead *h)
+/* Decode one head at r->p; advance r past it (and past str/bin/ext bodies).
+ * A str's body is not looked at here (see read_head). */
+static int read_head_bytes(gpuq_mpr *r, struct mphead *h)
 {
     const uint8_t *p = r->p;
     size_t left = (size_t)(r->end - p);
@@ -197,6 +201,20 @@ done:
     return 0;
 }
 
+/* read_head_bytes, and a str's body must be valid UTF-8. Every reader
+ * (typed reads, peek, skip, JSON) goes through here, so no string that is
+ * not UTF-8 gets past this file, whatever key or nesting it sits in. */
+static int read_head(gpuq_mpr *r, struct mphead *h)
+{
+    gpuq_mpr c = *r;
+    if (read_head_bytes(&c, h) != 0)
+        return GPUQ_E_BAD_HEADER;
+    if (h->type == GPUQ_MP_STR && !gpuq_utf8_valid((const char *)h->body, h->n))
+        return GPUQ_E_BAD_HEADER;
+    *r = c;
+    return 0;
+}
+
 void gpuq_mpr_init(gpuq_mpr *r, const void *buf, size_t len)
 {
     r->p = buf;
@@ -215,6 +233,14 @@ gpuq_mp_type gpuq_mpr_peek(const gpuq_mpr *r)
     if (read_head(&c, &h) != 0)
         return GPUQ_MP_INVALID;
     return h.type;
+}
+
+bool gpuq_mpr_bad_utf8(const gpuq_mpr *r)
+{
+    gpuq_mpr c = *r;
+    struct mphead h;
+    return read_head_bytes(&c, &h) == 0 && h.type == GPUQ_MP_STR &&
+           !gpuq_utf8_valid((const char *)h.body, h.n);
 }
 
 /* Read one head of type want (or fail without moving the cursor). */
@@ -366,10 +392,10 @@ static void jputs(struct jbuf *j, const char *s)
     jput(j, s, strlen(s));
 }
 
-static void jstr(struct jbuf *j, const uint8_t *s, uint32_t n)
+static void jstr(struct jbuf *j, const uint8_t *s, uint32_t len)
 {
     jput(j, "\"", 1);
-    for (uint32_t k = 0; k < n; k++) {
+    for (uint32_t k = 0; k < len; k++) {
         uint8_t ch = s[k];
         char esc[8];
         if (ch == '"' || ch == '\\') {
@@ -379,8 +405,16 @@ static void jstr(struct jbuf *j, const uint8_t *s, uint32_t n)
         } else if (ch < 0x20 || ch == 0x7f) {
             snprintf(esc, sizeof(esc), "\\u%04x", ch);
             jput(j, esc, 6);
-        } else {
+        } else if (ch < 0x80) {
             jput(j, (const char *)&ch, 1);
+        } else {
+            /* a whole character at a time (the reader checked it is UTF-8),
+             * so output cut short by cap never ends in half of one */
+            uint32_t n = ch >= 0xf0 ? 4 : ch >= 0xe0 ? 3 : 2;
+            if (n > len - k)
+                n = len - k;
+            jput(j, (const char *)s + k, n);
+            k += n - 1;
         }
     }
     jput(j, "\"", 1);

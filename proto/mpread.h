@@ -6,7 +6,9 @@
  * declared length against the bytes left and against GPUQ_HDR_MAX_* caps, and
  * allocates nothing. Encoding uses msgpack-c's packer (trusted data).
  *
- * All functions return 0 or GPUQ_E_BAD_HEADER (truncated, wrong type, over a cap).
+ * All functions return 0 or GPUQ_E_BAD_HEADER (truncated, wrong type, over a cap,
+ * or a str that is not valid UTF-8: no reader, peek or skip included, lets
+ * such a string through, wherever it is nested).
  */
 #ifndef GPUQ_PROTO_MPREAD_H
 #define GPUQ_PROTO_MPREAD_H
@@ -27,7 +29,12 @@ typedef enum {
 
 void gpuq_mpr_init(gpuq_mpr *r, const void *buf, size_t len);
 size_t gpuq_mpr_left(const gpuq_mpr *r);
+/* Type of the next value; GPUQ_MP_INVALID when it cannot be read (a str
+ * that is not UTF-8 included). */
 gpuq_mp_type gpuq_mpr_peek(const gpuq_mpr *r);
+/* True when the next value is a str, inside the buffer and under the cap,
+ * whose bytes are not valid UTF-8: lets a caller whose read failed say why. */
+bool gpuq_mpr_bad_utf8(const gpuq_mpr *r);
 int gpuq_mpr_map(gpuq_mpr *r, uint32_t *n);    /* n <= GPUQ_HDR_MAX_ENTRIES */
 int gpuq_mpr_array(gpuq_mpr *r, uint32_t *n);  /* n <= GPUQ_HDR_MAX_ENTRIES */
 /* str: *s points into the buffer (not NUL-terminated); len <= GPUQ_HDR_MAX_STR */

@@ -2,7 +2,9 @@
  *
  * Only trusted, locally built values go through here. Any failed write (an
  * allocation failure in the sbuffer) sets a sticky flag: later calls are
- * no-ops and gpuq_mpw_take reports GPUQ_E_NO_MEMORY.
+ * no-ops and gpuq_mpw_take reports GPUQ_E_NO_MEMORY. Strings always go out
+ * as UTF-8 (PROTOCOL.md 1.2): one that is not is written with its bad bytes
+ * escaped as \xHH (utf8.h), so no caller can put a raw one on the wire.
  */
 #include "mpwrite.h"
 
@@ -11,6 +13,7 @@
 #include <string.h>
 
 #include "errors.h"
+#include "utf8.h"
 
 struct gpuq_mpw {
     msgpack_sbuffer sb;
@@ -55,8 +58,21 @@ void gpuq_mpw_array(gpuq_mpw *w, uint32_t n)
 void gpuq_mpw_str(gpuq_mpw *w, const char *s)
 {
     size_t n = strlen(s);
+    char *esc = NULL;
+    if (!gpuq_utf8_valid(s, n)) {
+        /* Rare (a name that came from outside): written escaped, never raw. */
+        size_t e = gpuq_utf8_escaped_len(s, n);
+        esc = malloc(e + 1);
+        if (!esc) {
+            w->failed = true;
+            return;
+        }
+        n = gpuq_utf8_escape(esc, e + 1, s, n);
+        s = esc;
+    }
     MPW_DO(w, msgpack_pack_str(&w->pk, n));
     MPW_DO(w, msgpack_pack_str_body(&w->pk, s, n));
+    free(esc);
 }
 
 void gpuq_mpw_uint(gpuq_mpw *w, uint64_t v)

@@ -18,7 +18,8 @@ gpuq_mpw *gpuq_mpw_new(void);           /* NULL on allocation failure */
 void gpuq_mpw_free(gpuq_mpw *w);        /* NULL is fine */
 void gpuq_mpw_map(gpuq_mpw *w, uint32_t n);
 void gpuq_mpw_array(gpuq_mpw *w, uint32_t n);
-void gpuq_mpw_str(gpuq_mpw *w, const char *s);  /* NUL-terminated */
+/* s is NUL-terminated; bytes that are not UTF-8 are written as \xHH. */
+void gpuq_mpw_str(gpuq_mpw *w, const char *s);
 void gpuq_mpw_uint(gpuq_mpw *w, uint64_t v);
 void gpuq_mpw_int(gpuq_mpw *w, int64_t v);
 void gpuq_mpw_double(gpuq_mpw *w, double v);

@@ -12,6 +12,7 @@
 #include "frame.h"
 #include "log.h"
 #include "server.h"
+#include "utf8.h"
 
 session *session_new(server *srv)
 {
@@ -419,7 +420,7 @@ void session_refuse(request *r, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(r->message, sizeof r->message, fmt, ap);
+    gpuq_utf8_vsnprintf(r->message, sizeof r->message, fmt, ap); /* no half character */
     va_end(ap);
     r->status = code;
     log_debug("session %llu: request %llu refused: %s: %s", (unsigned long long)r->s->id,

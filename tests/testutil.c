@@ -5,7 +5,9 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <iconv.h>
 #include <math.h>
+#include <msgpack.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -358,4 +360,83 @@ int tu_run_suite(Suite *s)
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+int tu_utf8_valid(const void *s, size_t len)
+{
+    iconv_t cd = iconv_open("UTF-32LE", "UTF-8");
+    if (cd == (iconv_t)-1)
+        return 0;
+    char out[4096];
+    char *in = (char *)s;
+    size_t il = len, ok = 1;
+    while (il > 0) {
+        char *o = out;
+        size_t ol = sizeof out;
+        if (iconv(cd, &in, &il, &o, &ol) == (size_t)-1 && errno != E2BIG) {
+            ok = 0;
+            break;
+        }
+    }
+    iconv_close(cd);
+    return (int)ok;
+}
+
+static long tu_obj_strings(const msgpack_object *o, int depth)
+{
+    long n = 0, k;
+    if (depth > 64)
+        return -1;
+    switch (o->type) {
+    case MSGPACK_OBJECT_STR:
+        if (!tu_utf8_valid(o->via.str.ptr, o->via.str.size)) {
+            fprintf(stderr, "msgpack str of %u bytes is not UTF-8: \"%.*s\"\n",
+                    (unsigned)o->via.str.size, (int)o->via.str.size, o->via.str.ptr);
+            return -1;
+        }
+        return 1;
+    case MSGPACK_OBJECT_ARRAY:
+        for (uint32_t i = 0; i < o->via.array.size; i++) {
+            if ((k = tu_obj_strings(&o->via.array.ptr[i], depth + 1)) < 0)
+                return -1;
+            n += k;
+        }
+        return n;
+    case MSGPACK_OBJECT_MAP:
+        for (uint32_t i = 0; i < o->via.map.size; i++) {
+            if ((k = tu_obj_strings(&o->via.map.ptr[i].key, depth + 1)) < 0)
+                return -1;
+            n += k;
+            if ((k = tu_obj_strings(&o->via.map.ptr[i].val, depth + 1)) < 0)
+                return -1;
+            n += k;
+        }
+        return n;
+    default:
+        return 0;
+    }
+}
+
+long tu_msgpack_strings_utf8(const void *buf, size_t len)
+{
+    msgpack_unpacked u;
+    size_t off = 0;
+    long n = 0;
+    msgpack_unpacked_init(&u);
+    while (off < len) {
+        msgpack_unpack_return r = msgpack_unpack_next(&u, buf, len, &off);
+        if (r != MSGPACK_UNPACK_SUCCESS && r != MSGPACK_UNPACK_EXTRA_BYTES) {
+            fprintf(stderr, "not msgpack at byte %zu (%d)\n", off, (int)r);
+            n = -1;
+            break;
+        }
+        long k = tu_obj_strings(&u.data, 0);
+        if (k < 0) {
+            n = -1;
+            break;
+        }
+        n += k;
+    }
+    msgpack_unpacked_destroy(&u);
+    return n;
 }

@@ -31,6 +31,15 @@ uint64_t tu_seed(void);
 double tu_rel_err_f64(const double *a, const double *ref, size_t n);
 double tu_rel_err_f32(const float *a, const double *ref, size_t n);
 
+/* s[0..len) is UTF-8 by glibc's iconv(3): a check of what gpuq writes that
+ * does not use gpuq's own validator. */
+int tu_utf8_valid(const void *s, size_t len);
+/* Walk the msgpack values in buf[0..len) (one or a stream of them) with
+ * msgpack-c's unpacker, not gpuq's reader, and check every str (map keys
+ * too) with tu_utf8_valid. Returns the number of strings checked, or -1 when
+ * one is not UTF-8 or buf is not msgpack (printed to stderr). */
+long tu_msgpack_strings_utf8(const void *buf, size_t len);
+
 /* Run a Check suite (it takes ownership of s); returns EXIT_SUCCESS when no
  * test failed. */
 struct Suite;

@@ -119,6 +119,9 @@ int e2e_read_reply(int fd, gpuq_reply *rep, uint8_t *hdrbuf, size_t hdrcap)
     ck_assert_uint_le(p.header_len, hdrcap);
     if (recv_all(fd, hdrbuf, p.header_len) < 0)
         return -1;
+    /* every string the daemon sends is UTF-8, by a decoder that is not gpuq's */
+    ck_assert_msg(tu_msgpack_strings_utf8(hdrbuf, p.header_len) >= 0,
+                  "reply header with a string that is not UTF-8");
     char msg[128];
     ck_assert_msg(gpuq_reply_decode(hdrbuf, p.header_len, rep, msg, sizeof msg) == 0,
                   "reply decode: %s", msg);

@@ -30,7 +30,8 @@ void e2e_send_frame(int fd, const void *hdr, uint32_t hlen, uint64_t payload_len
                     const void *payload, size_t plen);
 /* Send a request encoded from req. */
 void e2e_send_req(int fd, const gpuq_request *req, const void *payload, size_t plen);
-/* Read one reply frame; the payload is discarded; returns 0 or -1 on EOF. */
+/* Read one reply frame; the payload is discarded; returns 0 or -1 on EOF.
+ * Asserts that every string in the header is UTF-8 (msgpack-c + iconv). */
 int e2e_read_reply(int fd, gpuq_reply *rep, uint8_t *hdrbuf, size_t hdrcap);
 /* The daemon closed fd: recv sees EOF or a reset within `seconds`. Fails
  * the test if bytes arrive instead, or if nothing happens in time (a hang is

@@ -1,14 +1,20 @@
 /* test_e2e_bad.c - every bad input named by the issue gets its error reply
  * (exact code) and the daemon keeps serving, on the same connection where the
- * protocol allows it and on a fresh one always. */
+ * protocol allows it and on a fresh one always. Strings that are not UTF-8
+ * are refused, and nothing the daemon sends is anything but UTF-8. */
 #include <check.h>
+#include <grp.h>
 #include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "e2e_util.h"
 #include "frame.h"
+#include "mpread.h"
+#include "mpwrite.h"
 
 static uint8_t hbuf[65536];
 
@@ -423,6 +429,191 @@ START_TEST(hangup_mid_payload)
 }
 END_TEST
 
+/* ---- UTF-8 ---- */
+
+/* A msgpack str8 of n raw bytes (gpuq's writer would escape bytes that are
+ * not UTF-8). */
+static void raw_str(gpuq_mpw *w, const char *s, size_t n)
+{
+    uint8_t h[2] = {0xd9, (uint8_t)n};
+    ck_assert_uint_lt(n, 256);
+    gpuq_mpw_raw(w, h, 2);
+    gpuq_mpw_raw(w, s, n);
+}
+
+/* Send the header {"id": id, "op": op} or {"id": id, "op": op, key: val},
+ * op, key and val as raw bytes. */
+static void send_raw(int fd, uint64_t id, const char *op, size_t oplen, const char *key,
+                     const char *val, size_t vlen)
+{
+    gpuq_mpw *w = gpuq_mpw_new();
+    ck_assert_ptr_nonnull(w);
+    bool hello = oplen == 5 && !memcmp(op, "hello", 5);
+    gpuq_mpw_map(w, (key ? 3 : 2) + (hello ? 1 : 0));
+    gpuq_mpw_str(w, "id");
+    gpuq_mpw_uint(w, id);
+    gpuq_mpw_str(w, "op");
+    raw_str(w, op, oplen);
+    if (hello) {
+        gpuq_mpw_str(w, "version");
+        gpuq_mpw_uint(w, GPUQ_PROTO_VERSION);
+    }
+    if (key) {
+        raw_str(w, key, strlen(key));
+        raw_str(w, val, vlen);
+    }
+    uint8_t *b;
+    size_t len;
+    ck_assert_int_eq(gpuq_mpw_take(w, &b, &len), 0);
+    gpuq_mpw_free(w);
+    e2e_send_frame(fd, b, (uint32_t)len, 0, NULL, 0);
+    free(b);
+}
+
+/* Walk the sessions document with gpuq's reader and collect client names. */
+static int session_clients(const uint8_t *doc, size_t len, char names[][80], int cap)
+{
+    gpuq_mpr r;
+    int n = 0;
+    gpuq_mpr_init(&r, doc, len);
+    while (gpuq_mpr_left(&r) > 0 && n < cap) {
+        uint32_t m;
+        ck_assert_int_eq(gpuq_mpr_map(&r, &m), 0);
+        names[n][0] = '\0';
+        for (uint32_t i = 0; i < m; i++) {
+            const char *k, *v;
+            uint32_t kl, vl;
+            ck_assert_int_eq(gpuq_mpr_str(&r, &k, &kl), 0);
+            if (kl == 6 && !memcmp(k, "client", 6)) {
+                ck_assert_int_eq(gpuq_mpr_str(&r, &v, &vl), 0);
+                snprintf(names[n], 80, "%.*s", (int)vl, v);
+            } else {
+                ck_assert_int_eq(gpuq_mpr_skip(&r), 0);
+            }
+        }
+        n++;
+    }
+    return n;
+}
+
+static bool has_name(char names[][80], int n, const char *want)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(names[i], want))
+            return true;
+    return false;
+}
+
+/* Client names and op names that are not UTF-8, and long multi-byte echoes:
+ * bad_header or a UTF-8 message, every reply header UTF-8 (e2e_read_reply
+ * checks it with msgpack-c and iconv), and afterwards an admin's sessions
+ * document, on another connection, decodes with only UTF-8 strings in it. */
+START_TEST(utf8_on_the_wire)
+{
+    /* a daemon where this process is an admin */
+    e2e_teardown();
+    static char group[64];
+    const char *extra[3] = {NULL, NULL, NULL};
+    if (getuid() != 0) {
+        struct group *g = getgrgid(getgid());
+        ck_assert_ptr_nonnull(g);
+        snprintf(group, sizeof group, "%s", g->gr_name);
+        extra[0] = "--admin-group";
+        extra[1] = group;
+    }
+    e2e_start(extra);
+    gpuq_reply rep;
+
+    /* hellos whose client name is not UTF-8: refused, the connection stays */
+    static const char *const bad_names[] = {"caf\xe9", "a\xed\xa0\x80", "\xc0\xaf",
+                                            "x\xf4\x90\x80\x80", "half \xe2\x82"};
+    int raw[5];
+    for (int i = 0; i < 5; i++) {
+        raw[i] = e2e_raw_socket();
+        send_raw(raw[i], 1, "hello", 5, "client", bad_names[i], strlen(bad_names[i]));
+        ck_assert_int_eq(e2e_read_reply(raw[i], &rep, hbuf, sizeof hbuf), 0);
+        ck_assert_int_eq(rep.status, GPUQ_E_BAD_HEADER);
+        ck_assert_uint_eq(rep.id, 1);
+        ck_assert_str_eq(rep.message, "\"client\" is not valid UTF-8");
+    }
+    /* one of them may still say hello properly */
+    send_raw(raw[0], 2, "hello", 5, "client", "caf\xc3\xa9", 5);
+    ck_assert_int_eq(e2e_read_reply(raw[0], &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, 0);
+
+    /* unknown ops: 'x' + 35 x 'é' (71 bytes: the 64-byte cut falls inside
+     * a character) and the issue's 70 bytes of 'é' */
+    int fd = e2e_hello_socket("utf8", hbuf, sizeof hbuf);
+    for (int lead = 0; lead < 2; lead++) {
+        char op[80];
+        size_t len = 0;
+        if (lead)
+            op[len++] = 'x';
+        for (int k = 0; k < 35; k++, len += 2)
+            memcpy(op + len, "\xc3\xa9", 2);
+        send_raw(fd, 10 + (uint64_t)lead, op, len, NULL, NULL, 0);
+        ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+        ck_assert_int_eq(rep.status, GPUQ_E_UNKNOWN_OP);
+        ck_assert_uint_eq(rep.id, 10 + (uint64_t)lead);
+        char want[128];
+        snprintf(want, sizeof want, "unknown op \"%.*s\"", lead ? 63 : 64, op);
+        ck_assert_str_eq(rep.message, want);
+    }
+    /* an op name that is not UTF-8: bad_header, not unknown_op */
+    send_raw(fd, 12, "p\xefng", 4, NULL, NULL, 0);
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, GPUQ_E_BAD_HEADER);
+    ck_assert_str_eq(rep.message, "\"op\" is not valid UTF-8");
+    /* a key that is not UTF-8 */
+    send_raw(fd, 13, "ping", 4, "bo\xefgus", "x", 1);
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, GPUQ_E_BAD_HEADER);
+    ck_assert_uint_eq(rep.id, 13);
+    ck_assert_str_eq(rep.message, "header key 2 is not a valid UTF-8 string");
+    send_raw(fd, 14, "ping", 4, NULL, NULL, 0);
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, 0);
+
+    /* libgpuq: a long multi-byte name is cut on a character boundary (63
+     * bytes here), one that is not UTF-8 is refused before it is sent */
+    char longname[100] = "x";
+    for (int k = 0; k < 40; k++)
+        strcat(longname, "\xc3\xa9");
+    gpuq_conn *named = e2e_connect(longname, GPUQ_PRIO_NORMAL);
+    gpuq_connect_opts o = {.socket_path = e2e_d.socket, .client_name = "caf\xe9", .device = -1};
+    gpuq_conn *bad = NULL;
+    ck_assert_int_eq(gpuq_connect(&o, &bad), GPUQ_E_BAD_ARGUMENT);
+    gpuq_close(bad);
+
+    /* an admin's sessions document on another connection */
+    gpuq_conn *adm = e2e_connect("admin \xe2\x82\xac", GPUQ_PRIO_NORMAL);
+    ck_assert(gpuq_info(adm)->admin);
+    uint8_t *doc = NULL;
+    size_t dlen = 0;
+    uint32_t count = 0;
+    ck_assert_int_eq(gpuq_sessions(adm, &doc, &dlen, &count), 0);
+    ck_assert_uint_eq(count, 8); /* 5 raw, fd, named, adm */
+    /* 16 keys per session, client and priority are str values */
+    ck_assert_int_eq(tu_msgpack_strings_utf8(doc, dlen), (long)count * 18);
+    char names[16][80];
+    ck_assert_int_eq(session_clients(doc, dlen, names, 16), (int)count);
+    ck_assert(has_name(names, count, "caf\xc3\xa9"));
+    ck_assert(has_name(names, count, "utf8"));
+    ck_assert(has_name(names, count, "admin \xe2\x82\xac"));
+    ck_assert(has_name(names, count, "")); /* the refused ones */
+    longname[63] = '\0';
+    ck_assert(has_name(names, count, longname));
+    free(doc);
+
+    gpuq_close(adm);
+    gpuq_close(named);
+    close(fd);
+    for (int i = 0; i < 5; i++)
+        close(raw[i]);
+    e2e_assert_serves();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("e2e_bad");
@@ -437,6 +628,7 @@ static Suite *suite(void)
     tcase_add_test(tc, limits);
     tcase_add_test(tc, protocol_corners);
     tcase_add_test(tc, hangup_mid_payload);
+    tcase_add_test(tc, utf8_on_the_wire);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,7 +1,10 @@
 /* test_header.c - request/reply headers: encode -> decode round trips for
  * every op, each rule of gpuq_request_check (exact codes), overflow, limits,
  * strict decoding (unknown/duplicate keys, wrong types), truncation at every
- * byte, and replies with timing and info. */
+ * byte, replies with timing and info, and UTF-8: strings that are not are
+ * bad_header (naming the key), echoes and messages are cut on a character
+ * boundary, and every reply's strings are UTF-8 (checked with msgpack-c and
+ * iconv, independently of gpuq's reader). */
 #include "errors.h"
 #include "header.h"
 #include "gpuq_limits.h"
@@ -1014,6 +1017,314 @@ START_TEST(test_reply_forward_compat)
 }
 END_TEST
 
+/* ---- UTF-8: refused in requests, cut on a boundary in messages ---- */
+
+/* A msgpack str of n raw bytes (n < 256; the writer would escape bad ones). */
+static void raw_str(gpuq_mpw *w, const char *s, size_t n)
+{
+    uint8_t h[2] = {0xd9, (uint8_t)n};
+    ck_assert_uint_lt(n, 256);
+    if (n < 32) {
+        h[0] = (uint8_t)(0xa0u | n);
+        gpuq_mpw_raw(w, h, 1);
+    } else {
+        gpuq_mpw_raw(w, h, 2);
+    }
+    gpuq_mpw_raw(w, s, n);
+}
+
+/* Decode {"id": 7, "op": op, key: val} (no third entry when key is NULL), all
+ * strings raw; msg gets the message, at most msgcap bytes. */
+static int decode_raw(const char *op, const char *key, size_t klen, const char *val, size_t vlen,
+                      gpuq_request *q, size_t msgcap)
+{
+    gpuq_mpw *w = gpuq_mpw_new();
+    uint8_t *b;
+    size_t len;
+    gpuq_mpw_map(w, key ? 3 : 2);
+    KU(w, "id", 7);
+    gpuq_mpw_str(w, "op");
+    raw_str(w, op, strlen(op));
+    if (key) {
+        raw_str(w, key, klen);
+        raw_str(w, val, vlen);
+    }
+    ck_assert_int_eq(gpuq_mpw_take(w, &b, &len), 0);
+    gpuq_mpw_free(w);
+    memset(msg, 0x55, sizeof msg);
+    msg[0] = '\0';
+    int rc = gpuq_request_decode(b, len, q, msg, msgcap);
+    free(b);
+    return rc;
+}
+
+/* An error reply carrying msg: its header holds only UTF-8 strings (by
+ * msgpack-c and iconv, not gpuq's reader) and decodes to the same message. */
+static void assert_reply_carries(const char *m)
+{
+    gpuq_reply rep, d;
+    uint8_t *buf;
+    size_t len;
+    memset(&rep, 0, sizeof rep);
+    rep.id = 7;
+    rep.status = GPUQ_E_BAD_HEADER;
+    snprintf(rep.message, sizeof rep.message, "%s", m);
+    ck_assert_int_eq(gpuq_reply_encode(&rep, &buf, &len), 0);
+    ck_assert_int_ge(tu_msgpack_strings_utf8(buf, len), 5);
+    char dm[128];
+    ck_assert_int_eq(gpuq_reply_decode(buf, len, &d, dm, sizeof dm), 0);
+    ck_assert_str_eq(d.message, m);
+    free(buf);
+}
+
+struct utf8_bad {
+    const char *name, *op, *key, *val;
+    const char *want; /* the exact message */
+};
+
+static const struct utf8_bad utf8_bads[] = {
+    {"op latin-1", "p\xefng", NULL, NULL, "\"op\" is not valid UTF-8"},
+    {"op overlong /", "\xc0\xaf", NULL, NULL, "\"op\" is not valid UTF-8"},
+    {"op surrogate", "ping\xed\xa0\x80", NULL, NULL, "\"op\" is not valid UTF-8"},
+    {"op half character", "ping\xc3", NULL, NULL, "\"op\" is not valid UTF-8"},
+    {"client latin-1", "hello", "client", "caf\xe9", "\"client\" is not valid UTF-8"},
+    {"client surrogate", "hello", "client", "a\xed\xb0\x80", "\"client\" is not valid UTF-8"},
+    {"client overlong NUL", "hello", "client", "a\xc0\x80", "\"client\" is not valid UTF-8"},
+    {"client above U+10FFFF", "hello", "client", "\xf4\x90\x80\x80",
+     "\"client\" is not valid UTF-8"},
+    {"client FF", "hello", "client", "\xff", "\"client\" is not valid UTF-8"},
+    {"dtype", "normalize", "dtype", "f6\xb4", "\"dtype\" is not valid UTF-8"},
+    {"method", "normalize", "method", "\xe9l2", "\"method\" is not valid UTF-8"},
+    {"metric", "pairwise", "metric", "cos\xed\xa0\x80", "\"metric\" is not valid UTF-8"},
+    {"on_zero", "pairwise", "on_zero", "zero\xc0\xb0", "\"on_zero\" is not valid UTF-8"},
+    {"priority", "hello", "priority", "h\xefgh", "\"priority\" is not valid UTF-8"},
+    {"limit", "set_limit", "limit", "max_\xff", "\"limit\" is not valid UTF-8"},
+    {"unknown key latin-1", "ping", "bo\xefgus", "x", "header key 2 is not a valid UTF-8 string"},
+    {"unknown key overlong", "ping", "\xc1\xbf", "x", "header key 2 is not a valid UTF-8 string"},
+    {"key cut in half", "ping", "id\xc3", "x", "header key 2 is not a valid UTF-8 string"},
+};
+#define NUTF8_BADS ((int)(sizeof(utf8_bads) / sizeof(utf8_bads[0])))
+
+START_TEST(test_utf8_refused)
+{
+    const struct utf8_bad *c = &utf8_bads[_i];
+    gpuq_request q;
+    int rc = decode_raw(c->op, c->key, c->key ? strlen(c->key) : 0, c->val,
+                        c->val ? strlen(c->val) : 0, &q, sizeof msg);
+    ck_assert_msg(rc == GPUQ_E_BAD_HEADER, "%s: %s (%s)", c->name, gpuq_errname(rc), msg);
+    ck_assert_str_eq(msg, c->want);
+    ck_assert_uint_eq(q.id, 7); /* the error reply names the request */
+    ck_assert_str_eq(q.client, "");
+    assert_reply_carries(msg);
+}
+END_TEST
+
+/* A bad key before "id": refused all the same (the reply has id 0). */
+START_TEST(test_utf8_key_first)
+{
+    static const uint8_t h[] = {0x82, 0xa2, 0xff, 'd', 0x07, 0xa2, 'o',
+                                'p',  0xa4, 'p',  'i', 'n',  'g'};
+    gpuq_request q;
+    ck_assert_int_eq(gpuq_request_decode(h, sizeof h, &q, msg, sizeof msg), GPUQ_E_BAD_HEADER);
+    ck_assert_str_eq(msg, "header key 0 is not a valid UTF-8 string");
+    ck_assert_uint_eq(q.id, 0);
+    /* valid UTF-8 that is no known key is still "unknown key" */
+    ck_assert_int_eq(decode_raw("ping", "\xc3\xa9t\xc3\xa9", 6, "x", 1, &q, sizeof msg),
+                     GPUQ_E_BAD_HEADER);
+    ck_assert_str_eq(msg, "unknown key \"\xc3\xa9t\xc3\xa9\"");
+    /* and a hello with a UTF-8 client name is fine */
+    ck_assert_int_eq(
+        decode_raw("hello", "client", 6, "caf\xc3\xa9 \xf0\x9d\x84\x9e", 10, &q, sizeof msg), 0);
+    ck_assert_str_eq(q.client, "caf\xc3\xa9 \xf0\x9d\x84\x9e");
+}
+END_TEST
+
+/* The largest character boundary <= max in a valid string. */
+static size_t ref_boundary(const char *s, size_t len, size_t max)
+{
+    size_t j = len < max ? len : max;
+    while (j > 0 && j < len && ((uint8_t)s[j] & 0xc0) == 0x80)
+        j--;
+    return j;
+}
+
+/* Echoes of 64 bytes: a long value made of 2-, 3- and 4-byte characters
+ * behind 0..3 ASCII bytes, so the 64th byte falls on every position inside
+ * a character. The message shows the longest prefix <= 64 bytes that ends on
+ * a character boundary, for every key whose value is echoed. */
+START_TEST(test_utf8_echo_cut)
+{
+    static const char *const chars[] = {"\xc3\xa9", "\xe2\x82\xac", "\xf0\x9d\x84\x9e"};
+    static const struct {
+        const char *op, *key, *fmt;
+        int code;
+    } sites[] = {
+        {NULL, NULL, "unknown op \"%.*s\"", GPUQ_E_UNKNOWN_OP},
+        {"normalize", "dtype", "dtype \"%.*s\" is not f32 or f64", GPUQ_E_BAD_DTYPE},
+        {"normalize", "method", "method \"%.*s\" is not sum, l1, l2, minmax or zscore",
+         GPUQ_E_BAD_ARGUMENT},
+        {"pairwise", "on_zero", "on_zero \"%.*s\" is not error or zero", GPUQ_E_BAD_ARGUMENT},
+        {"pairwise", "metric", "metric \"%.*s\" is not euclidean, sqeuclidean, cosine or manhattan",
+         GPUQ_E_BAD_ARGUMENT},
+        {"hello", "priority", "priority \"%.*s\" is not low, normal or high", GPUQ_E_BAD_ARGUMENT},
+        {"set_limit", "limit", "limit name \"%.*s\" is not a limit", GPUQ_E_BAD_ARGUMENT},
+        {"ping", NULL, "unknown key \"%.*s\"", GPUQ_E_BAD_HEADER},
+    };
+    for (size_t site = 0; site < sizeof sites / sizeof sites[0]; site++) {
+        for (int c = 0; c < 3; c++) {
+            for (int lead = 0; lead < 4; lead++) {
+                char v[128];
+                size_t len = 0;
+                for (int k = 0; k < lead; k++)
+                    v[len++] = 'x';
+                while (len + strlen(chars[c]) <= 70 + (size_t)lead) {
+                    memcpy(v + len, chars[c], strlen(chars[c]));
+                    len += strlen(chars[c]);
+                }
+                v[len] = '\0';
+                gpuq_request q;
+                int rc;
+                if (!sites[site].op)
+                    rc = decode_raw(v, NULL, 0, NULL, 0, &q, sizeof msg);
+                else if (!sites[site].key)
+                    rc = decode_raw(sites[site].op, v, len, "x", 1, &q, sizeof msg);
+                else
+                    rc = decode_raw(sites[site].op, sites[site].key, strlen(sites[site].key), v,
+                                    len, &q, sizeof msg);
+                ck_assert_int_eq(rc, sites[site].code);
+                size_t cut = ref_boundary(v, len, 64);
+                ck_assert_uint_gt(cut, 60); /* as long as possible */
+                char want[256];
+                snprintf(want, sizeof want, sites[site].fmt, (int)cut, v);
+                ck_assert_msg(strcmp(msg, want) == 0, "site %zu char %d lead %d:\n%s\n%s", site, c,
+                              lead, msg, want);
+                ck_assert(tu_utf8_valid(msg, strlen(msg)));
+                assert_reply_carries(msg);
+            }
+        }
+    }
+    /* the 70 bytes of 'é' of the issue: 32 of them shown */
+    char op[71];
+    for (int k = 0; k < 35; k++)
+        memcpy(op + 2 * k, "\xc3\xa9", 2);
+    op[70] = '\0';
+    gpuq_request q;
+    ck_assert_int_eq(decode_raw(op, NULL, 0, NULL, 0, &q, sizeof msg), GPUQ_E_UNKNOWN_OP);
+    ck_assert_uint_eq(strlen(msg), strlen("unknown op \"\"") + 64);
+}
+END_TEST
+
+/* A message buffer too small for the message: cut on a character boundary
+ * too (the decoder's own formatting), at every size. */
+START_TEST(test_utf8_small_msg_buffer)
+{
+    const char *op = "x\xe2\x82\xac\xe2\x82\xac\xf0\x9d\x84\x9e\xc3\xa9\xe2\x82\xac\xc3\xa9";
+    char full[128];
+    snprintf(full, sizeof full, "unknown op \"%s\"", op);
+    gpuq_request q;
+    for (size_t cap = 1; cap <= strlen(full) + 1; cap++) {
+        ck_assert_int_eq(decode_raw(op, NULL, 0, NULL, 0, &q, cap), GPUQ_E_UNKNOWN_OP);
+        size_t n = strlen(msg);
+        ck_assert_uint_eq(n, ref_boundary(full, strlen(full), cap - 1));
+        ck_assert_int_eq(memcmp(msg, full, n), 0);
+    }
+}
+END_TEST
+
+/* gpuq_reply_encode puts a valid UTF-8 message on the wire whatever
+ * rep->message holds, and keeps as much of it as fits in 255 bytes. */
+START_TEST(test_utf8_reply_encode)
+{
+    static struct {
+        char in[256];
+        size_t in_len; /* bytes of in to use (256: no NUL at all) */
+        char want[256];
+    } cases[6];
+    size_t k;
+    memset(cases, 0, sizeof cases);
+    /* 0: 'x' + 127 x 'é' = 255 bytes, valid: unchanged */
+    cases[0].in[0] = 'x';
+    for (k = 0; k < 127; k++)
+        memcpy(cases[0].in + 1 + 2 * k, "\xc3\xa9", 2);
+    memcpy(cases[0].want, cases[0].in, 256);
+    /* 1: 127 x 'é' + half of one: the half is dropped */
+    for (k = 0; k < 127; k++)
+        memcpy(cases[1].in + 2 * k, "\xc3\xa9", 2);
+    memcpy(cases[1].want, cases[1].in, 254);
+    cases[1].in[254] = (char)0xc3;
+    /* 2: raw client bytes in the middle are shown escaped */
+    strcpy(cases[2].in, "unknown op \"\xff\xfe\xed\xa0\x80\"");
+    strcpy(cases[2].want, "unknown op \"\\xFF\\xFE\\xED\\xA0\\x80\"");
+    /* 3: 255 bad bytes: 63 escapes fit in 255 bytes */
+    memset(cases[3].in, 0xff, 255);
+    for (k = 0; k < 63; k++)
+        memcpy(cases[3].want + 4 * k, "\\xFF", 4);
+    /* 4: an escape that reaches the cap stops whole */
+    memset(cases[4].in, 'a', 250);
+    strcpy(cases[4].in + 250, "\377bcd");
+    memset(cases[4].want, 'a', 250);
+    strcpy(cases[4].want + 250, "\\xFFb");
+    /* 5: no NUL in the 256 bytes: 128 x 'é', read up to 255 bytes */
+    for (k = 0; k < 128; k++)
+        memcpy(cases[5].in + 2 * k, "\xc3\xa9", 2);
+    memcpy(cases[5].want, cases[5].in, 254);
+    for (int i = 0; i < 6; i++) {
+        gpuq_reply rep, d;
+        uint8_t *buf;
+        size_t len;
+        memset(&rep, 0, sizeof rep);
+        rep.id = 9;
+        rep.status = GPUQ_E_UNKNOWN_OP;
+        memcpy(rep.message, cases[i].in, sizeof rep.message);
+        for (int framed = 0; framed < 2; framed++) {
+            size_t off = framed ? GPUQ_PREFIX_SIZE : 0;
+            if (framed)
+                ck_assert_int_eq(gpuq_reply_frame(&rep, 0, &buf, &len), 0);
+            else
+                ck_assert_int_eq(gpuq_reply_encode(&rep, &buf, &len), 0);
+            ck_assert_msg(tu_msgpack_strings_utf8(buf + off, len - off) >= 8, "case %d", i);
+            ck_assert_int_eq(gpuq_reply_decode(buf + off, len - off, &d, msg, sizeof msg), 0);
+            ck_assert_msg(strcmp(d.message, cases[i].want) == 0, "case %d: %s", i, d.message);
+            ck_assert_uint_le(strlen(d.message), 255);
+            free(buf);
+        }
+    }
+}
+END_TEST
+
+/* libgpuq's side: a message longer than its 255-byte buffer is cut on a
+ * boundary, and a reply with a string that is not UTF-8 is malformed. */
+START_TEST(test_utf8_reply_decode)
+{
+    char m[257];
+    for (int k = 0; k < 128; k++)
+        memcpy(m + 2 * k, "\xc3\xa9", 2);
+    m[256] = '\0';
+    gpuq_mpw *w = gpuq_mpw_new();
+    uint8_t *buf;
+    size_t len;
+    gpuq_reply d;
+    gpuq_mpw_map(w, 3);
+    KU(w, "id", 1);
+    KS(w, "status", "error");
+    KS(w, "message", m);
+    ck_assert_int_eq(gpuq_mpw_take(w, &buf, &len), 0);
+    ck_assert_int_eq(gpuq_reply_decode(buf, len, &d, msg, sizeof msg), 0);
+    ck_assert_uint_eq(strlen(d.message), 254);
+    ck_assert_int_eq(memcmp(d.message, m, 254), 0);
+    free(buf);
+    gpuq_mpw_map(w, 3);
+    KU(w, "id", 1);
+    KS(w, "status", "error");
+    gpuq_mpw_str(w, "message");
+    raw_str(w, "caf\xe9", 4);
+    ck_assert_int_eq(gpuq_mpw_take(w, &buf, &len), 0);
+    ck_assert_int_eq(gpuq_reply_decode(buf, len, &d, msg, sizeof msg), GPUQ_E_BAD_HEADER);
+    free(buf);
+    gpuq_mpw_free(w);
+}
+END_TEST
+
 static Suite *header_suite(void)
 {
     Suite *s = suite_create("header");
@@ -1047,6 +1358,15 @@ static Suite *header_suite(void)
     tcase_add_test(tc, test_reply_ok);
     tcase_add_test(tc, test_reply_error);
     tcase_add_test(tc, test_reply_forward_compat);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("utf8");
+    tcase_set_timeout(tc, 30);
+    tcase_add_loop_test(tc, test_utf8_refused, 0, NUTF8_BADS);
+    tcase_add_test(tc, test_utf8_key_first);
+    tcase_add_test(tc, test_utf8_echo_cut);
+    tcase_add_test(tc, test_utf8_small_msg_buffer);
+    tcase_add_test(tc, test_utf8_reply_encode);
+    tcase_add_test(tc, test_utf8_reply_decode);
     suite_add_tcase(s, tc);
     return s;
 }

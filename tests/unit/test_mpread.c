@@ -1,6 +1,8 @@
 /* test_mpread.c - the bounded msgpack reader: every type and length variant,
  * truncation at every byte, declared lengths beyond the buffer (array32 /
- * map32 / str32 / bin32 claiming billions), caps, nesting, and JSON output. */
+ * map32 / str32 / bin32 claiming billions), caps, nesting, JSON output, and
+ * strings that are not UTF-8 (refused by every read, nested too; escaped by
+ * the writer). */
 #include "errors.h"
 #include "gpuq_limits.h"
 #include "mpread.h"
@@ -344,6 +346,158 @@ START_TEST(test_json)
 }
 END_TEST
 
+/* ---- UTF-8: every str the reader returns, skips or renders is UTF-8 ---- */
+
+static const struct sample bad_strs[] = {
+    S("half character", GPUQ_MP_STR, 0xa3, 'a', 'b', 0xc3),
+    S("lone continuation", GPUQ_MP_STR, 0xa1, 0x80),
+    S("overlong /", GPUQ_MP_STR, 0xa2, 0xc0, 0xaf),
+    S("overlong NUL", GPUQ_MP_STR, 0xd9, 0x03, 0xe0, 0x80, 0x80),
+    S("surrogate", GPUQ_MP_STR, 0xda, 0x00, 0x03, 0xed, 0xa0, 0x80),
+    S("above U+10FFFF", GPUQ_MP_STR, 0xdb, 0x00, 0x00, 0x00, 0x04, 0xf4, 0x90, 0x80, 0x80),
+    S("latin-1", GPUQ_MP_STR, 0xa4, 'c', 'a', 'f', 0xe9),
+    S("FF", GPUQ_MP_STR, 0xa1, 0xff),
+};
+#define NBAD ((int)(sizeof(bad_strs) / sizeof(bad_strs[0])))
+
+START_TEST(test_str_not_utf8)
+{
+    const struct sample *s = &bad_strs[_i];
+    uint8_t *b = dup_exact(s->b, s->len);
+    gpuq_mpr r;
+    const char *str;
+    uint32_t n;
+    gpuq_mpr_init(&r, b, s->len);
+    ck_assert_msg(gpuq_mpr_str(&r, &str, &n) == GPUQ_E_BAD_HEADER, "%s: read as a str", s->name);
+    ck_assert_uint_eq(gpuq_mpr_left(&r), s->len); /* cursor unmoved */
+    ck_assert_int_eq(gpuq_mpr_peek(&r), GPUQ_MP_INVALID);
+    ck_assert(gpuq_mpr_bad_utf8(&r));
+    ck_assert_int_eq(gpuq_mpr_skip(&r), GPUQ_E_BAD_HEADER);
+    char json[64];
+    ck_assert_int_eq(gpuq_mpr_to_json(&r, json, sizeof json), GPUQ_E_BAD_HEADER);
+    free(b);
+
+    /* nested: as an array element, a map key, a value two levels down */
+    uint8_t nest[64];
+    size_t k = 0;
+    nest[k++] = 0x92; /* [1, bad] */
+    nest[k++] = 0x01;
+    memcpy(nest + k, s->b, s->len);
+    k += s->len;
+    b = dup_exact(nest, k);
+    gpuq_mpr_init(&r, b, k);
+    ck_assert(!gpuq_mpr_bad_utf8(&r)); /* the array itself is no str */
+    ck_assert_int_eq(gpuq_mpr_skip(&r), GPUQ_E_BAD_HEADER);
+    gpuq_mpr_init(&r, b, k);
+    ck_assert_int_eq(gpuq_mpr_to_json(&r, json, sizeof json), GPUQ_E_BAD_HEADER);
+    free(b);
+    k = 0;
+    nest[k++] = 0x81; /* {bad: 1} */
+    memcpy(nest + k, s->b, s->len);
+    k += s->len;
+    nest[k++] = 0x01;
+    b = dup_exact(nest, k);
+    gpuq_mpr_init(&r, b, k);
+    ck_assert_int_eq(gpuq_mpr_skip(&r), GPUQ_E_BAD_HEADER);
+    ck_assert_int_eq(gpuq_mpr_map(&r, &n), 0);
+    ck_assert_int_eq(gpuq_mpr_str(&r, &str, &n), GPUQ_E_BAD_HEADER);
+    ck_assert(gpuq_mpr_bad_utf8(&r));
+    free(b);
+    k = 0;
+    nest[k++] = 0x81; /* {"a": [[bad]]} */
+    nest[k++] = 0xa1;
+    nest[k++] = 'a';
+    nest[k++] = 0x91;
+    nest[k++] = 0x91;
+    memcpy(nest + k, s->b, s->len);
+    k += s->len;
+    b = dup_exact(nest, k);
+    gpuq_mpr_init(&r, b, k);
+    ck_assert_int_eq(gpuq_mpr_skip(&r), GPUQ_E_BAD_HEADER);
+    gpuq_mpr_init(&r, b, k);
+    ck_assert_int_eq(gpuq_mpr_to_json(&r, json, sizeof json), GPUQ_E_BAD_HEADER);
+    free(b);
+}
+END_TEST
+
+START_TEST(test_str_utf8_ok)
+{
+    /* "é€𝄞" as fixstr and str8; NUL is UTF-8 too */
+    static const uint8_t fix[] = {0xa9, 0xc3, 0xa9, 0xe2, 0x82, 0xac, 0xf0, 0x9d, 0x84, 0x9e};
+    static const uint8_t s8[] = {0xd9, 0x03, 'a', 0x00, 'b'};
+    const uint8_t *ins[] = {fix, s8};
+    size_t lens[] = {sizeof fix, sizeof s8};
+    for (int i = 0; i < 2; i++) {
+        gpuq_mpr r;
+        const char *str;
+        uint32_t n;
+        gpuq_mpr_init(&r, ins[i], lens[i]);
+        ck_assert(!gpuq_mpr_bad_utf8(&r));
+        ck_assert_int_eq(gpuq_mpr_peek(&r), GPUQ_MP_STR);
+        ck_assert_int_eq(gpuq_mpr_str(&r, &str, &n), 0);
+        ck_assert_uint_eq(n, i == 0 ? 9 : 3);
+        ck_assert_uint_eq(gpuq_mpr_left(&r), 0);
+    }
+    /* not a str, or a str cut short: not "bad UTF-8" (the read fails anyway) */
+    static const uint8_t num[] = {0x05}, cut[] = {0xa3, 'a'};
+    gpuq_mpr r;
+    gpuq_mpr_init(&r, num, sizeof num);
+    ck_assert(!gpuq_mpr_bad_utf8(&r));
+    gpuq_mpr_init(&r, cut, sizeof cut);
+    ck_assert(!gpuq_mpr_bad_utf8(&r));
+    gpuq_mpr_init(&r, NULL, 0);
+    ck_assert(!gpuq_mpr_bad_utf8(&r));
+
+    /* JSON cut short by its buffer never ends inside a character */
+    char json[32];
+    for (size_t cap = 1; cap <= sizeof json; cap++) {
+        gpuq_mpr_init(&r, fix, sizeof fix);
+        int rc = gpuq_mpr_to_json(&r, json, cap);
+        ck_assert(rc == 0 || rc == GPUQ_E_TOO_LARGE);
+        ck_assert_msg(tu_utf8_valid(json, strlen(json)), "cap %zu: JSON not UTF-8", cap);
+        ck_assert_int_eq(strncmp(json, "\"\xc3\xa9\xe2\x82\xac\xf0\x9d\x84\x9e\"", strlen(json)),
+                         0);
+    }
+}
+END_TEST
+
+/* The writer never puts a str that is not UTF-8 on the wire: bad bytes are
+ * escaped as \xHH, valid text goes out byte for byte. */
+START_TEST(test_write_escapes)
+{
+    gpuq_mpw *w = gpuq_mpw_new();
+    uint8_t *b;
+    size_t len;
+    gpuq_mpw_array(w, 3);
+    gpuq_mpw_str(w, "caf\xe9 \xed\xa0\x80!");
+    gpuq_mpw_str(w, "caf\xc3\xa9 \xf0\x9d\x84\x9e");
+    gpuq_mpw_str(w, "ends in half \xe2\x82");
+    ck_assert_int_eq(gpuq_mpw_take(w, &b, &len), 0);
+    gpuq_mpw_free(w);
+    ck_assert_int_eq(tu_msgpack_strings_utf8(b, len), 3);
+    /* ... and that independent check does see a raw one */
+    static const uint8_t raw[] = {0x92, 0xa1, 'a', 0xa2, 0xed, 0xa0};
+    ck_assert_int_eq(tu_msgpack_strings_utf8(raw, sizeof raw), -1);
+    static const uint8_t rawkey[] = {0x81, 0xa1, 0xff, 0x01};
+    ck_assert_int_eq(tu_msgpack_strings_utf8(rawkey, sizeof rawkey), -1);
+    gpuq_mpr r;
+    uint32_t n;
+    const char *s;
+    gpuq_mpr_init(&r, b, len);
+    ck_assert_int_eq(gpuq_mpr_array(&r, &n), 0);
+    ck_assert_int_eq(gpuq_mpr_str(&r, &s, &n), 0);
+    ck_assert_int_eq(n, strlen("caf\\xE9 \\xED\\xA0\\x80!"));
+    ck_assert_int_eq(memcmp(s, "caf\\xE9 \\xED\\xA0\\x80!", n), 0);
+    ck_assert_int_eq(gpuq_mpr_str(&r, &s, &n), 0);
+    ck_assert_int_eq(n, 10);
+    ck_assert_int_eq(memcmp(s, "caf\xc3\xa9 \xf0\x9d\x84\x9e", n), 0);
+    ck_assert_int_eq(gpuq_mpr_str(&r, &s, &n), 0);
+    ck_assert_int_eq(memcmp(s, "ends in half \\xE2\\x82", n), 0);
+    ck_assert_uint_eq(gpuq_mpr_left(&r), 0);
+    free(b);
+}
+END_TEST
+
 static Suite *mpread_suite(void)
 {
     Suite *s = suite_create("mpread");
@@ -362,6 +516,12 @@ static Suite *mpread_suite(void)
     tc = tcase_create("json");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_json);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("utf8");
+    tcase_set_timeout(tc, 30);
+    tcase_add_loop_test(tc, test_str_not_utf8, 0, NBAD);
+    tcase_add_test(tc, test_str_utf8_ok);
+    tcase_add_test(tc, test_write_escapes);
     suite_add_tcase(s, tc);
     return s;
 }
