@@ -28,7 +28,7 @@ typedef struct gpuq_conn gpuq_conn;
 typedef struct gpuq_connect_opts {
     const char *socket_path;  /* NULL: $GPUQ_SOCKET, $XDG_RUNTIME_DIR/gpuq/gpuqd.sock, /run/gpuq/gpuqd.sock */
     const char *client_name;  /* NULL: "libgpuq" */
-    int priority;             /* GPUQ_PRIO_LOW/NORMAL/HIGH or an integer in [-5, 5] */
+    int priority;             /* GPUQ_PRIO_LOW/NORMAL/HIGH (-1/0/1); else bad_argument */
     int device;               /* -1: server chooses */
 } gpuq_connect_opts;
 
@@ -38,8 +38,8 @@ typedef struct gpuq_server_info {
     char server[64];          /* "gpuqd 0.1.0" */
     char backend[16];         /* "cpu" or "cuda" */
     uint64_t session_id;
-    int priority_granted;     /* level after the server's policy cap (-1 low, 0 normal, 1 high) */
-    int stream_priority;      /* CUDA stream priority granted (0 on the CPU backend; lower = higher) */
+    int priority_granted;     /* level after the server's policy cap (GPUQ_PRIO_*) */
+    int stream_priority;      /* its CUDA stream priority (lower = more urgent; 0 on CPU) */
     int device;               /* device index the session was placed on (-1: cpu) */
     bool admin;               /* the server counts this peer as an admin */
     gpuq_limits limits;       /* max_inflight and session_staging: this session's caps */

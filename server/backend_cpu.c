@@ -84,6 +84,7 @@ static int cpu_session_open(backend *b, int priority, int device, void **bsess,
     cpu_backend *cb = (cpu_backend *)b;
     cb->sessions++;
     *bsess = cb;                 /* no per-session state on the CPU */
+    (void)priority;              /* one thread pool: every level runs alike */
     info->priority_granted = 0;
     info->device = -1;
     return 0;
