@@ -50,7 +50,10 @@ int gpuq_default_socket(char *buf, size_t cap);
 
 /* Connect and do the hello exchange. *out is owned by the caller (gpuq_close).
  * On failure *out is NULL (out of memory) or a dead connection kept only so
- * gpuq_errmsg(*out) can explain ("cannot connect to PATH: ..."); close it too. */
+ * gpuq_errmsg(*out) can explain ("cannot connect to PATH: ..."); close it too.
+ * A connection the server refuses returns the server's code and message
+ * (GPUQ_E_BUSY, "busy: 256 sessions open (the limit)"), also when the server
+ * closed before the hello could be sent. */
 int gpuq_connect(const gpuq_connect_opts *opts, gpuq_conn **out);
 void gpuq_close(gpuq_conn *c);
 const gpuq_server_info *gpuq_info(const gpuq_conn *c);
