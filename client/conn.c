@@ -7,7 +7,9 @@
  *
  * Failures: a socket error or a broken reply stream marks the connection
  * broken (every later call returns that code); a server error reply is just
- * the request's status, with "name: message" in gpuq_errmsg. A result larger
+ * the request's status, with "name: message" in gpuq_errmsg. A send that
+ * fails because the server hung up first returns the refusal the server
+ * left for us, if any (busy over max_sessions), not "closed". A result larger
  * than out_cap is read and dropped (GPUQ_E_TOO_LARGE) so the stream stays in
  * step. gpuq_submit refuses (GPUQ_E_BUSY, nothing sent) once max_inflight
  * requests are outstanding: callers interleave waits, so the server's replies
@@ -210,6 +212,29 @@ int gpuq_recv_reply(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_cap)
     return read_reply(c, rep, out, out_cap);
 }
 
+/* Sending failed with rc. When the server hung up (rc GPUQ_E_CLOSED: EPIPE
+ * or ECONNRESET) with nothing outstanding, it may have said why first: a
+ * refusal of the whole connection (an error reply with id 0, such as busy
+ * for a connection over max_sessions) is then already in our receive queue,
+ * since gpuqd closes only after that reply was written, and the kernel keeps
+ * it readable even when it resets the connection for our unread bytes. Read
+ * it, waiting at most CONN_REFUSAL_WAIT_MS, and fail with its code and
+ * message instead of "closed". With requests outstanding the next replies
+ * are theirs and stay unread: the connection is broken either way. */
+#define CONN_REFUSAL_WAIT_MS 200
+static int conn_send_failed(gpuq_conn *c, int rc, const char *what)
+{
+    if (rc != GPUQ_E_CLOSED || c->q_len != 0 ||
+        sockio_wait_readable(c->fd, CONN_REFUSAL_WAIT_MS) != 1)
+        return conn_break(c, rc, what);
+    gpuq_reply rep;
+    int st = read_reply(c, &rep, NULL, 0);
+    if (c->broken || st >= 0 || rep.id != 0)
+        return conn_break(c, rc, what); /* no reply after all, or not a refusal */
+    c->broken = st;                     /* c->err is the server's "name: message" */
+    return st;
+}
+
 int gpuq_submit(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, const void *b,
                 size_t b_len, void *out, size_t out_cap, uint64_t *id_out)
 {
@@ -246,7 +271,7 @@ int gpuq_submit(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, co
     free(hdr);
     if (rc) {
         c->q_len--; /* never sent (or sent in part: the stream is dead anyway) */
-        return conn_break(c, rc, "sending a request");
+        return conn_send_failed(c, rc, "sending a request");
     }
     c->next_id++;
     if (id_out)

@@ -58,6 +58,7 @@ int ctl_connect_bare(ctl_ctx *ctx, int argc, const char **argv, gpuq_conn **c);
 /* Strict number parsing: whole string, finite, in range. 0 or -1. */
 int ctl_parse_double(const char *s, double *v);
 int ctl_parse_u64(const char *s, uint64_t *v);
+/* A priority level: low, normal, high or -1, 0, 1 (gpuq_prio_parse). */
 int ctl_parse_priority(const char *s, int *prio);
 
 /* One member of a msgpack map read by ctl_read_map: scalars decoded

@@ -122,21 +122,7 @@ int ctl_parse_u64(const char *s, uint64_t *v)
 
 int ctl_parse_priority(const char *s, int *prio)
 {
-    if (strcmp(s, "low") == 0)
-        *prio = GPUQ_PRIO_LOW;
-    else if (strcmp(s, "normal") == 0)
-        *prio = GPUQ_PRIO_NORMAL;
-    else if (strcmp(s, "high") == 0)
-        *prio = GPUQ_PRIO_HIGH;
-    else {
-        char *end;
-        errno = 0;
-        long l = strtol(s, &end, 10);
-        if (!*s || *end || errno || l < -5 || l > 5)
-            return -1;
-        *prio = (int)l;
-    }
-    return 0;
+    return gpuq_prio_parse(s, prio) == 0 ? 0 : -1;
 }
 
 int ctl_parse_args(ctl_ctx *ctx, int argc, const char **argv, const ctl_opt *opts, int nopts,
@@ -168,7 +154,8 @@ int ctl_parse_args(ctl_ctx *ctx, int argc, const char **argv, const ctl_opt *opt
             if (i + 1 >= argc)
                 return ctl_usage_error(ctx, "--priority needs a value");
             if (ctl_parse_priority(argv[++i], &ctx->priority))
-                return ctl_usage_error(ctx, "bad priority '%s' (low|normal|high or -5..5)", argv[i]);
+                return ctl_usage_error(ctx, "bad priority '%s' (low|normal|high or -1|0|1)",
+                                       argv[i]);
             continue;
         }
         int k = 0;
@@ -209,7 +196,8 @@ int main(int argc, char **argv)
             if (++i >= argc)
                 return ctl_usage_error(NULL, "--priority needs a value");
             if (ctl_parse_priority(argv[i], &ctx.priority))
-                return ctl_usage_error(NULL, "bad priority '%s' (low|normal|high or -5..5)", argv[i]);
+                return ctl_usage_error(NULL, "bad priority '%s' (low|normal|high or -1|0|1)",
+                                       argv[i]);
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             return 0;

@@ -29,7 +29,7 @@ typedef struct gpuq_connect_opts {
     const char *socket_path;  /* NULL: $GPUQ_SOCKET, $XDG_RUNTIME_DIR/gpuq/gpuqd.sock, /run/gpuq/gpuqd.sock */
     const char *client_name;  /* NULL: "libgpuq"; UTF-8 (else GPUQ_E_BAD_ARGUMENT), cut to 64 bytes
                                  on a character boundary */
-    int priority;             /* GPUQ_PRIO_LOW/NORMAL/HIGH or an integer in [-5, 5] */
+    int priority;             /* GPUQ_PRIO_LOW/NORMAL/HIGH (-1/0/1); else bad_argument */
     int device;               /* -1: server chooses */
 } gpuq_connect_opts;
 
@@ -39,8 +39,8 @@ typedef struct gpuq_server_info {
     char server[64];          /* "gpuqd 0.1.0" */
     char backend[16];         /* "cpu" or "cuda" */
     uint64_t session_id;
-    int priority_granted;     /* level after the server's policy cap (-1 low, 0 normal, 1 high) */
-    int stream_priority;      /* CUDA stream priority granted (0 on the CPU backend; lower = higher) */
+    int priority_granted;     /* level after the server's policy cap (GPUQ_PRIO_*) */
+    int stream_priority;      /* its CUDA stream priority (lower = more urgent; 0 on CPU) */
     int device;               /* device index the session was placed on (-1: cpu) */
     bool admin;               /* the server counts this peer as an admin */
     gpuq_limits limits;       /* max_inflight and session_staging: this session's caps */
@@ -51,7 +51,10 @@ int gpuq_default_socket(char *buf, size_t cap);
 
 /* Connect and do the hello exchange. *out is owned by the caller (gpuq_close).
  * On failure *out is NULL (out of memory) or a dead connection kept only so
- * gpuq_errmsg(*out) can explain ("cannot connect to PATH: ..."); close it too. */
+ * gpuq_errmsg(*out) can explain ("cannot connect to PATH: ..."); close it too.
+ * A connection the server refuses returns the server's code and message
+ * (GPUQ_E_BUSY, "busy: 256 sessions open (the limit)"), also when the server
+ * closed before the hello could be sent. */
 int gpuq_connect(const gpuq_connect_opts *opts, gpuq_conn **out);
 void gpuq_close(gpuq_conn *c);
 const gpuq_server_info *gpuq_info(const gpuq_conn *c);

@@ -2,6 +2,7 @@
 #include "sockio.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -98,4 +99,18 @@ int sockio_writev_full(int fd, struct iovec *iov, int cnt)
         }
     }
     return 0;
+}
+
+int sockio_wait_readable(int fd, int timeout_ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int rc;
+    /* A signal restarts the whole wait: bounded per signal, which is enough
+     * for the short waits this is for. */
+    do
+        rc = poll(&p, 1, timeout_ms);
+    while (rc < 0 && errno == EINTR);
+    if (rc < 0)
+        return GPUQ_E_IO;
+    return rc > 0 ? 1 : 0;
 }

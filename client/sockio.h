@@ -19,5 +19,8 @@ int sockio_read_full(int fd, void *buf, size_t n);
 int sockio_discard(int fd, uint64_t n);
 /* Write all of iov[0..cnt); iov is modified (borrowed, scratch). */
 int sockio_writev_full(int fd, struct iovec *iov, int cnt);
+/* Wait up to timeout_ms for fd to have bytes to read (or EOF). 1 when it
+ * has, 0 on timeout, GPUQ_E_IO on a poll error. */
+int sockio_wait_readable(int fd, int timeout_ms);
 
 #endif

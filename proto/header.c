@@ -105,6 +105,38 @@ int gpuq_metric_parse(const char *s, size_t len)
     return lookup(metric_names, GPUQ_METRIC_COUNT, s, len);
 }
 
+static const char *const prio_names[] = {"low", "normal", "high"}; /* from GPUQ_PRIO_LOW */
+
+const char *gpuq_prio_name(int prio)
+{
+    return prio >= GPUQ_PRIO_LOW && prio <= GPUQ_PRIO_HIGH ? prio_names[prio - GPUQ_PRIO_LOW]
+                                                           : NULL;
+}
+
+int gpuq_prio_from_name(const char *s, size_t len, int *prio)
+{
+    int k = lookup(prio_names, GPUQ_PRIO_HIGH - GPUQ_PRIO_LOW + 1, s, len);
+    if (k < 0)
+        return GPUQ_E_BAD_ARGUMENT;
+    *prio = GPUQ_PRIO_LOW + k;
+    return 0;
+}
+
+int gpuq_prio_parse(const char *s, int *prio)
+{
+    static const char *const ints[] = {"-1", "0", "1"}; /* from GPUQ_PRIO_LOW */
+    if (!s)
+        return GPUQ_E_BAD_ARGUMENT;
+    size_t len = strlen(s);
+    if (gpuq_prio_from_name(s, len, prio) == 0)
+        return 0;
+    int k = lookup(ints, 3, s, len);
+    if (k < 0)
+        return GPUQ_E_BAD_ARGUMENT;
+    *prio = GPUQ_PRIO_LOW + k;
+    return 0;
+}
+
 static int dtype_parse(const char *s, size_t len)
 {
     if (str_eq(s, len, "f32"))
@@ -342,23 +374,19 @@ static int decode_value(gpuq_mpr *r, enum reqkey key, gpuq_request *req, char *m
         return 0;
     case K_PRIORITY:
         if (gpuq_mpr_peek(r) == GPUQ_MP_STR) {
+            int p;
             (void)gpuq_mpr_str(r, &s, &len);
-            if (str_eq(s, len, "low"))
-                req->priority = GPUQ_PRIO_LOW;
-            else if (str_eq(s, len, "normal"))
-                req->priority = GPUQ_PRIO_NORMAL;
-            else if (str_eq(s, len, "high"))
-                req->priority = GPUQ_PRIO_HIGH;
-            else
+            if (gpuq_prio_from_name(s, len, &p) != 0)
                 return fail(msg, cap, GPUQ_E_BAD_ARGUMENT,
                             "priority \"%.*s\" is not low, normal or high", SHOWLEN(s, len), s);
+            req->priority = p;
             return 0;
         }
         if (gpuq_mpr_int(r, &i) != 0)
             return fail(msg, cap, GPUQ_E_BAD_HEADER, "\"priority\" must be a string or an int");
-        if (i < -5 || i > 5)
-            return fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "priority %lld is outside [-5, 5]",
-                        (long long)i);
+        if (i < GPUQ_PRIO_LOW || i > GPUQ_PRIO_HIGH)
+            return fail(msg, cap, GPUQ_E_BAD_ARGUMENT,
+                        "priority %lld is not a level (-1 low, 0 normal, 1 high)", (long long)i);
         req->priority = (int32_t)i;
         return 0;
     case K_DEVICE:

@@ -56,7 +56,12 @@ typedef enum gpuq_metric {
     GPUQ_METRIC_COUNT
 } gpuq_metric;
 
-/* Priority levels of hello; integers in [-5, 5] are also accepted. */
+/* Priority: one ordered scale, low < normal < high (higher = more urgent).
+ * On the wire (hello "priority"), in the config file and on gpuqctl's
+ * command line a level is its name or its int -1, 0, 1; any other value is
+ * not a priority (bad_argument). Policy caps compare levels as ints. Each
+ * backend maps a level onto its own scale (CUDA: the device's least, middle
+ * and greatest stream priority). */
 #define GPUQ_PRIO_LOW (-1)
 #define GPUQ_PRIO_NORMAL 0
 #define GPUQ_PRIO_HIGH 1
@@ -141,6 +146,14 @@ size_t gpuq_dtype_size(gpuq_dtype dt);
 int gpuq_op_parse(const char *s, size_t len);
 int gpuq_norm_method_parse(const char *s, size_t len);
 int gpuq_metric_parse(const char *s, size_t len);
+/* Priority levels: "low", "normal", "high"; NULL for an int that is not a
+ * level. gpuq_prio_from_name takes a name of len bytes (the wire's string
+ * form); gpuq_prio_parse a NUL-terminated name or int ("-1", "0", "1": the
+ * config file's and gpuqctl's form). Both: 0 with *prio set, or
+ * GPUQ_E_BAD_ARGUMENT. */
+const char *gpuq_prio_name(int prio);
+int gpuq_prio_from_name(const char *s, size_t len, int *prio);
+int gpuq_prio_parse(const char *s, int *prio);
 
 /* ---- replies ---- */
 

@@ -45,7 +45,7 @@ struct gpuq_job {
 };
 
 typedef struct backend_session_info {
-    int priority_granted;        /* CUDA stream priority; 0 on CPU */
+    int priority_granted;        /* the level's CUDA stream priority; 0 on CPU */
     int device;                  /* device index; -1 on CPU */
 } backend_session_info;
 
@@ -63,8 +63,9 @@ typedef struct backend_device {
 
 typedef struct backend_ops {
     const char *name;            /* "cpu", "cuda" */
-    /* Per-client session. priority: client's level (GPUQ_PRIO_* or -5..5),
-     * already capped by policy; device: -1 = backend chooses. */
+    /* Per-client session. priority: the client's level (GPUQ_PRIO_LOW,
+     * NORMAL or HIGH, nothing else), already capped by policy; device: -1 =
+     * backend chooses. */
     int (*session_open)(backend *b, int priority, int device, void **bsess,
                         backend_session_info *info);
     void (*session_close)(backend *b, void *bsess);

@@ -86,6 +86,7 @@ static int cpu_session_open(backend *b, int priority, int device, void **bsess,
         return GPUQ_E_BAD_ARGUMENT; /* one device: -1 (any) or 0 name it */
     cb->sessions++;
     *bsess = cb;                 /* no per-session state on the CPU */
+    (void)priority;              /* one thread pool: every level runs alike */
     info->priority_granted = 0;
     info->device = -1;
     return 0;

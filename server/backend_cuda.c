@@ -466,26 +466,23 @@ static void timer_start_if_needed(backend_cuda *b)
 
 /* ---- sessions ---- */
 
+/* A level onto the device's stream priorities [greatest, least] (CUDA: a
+ * lower number is more urgent): low is the least urgent, high the most,
+ * normal the middle rounded toward least urgent (range [-5, 0]: -2; a range
+ * of two values [-1, 0]: 0, as low). Only levels get here (the header
+ * decoder refuses other values); anything else would be a bug and gets the
+ * least urgent priority. */
 static int map_priority(const cuda_dev *d, int priority)
 {
     int least = d->prio_least, greatest = d->prio_greatest; /* greatest <= least */
     switch (priority) {
     case GPUQ_PRIO_HIGH:
         return greatest;
+    case GPUQ_PRIO_NORMAL:
+        return least - (least - greatest) / 2;
     case GPUQ_PRIO_LOW:
-        return least;
-    case GPUQ_PRIO_NORMAL: {
-        int sum = least + greatest; /* midpoint, rounded half away from zero */
-        return sum >= 0 ? (sum + 1) / 2 : -((-sum + 1) / 2);
-    }
     default:
-        /* Other integers of -5..5 are taken as CUDA stream priorities (lower
-         * is more urgent) and clamped into the device's range. */
-        if (priority < greatest)
-            return greatest;
-        if (priority > least)
-            return least;
-        return priority;
+        return least;
     }
 }
 

@@ -72,27 +72,7 @@ int config_parse_size(const char *s, uint64_t *out)
 
 int config_parse_priority(const char *s, int *prio)
 {
-    if (!s || !*s)
-        return -1;
-    if (!strcmp(s, "low")) {
-        *prio = GPUQ_PRIO_LOW;
-        return 0;
-    }
-    if (!strcmp(s, "normal")) {
-        *prio = GPUQ_PRIO_NORMAL;
-        return 0;
-    }
-    if (!strcmp(s, "high")) {
-        *prio = GPUQ_PRIO_HIGH;
-        return 0;
-    }
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || v < -5 || v > 5)
-        return -1;
-    *prio = (int)v;
-    return 0;
+    return gpuq_prio_parse(s, prio) == 0 ? 0 : -1;
 }
 
 static void usage(FILE *f)
@@ -103,7 +83,7 @@ static void usage(FILE *f)
                "             [--max-header N] [--max-payload N] [--max-output N]\n"
                "             [--max-inflight N] [--session-staging N] [--total-staging N]\n"
                "             [--max-sessions N] [--device-memory-limit N] [--admin-group NAME]\n"
-               "             [--max-priority low|normal|high|-5..5] [--hello-timeout SEC]\n"
+               "             [--max-priority low|normal|high] [--hello-timeout SEC]\n"
                "             [--idle-timeout SEC] [--frame-timeout SEC] [--staging-keep N]\n"
                "             [--staging-release-after SEC] [--staging-headroom N]\n"
                "             [--version] [--help]\n"

@@ -33,7 +33,7 @@ typedef struct policy_rule {
     bool is_group;             /* [group NAME] (else [user NAME]) */
     uint32_t id;               /* uid or gid, resolved when the file is read */
     char name[GPUQ_NAME_MAX];  /* as written in the section header */
-    int max_priority;          /* GPUQ_PRIO_* or -5..5; GPUQ_PRIO_UNSET */
+    int max_priority;          /* a level (GPUQ_PRIO_*) or GPUQ_PRIO_UNSET */
     uint32_t max_inflight;     /* 0: unset */
     uint64_t session_staging;  /* 0: unset */
     int line;                  /* line of the section header */
@@ -94,7 +94,8 @@ int config_log_changes(const config *old_cfg, const config *new_cfg);
 
 /* "123", "4K", "16M", "2G" (binary units). Returns 0 or -1. */
 int config_parse_size(const char *s, uint64_t *out);
-/* "low", "normal", "high" or an integer in [-5, 5]. Returns 0 or -1. */
+/* A priority level: "low", "normal", "high" or "-1", "0", "1" (nothing
+ * else). Returns 0 or -1. */
 int config_parse_priority(const char *s, int *prio);
 
 #endif

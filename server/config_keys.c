@@ -20,7 +20,7 @@ enum {
     KIND_SECONDS,   /* decimal seconds */
     KIND_COUNT,     /* integer, K/M/G suffixes allowed (as the flags always did) */
     KIND_SIZE,      /* bytes, K/M/G suffixes */
-    KIND_PRIO,      /* low | normal | high | -5..5 */
+    KIND_PRIO,      /* low | normal | high, or -1 | 0 | 1 */
     KIND_GROUP,     /* group name or gid; "" allowed */
 };
 
@@ -137,13 +137,10 @@ int config_resolve_id(const char *name, int is_group, uint32_t *id)
 
 const char *config_prio_str(int prio, char *buf, size_t cap)
 {
-    if (prio == GPUQ_PRIO_LOW)
-        return "low";
-    if (prio == GPUQ_PRIO_NORMAL)
-        return "normal";
-    if (prio == GPUQ_PRIO_HIGH)
-        return "high";
-    snprintf(buf, cap, "%d", prio);
+    const char *name = gpuq_prio_name(prio);
+    if (name)
+        return name;
+    snprintf(buf, cap, "%d", prio); /* not a level: only a bug gets here */
     return buf;
 }
 
@@ -260,7 +257,7 @@ static int set_seconds(const config_key *k, const char *value, double *out, char
 static int set_prio(const char *value, int *out, char *why, size_t cap)
 {
     if (config_parse_priority(value, out) < 0) {
-        snprintf(why, cap, "bad priority '%s' (low, normal, high or an integer -5 .. 5)", value);
+        snprintf(why, cap, "bad priority '%s' (low, normal or high; or -1, 0, 1)", value);
         return -1;
     }
     return 0;

@@ -78,7 +78,7 @@ int config_key_set(config *c, policy_rule *rule, const config_key *k, const char
 /* Look up a user or group by name or number into *id. Returns 0 or -1. */
 int config_resolve_id(const char *name, int is_group, uint32_t *id);
 
-/* "low", "normal", "high" for -1/0/1, else the integer (buf[cap]). */
+/* "low", "normal", "high" for the levels; any other int (a bug) in buf[cap]. */
 const char *config_prio_str(int prio, char *buf, size_t cap);
 /* "error", "warn", "info", "debug". */
 const char *config_log_level_str(int level);

@@ -91,11 +91,6 @@ static int dispatch_info_take(request *r, gpuq_mpw *w)
     return rc;
 }
 
-static const char *prio_name(int p)
-{
-    return p <= GPUQ_PRIO_LOW ? "low" : p >= GPUQ_PRIO_HIGH ? "high" : "normal";
-}
-
 /* Fill r's reply for hello. Returns 0 or a code (message set). */
 static int dispatch_hello(request *r)
 {
@@ -109,9 +104,7 @@ static int dispatch_hello(request *r)
                  (unsigned long long)s->id);
         return GPUQ_E_BAD_ARGUMENT;
     }
-    int prio = r->req.priority;
-    if (prio > s->caps.max_priority)
-        prio = s->caps.max_priority;
+    int prio = policy_grant_priority(&s->caps, r->req.priority);
     int rc = srv->b->ops->session_open(srv->b, prio, r->req.device, &s->bsess, &s->binfo);
     if (rc < 0) {
         s->bsess = NULL;
@@ -126,9 +119,9 @@ static int dispatch_hello(request *r)
     s->priority = prio;
     snprintf(s->client, sizeof s->client, "%s", r->req.client);
     s->hello_done = true;
-    log_debug("session %llu: hello from '%s' pid %d uid %u, priority %s (asked %d)",
+    log_debug("session %llu: hello from '%s' pid %d uid %u, priority %s (asked %s)",
               (unsigned long long)s->id, s->client, (int)s->pid, (unsigned)s->uid,
-              prio_name(prio), (int)r->req.priority);
+              gpuq_prio_name(prio), gpuq_prio_name(r->req.priority));
     gpuq_mpw *w = gpuq_mpw_new();
     if (!w)
         return GPUQ_E_NO_MEMORY;

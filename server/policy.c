@@ -13,6 +13,11 @@ static bool policy_in_group(gid_t want, gid_t gid, const gid_t *groups, int ngro
     return false;
 }
 
+int policy_grant_priority(const policy_caps *caps, int asked)
+{
+    return asked > caps->max_priority ? caps->max_priority : asked;
+}
+
 void policy_caps_for(const config *cfg, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
                      policy_caps *out)
 {
@@ -20,7 +25,7 @@ void policy_caps_for(const config *cfg, uid_t uid, gid_t gid, const gid_t *group
     bool known = uid != (uid_t)-1;
     out->admin = known && (uid == 0 || (pol->admin_group[0] &&
                                         policy_in_group(pol->admin_gid, gid, groups, ngroups)));
-    out->max_priority = out->admin ? 5 : pol->max_priority;
+    out->max_priority = out->admin ? GPUQ_PRIO_HIGH : pol->max_priority;
     out->max_inflight = cfg->lim.max_inflight;
     out->session_staging = cfg->lim.session_staging;
     if (!known)

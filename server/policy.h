@@ -21,7 +21,7 @@
 
 typedef struct policy_caps {
     bool admin;
-    int max_priority;          /* highest level the session may get */
+    int max_priority;          /* highest level the session may get (GPUQ_PRIO_*) */
     uint32_t max_inflight;     /* requests in flight */
     uint64_t session_staging;  /* staging bytes */
 } policy_caps;
@@ -31,5 +31,8 @@ typedef struct policy_caps {
  * groups. */
 void policy_caps_for(const config *cfg, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
                      policy_caps *out);
+/* The level a session gets: the one it asked, lowered to caps->max_priority.
+ * Both are levels of the one scale (GPUQ_PRIO_*), so this is a min(). */
+int policy_grant_priority(const policy_caps *caps, int asked);
 
 #endif

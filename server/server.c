@@ -38,12 +38,19 @@ static void server_on_connection(uv_stream_t *ls, int status)
             session_close(s);
             return;
         }
-        log_warn("session %llu refused: %u sessions (the limit)", (unsigned long long)s->id,
+        log_warn("session %llu refused: %u sessions open (the limit)", (unsigned long long)s->id,
                  srv->cfg.lim.max_sessions);
+        /* Nothing of the peer is read (its hello stays unread); the reply
+         * is written, and the connection closed only in its write callback
+         * (close_after). On a Unix socket a written reply is in the peer's
+         * receive queue, where our close cannot discard it: the kernel
+         * reports ECONNRESET/EPIPE to the peer only after it has read what
+         * is queued (a peer whose hello write fails reads the reply then;
+         * libgpuq does). So no uv_shutdown is needed before the close. */
         s->broken = true;
         r->close_after = true;
         session_update_reading(s);
-        session_refuse(r, GPUQ_E_BUSY, "too many sessions (limit %u)", srv->cfg.lim.max_sessions);
+        session_refuse(r, GPUQ_E_BUSY, "%u sessions open (the limit)", srv->cfg.lim.max_sessions);
     }
 }
 

@@ -44,11 +44,6 @@ void stats_devices(const server *srv, gpuq_mpw *w)
     }
 }
 
-static const char *stats_prio_name(int p)
-{
-    return p <= GPUQ_PRIO_LOW ? "low" : p >= GPUQ_PRIO_HIGH ? "high" : "normal";
-}
-
 int stats_sessions_doc(const server *srv, const session *viewer, uint8_t **out, size_t *len,
                        uint32_t *count)
 {
@@ -71,7 +66,7 @@ int stats_sessions_doc(const server *srv, const session *viewer, uint8_t **out, 
         gpuq_mpw_str(w, "client");
         gpuq_mpw_str(w, s->client);
         gpuq_mpw_str(w, "priority");
-        gpuq_mpw_str(w, s->hello_done ? stats_prio_name(s->priority) : "");
+        gpuq_mpw_str(w, s->hello_done ? gpuq_prio_name(s->priority) : "");
         gpuq_mpw_str(w, "stream_priority");
         gpuq_mpw_int(w, s->binfo.priority_granted);
         gpuq_mpw_str(w, "device");

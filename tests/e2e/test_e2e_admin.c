@@ -18,12 +18,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "e2e_util.h"
+#include "frame.h"
 #include "mpread.h"
+#include "mpwrite.h"
 
 #define TEST_USER "gpuq-test-user"
 
@@ -146,6 +150,7 @@ typedef struct sess_row {
     uint64_t id;
     int64_t pid, uid;
     char client[80];
+    char priority[16];
     bool self, admin;
     uint64_t requests, errors, in_flight;
 } sess_row;
@@ -188,6 +193,10 @@ static int parse_sessions(const uint8_t *doc, size_t len, sess_row *rows, int ca
                 rc = gpuq_mpr_str(&r, &s, &sl);
                 if (!rc)
                     snprintf(row->client, sizeof row->client, "%.*s", (int)sl, s);
+            } else if (KEY("priority")) {
+                rc = gpuq_mpr_str(&r, &s, &sl);
+                if (!rc)
+                    snprintf(row->priority, sizeof row->priority, "%.*s", (int)sl, s);
             } else
                 rc = gpuq_mpr_skip(&r);
 #undef KEY
@@ -640,6 +649,240 @@ START_TEST(caps_from_config)
 }
 END_TEST
 
+/* ---- priority: one scale, and a cap that holds ----
+ * The helpers below run in the non-admin child: they report with
+ * child_fail, never ck_assert. */
+
+/* A priority as hello sends it: the string s, or else the int i. */
+typedef struct prio_ask {
+    const char *s;
+    int64_t i;
+} prio_ask;
+
+static int child_socket(void)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    size_t len = strlen(e2e_d.socket);
+    struct timeval tv = {.tv_sec = 30};
+    if (len >= sizeof sa.sun_path) {
+        close(fd);
+        return -1;
+    }
+    memcpy(sa.sun_path, e2e_d.socket, len + 1);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int child_io(int fd, void *buf, size_t len, bool out)
+{
+    uint8_t *p = buf;
+    while (len > 0) {
+        ssize_t n = out ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Send a hello asking *a on fd and read its reply: *status, the message,
+ * and on success the granted level and stream priority. 0 or -1. */
+static int child_hello(int fd, const prio_ask *a, int *status, char *msg, size_t cap, int64_t *prio,
+                       int64_t *stream)
+{
+    gpuq_mpw *w = gpuq_mpw_new();
+    if (!w)
+        return -1;
+    gpuq_mpw_map(w, 5);
+    gpuq_mpw_str(w, "id");
+    gpuq_mpw_uint(w, 1);
+    gpuq_mpw_str(w, "op");
+    gpuq_mpw_str(w, "hello");
+    gpuq_mpw_str(w, "version");
+    gpuq_mpw_uint(w, GPUQ_PROTO_VERSION);
+    gpuq_mpw_str(w, "client");
+    gpuq_mpw_str(w, "prio-cap");
+    gpuq_mpw_str(w, "priority");
+    if (a->s)
+        gpuq_mpw_str(w, a->s);
+    else
+        gpuq_mpw_int(w, a->i);
+    uint8_t *h = NULL;
+    size_t hl = 0;
+    int rc = gpuq_mpw_take(w, &h, &hl);
+    gpuq_mpw_free(w);
+    if (rc)
+        return -1;
+    gpuq_prefix p = {.version = GPUQ_PROTO_VERSION,
+                     .kind = GPUQ_KIND_REQUEST,
+                     .header_len = (uint32_t)hl,
+                     .payload_len = 0};
+    uint8_t pre[GPUQ_PREFIX_SIZE], hbuf[8192];
+    gpuq_prefix_encode(&p, pre);
+    rc = child_io(fd, pre, sizeof pre, true) || child_io(fd, h, hl, true);
+    free(h);
+    if (rc || child_io(fd, pre, sizeof pre, false) || gpuq_prefix_decode(pre, sizeof pre, &p) ||
+        p.kind != GPUQ_KIND_REPLY || p.header_len > sizeof hbuf || p.payload_len != 0 ||
+        child_io(fd, hbuf, p.header_len, false))
+        return -1;
+    gpuq_reply rep;
+    char why[128];
+    if (gpuq_reply_decode(hbuf, p.header_len, &rep, why, sizeof why))
+        return -1;
+    *status = rep.status;
+    snprintf(msg, cap, "%s", rep.message);
+    *prio = *stream = INT64_MIN;
+    if (rep.status != 0)
+        return 0;
+    gpuq_mpr r;
+    gpuq_mpr_init(&r, rep.info, rep.info ? rep.info_len : 0);
+    uint32_t n;
+    if (!rep.info || gpuq_mpr_map(&r, &n))
+        return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *k;
+        uint32_t kl;
+        if (gpuq_mpr_str(&r, &k, &kl))
+            return -1;
+        if (kl == 8 && !memcmp(k, "priority", 8))
+            rc = gpuq_mpr_int(&r, prio);
+        else if (kl == 15 && !memcmp(k, "stream_priority", 15))
+            rc = gpuq_mpr_int(&r, stream);
+        else
+            rc = gpuq_mpr_skip(&r);
+        if (rc)
+            return -1;
+    }
+    return *prio == INT64_MIN || *stream == INT64_MIN ? -1 : 0;
+}
+
+static const char *ask_str(const prio_ask *a, char *buf, size_t cap)
+{
+    if (a->s)
+        snprintf(buf, cap, "\"%s\"", a->s);
+    else
+        snprintf(buf, cap, "%lld", (long long)a->i);
+    return buf;
+}
+
+/* The test user, capped at low by a [user] rule: every level it asks is
+ * granted low, with low's stream priority; values off the scale are
+ * bad_argument (and the same connection's next hello still works). */
+static int prio_cap_body(void)
+{
+    static const prio_ask low = {"low", 0};
+    int st, fd = child_socket();
+    char msg[256], b[32];
+    int64_t prio, low_stream;
+    if (fd < 0 || child_hello(fd, &low, &st, msg, sizeof msg, &prio, &low_stream))
+        return child_fail("hello \"low\": no reply");
+    close(fd);
+    if (st != 0 || prio != GPUQ_PRIO_LOW)
+        return child_fail("asked low: status %d (%s), granted %lld", st, msg, (long long)prio);
+    static const prio_ask asks[] = {{"high", 0}, {"normal", 0}, {"low", 0},
+                                    {NULL, 1},   {NULL, 0},     {NULL, -1}};
+    for (size_t k = 0; k < sizeof asks / sizeof asks[0]; k++) {
+        int64_t stream;
+        fd = child_socket();
+        if (fd < 0 || child_hello(fd, &asks[k], &st, msg, sizeof msg, &prio, &stream))
+            return child_fail("hello %s: no reply", ask_str(&asks[k], b, sizeof b));
+        close(fd);
+        if (st != 0)
+            return child_fail("asked %s: %s: %s", ask_str(&asks[k], b, sizeof b), gpuq_errname(st),
+                              msg);
+        if (prio != GPUQ_PRIO_LOW || stream != low_stream)
+            return child_fail("asked %s under a low cap: granted %lld, stream priority %lld "
+                              "(low: %lld)",
+                              ask_str(&asks[k], b, sizeof b), (long long)prio, (long long)stream,
+                              (long long)low_stream);
+    }
+    /* Off the scale: the old CUDA-number form (-5 asked the most urgent
+     * stream; 5 was granted high) and other values. */
+    static const prio_ask bad[] = {{NULL, -5}, {NULL, 5}, {NULL, 2}, {NULL, -2}, {"urgent", 0}};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        int64_t stream;
+        fd = child_socket();
+        if (fd < 0 || child_hello(fd, &bad[k], &st, msg, sizeof msg, &prio, &stream))
+            return child_fail("hello %s: no reply", ask_str(&bad[k], b, sizeof b));
+        if (st != GPUQ_E_BAD_ARGUMENT || !strstr(msg, "priority"))
+            return child_fail("asked %s: status %s (%s), want bad_argument",
+                              ask_str(&bad[k], b, sizeof b), gpuq_errname(st), msg);
+        static const prio_ask high = {"high", 0};
+        if (child_hello(fd, &high, &st, msg, sizeof msg, &prio, &stream) || st != 0 ||
+            prio != GPUQ_PRIO_LOW || stream != low_stream)
+            return child_fail("hello after %s was refused: status %d, granted %lld",
+                              ask_str(&bad[k], b, sizeof b), st, (long long)prio);
+        close(fd);
+    }
+    /* libgpuq and the sessions document say the same */
+    gpuq_connect_opts o = {.socket_path = e2e_d.socket,
+                           .client_name = "capped-lib",
+                           .priority = GPUQ_PRIO_HIGH,
+                           .device = -1};
+    gpuq_conn *c = NULL;
+    if (gpuq_connect(&o, &c))
+        return child_fail("connect: %s", c ? gpuq_errmsg(c) : "?");
+    if (gpuq_info(c)->priority_granted != GPUQ_PRIO_LOW ||
+        gpuq_info(c)->stream_priority != low_stream)
+        return child_fail("libgpuq asked high: granted %d, stream %d",
+                          gpuq_info(c)->priority_granted, gpuq_info(c)->stream_priority);
+    sess_row rows[8];
+    int n = fetch_sessions(c, rows, 8);
+    const sess_row *me = n > 0 ? find_client(rows, n, "capped-lib") : NULL;
+    if (!me || strcmp(me->priority, "low"))
+        return child_fail("sessions: %d rows, ours says priority '%s'", n, me ? me->priority : "?");
+    gpuq_close(c);
+    return 0;
+}
+
+START_TEST(priority_cap_holds)
+{
+    char path[320], rule[64], dir[256];
+    tu_daemon_stop(&e2e_d);
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/gpuqd.conf", dir);
+    if (getuid() == 0)
+        snprintf(rule, sizeof rule, "%s", TEST_USER);
+    else
+        snprintf(rule, sizeof rule, "%u", (unsigned)getuid());
+    char text[256];
+    int n = snprintf(text, sizeof text, "[user %s]\nmax_priority = low\n", rule);
+    ck_assert_int_eq(tu_write_file(path, text, (size_t)n), 0);
+    const char *extra[] = {"--config", path, NULL};
+    if (getuid() == 0)
+        start_admin(extra);
+    else
+        e2e_start(extra);
+    as_nonadmin(prio_cap_body);
+    if (getuid() == 0) {
+        /* root is an admin, no rule names it: high is granted high, with a
+         * stream priority at least as urgent as low's (more on CUDA) */
+        gpuq_conn *lo = e2e_connect("root-low", GPUQ_PRIO_LOW);
+        gpuq_conn *hi = e2e_connect("root-high", GPUQ_PRIO_HIGH);
+        ck_assert_int_eq(gpuq_info(lo)->priority_granted, GPUQ_PRIO_LOW);
+        ck_assert_int_eq(gpuq_info(hi)->priority_granted, GPUQ_PRIO_HIGH);
+        if (!strcmp(gpuq_info(hi)->backend, "cuda"))
+            ck_assert_int_lt(gpuq_info(hi)->stream_priority, gpuq_info(lo)->stream_priority);
+        else
+            ck_assert_int_eq(gpuq_info(hi)->stream_priority, 0);
+        gpuq_close(lo);
+        gpuq_close(hi);
+    }
+    e2e_assert_serves();
+    tu_rmtree(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("e2e_admin");
@@ -665,6 +908,7 @@ static Suite *suite(void)
     tcase_set_timeout(na, 60);
     tcase_add_test(na, nonadmin_refused);
     tcase_add_test(na, caps_from_config);
+    tcase_add_test(na, priority_cap_holds);
     suite_add_tcase(s, na);
     return s;
 }

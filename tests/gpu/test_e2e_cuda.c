@@ -1,9 +1,12 @@
 /* test_e2e_cuda.c - what only the CUDA backend has: stream priorities per
- * session, device out-of-memory on one request, and a sticky device error
+ * session (the levels against the device's range as CUDA itself reports it,
+ * and a policy cap that holds), device out-of-memory on one request, and a
+ * sticky device error
  * (every in-flight request answered, then a non-zero exit). Faults are
  * injected through gpuqd's test-only hooks GPUQ_TEST_INJECT_OOM=N and
  * GPUQ_TEST_INJECT_STICKY=N. No GPU: skipped, unless GPUQ_REQUIRE_GPU=1. */
 #include <check.h>
+#include <cuda_runtime_api.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +28,14 @@ static void start_cuda(const char *env, const char *val)
         unsetenv(env);
 }
 
+/* The device's stream priority range, from CUDA in this process (an
+ * independent reference for what gpuqd grants). */
+static void device_range(int dev, int *least, int *greatest)
+{
+    ck_assert_int_eq(cudaSetDevice(dev), cudaSuccess);
+    ck_assert_int_eq(cudaDeviceGetStreamPriorityRange(least, greatest), cudaSuccess);
+    ck_assert_int_le(*greatest, *least);
+}
 
 START_TEST(priorities_per_session)
 {
@@ -35,10 +46,20 @@ START_TEST(priorities_per_session)
     ck_assert_str_eq(gpuq_info(hi)->backend, "cuda");
     int plo = gpuq_info(lo)->stream_priority, pno = gpuq_info(no)->stream_priority,
         phi = gpuq_info(hi)->stream_priority;
-    /* CUDA: lower numbers are higher priority; the H100 range is [-5, 0]. */
+    ck_assert_int_eq(gpuq_info(lo)->priority_granted, GPUQ_PRIO_LOW);
+    ck_assert_int_eq(gpuq_info(no)->priority_granted, GPUQ_PRIO_NORMAL);
+    ck_assert_int_eq(gpuq_info(hi)->priority_granted, GPUQ_PRIO_HIGH);
+    /* CUDA: lower numbers are more urgent; the H100 range is [-5, 0]. low
+     * is the least urgent, high the greatest, normal the middle rounded
+     * toward least urgent (PROTOCOL.md). */
+    int least, greatest;
+    ck_assert_int_eq(gpuq_info(lo)->device, gpuq_info(hi)->device);
+    device_range(gpuq_info(lo)->device, &least, &greatest);
+    ck_assert_int_eq(plo, least);
+    ck_assert_int_eq(phi, greatest);
+    ck_assert_int_eq(pno, least - (least - greatest) / 2);
     ck_assert_int_lt(phi, pno);
     ck_assert_int_lt(pno, plo);
-    ck_assert_int_eq(plo, 0);
     /* Work in flight at once on all three streams. */
     enum { N = 16, LEN = 65536 };
     static double x[LEN], y[3][N][LEN];
@@ -66,6 +87,50 @@ START_TEST(priorities_per_session)
     ck_assert_int_eq(e2e_json_int(js, "sessions"), 4);
     gpuq_close(lo), gpuq_close(no), gpuq_close(hi);
     ck_assert_int_eq(tu_daemon_stop(&e2e_d), 0);
+}
+END_TEST
+
+/* A [user] rule caps this uid (root or not: a user rule applies to admins
+ * too) at low: whatever it asks, the stream is never more urgent than what
+ * a low hello gets, i.e. the device's least urgent priority; values off the
+ * scale are bad_argument. */
+START_TEST(priority_cap_holds_on_cuda)
+{
+    char dir[256], path[320], text[128];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/gpuqd.conf", dir);
+    int n = snprintf(text, sizeof text, "[user %u]\nmax_priority = low\n", (unsigned)getuid());
+    ck_assert_int_eq(tu_write_file(path, text, (size_t)n), 0);
+    const char *extra[] = {"--config", path, NULL};
+    tu_daemon_start(&e2e_d, "cuda", extra);
+    gpuq_conn *lo = e2e_connect("lo", GPUQ_PRIO_LOW);
+    int plo = gpuq_info(lo)->stream_priority, least, greatest;
+    device_range(gpuq_info(lo)->device, &least, &greatest);
+    ck_assert_int_eq(plo, least);
+    static const int asks[] = {GPUQ_PRIO_HIGH, GPUQ_PRIO_NORMAL, GPUQ_PRIO_LOW};
+    for (int k = 0; k < 3; k++) {
+        gpuq_conn *c = e2e_connect("capped", asks[k]);
+        ck_assert_int_eq(gpuq_info(c)->priority_granted, GPUQ_PRIO_LOW);
+        ck_assert_msg(gpuq_info(c)->stream_priority >= plo,
+                      "asked %d: stream priority %d more urgent than low's %d", asks[k],
+                      gpuq_info(c)->stream_priority, plo);
+        ck_assert_int_eq(gpuq_info(c)->stream_priority, least);
+        gpuq_close(c);
+    }
+    /* the old CUDA-number form (-5: the most urgent stream) is refused */
+    static const int off[] = {-5, 5, -2, 2};
+    for (int k = 0; k < 4; k++) {
+        gpuq_conn *c = NULL;
+        gpuq_connect_opts o = {
+            .socket_path = e2e_d.socket, .client_name = "off", .priority = off[k], .device = -1};
+        ck_assert_int_eq(gpuq_connect(&o, &c), GPUQ_E_BAD_ARGUMENT);
+        ck_assert_msg(strstr(gpuq_errmsg(c), "priority") != NULL, "%s", gpuq_errmsg(c));
+        gpuq_close(c);
+    }
+    gpuq_close(lo);
+    e2e_assert_serves();
+    ck_assert_int_eq(tu_daemon_stop(&e2e_d), 0);
+    tu_rmtree(dir);
 }
 END_TEST
 
@@ -265,6 +330,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("cuda");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, priorities_per_session);
+    tcase_add_test(tc, priority_cap_holds_on_cuda);
     tcase_add_test(tc, out_of_memory_fails_one_request);
     tcase_add_test(tc, sticky_error_answers_all_then_exits);
     tcase_add_test(tc, out_of_memory_real);

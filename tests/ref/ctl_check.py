@@ -164,6 +164,16 @@ p = run("distance", "pairwise", "--metric", "chebyshev", path("X.npy"), path("Y.
         path("o.npy"), expect_ok=False)
 if p.returncode == 0:
     failures.append("unknown metric accepted")
+# --priority: the levels by name or as -1, 0, 1 (global or after the command);
+# anything else is a usage error (exit 2) naming the value
+for where, val in (("global", "high"), ("global", "-1"), ("command", "normal"), ("command", "1")):
+    args = ["--priority", val, "ping"] if where == "global" else ["ping", "--priority", val]
+    run(*args)
+for val in ("-5", "5", "2", "urgent"):
+    for args in (["--priority", val, "ping"], ["ping", "--priority", val]):
+        p = run(*args, expect_ok=False)
+        if p.returncode != 2 or f"bad priority '{val}'" not in p.stderr:
+            failures.append(f"gpuqctl {' '.join(args)}: exit {p.returncode}, stderr {p.stderr!r}")
 p = subprocess.run([CTL, "--socket", os.path.join(WORK, "nope.sock"), "ping"], capture_output=True, text=True)
 if p.returncode == 0 or len(p.stderr.strip().splitlines()) != 1:
     failures.append(f"missing socket: exit {p.returncode}, stderr {p.stderr!r}")

@@ -112,7 +112,7 @@ static const char full_conf[] = "# every key\n"                                 
                                 "max_inflight = 16\n"                           /* 23 */
                                 "session_staging = 512M\n"                      /* 24 */
                                 "[group 0]\n"                                   /* 25 */
-                                "max_priority = -3\n"                           /* 26 */
+                                "max_priority = -1\n"                           /* 26 */
                                 "max_inflight = 4\n"                            /* 27 */
                                 "[user 4242]\n";                                /* 28 */
 
@@ -150,7 +150,7 @@ START_TEST(every_key)
     ck_assert(r[1].is_group);
     ck_assert_uint_eq(r[1].id, 0);
     ck_assert_str_eq(r[1].name, "0");
-    ck_assert_int_eq(r[1].max_priority, -3);
+    ck_assert_int_eq(r[1].max_priority, GPUQ_PRIO_LOW); /* written -1 */
     ck_assert_uint_eq(r[1].max_inflight, 4);
     ck_assert_uint_eq(r[1].session_staging, 0);
     ck_assert_int_eq(r[1].line, 25);
@@ -196,7 +196,7 @@ START_TEST(flags_override_file)
                            "--admin-group",
                            "0",
                            "--max-priority",
-                           "-2",
+                           "0",
                            "--log-level",
                            "warn",
                            "--socket",
@@ -209,7 +209,7 @@ START_TEST(flags_override_file)
                             "--admin-group",
                             "0",
                             "--max-priority",
-                            "-2",
+                            "0",
                             "--log-level",
                             "warn",
                             "--socket",
@@ -225,7 +225,7 @@ START_TEST(flags_override_file)
         ck_assert_uint_eq(c.socket_mode, 0600);
         ck_assert_str_eq(c.pol.admin_group, "0");
         ck_assert_uint_eq(c.pol.admin_gid, 0);
-        ck_assert_int_eq(c.pol.max_priority, -2);
+        ck_assert_int_eq(c.pol.max_priority, GPUQ_PRIO_NORMAL); /* "0" */
         ck_assert_int_eq(c.log_level, LOG_LVL_WARN);
         ck_assert_str_eq(c.socket, "/tmp/other.sock");
         /* the file's other values stay */
@@ -249,6 +249,15 @@ START_TEST(flag_errors)
     const char *grp[] = {"--admin-group", "no-such-group-gpuq", NULL};
     ck_assert_int_eq(load(&c, grp), -1);
     ck_assert_msg(strstr(c.error, "unknown group 'no-such-group-gpuq'") != NULL, "%s", c.error);
+    static const char *const prios[] = {"5", "-5", "2", "urgent"};
+    for (int i = 0; i < 4; i++) {
+        const char *prio[] = {"--max-priority", prios[i], NULL};
+        ck_assert_int_eq(load(&c, prio), -1);
+        char want[80];
+        snprintf(want, sizeof want, "bad priority '%s' (low, normal or high; or -1, 0, 1)",
+                 prios[i]);
+        ck_assert_msg(strstr(c.error, "--max-priority") && strstr(c.error, want), "%s", c.error);
+    }
     const char *unknown[] = {"--no-such-flag", NULL};
     ck_assert_int_eq(load(&c, unknown), -1);
     ck_assert_msg(strstr(c.error, "--no-such-flag") != NULL, "%s", c.error);
@@ -288,8 +297,13 @@ static const struct {
     {"[server]\nsocket_mode = 01777\n", 2, "socket_mode", "out of range (0000 .. 0777)"},
     {"[server]\ndevice = gpu\n", 2, "device", "auto, cuda or cpu"},
     {"[server]\nlog_level = loud\n", 2, "log_level", "error, warn, info or debug"},
-    {"[policy]\nmax_priority = 6\n", 2, "max_priority", "-5 .. 5"},
-    {"[group root]\nmax_priority = urgent\n", 2, "max_priority", "low, normal, high"},
+    {"[policy]\nmax_priority = 6\n", 2, "max_priority",
+     "bad priority '6' (low, normal or high; or -1, 0, 1)"},
+    {"[policy]\nmax_priority = 5\n", 2, "max_priority",
+     "bad priority '5' (low, normal or high; or -1, 0, 1)"},
+    {"[user root]\nmax_priority = -5\n", 2, "[user root] max_priority", "bad priority '-5'"},
+    {"[group root]\n\nmax_priority = 2\n", 3, "[group root] max_priority", "bad priority '2'"},
+    {"[group root]\nmax_priority = urgent\n", 2, "max_priority", "low, normal or high"},
     {"[server]\ndevice =\n", 2, "device", "empty value"},
     {"[user no-such-user-gpuq]\n", 1, "unknown user 'no-such-user-gpuq'", ""},
     {"[group no-such-group-gpuq]\n", 1, "unknown group 'no-such-group-gpuq'", ""},
@@ -391,7 +405,7 @@ END_TEST
 START_TEST(print_round_trip)
 {
     static const char *const texts[] = {
-        full_conf, "", "[policy]\nmax_priority = 4\n",
+        full_conf, "", "[policy]\nmax_priority = 1\n",
         "[server]\nhello_timeout = 2.5\nidle_timeout = 600\nframe_timeout = 0\n"
         "staging_keep = 3M\nstaging_release_after = 0.25\nstaging_headroom = 12345\n"
         "device_memory_limit = 1G\n"};
@@ -488,14 +502,23 @@ START_TEST(parse_priority)
     ck_assert_int_eq(p, GPUQ_PRIO_LOW);
     ck_assert_int_eq(config_parse_priority("high", &p), 0);
     ck_assert_int_eq(p, GPUQ_PRIO_HIGH);
-    ck_assert_int_eq(config_parse_priority("-5", &p), 0);
-    ck_assert_int_eq(p, -5);
-    ck_assert_int_eq(config_parse_priority("5", &p), 0);
-    ck_assert_int_eq(p, 5);
-    ck_assert_int_eq(config_parse_priority("6", &p), -1);
-    ck_assert_int_eq(config_parse_priority("", &p), -1);
-    ck_assert_int_eq(config_parse_priority("2x", &p), -1);
-    ck_assert_int_eq(p, 5);
+    ck_assert_int_eq(config_parse_priority("normal", &p), 0);
+    ck_assert_int_eq(p, GPUQ_PRIO_NORMAL);
+    static const struct {
+        const char *s;
+        int want;
+    } ints[] = {{"-1", GPUQ_PRIO_LOW}, {"0", GPUQ_PRIO_NORMAL}, {"1", GPUQ_PRIO_HIGH}};
+    for (int i = 0; i < 3; i++) {
+        p = 99;
+        ck_assert_int_eq(config_parse_priority(ints[i].s, &p), 0);
+        ck_assert_int_eq(p, ints[i].want);
+    }
+    /* the old CUDA-number form is gone: nothing but the three levels */
+    p = 99;
+    static const char *const rejects[] = {"-5", "5", "-2", "2", "6", "", "2x", "+1", "urgent"};
+    for (size_t i = 0; i < sizeof rejects / sizeof rejects[0]; i++)
+        ck_assert_msg(config_parse_priority(rejects[i], &p) == -1, "'%s' accepted", rejects[i]);
+    ck_assert_int_eq(p, 99);
 }
 END_TEST
 

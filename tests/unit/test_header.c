@@ -78,7 +78,7 @@ START_TEST(test_rt_hello)
     base(&q, GPUQ_OP_HELLO, GPUQ_DT_NONE);
     q.id = UINT64_MAX;
     strcpy(q.client, "bench-client");
-    q.priority = -5;
+    q.priority = GPUQ_PRIO_LOW;
     q.device = 3;
     q.timing = true;
     ck_assert_int_eq(roundtrip(&q, &d), 0);
@@ -86,7 +86,7 @@ START_TEST(test_rt_hello)
     ck_assert_int_eq(d.op, GPUQ_OP_HELLO);
     ck_assert_uint_eq(d.version, GPUQ_PROTO_VERSION);
     ck_assert_str_eq(d.client, "bench-client");
-    ck_assert_int_eq(d.priority, -5);
+    ck_assert_int_eq(d.priority, GPUQ_PRIO_LOW);
     ck_assert_int_eq(d.device, 3);
     ck_assert(d.timing);
     gpuq_sizes sz;
@@ -584,6 +584,127 @@ static void b_device(gpuq_mpw *w)
     gpuq_mpw_int(w, -2);
 }
 static void b_keyint(gpuq_mpw *w) { KU(w, "id", 1); gpuq_mpw_uint(w, 5); KS(w, "op", "ping"); }
+
+/* ---- priority: one scale, the levels -1/0/1 and their names only ---- */
+
+static int64_t prio_int; /* what b_prio_int sends */
+static const char *prio_str;
+static void b_prio_int(gpuq_mpw *w)
+{
+    KU(w, "id", 1);
+    KS(w, "op", "hello");
+    gpuq_mpw_str(w, "priority");
+    if (prio_int >= 0)
+        gpuq_mpw_uint(w, (uint64_t)prio_int); /* positive fixint/uint, as msgpack writers do */
+    else
+        gpuq_mpw_int(w, prio_int);
+}
+static void b_prio_text(gpuq_mpw *w)
+{
+    KU(w, "id", 1);
+    KS(w, "op", "hello");
+    KS(w, "priority", prio_str);
+}
+
+/* Every int from -10 to 10 (the loop index) as hello's priority: the three
+ * levels decode to themselves, every other value is bad_argument. */
+START_TEST(test_decode_priority_int)
+{
+    gpuq_request q;
+    prio_int = _i;
+    int rc = decode_built(3, b_prio_int, &q);
+    if (_i >= -1 && _i <= 1) {
+        ck_assert_msg(rc == 0, "priority %d: %s", _i, msg);
+        ck_assert_int_eq(q.priority, _i);
+    } else {
+        ck_assert_msg(rc == GPUQ_E_BAD_ARGUMENT, "priority %d: rc %d", _i, rc);
+        ck_assert_msg(strstr(msg, "not a level") != NULL, "priority %d: '%s'", _i, msg);
+    }
+    /* the edges of int64 too, once */
+    if (_i == 0) {
+        prio_int = INT64_MIN;
+        ck_assert_int_eq(decode_built(3, b_prio_int, &q), GPUQ_E_BAD_ARGUMENT);
+        prio_int = INT64_MAX;
+        ck_assert_int_eq(decode_built(3, b_prio_int, &q), GPUQ_E_BAD_ARGUMENT);
+    }
+}
+END_TEST
+
+START_TEST(test_decode_priority_str)
+{
+    static const struct {
+        const char *s;
+        int want; /* a level, or 99: bad_argument */
+    } cases[] = {
+        {"low", GPUQ_PRIO_LOW},
+        {"normal", GPUQ_PRIO_NORMAL},
+        {"high", GPUQ_PRIO_HIGH},
+        {"Low", 99},
+        {"HIGH", 99},
+        {"urgent", 99},
+        {"", 99},
+        {"lo", 99},
+        {"lowx", 99},
+        {"high ", 99},
+        {"-1", 99},
+        {"0", 99},
+        {"1", 99},
+        {"5", 99},
+        {"-5", 99},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        gpuq_request q;
+        prio_str = cases[k].s;
+        int rc = decode_built(3, b_prio_text, &q);
+        if (cases[k].want == 99) {
+            ck_assert_msg(rc == GPUQ_E_BAD_ARGUMENT, "\"%s\": rc %d", cases[k].s, rc);
+            ck_assert_msg(strstr(msg, "not low, normal or high") != NULL, "'%s'", msg);
+        } else {
+            ck_assert_msg(rc == 0, "\"%s\": %s", cases[k].s, msg);
+            ck_assert_int_eq(q.priority, cases[k].want);
+        }
+    }
+}
+END_TEST
+
+/* The helpers the config file, gpuqctl and the server's documents use. */
+START_TEST(test_priority_names)
+{
+    for (int p = -10; p <= 10; p++) {
+        const char *n = gpuq_prio_name(p);
+        if (p < -1 || p > 1) {
+            ck_assert_ptr_null(n);
+            continue;
+        }
+        ck_assert_str_eq(n, p == -1 ? "low" : p == 0 ? "normal" : "high");
+        int back = 99;
+        ck_assert_int_eq(gpuq_prio_from_name(n, strlen(n), &back), 0);
+        ck_assert_int_eq(back, p);
+        back = 99;
+        ck_assert_int_eq(gpuq_prio_parse(n, &back), 0);
+        ck_assert_int_eq(back, p);
+        char txt[8];
+        snprintf(txt, sizeof txt, "%d", p);
+        back = 99;
+        ck_assert_int_eq(gpuq_prio_parse(txt, &back), 0);
+        ck_assert_int_eq(back, p);
+    }
+    /* the scale's order is the ints' order */
+    ck_assert_int_lt(GPUQ_PRIO_LOW, GPUQ_PRIO_NORMAL);
+    ck_assert_int_lt(GPUQ_PRIO_NORMAL, GPUQ_PRIO_HIGH);
+    static const char *const bad[] = {"-5", "5",  "2", "-2", "+1",  " 1",     "1 ",
+                                      "01", "-0", "",  "1x", "LOW", "urgent", "0x1"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        int p = 99;
+        ck_assert_msg(gpuq_prio_parse(bad[k], &p) == GPUQ_E_BAD_ARGUMENT, "'%s' accepted", bad[k]);
+        ck_assert_int_eq(p, 99);
+    }
+    int p = 99;
+    ck_assert_int_eq(gpuq_prio_parse(NULL, &p), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_int_eq(gpuq_prio_from_name("low", 2, &p), GPUQ_E_BAD_ARGUMENT); /* "lo" */
+    ck_assert_int_eq(p, 99);
+}
+END_TEST
 static void b_opfirst(gpuq_mpw *w) { KS(w, "op", "status"); KU(w, "id", 99); }
 
 START_TEST(test_decode_strict)
@@ -1352,6 +1473,9 @@ static Suite *header_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_decode_strict);
     tcase_add_loop_test(tc, test_decode_truncated, 0, 4);
+    tcase_add_loop_test(tc, test_decode_priority_int, -10, 11);
+    tcase_add_test(tc, test_decode_priority_str);
+    tcase_add_test(tc, test_priority_names);
     suite_add_tcase(s, tc);
     tc = tcase_create("reply");
     tcase_set_timeout(tc, 30);

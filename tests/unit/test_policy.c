@@ -1,5 +1,6 @@
 /* test_policy.c - policy_caps_for: who is an admin and which caps apply,
- * from uid, primary gid, supplementary groups and the config's rules. */
+ * from uid, primary gid, supplementary groups and the config's rules; and
+ * policy_grant_priority, the cap applied to a hello's level. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,7 @@ START_TEST(admins)
     policy_caps c;
     policy_caps_for(&cfg, 0, 0, NULL, 0, &c);
     ck_assert(c.admin);
-    ck_assert_int_eq(c.max_priority, 5); /* not capped */
+    ck_assert_int_eq(c.max_priority, GPUQ_PRIO_HIGH); /* not capped */
     policy_caps_for(&cfg, 1000, 1000, NULL, 0, &c);
     ck_assert(!c.admin);
     ck_assert_int_eq(c.max_priority, GPUQ_PRIO_NORMAL);
@@ -87,6 +88,36 @@ START_TEST(rules_merge_by_field)
 }
 END_TEST
 
+/* Every level asked under every cap: the grant is the lower of the two on
+ * the one scale low < normal < high, never more urgent than the cap. */
+START_TEST(grant_is_capped)
+{
+    static const int levels[] = {GPUQ_PRIO_LOW, GPUQ_PRIO_NORMAL, GPUQ_PRIO_HIGH};
+    for (int ci = 0; ci < 3; ci++)
+        for (int ai = 0; ai < 3; ai++) {
+            policy_caps c = {.max_priority = levels[ci]};
+            int got = policy_grant_priority(&c, levels[ai]);
+            int want = levels[ai < ci ? ai : ci];
+            ck_assert_msg(got == want, "asked %s under cap %s: got %d, want %s",
+                          gpuq_prio_name(levels[ai]), gpuq_prio_name(levels[ci]), got,
+                          gpuq_prio_name(want));
+        }
+    /* the caps policy_caps_for computes are levels the grant can use:
+     * an admin (not capped) asking high gets high, a low-capped rule low */
+    policy_caps c;
+    policy_caps_for(&cfg, 0, 0, NULL, 0, &c);
+    ck_assert_int_eq(policy_grant_priority(&c, GPUQ_PRIO_HIGH), GPUQ_PRIO_HIGH);
+    add_rule(false, 1000, GPUQ_PRIO_LOW, 0, 0);
+    policy_caps_for(&cfg, 1000, 1000, NULL, 0, &c);
+    ck_assert_int_eq(policy_grant_priority(&c, GPUQ_PRIO_HIGH), GPUQ_PRIO_LOW);
+    ck_assert_int_eq(policy_grant_priority(&c, GPUQ_PRIO_NORMAL), GPUQ_PRIO_LOW);
+    ck_assert_int_eq(policy_grant_priority(&c, GPUQ_PRIO_LOW), GPUQ_PRIO_LOW);
+    policy_caps_for(&cfg, 1001, 1001, NULL, 0, &c); /* the global cap: normal */
+    ck_assert_int_eq(policy_grant_priority(&c, GPUQ_PRIO_HIGH), GPUQ_PRIO_NORMAL);
+    ck_assert_int_eq(policy_grant_priority(&c, GPUQ_PRIO_LOW), GPUQ_PRIO_LOW);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("policy");
@@ -95,6 +126,7 @@ int main(void)
     tcase_set_timeout(tc, 10);
     tcase_add_test(tc, admins);
     tcase_add_test(tc, rules_merge_by_field);
+    tcase_add_test(tc, grant_is_capped);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }
