@@ -58,14 +58,18 @@ static void start_admin(const char *const *extra)
     ck_assert_int_eq(chmod(e2e_d.socket, 0666), 0);
 }
 
-static void admin_setup(void) { start_admin(NULL); }
+static void admin_setup(void)
+{
+    start_admin(NULL);
+}
 
 static void user_setup(void)
 {
     if (getuid() != 0 || getpwnam(TEST_USER))
         return;
-    const char *argv[] = {"/usr/sbin/useradd", "--system", "--no-create-home", "--shell",
-                          "/usr/sbin/nologin", TEST_USER, NULL};
+    const char *argv[] = {
+        "/usr/sbin/useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+        TEST_USER,           NULL};
     int rc = tu_run(argv, NULL, NULL);
     if (rc != 0 && !getpwnam(TEST_USER)) {
         fprintf(stderr, "useradd %s failed (%d)\n", TEST_USER, rc);
@@ -128,14 +132,15 @@ static void as_nonadmin(int (*fn)(void))
     }
     int st;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "non-admin child failed (status %d)",
-                  st);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "non-admin child failed (status %d)", st);
 }
 
 static gpuq_conn *connect_plain(const char *name)
 {
-    gpuq_connect_opts o = {.socket_path = e2e_d.socket, .client_name = name,
-                           .priority = GPUQ_PRIO_NORMAL, .device = -1};
+    gpuq_connect_opts o = {.socket_path = e2e_d.socket,
+                           .client_name = name,
+                           .priority = GPUQ_PRIO_NORMAL,
+                           .device = -1};
     gpuq_conn *c = NULL;
     if (gpuq_connect(&o, &c)) {
         gpuq_close(c);
@@ -336,10 +341,9 @@ START_TEST(ctl_observability)
     char out[320], err[320];
     snprintf(out, sizeof out, "%s/ctl.out", e2e_d.dir);
     snprintf(err, sizeof err, "%s/ctl.err", e2e_d.dir);
-    const char *forms[][4] = {{"sessions", NULL}, {"--json", "sessions", NULL},
-                              {"metrics", NULL},  {"status", NULL}};
-    const char *want[] = {"gpuqctl*", "\"client\":\"gpuqctl\"", "gpuq_requests_total{",
-                          "DEVICE"};
+    const char *forms[][4] = {
+        {"sessions", NULL}, {"--json", "sessions", NULL}, {"metrics", NULL}, {"status", NULL}};
+    const char *want[] = {"gpuqctl*", "\"client\":\"gpuqctl\"", "gpuq_requests_total{", "DEVICE"};
     for (int f = 0; f < 4; f++) {
         const char *argv[8] = {GPUQCTL_PATH, "--socket", e2e_d.socket};
         int n = 3;
@@ -510,8 +514,8 @@ START_TEST(ctl_shutdown_exits_zero)
     start_admin(NULL);
     const char *kill_argv[] = {GPUQCTL_PATH, "--socket", e2e_d.socket, "kill-session", "x1", NULL};
     ck_assert_int_eq(tu_run(kill_argv, NULL, NULL), 2); /* usage */
-    const char *lim_argv[] = {GPUQCTL_PATH, "--socket", e2e_d.socket, "set-limit", "max_inflight",
-                              "9", NULL};
+    const char *lim_argv[] = {GPUQCTL_PATH,   "--socket", e2e_d.socket, "set-limit",
+                              "max_inflight", "9",        NULL};
     ck_assert_int_eq(tu_run(lim_argv, out, NULL), 0);
     size_t len = 0;
     char *text = tu_read_file(out, &len);
@@ -589,8 +593,10 @@ END_TEST
 /* Caps from a config file: a [user] rule for the non-admin. */
 static int caps_body(void)
 {
-    gpuq_connect_opts o = {.socket_path = e2e_d.socket, .client_name = "capped",
-                           .priority = GPUQ_PRIO_HIGH, .device = -1};
+    gpuq_connect_opts o = {.socket_path = e2e_d.socket,
+                           .client_name = "capped",
+                           .priority = GPUQ_PRIO_HIGH,
+                           .device = -1};
     gpuq_conn *c = NULL;
     if (gpuq_connect(&o, &c))
         return child_fail("connect: %s", c ? gpuq_errmsg(c) : "?");
@@ -599,8 +605,7 @@ static int caps_body(void)
         return child_fail("asked high, granted %d (want low)", si->priority_granted);
     if (si->limits.max_inflight != 2 || si->limits.session_staging != (1u << 20))
         return child_fail("caps in hello: max_inflight %u, session_staging %llu",
-                          si->limits.max_inflight,
-                          (unsigned long long)si->limits.session_staging);
+                          si->limits.max_inflight, (unsigned long long)si->limits.session_staging);
     /* a request needing more than 1 MiB of staging: too_large */
     static double x[100000], y[100000];
     for (int i = 0; i < 100000; i++)
@@ -615,28 +620,36 @@ static int caps_body(void)
     return 0;
 }
 
-START_TEST(caps_from_config)
+/* Restart the daemon with a config file whose text is fmt with the test's
+ * non-admin peer (gpuq-test-user under root, else this uid) as its one %s,
+ * and this process an admin when it is root. Returns the config's directory
+ * (static; the caller removes it). */
+static const char *start_with_user_rule(const char *fmt)
 {
-    char path[320], rule[64];
+    static char dir[256];
+    char path[320], rule[64], text[512];
     tu_daemon_stop(&e2e_d);
-    char dir[256];
     tu_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/gpuqd.conf", dir);
     if (getuid() == 0)
         snprintf(rule, sizeof rule, "%s", TEST_USER);
     else
         snprintf(rule, sizeof rule, "%u", (unsigned)getuid());
-    char text[512];
-    int n = snprintf(text, sizeof text,
-                     "[policy]\nmax_priority = normal\n\n[user %s]\nmax_priority = low\n"
-                     "max_inflight = 2\nsession_staging = 1M\n",
-                     rule);
+    int n = snprintf(text, sizeof text, fmt, rule);
     ck_assert_int_eq(tu_write_file(path, text, (size_t)n), 0);
     const char *extra[] = {"--config", path, NULL};
     if (getuid() == 0)
         start_admin(extra);
     else
         e2e_start(extra);
+    return dir;
+}
+
+START_TEST(caps_from_config)
+{
+    const char *dir =
+        start_with_user_rule("[policy]\nmax_priority = normal\n\n[user %s]\nmax_priority = low\n"
+                             "max_inflight = 2\nsession_staging = 1M\n");
     as_nonadmin(caps_body);
     if (getuid() == 0) {
         /* root is an admin: not capped by max_priority, no rule names it */
@@ -847,22 +860,7 @@ static int prio_cap_body(void)
 
 START_TEST(priority_cap_holds)
 {
-    char path[320], rule[64], dir[256];
-    tu_daemon_stop(&e2e_d);
-    tu_tmpdir(dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/gpuqd.conf", dir);
-    if (getuid() == 0)
-        snprintf(rule, sizeof rule, "%s", TEST_USER);
-    else
-        snprintf(rule, sizeof rule, "%u", (unsigned)getuid());
-    char text[256];
-    int n = snprintf(text, sizeof text, "[user %s]\nmax_priority = low\n", rule);
-    ck_assert_int_eq(tu_write_file(path, text, (size_t)n), 0);
-    const char *extra[] = {"--config", path, NULL};
-    if (getuid() == 0)
-        start_admin(extra);
-    else
-        e2e_start(extra);
+    const char *dir = start_with_user_rule("[user %s]\nmax_priority = low\n");
     as_nonadmin(prio_cap_body);
     if (getuid() == 0) {
         /* root is an admin, no rule names it: high is granted high, with a
