@@ -101,8 +101,13 @@ static void server_staging_sweep(server *srv, uint64_t now)
         srv->staging_idle_since_ns = now;
         return;
     }
+    /* Only with nothing on the backend: freeing page-locked memory
+     * (cudaFreeHost) waits for the whole device, which must not stall the
+     * loop behind a long kernel. */
     double after = srv->cfg.staging_release_s;
-    if (st->capacity <= srv->cfg.staging_keep || (double)(now - srv->staging_idle_since_ns) < after * 1e9)
+    if (st->capacity <= srv->cfg.staging_keep ||
+        (double)(now - srv->staging_idle_since_ns) < after * 1e9 ||
+        !srv->b || srv->b->ops->inflight(srv->b) != 0)
         return;
     uint64_t freed = staging_release_idle(st, srv->cfg.staging_keep);
     if (freed)
