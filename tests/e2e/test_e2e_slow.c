@@ -218,7 +218,10 @@ START_TEST(stalled_giant_headers)
         e2e_send_frame(hogs[i], h, (uint32_t)hl, 1ull << 30, "abcd", 4);
         free(h);
     }
-    sleep_s(0.3);
+    /* until the first hog holds its 2 GiB (pinning it takes a while on CUDA) */
+    for (int k = 0; k < 100 && status_int("staging_bytes") < 2ll << 30; k++)
+        sleep_s(0.1);
+    ck_assert_int_ge(status_int("staging_bytes"), 2ll << 30);
     double t0 = now_s();
     gpuq_conn *c = e2e_connect("small", GPUQ_PRIO_NORMAL);
     double x[4] = {1, 2, 3, -2}, y[4];
