@@ -4,15 +4,21 @@
  * backend of `gpuqd --device cpu`. Every op validates its arguments
  * (GPUQ_K_E_ARG), reads float32 or float64, accumulates in double and writes
  * the input dtype. Data errors: a zero denominator in normalize or a zero
- * vector under cosine -> GPUQ_K_E_ZERO unless zero_ok; a latitude outside
- * [-90, 90] or a non-finite coordinate -> GPUQ_K_E_RANGE. On error the output
- * may be partly written and is to be discarded.
+ * vector under cosine -> GPUQ_K_E_ZERO unless zero_ok; a normalize result
+ * too large for the dtype (finite input) -> GPUQ_K_E_OVERFLOW; a latitude
+ * outside [-90, 90] or a non-finite coordinate -> GPUQ_K_E_RANGE. On error
+ * the output may be partly written and is to be discarded.
+ *
+ * normalize's sums are compensated, binned against overflow and underflow,
+ * and zscore is a corrected two-pass: the rules are in norm_math.h, shared
+ * with normalize.cu. The other ops sum at most d terms in plain double.
  *
  * Thread-safe: no global state, no allocation. Typed inner loops are stamped
  * out once per dtype by the CPU_REF_TYPED macro; the scalar math they share
  * lives in plain double helpers.
  */
 #include "gpuq_kernels.h"
+#include "norm_math.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -31,41 +37,6 @@ static uint64_t mul_size(uint64_t a, uint64_t b)
     if (a == 0 || b == 0 || a > UINT64_MAX / b)
         return 0;
     return a * b;
-}
-
-/* ---- normalize: out = (a - shift) / scale per row ---- */
-
-/* From the per-row statistics of one row: shift and scale such that the
- * method's result is (a - shift) / scale. */
-typedef struct row_stats {
-    double sum, abs_sum, sq_sum; /* Σa, Σ|a|, Σa² */
-    double min, max;             /* NaN if the row holds a NaN (numpy's min/max) */
-    double mean, m2;             /* two-pass mean and Σ(a - mean)² */
-} row_stats;
-
-static void method_affine(int method, const row_stats *s, uint64_t cols, double *shift,
-                          double *scale)
-{
-    *shift = 0.0;
-    switch (method) {
-    case GPUQ_K_SUM:
-        *scale = s->sum;
-        break;
-    case GPUQ_K_L1:
-        *scale = s->abs_sum;
-        break;
-    case GPUQ_K_L2:
-        *scale = sqrt(s->sq_sum);
-        break;
-    case GPUQ_K_MINMAX:
-        *shift = s->min;
-        *scale = s->max - s->min;
-        break;
-    default: /* GPUQ_K_ZSCORE */
-        *shift = s->mean;
-        *scale = sqrt(s->m2 / (double)cols);
-        break;
-    }
 }
 
 /* ---- haversine, all in double ---- */
@@ -137,56 +108,99 @@ static int pair_finish(int metric, int zero_ok, const pair_acc *p, double *d)
 
 /* ---- typed loops, one instance per dtype ---- */
 
-#define CPU_REF_TYPED(T, SFX)                                                                   \
-    static void row_stats_##SFX(const T *a, uint64_t cols, int method, row_stats *s)          \
-    {                                                                                           \
-        double sum = 0.0, abs_sum = 0.0, sq_sum = 0.0, mn = INFINITY, mx = -INFINITY;           \
-        int has_nan = 0;                                                                        \
-        for (uint64_t j = 0; j < cols; j++) {                                                   \
-            double v = (double)a[j];                                                            \
-            sum += v;                                                                           \
-            abs_sum += fabs(v);                                                                 \
-            sq_sum += v * v;                                                                    \
-            has_nan |= isnan(v);                                                                \
-            mn = v < mn ? v : mn;                                                               \
-            mx = v > mx ? v : mx;                                                               \
+/* One pass of normalize over a row (a, cols, bins, c, m0 in scope) into
+ * *acc, in a constant MODE so that nm_acc_add inlines without its switch.
+ * Four accumulators take every fourth element: the compensated sums are
+ * latency-bound chains, and four of them run side by side; they merge at
+ * the end (unused fields are identities). */
+#define ROW_PASS_LOOP(MODE)                                                                     \
+    do {                                                                                        \
+        nm_acc q0_, q1_, q2_, q3_;                                                              \
+        uint64_t j_ = 0;                                                                        \
+        nm_acc_init(&q0_);                                                                      \
+        nm_acc_init(&q1_);                                                                      \
+        nm_acc_init(&q2_);                                                                      \
+        nm_acc_init(&q3_);                                                                      \
+        for (; j_ + 4 <= cols; j_ += 4) {                                                       \
+            nm_acc_add(&q0_, MODE, bins, (double)a[j_], c, m0);                                 \
+            nm_acc_add(&q1_, MODE, bins, (double)a[j_ + 1], c, m0);                             \
+            nm_acc_add(&q2_, MODE, bins, (double)a[j_ + 2], c, m0);                             \
+            nm_acc_add(&q3_, MODE, bins, (double)a[j_ + 3], c, m0);                             \
         }                                                                                       \
-        s->sum = sum;                                                                           \
-        s->abs_sum = abs_sum;                                                                   \
-        s->sq_sum = sq_sum;                                                                     \
-        s->min = has_nan ? NAN : mn;                                                            \
-        s->max = has_nan ? NAN : mx;                                                            \
-        s->mean = sum / (double)cols;                                                           \
-        s->m2 = 0.0;                                                                            \
-        if (method == GPUQ_K_ZSCORE) {                                                          \
-            double m2 = 0.0;                                                                    \
-            for (uint64_t j = 0; j < cols; j++) {                                               \
-                double dv = (double)a[j] - s->mean;                                             \
-                m2 += dv * dv;                                                                  \
-            }                                                                                   \
-            s->m2 = m2;                                                                         \
+        for (; j_ < cols; j_++)                                                                 \
+            nm_acc_add(&q0_, MODE, bins, (double)a[j_], c, m0);                                 \
+        nm_acc_merge(&q0_, &q1_, 3, 1);                                                         \
+        nm_acc_merge(&q2_, &q3_, 3, 1);                                                         \
+        nm_acc_merge(&q0_, &q2_, 3, 1);                                                         \
+        *acc = q0_;                                                                             \
+    } while (0)
+
+#define CPU_REF_TYPED(T, SFX)                                                                   \
+    /* One pass over a row in a mode; the switch is outside the loop so                         \
+     * that each loop inlines nm_acc_add with a constant mode. */                               \
+    static void row_pass_##SFX(const T *a, uint64_t cols, int mode, double c, double m0,        \
+                               nm_acc *acc)                                                     \
+    {                                                                                           \
+        const int bins = sizeof(T) == sizeof(double);                                           \
+        switch (mode) {                                                                         \
+        case NM_SUM:                                                                            \
+            ROW_PASS_LOOP(NM_SUM);                                                              \
+            break;                                                                              \
+        case NM_ABS:                                                                            \
+            ROW_PASS_LOOP(NM_ABS);                                                              \
+            break;                                                                              \
+        case NM_SQ:                                                                             \
+            ROW_PASS_LOOP(NM_SQ);                                                               \
+            break;                                                                              \
+        case NM_MINMAX:                                                                         \
+            ROW_PASS_LOOP(NM_MINMAX);                                                           \
+            break;                                                                              \
+        case NM_ZS1:                                                                            \
+            ROW_PASS_LOOP(NM_ZS1);                                                              \
+            break;                                                                              \
+        default:                                                                                \
+            ROW_PASS_LOOP(NM_ZS2);                                                              \
+            break;                                                                              \
         }                                                                                       \
     }                                                                                           \
                                                                                                 \
+    static nm_affine row_affine_##SFX(int method, const T *a, uint64_t cols)                    \
+    {                                                                                           \
+        nm_acc acc;                                                                             \
+        nm_affine f;                                                                            \
+        row_pass_##SFX(a, cols, nm_first_mode(method), 1.0, 0.0, &acc);                         \
+        if (method != GPUQ_K_ZSCORE)                                                            \
+            return nm_finish(method, &acc);                                                     \
+        if (!nm_zscore_stage0(&acc, cols, &f)) {                                                \
+            row_pass_##SFX(a, cols, NM_ZS2, f.pre, f.sh, &acc);                                 \
+            nm_zscore_stage1(&acc, cols, &f);                                                   \
+        }                                                                                       \
+        return f;                                                                               \
+    }                                                                                           \
+                                                                                                \
+    /* out NULL: only find the first failing row (*bad_row). */                                 \
     static int normalize_##SFX(int method, int zero_ok, const T *in, T *out, uint64_t rows,     \
-                               uint64_t cols)                                                   \
+                               uint64_t cols, uint64_t *bad_row)                                \
     {                                                                                           \
         for (uint64_t r = 0; r < rows; r++) {                                                   \
             const T *a = in + r * cols;                                                         \
-            T *o = out + r * cols;                                                              \
-            row_stats s;                                                                        \
-            double shift, scale;                                                                \
-            row_stats_##SFX(a, cols, method, &s);                                               \
-            method_affine(method, &s, cols, &shift, &scale);                                    \
-            if (scale == 0.0) {                                                                 \
+            T *o = out ? out + r * cols : NULL;                                                 \
+            nm_affine f = row_affine_##SFX(method, a, cols);                                    \
+            *bad_row = r;                                                                       \
+            if (f.den == 0.0) {                                                                 \
                 if (!zero_ok)                                                                   \
                     return GPUQ_K_E_ZERO;                                                       \
-                for (uint64_t j = 0; j < cols; j++)                                             \
+                for (uint64_t j = 0; o && j < cols; j++)                                        \
                     o[j] = (T)0;                                                                \
                 continue;                                                                       \
             }                                                                                   \
-            for (uint64_t j = 0; j < cols; j++)                                                 \
-                o[j] = (T)(((double)a[j] - shift) / scale);                                     \
+            for (uint64_t j = 0; j < cols; j++) {                                               \
+                T v = (T)nm_apply(&f, (double)a[j]);                                            \
+                if (f.check && isinf(v))                                                        \
+                    return GPUQ_K_E_OVERFLOW;                                                   \
+                if (o)                                                                          \
+                    o[j] = v;                                                                   \
+            }                                                                                   \
         }                                                                                       \
         return GPUQ_K_OK;                                                                       \
     }                                                                                           \
@@ -280,6 +294,7 @@ CPU_REF_TYPED(float, f32)
 CPU_REF_TYPED(double, f64)
 
 #undef CPU_REF_TYPED
+#undef ROW_PASS_LOOP
 
 /* ---- public entry points: validate, then dispatch on dtype ---- */
 
@@ -289,9 +304,26 @@ int gpuq_cpu_normalize(int dt, int method, int zero_ok, const void *in, void *ou
     if (!dt_valid(dt) || method < GPUQ_K_SUM || method > GPUQ_K_ZSCORE || !in || !out ||
         mul_size(rows, cols) == 0)
         return GPUQ_K_E_ARG;
+    uint64_t row;
     if (dt == GPUQ_K_F32)
-        return normalize_f32(method, zero_ok, in, out, rows, cols);
-    return normalize_f64(method, zero_ok, in, out, rows, cols);
+        return normalize_f32(method, zero_ok, in, out, rows, cols, &row);
+    return normalize_f64(method, zero_ok, in, out, rows, cols, &row);
+}
+
+int gpuq_cpu_normalize_find(int dt, int method, const void *in, uint64_t rows, uint64_t cols,
+                            uint64_t *row)
+{
+    uint64_t r = 0;
+    int rc;
+    if (!dt_valid(dt) || method < GPUQ_K_SUM || method > GPUQ_K_ZSCORE || !in || !row ||
+        mul_size(rows, cols) == 0)
+        return GPUQ_K_E_ARG;
+    if (dt == GPUQ_K_F32)
+        rc = normalize_f32(method, 0, in, NULL, rows, cols, &r);
+    else
+        rc = normalize_f64(method, 0, in, NULL, rows, cols, &r);
+    *row = r;
+    return rc;
 }
 
 static int radius_ok(double radius)

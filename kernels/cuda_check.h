@@ -80,6 +80,7 @@ __device__ __forceinline__ void gpuq_set_flag(int *flag, int v)
 }
 #define GPUQ_FLAG_ZERO 2  /* -GPUQ_K_E_ZERO */
 #define GPUQ_FLAG_RANGE 3 /* -GPUQ_K_E_RANGE */
+#define GPUQ_FLAG_OVERFLOW 7 /* -GPUQ_K_E_OVERFLOW */
 #endif
 
 #endif

@@ -9,9 +9,17 @@
  * Data-dependent errors: a zero sum/norm, a constant row (minmax, zscore), a
  * zero vector under cosine -> GPUQ_K_E_ZERO unless zero_ok (then that row's
  * output is all zeros; a cosine distance involving a zero vector is then 1.0);
- * |lat| > 90 or a non-finite coordinate ->
- * GPUQ_K_E_RANGE. NaN/Inf values elsewhere propagate per IEEE 754 and are not
- * errors (a row whose norm is NaN yields NaNs).
+ * a normalize result whose magnitude exceeds the dtype's largest finite
+ * value, from a row of finite values -> GPUQ_K_E_OVERFLOW (zero_ok does not
+ * change that); |lat| > 90 or a non-finite coordinate -> GPUQ_K_E_RANGE.
+ * NaN/Inf values elsewhere propagate per IEEE 754 and are not errors (a row
+ * whose norm is NaN yields NaNs).
+ *
+ * normalize's numerics (CPU and CUDA alike, see norm_math.h): compensated
+ * sums, float64 input binned like LAPACK's dnrm2 so that no sum overflows or
+ * underflows, zscore by the corrected two-pass algorithm with the mean kept
+ * to twice double precision. A result that double and the dtype can hold
+ * comes out to within a few units in the last place of the exact one.
  */
 #ifndef GPUQ_KERNELS_H
 #define GPUQ_KERNELS_H
@@ -34,7 +42,8 @@ enum {
     GPUQ_K_E_RANGE = -3,    /* latitude out of [-90, 90] or non-finite coordinate */
     GPUQ_K_E_NOMEM = -4,    /* allocation failed */
     GPUQ_K_E_CUDA = -5,     /* a CUDA error for this call; context still usable */
-    GPUQ_K_E_STICKY = -6    /* sticky CUDA error: context is lost */
+    GPUQ_K_E_STICKY = -6,   /* sticky CUDA error: context is lost */
+    GPUQ_K_E_OVERFLOW = -7  /* normalize: a result out of the dtype's range */
 };
 
 /* ---- CPU references (synchronous, thread-safe, no allocation) ---- */
@@ -42,6 +51,12 @@ enum {
 /* Normalize rows x cols (a 1-D array or flat: rows = 1). */
 int gpuq_cpu_normalize(int dt, int method, int zero_ok, const void *in, void *out,
                        uint64_t rows, uint64_t cols);
+/* The row at which gpuq_cpu_normalize with zero_ok = 0 stops: returns its
+ * GPUQ_K_E_ZERO or GPUQ_K_E_OVERFLOW with *row set, or GPUQ_K_OK when every
+ * row is fine (GPUQ_K_E_ARG as gpuq_cpu_normalize). Writes no output; for
+ * error messages, after a backend reported the error. */
+int gpuq_cpu_normalize_find(int dt, int method, const void *in, uint64_t rows, uint64_t cols,
+                            uint64_t *row);
 /* Haversine from pts[n][2] (lat, lon degrees) to (lat, lon): out[n]. */
 int gpuq_cpu_haversine_to(int dt, const void *pts, uint64_t n, double lat, double lon,
                           double radius, void *out);
@@ -66,8 +81,9 @@ int gpuq_cpu_pairwise(int dt, int metric, int zero_ok, const void *x, const void
 typedef struct gpuq_cuda_ctx gpuq_cuda_ctx;
 int gpuq_cuda_ctx_create(cudaStream_t stream, gpuq_cuda_ctx **out);
 void gpuq_cuda_ctx_destroy(gpuq_cuda_ctx *ctx);
-/* Device flag the kernels set on data errors (GPUQ_K_E_ZERO/RANGE as a
- * positive int); the caller copies it back with the result and resets it. */
+/* Device flag the kernels set on data errors (GPUQ_K_E_ZERO/RANGE/OVERFLOW
+ * as a positive int); the caller copies it back with the result and resets
+ * it. */
 int *gpuq_cuda_ctx_errflag(gpuq_cuda_ctx *ctx);
 
 int gpuq_cuda_normalize(gpuq_cuda_ctx *ctx, int dt, int method, int zero_ok, const void *d_in,

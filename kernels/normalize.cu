@@ -1,214 +1,168 @@
-/* normalize.cu - row-wise normalize on the GPU: out = (a - shift) / scale.
+/* normalize.cu - row-wise normalize on the GPU: out = ((a*pre - sh) - sl) / den.
  *
- * Statistics accumulate in double (the CPU reference's formulas, see
- * cpu_ref.c): sum, l1 = Σ|a|, l2 = sqrt(Σa²), minmax (min, max; NaN if the row
- * holds a NaN), zscore (two passes: mean, then Σ(a-mean)², population std).
+ * The numerics are norm_math.h's, the CPU reference's own: every thread keeps
+ * compensated (Neumaier) partial sums in double, binned for float64 input so
+ * that nothing overflows or underflows; warps, blocks and the multi-block
+ * path merge them by exact TwoSum; zscore is the corrected two-pass (mean,
+ * then sums of d and d^2 of the scaled deviations). The reductions shuffle
+ * only the fields the pass uses (nm_mode_pairs), so float32 sum/l1/l2 move
+ * one pair per step; the extra flops are hidden behind memory traffic.
  *
  * Three shapes of launch:
- *  - cols <= 128: a warp per row (cub::WarpReduce), reduce and scale fused;
- *  - cols < 2^17: a block per row (cub::BlockReduce), reduce and scale fused;
- *  - longer rows (a flat 10^8 array): a grid-wide two-stage reduction, B
- *    blocks per row write partials into ctx scratch, a finalize kernel turns
- *    them into (shift, scale) per row, then an elementwise scale kernel.
- * A zero scale sets the ctx flag to ZERO (2) unless zero_ok; that row's
- * output is zeros either way. A NaN scale is not zero: the row becomes NaN.
+ *  - cols <= 128: a warp per row (xor butterfly), reduce and scale fused;
+ *  - cols < 2^17: a block per row (butterfly, then the warps' results),
+ *    reduce and scale fused;
+ *  - longer rows (a flat 10^8 array): B blocks per row write partial
+ *    accumulators into ctx scratch, a finalize kernel merges them into the
+ *    row's nm_affine (zscore: partials and finalize twice), then an
+ *    elementwise scale kernel.
+ * Flags: a zero denominator sets ZERO unless zero_ok (that row's output is
+ * zeros either way); an output too large for the dtype from a row of finite
+ * values sets OVERFLOW. A row holding NaN or Inf follows IEEE (NaN and Inf
+ * propagate; no flag).
  */
-#include <cub/block/block_reduce.cuh>
-#include <cub/warp/warp_reduce.cuh>
 #include <math.h>
 
 #include "cuda_check.h"
+#include "norm_math.h"
 
 namespace {
 
-struct Acc {
-    double s, mn, mx;
-};
+constexpr unsigned FULL_MASK = 0xffffffffu;
 
-__device__ __forceinline__ double nan_min(double a, double b)
-{
-    return (a < b || a != a) ? a : b;
-}
-__device__ __forceinline__ double nan_max(double a, double b)
-{
-    return (a > b || a != a) ? a : b;
-}
-
-struct AccOp {
-    __device__ __forceinline__ Acc operator()(const Acc &a, const Acc &b) const
-    {
-        Acc r;
-        r.s = a.s + b.s;
-        r.mn = nan_min(a.mn, b.mn);
-        r.mx = nan_max(a.mx, b.mx);
-        return r;
-    }
-};
-
-enum { M_SUM = 0, M_ABS, M_SQ, M_MINMAX, M_SQDEV };
-
-__device__ __forceinline__ Acc acc_identity()
-{
-    Acc a;
-    a.s = 0.0;
-    a.mn = INFINITY;
-    a.mx = -INFINITY;
-    return a;
-}
-
-/* Accumulate p[lo + t*stride ...] below hi in the given mode. */
+/* Accumulate p[lo + k*stride] below hi in pass MODE (c, m0: zscore pass 2). */
 template <int MODE, typename T>
-__device__ Acc acc_range(const T *p, uint64_t lo, uint64_t hi, uint64_t stride, double mean)
+__device__ nm_acc acc_range(const T *p, uint64_t lo, uint64_t hi, uint64_t stride, double c,
+                            double m0)
 {
-    Acc a = acc_identity();
-    for (uint64_t j = lo; j < hi; j += stride) {
-        double v = (double)p[j];
-        if (MODE == M_SUM) {
-            a.s += v;
-        } else if (MODE == M_ABS) {
-            a.s += fabs(v);
-        } else if (MODE == M_SQ) {
-            a.s += v * v;
-        } else if (MODE == M_MINMAX) {
-            a.mn = nan_min(a.mn, v);
-            a.mx = nan_max(a.mx, v);
-        } else {
-            double d = v - mean;
-            a.s += d * d;
-        }
-    }
+    nm_acc a;
+    nm_acc_init(&a);
+    const int bins = sizeof(T) == sizeof(double);
+    for (uint64_t j = lo; j < hi; j += stride)
+        nm_acc_add(&a, MODE, bins, (double)p[j], c, m0);
     return a;
 }
 
 template <typename T>
-__device__ Acc acc_method(int mode, const T *p, uint64_t lo, uint64_t hi, uint64_t stride,
-                          double mean)
+__device__ nm_acc acc_mode(int mode, const T *p, uint64_t lo, uint64_t hi, uint64_t stride,
+                           double c, double m0)
 {
     switch (mode) {
-    case M_SUM:
-        return acc_range<M_SUM>(p, lo, hi, stride, mean);
-    case M_ABS:
-        return acc_range<M_ABS>(p, lo, hi, stride, mean);
-    case M_SQ:
-        return acc_range<M_SQ>(p, lo, hi, stride, mean);
-    case M_MINMAX:
-        return acc_range<M_MINMAX>(p, lo, hi, stride, mean);
+    case NM_SUM:
+        return acc_range<NM_SUM>(p, lo, hi, stride, c, m0);
+    case NM_ABS:
+        return acc_range<NM_ABS>(p, lo, hi, stride, c, m0);
+    case NM_SQ:
+        return acc_range<NM_SQ>(p, lo, hi, stride, c, m0);
+    case NM_MINMAX:
+        return acc_range<NM_MINMAX>(p, lo, hi, stride, c, m0);
+    case NM_ZS1:
+        return acc_range<NM_ZS1>(p, lo, hi, stride, c, m0);
     default:
-        return acc_range<M_SQDEV>(p, lo, hi, stride, mean);
+        return acc_range<NM_ZS2>(p, lo, hi, stride, c, m0);
     }
 }
 
-/* First-pass mode of a method (zscore's first pass is the sum). */
-__host__ __device__ __forceinline__ int first_mode(int method)
+/* Every lane gets the merge of the warp's 32 accumulators. Merges are
+ * symmetric (norm_math.h), so all lanes hold the same values. np, mm:
+ * the fields in use; uniform across the warp. */
+__device__ nm_acc warp_allreduce(nm_acc a, int np, int mm)
 {
-    switch (method) {
-    case GPUQ_K_SUM:
-        return M_SUM;
-    case GPUQ_K_L1:
-        return M_ABS;
-    case GPUQ_K_L2:
-        return M_SQ;
-    case GPUQ_K_MINMAX:
-        return M_MINMAX;
-    default:
-        return M_SUM;
+    for (int off = 16; off > 0; off >>= 1) {
+        nm_acc o = a;
+#pragma unroll
+        for (int i = 0; i < 3; i++) {
+            if (i < np) {
+                o.p[i].s = __shfl_xor_sync(FULL_MASK, a.p[i].s, off);
+                o.p[i].c = __shfl_xor_sync(FULL_MASK, a.p[i].c, off);
+            }
+        }
+        if (mm) {
+            o.mn = __shfl_xor_sync(FULL_MASK, a.mn, off);
+            o.mx = __shfl_xor_sync(FULL_MASK, a.mx, off);
+        }
+        nm_acc_merge(&a, &o, np, mm);
     }
+    return a;
 }
 
-/* (shift, scale) from the first-pass result (non-zscore). */
-__device__ __forceinline__ void affine(int method, const Acc &a, double *shift, double *scale)
-{
-    *shift = 0.0;
-    switch (method) {
-    case GPUQ_K_SUM:
-    case GPUQ_K_L1:
-        *scale = a.s;
-        break;
-    case GPUQ_K_L2:
-        *scale = sqrt(a.s);
-        break;
-    default: /* minmax */
-        *shift = a.mn;
-        *scale = a.mx - a.mn;
-        break;
-    }
-}
-
-template <typename T>
-__device__ void scale_range(const T *in, T *out, uint64_t lo, uint64_t hi, uint64_t stride,
-                            double shift, double scale)
-{
-    if (scale == 0.0) {
-        for (uint64_t j = lo; j < hi; j += stride)
-            out[j] = (T)0;
-    } else {
-        for (uint64_t j = lo; j < hi; j += stride)
-            out[j] = (T)(((double)in[j] - shift) / scale);
-    }
-}
-
-/* One row with a group of threads; red(Acc) returns the group's reduction
- * in every thread of the group. */
-template <typename T, typename Red>
-__device__ void norm_row(const T *in, T *out, uint64_t cols, int method, int zero_ok, int *flag,
-                         unsigned t, unsigned nt, Red &red)
-{
-    double shift, scale;
-    Acc a = red(acc_method(first_mode(method), in, t, cols, nt, 0.0));
-    if (method == GPUQ_K_ZSCORE) {
-        double mean = a.s / (double)cols;
-        Acc b = red(acc_method(M_SQDEV, in, t, cols, nt, mean));
-        shift = mean;
-        scale = sqrt(b.s / (double)cols);
-    } else {
-        affine(method, a, &shift, &scale);
-    }
-    if (scale == 0.0 && !zero_ok && t == 0)
-        gpuq_set_flag(flag, GPUQ_FLAG_ZERO);
-    scale_range(in, out, t, cols, nt, shift, scale);
-}
-
-template <int BLOCK>
-struct BlockRed {
-    typedef cub::BlockReduce<Acc, BLOCK> R;
-    typename R::TempStorage *tmp;
-    Acc *bcast;
-    __device__ Acc operator()(const Acc &v)
+/* Block-wide: every thread gets the same merge (warps in a fixed order). */
+template <int BLOCK> struct BlockRed {
+    nm_acc *warps; /* shared, BLOCK / 32 */
+    __device__ nm_acc operator()(nm_acc v, int np, int mm)
     {
-        Acc r = R(*tmp).Reduce(v, AccOp());
-        if (threadIdx.x == 0)
-            *bcast = r;
+        v = warp_allreduce(v, np, mm);
+        if (threadIdx.x % 32 == 0)
+            warps[threadIdx.x / 32] = v;
         __syncthreads();
-        r = *bcast;
-        __syncthreads(); /* tmp and bcast are reused by the next call */
+        nm_acc r = warps[0];
+        for (int w = 1; w < BLOCK / 32; w++)
+            nm_acc_merge(&r, &warps[w], np, mm);
+        __syncthreads(); /* warps is reused by the next call */
         return r;
     }
 };
 
 struct WarpRed {
-    typedef cub::WarpReduce<Acc> R;
-    typename R::TempStorage *tmp;
-    __device__ Acc operator()(const Acc &v)
+    __device__ nm_acc operator()(nm_acc v, int np, int mm)
     {
-        Acc r = R(*tmp).Reduce(v, AccOp());
-        r.s = __shfl_sync(0xffffffffu, r.s, 0);
-        r.mn = __shfl_sync(0xffffffffu, r.mn, 0);
-        r.mx = __shfl_sync(0xffffffffu, r.mx, 0);
-        __syncwarp();
-        return r;
+        return warp_allreduce(v, np, mm);
     }
 };
+
+/* Write one row's results; den == 0 writes zeros. */
+template <typename T>
+__device__ void scale_range(const T *in, T *out, uint64_t lo, uint64_t hi, uint64_t stride,
+                            const nm_affine &f, int *flag)
+{
+    if (f.den == 0.0) {
+        for (uint64_t j = lo; j < hi; j += stride)
+            out[j] = (T)0;
+        return;
+    }
+    bool inf = false;
+    for (uint64_t j = lo; j < hi; j += stride) {
+        T v = (T)nm_apply(&f, (double)in[j]);
+        inf |= isinf((double)v);
+        out[j] = v;
+    }
+    if (inf && f.check)
+        gpuq_set_flag(flag, GPUQ_FLAG_OVERFLOW);
+}
+
+/* One row with a group of nt threads (t: this one); red(acc, np, mm) returns
+ * the group's merge in every thread, so the branches below are uniform. */
+template <typename T, typename Red>
+__device__ void norm_row(const T *in, T *out, uint64_t cols, int method, int zero_ok, int *flag,
+                         unsigned t, unsigned nt, Red &red)
+{
+    const int bins = sizeof(T) == sizeof(double);
+    int mode = nm_first_mode(method);
+    nm_acc a = red(acc_mode(mode, in, t, cols, nt, 1.0, 0.0), nm_mode_pairs(mode, bins),
+                   nm_mode_minmax(mode));
+    nm_affine f;
+    if (method == GPUQ_K_ZSCORE) {
+        if (!nm_zscore_stage0(&a, cols, &f)) {
+            nm_acc b = red(acc_range<NM_ZS2>(in, t, cols, nt, f.pre, f.sh),
+                           nm_mode_pairs(NM_ZS2, bins), 0);
+            nm_zscore_stage1(&b, cols, &f);
+        }
+    } else {
+        f = nm_finish(method, &a);
+    }
+    if (f.den == 0.0 && !zero_ok && t == 0)
+        gpuq_set_flag(flag, GPUQ_FLAG_ZERO);
+    scale_range(in, out, t, cols, nt, f, flag);
+}
 
 template <typename T, int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
     norm_block_kernel(const T *in, T *out, uint64_t rows, uint64_t cols, int method, int zero_ok,
                       int *flag)
 {
-    __shared__ typename BlockRed<BLOCK>::R::TempStorage tmp;
-    __shared__ Acc bcast;
+    __shared__ nm_acc warps[BLOCK / 32];
     BlockRed<BLOCK> red;
-    red.tmp = &tmp;
-    red.bcast = &bcast;
+    red.warps = warps;
     for (uint64_t r = blockIdx.x; r < rows; r += gridDim.x)
         norm_row(in + r * cols, out + r * cols, cols, method, zero_ok, flag, threadIdx.x, BLOCK,
                  red);
@@ -220,10 +174,8 @@ __global__ void __launch_bounds__(BLOCK)
                      int *flag)
 {
     constexpr int WARPS = BLOCK / 32;
-    __shared__ typename WarpRed::R::TempStorage tmp[WARPS];
     unsigned w = threadIdx.x / 32, lane = threadIdx.x % 32;
     WarpRed red;
-    red.tmp = &tmp[w];
     /* The loop bound is uniform within a warp, as the shuffles need. */
     for (uint64_t r = (uint64_t)blockIdx.x * WARPS + w; r < rows; r += (uint64_t)gridDim.x * WARPS)
         norm_row(in + r * cols, out + r * cols, cols, method, zero_ok, flag, lane, 32, red);
@@ -233,71 +185,79 @@ __global__ void __launch_bounds__(BLOCK)
 
 constexpr int BIG_BLOCK = 256;
 
-/* Block b of row r reduces its chunk of the row into part[r * bpr + b].
- * params[r].x is the row mean (M_SQDEV pass only). */
+/* Block b of row r reduces its chunk of the row in pass mode into
+ * part[r * bpr + b]. NM_ZS2 reads c and m0 from params[r] (stage 0). */
 template <typename T>
 __global__ void __launch_bounds__(BIG_BLOCK)
     norm_partial_kernel(const T *in, uint64_t rows, uint64_t cols, unsigned bpr, int mode,
-                        const double2 *params, Acc *part)
+                        const nm_affine *params, nm_acc *part)
 {
-    typedef cub::BlockReduce<Acc, BIG_BLOCK> R;
-    __shared__ typename R::TempStorage tmp;
+    __shared__ nm_acc warps[BIG_BLOCK / 32];
+    BlockRed<BIG_BLOCK> red;
+    red.warps = warps;
+    const int bins = sizeof(T) == sizeof(double);
+    int np = nm_mode_pairs(mode, bins), mm = nm_mode_minmax(mode);
     uint64_t chunk = (cols + bpr - 1) / bpr;
     uint64_t lo = (uint64_t)blockIdx.x * chunk;
     uint64_t hi = lo + chunk < cols ? lo + chunk : cols;
     for (uint64_t r = blockIdx.y; r < rows; r += gridDim.y) {
-        double mean = mode == M_SQDEV ? params[r].x : 0.0;
-        Acc a = acc_method(mode, in + r * cols, lo + threadIdx.x, hi, BIG_BLOCK, mean);
-        Acc s = R(tmp).Reduce(a, AccOp());
+        double c = 1.0, m0 = 0.0;
+        if (mode == NM_ZS2) {
+            c = params[r].pre;
+            m0 = params[r].sh;
+        }
+        nm_acc a =
+            red(acc_mode(mode, in + r * cols, lo + threadIdx.x, hi, BIG_BLOCK, c, m0), np, mm);
         if (threadIdx.x == 0)
-            part[r * bpr + blockIdx.x] = s;
-        __syncthreads();
+            part[r * bpr + blockIdx.x] = a;
     }
 }
 
-/* A block per row reduces its bpr partials. stage 0 (zscore's first pass):
- * params[r].x = mean. stage 1: params[r] = (shift, scale) and the flag. */
+/* A block per row merges its bpr partials of pass mode into params[r]:
+ * NM_ZS1 -> zscore stage 0, NM_ZS2 -> stage 1 (rows stage 0 finished are
+ * left alone), else the method's finish. Sets the ZERO flag for a finished
+ * zero row unless zero_ok. */
 __global__ void __launch_bounds__(BIG_BLOCK)
-    norm_finalize_kernel(const Acc *part, uint64_t rows, uint64_t cols, unsigned bpr, int method,
-                         int stage, int zero_ok, double2 *params, int *flag)
+    norm_finalize_kernel(const nm_acc *part, uint64_t rows, uint64_t cols, unsigned bpr, int method,
+                         int mode, int bins, int zero_ok, nm_affine *params, int *flag)
 {
-    typedef cub::BlockReduce<Acc, BIG_BLOCK> R;
-    __shared__ typename R::TempStorage tmp;
+    __shared__ nm_acc warps[BIG_BLOCK / 32];
+    BlockRed<BIG_BLOCK> red;
+    red.warps = warps;
+    int np = nm_mode_pairs(mode, bins), mm = nm_mode_minmax(mode);
     for (uint64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-        Acc a = acc_identity();
-        AccOp op;
+        nm_acc a;
+        nm_acc_init(&a);
         for (unsigned b = threadIdx.x; b < bpr; b += BIG_BLOCK)
-            a = op(a, part[r * bpr + b]);
-        Acc s = R(tmp).Reduce(a, op);
+            nm_acc_merge(&a, &part[r * bpr + b], np, mm);
+        a = red(a, np, mm);
         if (threadIdx.x == 0) {
-            double shift, scale;
-            if (method == GPUQ_K_ZSCORE && stage == 0) {
-                params[r].x = s.s / (double)cols;
+            nm_affine f;
+            if (mode == NM_ZS1) {
+                nm_zscore_stage0(&a, cols, &f);
+            } else if (mode == NM_ZS2) {
+                f = params[r];
+                if (!f.done)
+                    nm_zscore_stage1(&a, cols, &f);
             } else {
-                if (method == GPUQ_K_ZSCORE) {
-                    shift = params[r].x;
-                    scale = sqrt(s.s / (double)cols);
-                } else {
-                    affine(method, s, &shift, &scale);
-                }
-                params[r] = make_double2(shift, scale);
-                if (scale == 0.0 && !zero_ok)
-                    gpuq_set_flag(flag, GPUQ_FLAG_ZERO);
+                f = nm_finish(method, &a);
             }
+            params[r] = f;
+            if (f.done && f.den == 0.0 && !zero_ok)
+                gpuq_set_flag(flag, GPUQ_FLAG_ZERO);
         }
-        __syncthreads();
     }
 }
 
 template <typename T>
 __global__ void norm_scale_kernel(const T *in, T *out, uint64_t rows, uint64_t cols,
-                                  const double2 *params)
+                                  const nm_affine *params, int *flag)
 {
     for (uint64_t r = blockIdx.y; r < rows; r += gridDim.y) {
-        double2 p = params[r];
+        nm_affine f = params[r];
         uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
         scale_range(in + r * cols, out + r * cols, (uint64_t)blockIdx.x * blockDim.x + threadIdx.x,
-                    cols, stride, p.x, p.y);
+                    cols, stride, f, flag);
     }
 }
 
@@ -324,47 +284,45 @@ int normalize_t(gpuq_cuda_ctx *ctx, int method, int zero_ok, const T *in, T *out
         return GPUQ_K_OK;
     }
     /* Long rows: about 16 elements per thread per block, at most 2048 blocks
-     * per row and 2^20 partials in all (rows * cols is bounded by memory). */
+     * per row and 2^18 partials (16 MiB) in all. */
     uint64_t bpr64 = (cols + BIG_BLOCK * 16 - 1) / (BIG_BLOCK * 16);
     if (bpr64 > 2048)
         bpr64 = 2048;
-    uint64_t cap = ((uint64_t)1 << 20) / rows;
+    uint64_t cap = ((uint64_t)1 << 18) / rows;
     if (bpr64 > cap)
         bpr64 = cap;
     if (bpr64 == 0)
         bpr64 = 1;
     unsigned bpr = (unsigned)bpr64;
-    size_t part_bytes = (size_t)rows * bpr * sizeof(Acc);
+    size_t part_bytes = (size_t)rows * bpr * sizeof(nm_acc);
     part_bytes = (part_bytes + 255) & ~(size_t)255;
     void *scratch = NULL;
-    int rc = gpuq_cuda_scratch(ctx, part_bytes + (size_t)rows * sizeof(double2), &scratch);
+    int rc = gpuq_cuda_scratch(ctx, part_bytes + (size_t)rows * sizeof(nm_affine), &scratch);
     if (rc != GPUQ_K_OK)
         return rc;
-    Acc *part = (Acc *)scratch;
-    double2 *params = (double2 *)((char *)scratch + part_bytes);
+    nm_acc *part = (nm_acc *)scratch;
+    nm_affine *params = (nm_affine *)((char *)scratch + part_bytes);
+    const int bins = sizeof(T) == sizeof(double);
     unsigned gy = (unsigned)(rows < 65535 ? rows : 65535);
     dim3 pgrid(bpr, gy);
     unsigned fgrid = gpuq_grid_for(rows, 1);
 
+    int mode = nm_first_mode(method);
+    norm_partial_kernel<T><<<pgrid, BIG_BLOCK, 0, s>>>(in, rows, cols, bpr, mode, params, part);
+    GPUQ_LAUNCH_CHECK(ctx);
+    norm_finalize_kernel<<<fgrid, BIG_BLOCK, 0, s>>>(part, rows, cols, bpr, method, mode, bins,
+                                                     zero_ok, params, flag);
+    GPUQ_LAUNCH_CHECK(ctx);
     if (method == GPUQ_K_ZSCORE) {
-        norm_partial_kernel<T><<<pgrid, BIG_BLOCK, 0, s>>>(in, rows, cols, bpr, M_SUM, params, part);
+        norm_partial_kernel<T>
+            <<<pgrid, BIG_BLOCK, 0, s>>>(in, rows, cols, bpr, NM_ZS2, params, part);
         GPUQ_LAUNCH_CHECK(ctx);
-        norm_finalize_kernel<<<fgrid, BIG_BLOCK, 0, s>>>(part, rows, cols, bpr, method, 0, zero_ok,
-                                                         params, flag);
-        GPUQ_LAUNCH_CHECK(ctx);
-        norm_partial_kernel<T><<<pgrid, BIG_BLOCK, 0, s>>>(in, rows, cols, bpr, M_SQDEV, params,
-                                                           part);
-        GPUQ_LAUNCH_CHECK(ctx);
-    } else {
-        norm_partial_kernel<T><<<pgrid, BIG_BLOCK, 0, s>>>(in, rows, cols, bpr, first_mode(method),
-                                                           params, part);
+        norm_finalize_kernel<<<fgrid, BIG_BLOCK, 0, s>>>(part, rows, cols, bpr, method, NM_ZS2,
+                                                         bins, zero_ok, params, flag);
         GPUQ_LAUNCH_CHECK(ctx);
     }
-    norm_finalize_kernel<<<fgrid, BIG_BLOCK, 0, s>>>(part, rows, cols, bpr, method, 1, zero_ok,
-                                                     params, flag);
-    GPUQ_LAUNCH_CHECK(ctx);
     dim3 sgrid(gpuq_grid_for(cols, 256 * 4) < 4096 ? gpuq_grid_for(cols, 256 * 4) : 4096, gy);
-    norm_scale_kernel<T><<<sgrid, 256, 0, s>>>(in, out, rows, cols, params);
+    norm_scale_kernel<T><<<sgrid, 256, 0, s>>>(in, out, rows, cols, params, flag);
     GPUQ_LAUNCH_CHECK(ctx);
     return GPUQ_K_OK;
 }

@@ -2,11 +2,11 @@
  *
  * Maps a checked request to gpuq_cpu_* with pointers into the staging slot
  * (h_in: A then B; h_out: result). Kernel codes become wire codes with a
- * message; for a zero norm the offending row is found again (error path only).
+ * message; for a zero norm or a result too large for the dtype the offending
+ * row is found again by the CPU reference's rules (error path only).
  */
 #include "backend_run.h"
 
-#include <math.h>
 #include <stdio.h>
 
 #include "errors.h"
@@ -24,37 +24,17 @@ size_t backend_b_offset(const gpuq_request *r)
     return (size_t)(r->shape_a[0] * r->shape_a[1]) * gpuq_dtype_size(r->dtype);
 }
 
-static double at(const gpuq_request *r, const void *p, uint64_t i)
-{
-    return r->dtype == GPUQ_DT_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
-}
-
-/* First row of a normalize input whose norm is zero (or constant); -1 if none. */
-static long long zero_row(const gpuq_job *job)
+/* The first failing row of a normalize input (the kernel's own rules, see
+ * gpuq_cpu_normalize_find); -1 if none is found (error path only). */
+static long long failing_row(const gpuq_job *job, int kcode)
 {
     const gpuq_request *r = job->req;
-    const gpuq_sizes *sz = job->sz;
-    for (uint64_t i = 0; i < sz->rows; i++) {
-        double s = 0, l1 = 0, l2 = 0, mn = INFINITY, mx = -INFINITY;
-        for (uint64_t j = 0; j < sz->cols; j++) {
-            double v = at(r, job->h_in, i * sz->cols + j);
-            s += v;
-            l1 += fabs(v);
-            l2 += v * v;
-            mn = v < mn ? v : mn;
-            mx = v > mx ? v : mx;
-        }
-        int zero = 0;
-        switch (r->method) {
-        case GPUQ_NORM_SUM: zero = s == 0; break;
-        case GPUQ_NORM_L1: zero = l1 == 0; break;
-        case GPUQ_NORM_L2: zero = l2 == 0; break;
-        default: zero = mn == mx; break;
-        }
-        if (zero)
-            return (long long)i;
-    }
-    return -1;
+    uint64_t row = 0;
+    if (!job->h_in)
+        return -1;
+    int rc = gpuq_cpu_normalize_find(backend_kernel_dtype(r), (int)r->method, job->h_in,
+                                     job->sz->rows, job->sz->cols, &row);
+    return rc == kcode ? (long long)row : -1;
 }
 
 int backend_map_kernel_error(gpuq_job *job, int kcode)
@@ -69,7 +49,7 @@ int backend_map_kernel_error(gpuq_job *job, int kcode)
         if (r->op == GPUQ_OP_NORMALIZE) {
             const char *mname = gpuq_norm_method_name(r->method);
             int constant = r->method == GPUQ_NORM_MINMAX || r->method == GPUQ_NORM_ZSCORE;
-            long long row = job->h_in ? zero_row(job) : -1;
+            long long row = failing_row(job, kcode);
             if (row >= 0 && constant)
                 snprintf(m, cap, "row %lld is constant (%s)", row, mname);
             else if (row >= 0)
@@ -80,6 +60,16 @@ int backend_map_kernel_error(gpuq_job *job, int kcode)
             snprintf(m, cap, "zero vector under cosine metric");
         }
         return GPUQ_E_ZERO_NORM;
+    case GPUQ_K_E_OVERFLOW: {
+        long long row = r->op == GPUQ_OP_NORMALIZE ? failing_row(job, kcode) : -1;
+        const char *dt = gpuq_dtype_name(r->dtype);
+        if (row >= 0)
+            snprintf(m, cap, "row %lld: a %s result is too large for %s", row,
+                     gpuq_norm_method_name(r->method), dt);
+        else
+            snprintf(m, cap, "a result is too large for %s", dt);
+        return GPUQ_E_OUT_OF_RANGE;
+    }
     case GPUQ_K_E_RANGE:
         snprintf(m, cap, "latitude outside [-90, 90] or non-finite coordinate");
         return GPUQ_E_OUT_OF_RANGE;

@@ -187,6 +187,133 @@ double tu_rel_err_f32(const float *a, const double *ref, size_t n)
     return sqrt(num / den);
 }
 
+/* Per-element error of one value against its float64 reference; floor is
+ * the output dtype's smallest normal. */
+static double tu_elem_err1(double v, double r, double floor)
+{
+    if (isnan(v) || isnan(r))
+        return isnan(v) && isnan(r) ? 0.0 : INFINITY;
+    if (isinf(v) || isinf(r))
+        return v == r ? 0.0 : INFINITY;
+    return fabs(v - r) / fmax(fabs(r), floor);
+}
+
+double tu_elem_err_f64(const double *a, const double *ref, size_t n, size_t *worst)
+{
+    double m = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double e = tu_elem_err1(a[i], ref[i], 0x1p-1022);
+        if (e > m || (i == 0 && worst)) {
+            m = e > m ? e : m;
+            if (worst)
+                *worst = i;
+        }
+    }
+    return m;
+}
+
+double tu_elem_err_f32(const float *a, const double *ref, size_t n, size_t *worst)
+{
+    double m = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double e = tu_elem_err1((double)a[i], ref[i], 0x1p-126);
+        if (e > m || (i == 0 && worst)) {
+            m = e > m ? e : m;
+            if (worst)
+                *worst = i;
+        }
+    }
+    return m;
+}
+
+/* ---- normalize inputs that plain sums get wrong ---- */
+
+const char *const tu_norm_kind_names[TU_NORM_KINDS] = {"offset", "mixed", "wide", "cancel"};
+
+/* sign * 10^U(lo, hi) */
+static void tu_fill_log_uniform(double *x, size_t n, double lo, double hi)
+{
+    tu_rand_fill_f64(x, n, lo, hi);
+    for (size_t i = 0; i < n; i++) {
+        double sign;
+        tu_rand_fill_f64(&sign, 1, -1.0, 1.0);
+        x[i] = copysign(pow(10.0, x[i]), sign);
+    }
+}
+
+void tu_norm_fill(int kind, int f32, double *x, size_t rows, size_t cols)
+{
+    const double top = f32 ? 0x1.fffffep127 : 0x1.fffffffffffffp1023;
+    for (size_t r = 0; r < rows; r++) {
+        double *a = x + r * cols, off, sum = 0.0;
+        switch (kind) {
+        case TU_NORM_OFFSET: /* float32 keeps a spread below offsets of about 1e5 */
+            tu_rand_fill_f64(a, cols, -1.0, 1.0);
+            off = pow(10.0, f32 ? 1.0 + (double)(r % 4) : 3.0 + (double)(r % 7));
+            off *= r % 2 ? -1.0 : 1.0;
+            for (size_t j = 0; j < cols; j++)
+                a[j] += off;
+            break;
+        case TU_NORM_MIXED:
+            tu_fill_log_uniform(a, cols, -3.0, 3.0);
+            break;
+        case TU_NORM_WIDE:
+            tu_fill_log_uniform(a, cols, f32 ? -44.0 : -300.0, f32 ? 38.0 : 300.0);
+            off = top * (r % 2 ? -1.0 : 1.0);
+            a[r % cols] = off * 0.75;
+            a[(r + cols / 2) % cols] = off * 0.875;
+            break;
+        default: /* TU_NORM_CANCEL */
+            tu_fill_log_uniform(a, cols, 0.0, 6.0);
+            for (size_t j = 0; j + 1 < cols; j++) {
+                if (f32)
+                    a[j] = (double)(float)a[j];
+                sum += a[j];
+            }
+            a[cols - 1] = 0.5 - sum;
+            break;
+        }
+    }
+}
+
+#define DMAX 0x1.fffffffffffffp1023
+#define R2 0.70710678118654752440
+const tu_norm_case tu_norm_extremes[] = {
+    /* the issue: l2 of [1e-200, 1e-200] was zero_norm; sum of [1e308, 1e308] was [0, 0] */
+    {2, 2, 2, {1e-200, 1e-200}, {R2, R2}},
+    {2, 0, 2, {1e308, 1e308}, {0.5, 0.5}},
+    /* l2 with squares below and above double's range, subnormals included */
+    {2, 2, 2, {1e300, 1e300}, {R2, R2}},
+    {2, 2, 2, {0x3p-1074, 0x4p-1074}, {0.6, 0.8}},
+    {2, 2, 2, {0x3p1020, -0x4p1020}, {0.6, -0.8}},
+    {2, 2, 2, {0x3p-600, 0x4p-600}, {0.6, 0.8}},
+    {2, 2, 3, {0x3p-520, 0x4p-520, 0x1p-1074}, {0.6, 0.8, 0x1p-554 / 5.0}},
+    {2, 2, 2, {1e-300, 1e300}, {0.0, 1.0}}, /* 1e-600 rounds to 0 */
+    /* sums that overflow on the way or at the end */
+    {2, 0, 4, {DMAX, DMAX, DMAX, -DMAX}, {0.5, 0.5, 0.5, -0.5}},
+    {2, 0, 3, {DMAX, DMAX, -DMAX}, {1.0, 1.0, -1.0}},
+    {2, 1, 4, {1e308, -1e308, 1e308, -1e308}, {0.25, -0.25, 0.25, -0.25}},
+    {2, 0, 2, {0x1p-1074, 0x3p-1074}, {0.25, 0.75}},
+    /* cancellation that a plain sum loses entirely */
+    {2, 0, 4, {1e16, 1.0, -1e16, 1.0}, {5e15, 0.5, -5e15, 0.5}},
+    /* minmax and zscore whose spread overflows or underflows */
+    {2, 3, 3, {-DMAX, 0.0, DMAX}, {0.0, 0.5, 1.0}},
+    {2, 4, 2, {-DMAX, DMAX}, {-1.0, 1.0}},
+    {2, 4, 4, {DMAX, DMAX, -DMAX, -DMAX}, {1.0, 1.0, -1.0, -1.0}},
+    {2, 4, 2, {0x1p-1074, 0x3p-1074}, {-1.0, 1.0}},
+    {2, 4, 2, {1e-200, 3e-200}, {-1.0, 1.0}},
+    /* float32: sums and squares that overflow float but not double */
+    {1, 0, 2, {3e38, 3e38}, {0.5, 0.5}},
+    {1, 1, 2, {3e38, -3e38}, {0.5, -0.5}},
+    {1, 2, 2, {0x3p125, 0x4p125}, {0.6, 0.8}},
+    {1, 2, 2, {0x3p-149, 0x4p-149}, {0.6, 0.8}},
+    {1, 3, 3, {-3e38, 0.0, 3e38}, {0.0, 0.5, 1.0}},
+    {1, 4, 2, {-3e38, 3e38}, {-1.0, 1.0}},
+    /* a result as large as float allows is a result, not an error */
+    {1, 0, 3, {0x1p127, -0x1p127, 1.0}, {0x1p127, -0x1p127, 1.0}},
+};
+const size_t tu_norm_n_extremes = sizeof tu_norm_extremes / sizeof tu_norm_extremes[0];
+
 const char *tu_test_device(void)
 {
     const char *d = getenv("GPUQ_TEST_DEVICE");

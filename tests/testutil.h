@@ -30,6 +30,34 @@ uint64_t tu_seed(void);
 /* ||a - ref|| / ||ref|| in double; NaN anywhere -> +inf. */
 double tu_rel_err_f64(const double *a, const double *ref, size_t n);
 double tu_rel_err_f32(const float *a, const double *ref, size_t n);
+/* Worst per-element error max_i |a_i - ref_i| / max(|ref_i|, m), m the output
+ * dtype's smallest normal (so subnormal and zero references count absolutely);
+ * NaN or Inf must match exactly, else +inf. worst (may be NULL) gets its index. */
+double tu_elem_err_f64(const double *a, const double *ref, size_t n, size_t *worst);
+double tu_elem_err_f32(const float *a, const double *ref, size_t n, size_t *worst);
+
+/* normalize inputs that plain sums get wrong, rows x cols of float64 (f32:
+ * the values are meant for float32; round them before use). Per row:
+ *  offset: a large offset (+-1e3 .. +-1e9 by row; float32 +-10 .. +-1e4)
+ *          plus U(-1, 1);
+ *  mixed:  signs mixed, magnitudes 10^U(-3, 3);
+ *  wide:   signs mixed, magnitudes 10^U(-300, 300) (float32: 10^U(-44, 38)),
+ *          two of them near the largest finite value, of one sign (their sum
+ *          overflows);
+ *  cancel: magnitudes up to 1e6 whose sum cancels to about 0.5. */
+enum { TU_NORM_OFFSET, TU_NORM_MIXED, TU_NORM_WIDE, TU_NORM_CANCEL, TU_NORM_KINDS };
+extern const char *const tu_norm_kind_names[TU_NORM_KINDS];
+void tu_norm_fill(int kind, int f32, double *x, size_t rows, size_t cols);
+/* Rows whose sums or squares leave double's or float's range, with their
+ * exact results (each within one rounding; l2 one more). dt: 1 float32,
+ * 2 float64; method: 0 sum, 1 l1, 2 l2, 3 minmax, 4 zscore (the GPUQ_K_*
+ * and GPUQ_DT_* / GPUQ_NORM_* values). */
+typedef struct tu_norm_case {
+    int dt, method, n;
+    double x[4], want[4];
+} tu_norm_case;
+extern const tu_norm_case tu_norm_extremes[];
+extern const size_t tu_norm_n_extremes;
 
 /* s[0..len) is UTF-8 by glibc's iconv(3): a check of what gpuq writes that
  * does not use gpuq's own validator. */

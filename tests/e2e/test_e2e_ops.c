@@ -1,5 +1,9 @@
 /* test_e2e_ops.c - every op, method and dtype through a real gpuqd and libgpuq,
- * against numpy/scipy references (tests/ref/ref_ops.py), on fresh random input. */
+ * against numpy/scipy references (tests/ref/ref_ops.py), on fresh random input.
+ * normalize's numerics (case "numerics") element by element against the
+ * exact reference: the zscore of 1000 + N(0,1), inputs plain sums get wrong,
+ * rows beyond double's and float's range, and results too large for the
+ * dtype (out_of_range). */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -213,6 +217,150 @@ START_TEST(zero_and_nan)
 }
 END_TEST
 
+/* ---- normalize numerics, per element against the exact result ---- */
+
+/* ref_ops.py normalize_exact is exact but for one final rounding; the
+ * daemon must be within a few ulps (float64) or the rounding to float
+ * (float32) of it. */
+#define ELEM_TOL64 2e-15
+#define ELEM_TOL32 6.0e-8
+
+static void check_exact(gpuq_dtype dt, const void *out, const double *x, int method, uint64_t rows,
+                        uint64_t cols, const char *what)
+{
+    size_t n = rows * cols, w = 0;
+    double *ref = malloc(n * sizeof *ref);
+    char r[32], c[32];
+    snprintf(r, sizeof r, "%llu", (unsigned long long)rows);
+    snprintf(c, sizeof c, "%llu", (unsigned long long)cols);
+    const char *args[] = {
+        "normalize_exact", norm_names[method], r, c, e2e_write_f64("x", x, n), NULL};
+    e2e_ref(ref, n, args);
+    double err =
+        dt == GPUQ_DT_F32 ? tu_elem_err_f32(out, ref, n, &w) : tu_elem_err_f64(out, ref, n, &w);
+    double tol = dt == GPUQ_DT_F32 ? ELEM_TOL32 : ELEM_TOL64;
+    double got = dt == GPUQ_DT_F32 ? (double)((const float *)out)[w] : ((const double *)out)[w];
+    ck_assert_msg(err <= tol, "%s %s (%s): element %zu is %.17g, exact %.17g: rel err %g > %g",
+                  norm_names[method], what, gpuq_dtype_name(dt), w, got, ref[w], err, tol);
+    free(ref);
+}
+
+/* The issue's case: zscore of 1000 + N(0,1), 4097 values of numpy's
+ * default_rng(0), flat; as three rows (the others scaled by 2^-1000 and
+ * -1e250, float64); and over 2^17 + 5 values (the CUDA backend's
+ * multi-block path). Then inputs that plain sums get wrong, each method
+ * and dtype, row-wise and flat. */
+START_TEST(normalize_numerics)
+{
+    gpuq_conn *c = e2e_connect("numerics", GPUQ_PRIO_NORMAL);
+    const uint64_t ns[2] = {4097, (1u << 17) + 5};
+    for (int k = 0; k < 2; k++) {
+        uint64_t n = ns[k];
+        char nc[32];
+        snprintf(nc, sizeof nc, "%llu", (unsigned long long)n);
+        double *x = malloc(3 * n * sizeof *x);
+        const char *gen[] = {"randn_offset", nc, "0", "1000", NULL};
+        e2e_ref(x, n, gen);
+        for (uint64_t j = 0; j < n; j++) {
+            x[n + j] = ldexp(x[j], -1000);
+            x[2 * n + j] = x[j] * -1e250;
+        }
+        for (int dt = GPUQ_DT_F64; dt >= GPUQ_DT_F32; dt--) { /* f64 first: round_to */
+            uint64_t rows = dt == GPUQ_DT_F64 && k == 0 ? 3 : 1;
+            round_to(dt, x, rows * n);
+            void *in = as_dtype(dt, x, rows * n), *out = alloc_out(dt, rows * n);
+            int rc =
+                gpuq_normalize(c, dt, GPUQ_NORM_ZSCORE, false, in, rows, n, rows > 1 ? 2 : 1, out);
+            ck_assert_msg(rc == 0, "zscore: %s", gpuq_errmsg(c));
+            check_exact(dt, out, x, GPUQ_NORM_ZSCORE, rows, n, "of 1000 + N(0,1)");
+            free(in), free(out);
+        }
+        free(x);
+    }
+    for (int dt = GPUQ_DT_F32; dt <= GPUQ_DT_F64; dt++)
+        for (int m = 0; m < GPUQ_NORM_COUNT; m++)
+            for (int kind = 0; kind < TU_NORM_KINDS; kind++) {
+                const uint64_t rows = 7, cols = 129;
+                double x[7 * 129];
+                tu_norm_fill(kind, dt == GPUQ_DT_F32, x, rows, cols);
+                round_to(dt, x, rows * cols);
+                void *in = as_dtype(dt, x, rows * cols), *out = alloc_out(dt, rows * cols);
+                for (int flat = 0; flat < 2; flat++) {
+                    int rc = gpuq_normalize(c, dt, m, flat, in, rows, cols, 2, out);
+                    ck_assert_msg(rc == 0, "%s of %s: %s", norm_names[m], tu_norm_kind_names[kind],
+                                  gpuq_errmsg(c));
+                    char what[64];
+                    snprintf(what, sizeof what, "of %s%s", tu_norm_kind_names[kind],
+                             flat ? " (flat)" : "");
+                    check_exact(dt, out, x, m, flat ? 1 : rows, flat ? rows * cols : cols, what);
+                }
+                free(in), free(out);
+            }
+    gpuq_close(c);
+}
+END_TEST
+
+/* Rows whose sums or squares leave double's or float's range (testutil's
+ * table): results exact to a rounding, not errors. */
+START_TEST(normalize_extremes)
+{
+    gpuq_conn *c = e2e_connect("numerics", GPUQ_PRIO_NORMAL);
+    for (size_t k = 0; k < tu_norm_n_extremes; k++) {
+        const tu_norm_case *e = &tu_norm_extremes[k];
+        void *in = as_dtype(e->dt, e->x, (size_t)e->n), *out = alloc_out(e->dt, (size_t)e->n);
+        int rc = gpuq_normalize(c, e->dt, e->method, false, in, 1, (uint64_t)e->n, 1, out);
+        ck_assert_msg(rc == 0, "case %zu: %s", k, gpuq_errmsg(c));
+        double tol = e->dt == GPUQ_DT_F32 ? 0x1p-24 : 0x1p-52;
+        for (int j = 0; j < e->n; j++) {
+            double v = e->dt == GPUQ_DT_F32 ? (double)((float *)out)[j] : ((double *)out)[j];
+            ck_assert_msg(fabs(v - e->want[j]) <= tol * fabs(e->want[j]),
+                          "case %zu, %s [%d] = %.17g, want %.17g", k, norm_names[e->method], j, v,
+                          e->want[j]);
+        }
+        free(in), free(out);
+    }
+    gpuq_close(c);
+}
+END_TEST
+
+/* A result too large for the dtype (from finite input) is out_of_range,
+ * naming the row, with on_zero "zero" too; the daemon goes on serving. */
+START_TEST(normalize_overflow)
+{
+    gpuq_conn *c = e2e_connect("numerics", GPUQ_PRIO_NORMAL);
+    const double x64[6] = {1, 2, 3, 1e300, -1e300, 1e-300};
+    const float x32[6] = {1, 2, 3, 1e38f, -1e38f, 1e-30f};
+    double o[6];
+    for (int dt = GPUQ_DT_F32; dt <= GPUQ_DT_F64; dt++)
+        for (int zero_ok = 0; zero_ok < 2; zero_ok++) {
+            gpuq_request r;
+            gpuq_request_init(&r);
+            r.op = GPUQ_OP_NORMALIZE;
+            r.dtype = dt;
+            r.ndim_a = 2;
+            r.shape_a[0] = 2;
+            r.shape_a[1] = 3;
+            r.method = GPUQ_NORM_SUM;
+            r.zero_ok = zero_ok;
+            const void *in = dt == GPUQ_DT_F32 ? (const void *)x32 : (const void *)x64;
+            size_t bytes = 6 * gpuq_dtype_size(dt);
+            uint64_t id;
+            ck_assert_int_eq(gpuq_submit(c, &r, in, bytes, NULL, 0, o, sizeof o, &id), 0);
+            gpuq_reply rep;
+            ck_assert_int_eq(gpuq_wait(c, &rep), GPUQ_E_OUT_OF_RANGE);
+            ck_assert_int_eq(rep.status, GPUQ_E_OUT_OF_RANGE);
+            ck_assert_uint_eq(rep.id, id);
+            ck_assert_msg(strstr(rep.message, "row 1") && strstr(rep.message, "too large"),
+                          "message: %s", rep.message);
+        }
+    /* the same rows under l2 are fine */
+    ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_L2, false, x64, 2, 3, 2, o), 0);
+    ck_assert(fabs(o[3] - M_SQRT1_2) <= 0x1p-52);
+    gpuq_close(c);
+    e2e_assert_serves();
+}
+END_TEST
+
 /* A request that asks for timing gets queue/H2D/kernel/D2H/total microseconds;
  * one that does not, gets none. */
 START_TEST(timing_when_asked)
@@ -259,6 +407,14 @@ static Suite *suite(void)
     tcase_add_test(tc, grid_all);
     tcase_add_test(tc, zero_and_nan);
     tcase_add_test(tc, timing_when_asked);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("numerics");
+    tcase_add_checked_fixture(tc, e2e_setup, e2e_teardown);
+    tcase_set_timeout(tc, 240);
+    tcase_add_test(tc, normalize_numerics);
+    tcase_add_test(tc, normalize_extremes);
+    tcase_add_test(tc, normalize_overflow);
     suite_add_tcase(s, tc);
     return s;
 }

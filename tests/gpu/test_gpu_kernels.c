@@ -3,7 +3,14 @@
  * Fresh random inputs every run (seed printed by testutil), outputs poisoned
  * with NaN before each call, ||out - ref|| / ||ref|| <= 1e-6 (f32 normalize,
  * haversine), 1e-5 (f32 pairwise), 1e-12 (f64). Error flags: zero norm,
- * zero vector (cosine), bad latitude. No GPU: skip unless GPUQ_REQUIRE_GPU=1.
+ * zero vector (cosine), bad latitude, normalize overflow. No GPU: skip
+ * unless GPUQ_REQUIRE_GPU=1.
+ *
+ * normalize numerics, per element on every launch shape: inputs that plain
+ * sums get wrong against the CPU reference, rows beyond double's and
+ * float's range against their exact results, and the zscore of
+ * 1000 + N(0,1) against ref_ops.py's exact reference (python and numpy, as
+ * the end-to-end suites need them too).
  *
  * float64 pairwise runs on both routes, GEMM (cuBLAS, loaded at run time)
  * and tiled (gpuq_cuda_ctx_use_gemm(ctx, 0)). GPUQ_REQUIRE_GPU=1 also
@@ -223,6 +230,248 @@ START_TEST(test_normalize_zero)
         CK(cudaFree(d_in));
         CK(cudaFree(d_out));
         free(in);
+    }
+}
+END_TEST
+
+/* ---- normalize numerics ---- */
+
+/* Per-element bounds of the CPU reference against the exact result (see
+ * test_cpu_ref: a few ulps in float64, the final rounding in float32). The
+ * GPU must stay within them of the exact result, so within twice of the
+ * CPU's. */
+#define ELEM_TOL64 2e-15
+#define ELEM_TOL32 6.0e-8
+
+/* x as a new array of dt; x is rounded to dt in place. */
+static void *to_dt(int dt, double *x, size_t n)
+{
+    void *b = malloc(n * esz(dt) + 1);
+    ck_assert_ptr_nonnull(b);
+    for (size_t i = 0; i < n; i++) {
+        if (dt == GPUQ_K_F32) {
+            ((float *)b)[i] = (float)x[i];
+            x[i] = ((float *)b)[i];
+        } else {
+            ((double *)b)[i] = x[i];
+        }
+    }
+    return b;
+}
+
+static double *as_f64(int dt, const void *a, size_t n)
+{
+    double *d = malloc(n * sizeof *d + 1);
+    ck_assert_ptr_nonnull(d);
+    for (size_t i = 0; i < n; i++)
+        d[i] = dt == GPUQ_K_F32 ? (double)((const float *)a)[i] : ((const double *)a)[i];
+    return d;
+}
+
+/* GPU normalize of h_in (rows x cols of dt); returns the flag, *out the
+ * result as float64 (malloc'd). */
+static int gpu_normalize(int dt, int method, int zero_ok, const void *h_in, uint64_t rows,
+                         uint64_t cols, double **out)
+{
+    size_t n = (size_t)(rows * cols);
+    void *d_in = dev_copy(h_in, n * esz(dt)), *d_out = dev_out(n * esz(dt));
+    reset_flag();
+    ck_assert_int_eq(gpuq_cuda_normalize(g_ctx, dt, method, zero_ok, d_in, d_out, rows, cols), 0);
+    int flag = read_flag();
+    void *h = host_out(dt, n);
+    CK(cudaMemcpy(h, d_out, n * esz(dt), cudaMemcpyDeviceToHost));
+    *out = as_f64(dt, h, n);
+    free(h);
+    CK(cudaFree(d_in));
+    CK(cudaFree(d_out));
+    return flag;
+}
+
+static void check_elems(int dt, const double *got, const double *ref, size_t n, double tol,
+                        const char *what)
+{
+    size_t w = 0;
+    double err = tu_elem_err_f64(got, ref, n, &w);
+    ck_assert_msg(err <= tol, "%s (%s): element %zu is %.17g, reference %.17g: rel err %g > %g",
+                  what, dt == GPUQ_K_F32 ? "f32" : "f64", w, got[w], ref[w], err, tol);
+}
+
+/* Every launch shape: warp per row, block per row, multi-block (>= 2^17). */
+static const uint64_t NUM_SHAPES[][2] = {
+    {1, 100}, {5, 128}, {1, 4097}, {7, 129}, {3, 4097}, {1, (1u << 17) + 5}, {2, (1u << 17) + 3},
+};
+#define N_NUM_SHAPES (sizeof NUM_SHAPES / sizeof NUM_SHAPES[0])
+
+/* _i: method x dtype. Inputs plain sums get wrong (testutil's kinds: large
+ * offsets, mixed signs, 1e-300..1e308, cancellation), per element against
+ * the CPU reference, and the same flag. */
+START_TEST(test_normalize_hard)
+{
+    int method = _i % 5, dt = DTS[_i / 5];
+    for (size_t s = 0; s < N_NUM_SHAPES; s++) {
+        uint64_t rows = NUM_SHAPES[s][0], cols = NUM_SHAPES[s][1];
+        size_t n = (size_t)(rows * cols);
+        if (getenv("GPUQ_SANITIZER_SMALL") && n > (1u << 18))
+            continue; /* compute-sanitizer: one multi-block shape is enough */
+        for (int kind = 0; kind < TU_NORM_KINDS; kind++) {
+            double *x = malloc(n * sizeof *x), *got = NULL;
+            ck_assert_ptr_nonnull(x);
+            tu_norm_fill(kind, dt == GPUQ_K_F32, x, rows, cols);
+            void *in = to_dt(dt, x, n), *cpu = host_out(dt, n);
+            int rc = gpuq_cpu_normalize(dt, method, 0, in, cpu, rows, cols);
+            int flag = gpu_normalize(dt, method, 0, in, rows, cols, &got);
+            char what[128];
+            snprintf(what, sizeof what, "normalize method=%d of %s, %llux%llu", method,
+                     tu_norm_kind_names[kind], (unsigned long long)rows, (unsigned long long)cols);
+            ck_assert_msg(flag == -rc, "%s: flag %d, CPU %d", what, flag, rc);
+            if (rc == GPUQ_K_OK) {
+                double *ref = as_f64(dt, cpu, n);
+                check_elems(dt, got, ref, n, dt == GPUQ_K_F32 ? 2 * ELEM_TOL32 : 2 * ELEM_TOL64,
+                            what);
+                free(ref);
+            }
+            free(x), free(in), free(cpu), free(got);
+        }
+    }
+}
+END_TEST
+
+/* Run tests/ref/ref_ops.py with args (NULL-terminated; OUT appended) and
+ * read n float64 values into out. */
+static void py_ref(double *out, size_t n, const char *const *args)
+{
+    char dir[256], path[320];
+    const char *argv[16];
+    size_t k = 0, len = 0;
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/ref.out", dir);
+    for (; args[k] && k < 14; k++)
+        argv[k] = args[k];
+    argv[k++] = path;
+    argv[k] = NULL;
+    ck_assert_msg(tu_python("ref/ref_ops.py", argv) == 0, "ref_ops.py %s failed", args[0]);
+    double *r = tu_read_file(path, &len);
+    ck_assert_msg(r && len == n * sizeof(double), "ref_ops.py %s: %zu bytes", args[0], len);
+    memcpy(out, r, len);
+    free(r);
+    tu_rmtree(dir);
+}
+
+/* The issue's case on every launch shape: zscore of 1000 + N(0,1), numpy
+ * default_rng(0), per element against the exact result (ref_ops.py
+ * normalize_exact), elements next to the mean included. */
+START_TEST(test_normalize_zscore_offset)
+{
+    const uint64_t ns[] = {100, 4097, (1u << 17) + 5};
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        uint64_t n = ns[k];
+        char ncols[32], dir[256], xpath[320];
+        snprintf(ncols, sizeof ncols, "%llu", (unsigned long long)n);
+        double *x = malloc(n * sizeof *x), *ref = malloc(n * sizeof *ref), *got = NULL;
+        const char *gen[] = {"randn_offset", ncols, "0", "1000", NULL};
+        py_ref(x, n, gen);
+        for (int d = 1; d >= 0; d--) { /* f64 first: to_dt rounds x to f32 in place */
+            int dt = DTS[d];
+            void *in = to_dt(dt, x, n);
+            ck_assert_int_eq(gpu_normalize(dt, GPUQ_K_ZSCORE, 0, in, 1, n, &got), 0);
+            tu_tmpdir(dir, sizeof dir);
+            snprintf(xpath, sizeof xpath, "%s/x", dir);
+            ck_assert_int_eq(tu_write_file(xpath, x, n * sizeof *x), 0);
+            const char *args[] = {"normalize_exact", "zscore", "1", ncols, xpath, NULL};
+            py_ref(ref, n, args);
+            tu_rmtree(dir);
+            check_elems(dt, got, ref, n, dt == GPUQ_K_F32 ? ELEM_TOL32 : ELEM_TOL64,
+                        "zscore of 1000 + N(0,1)");
+            free(in), free(got);
+        }
+        free(x), free(ref);
+    }
+}
+END_TEST
+
+/* testutil's rows that leave double's or float's range, each value repeated
+ * to fill a row of every launch shape: each copy's result is the short
+ * row's over the repeat count (sum, l1), its square root (l2), or the same
+ * (minmax, zscore). */
+START_TEST(test_normalize_extremes)
+{
+    const tu_norm_case *c = &tu_norm_extremes[_i];
+    const uint64_t widths[] = {100, 4097, (1u << 17) + 5};
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+        uint64_t rep = widths[w] / (uint64_t)c->n, cols = rep * (uint64_t)c->n;
+        double *x = malloc(cols * sizeof *x), *got = NULL;
+        for (uint64_t j = 0; j < cols; j++)
+            x[j] = c->x[j % (uint64_t)c->n];
+        void *in = to_dt(c->dt, x, cols);
+        int flag = gpu_normalize(c->dt, c->method, 0, in, 1, cols, &got);
+        ck_assert_msg(flag == 0, "case %d, %llu cols: flag %d", _i, (unsigned long long)cols, flag);
+        double k = c->method == GPUQ_K_SUM || c->method == GPUQ_K_L1 ? (double)rep
+                   : c->method == GPUQ_K_L2                          ? sqrt((double)rep)
+                                                                     : 1.0;
+        double tol = c->dt == GPUQ_K_F32 ? 0x1p-23 : 0x1p-50;
+        for (uint64_t j = 0; j < cols; j++) {
+            double want = c->want[j % (uint64_t)c->n] / k;
+            if (c->dt == GPUQ_K_F32)
+                want = (double)(float)want;
+            ck_assert_msg(fabs(got[j] - want) <= tol * fabs(want) ||
+                              fabs(got[j] - want) < 0x1p-1060,
+                          "case %d, %llu cols [%llu] = %.17g, want %.17g", _i,
+                          (unsigned long long)cols, (unsigned long long)j, got[j], want);
+        }
+        free(x), free(in), free(got);
+    }
+}
+END_TEST
+
+/* A sum whose result overflows the dtype, from finite input, sets the
+ * OVERFLOW flag (zero_ok or not) on every launch shape; the bounded
+ * methods on the same rows do not. Rows holding Inf or NaN propagate by
+ * IEEE rules, no flag, the same values as the CPU. */
+START_TEST(test_normalize_overflow)
+{
+    const uint64_t widths[] = {100, 4097, (1u << 17) + 5};
+    for (int d = 0; d < 2; d++) {
+        int dt = DTS[d];
+        for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+            uint64_t cols = widths[w];
+            double *x = calloc(2 * cols, sizeof *x), *got = NULL;
+            for (uint64_t j = 0; j < cols; j++)
+                x[j] = 1.0;
+            x[cols] = dt == GPUQ_K_F32 ? 1e38 : 1e300; /* row 1: sum 1e-30 / 1e-300 */
+            x[cols + 1] = -x[cols];
+            x[cols + 2] = dt == GPUQ_K_F32 ? 1e-30 : 1e-300;
+            void *in = to_dt(dt, x, 2 * cols), *cpu = host_out(dt, 2 * cols);
+            for (int zero_ok = 0; zero_ok < 2; zero_ok++) {
+                ck_assert_int_eq(gpu_normalize(dt, GPUQ_K_SUM, zero_ok, in, 2, cols, &got),
+                                 -GPUQ_K_E_OVERFLOW);
+                free(got);
+            }
+            for (int m = GPUQ_K_L1; m <= GPUQ_K_ZSCORE; m++) {
+                ck_assert_int_eq(gpu_normalize(dt, m, 0, in, 2, cols, &got), 0);
+                ck_assert_int_eq(gpuq_cpu_normalize(dt, m, 0, in, cpu, 2, cols), GPUQ_K_OK);
+                double *ref = as_f64(dt, cpu, 2 * cols);
+                check_elems(dt, got, ref, 2 * cols,
+                            dt == GPUQ_K_F32 ? 2 * ELEM_TOL32 : 2 * ELEM_TOL64, "bounded method");
+                free(ref), free(got);
+            }
+            /* row 1 now holds an Inf, then a NaN: no flag, as the CPU */
+            const double bad[2] = {INFINITY, NAN};
+            for (int b = 0; b < 2; b++) {
+                x[cols + 1] = bad[b];
+                free(in);
+                in = to_dt(dt, x, 2 * cols);
+                for (int m = GPUQ_K_SUM; m <= GPUQ_K_ZSCORE; m++) {
+                    ck_assert_int_eq(gpu_normalize(dt, m, 0, in, 2, cols, &got), 0);
+                    ck_assert_int_eq(gpuq_cpu_normalize(dt, m, 0, in, cpu, 2, cols), GPUQ_K_OK);
+                    double *ref = as_f64(dt, cpu, 2 * cols);
+                    check_elems(dt, got, ref, 2 * cols,
+                                dt == GPUQ_K_F32 ? 2 * ELEM_TOL32 : 2 * ELEM_TOL64,
+                                b ? "row with NaN" : "row with Inf");
+                    free(ref), free(got);
+                }
+            }
+            free(x), free(in), free(cpu);
+        }
     }
 }
 END_TEST
@@ -458,6 +707,10 @@ static Suite *gpu_suite(void)
     tcase_add_loop_test(tc, test_normalize, 0, 10);
     tcase_add_test(tc, test_normalize_1e8);
     tcase_add_test(tc, test_normalize_zero);
+    tcase_add_loop_test(tc, test_normalize_hard, 0, 10);
+    tcase_add_test(tc, test_normalize_zscore_offset);
+    tcase_add_loop_test(tc, test_normalize_extremes, 0, (int)tu_norm_n_extremes);
+    tcase_add_test(tc, test_normalize_overflow);
     tcase_add_loop_test(tc, test_haversine, 0, 2);
     tcase_add_test(tc, test_haversine_range);
     tcase_add_loop_test(tc, test_grid, 0, 2);

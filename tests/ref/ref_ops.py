@@ -9,6 +9,13 @@ its inputs to float32 first when it tests float32.
 Usage:
   ref_ops.py normalize METHOD ROWS COLS IN OUT
       METHOD: sum | l1 | l2 | minmax | zscore (per row; zscore uses ddof=0).
+  ref_ops.py normalize_exact METHOD ROWS COLS IN OUT
+      The same, computed exactly: rational arithmetic on the input values (no
+      rounding at all), the square roots of l2 and zscore to 50 significant
+      digits, each result rounded once to float64 (+-inf where it overflows
+      float64). Inputs must be finite; a row with a zero denominator gets NaN.
+  ref_ops.py randn_offset N SEED OFFSET OUT
+      OUT = OFFSET + numpy.random.default_rng(SEED).standard_normal(N).
   ref_ops.py pairwise METRIC M N D X Y OUT
       METRIC: euclidean | sqeuclidean | cosine | manhattan
       (scipy.spatial.distance.cdist of X[M][D] and Y[N][D], manhattan being
@@ -26,9 +33,9 @@ a = sin^2(dphi/2) + cos(phi1) cos(phi2) sin^2(dlambda/2).
 Exit status 0 on success, 2 on bad usage.
 """
 import sys
+from decimal import Context, Decimal, localcontext
 
 import numpy as np
-from scipy.spatial.distance import cdist
 
 USAGE = __doc__.split("Usage:", 1)[1].split("Haversine:", 1)[0]
 
@@ -60,6 +67,50 @@ def normalize(x, method):
     raise SystemExit("unknown method %r" % method)
 
 
+def normalize_exact_row(x, method):
+    """One row, exactly: x as integers X over one power-of-two denominator
+    (which cancels in every method), results through 50-digit decimals."""
+    if not np.all(np.isfinite(x)):
+        raise SystemExit("normalize_exact: non-finite input")
+    ratios = [float(v).as_integer_ratio() for v in x]
+    k = max(d for _, d in ratios)
+    xs = [nu * (k // d) for nu, d in ratios]
+    n = len(xs)
+    with localcontext(Context(prec=50, Emax=10**7, Emin=-10**7)):
+        if method in ("sum", "l1"):
+            num, den = xs, sum(xs) if method == "sum" else sum(abs(v) for v in xs)
+            if den == 0:
+                return [float("nan")] * n
+            dd = Decimal(den)
+            return [float(Decimal(v) / dd) for v in num]
+        if method == "l2":
+            q = sum(v * v for v in xs)
+            if q == 0:
+                return [float("nan")] * n
+            r = Decimal(q).sqrt()
+            return [float(Decimal(v) / r) for v in xs]
+        if method == "minmax":
+            lo, hi = min(xs), max(xs)
+            if hi == lo:
+                return [float("nan")] * n
+            dd = Decimal(hi - lo)
+            return [float(Decimal(v - lo) / dd) for v in xs]
+        if method == "zscore":
+            # z_i = (n X_i - S) sqrt(n / Q), Q = sum (n X_j - S)^2
+            s = sum(xs)
+            dev = [n * v - s for v in xs]
+            q = sum(v * v for v in dev)
+            if q == 0:
+                return [float("nan")] * n
+            f = (Decimal(n) / Decimal(q)).sqrt()
+            return [float(Decimal(v) * f) for v in dev]
+    raise SystemExit("unknown method %r" % method)
+
+
+def normalize_exact(x, method):
+    return np.array([normalize_exact_row(row, method) for row in x], dtype=np.float64)
+
+
 def haversine(lat1, lon1, lat2, lon2, radius):
     p1, p2 = np.radians(lat1), np.radians(lat2)
     dp = p2 - p1
@@ -76,10 +127,18 @@ def main(argv):
     if op == "normalize" and len(a) == 5:
         rows, cols = int(a[1]), int(a[2])
         save(a[4], normalize(load(a[3], rows * cols, (rows, cols)), a[0]))
+    elif op == "normalize_exact" and len(a) == 5:
+        rows, cols = int(a[1]), int(a[2])
+        save(a[4], normalize_exact(load(a[3], rows * cols, (rows, cols)), a[0]))
+    elif op == "randn_offset" and len(a) == 4:
+        rng = np.random.default_rng(int(a[1]))
+        save(a[3], float(a[2]) + rng.standard_normal(int(a[0])))
     elif op == "pairwise" and len(a) == 7:
         m, n, d = int(a[1]), int(a[2]), int(a[3])
         x = load(a[4], m * d, (m, d))
         y = load(a[5], n * d, (n, d))
+        from scipy.spatial.distance import cdist  # only here: slow to import
+
         metric = {"manhattan": "cityblock"}.get(a[0], a[0])
         save(a[6], cdist(x, y, metric=metric))
     elif op == "haversine_to" and len(a) == 6:
