@@ -20,6 +20,9 @@
 # Users it created are deleted at exit, and so are user and group gpuq when
 # they did not exist before (Debian's purge leaves system users in place).
 set -euo pipefail
+# grep that reads all its input: grep -q exits at the first match, and the
+# writer's SIGPIPE then fails the pipeline under pipefail.
+has() { grep "$@" >/dev/null; }
 
 if [[ $(id -u) -ne 0 || "${GPUQ_CI_INSTALL_TEST:-}" != 1 ]]; then
     echo "deb_install_test: installs a package and adds users on this machine;" \
@@ -43,7 +46,7 @@ UNITDIR=$(pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null || echo
 export DEBIAN_FRONTEND=noninteractive
 APT=(apt-get -y -q -o DPkg::Lock::Timeout=300)
 
-if dpkg-query -W -f='${Status}' gpuq 2>/dev/null | grep -q 'ok installed'; then
+if dpkg-query -W -f='${Status}' gpuq 2>/dev/null | has 'ok installed'; then
     echo "deb_install_test: gpuq is already installed; remove it first" >&2
     exit 2
 fi
@@ -75,7 +78,7 @@ check() {
     shift
     if "$@"; then ok "$what"; else bad "$what"; fi
 }
-conffile_listed() { dpkg-query -W -f='${Conffiles}\n' gpuq | grep -q '^ /etc/gpuq/gpuqd.conf '; }
+conffile_listed() { dpkg-query -W -f='${Conffiles}\n' gpuq | has '^ /etc/gpuq/gpuqd.conf '; }
 
 cleanup() {
     set +e
@@ -92,7 +95,7 @@ cleanup() {
     for u in "${created[@]}"; do
         userdel -r "$u" >/dev/null 2>&1
     done
-    if dpkg-query -W -f='${Status}' gpuq 2>/dev/null | grep -qv 'not-installed'; then
+    if dpkg-query -W -f='${Status}' gpuq 2>/dev/null | has -v 'not-installed'; then
         "${APT[@]}" purge gpuq >/dev/null 2>&1
     fi
     if [[ $had_user -eq 0 ]] && getent passwd gpuq >/dev/null; then
@@ -121,13 +124,13 @@ for f in /usr/sbin/gpuqd /usr/bin/gpuqctl /usr/include/gpuq/gpuq.h /etc/gpuq/gpu
     [[ -e "$f" ]] || bad "missing $f"
 done
 [[ -n "$(find /usr/lib -maxdepth 2 -name libgpuq.so.0)" ]] || bad "no libgpuq.so.0 in /usr/lib"
-in_ld_cache() { ldconfig -p | grep -q 'libgpuq\.so\.0 '; }
+in_ld_cache() { ldconfig -p | has 'libgpuq\.so\.0 '; }
 check "libgpuq.so.0 in the loader cache (ldconfig trigger)" in_ld_cache
 check "/etc/gpuq/gpuqd.conf is a conffile" conffile_listed
 check "gpuqd.socket enabled (sockets.target.wants)" \
     test -L /etc/systemd/system/sockets.target.wants/gpuqd.socket
 gpuqd --version || bad "gpuqd --version"
-if gpuqd --help 2>&1 | grep -q -- '--check-config'; then
+if gpuqd --help 2>&1 | has -- '--check-config'; then
     if gpuqd --check-config /etc/gpuq/gpuqd.conf >"$tmp/check.log" 2>&1; then
         ok "gpuqd --check-config /etc/gpuq/gpuqd.conf"
     else
@@ -231,7 +234,7 @@ if [[ -z "$left" ]]; then
 else
     bad "left after purge: $left"
 fi
-if dpkg-query -W -f='${Status}' gpuq 2>/dev/null | grep -q 'ok installed\|config-files'; then
+if dpkg-query -W -f='${Status}' gpuq 2>/dev/null | has 'ok installed\|config-files'; then
     bad "dpkg still has gpuq: $(dpkg-query -W -f='${Status}' gpuq)"
 fi
 

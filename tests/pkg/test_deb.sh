@@ -14,6 +14,9 @@
 # GPUQ_LIBDIR (relative to /usr), GPUQ_SYSTEMD_UNITDIR, GPUQ_SYSUSERSDIR
 # (absolute or relative to /usr) come from tests/pkg/CMakeLists.txt.
 set -euo pipefail
+# grep that reads all its input: grep -q exits at the first match, and the
+# writer's SIGPIPE then fails the pipeline under pipefail.
+has() { grep "$@" >/dev/null; }
 
 build=$(cd "${1:?usage: test_deb.sh BUILD_DIR}" && pwd)
 for t in cpack dpkg-deb dpkg-shlibdeps; do
@@ -118,7 +121,7 @@ dpkg-deb -x "$deb" "$tmp/x"
 unit=$tmp/x/$(in_pkg "$GPUQ_SYSTEMD_UNITDIR")/gpuqd.service
 exe=$(sed -n 's/^ExecStart=[-@:+!]*\([^ ]*\).*/\1/p' "$unit" | head -1)
 [[ -n "$exe" && -x "$tmp/x$exe" ]] || bad "gpuqd.service runs '$exe', which the package does not ship"
-if objdump -p "$tmp/x/usr/sbin/gpuqd" | grep -q 'NEEDED.*libcublas'; then
+if objdump -p "$tmp/x/usr/sbin/gpuqd" | has 'NEEDED.*libcublas'; then
     bad "packaged gpuqd needs libcublas"
 fi
 

@@ -13,6 +13,9 @@
 # prefix), GPUQ_SYSTEMD_UNITDIR, GPUQ_SYSUSERSDIR (absolute or in the
 # prefix), GPUQ_SYSCONFDIR (absolute). GPUQ_INSTALL_SYSTEMD=OFF: no units.
 set -euo pipefail
+# grep that reads all its input: grep -q exits at the first match, and the
+# writer's SIGPIPE then fails the pipeline under pipefail.
+has() { grep "$@" >/dev/null; }
 
 build=$(cd "${1:?usage: test_install.sh BUILD_DIR}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -74,7 +77,7 @@ ls "$lib"/libgpuq.so.0.* >/dev/null 2>&1 || bad "missing $GPUQ_LIBDIR/libgpuq.so
 [[ -L "$lib/libgpuq.so" && -L "$lib/libgpuq.so.0" ]] || bad "libgpuq.so and libgpuq.so.0 must be links"
 soname=$(objdump -p "$lib/libgpuq.so" | awk '$1 == "SONAME" {print $2}')
 [[ "$soname" == libgpuq.so.0 ]] || bad "soname '$soname', not libgpuq.so.0"
-if objdump -p "$(at "$GPUQ_SBINDIR")/gpuqd" | grep -q 'NEEDED.*libcublas'; then
+if objdump -p "$(at "$GPUQ_SBINDIR")/gpuqd" | has 'NEEDED.*libcublas'; then
     bad "gpuqd needs libcublas (it must load it at run time)"
 fi
 "$(at "$GPUQ_SBINDIR")/gpuqd" --version >/dev/null || bad "installed gpuqd --version failed"
@@ -99,7 +102,7 @@ echo "pkg-config --cflags --libs gpuq (prefix $root/usr): $cflags $libs"
 # shellcheck disable=SC2086 # word splitting of pkg-config's output is intended
 if ${CC:-cc} -std=c11 -Wall -Wextra -Werror "$here/consumer/demo.c" $cflags $libs \
     -Wl,-rpath,"$lib" -o "$tmp/demo_pc" 2>"$tmp/cc.log"; then
-    if ldd "$tmp/demo_pc" | grep -q "libgpuq.so.0 => $lib/"; then
+    if ldd "$tmp/demo_pc" | has "libgpuq.so.0 => $lib/"; then
         "$tmp/demo_pc" || bad "demo built with pkg-config failed"
     else
         bad "demo_pc does not use the installed libgpuq.so.0: $(ldd "$tmp/demo_pc" | grep gpuq)"
@@ -120,7 +123,7 @@ if cmake "${cargs[@]}" >"$tmp/consumer.log" 2>&1 &&
     for t in demo_static demo_shared demo_cxx; do
         "$tmp/consumer/$t" || bad "$t (find_package) failed"
     done
-    if ldd "$tmp/consumer/demo_static" | grep -q libgpuq; then
+    if ldd "$tmp/consumer/demo_static" | has libgpuq; then
         bad "demo_static links libgpuq.so"
     fi
 else
