@@ -9,6 +9,10 @@
 # build-gpu/logs) when set.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# GPUQ_STEPS picks what runs after the (incremental) build, so a short device
+# lease can take it in two calls: "ctest sanitize" then "bench timing".
+STEPS=" ${GPUQ_STEPS:-ctest sanitize bench timing} "
+want() { [[ $STEPS == *" $1 "* ]]; }
 ROOT=$(pwd)
 PREFIX=${GPUQ_DEPS_PREFIX:-/tmp/gpuq-deps}
 LOGS=$ROOT/build-gpu/logs
@@ -30,7 +34,7 @@ unset CPATH C_INCLUDE_PATH CPLUS_INCLUDE_PATH
 echo "CC=${CC:-default} $(${CC:-cc} --version | head -1)" | tee "$LOGS/env.txt"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$LOGS/gpu.txt"
 
-rm -rf build-gpu/CMakeCache.txt build-gpu/CMakeFiles
+[[ -n ${GPUQ_KEEP_CACHE:-} ]] || rm -rf build-gpu/CMakeCache.txt build-gpu/CMakeFiles
 cmake -S "$ROOT" -B build-gpu -DCMAKE_CUDA_HOST_COMPILER=${CXX:-g++} -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUQ_WITH_CUDA=ON \
     -DCMAKE_PREFIX_PATH="$PREFIX/usr" -DGPUQ_PYTHON="$PY" >"$LOGS/configure.log" 2>&1 \
     || { tail -30 "$LOGS/configure.log"; exit 1; }
@@ -45,13 +49,15 @@ if ! command -v systemd-socket-activate >/dev/null || ! command -v systemd-analy
     LE=(-LE systemd)
     row "systemd label" "not run here: no systemd tools on this machine (CI runs it)"
 fi
+if want ctest; then
 (cd build-gpu && ctest "${LE[@]}" --output-on-failure -j 4 >"$LOGS/ctest.log" 2>&1)
 row "ctest (all labels${LE:+ but systemd})" "$(grep -E 'tests passed|tests failed' "$LOGS/ctest.log" | tail -1)"
 grep -E '^\s*[0-9]+/[0-9]+ Test' "$LOGS/ctest.log" | grep -v Passed | head -20
+fi
 
 # compute-sanitizer over the gpu kernel suite and one end-to-end CUDA suite.
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-if [[ -n "$CS" ]]; then
+if [[ -n "$CS" ]] && want sanitize; then
     for tool in memcheck racecheck; do
         for t in test_gpu_kernels; do
             [[ -x build-gpu/tests/gpu/$t ]] || continue
@@ -78,7 +84,7 @@ if [[ -n "$CS" ]]; then
     done
 fi
 
-if [[ -x build-gpu/bench/gpuq_bench ]]; then
+if [[ -x build-gpu/bench/gpuq_bench ]] && want bench; then
     # The completion path compared: adaptive event spin (default, 50 us)
     # against doorbells only (GPUQ_CUDA_SPIN_US=0).
     build-gpu/bench/gpuq_bench --device cuda --gpuqd build-gpu/server/gpuqd >"$LOGS/bench.txt" 2>&1
@@ -89,7 +95,7 @@ if [[ -x build-gpu/bench/gpuq_bench ]]; then
 fi
 
 # Where the time of one large request goes (CUDA events), through gpuqctl.
-if [[ -x build-gpu/client/gpuqctl ]]; then
+if [[ -x build-gpu/client/gpuqctl ]] && want timing; then
     T=$(mktemp -d)
     "$PY" -c "import numpy as np; np.save('$T/x.npy', (np.random.rand(10**7) + 0.5).astype('float32'))"
     build-gpu/server/gpuqd --device cuda --socket "$T/s.sock" --log-level warn 2>"$LOGS/timing_gpuqd.log" &
