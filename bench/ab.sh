@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# bench/ab.sh BASE_DIR - same-run A/B of gpuq_bench on a GPU machine: the
+# tree in BASE_DIR (e.g. `git archive OLD | tar -x -C .device/base`, carried)
+# against this tree's build-gpu (built by bench/gpu_run.sh first), two
+# interleaved rounds each, so a change is judged against run-to-run spread.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BASE=${1:?usage: bench/ab.sh BASE_DIR}
+PREFIX=${GPUQ_DEPS_PREFIX:-/tmp/gpuq-deps}
+unset CPATH C_INCLUDE_PATH CPLUS_INCLUDE_PATH
+[[ -x /usr/bin/gcc ]] && export CC=/usr/bin/gcc CXX=/usr/bin/g++
+cmake -S "$BASE" -B build-base -DCMAKE_CUDA_HOST_COMPILER=${CXX:-g++} \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUQ_WITH_CUDA=ON -DCMAKE_PREFIX_PATH="$PREFIX/usr" \
+    -DGPUQ_PYTHON="$(command -v python3)" >/tmp/ab_configure.log 2>&1 ||
+    { tail -20 /tmp/ab_configure.log; exit 1; }
+cmake --build build-base -j "$(nproc)" --target gpuqd gpuq_bench >/tmp/ab_build.log 2>&1 ||
+    { tail -20 /tmp/ab_build.log; exit 1; }
+rc=0
+for round in 1 2; do
+    for t in base gpu; do
+        echo "== $t round $round"
+        build-$t/bench/gpuq_bench --device cuda --gpuqd build-$t/server/gpuqd >/tmp/ab_$t.txt 2>&1 || rc=1
+        grep -E '^\|' /tmp/ab_$t.txt | grep -v -- '---'
+    done
+done
+exit $rc
