@@ -294,6 +294,46 @@ static int fake_submit(backend *b, gpuq_job *job)
     return 0;
 }
 
+/* Mappings kept across inputs (one server per input would otherwise map
+ * and unmap a 16 MiB chunk every time, which costs more than the rest of
+ * a short input). A reused mapping holds the last input's bytes, as a
+ * reused pinned buffer would: the server must not read staging it did not
+ * write, and the result checks see it if it does. */
+#define FAKE_MAP_CACHE 4
+static struct {
+    void *map;
+    size_t maplen;
+} fake_map_cache[FAKE_MAP_CACHE];
+
+static void *fake_map(size_t maplen, size_t pg)
+{
+    for (int i = 0; i < FAKE_MAP_CACHE; i++) {
+        if (fake_map_cache[i].map && fake_map_cache[i].maplen == maplen) {
+            void *m = fake_map_cache[i].map;
+            fake_map_cache[i].map = NULL;
+            return m;
+        }
+    }
+    uint8_t *m = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    if (mprotect(m + maplen - pg, pg, PROT_NONE) != 0)
+        fake_die("mprotect of the guard page");
+    return m;
+}
+
+static void fake_unmap(void *map, size_t maplen)
+{
+    for (int i = 0; i < FAKE_MAP_CACHE; i++) {
+        if (!fake_map_cache[i].map) {
+            fake_map_cache[i].map = map;
+            fake_map_cache[i].maplen = maplen;
+            return;
+        }
+    }
+    munmap(map, maplen);
+}
+
 static void *fake_host_alloc(backend *b, size_t len)
 {
     fake_backend *fb = fb_of(b);
@@ -310,13 +350,11 @@ static void *fake_host_alloc(backend *b, size_t len)
      * the fuzzer's time.) */
     size_t pg = (size_t)sysconf(_SC_PAGESIZE);
     size_t body = (len + pg - 1) / pg * pg;
-    uint8_t *m = mmap(NULL, body + pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) {
+    uint8_t *m = fake_map(body + pg, pg);
+    if (!m) {
         free(a);
         return NULL;
     }
-    if (mprotect(m + body, pg, PROT_NONE) != 0)
-        fake_die("mprotect of the guard page");
     a->p = m + ((body - len) & ~(size_t)63); /* its end within 64 bytes of the guard */
     a->map = m;
     a->maplen = body + pg;
@@ -340,7 +378,7 @@ static void fake_host_free(backend *b, void *p)
     *pp = a->next;
     fb->st->host_bytes -= a->len;
     fb->st->host_frees++;
-    munmap(a->map, a->maplen);
+    fake_unmap(a->map, a->maplen);
     free(a);
 }
 
@@ -386,7 +424,7 @@ static void fake_destroy(backend *b)
     while (fb->allocs) {
         fake_alloc *a = fb->allocs;
         fb->allocs = a->next;
-        munmap(a->map, a->maplen);
+        fake_unmap(a->map, a->maplen);
         free(a);
     }
     while (fb->sessions) {

@@ -404,7 +404,7 @@ void fuzz_client_io(fuzz_env *env, fuzz_client *c, int ci)
 
 /* One poll for all clients, then I/O only where it can move (a recv that
  * would block costs as much as the rest of a loop turn). */
-void fuzz_clients_io(fuzz_env *env, fuzz_client *cl, int n)
+void fuzz_clients_io(fuzz_env *env, fuzz_client *cl, int n, bool recv)
 {
     /* One poll for all, then I/O only where it can move: a recv that would
      * block costs about as much as the rest of a loop turn. */
@@ -415,7 +415,7 @@ void fuzz_clients_io(fuzz_env *env, fuzz_client *cl, int n)
         short ev = 0;
         if (c->fd < 0)
             continue;
-        if (c->reading && !c->eof)
+        if (recv && c->reading && !c->eof)
             ev |= POLLIN;
         if (c->sent < c->want && !c->send_dead && !c->wr_shut)
             ev |= POLLOUT;
@@ -431,9 +431,19 @@ void fuzz_clients_io(fuzz_env *env, fuzz_client *cl, int n)
         ;
     if (rc < 0)
         fuzz_violation("poll: %s", strerror(errno));
-    for (int k = 0; k < np; k++)
-        if (pfd[k].revents)
-            fuzz_client_io(env, &cl[map[k]], map[k]);
+    for (int k = 0; k < np; k++) {
+        fuzz_client *c = &cl[map[k]];
+        if (!pfd[k].revents)
+            continue;
+        if (recv) {
+            fuzz_client_io(env, c, map[k]);
+        } else {
+            bool reading = c->reading;
+            c->reading = false; /* send only */
+            fuzz_client_io(env, c, map[k]);
+            c->reading = reading;
+        }
+    }
 }
 
 void fuzz_client_append(fuzz_env *env, fuzz_client *c, const void *p, size_t n)

@@ -106,8 +106,9 @@ void fuzz_client_connect(fuzz_env *env, fuzz_client *c);
 void fuzz_client_append(fuzz_env *env, fuzz_client *c, const void *p, size_t n);
 /* Send what is due and the socket takes; read and check replies if reading. */
 void fuzz_client_io(fuzz_env *env, fuzz_client *c, int ci);
-/* The same for cl[0..n), polling them all once first. */
-void fuzz_clients_io(fuzz_env *env, fuzz_client *cl, int n);
+/* The same for cl[0..n), polling them all once first; recv false: send
+ * only. */
+void fuzz_clients_io(fuzz_env *env, fuzz_client *cl, int n, bool recv);
 /* After quiescence: every frame sent whole has been answered. */
 void fuzz_client_check_answered(const fuzz_client *c, int ci);
 

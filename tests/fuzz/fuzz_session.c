@@ -113,13 +113,15 @@ static void small_sndbuf(void)
             W.last_session = s->id;
 }
 
+/* One loop turn: what the script queued goes out, the server runs once,
+ * replies are read and checked. */
 static void pump(void)
 {
-    fuzz_clients_io(&W.env, W.cl, FZ_CLIENTS);
+    fuzz_clients_io(&W.env, W.cl, FZ_CLIENTS, false);
     (void)uv_run(&W.loop, UV_RUN_NOWAIT);
     env_update();
     small_sndbuf();
-    fuzz_clients_io(&W.env, W.cl, FZ_CLIENTS);
+    fuzz_clients_io(&W.env, W.cl, FZ_CLIENTS, true);
 }
 
 /* What moves when anything happens (no padding: compared with memcmp). */
