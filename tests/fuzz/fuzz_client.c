@@ -19,8 +19,12 @@
 
 enum { M_PREFIX, M_HEADER, M_PAYLOAD, M_SKIP, M_DEAD };
 
+void (*fuzz_violation_cleanup)(void);
+
 void fuzz_violation(const char *fmt, ...)
 {
+    if (fuzz_violation_cleanup)
+        fuzz_violation_cleanup();
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "fuzz_session: invariant broken: ");

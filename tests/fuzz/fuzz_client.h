@@ -92,7 +92,9 @@ typedef struct fuzz_client {
     uint64_t nreplies;
 } fuzz_client;
 
-/* Print "invariant broken: ..." and abort. */
+/* Run cleanup (when set; e.g. remove the socket directory), print
+ * "invariant broken: ..." and abort. */
+extern void (*fuzz_violation_cleanup)(void);
 __attribute__((noreturn, format(printf, 1, 2))) void fuzz_violation(const char *fmt, ...);
 /* realloc that aborts on failure (n 0 allowed). */
 void *fuzz_xrealloc(void *p, size_t n);

@@ -602,6 +602,7 @@ static void init_once(void)
     snprintf(g_sock, sizeof g_sock, "%s/s", g_dir);
     snprintf(g_base_cfg.socket, sizeof g_base_cfg.socket, "%s", g_sock);
     atexit(cleanup_dir);
+    fuzz_violation_cleanup = cleanup_dir;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
