@@ -353,13 +353,22 @@ int server_init(server *srv, uv_loop_t *loop, const config *cfg)
     memset(srv, 0, sizeof *srv);
     srv->loop = loop;
     srv->cfg = *cfg;
-    srv->next_session_id = 1;
-    srv->start_ns = uv_hrtime();
     int code = server_pick_backend(srv);
     if (code)
         return code;
+    return server_init_with_backend(srv, loop, cfg, srv->b);
+}
+
+int server_init_with_backend(server *srv, uv_loop_t *loop, const config *cfg, backend *b)
+{
+    memset(srv, 0, sizeof *srv);
+    srv->loop = loop;
+    srv->cfg = *cfg;
+    srv->b = b;
+    srv->next_session_id = 1;
+    srv->start_ns = uv_hrtime();
     staging_init(&srv->st, srv->b, cfg->lim.total_staging);
-    int rc;
+    int rc, code;
     if ((rc = uv_timer_init(loop, &srv->drain_timer)) < 0 ||
         (rc = uv_timer_init(loop, &srv->sweep_timer)) < 0 ||
         (rc = uv_signal_init(loop, &srv->sigint)) < 0 ||

@@ -18,6 +18,12 @@
 /* Returns 0, or the process exit code on failure (2: backend not available,
  * 1: other). cfg is copied. */
 int server_init(server *srv, uv_loop_t *loop, const config *cfg);
+/* server_init with a backend the caller made (tests, the session fuzzer):
+ * b was created on loop with dispatch_complete (dispatch.h) as its
+ * completion callback; srv owns it from here on, on failure too (destroyed
+ * through b->ops->destroy). Listens on cfg->socket as server_init does.
+ * Returns 0, or 1 on failure. */
+int server_init_with_backend(server *srv, uv_loop_t *loop, const config *cfg, backend *b);
 /* The arguments SIGHUP re-reads the settings from (borrowed: they must live
  * as long as srv, as main's do). Call after server_init. */
 void server_set_args(server *srv, int argc, char **argv);

@@ -59,7 +59,7 @@ test)
     (cd "$ROOT/build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         ctest -LE 'gpu|fuzz' --output-on-failure -j "$JOBS")
-    echo "== libFuzzer: frame and header decoder"
+    echo "== libFuzzer: frame and header decoder, session state machine"
     CC=clang build "$ROOT/build-fuzz" -DGPUQ_FUZZ=ON -DGPUQ_WITH_CUDA=OFF
     (cd "$ROOT/build-fuzz" && ctest -L fuzz --output-on-failure)
     ;;
