@@ -78,16 +78,19 @@ static void model_prefix(fuzz_env *env, fuzz_client *c)
         return;
     }
     uint64_t hl = m->pre.header_len, pl = m->pre.payload_len;
-    if (hl > env->max_header || hl == 0 || pl > UINT64_MAX - hl) {
+    if (m->pre.kind != GPUQ_KIND_REQUEST || hl > env->max_header || pl > UINT64_MAX - hl) {
+        /* answered, then closed: a reply frame from a client, or lengths
+         * the server would have to discard */
         fuzz_expect *e = expect_push(c);
-        if (pl > UINT64_MAX - hl) {
-            e->must_status = GPUQ_E_PROTOCOL;
-            e->closes = true;
-            m->st = M_DEAD;
-            return;
-        }
-        e->must_status = hl == 0 ? GPUQ_E_BAD_HEADER : GPUQ_E_TOO_LARGE;
-        m->left = hl + pl;
+        e->must_status = m->pre.kind != GPUQ_KIND_REQUEST ? GPUQ_E_PROTOCOL : GPUQ_E_TOO_LARGE;
+        e->closes = true;
+        m->st = M_DEAD;
+        return;
+    }
+    if (hl == 0) {
+        fuzz_expect *e = expect_push(c);
+        e->must_status = GPUQ_E_BAD_HEADER;
+        m->left = pl;
         m->st = m->left ? M_SKIP : M_PREFIX;
         return;
     }
@@ -110,6 +113,12 @@ static void model_header(fuzz_env *env, fuzz_client *c)
     fuzz_expect *e = expect_push(c);
     e->id = req.id;
     e->end_off = m->off + pl;
+    if (pl > env->max_payload) { /* answered under its id, then closed */
+        e->must_status = GPUQ_E_TOO_LARGE;
+        e->closes = true;
+        m->st = M_DEAD;
+        return;
+    }
     if (rc < 0) {
         e->must_status = rc;
     } else {
@@ -204,7 +213,7 @@ static void check_reply(fuzz_env *env, fuzz_client *c, int ci, const gpuq_reply 
                 (unsigned long long)rep->id, gpuq_errname(rep->status), rep->message,
                 (unsigned long long)pl);
     if (c->nreplies == 0 && rep->status == GPUQ_E_BUSY && rep->id == 0 &&
-        !strncmp(rep->message, "too many sessions", 17)) {
+        strstr(rep->message, "sessions open (the limit)")) {
         c->refused = c->ended = true; /* server_on_connection's refusal */
         env->count.refused++;
         return;

@@ -34,7 +34,8 @@ typedef struct fuzz_counts {
 typedef struct fuzz_env {
     const char *sock_path;
     uint32_t max_header;  /* the model cuts frames with this */
-    bool model_valid;     /* false once the server's max_header changed */
+    uint64_t max_payload; /* a frame over it is answered and closes the session */
+    bool model_valid;     /* false once the server's max_header or max_payload changed */
     bool allow_eof;       /* a kill_session went out: any session may close */
     bool server_closing;  /* draining or not accepting: sessions may close */
     bool drain_timed_out; /* the drain timeout closed sessions mid-write */

@@ -87,8 +87,9 @@ static const gpuq_limits *permissive(void)
 /* What the clients must know of the server, after each change of it. */
 static void env_update(void)
 {
-    if (W.srv.cfg.lim.max_header != W.env.max_header)
-        W.env.model_valid = false; /* a set_limit max_header: the model cuts frames wrong */
+    if (W.srv.cfg.lim.max_header != W.env.max_header ||
+        W.srv.cfg.lim.max_payload != W.env.max_payload)
+        W.env.model_valid = false; /* a set_limit of either: the model cuts frames wrong */
     W.env.server_closing = W.srv.draining || W.srv.accept_stopped;
     W.env.drain_timed_out = W.cfg.drain_timeout_s > 0 && W.srv.finishing;
 }
@@ -505,6 +506,7 @@ static void world_start(uint8_t profile, uint8_t profile2)
     }
     W.env.sock_path = g_sock;
     W.env.max_header = lim->max_header;
+    W.env.max_payload = lim->max_payload;
     W.env.model_valid = true;
     W.env.allow_eof = W.env.server_closing = W.env.drain_timed_out = false;
     W.env.progress = 0;
@@ -590,6 +592,9 @@ static void init_once(void)
         fuzz_violation("config_load: %s", g_base_cfg.error);
     snprintf(g_base_cfg.device, sizeof g_base_cfg.device, "cpu");
     g_base_cfg.drain_timeout_s = 0; /* no timer: the drain ends when all is answered */
+    /* nothing that depends on the clock: no timeouts, staging never given back */
+    g_base_cfg.hello_timeout_s = g_base_cfg.frame_timeout_s = g_base_cfg.idle_timeout_s = 0;
+    g_base_cfg.staging_release_s = 86400;
     g_base_cfg.socket_mode = 0600;
     /* Our own group is the admin group, so admin ops run when not root too. */
     snprintf(g_base_cfg.pol.admin_group, sizeof g_base_cfg.pol.admin_group, "fuzz");

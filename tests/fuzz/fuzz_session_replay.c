@@ -244,14 +244,15 @@ static void scripts_bad_frames(void)
     PUT(s, OP(1, FZ_CMD_SYNC));
     s = script_new("bad-lengths", P_ROOMY);
     hello(s, 0);
-    /* header_len 0; header_len 2100 over max_header 2048, 3 payload bytes */
+    /* header_len 0 (bad_header, the session goes on); header_len 2100 over
+     * max_header 2048, 3 payload bytes (too_large, then closed) */
     PUT(s, OP(0, FZ_CMD_RAW), 20, 'G', 'P', 'U', 'Q', 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
         0);
     PUT(s, OP(0, FZ_CMD_RAW), 20, 'G', 'P', 'U', 'Q', 1, 1, 0, 0, 0x34, 0x08, 0, 0, 3, 0, 0, 0, 0,
         0, 0, 0);
     PUT(s, OP(0, FZ_CMD_SEND), 0);
     run(s, 2);
-    raw_fill(s, 0, 2103, 0xee); /* skipped, sent in pieces */
+    raw_fill(s, 0, 2103, 0xee); /* sent in pieces to a closing session */
     for (int i = 0; i < 10; i++)
         PUT(s, OP(0, FZ_CMD_SEND | FZ_AND_RUN), 250);
     /* a header that is not msgpack, with a 3-byte payload */
