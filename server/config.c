@@ -413,8 +413,8 @@ int config_log_changes(const config *o, const config *n)
     for (int i = 0; i < KEY_COUNT; i++) {
         const config_key *k = config_key_by_id((enum config_key_id)i);
         char a[40], b[40];
-        if (!config_key_is_server_number(k) ||
-            !strcmp(config_key_value_str(o, k, a, sizeof a), config_key_value_str(n, k, b, sizeof b)))
+        if (!config_key_is_server_number(k) || !strcmp(config_key_value_str(o, k, a, sizeof a),
+                                                       config_key_value_str(n, k, b, sizeof b)))
             continue;
         if (config_key_needs_restart(k)) {
             log_warn("reload: %s %s -> %s needs a restart; ignored", k->name, a, b);

@@ -100,7 +100,8 @@ const void *config_key_cfield(const config *c, const config_key *k)
 
 bool config_key_is_server_number(const config_key *k)
 {
-    return config_key_cfield(&(config){0}, k) != NULL;
+    static config probe; /* only its field addresses are looked at */
+    return config_key_field(&probe, k) != NULL;
 }
 
 bool config_key_needs_restart(const config_key *k)

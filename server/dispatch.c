@@ -50,8 +50,8 @@ void dispatch_prefix(session *s)
         s->broken = true;
         r->close_after = true;
         if (s->pre.kind != GPUQ_KIND_REQUEST)
-            session_refuse(r, GPUQ_E_PROTOCOL, "a client sends request frames (kind 1), not kind %u",
-                           s->pre.kind);
+            session_refuse(r, GPUQ_E_PROTOCOL,
+                           "a client sends request frames (kind 1), not kind %u", s->pre.kind);
         else if (hl > lim->max_header)
             session_refuse(r, GPUQ_E_TOO_LARGE,
                            "header of %llu bytes over the limit of %u; closing the connection",
@@ -245,9 +245,10 @@ static int dispatch_admin(request *r)
             return GPUQ_E_BAD_ARGUMENT;
         }
         uint32_t infl = t->inflight;
-        log_info("session %llu ('%s', pid %d, uid %d, %u in flight) killed by session %llu (uid %d)",
-                 (unsigned long long)t->id, t->client, (int)t->pid, (int)t->uid, infl,
-                 (unsigned long long)s->id, (int)s->uid);
+        log_info(
+            "session %llu ('%s', pid %d, uid %d, %u in flight) killed by session %llu (uid %d)",
+            (unsigned long long)t->id, t->client, (int)t->pid, (int)t->uid, infl,
+            (unsigned long long)s->id, (int)s->uid);
         session_close(t);
         return dispatch_info_uint(r, "session", r->req.session, "in_flight", infl);
     }
@@ -288,7 +289,10 @@ static void dispatch_submit(request *r)
     }
 }
 
-static size_t align64(uint64_t n) { return (size_t)((n + 63) & ~(uint64_t)63); }
+static size_t align64(uint64_t n)
+{
+    return (size_t)((n + 63) & ~(uint64_t)63);
+}
 
 /* Reserve staging for s->cur, then read its payload or submit it. */
 static void dispatch_reserve(session *s)
@@ -355,7 +359,7 @@ void dispatch_header(session *s)
         free(s->hbuf);
         s->hbuf = s->hdr_inline;
     }
-    session_skip(s, plen);       /* unless a compute op takes the payload below */
+    session_skip(s, plen); /* unless a compute op takes the payload below */
     if (plen > lim->max_payload) {
         s->broken = true;
         r->close_after = true;

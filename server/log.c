@@ -8,15 +8,25 @@
 
 static int g_level = LOG_LVL_INFO;
 
-void log_set_level(int level) { g_level = level; }
-int log_level(void) { return g_level; }
+void log_set_level(int level)
+{
+    g_level = level;
+}
+int log_level(void)
+{
+    return g_level;
+}
 
 int log_level_parse(const char *s)
 {
-    if (!strcmp(s, "error")) return LOG_LVL_ERROR;
-    if (!strcmp(s, "warn")) return LOG_LVL_WARN;
-    if (!strcmp(s, "info")) return LOG_LVL_INFO;
-    if (!strcmp(s, "debug")) return LOG_LVL_DEBUG;
+    if (!strcmp(s, "error"))
+        return LOG_LVL_ERROR;
+    if (!strcmp(s, "warn"))
+        return LOG_LVL_WARN;
+    if (!strcmp(s, "info"))
+        return LOG_LVL_INFO;
+    if (!strcmp(s, "debug"))
+        return LOG_LVL_DEBUG;
     return -1;
 }
 
@@ -39,7 +49,8 @@ void log_limited(log_limit *lim, int level, const char *fmt, ...)
         return;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    unsigned long long now = (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+    unsigned long long now =
+        (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
     if (lim->count == 0 || now - lim->window_start_ns >= LOG_LIMIT_WINDOW_S * 1000000000ull) {
         if (lim->dropped)
             log_tagged(level, NULL, "(%u similar lines suppressed in %d s)", lim->dropped,

@@ -106,8 +106,8 @@ static void server_staging_sweep(server *srv, uint64_t now)
      * loop behind a long kernel. */
     double after = srv->cfg.staging_release_s;
     if (st->capacity <= srv->cfg.staging_keep ||
-        (double)(now - srv->staging_idle_since_ns) < after * 1e9 ||
-        !srv->b || srv->b->ops->inflight(srv->b) != 0)
+        (double)(now - srv->staging_idle_since_ns) < after * 1e9 || !srv->b ||
+        srv->b->ops->inflight(srv->b) != 0)
         return;
     uint64_t freed = staging_release_idle(st, srv->cfg.staging_keep);
     if (freed)
@@ -236,7 +236,10 @@ void server_staging_released(server *srv)
             dispatch_retry(s);
 }
 
-void server_session_freed(server *srv) { server_maybe_destroy_backend(srv); }
+void server_session_freed(server *srv)
+{
+    server_maybe_destroy_backend(srv);
+}
 
 static void server_on_signal(uv_signal_t *h, int signum)
 {
@@ -343,8 +346,7 @@ static int server_pick_backend(server *srv)
             return 1;
         }
     }
-    log_tagged(LOG_LVL_INFO, "gpuqd " GPUQD_VERSION, "backend %s (%s)", srv->b->ops->name,
-               reason);
+    log_tagged(LOG_LVL_INFO, "gpuqd " GPUQD_VERSION, "backend %s (%s)", srv->b->ops->name, reason);
     return 0;
 }
 
@@ -378,7 +380,8 @@ int server_init_with_backend(server *srv, uv_loop_t *loop, const config *cfg, ba
         code = 1;
         goto err_after_backend;
     }
-    srv->sweep_timer.data = srv->drain_timer.data = srv->sigint.data = srv->sigterm.data = srv->sighup.data = srv;
+    srv->sweep_timer.data = srv->drain_timer.data = srv->sigint.data = srv->sigterm.data =
+        srv->sighup.data = srv;
     if ((rc = uv_signal_start(&srv->sigint, server_on_signal, SIGINT)) < 0 ||
         (rc = uv_signal_start(&srv->sigterm, server_on_signal, SIGTERM)) < 0 ||
         (rc = uv_signal_start(&srv->sighup, server_on_sighup, SIGHUP)) < 0) {
@@ -419,7 +422,8 @@ err_after_backend:
 static void server_close_walk(uv_handle_t *h, void *arg)
 {
     if (!uv_is_closing(h)) {
-        log_warn("closing a leftover handle of type %s", uv_handle_type_name(uv_handle_get_type(h)));
+        log_warn("closing a leftover handle of type %s",
+                 uv_handle_type_name(uv_handle_get_type(h)));
         uv_close(h, NULL);
     }
 }
