@@ -279,8 +279,8 @@ static void expect_error_close(int fd, int code, uint64_t id)
 {
     gpuq_reply rep;
     ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
-    ck_assert_msg(rep.status == code, "got %s (%s), want %s", gpuq_errname(rep.status),
-                  rep.message, gpuq_errname(code));
+    ck_assert_msg(rep.status == code, "got %s (%s), want %s", gpuq_errname(rep.status), rep.message,
+                  gpuq_errname(code));
     ck_assert_uint_eq(rep.id, id);
     ck_assert_msg(strstr(rep.message, "closing") || code == GPUQ_E_PROTOCOL,
                   "the message says the connection closes: %s", rep.message);
@@ -292,7 +292,7 @@ START_TEST(limits)
 {
     e2e_teardown();
     const char *extra[] = {"--max-header", "512", "--max-payload", "4096", "--max-output",
-                           "8192", NULL};
+                           "8192",         NULL};
     e2e_start(extra);
     /* header over max_header: 600 bytes of a msgpack string; the server does
      * not read 600 bytes to throw them away: it answers and closes */
@@ -355,6 +355,43 @@ START_TEST(limits)
 }
 END_TEST
 
+/* The staging one request takes, as PROTOCOL.md spells it: the size class
+ * of align64(payload) + result. With session_staging 16 KiB, a 1024-element
+ * f64 normalize takes exactly 16384 bytes and runs; 1025 elements take
+ * 8256 + 8200 = 16456, class 20480: too_large, and the session goes on. */
+START_TEST(staging_per_request)
+{
+    e2e_teardown();
+    const char *extra[] = {"--session-staging", "16K", NULL};
+    e2e_start(extra);
+    int fd = e2e_hello_socket("staging", hbuf, sizeof hbuf);
+    double *x = calloc(1025, sizeof *x);
+    ck_assert_ptr_nonnull(x);
+    for (int i = 0; i < 1025; i++)
+        x[i] = (double)(i % 5) - 1.5;
+    gpuq_request r = norm_req(40, GPUQ_DT_F64, 1024);
+    e2e_send_req(fd, &r, x, 1024 * sizeof *x);
+    gpuq_reply rep;
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_msg(rep.status == 0, "%s: %s", gpuq_errname(rep.status), rep.message);
+    r = norm_req(41, GPUQ_DT_F64, 1025);
+    e2e_send_req(fd, &r, x, 1025 * sizeof *x);
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, GPUQ_E_TOO_LARGE);
+    ck_assert_uint_eq(rep.id, 41);
+    ck_assert_msg(strstr(rep.message, "16456 bytes of staging (20480 after rounding)"), "%s",
+                  rep.message);
+    /* and the same request fits again at 1024 */
+    r = norm_req(42, GPUQ_DT_F64, 1024);
+    e2e_send_req(fd, &r, x, 1024 * sizeof *x);
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, 0);
+    free(x);
+    close(fd);
+    e2e_assert_serves();
+}
+END_TEST
+
 /* What PROTOCOL.md promises for odd but well-formed frames. */
 START_TEST(protocol_corners)
 {
@@ -369,8 +406,8 @@ START_TEST(protocol_corners)
 
     /* hello without "version": version error that says what is missing */
     fd = e2e_raw_socket();
-    const uint8_t nover[] = {0x82, 0xa2, 'o', 'p', 0xa5, 'h', 'e', 'l', 'l', 'o',
-                             0xa2, 'i', 'd', 0x05};
+    const uint8_t nover[] = {0x82, 0xa2, 'o', 'p',  0xa5, 'h', 'e',
+                             'l',  'l',  'o', 0xa2, 'i',  'd', 0x05};
     e2e_send_frame(fd, nover, sizeof nover, 0, NULL, 0);
     gpuq_reply rep;
     ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
@@ -627,6 +664,7 @@ static Suite *suite(void)
     tcase_add_test(tc, bad_arguments);
     tcase_add_test(tc, limits);
     tcase_add_test(tc, protocol_corners);
+    tcase_add_test(tc, staging_per_request);
     tcase_add_test(tc, hangup_mid_payload);
     tcase_add_test(tc, utf8_on_the_wire);
     suite_add_tcase(s, tc);
