@@ -20,6 +20,12 @@ void e2e_start(const char *const *extra)
     tu_daemon_start(&e2e_d, tu_test_device(), extra);
 }
 
+void e2e_restart(const char *const *extra)
+{
+    e2e_teardown();
+    e2e_start(extra);
+}
+
 void e2e_setup(void)
 {
     e2e_start(NULL);
@@ -33,8 +39,8 @@ void e2e_teardown(void)
 
 gpuq_conn *e2e_connect(const char *name, int priority)
 {
-    gpuq_connect_opts o = {.socket_path = e2e_d.socket, .client_name = name,
-                           .priority = priority, .device = -1};
+    gpuq_connect_opts o = {
+        .socket_path = e2e_d.socket, .client_name = name, .priority = priority, .device = -1};
     gpuq_conn *c = NULL;
     int rc = gpuq_connect(&o, &c);
     ck_assert_msg(rc == 0, "connect: %s", gpuq_strerror(rc));
@@ -89,8 +95,10 @@ static int recv_all(int fd, void *buf, size_t len)
 void e2e_send_frame(int fd, const void *hdr, uint32_t hlen, uint64_t payload_len,
                     const void *payload, size_t plen)
 {
-    gpuq_prefix p = {.version = GPUQ_PROTO_VERSION, .kind = GPUQ_KIND_REQUEST,
-                     .header_len = hlen, .payload_len = payload_len};
+    gpuq_prefix p = {.version = GPUQ_PROTO_VERSION,
+                     .kind = GPUQ_KIND_REQUEST,
+                     .header_len = hlen,
+                     .payload_len = payload_len};
     uint8_t pre[GPUQ_PREFIX_SIZE];
     gpuq_prefix_encode(&p, pre);
     send_all(fd, pre, sizeof pre);
@@ -177,7 +185,7 @@ void e2e_expect_closed(int fd, double seconds)
     ck_assert_msg(r == 0 || errno == ECONNRESET,
                   "expected the daemon to close the connection within %g s: %s", seconds,
                   (errno == EAGAIN || errno == EWOULDBLOCK) ? "timed out (still open)"
-                                                           : strerror(errno));
+                                                            : strerror(errno));
 }
 
 void e2e_assert_serves(void)
@@ -210,8 +218,8 @@ static long long e2e_json_find(const char *json, const char *key, int want_depth
                     p++;
             if (!*p)
                 return -1;
-            if ((!want_depth || depth == want_depth) && (size_t)(p - start) == klen && !memcmp(start, key, klen) &&
-                p[1] == ':')
+            if ((!want_depth || depth == want_depth) && (size_t)(p - start) == klen &&
+                !memcmp(start, key, klen) && p[1] == ':')
                 return strtoll(p + 2, NULL, 10);
         } else if (*p == '{' || *p == '[') {
             depth++;

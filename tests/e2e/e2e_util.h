@@ -15,6 +15,8 @@ void e2e_setup(void);
 void e2e_teardown(void);
 /* Same with extra daemon flags. */
 void e2e_start(const char *const *extra);
+/* Stop the fixture's daemon and start one with extra flags. */
+void e2e_restart(const char *const *extra);
 /* Connect to e2e_d with a name and priority; aborts on failure. */
 gpuq_conn *e2e_connect(const char *name, int priority);
 /* A plain socket to e2e_d, no hello. */

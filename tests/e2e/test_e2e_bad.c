@@ -290,10 +290,9 @@ static void expect_error_close(int fd, int code, uint64_t id)
 
 START_TEST(limits)
 {
-    e2e_teardown();
     const char *extra[] = {"--max-header", "512", "--max-payload", "4096", "--max-output",
                            "8192",         NULL};
-    e2e_start(extra);
+    e2e_restart(extra);
     /* header over max_header: 600 bytes of a msgpack string; the server does
      * not read 600 bytes to throw them away: it answers and closes */
     int fd = e2e_hello_socket("bad", hbuf, sizeof hbuf);
@@ -361,9 +360,8 @@ END_TEST
  * 8256 + 8200 = 16456, class 20480: too_large, and the session goes on. */
 START_TEST(staging_per_request)
 {
-    e2e_teardown();
     const char *extra[] = {"--session-staging", "16K", NULL};
-    e2e_start(extra);
+    e2e_restart(extra);
     int fd = e2e_hello_socket("staging", hbuf, sizeof hbuf);
     double *x = calloc(1025, sizeof *x);
     ck_assert_ptr_nonnull(x);

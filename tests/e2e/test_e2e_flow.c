@@ -61,8 +61,10 @@ START_TEST(concurrent_clients)
         pids[k] = fork();
         ck_assert_int_ge(pids[k], 0);
         if (pids[k] == 0) {
-            gpuq_connect_opts o = {.socket_path = e2e_d.socket, .client_name = "conc",
-                                   .priority = (k % 3) - 1, .device = -1};
+            gpuq_connect_opts o = {.socket_path = e2e_d.socket,
+                                   .client_name = "conc",
+                                   .priority = (k % 3) - 1,
+                                   .device = -1};
             gpuq_conn *c = NULL;
             if (gpuq_connect(&o, &c) != 0)
                 _exit(10);
@@ -127,9 +129,8 @@ END_TEST
  * and others are served meanwhile. */
 START_TEST(slow_reader_bounded)
 {
-    e2e_teardown();
     const char *extra[] = {"--session-staging", "1M", NULL};
-    e2e_start(extra);
+    e2e_restart(extra);
     int fd = e2e_raw_socket();
     gpuq_request h;
     gpuq_request_init(&h);
@@ -205,7 +206,7 @@ START_TEST(sigterm_answers_in_flight)
     ck_assert_int_eq(WEXITSTATUS(st), 0);
     e2e_d.pid = 0;
     ck_assert_int_ne(access(e2e_d.socket, F_OK), 0); /* socket file removed */
-    e2e_start(NULL); /* for the fixture's teardown */
+    e2e_start(NULL);                                 /* for the fixture's teardown */
 }
 END_TEST
 

@@ -62,9 +62,8 @@ static void expect_timeout_close(int fd, const char *what)
  * `gpuqctl status` succeeds. */
 START_TEST(idle_connections_do_not_lock_out)
 {
-    e2e_teardown();
     const char *extra[] = {"--hello-timeout", "1.5", NULL};
-    e2e_start(extra);
+    e2e_restart(extra);
     enum { N = 300 };
     int fds[N];
     for (int i = 0; i < N; i++)
@@ -125,9 +124,8 @@ END_TEST
  * the header or in the payload; a session quiet between frames is not. */
 START_TEST(stalled_frames)
 {
-    e2e_teardown();
     const char *extra[] = {"--frame-timeout", "0.5", NULL};
-    e2e_start(extra);
+    e2e_restart(extra);
     /* stalled in the header */
     int fd = e2e_hello_socket("stall-h", hbuf, sizeof hbuf);
     gpuq_prefix p = {.version = GPUQ_PROTO_VERSION, .kind = GPUQ_KIND_REQUEST, .header_len = 40};
@@ -174,9 +172,8 @@ END_TEST
  * is closed; one that keeps talking is not. */
 START_TEST(idle_sessions)
 {
-    e2e_teardown();
     const char *extra[] = {"--idle-timeout", "0.6", NULL};
-    e2e_start(extra);
+    e2e_restart(extra);
     int idle = e2e_hello_socket("idle", hbuf, sizeof hbuf);
     int busy = e2e_hello_socket("busy", hbuf, sizeof hbuf);
     gpuq_request ping;
@@ -295,9 +292,8 @@ static void *hog_main(void *arg)
 
 START_TEST(unread_replies)
 {
-    e2e_teardown();
     const char *extra[] = {"--total-staging", "512M", NULL};
-    e2e_start(extra);
+    e2e_restart(extra);
     float *x = malloc(HOG_N * sizeof *x);
     ck_assert_ptr_nonnull(x);
     for (int i = 0; i < HOG_N; i++)
@@ -343,9 +339,8 @@ END_TEST
  * this is page-locked memory returned to the machine. */
 START_TEST(staging_given_back)
 {
-    e2e_teardown();
     const char *extra[] = {"--staging-keep", "16M", "--staging-release-after", "0.5", NULL};
-    e2e_start(extra);
+    e2e_restart(extra);
     enum { CLIENTS = 6, N = 1 << 20 };
     double *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
     ck_assert_ptr_nonnull(x);

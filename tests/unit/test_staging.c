@@ -32,14 +32,20 @@ static void fake_free(backend *b, void *p)
 static const backend_ops fake_ops = {
     .name = "fake", .host_alloc = fake_alloc, .host_free = fake_free};
 
+/* A backend that counts host allocations, and st on it with total bytes. */
+static void fake_pool(backend *b, staging *st, uint64_t total)
+{
+    memset(b, 0, sizeof *b);
+    b->ops = &fake_ops;
+    nalloc = nfree = 0;
+    staging_init(st, b, total);
+}
+
 START_TEST(lower_then_raise)
 {
     backend b;
-    memset(&b, 0, sizeof b);
-    b.ops = &fake_ops;
-    nalloc = nfree = 0;
     staging st;
-    staging_init(&st, &b, 8 * MIB);
+    fake_pool(&b, &st, 8 * MIB);
     uint64_t used = 0;
     staging_slot *a = NULL, *c = NULL, *d = NULL;
     /* two stand-alone 2 MiB slots (over the chunked classes) */
@@ -86,11 +92,8 @@ END_TEST
 START_TEST(headroom_for_newcomers)
 {
     backend b;
-    memset(&b, 0, sizeof b);
-    b.ops = &fake_ops;
-    nalloc = nfree = 0;
     staging st;
-    staging_init(&st, &b, 64 * MIB);
+    fake_pool(&b, &st, 64 * MIB);
     staging_set_headroom(&st, 8 * MIB);
     uint64_t hog = 0, hog2 = 0, newcomer = 0;
     staging_slot *h[8], *n1 = NULL, *n2 = NULL, *x = NULL;
@@ -128,11 +131,8 @@ END_TEST
 START_TEST(release_idle)
 {
     backend b;
-    memset(&b, 0, sizeof b);
-    b.ops = &fake_ops;
-    nalloc = nfree = 0;
     staging st;
-    staging_init(&st, &b, 256 * MIB);
+    fake_pool(&b, &st, 256 * MIB);
     uint64_t used = 0;
     staging_slot *small[3], *big[2];
     for (int i = 0; i < 3; i++) /* carved from one 16 MiB chunk */
