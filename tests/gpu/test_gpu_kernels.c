@@ -47,10 +47,10 @@ static int gpu_required(void)
     return v && strcmp(v, "1") == 0;
 }
 
-#define CK(call)                                                                                \
-    do {                                                                                        \
-        cudaError_t e_ = (call);                                                                \
-        ck_assert_msg(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));              \
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        ck_assert_msg(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                 \
     } while (0)
 
 static size_t esz(int dt)
@@ -80,6 +80,10 @@ static void *dev_copy(const void *h, size_t bytes)
     CK(cudaMalloc(&d, bytes ? bytes : 1));
     if (bytes)
         CK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+    /* cudaMemcpy from pageable memory may return before the DMA lands, and
+     * the legacy stream it runs on does not order g_stream (non-blocking):
+     * finish it before a kernel on g_stream reads d. */
+    CK(cudaDeviceSynchronize());
     return d;
 }
 
@@ -88,6 +92,10 @@ static void *dev_out(size_t bytes)
     void *d = NULL;
     CK(cudaMalloc(&d, bytes));
     CK(cudaMemset(d, 0xff, bytes)); /* all-ones bytes: NaN in f32 and f64 */
+    /* cudaMemset is asynchronous and on the legacy stream: without this it
+     * could land after the kernel on g_stream wrote the result (seen as NaN
+     * results when other processes kept the GPU busy) */
+    CK(cudaDeviceSynchronize());
     return d;
 }
 
@@ -167,8 +175,16 @@ static void check_normalize(int dt, int method, uint64_t rows, uint64_t cols)
 }
 
 static const uint64_t SHAPES[][2] = {
-    {1, 1},    {1, 31},   {1, 1023},       {1, (1u << 20) + 3}, {31, 1},
-    {1023, 1}, {(1u << 20) + 3, 1}, {31, 1023}, {1023, 31},   {3, (1u << 17) + 5},
+    {1, 1},
+    {1, 31},
+    {1, 1023},
+    {1, (1u << 20) + 3},
+    {31, 1},
+    {1023, 1},
+    {(1u << 20) + 3, 1},
+    {31, 1023},
+    {1023, 31},
+    {3, (1u << 17) + 5},
     {129, 200},
 };
 #define NSHAPES (sizeof SHAPES / sizeof SHAPES[0])
@@ -206,12 +222,10 @@ START_TEST(test_normalize_zero)
         void *d_in = dev_copy(in, rows * cols * esz(dt)), *d_out = dev_out(rows * cols * esz(dt));
         for (int method = 0; method < 5; method++) {
             reset_flag();
-            ck_assert_int_eq(
-                gpuq_cuda_normalize(g_ctx, dt, method, 0, d_in, d_out, rows, cols), 0);
+            ck_assert_int_eq(gpuq_cuda_normalize(g_ctx, dt, method, 0, d_in, d_out, rows, cols), 0);
             ck_assert_int_eq(read_flag(), -GPUQ_K_E_ZERO);
             reset_flag();
-            ck_assert_int_eq(
-                gpuq_cuda_normalize(g_ctx, dt, method, 1, d_in, d_out, rows, cols), 0);
+            ck_assert_int_eq(gpuq_cuda_normalize(g_ctx, dt, method, 1, d_in, d_out, rows, cols), 0);
             ck_assert_int_eq(read_flag(), 0);
             void *ref = host_out(dt, rows * cols);
             ck_assert_int_eq(gpuq_cpu_normalize(dt, method, 1, in, ref, rows, cols), 0);
@@ -221,7 +235,7 @@ START_TEST(test_normalize_zero)
         /* A long zero row takes the multi-block path. */
         uint64_t big = (1u << 18) + 1;
         void *d_z = dev_out(big * esz(dt)), *d_o = dev_out(big * esz(dt));
-        CK(cudaMemset(d_z, 0, big * esz(dt)));
+        CK(cudaMemsetAsync(d_z, 0, big * esz(dt), g_stream)); /* ordered before the kernel */
         reset_flag();
         ck_assert_int_eq(gpuq_cuda_normalize(g_ctx, dt, GPUQ_K_L2, 0, d_z, d_o, 1, big), 0);
         ck_assert_int_eq(read_flag(), -GPUQ_K_E_ZERO);
@@ -515,7 +529,7 @@ START_TEST(test_haversine)
                          0);
         compare(dt, d_out, ref, n, tol, "haversine_to");
         ck_assert_int_eq(read_flag(), 0);
-        CK(cudaMemset(d_out, 0xff, n * esz(dt)));
+        CK(cudaMemsetAsync(d_out, 0xff, n * esz(dt), g_stream)); /* ordered before the kernel */
         ck_assert_int_eq(gpuq_cpu_haversine_pair(dt, a, b, n, 1.0, ref), 0);
         ck_assert_int_eq(gpuq_cuda_haversine_pair(g_ctx, dt, d_a, d_b, n, 1.0, d_out), 0);
         compare(dt, d_out, ref, n, tol, "haversine_pair");
@@ -557,9 +571,9 @@ START_TEST(test_haversine_range)
             free(a);
         }
         void *d_out = dev_out(16);
-        ck_assert_int_eq(gpuq_cuda_grid(g_ctx, dt, -95.0, 0.0, 2, 0.0, 1.0, 1, 0.0, 0.0, 1.0,
-                                        d_out),
-                         GPUQ_K_E_RANGE);
+        ck_assert_int_eq(
+            gpuq_cuda_grid(g_ctx, dt, -95.0, 0.0, 2, 0.0, 1.0, 1, 0.0, 0.0, 1.0, d_out),
+            GPUQ_K_E_RANGE);
         CK(cudaFree(d_out));
     }
 }
@@ -573,9 +587,9 @@ START_TEST(test_grid)
         uint64_t nlat = g[k][0], nlon = g[k][1];
         size_t n = nlat * nlon;
         void *ref = host_out(dt, n), *d_out = dev_out(n * esz(dt));
-        ck_assert_int_eq(gpuq_cpu_grid(dt, -60.0, 75.5, nlat, -170.0, 179.0, nlon, 30.0, 101.0,
-                                       6371.0088, ref),
-                         0);
+        ck_assert_int_eq(
+            gpuq_cpu_grid(dt, -60.0, 75.5, nlat, -170.0, 179.0, nlon, 30.0, 101.0, 6371.0088, ref),
+            0);
         reset_flag();
         ck_assert_int_eq(gpuq_cuda_grid(g_ctx, dt, -60.0, 75.5, nlat, -170.0, 179.0, nlon, 30.0,
                                         101.0, 6371.0088, d_out),
@@ -591,7 +605,7 @@ END_TEST
 /* ---- pairwise ---- */
 
 static const uint64_t PW[][3] = {
-    {1, 1, 1},     {31, 17, 3},   {64, 65, 31}, {100, 90, 32},
+    {1, 1, 1},       {31, 17, 3},    {64, 65, 31},           {100, 90, 32},
     {257, 129, 200}, {1023, 31, 64}, {(1u << 20) + 3, 2, 3}, {5, 1023, 1},
 };
 
@@ -693,9 +707,9 @@ START_TEST(test_bad_args)
                      GPUQ_K_E_ARG);
     ck_assert_int_eq(gpuq_cuda_normalize(g_ctx, GPUQ_K_F32, 9, 0, &dummy_dev, &dummy_dev, 1, 1),
                      GPUQ_K_E_ARG);
-    ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, GPUQ_K_F32, 9, 0, &dummy_dev, &dummy_dev, 1, 1, 1,
-                                        &dummy_dev),
-                     GPUQ_K_E_ARG);
+    ck_assert_int_eq(
+        gpuq_cuda_pairwise(g_ctx, GPUQ_K_F32, 9, 0, &dummy_dev, &dummy_dev, 1, 1, 1, &dummy_dev),
+        GPUQ_K_E_ARG);
     ck_assert_int_eq(gpuq_cuda_error_code(cudaErrorMemoryAllocation), GPUQ_K_E_NOMEM);
     ck_assert_int_eq(gpuq_cuda_error_code(cudaErrorIllegalAddress), GPUQ_K_E_STICKY);
 }
