@@ -5,7 +5,9 @@
 #                         foreground on its default socket (--device auto)
 #   tests/dev.sh test     install what is missing, build, run the suite:
 #                         normal build (ctest -LE gpu), ASan+UBSan build
-#                         (ctest -LE gpu), and the libFuzzer target
+#                         (ctest -LE gpu), the libFuzzer targets, and the
+#                         mutation check (planted bugs the suite must catch)
+#   tests/dev.sh mutate   the mutation check alone (tests/mutate/run.py)
 #   tests/dev.sh build    install and build only
 #
 # Needs root (or sudo) only to install packages. The CUDA toolkit is used when
@@ -53,18 +55,24 @@ test)
     install_deps
     echo "== normal build (CUDA kernels compiled when the toolkit is present)"
     build "$ROOT/build"
-    (cd "$ROOT/build" && ctest -LE gpu --output-on-failure -j "$JOBS")
+    (cd "$ROOT/build" && ctest -LE gpu --no-tests=error --output-on-failure -j "$JOBS")
     echo "== AddressSanitizer + UndefinedBehaviorSanitizer build"
     build "$ROOT/build-asan" -DGPUQ_SANITIZE=ON -DGPUQ_WITH_CUDA=OFF
     (cd "$ROOT/build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-        ctest -LE 'gpu|fuzz' --output-on-failure -j "$JOBS")
+        ctest -LE 'gpu|fuzz' --no-tests=error --output-on-failure -j "$JOBS")
     echo "== libFuzzer: frame and header decoder, session state machine"
     CC=clang build "$ROOT/build-fuzz" -DGPUQ_FUZZ=ON -DGPUQ_WITH_CUDA=OFF
     (cd "$ROOT/build-fuzz" && ctest -L fuzz --output-on-failure)
+    echo "== mutation check: every planted bug in tests/mutate/mutations.txt is caught"
+    python3 "$ROOT/tests/mutate/run.py" --jobs "$JOBS"
+    ;;
+mutate)
+    install_deps
+    python3 "$ROOT/tests/mutate/run.py" --jobs "$JOBS" "${@:2}"
     ;;
 *)
-    echo "usage: tests/dev.sh daemon|test|build" >&2
+    echo "usage: tests/dev.sh daemon|test|mutate|build" >&2
     exit 2
     ;;
 esac
