@@ -51,13 +51,18 @@ typedef struct bench {
     gpuq_conn *c;     /* the latency rows' connection; NULL when connect failed */
     bench_peer *peer; /* NULL when it could not be opened (peer_why says why) */
     char peer_why[256];
-    long errors; /* over all rows */
+    char conn_why[256]; /* why c is NULL */
+    long errors;        /* over all rows */
     int rows, rows_failed;
 } bench;
 
 typedef struct row {
     const char *what;
-    long errors; /* failed gpuq requests plus failed in-process runs */
+    long errors;     /* failed gpuq requests plus failed in-process runs */
+    bool quiet;      /* a client process: keep the first error for its report */
+    int shown;       /* messages printed */
+    char first[200]; /* "side: message" of the first error */
+    char last[200];  /* the last message printed: repeats are not printed again */
 } row;
 
 static double now_s(void)
@@ -80,10 +85,25 @@ static double pct(double *v, int n, int p)
     return v[(size_t)(n - 1) * (size_t)p / 100];
 }
 
+/* Print an error's message unless it repeats the last one printed,
+ * ERRORS_SHOWN messages at most per row. */
+static void row_note(row *r, const char *line)
+{
+    if (r->quiet || r->shown >= ERRORS_SHOWN || !strcmp(line, r->last))
+        return;
+    fprintf(stderr, "bench: %s: %s\n", r->what, line);
+    snprintf(r->last, sizeof r->last, "%s", line);
+    r->shown++;
+}
+
+/* Count an error (side: "gpuq", "in-process", ...) and note it. */
 static void row_error(row *r, const char *side, const char *msg)
 {
-    if (++r->errors <= ERRORS_SHOWN)
-        fprintf(stderr, "bench: %s: %s: %s\n", r->what, side, msg);
+    char line[sizeof r->first];
+    snprintf(line, sizeof line, "%s: %s", side, msg);
+    if (r->errors++ == 0)
+        memcpy(r->first, line, sizeof line);
+    row_note(r, line);
 }
 
 /* Speed ratio gpuq / peer from the two figures (times: pass peer, ours;
@@ -105,7 +125,7 @@ static void row_print(bench *b, const row *r, const char *ours, const char *peer
     b->rows_failed += r->errors > 0;
 }
 
-static int bench_connect(const char *sock, gpuq_conn **out)
+static int bench_connect(const char *sock, gpuq_conn **out, char *why, size_t cap)
 {
     gpuq_connect_opts o = {
         .socket_path = sock, .client_name = "bench", .priority = 0, .device = -1};
@@ -113,7 +133,7 @@ static int bench_connect(const char *sock, gpuq_conn **out)
     *out = NULL;
     int rc = gpuq_connect(&o, &c);
     if (rc) {
-        fprintf(stderr, "bench: connect %s: %s\n", sock, c ? gpuq_errmsg(c) : gpuq_strerror(rc));
+        snprintf(why, cap, "connect: %s", c ? gpuq_errmsg(c) : gpuq_strerror(rc));
         gpuq_close(c);
         return rc;
     }
@@ -230,7 +250,7 @@ static void bench_ping(bench *b, int reps)
     int no = 0, np = 0;
     for (int i = 0; i < reps; i++) {
         if (!b->c) {
-            row_error(&r, "gpuq", "no connection");
+            row_error(&r, "gpuq", b->conn_why);
             continue;
         }
         double t = now_s();
@@ -327,6 +347,14 @@ static void job_free(bench *b, job *j)
     }
 }
 
+/* A job whose buffers could not be had: say why, free what was. */
+static void job_fail(bench *b, job *j)
+{
+    fprintf(stderr, "bench: buffers of %zu + %zu bytes: %s\n", j->in_bytes, 2 * j->out_bytes,
+            b->peer ? bench_peer_errmsg(b->peer) : "out of memory");
+    job_free(b, j);
+}
+
 static int job_gpuq(gpuq_conn *c, job *j)
 {
     switch (j->op) {
@@ -410,7 +438,7 @@ static void bench_latency(bench *b, const char *what, job *j, int reps, bool lar
     char why[300];
     for (int i = 0; i < reps; i++) {
         if (!b->c) {
-            row_error(&r, "gpuq", "no connection");
+            row_error(&r, "gpuq", b->conn_why);
             continue;
         }
         memset(j->out, 0xff, j->out_bytes); /* NaN: a result never written fails the check */
@@ -446,32 +474,36 @@ static void bench_latency(bench *b, const char *what, job *j, int reps, bool lar
 
 /* ---- throughput: client processes, each its own connection ---- */
 
+/* What a client process tells the parent (one write, under PIPE_BUF). */
 typedef struct client_report {
     int idx;
     long ok;
+    char first[200]; /* its first error, "" when none */
 } client_report;
 
 /* One client process: nreq SMALL_N-float normalize requests, DEPTH in
  * flight, each reply checked against the CPU reference (computed here: the
  * parent's buffers may be pinned, which a forked child must not touch).
- * Returns the number of successful replies. */
-static long client_loop(const char *sock, const char *what, int nreq)
+ * Fills rep: the number of successful replies, the first error. */
+static void client_loop(const char *sock, const char *what, int nreq, client_report *rep)
 {
     static float x[SMALL_N], want[SMALL_N], y[SLOTS][SMALL_N];
-    row r = {.what = what};
+    row r = {.what = what, .quiet = true};
+    rep->ok = 0;
     for (int i = 0; i < SMALL_N; i++)
         x[i] = 1.0f + (float)(i % 97);
     if (gpuq_cpu_normalize(GPUQ_K_F32, GPUQ_K_SUM, 0, x, want, 1, SMALL_N) != GPUQ_K_OK) {
         row_error(&r, "client", "CPU reference failed");
-        return 0;
+        goto done;
     }
     gpuq_conn *c;
-    if (bench_connect(sock, &c))
-        return 0;
-    long ok = 0;
+    char why[200];
+    if (bench_connect(sock, &c, why, sizeof why)) {
+        row_error(&r, "gpuq", why);
+        goto done;
+    }
     int sent = 0, got = 0;
     bool stop = false;
-    char why[200];
     for (;;) {
         while (!stop && sent < nreq && gpuq_pending(c) < DEPTH) {
             gpuq_request req;
@@ -492,8 +524,8 @@ static long client_loop(const char *sock, const char *what, int nreq)
         unsigned before = gpuq_pending(c);
         if (before == 0)
             break;
-        gpuq_reply rep;
-        int rc = gpuq_wait(c, &rep);
+        gpuq_reply rp;
+        int rc = gpuq_wait(c, &rp);
         if (gpuq_pending(c) == before) { /* the stream broke: no reply will come */
             row_error(&r, "gpuq wait", gpuq_errmsg(c));
             break;
@@ -502,18 +534,19 @@ static long client_loop(const char *sock, const char *what, int nreq)
         size_t bad;
         if (rc) {
             row_error(&r, "gpuq", gpuq_errmsg(c));
-        } else if (rep.dtype != GPUQ_DT_F32 || rep.ndim != 1 || rep.shape[0] != SMALL_N) {
+        } else if (rp.dtype != GPUQ_DT_F32 || rp.ndim != 1 || rp.shape[0] != SMALL_N) {
             row_error(&r, "gpuq", "reply of the wrong dtype or shape");
         } else if (close_f32(out, want, SMALL_N, 1e-5, 0.0, &bad)) {
             snprintf(why, sizeof why, "wrong result: element %zu is %.9g, want %.9g", bad,
                      (double)out[bad], (double)want[bad]);
             row_error(&r, "gpuq", why);
         } else {
-            ok++;
+            rep->ok++;
         }
     }
     gpuq_close(c);
-    return ok;
+done:
+    memcpy(rep->first, r.first, sizeof rep->first);
 }
 
 static void bench_throughput(bench *b, int nclients, int nreq, job *small, int peer_reps)
@@ -525,6 +558,7 @@ static void bench_throughput(bench *b, int nclients, int nreq, job *small, int p
     pid_t pids[64];
     long ok_of[64];
     bool exited_ok[64];
+    int failed = 0;
     if (nclients > 64)
         nclients = 64;
     int pfd[2];
@@ -540,7 +574,8 @@ static void bench_throughput(bench *b, int nclients, int nreq, job *small, int p
         pids[k] = fork();
         if (pids[k] == 0) {
             close(pfd[0]);
-            client_report rep = {k, client_loop(b->sock, what, nreq)};
+            client_report rep = {.idx = k};
+            client_loop(b->sock, what, nreq, &rep);
             int wrc = io_full(pfd[1], &rep, sizeof rep, true);
             _exit(wrc == 0 && rep.ok == nreq ? 0 : 1);
         }
@@ -548,19 +583,24 @@ static void bench_throughput(bench *b, int nclients, int nreq, job *small, int p
             fprintf(stderr, "bench: %s: fork: %s\n", what, strerror(errno));
     }
     close(pfd[1]);
+    /* Reports until every client has closed the pipe (exited), then reap. */
+    client_report rep;
+    while (io_full(pfd[0], &rep, sizeof rep, false) == 0) {
+        if (rep.idx < 0 || rep.idx >= nclients)
+            continue;
+        ok_of[rep.idx] = rep.ok;
+        rep.first[sizeof rep.first - 1] = 0;
+        if (rep.first[0])
+            row_note(&r, rep.first); /* its count is taken below */
+    }
+    close(pfd[0]);
     for (int k = 0; k < nclients; k++) {
         int st;
         if (pids[k] > 0 && waitpid(pids[k], &st, 0) == pids[k])
             exited_ok[k] = WIFEXITED(st) && WEXITSTATUS(st) == 0;
     }
     double dt = now_s() - t0;
-    client_report rep;
-    while (io_full(pfd[0], &rep, sizeof rep, false) == 0)
-        if (rep.idx >= 0 && rep.idx < nclients)
-            ok_of[rep.idx] = rep.ok;
-    close(pfd[0]);
     long done = 0;
-    int failed = 0;
     for (int k = 0; k < nclients; k++) {
         if (exited_ok[k] && ok_of[k] == nreq) {
             done += nreq;
@@ -575,19 +615,18 @@ static void bench_throughput(bench *b, int nclients, int nreq, job *small, int p
     if (failed)
         fprintf(stderr, "bench: %s: %d of %d clients failed; their requests are not counted\n",
                 what, failed, nclients);
-    /* the peer: the same op, one thread, back to back */
+    /* the peer: the same op, one thread, back to back; one measurement, so
+     * one error when any run of it fails */
     int np = 0;
     double tp = now_s();
-    for (int i = 0; i < peer_reps; i++) {
-        if (!b->peer) {
-            row_error(&r, "in-process", b->peer_why);
-            break;
-        }
-        if (job_peer(b->peer, small))
-            row_error(&r, "in-process", bench_peer_errmsg(b->peer));
-        else
-            np++;
-    }
+    if (!b->peer)
+        row_error(&r, "in-process", b->peer_why);
+    else
+        for (; np < peer_reps; np++)
+            if (job_peer(b->peer, small)) {
+                row_error(&r, "in-process", bench_peer_errmsg(b->peer));
+                break;
+            }
     tp = now_s() - tp;
     char so[64], sp[64], sr[16];
     double ours = done ? (double)done / dt : 0, peer = np == peer_reps ? (double)np / tp : 0;
@@ -690,7 +729,9 @@ int main(int argc, char **argv)
     else if ((d = daemon_start(&b, gpuqd, device, dir)) < 0)
         return 1;
 
-    bench_connect(b.sock, &b.c); /* NULL on failure: every gpuq request of every row fails */
+    /* b.c NULL on failure: every gpuq request of every row fails */
+    if (bench_connect(b.sock, &b.c, b.conn_why, sizeof b.conn_why))
+        fprintf(stderr, "bench: %s: %s\n", b.sock, b.conn_why);
     const gpuq_server_info *info = b.c ? gpuq_info(b.c) : NULL;
     const char *backend = info ? info->backend : device;
     int rc = bench_peer_open(!strcmp(backend, "cuda"), info ? info->device : -1, &b.peer,
@@ -706,12 +747,13 @@ int main(int argc, char **argv)
     printf("|---|---|---|---:|---:|\n");
     fflush(stdout);
 
-    bool q = b.quick;
+    bool q = b.quick, fatal = false;
     bench_ping(&b, q ? 200 : 2000);
     job small;
     if (job_init(&b, &small, JOB_NORMALIZE, SMALL_N, 0)) {
-        fprintf(stderr, "bench: out of memory\n");
-        return 1;
+        job_fail(&b, &small);
+        fatal = true;
+        goto err_after_connect;
     }
     bench_latency(&b, "normalize 4 KiB f32, 1 in flight", &small, q ? 200 : 2000, false);
     int counts[] = {1, 16, 64}, qcounts[] = {1, 4};
@@ -743,19 +785,21 @@ int main(int argc, char **argv)
             snprintf(what, sizeof what, "grid f64, %llux%llu", (unsigned long long)large[k].n,
                      (unsigned long long)large[k].n);
         if (job_init(&b, &j, large[k].op, large[k].n, large[k].d)) {
-            fprintf(stderr, "bench: out of memory\n");
-            return 1;
+            job_fail(&b, &j);
+            fatal = true;
+            goto err_after_connect;
         }
         bench_latency(&b, what, &j, large[k].reps, true);
         job_free(&b, &j);
     }
 
+err_after_connect:
     gpuq_close(b.c);
     bench_peer_close(b.peer);
     int daemon_rc = socket ? 0 : daemon_stop(d);
     if (!socket && rmdir(dir) != 0)
         fprintf(stderr, "bench: rmdir %s: %s\n", dir, strerror(errno));
-    printf("bench: %ld errors in %d of %d rows%s\n", b.errors, b.rows_failed, b.rows,
-           daemon_rc ? "; gpuqd did not exit cleanly" : "");
-    return b.errors || daemon_rc ? 1 : 0;
+    printf("bench: %ld errors in %d of %d rows%s%s\n", b.errors, b.rows_failed, b.rows,
+           daemon_rc ? "; gpuqd did not exit cleanly" : "", fatal ? "; stopped early" : "");
+    return b.errors || daemon_rc || fatal ? 1 : 0;
 }

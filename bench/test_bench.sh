@@ -93,8 +93,9 @@ while IFS='|' read -r what ours peer ratio errors; do
     [[ $errors == 0 ]] || fail "normal: $what: $errors errors"
     check_figure "$what (gpuq)" "$ours"
     check_figure "$what (in-process)" "$peer"
-    [[ $ratio =~ ^[0-9]+\.[0-9]+$ ]] && awk -v r="$ratio" 'BEGIN { exit !(r > 0) }' ||
+    if ! [[ $ratio =~ ^[0-9]+\.[0-9]+$ ]] || ! awk -v r="$ratio" 'BEGIN { exit !(r > 0) }'; then
         fail "normal: $what: ratio '$ratio'"
+    fi
 done < <(rows "$OUTPUT")
 [[ $n -eq 7 ]] || fail "normal: $n rows, want 7"
 grep -qx 'bench: 0 errors in 0 of 7 rows' "$OUTPUT" || fail "normal: no 'bench: 0 errors' line"
