@@ -59,6 +59,8 @@ run_bench() { # run_bench NAME ARGS...
     timeout 120 "$BENCH" --quick "$@" >"$T/$name.out" 2>"$T/$name.err"
     RC=$?
     OUTPUT=$T/$name.out
+    # a sanitizer build exits 1 on a report too: tell them apart
+    ! grep -qE 'Sanitizer|runtime error' "$T/$name.err" || fail "$name: sanitizer report"
     echo "---- $name: exit $RC"
     cat "$OUTPUT"
     head -5 "$T/$name.err"
