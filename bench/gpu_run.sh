@@ -15,7 +15,7 @@
 # makes the script exit 1 after the table is printed.
 #
 # The whole output goes to a log, $OUT/gpu_run-DATE-GPU.log (build-gpu/logs/
-# without $OUT), whose header gives the date, the commit and the GPU, so that
+# without $OUT; a GPUQ_STEPS part adds its steps to the name), whose header gives the date, the commit and the GPU, so that
 # a run's log can be checked in as docs/runs/DATE-GPU.log; the step logs go
 # to build-gpu/logs and, with $OUT, to $OUT/logs.tgz. The device machine has
 # no .git: pass the commit as GPUQ_COMMIT=<hash> (else git is asked, else
@@ -29,6 +29,8 @@ ROOT=$(pwd)
 STEPS=" ${GPUQ_STEPS:-ctest sanitize bench timing} "
 PREFIX=${GPUQ_DEPS_PREFIX:-/tmp/gpuq-deps}
 LOGS=$ROOT/build-gpu/logs
+# this run's step logs only (a part of a split run got its own back already)
+rm -rf "$LOGS"
 mkdir -p "$PREFIX" "$LOGS"
 
 GPUS=$(nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader 2>&1)
@@ -46,7 +48,10 @@ if [[ -z $COMMIT ]] && git -C "$ROOT" rev-parse HEAD >/dev/null 2>&1; then
     [[ -n $(git -C "$ROOT" status --porcelain --untracked-files=no) ]] && COMMIT+=" (with uncommitted changes)"
 fi
 DATE=$(date -u +%Y-%m-%d)
-RUNLOG=${OUT:-$LOGS}/gpu_run-$DATE-$SLUG.log
+# A run split by GPUQ_STEPS names its parts: gpu_run-DATE-GPU-bench-timing.log.
+PART=
+[[ -n ${GPUQ_STEPS:-} ]] && PART=-$(xargs <<<"$GPUQ_STEPS" | tr ' ' '-')
+RUNLOG=${OUT:-$LOGS}/gpu_run-$DATE-$SLUG$PART.log
 
 main() {
     local -a ROWS=()
@@ -229,6 +234,7 @@ main() {
         if [[ $ctl_rc -eq 0 && $drc -eq 0 && -n $line ]]; then
             row ok "normalize 10^7 f32 l2, --timing" "$line"
         else
+            tail -5 "$LOGS/timing_gpuqd.log"
             row FAIL "normalize 10^7 f32 l2, --timing" "gpuqctl exit $ctl_rc, gpuqd exit $drc; ${line:-no timing line}"
         fi
     fi
