@@ -1,25 +1,69 @@
-/* bench_gpuq.c - end-to-end throughput and latency of gpuqd, plus an
- * in-process baseline of the same op with no daemon in between.
+/* bench_gpuq.c - end-to-end latency and throughput of gpuqd, each row beside
+ * an in-process peer of the same work measured in the same run.
  *
- * Starts its own gpuqd (--gpuqd PATH, --device cpu|cuda) on a temporary
- * socket, then measures: ping latency; small-request (4 KiB float32
- * normalize) throughput with 1, 16 and 64 client processes, each keeping 8
- * requests in flight; and large-request latency for normalize (10^7 float32),
- * pairwise (4096 x 4096 x 64 float32) and the default grid (1000 x 1000).
- * Prints a Markdown table (rows start with '|'). Speed targets live here,
- * never in tests.
+ * gpuq_bench [--gpuqd PATH] [--device cpu|cuda] [--socket PATH] [--quick]
+ *
+ * Starts its own gpuqd (--gpuqd, --device) on a temporary socket, or with
+ * --socket uses a daemon already listening there. Rows: ping round trip;
+ * 4 KiB float32 normalize one at a time; the same with 1, 16 and 64 client
+ * processes each keeping 8 requests in flight; large normalize (10^7
+ * float32), pairwise euclidean (4096 x 4096, d = 64, float32) and the grid
+ * (1000 x 1000 float64). --quick shrinks counts and sizes for CI.
+ *
+ * Output: a Markdown table, rows starting with '|': what, gpuq's figure, the
+ * peer's figure, the speed ratio gpuq / peer (1.00: as fast; 0.25: four
+ * times slower) and the row's error count. The peer (bench_peer.h) is the
+ * same op in this process on the daemon's backend (CPU reference, or the
+ * same CUDA kernels with copies from pinned memory); for ping it is a
+ * 32-byte echo between two processes over a Unix socketpair, the floor under
+ * any round trip; for throughput it is one thread back to back.
+ *
+ * Failure: any failed request - an error reply, a connect failure, a broken
+ * or short reply stream, a reply of the wrong shape or with wrong values
+ * (checked against the peer's result), a client process that dies - counts
+ * in its row's errors, and so does a failed in-process run. Latencies and
+ * rates count successful requests only; a client with any failure counts
+ * none of its requests as done; a row with no success prints n/a. The table
+ * ends with a "bench:" line giving the total; the exit status is 1 when any
+ * row has errors or the daemon it started exited non-zero, 2 on bad usage.
+ * Details of the first errors of each row go to stderr.
  */
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_peer.h"
 #include "gpuq.h"
 #include "gpuq_kernels.h"
+
+enum { SMALL_N = 1024, DEPTH = 8, SLOTS = 16, ECHO_BYTES = 32, ERRORS_SHOWN = 3 };
+
+typedef struct bench {
+    char sock[256];
+    bool quick;
+    gpuq_conn *c;     /* the latency rows' connection; NULL when connect failed */
+    bench_peer *peer; /* NULL when it could not be opened (peer_why says why) */
+    char peer_why[256];
+    char conn_why[256]; /* why c is NULL */
+    long errors;        /* over all rows */
+    int rows, rows_failed;
+} bench;
+
+typedef struct row {
+    const char *what;
+    long errors;     /* failed gpuq requests plus failed in-process runs */
+    bool quiet;      /* a client process: keep the first error for its report */
+    int shown;       /* messages printed */
+    char first[200]; /* "side: message" of the first error */
+    char last[200];  /* the last message printed: repeats are not printed again */
+} row;
 
 static double now_s(void)
 {
@@ -34,181 +78,728 @@ static int cmp_d(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static char sock[256];
-
-static gpuq_conn *conn(void)
+/* The p-th percentile of v[0..n), n > 0 (sorts v). */
+static double pct(double *v, int n, int p)
 {
-    gpuq_connect_opts o = {.socket_path = sock, .client_name = "bench", .priority = 0,
-                           .device = -1};
-    gpuq_conn *c = NULL;
-    int rc = gpuq_connect(&o, &c);
-    if (rc) {
-        fprintf(stderr, "bench: connect: %s\n", gpuq_strerror(rc));
-        exit(1);
-    }
-    return c;
+    qsort(v, (size_t)n, sizeof v[0], cmp_d);
+    return v[(size_t)(n - 1) * (size_t)p / 100];
 }
 
-/* One client: nreq 4 KiB normalize requests, `depth` in flight. */
-static int client_loop(int nreq, unsigned depth)
+/* Print an error's message unless it repeats the last one printed,
+ * ERRORS_SHOWN messages at most per row. */
+static void row_note(row *r, const char *line)
 {
-    gpuq_conn *c = conn();
-    static float x[1024], y[16][1024];
-    for (int i = 0; i < 1024; i++)
-        x[i] = 1.0f + (float)(i % 97);
-    int sent = 0, got = 0;
-    while (got < nreq) {
-        while (sent < nreq && gpuq_pending(c) < depth) {
-            gpuq_request r;
-            gpuq_request_init(&r);
-            r.op = GPUQ_OP_NORMALIZE;
-            r.dtype = GPUQ_DT_F32;
-            r.ndim_a = 1;
-            r.shape_a[0] = 1024;
-            uint64_t id;
-            if (gpuq_submit(c, &r, x, sizeof x, NULL, 0, y[sent % 16], sizeof y[0], &id))
-                return 1;
-            sent++;
-        }
-        gpuq_reply rep;
-        if (gpuq_wait(c, &rep))
-            return 2;
-        got++;
+    if (r->quiet || r->shown >= ERRORS_SHOWN || !strcmp(line, r->last))
+        return;
+    fprintf(stderr, "bench: %s: %s\n", r->what, line);
+    snprintf(r->last, sizeof r->last, "%s", line);
+    r->shown++;
+}
+
+/* Count an error (side: "gpuq", "in-process", ...) and note it. */
+static void row_error(row *r, const char *side, const char *msg)
+{
+    char line[sizeof r->first];
+    snprintf(line, sizeof line, "%s: %s", side, msg);
+    if (r->errors++ == 0)
+        memcpy(r->first, line, sizeof line);
+    row_note(r, line);
+}
+
+/* Speed ratio gpuq / peer from the two figures (times: pass peer, ours;
+ * rates: ours, peer); n/a when either is missing. */
+static void ratio_fmt(char *buf, size_t cap, double num, double den)
+{
+    if (num > 0 && den > 0 && isfinite(num / den))
+        snprintf(buf, cap, "%.2f", num / den);
+    else
+        snprintf(buf, cap, "n/a");
+}
+
+static void row_print(bench *b, const row *r, const char *ours, const char *peer, const char *ratio)
+{
+    printf("| %-46s | %-28s | %-28s | %5s | %6ld |\n", r->what, ours, peer, ratio, r->errors);
+    fflush(stdout);
+    b->rows++;
+    b->errors += r->errors;
+    b->rows_failed += r->errors > 0;
+}
+
+static int bench_connect(const char *sock, gpuq_conn **out, char *why, size_t cap)
+{
+    gpuq_connect_opts o = {
+        .socket_path = sock, .client_name = "bench", .priority = 0, .device = -1};
+    gpuq_conn *c = NULL;
+    *out = NULL;
+    int rc = gpuq_connect(&o, &c);
+    if (rc) {
+        snprintf(why, cap, "connect: %s", c ? gpuq_errmsg(c) : gpuq_strerror(rc));
+        gpuq_close(c);
+        return rc;
     }
-    gpuq_close(c);
+    *out = c;
     return 0;
 }
 
-static double throughput(int nclients, int nreq)
+/* |a - b| <= tol * max(|b|, floor) for every element (NaN fails). */
+static int close_f32(const float *a, const float *b, size_t n, double tol, double floor_,
+                     size_t *bad)
 {
-    double t0 = now_s();
-    pid_t pids[64];
-    for (int k = 0; k < nclients; k++) {
-        pids[k] = fork();
-        if (pids[k] == 0)
-            _exit(client_loop(nreq, 8));
-    }
-    int bad = 0;
-    for (int k = 0; k < nclients; k++) {
-        int st;
-        waitpid(pids[k], &st, 0);
-        bad += !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    }
-    double dt = now_s() - t0;
-    if (bad)
-        fprintf(stderr, "bench: %d clients failed\n", bad);
-    return (double)nclients * nreq / dt;
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs((double)a[i] - (double)b[i]) <= tol * fmax(fabs((double)b[i]), floor_))) {
+            *bad = i;
+            return -1;
+        }
+    return 0;
 }
 
-static void row(const char *what, const char *value)
+static int close_f64(const double *a, const double *b, size_t n, double tol, double floor_,
+                     size_t *bad)
 {
-    printf("| %-52s | %24s |\n", what, value);
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs(a[i] - b[i]) <= tol * fmax(fabs(b[i]), floor_))) {
+            *bad = i;
+            return -1;
+        }
+    return 0;
+}
+
+/* ---- ping, and its peer: an echo over a socketpair ---- */
+
+static int io_full(int fd, void *buf, size_t len, bool wr)
+{
+    char *p = buf;
+    while (len) {
+        ssize_t k = wr ? write(fd, p, len) : read(fd, p, len);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return k == 0 ? GPUQ_E_CLOSED : GPUQ_E_IO;
+        p += k;
+        len -= (size_t)k;
+    }
+    return 0;
+}
+
+/* reps round trips of ECHO_BYTES to a forked echo process; lat[*n] in us. */
+static int echo_peer(int reps, double *lat, int *n, char *why, size_t cap)
+{
+    int sv[2];
+    *n = 0;
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+        snprintf(why, cap, "socketpair: %s", strerror(errno));
+        return GPUQ_E_IO;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(why, cap, "fork: %s", strerror(errno));
+        close(sv[0]);
+        close(sv[1]);
+        return GPUQ_E_IO;
+    }
+    if (pid == 0) {
+        close(sv[0]);
+        char buf[ECHO_BYTES];
+        int rc;
+        while ((rc = io_full(sv[1], buf, sizeof buf, false)) == 0)
+            if (io_full(sv[1], buf, sizeof buf, true))
+                _exit(1);
+        _exit(rc == GPUQ_E_CLOSED ? 0 : 1);
+    }
+    close(sv[1]);
+    char buf[ECHO_BYTES] = {0};
+    int rc = 0;
+    for (int i = 0; i < reps && rc == 0; i++) {
+        double t = now_s();
+        if ((rc = io_full(sv[0], buf, sizeof buf, true)) ||
+            (rc = io_full(sv[0], buf, sizeof buf, false)))
+            snprintf(why, cap, "echo: %s", gpuq_strerror(rc));
+        else
+            lat[(*n)++] = (now_s() - t) * 1e6;
+    }
+    close(sv[0]);
+    int st;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        if (!rc)
+            snprintf(why, cap, "echo process failed");
+        rc = rc ? rc : GPUQ_E_IO;
+    }
+    return rc;
+}
+
+static void lat_us_fmt(char *buf, size_t cap, double *v, int n, double *p50)
+{
+    *p50 = 0;
+    if (n == 0) {
+        snprintf(buf, cap, "n/a");
+        return;
+    }
+    *p50 = pct(v, n, 50);
+    snprintf(buf, cap, "p50 %.1f us, p99 %.1f us", *p50, pct(v, n, 99));
+}
+
+static void bench_ping(bench *b, int reps)
+{
+    row r = {.what = "ping round trip"};
+    double *ours = calloc((size_t)reps, sizeof *ours), *peer = calloc((size_t)reps, sizeof *peer);
+    if (!ours || !peer) {
+        fprintf(stderr, "bench: out of memory\n");
+        exit(1);
+    }
+    int no = 0, np = 0;
+    for (int i = 0; i < reps; i++) {
+        if (!b->c) {
+            row_error(&r, "gpuq", b->conn_why);
+            continue;
+        }
+        double t = now_s();
+        int rc = gpuq_ping(b->c);
+        double dt = (now_s() - t) * 1e6;
+        if (rc)
+            row_error(&r, "gpuq", gpuq_errmsg(b->c));
+        else
+            ours[no++] = dt;
+    }
+    char why[200];
+    if (echo_peer(reps, peer, &np, why, sizeof why))
+        row_error(&r, "socketpair echo", why);
+    char so[64], sp[64], sr[16];
+    double o50, p50;
+    lat_us_fmt(so, sizeof so, ours, no, &o50);
+    lat_us_fmt(sp, sizeof sp, peer, np, &p50);
+    ratio_fmt(sr, sizeof sr, p50, o50);
+    row_print(b, &r, so, sp, sr);
+    free(ours);
+    free(peer);
+}
+
+/* ---- one request kind: gpuq's run, the peer's, and the check ---- */
+
+enum { JOB_NORMALIZE, JOB_PAIRWISE, JOB_GRID };
+
+typedef struct job {
+    int op;
+    uint64_t n;       /* normalize: elements; pairwise: m (x is m x d, y = x); grid: nlat = nlon */
+    uint64_t d;       /* pairwise: dimensions */
+    void *in;         /* normalize, pairwise input; peer-allocated */
+    void *out, *ref;  /* gpuq's result, the peer's; peer-allocated */
+    size_t in_bytes;  /* payload per request (pairwise sends x twice) */
+    size_t out_bytes; /* result per request */
+    double tol, floor_; /* close_f32/close_f64 */
+} job;
+
+static int job_init(bench *b, job *j, int op, uint64_t n, uint64_t d)
+{
+    memset(j, 0, sizeof *j);
+    j->op = op;
+    j->n = n;
+    j->d = d;
+    size_t in_alloc = 0;
+    switch (op) {
+    case JOB_NORMALIZE:
+        in_alloc = j->in_bytes = n * sizeof(float);
+        j->out_bytes = n * sizeof(float);
+        j->tol = 1e-5; /* the same code on both sides: a few ulp at most */
+        break;
+    case JOB_PAIRWISE:
+        in_alloc = n * d * sizeof(float);
+        j->in_bytes = 2 * in_alloc;
+        j->out_bytes = n * n * sizeof(float);
+        j->tol = 1e-4, j->floor_ = 1.0;
+        break;
+    default:
+        j->out_bytes = n * n * sizeof(double);
+        j->tol = 1e-9, j->floor_ = 1.0;
+        break;
+    }
+    if (!b->peer) {
+        /* no peer: plain buffers; gpuq's side still runs */
+        j->in = in_alloc ? malloc(in_alloc) : NULL;
+        j->out = malloc(j->out_bytes);
+        j->ref = malloc(j->out_bytes);
+        if ((in_alloc && !j->in) || !j->out || !j->ref)
+            return GPUQ_E_NO_MEMORY;
+    } else {
+        int rc;
+        if ((in_alloc && (rc = bench_peer_alloc(b->peer, in_alloc, &j->in))) ||
+            (rc = bench_peer_alloc(b->peer, j->out_bytes, &j->out)) ||
+            (rc = bench_peer_alloc(b->peer, j->out_bytes, &j->ref)))
+            return rc;
+    }
+    if (op == JOB_NORMALIZE)
+        for (uint64_t i = 0; i < n; i++)
+            ((float *)j->in)[i] = 1.0f + (float)(i % 997);
+    else if (op == JOB_PAIRWISE)
+        for (uint64_t i = 0; i < n * d; i++)
+            ((float *)j->in)[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
+    return 0;
+}
+
+static void job_free(bench *b, job *j)
+{
+    void *bufs[] = {j->in, j->out, j->ref};
+    for (size_t i = 0; i < 3; i++) {
+        if (b->peer)
+            bench_peer_free(b->peer, bufs[i]);
+        else
+            free(bufs[i]);
+    }
+}
+
+/* A job whose buffers could not be had: say why, free what was. */
+static void job_fail(bench *b, job *j)
+{
+    fprintf(stderr, "bench: buffers of %zu + %zu bytes: %s\n", j->in_bytes, 2 * j->out_bytes,
+            b->peer ? bench_peer_errmsg(b->peer) : "out of memory");
+    job_free(b, j);
+}
+
+static int job_gpuq(gpuq_conn *c, job *j)
+{
+    switch (j->op) {
+    case JOB_NORMALIZE:
+        return gpuq_normalize(c, GPUQ_DT_F32, GPUQ_NORM_SUM, false, j->in, 1, j->n, 1, j->out);
+    case JOB_PAIRWISE:
+        return gpuq_pairwise(c, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, j->in, j->in, j->n, j->n, j->d,
+                             j->out);
+    default:
+        return gpuq_grid(c, GPUQ_DT_F64, BENCH_GRID_LAT0, BENCH_GRID_LAT1, j->n, BENCH_GRID_LON0,
+                         BENCH_GRID_LON1, j->n, BENCH_GRID_TO_LAT, BENCH_GRID_TO_LON,
+                         BENCH_GRID_RADIUS, j->out);
+    }
+}
+
+static int job_peer(bench_peer *p, job *j)
+{
+    switch (j->op) {
+    case JOB_NORMALIZE:
+        return bench_peer_normalize(p, j->in, j->ref, j->n);
+    case JOB_PAIRWISE:
+        return bench_peer_pairwise(p, j->in, j->in, j->n, j->d, j->ref);
+    default:
+        return bench_peer_grid(p, j->n, j->n, j->ref);
+    }
+}
+
+/* gpuq's result against the peer's. */
+static int job_check(const job *j, char *why, size_t cap)
+{
+    size_t bad = 0;
+    int rc = j->op == JOB_GRID
+                 ? close_f64(j->out, j->ref, j->out_bytes / 8, j->tol, j->floor_, &bad)
+                 : close_f32(j->out, j->ref, j->out_bytes / 4, j->tol, j->floor_, &bad);
+    if (rc) {
+        double got = j->op == JOB_GRID ? ((double *)j->out)[bad] : ((float *)j->out)[bad];
+        double want = j->op == JOB_GRID ? ((double *)j->ref)[bad] : ((float *)j->ref)[bad];
+        snprintf(why, cap, "wrong result: element %zu is %.9g, in-process gives %.9g", bad, got,
+                 want);
+    }
+    return rc;
+}
+
+/* p50 in ms and the GB/s it makes of gb gigabytes; n/a without samples. */
+static void large_fmt(char *buf, size_t cap, double *v, int n, double gb, double *p50)
+{
+    *p50 = 0;
+    if (n == 0) {
+        snprintf(buf, cap, "n/a");
+        return;
+    }
+    *p50 = pct(v, n, 50);
+    snprintf(buf, cap, "%.2f ms, %.2f GB/s", *p50 * 1e3, gb / *p50);
+}
+
+/* reps runs of j on each side, one at a time; the peer first, as its result
+ * is the reference. large: figures in ms and GB/s (payload plus result). */
+static void bench_latency(bench *b, const char *what, job *j, int reps, bool large)
+{
+    row r = {.what = what};
+    double *ours = calloc((size_t)reps, sizeof *ours), *peer = calloc((size_t)reps, sizeof *peer);
+    if (!ours || !peer) {
+        fprintf(stderr, "bench: out of memory\n");
+        exit(1);
+    }
+    int no = 0, np = 0;
+    for (int i = 0; i < reps; i++) {
+        if (!b->peer) {
+            row_error(&r, "in-process", b->peer_why);
+            continue;
+        }
+        double t = now_s();
+        int rc = job_peer(b->peer, j);
+        double dt = now_s() - t;
+        if (rc)
+            row_error(&r, "in-process", bench_peer_errmsg(b->peer));
+        else
+            peer[np++] = dt;
+    }
+    bool have_ref = np == reps;
+    char why[300];
+    for (int i = 0; i < reps; i++) {
+        if (!b->c) {
+            row_error(&r, "gpuq", b->conn_why);
+            continue;
+        }
+        memset(j->out, 0xff, j->out_bytes); /* NaN: a result never written fails the check */
+        double t = now_s();
+        int rc = job_gpuq(b->c, j);
+        double dt = now_s() - t;
+        if (rc)
+            row_error(&r, "gpuq", gpuq_errmsg(b->c));
+        else if (have_ref && job_check(j, why, sizeof why))
+            row_error(&r, "gpuq", why);
+        else
+            ours[no++] = dt;
+    }
+    char so[64], sp[64], sr[16];
+    double o50 = 0, p50 = 0;
+    double gb = (double)(j->in_bytes + j->out_bytes) / 1e9;
+    if (large) {
+        large_fmt(so, sizeof so, ours, no, gb, &o50);
+        large_fmt(sp, sizeof sp, peer, np, gb, &p50);
+    } else {
+        for (int i = 0; i < no; i++)
+            ours[i] *= 1e6;
+        for (int i = 0; i < np; i++)
+            peer[i] *= 1e6;
+        lat_us_fmt(so, sizeof so, ours, no, &o50);
+        lat_us_fmt(sp, sizeof sp, peer, np, &p50);
+    }
+    ratio_fmt(sr, sizeof sr, p50, o50);
+    row_print(b, &r, so, sp, sr);
+    free(ours);
+    free(peer);
+}
+
+/* ---- throughput: client processes, each its own connection ---- */
+
+/* What a client process tells the parent (one write, under PIPE_BUF). */
+typedef struct client_report {
+    int idx;
+    long ok;
+    char first[200]; /* its first error, "" when none */
+} client_report;
+
+/* One client process: nreq SMALL_N-float normalize requests, DEPTH in
+ * flight, each reply checked against the CPU reference (computed here: the
+ * parent's buffers may be pinned, which a forked child must not touch).
+ * Fills rep: the number of successful replies, the first error. */
+static void client_loop(const char *sock, const char *what, int nreq, client_report *rep)
+{
+    static float x[SMALL_N], want[SMALL_N], y[SLOTS][SMALL_N];
+    row r = {.what = what, .quiet = true};
+    rep->ok = 0;
+    for (int i = 0; i < SMALL_N; i++)
+        x[i] = 1.0f + (float)(i % 97);
+    if (gpuq_cpu_normalize(GPUQ_K_F32, GPUQ_K_SUM, 0, x, want, 1, SMALL_N) != GPUQ_K_OK) {
+        row_error(&r, "client", "CPU reference failed");
+        goto done;
+    }
+    gpuq_conn *c;
+    char why[200];
+    if (bench_connect(sock, &c, why, sizeof why)) {
+        row_error(&r, "gpuq", why);
+        goto done;
+    }
+    int sent = 0, got = 0;
+    bool stop = false;
+    for (;;) {
+        while (!stop && sent < nreq && gpuq_pending(c) < DEPTH) {
+            gpuq_request req;
+            gpuq_request_init(&req);
+            req.op = GPUQ_OP_NORMALIZE;
+            req.dtype = GPUQ_DT_F32;
+            req.ndim_a = 1;
+            req.shape_a[0] = SMALL_N;
+            memset(y[sent % SLOTS], 0xff, sizeof y[0]);
+            int rc = gpuq_submit(c, &req, x, sizeof x, NULL, 0, y[sent % SLOTS], sizeof y[0], NULL);
+            if (rc) {
+                row_error(&r, "gpuq submit", gpuq_errmsg(c));
+                stop = true; /* the connection is unusable or refuses: no more requests */
+                break;
+            }
+            sent++;
+        }
+        unsigned before = gpuq_pending(c);
+        if (before == 0)
+            break;
+        gpuq_reply rp;
+        int rc = gpuq_wait(c, &rp);
+        if (gpuq_pending(c) == before) { /* the stream broke: no reply will come */
+            row_error(&r, "gpuq wait", gpuq_errmsg(c));
+            break;
+        }
+        const float *out = y[got++ % SLOTS];
+        size_t bad;
+        if (rc) {
+            row_error(&r, "gpuq", gpuq_errmsg(c));
+        } else if (rp.dtype != GPUQ_DT_F32 || rp.ndim != 1 || rp.shape[0] != SMALL_N) {
+            row_error(&r, "gpuq", "reply of the wrong dtype or shape");
+        } else if (close_f32(out, want, SMALL_N, 1e-5, 0.0, &bad)) {
+            snprintf(why, sizeof why, "wrong result: element %zu is %.9g, want %.9g", bad,
+                     (double)out[bad], (double)want[bad]);
+            row_error(&r, "gpuq", why);
+        } else {
+            rep->ok++;
+        }
+    }
+    gpuq_close(c);
+done:
+    memcpy(rep->first, r.first, sizeof rep->first);
+}
+
+static void bench_throughput(bench *b, int nclients, int nreq, job *small, int peer_reps)
+{
+    char what[80];
+    snprintf(what, sizeof what, "normalize 4 KiB f32, %d client%s x %d in flight", nclients,
+             nclients == 1 ? "" : "s", DEPTH);
+    row r = {.what = what};
+    pid_t pids[64];
+    long ok_of[64];
+    bool exited_ok[64];
+    int failed = 0;
+    if (nclients > 64)
+        nclients = 64;
+    int pfd[2];
+    if (pipe(pfd) != 0) {
+        fprintf(stderr, "bench: pipe: %s\n", strerror(errno));
+        exit(1);
+    }
+    fflush(NULL);
+    double t0 = now_s();
+    for (int k = 0; k < nclients; k++) {
+        ok_of[k] = 0;
+        exited_ok[k] = false;
+        pids[k] = fork();
+        if (pids[k] == 0) {
+            close(pfd[0]);
+            client_report rep = {.idx = k};
+            client_loop(b->sock, what, nreq, &rep);
+            int wrc = io_full(pfd[1], &rep, sizeof rep, true);
+            _exit(wrc == 0 && rep.ok == nreq ? 0 : 1);
+        }
+        if (pids[k] < 0)
+            fprintf(stderr, "bench: %s: fork: %s\n", what, strerror(errno));
+    }
+    close(pfd[1]);
+    /* Reports until every client has closed the pipe (exited), then reap. */
+    client_report rep;
+    while (io_full(pfd[0], &rep, sizeof rep, false) == 0) {
+        if (rep.idx < 0 || rep.idx >= nclients)
+            continue;
+        ok_of[rep.idx] = rep.ok;
+        rep.first[sizeof rep.first - 1] = 0;
+        if (rep.first[0])
+            row_note(&r, rep.first); /* its count is taken below */
+    }
+    close(pfd[0]);
+    for (int k = 0; k < nclients; k++) {
+        int st;
+        if (pids[k] > 0 && waitpid(pids[k], &st, 0) == pids[k])
+            exited_ok[k] = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    }
+    double dt = now_s() - t0;
+    long done = 0;
+    for (int k = 0; k < nclients; k++) {
+        if (exited_ok[k] && ok_of[k] == nreq) {
+            done += nreq;
+        } else {
+            /* at least one: a client that failed after all its replies (its report
+             * lost, a crash on exit) still failed */
+            long lost = nreq - ok_of[k];
+            r.errors += lost > 0 ? lost : 1;
+            failed++;
+        }
+    }
+    if (failed)
+        fprintf(stderr, "bench: %s: %d of %d clients failed; their requests are not counted\n",
+                what, failed, nclients);
+    /* the peer: the same op, one thread, back to back; one measurement, so
+     * one error when any run of it fails */
+    int np = 0;
+    double tp = now_s();
+    if (!b->peer)
+        row_error(&r, "in-process", b->peer_why);
+    else
+        for (; np < peer_reps; np++)
+            if (job_peer(b->peer, small)) {
+                row_error(&r, "in-process", bench_peer_errmsg(b->peer));
+                break;
+            }
+    tp = now_s() - tp;
+    char so[64], sp[64], sr[16];
+    double ours = done ? (double)done / dt : 0, peer = np == peer_reps ? (double)np / tp : 0;
+    if (ours > 0)
+        snprintf(so, sizeof so, "%.0f req/s", ours);
+    else
+        snprintf(so, sizeof so, "n/a");
+    if (peer > 0)
+        snprintf(sp, sizeof sp, "%.0f req/s, 1 thread", peer);
+    else
+        snprintf(sp, sizeof sp, "n/a");
+    ratio_fmt(sr, sizeof sr, ours, peer);
+    row_print(b, &r, so, sp, sr);
+}
+
+/* ---- the daemon this program starts ---- */
+
+static pid_t daemon_start(bench *b, const char *gpuqd, const char *device, char *dir)
+{
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "bench: mkdtemp: %s\n", strerror(errno));
+        return -1;
+    }
+    snprintf(b->sock, sizeof b->sock, "%s/s.sock", dir);
+    fflush(NULL);
+    pid_t d = fork();
+    if (d < 0) {
+        fprintf(stderr, "bench: fork: %s\n", strerror(errno));
+        return -1;
+    }
+    if (d == 0) {
+        execl(gpuqd, gpuqd, "--device", device, "--socket", b->sock, "--log-level", "warn",
+              (char *)NULL);
+        fprintf(stderr, "bench: exec %s: %s\n", gpuqd, strerror(errno));
+        _exit(127);
+    }
+    for (int i = 0; i < 1000 && access(b->sock, F_OK) != 0; i++) {
+        int st;
+        if (waitpid(d, &st, WNOHANG) == d) {
+            fprintf(stderr, "bench: gpuqd exited before listening (status %d)\n",
+                    WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+            return 0; /* reaped: nothing to stop later */
+        }
+        usleep(20000);
+    }
+    return d;
+}
+
+/* SIGTERM and wait: 0 when it exited 0. */
+static int daemon_stop(pid_t d)
+{
+    if (d <= 0)
+        return d == 0 ? -1 : 0;
+    if (kill(d, SIGTERM) != 0) {
+        fprintf(stderr, "bench: kill gpuqd: %s\n", strerror(errno));
+        return -1;
+    }
+    int st;
+    if (waitpid(d, &st, 0) != d) {
+        fprintf(stderr, "bench: waitpid gpuqd: %s\n", strerror(errno));
+        return -1;
+    }
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "bench: gpuqd exited with status %d\n",
+                WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+        return -1;
+    }
+    return 0;
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: gpuq_bench [--gpuqd PATH] [--device cpu|cuda] [--socket PATH] "
+                    "[--quick]\n");
 }
 
 int main(int argc, char **argv)
 {
-    const char *gpuqd = "gpuqd", *device = "cpu";
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--gpuqd"))
-            gpuqd = argv[i + 1];
-        else if (!strcmp(argv[i], "--device"))
-            device = argv[i + 1];
+    const char *gpuqd = "gpuqd", *device = "cpu", *socket = NULL;
+    static bench b;
+    for (int i = 1; i < argc; i++) {
+        bool has_val = i + 1 < argc;
+        if (!strcmp(argv[i], "--quick"))
+            b.quick = true;
+        else if (!strcmp(argv[i], "--gpuqd") && has_val)
+            gpuqd = argv[++i];
+        else if (!strcmp(argv[i], "--device") && has_val)
+            device = argv[++i];
+        else if (!strcmp(argv[i], "--socket") && has_val)
+            socket = argv[++i];
+        else {
+            usage();
+            return 2;
+        }
     }
     char dir[] = "/tmp/gpuq-bench-XXXXXX";
-    if (!mkdtemp(dir))
+    pid_t d = -1; /* -1: none started; 0: started and already gone */
+    if (socket)
+        snprintf(b.sock, sizeof b.sock, "%s", socket);
+    else if ((d = daemon_start(&b, gpuqd, device, dir)) < 0)
         return 1;
-    snprintf(sock, sizeof sock, "%s/s.sock", dir);
-    pid_t d = fork();
-    if (d == 0) {
-        execl(gpuqd, gpuqd, "--device", device, "--socket", sock, "--log-level", "warn",
-              (char *)NULL);
-        _exit(127);
-    }
-    for (int i = 0; i < 1000 && access(sock, F_OK) != 0; i++)
-        usleep(20000);
-    usleep(100000);
 
-    char v[64];
-    printf("| %-52s | %24s |\n|---|---|\n", "gpuq benchmark", device);
-    /* ping latency */
-    gpuq_conn *c = conn();
-    enum { NP = 2000 };
-    static double lat[NP];
-    for (int i = 0; i < NP; i++) {
-        double t = now_s();
-        gpuq_ping(c);
-        lat[i] = (now_s() - t) * 1e6;
+    /* b.c NULL on failure: every gpuq request of every row fails */
+    if (bench_connect(b.sock, &b.c, b.conn_why, sizeof b.conn_why))
+        fprintf(stderr, "bench: %s: %s\n", b.sock, b.conn_why);
+    const gpuq_server_info *info = b.c ? gpuq_info(b.c) : NULL;
+    const char *backend = info ? info->backend : device;
+    int rc = bench_peer_open(!strcmp(backend, "cuda"), info ? info->device : -1, &b.peer,
+                             b.peer_why, sizeof b.peer_why);
+    if (rc)
+        fprintf(stderr, "bench: in-process peer: %s\n", b.peer_why);
+
+    char title[64], ours_h[64], peer_h[64];
+    snprintf(title, sizeof title, "gpuq_bench%s", b.quick ? " --quick" : "");
+    snprintf(ours_h, sizeof ours_h, "gpuq (%s)", backend);
+    snprintf(peer_h, sizeof peer_h, "in-process (%s)", b.peer ? bench_peer_name(b.peer) : "none");
+    printf("| %-46s | %-28s | %-28s | %5s | %6s |\n", title, ours_h, peer_h, "ratio", "errors");
+    printf("|---|---|---|---:|---:|\n");
+    fflush(stdout);
+
+    bool q = b.quick, fatal = false;
+    bench_ping(&b, q ? 200 : 2000);
+    job small;
+    if (job_init(&b, &small, JOB_NORMALIZE, SMALL_N, 0)) {
+        job_fail(&b, &small);
+        fatal = true;
+        goto err_after_connect;
     }
-    qsort(lat, NP, sizeof lat[0], cmp_d);
-    snprintf(v, sizeof v, "p50 %.1f us, p99 %.1f us", lat[NP / 2], lat[NP * 99 / 100]);
-    row("ping round trip", v);
-    /* small normalize latency, one at a time */
-    static float x[1024], y[1024];
-    for (int i = 0; i < 1024; i++)
-        x[i] = 1.0f + (float)i;
-    for (int i = 0; i < NP; i++) {
-        double t = now_s();
-        gpuq_normalize(c, GPUQ_DT_F32, GPUQ_NORM_SUM, false, x, 1, 1024, 1, y);
-        lat[i] = (now_s() - t) * 1e6;
+    bench_latency(&b, "normalize 4 KiB f32, 1 in flight", &small, q ? 200 : 2000, false);
+    int counts[] = {1, 16, 64}, qcounts[] = {1, 4};
+    for (int k = 0; k < (q ? 2 : 3); k++) {
+        int n = q ? qcounts[k] : counts[k];
+        bench_throughput(&b, n, q ? 300 : n >= 16 ? 2000 : 20000, &small, q ? 2000 : 20000);
     }
-    qsort(lat, NP, sizeof lat[0], cmp_d);
-    snprintf(v, sizeof v, "p50 %.1f us, p99 %.1f us", lat[NP / 2], lat[NP * 99 / 100]);
-    row("normalize 4 KiB f32, 1 in flight", v);
-    /* in-process baseline on the CPU reference */
-    double t0 = now_s();
-    for (int i = 0; i < 20000; i++)
-        gpuq_cpu_normalize(GPUQ_K_F32, GPUQ_K_SUM, 0, x, y, 1, 1024);
-    snprintf(v, sizeof v, "%.2f us/op", (now_s() - t0) / 20000 * 1e6);
-    row("in-process CPU baseline, same op", v);
-    /* throughput */
-    int counts[] = {1, 16, 64};
-    for (int k = 0; k < 3; k++) {
+    job_free(&b, &small);
+
+    struct {
+        int op;
+        uint64_t n, d;
+        int reps;
+    } large[] = {
+        {JOB_NORMALIZE, q ? 100000 : 10000000, 0, q ? 3 : 5},
+        {JOB_PAIRWISE, q ? 256 : 4096, q ? 16 : 64, 3},
+        {JOB_GRID, q ? 200 : 1000, 0, q ? 3 : 5},
+    };
+    for (size_t k = 0; k < sizeof large / sizeof large[0]; k++) {
+        job j;
         char what[80];
-        snprintf(what, sizeof what, "normalize 4 KiB f32, %d clients x 8 in flight", counts[k]);
-        snprintf(v, sizeof v, "%.0f req/s", throughput(counts[k], counts[k] >= 16 ? 2000 : 20000));
-        row(what, v);
+        if (large[k].op == JOB_NORMALIZE)
+            snprintf(what, sizeof what, "normalize f32, n = %llu", (unsigned long long)large[k].n);
+        else if (large[k].op == JOB_PAIRWISE)
+            snprintf(what, sizeof what, "pairwise euclidean f32, %llux%llu, d = %llu",
+                     (unsigned long long)large[k].n, (unsigned long long)large[k].n,
+                     (unsigned long long)large[k].d);
+        else
+            snprintf(what, sizeof what, "grid f64, %llux%llu", (unsigned long long)large[k].n,
+                     (unsigned long long)large[k].n);
+        if (job_init(&b, &j, large[k].op, large[k].n, large[k].d)) {
+            job_fail(&b, &j);
+            fatal = true;
+            goto err_after_connect;
+        }
+        bench_latency(&b, what, &j, large[k].reps, true);
+        job_free(&b, &j);
     }
-    /* large requests */
-    size_t n = 10 * 1000 * 1000;
-    float *bx = malloc(n * 4), *by = malloc(n * 4);
-    for (size_t i = 0; i < n; i++)
-        bx[i] = 1.0f + (float)(i % 1000);
-    for (int i = 0; i < 5; i++) {
-        double t = now_s();
-        gpuq_normalize(c, GPUQ_DT_F32, GPUQ_NORM_SUM, false, bx, 1, n, 1, by);
-        lat[i] = (now_s() - t) * 1e3;
-    }
-    qsort(lat, 5, sizeof lat[0], cmp_d);
-    snprintf(v, sizeof v, "%.2f ms (%.1f GB/s)", lat[2], 8.0 * n / lat[2] / 1e6);
-    row("normalize 10^7 f32 (40 MB in, 40 MB out)", v);
-    free(bx), free(by);
-    size_t m = 4096, dd = 64;
-    float *px = malloc(m * dd * 4), *po = malloc(m * m * 4);
-    for (size_t i = 0; i < m * dd; i++)
-        px[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
-    for (int i = 0; i < 3; i++) {
-        double t = now_s();
-        gpuq_pairwise(c, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, px, px, m, m, dd, po);
-        lat[i] = (now_s() - t) * 1e3;
-    }
-    qsort(lat, 3, sizeof lat[0], cmp_d);
-    snprintf(v, sizeof v, "%.2f ms", lat[1]);
-    row("pairwise euclidean 4096x4096, d=64, f32", v);
-    free(px), free(po);
-    double *g = malloc(1000 * 1000 * 8);
-    for (int i = 0; i < 5; i++) {
-        double t = now_s();
-        gpuq_grid(c, GPUQ_DT_F64, -90, 90, 1000, -180, 180, 1000, 30, 101, 6371.0088, g);
-        lat[i] = (now_s() - t) * 1e3;
-    }
-    qsort(lat, 5, sizeof lat[0], cmp_d);
-    snprintf(v, sizeof v, "%.2f ms", lat[2]);
-    row("grid 1000x1000 f64 (8 MB out)", v);
-    free(g);
-    gpuq_close(c);
-    kill(d, SIGTERM);
-    int st;
-    waitpid(d, &st, 0);
-    rmdir(dir);
-    return 0;
+
+err_after_connect:
+    gpuq_close(b.c);
+    bench_peer_close(b.peer);
+    int daemon_rc = socket ? 0 : daemon_stop(d);
+    if (!socket && rmdir(dir) != 0)
+        fprintf(stderr, "bench: rmdir %s: %s\n", dir, strerror(errno));
+    printf("bench: %ld errors in %d of %d rows%s%s\n", b.errors, b.rows_failed, b.rows,
+           daemon_rc ? "; gpuqd did not exit cleanly" : "", fatal ? "; stopped early" : "");
+    return b.errors || daemon_rc || fatal ? 1 : 0;
 }

@@ -4,117 +4,246 @@
 # Unpacks the Debian packages carried in .device/debs into a prefix (never into
 # /), builds with CUDA for sm_90 (+PTX), runs the whole suite including the
 # `gpu` label with GPUQ_REQUIRE_GPU=1 (a missing GPU fails), runs the gpu
-# suite again under compute-sanitizer (memcheck, racecheck), runs the
-# benchmarks, and prints a short summary table last. Logs go to $OUT (or
-# build-gpu/logs) when set.
-set -uo pipefail
-cd "$(dirname "$0")/.."
+# suite and the daemon again under compute-sanitizer (memcheck, racecheck),
+# runs the benchmark (gpuq_bench: each row gpuq's figure, the in-process
+# peer's, their ratio and the row's error count) with and without the
+# completion spin, splits one large request with --timing, and prints a short
+# summary table last.
+#
+# Every step is a row of that table marked ok or FAIL; a failing step (a
+# test, a sanitizer report, a benchmark error, a missing tool the step needs)
+# makes the script exit 1 after the table is printed.
+#
+# The whole output goes to a log, $OUT/gpu_run-DATE-GPU.log (build-gpu/logs/
+# without $OUT; a GPUQ_STEPS part adds its steps to the name), whose header gives the date, the commit and the GPU, so that
+# a run's log can be checked in as docs/runs/DATE-GPU.log; the step logs go
+# to build-gpu/logs and, with $OUT, to $OUT/logs.tgz. The device machine has
+# no .git: pass the commit as GPUQ_COMMIT=<hash> (else git is asked, else
+# "unknown").
+#
 # GPUQ_STEPS picks what runs after the (incremental) build, so a short device
 # lease can take it in two calls: "ctest sanitize" then "bench timing".
-STEPS=" ${GPUQ_STEPS:-ctest sanitize bench timing} "
-want() { [[ $STEPS == *" $1 "* ]]; }
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
 ROOT=$(pwd)
+STEPS=" ${GPUQ_STEPS:-ctest sanitize bench timing} "
 PREFIX=${GPUQ_DEPS_PREFIX:-/tmp/gpuq-deps}
 LOGS=$ROOT/build-gpu/logs
+# this run's step logs only (a part of a split run got its own back already)
+rm -rf "$LOGS"
 mkdir -p "$PREFIX" "$LOGS"
-declare -a ROWS=()
-row() { ROWS+=("$(printf '%-34s %s' "$1" "$2")"); }
 
-if [[ -d .device/debs ]]; then
-    for f in .device/debs/*.deb; do dpkg -x "$f" "$PREFIX"; done
+GPUS=$(nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader 2>&1)
+GPU_OK=$?
+if [[ $GPU_OK -eq 0 ]]; then
+    NGPU=$(grep -c . <<<"$GPUS")
+    SLUG=$(head -1 <<<"$GPUS" | cut -d, -f2 | awk '{ print tolower($2) }')
+    [[ $NGPU -gt 1 ]] && SLUG=${NGPU}x$SLUG
+else
+    SLUG=nogpu
 fi
-PY=$(command -v python3)
-# prometheus_client (for the metrics test) comes as a carried Debian package.
-export PYTHONPATH="$PREFIX/usr/lib/python3/dist-packages${PYTHONPATH:+:$PYTHONPATH}"
-# The image's default compiler (/opt/gcc) resolves C headers to libstdc++'s
-# wrappers; build C with the distribution's gcc and no inherited include path.
-unset CPATH C_INCLUDE_PATH CPLUS_INCLUDE_PATH
-[[ -x /usr/bin/gcc ]] && export CC=/usr/bin/gcc
-[[ -x /usr/bin/g++ ]] && export CXX=/usr/bin/g++
-echo "CC=${CC:-default} $(${CC:-cc} --version | head -1)" | tee "$LOGS/env.txt"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$LOGS/gpu.txt"
-
-[[ -n ${GPUQ_KEEP_CACHE:-} ]] || rm -rf build-gpu/CMakeCache.txt build-gpu/CMakeFiles
-cmake -S "$ROOT" -B build-gpu -DCMAKE_CUDA_HOST_COMPILER=${CXX:-g++} -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUQ_WITH_CUDA=ON \
-    -DCMAKE_PREFIX_PATH="$PREFIX/usr" -DGPUQ_PYTHON="$PY" >"$LOGS/configure.log" 2>&1 \
-    || { tail -30 "$LOGS/configure.log"; exit 1; }
-if cmake --build build-gpu -j "$(nproc)" >"$LOGS/build.log" 2>&1; then row build ok; else
-    tail -40 "$LOGS/build.log"; row build FAILED; printf '%s\n' "${ROWS[@]}"; exit 1; fi
-
-export GPUQ_REQUIRE_GPU=1
-# The systemd-label tests need systemd's tools (systemd-analyze,
-# systemd-socket-activate); a GPU image may have none. CI runs them.
-LE=()
-if ! command -v systemd-socket-activate >/dev/null || ! command -v systemd-analyze >/dev/null; then
-    LE=(-LE systemd)
-    row "systemd label" "not run here: no systemd tools on this machine (CI runs it)"
+COMMIT=${GPUQ_COMMIT:-}
+if [[ -z $COMMIT ]] && git -C "$ROOT" rev-parse HEAD >/dev/null 2>&1; then
+    COMMIT=$(git -C "$ROOT" rev-parse HEAD)
+    [[ -n $(git -C "$ROOT" status --porcelain --untracked-files=no) ]] && COMMIT+=" (with uncommitted changes)"
 fi
-if want ctest; then
-(cd build-gpu && ctest "${LE[@]}" --output-on-failure -j 4 >"$LOGS/ctest.log" 2>&1)
-row "ctest (all labels${LE:+ but systemd})" "$(grep -E 'tests passed|tests failed' "$LOGS/ctest.log" | tail -1)"
-grep -E '^\s*[0-9]+/[0-9]+ Test' "$LOGS/ctest.log" | grep -v Passed | head -20
-fi
+DATE=$(date -u +%Y-%m-%d)
+# A run split by GPUQ_STEPS names its parts: gpu_run-DATE-GPU-bench-timing.log.
+PART=
+[[ -n ${GPUQ_STEPS:-} ]] && PART=-$(xargs <<<"$GPUQ_STEPS" | tr ' ' '-')
+RUNLOG=${OUT:-$LOGS}/gpu_run-$DATE-$SLUG$PART.log
 
-# compute-sanitizer over the gpu kernel suite and one end-to-end CUDA suite.
-CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-if [[ -n "$CS" ]] && want sanitize; then
-    for tool in memcheck racecheck; do
-        for t in test_gpu_kernels; do
-            [[ -x build-gpu/tests/gpu/$t ]] || continue
-            CK_FORK=no CK_DEFAULT_TIMEOUT=600 GPUQ_SANITIZER_SMALL=1 \
-                "$CS" --tool "$tool" --error-exitcode 9 "build-gpu/tests/gpu/$t" \
-                >"$LOGS/cs_${tool}_$t.log" 2>&1
-            rc=$?
-            row "compute-sanitizer $tool $t" "exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/cs_${tool}_$t.log" | tr -d '=' | xargs)"
+main() {
+    local -a ROWS=()
+    local nfail=0
+    # row STATUS NAME DETAIL: one line of the summary; FAIL counts.
+    row() {
+        ROWS+=("$(printf '%-4s  %-40s %s' "$1" "$2" "$3")")
+        [[ $1 == FAIL ]] && nfail=$((nfail + 1))
+        return 0
+    }
+    summary() {
+        printf '%s\n' "${ROWS[@]}" >"$LOGS/summary.txt"
+        [[ -n "${OUT:-}" ]] && tar -czf "$OUT/logs.tgz" -C "$ROOT/build-gpu" logs
+        echo
+        echo "================ summary ================"
+        printf '%s\n' "${ROWS[@]}"
+        local f
+        for f in bench bench_nospin; do
+            [[ -f "$LOGS/$f.txt" ]] || continue
+            if [[ $f == bench ]]; then
+                echo "-- gpuq_bench, spin 50 us (default)"
+            else
+                echo "-- gpuq_bench, doorbells only (GPUQ_CUDA_SPIN_US=0)"
+            fi
+            grep -E '^\||^bench: [0-9]+ errors' "$LOGS/$f.txt"
         done
-    done
-    # The daemon itself under the sanitizers, driven by the CUDA e2e suites;
-    # --error-exitcode makes any sanitizer report fail the test case that
-    # stops that daemon
-    # (not test_e2e_cuda: its injected faults are errors by design).
-    for tool in memcheck racecheck; do
-        for t in e2e/test_e2e_flow e2e/test_e2e_bad; do
-            name=$(basename $t)
-            GPUQ_TEST_DEVICE=cuda CK_DEFAULT_TIMEOUT=600 \
-                GPUQ_TEST_DAEMON_WRAPPER="$CS --tool $tool --error-exitcode 9" \
-                timeout 300 "build-gpu/tests/$t" >"$LOGS/cs_${tool}_gpuqd_$name.log" 2>&1
-            rc=$?
-            row "compute-sanitizer $tool gpuqd ($name)" "exit $rc; $(grep -E '^[0-9]+%: Checks' "$LOGS/cs_${tool}_gpuqd_$name.log" | tail -1); $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/cs_${tool}_gpuqd_$name.log" | sort | uniq -c | tr -d '=' | xargs)"
+        echo "==== $nfail failed step(s); log: $RUNLOG"
+        [[ $nfail -eq 0 ]]
+    }
+
+    echo "gpuq bench/gpu_run.sh"
+    echo "date:    $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "commit:  ${COMMIT:-unknown (no .git here and no GPUQ_COMMIT)}"
+    echo "gpu:     ${GPUS//$'\n'/$'\n         '}"
+    echo "host:    $(uname -srm), $(nproc) cores"
+    echo "steps:   $STEPS"
+    if [[ $GPU_OK -eq 0 ]]; then
+        row ok "GPU" "$(head -1 <<<"$GPUS" | cut -d, -f2 | xargs)"
+    else
+        row FAIL "GPU" "nvidia-smi failed"
+    fi
+
+    if [[ -d .device/debs ]]; then
+        local f bad=0
+        for f in .device/debs/*.deb; do dpkg -x "$f" "$PREFIX" || bad=1; done
+        if [[ $bad -eq 0 ]]; then
+            row ok "unpack .device/debs" "into $PREFIX"
+        else
+            row FAIL "unpack .device/debs" "dpkg -x failed"
+        fi
+    fi
+    local PY
+    PY=$(command -v python3)
+    # prometheus_client (for the metrics test) comes as a carried Debian package.
+    export PYTHONPATH="$PREFIX/usr/lib/python3/dist-packages${PYTHONPATH:+:$PYTHONPATH}"
+    # The image's default compiler (/opt/gcc) resolves C headers to libstdc++'s
+    # wrappers; build C with the distribution's gcc and no inherited include path.
+    unset CPATH C_INCLUDE_PATH CPLUS_INCLUDE_PATH
+    [[ -x /usr/bin/gcc ]] && export CC=/usr/bin/gcc
+    [[ -x /usr/bin/g++ ]] && export CXX=/usr/bin/g++
+    echo "cc:      ${CC:-default} $(${CC:-cc} --version | head -1)"
+    echo "nvcc:    $(/usr/local/cuda/bin/nvcc --version 2>/dev/null | grep -i release || echo none)"
+    echo
+
+    [[ -n ${GPUQ_KEEP_CACHE:-} ]] || rm -rf build-gpu/CMakeCache.txt build-gpu/CMakeFiles
+    if ! cmake -S "$ROOT" -B build-gpu -DCMAKE_CUDA_HOST_COMPILER="${CXX:-g++}" \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUQ_WITH_CUDA=ON -DCMAKE_PREFIX_PATH="$PREFIX/usr" \
+        -DGPUQ_PYTHON="$PY" >"$LOGS/configure.log" 2>&1; then
+        tail -30 "$LOGS/configure.log"
+        row FAIL configure "see logs/configure.log"
+        summary
+        return 1
+    fi
+    if cmake --build build-gpu -j "$(nproc)" >"$LOGS/build.log" 2>&1; then
+        row ok build ""
+    else
+        tail -40 "$LOGS/build.log"
+        row FAIL build "see logs/build.log"
+        summary
+        return 1
+    fi
+
+    export GPUQ_REQUIRE_GPU=1
+    # The systemd-label tests need systemd's tools (systemd-analyze,
+    # systemd-socket-activate); a GPU image may have none. CI runs them.
+    local -a LE=()
+    if ! command -v systemd-socket-activate >/dev/null || ! command -v systemd-analyze >/dev/null; then
+        LE=(-LE systemd)
+        row skip "systemd label" "no systemd tools on this machine (CI runs it)"
+    fi
+    local rc
+    if want ctest; then
+        echo "== ctest ${LE[*]}"
+        (cd build-gpu && ctest "${LE[@]}" --output-on-failure -j 4) 2>&1 | tee "$LOGS/ctest.log"
+        rc=${PIPESTATUS[0]}
+        row "$(okfail "$rc")" "ctest (all labels${LE:+ but systemd})" \
+            "exit $rc; $(grep -E 'tests passed|tests failed' "$LOGS/ctest.log" | tail -1)"
+    fi
+
+    # compute-sanitizer over the gpu kernel suite, then the daemon itself
+    # driven by the CUDA end-to-end suites: --error-exitcode makes any
+    # sanitizer report fail the test case that stops that daemon (not
+    # test_e2e_cuda: its injected faults are errors by design).
+    if want sanitize; then
+        local CS tool t name log
+        CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+        if [[ -z $CS ]]; then
+            row FAIL "compute-sanitizer" "not found"
+        else
+            echo "== compute-sanitizer"
+            for tool in memcheck racecheck; do
+                t=test_gpu_kernels
+                log=$LOGS/cs_${tool}_$t.log
+                CK_FORK=no CK_DEFAULT_TIMEOUT=600 GPUQ_SANITIZER_SMALL=1 \
+                    "$CS" --tool "$tool" --error-exitcode 9 "build-gpu/tests/gpu/$t" >"$log" 2>&1
+                rc=$?
+                row "$(okfail "$rc")" "compute-sanitizer $tool $t" \
+                    "exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tr -d '=' | xargs)"
+            done
+            for tool in memcheck racecheck; do
+                for t in e2e/test_e2e_flow e2e/test_e2e_bad; do
+                    name=$(basename $t)
+                    log=$LOGS/cs_${tool}_gpuqd_$name.log
+                    GPUQ_TEST_DEVICE=cuda CK_DEFAULT_TIMEOUT=600 \
+                        GPUQ_TEST_DAEMON_WRAPPER="$CS --tool $tool --error-exitcode 9" \
+                        timeout 300 "build-gpu/tests/$t" >"$log" 2>&1
+                    rc=$?
+                    row "$(okfail "$rc")" "compute-sanitizer $tool gpuqd ($name)" \
+                        "exit $rc; $(grep -E '^[0-9]+%: Checks' "$log" | tail -1); $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sort | uniq -c | tr -d '=' | xargs)"
+                done
+            done
+        fi
+    fi
+
+    # The benchmark; the completion path compared: adaptive event spin
+    # (default, 50 us) against doorbells only (GPUQ_CUDA_SPIN_US=0).
+    if want bench; then
+        local spin f label total
+        for spin in default 0; do
+            if [[ $spin == default ]]; then
+                f=bench label="bench (spin 50 us)"
+            else
+                f=bench_nospin label="bench (doorbells only)"
+            fi
+            echo "== gpuq_bench, $label"
+            if [[ $spin == default ]]; then
+                build-gpu/bench/gpuq_bench --device cuda --gpuqd build-gpu/server/gpuqd 2>&1 |
+                    tee "$LOGS/$f.txt"
+            else
+                GPUQ_CUDA_SPIN_US=0 build-gpu/bench/gpuq_bench --device cuda \
+                    --gpuqd build-gpu/server/gpuqd 2>&1 | tee "$LOGS/$f.txt"
+            fi
+            rc=${PIPESTATUS[0]}
+            total=$(grep -E '^bench: [0-9]+ errors' "$LOGS/$f.txt" | tail -1)
+            row "$(okfail "$rc")" "$label" "exit $rc; ${total:-no total line}"
         done
-    done
-fi
+    fi
 
-if [[ -x build-gpu/bench/gpuq_bench ]] && want bench; then
-    # The completion path compared: adaptive event spin (default, 50 us)
-    # against doorbells only (GPUQ_CUDA_SPIN_US=0).
-    build-gpu/bench/gpuq_bench --device cuda --gpuqd build-gpu/server/gpuqd >"$LOGS/bench.txt" 2>&1
-    row "bench (spin 50 us)" "exit $?"
-    GPUQ_CUDA_SPIN_US=0 build-gpu/bench/gpuq_bench --device cuda --gpuqd build-gpu/server/gpuqd \
-        >"$LOGS/bench_nospin.txt" 2>&1
-    row "bench (doorbells only)" "exit $?"
-fi
+    # Where the time of one large request goes (CUDA events), through gpuqctl.
+    if want timing; then
+        echo "== normalize 10^7 f32 l2 --timing"
+        local T DP line ctl_rc=0 drc
+        T=$(mktemp -d)
+        "$PY" -c "import numpy as np; np.save('$T/x.npy', (np.random.rand(10**7) + 0.5).astype('float32'))"
+        build-gpu/server/gpuqd --device cuda --socket "$T/s.sock" --log-level warn \
+            2>"$LOGS/timing_gpuqd.log" &
+        DP=$!
+        for _ in $(seq 200); do [[ -S $T/s.sock ]] && break; sleep 0.1; done
+        line=
+        for _ in 1 2 3; do # the first one warms the pools
+            build-gpu/client/gpuqctl --socket "$T/s.sock" normalize --method l2 --timing \
+                "$T/x.npy" -o "$T/y.npy" >"$T/ctl.txt" 2>&1 || ctl_rc=$?
+            cat "$T/ctl.txt"
+            line=$(grep timing "$T/ctl.txt")
+        done
+        kill "$DP"
+        wait "$DP"
+        drc=$?
+        rm -rf "$T"
+        if [[ $ctl_rc -eq 0 && $drc -eq 0 && -n $line ]]; then
+            row ok "normalize 10^7 f32 l2, --timing" "$line"
+        else
+            tail -5 "$LOGS/timing_gpuqd.log"
+            row FAIL "normalize 10^7 f32 l2, --timing" "gpuqctl exit $ctl_rc, gpuqd exit $drc; ${line:-no timing line}"
+        fi
+    fi
 
-# Where the time of one large request goes (CUDA events), through gpuqctl.
-if [[ -x build-gpu/client/gpuqctl ]] && want timing; then
-    T=$(mktemp -d)
-    "$PY" -c "import numpy as np; np.save('$T/x.npy', (np.random.rand(10**7) + 0.5).astype('float32'))"
-    build-gpu/server/gpuqd --device cuda --socket "$T/s.sock" --log-level warn 2>"$LOGS/timing_gpuqd.log" &
-    DP=$!
-    for _ in $(seq 200); do [[ -S $T/s.sock ]] && break; sleep 0.1; done
-    for k in 1 2 3; do # the first one warms the pools
-        line=$(build-gpu/client/gpuqctl --socket "$T/s.sock" normalize --method l2 --timing \
-            "$T/x.npy" -o "$T/y.npy" 2>&1 | grep timing)
-    done
-    row "normalize 10^7 f32 l2, --timing" "${line:-no timing line}"
-    kill "$DP"; wait "$DP"
-    rm -rf "$T"
-fi
+    summary
+}
 
-printf '%s\n' "${ROWS[@]}" >"$LOGS/summary.txt"
-[[ -n "${OUT:-}" ]] && tar -czf "$OUT/logs.tgz" -C "$ROOT/build-gpu" logs
-echo
-echo "================ summary ================"
-printf '%s\n' "${ROWS[@]}"
-[[ -f "$LOGS/bench.txt" ]] && { echo "-- spin 50 us (default)"; grep -E '^\|' "$LOGS/bench.txt"; }
-[[ -f "$LOGS/bench_nospin.txt" ]] && { echo "-- doorbells only (GPUQ_CUDA_SPIN_US=0)"; grep -E '^\|' "$LOGS/bench_nospin.txt"; }
-exit 0
+want() { [[ $STEPS == *" $1 "* ]]; }
+okfail() { [[ $1 -eq 0 ]] && echo ok || echo FAIL; }
+
+main 2>&1 | tee "$RUNLOG"
+exit "${PIPESTATUS[0]}"

@@ -1,0 +1,275 @@
+/* bench_peer.c - see bench_peer.h. The CPU path is three calls; the CUDA
+ * path mirrors one request of the CUDA backend (copy in, reset the error
+ * flag, kernel, copy result and flag back) and then waits for the stream,
+ * which is what an in-process caller has to do before it can read a result.
+ */
+#include "bench_peer.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "errors.h"
+#include "gpuq_kernels.h"
+
+#ifdef GPUQ_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+struct bench_peer {
+    bool cuda;
+    char name[48];
+    char err[256];
+#ifdef GPUQ_HAVE_CUDA
+    cudaStream_t stream;
+    gpuq_cuda_ctx *kctx;
+    void *d_a, *d_b, *d_out; /* inputs A and B, result; grown on demand */
+    size_t cap_a, cap_b, cap_out;
+    int *h_flag; /* pinned copy of the kernels' error flag */
+#endif
+};
+
+static int peer_fail(bench_peer *p, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->err, sizeof p->err, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+/* A GPUQ_K_* code of a CPU reference or kernel call as a GPUQ_E_* code. */
+static int peer_kcode(bench_peer *p, int k, const char *what)
+{
+    switch (k) {
+    case GPUQ_K_OK:
+        return 0;
+    case GPUQ_K_E_ZERO:
+        return peer_fail(p, GPUQ_E_ZERO_NORM, "%s: zero norm", what);
+    case GPUQ_K_E_RANGE:
+        return peer_fail(p, GPUQ_E_OUT_OF_RANGE, "%s: out of range", what);
+    case GPUQ_K_E_OVERFLOW:
+        return peer_fail(p, GPUQ_E_OUT_OF_RANGE, "%s: overflow", what);
+    case GPUQ_K_E_NOMEM:
+        return peer_fail(p, GPUQ_E_NO_MEMORY, "%s: out of memory", what);
+    case GPUQ_K_E_ARG:
+        return peer_fail(p, GPUQ_E_BAD_ARGUMENT, "%s: bad argument", what);
+    default:
+        return peer_fail(p, GPUQ_E_DEVICE, "%s: kernel error %d", what, k);
+    }
+}
+
+const char *bench_peer_name(const bench_peer *p)
+{
+    return p->name;
+}
+
+const char *bench_peer_errmsg(const bench_peer *p)
+{
+    return p->err;
+}
+
+#ifdef GPUQ_HAVE_CUDA
+#define PEER_CU(p, call)                                                                           \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            return peer_fail((p), GPUQ_E_DEVICE, "%s: %s", #call, cudaGetErrorString(e_));         \
+    } while (0)
+
+static int peer_cuda_open(bench_peer *p, int device)
+{
+    if (device < 0)
+        device = 0;
+    PEER_CU(p, cudaSetDevice(device));
+    PEER_CU(p, cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking));
+    int k = gpuq_cuda_ctx_create(p->stream, &p->kctx);
+    if (k != GPUQ_K_OK)
+        return peer_kcode(p, k, "gpuq_cuda_ctx_create");
+    PEER_CU(p, cudaHostAlloc((void **)&p->h_flag, sizeof(int), cudaHostAllocDefault));
+    snprintf(p->name, sizeof p->name, "cuda kernels, device %d", device);
+    return 0;
+}
+
+static int peer_grow(bench_peer *p, void **d, size_t *cap, size_t bytes)
+{
+    if (*cap >= bytes)
+        return 0;
+    if (*d) {
+        PEER_CU(p, cudaFree(*d));
+        *d = NULL;
+        *cap = 0;
+    }
+    PEER_CU(p, cudaMalloc(d, bytes));
+    *cap = bytes;
+    return 0;
+}
+
+/* Copy in (A, then B when b_bytes > 0), reset the flag; the caller enqueues
+ * the kernel; peer_cuda_finish copies out and waits. */
+static int peer_cuda_start(bench_peer *p, const void *a, size_t a_bytes, const void *b,
+                           size_t b_bytes, size_t out_bytes)
+{
+    int rc;
+    if ((rc = peer_grow(p, &p->d_a, &p->cap_a, a_bytes ? a_bytes : 1)) ||
+        (rc = peer_grow(p, &p->d_b, &p->cap_b, b_bytes ? b_bytes : 1)) ||
+        (rc = peer_grow(p, &p->d_out, &p->cap_out, out_bytes)))
+        return rc;
+    if (a_bytes)
+        PEER_CU(p, cudaMemcpyAsync(p->d_a, a, a_bytes, cudaMemcpyHostToDevice, p->stream));
+    if (b_bytes)
+        PEER_CU(p, cudaMemcpyAsync(p->d_b, b, b_bytes, cudaMemcpyHostToDevice, p->stream));
+    PEER_CU(p, cudaMemsetAsync(gpuq_cuda_ctx_errflag(p->kctx), 0, sizeof(int), p->stream));
+    return 0;
+}
+
+static int peer_cuda_finish(bench_peer *p, int k, const char *what, void *out, size_t out_bytes)
+{
+    if (k != GPUQ_K_OK)
+        return peer_kcode(p, k, what);
+    PEER_CU(p, cudaGetLastError());
+    PEER_CU(p, cudaMemcpyAsync(out, p->d_out, out_bytes, cudaMemcpyDeviceToHost, p->stream));
+    PEER_CU(p, cudaMemcpyAsync(p->h_flag, gpuq_cuda_ctx_errflag(p->kctx), sizeof(int),
+                               cudaMemcpyDeviceToHost, p->stream));
+    PEER_CU(p, cudaStreamSynchronize(p->stream));
+    if (*p->h_flag)
+        return peer_kcode(p, -*p->h_flag, what);
+    return 0;
+}
+#endif
+
+int bench_peer_open(bool cuda, int device, bench_peer **out, char *why, size_t cap)
+{
+    *out = NULL;
+    bench_peer *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(why, cap, "out of memory");
+        return GPUQ_E_NO_MEMORY;
+    }
+    p->cuda = cuda;
+    snprintf(p->name, sizeof p->name, "cpu reference");
+    if (cuda) {
+#ifdef GPUQ_HAVE_CUDA
+        int rc = peer_cuda_open(p, device);
+        if (rc) {
+            snprintf(why, cap, "%s", p->err);
+            bench_peer_close(p);
+            return rc;
+        }
+#else
+        snprintf(why, cap, "gpuq_bench was built without CUDA");
+        free(p);
+        return GPUQ_E_DEVICE;
+#endif
+    }
+    *out = p;
+    return 0;
+}
+
+void bench_peer_close(bench_peer *p)
+{
+    if (!p)
+        return;
+#ifdef GPUQ_HAVE_CUDA
+    /* Teardown errors are reported, not returned: nothing is measured any more. */
+    cudaError_t e = cudaSuccess;
+    if (p->stream && (e = cudaStreamSynchronize(p->stream)) != cudaSuccess)
+        fprintf(stderr, "bench: cudaStreamSynchronize: %s\n", cudaGetErrorString(e));
+    if (p->kctx)
+        gpuq_cuda_ctx_destroy(p->kctx);
+    void *bufs[] = {p->d_a, p->d_b, p->d_out};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (bufs[i] && (e = cudaFree(bufs[i])) != cudaSuccess)
+            fprintf(stderr, "bench: cudaFree: %s\n", cudaGetErrorString(e));
+    if (p->h_flag && (e = cudaFreeHost(p->h_flag)) != cudaSuccess)
+        fprintf(stderr, "bench: cudaFreeHost: %s\n", cudaGetErrorString(e));
+    if (p->stream && (e = cudaStreamDestroy(p->stream)) != cudaSuccess)
+        fprintf(stderr, "bench: cudaStreamDestroy: %s\n", cudaGetErrorString(e));
+#endif
+    free(p);
+}
+
+int bench_peer_alloc(bench_peer *p, size_t bytes, void **out)
+{
+    *out = NULL;
+#ifdef GPUQ_HAVE_CUDA
+    if (p->cuda) {
+        PEER_CU(p, cudaHostAlloc(out, bytes ? bytes : 1, cudaHostAllocDefault));
+        return 0;
+    }
+#endif
+    *out = malloc(bytes ? bytes : 1);
+    if (!*out)
+        return peer_fail(p, GPUQ_E_NO_MEMORY, "malloc(%zu) failed", bytes);
+    return 0;
+}
+
+void bench_peer_free(bench_peer *p, void *ptr)
+{
+    if (!ptr)
+        return;
+#ifdef GPUQ_HAVE_CUDA
+    if (p->cuda) {
+        cudaError_t e = cudaFreeHost(ptr);
+        if (e != cudaSuccess)
+            fprintf(stderr, "bench: cudaFreeHost: %s\n", cudaGetErrorString(e));
+        return;
+    }
+#endif
+    free(ptr);
+}
+
+int bench_peer_normalize(bench_peer *p, const float *in, float *out, uint64_t n)
+{
+#ifdef GPUQ_HAVE_CUDA
+    if (p->cuda) {
+        size_t bytes = n * sizeof(float);
+        int rc = peer_cuda_start(p, in, bytes, NULL, 0, bytes);
+        if (rc)
+            return rc;
+        int k = gpuq_cuda_normalize(p->kctx, GPUQ_K_F32, GPUQ_K_SUM, 0, p->d_a, p->d_out, 1, n);
+        return peer_cuda_finish(p, k, "normalize", out, bytes);
+    }
+#endif
+    return peer_kcode(p, gpuq_cpu_normalize(GPUQ_K_F32, GPUQ_K_SUM, 0, in, out, 1, n), "normalize");
+}
+
+int bench_peer_pairwise(bench_peer *p, const float *x, const float *y, uint64_t m, uint64_t d,
+                        float *out)
+{
+#ifdef GPUQ_HAVE_CUDA
+    if (p->cuda) {
+        size_t in_bytes = m * d * sizeof(float), out_bytes = m * m * sizeof(float);
+        int rc = peer_cuda_start(p, x, in_bytes, y, in_bytes, out_bytes);
+        if (rc)
+            return rc;
+        int k = gpuq_cuda_pairwise(p->kctx, GPUQ_K_F32, GPUQ_K_EUCLIDEAN, 0, p->d_a, p->d_b, m, m,
+                                   d, p->d_out);
+        return peer_cuda_finish(p, k, "pairwise", out, out_bytes);
+    }
+#endif
+    return peer_kcode(p, gpuq_cpu_pairwise(GPUQ_K_F32, GPUQ_K_EUCLIDEAN, 0, x, y, m, m, d, out),
+                      "pairwise");
+}
+
+int bench_peer_grid(bench_peer *p, uint64_t nlat, uint64_t nlon, double *out)
+{
+#ifdef GPUQ_HAVE_CUDA
+    if (p->cuda) {
+        size_t out_bytes = nlat * nlon * sizeof(double);
+        int rc = peer_cuda_start(p, NULL, 0, NULL, 0, out_bytes);
+        if (rc)
+            return rc;
+        int k = gpuq_cuda_grid(p->kctx, GPUQ_K_F64, BENCH_GRID_LAT0, BENCH_GRID_LAT1, nlat,
+                               BENCH_GRID_LON0, BENCH_GRID_LON1, nlon, BENCH_GRID_TO_LAT,
+                               BENCH_GRID_TO_LON, BENCH_GRID_RADIUS, p->d_out);
+        return peer_cuda_finish(p, k, "grid", out, out_bytes);
+    }
+#endif
+    return peer_kcode(p,
+                      gpuq_cpu_grid(GPUQ_K_F64, BENCH_GRID_LAT0, BENCH_GRID_LAT1, nlat,
+                                    BENCH_GRID_LON0, BENCH_GRID_LON1, nlon, BENCH_GRID_TO_LAT,
+                                    BENCH_GRID_TO_LON, BENCH_GRID_RADIUS, out),
+                      "grid");
+}
