@@ -7,8 +7,9 @@
 # suite and the daemon again under compute-sanitizer (memcheck, racecheck),
 # runs the benchmark (gpuq_bench: each row gpuq's figure, the in-process
 # peer's, their ratio and the row's error count) with and without the
-# completion spin, splits one large request with --timing, and prints a short
-# summary table last.
+# completion spin, the same rows with PyTorch in-process (bench/peer_torch.py),
+# the mutation check's gpu mutations (tests/mutate/run.py --gpu-only), splits
+# one large request with --timing, and prints a short summary table last.
 #
 # Every step is a row of that table marked ok or FAIL; a failing step (a
 # test, a sanitizer report, a benchmark error, a missing tool the step needs)
@@ -26,7 +27,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$(pwd)
-STEPS=" ${GPUQ_STEPS:-ctest sanitize bench timing} "
+STEPS=" ${GPUQ_STEPS:-ctest sanitize mutate bench peer timing} "
 PREFIX=${GPUQ_DEPS_PREFIX:-/tmp/gpuq-deps}
 LOGS=$ROOT/build-gpu/logs
 # this run's step logs only (a part of a split run got its own back already)
@@ -78,6 +79,10 @@ main() {
             fi
             grep -E '^\||^bench: [0-9]+ errors' "$LOGS/$f.txt"
         done
+        if [[ -f "$LOGS/peer_torch.txt" ]]; then
+            echo "-- PyTorch in-process, the same rows (bench/peer_torch.py)"
+            grep -E '^\|' "$LOGS/peer_torch.txt"
+        fi
         echo "==== $nfail failed step(s); log: $RUNLOG"
         [[ $nfail -eq 0 ]]
     }
@@ -186,6 +191,19 @@ main() {
         fi
     fi
 
+    # The mutation check's gpu mutations (tests/mutate): planted bugs in the
+    # CUDA code that the gpu suites must catch, on a scratch copy.
+    if want mutate; then
+        echo "== tests/mutate/run.py --gpu-only"
+        "$PY" tests/mutate/run.py --gpu-only --jobs "$(nproc)" --scratch "$ROOT/build-gpu/mutate" \
+            --cmake-arg=-DCMAKE_CUDA_HOST_COMPILER="${CXX:-g++}" \
+            --cmake-arg=-DCMAKE_PREFIX_PATH="$PREFIX/usr" --cmake-arg=-DGPUQ_PYTHON="$PY" \
+            2>&1 | tee "$LOGS/mutate.txt"
+        rc=${PIPESTATUS[0]}
+        row "$(okfail "$rc")" "mutation check, gpu mutations" \
+            "exit $rc; $(grep -E '^mutate: [0-9]+ of [0-9]+ mutations killed' "$LOGS/mutate.txt" | tail -1)"
+    fi
+
     # The benchmark; the completion path compared: adaptive event spin
     # (default, 50 us) against doorbells only (GPUQ_CUDA_SPIN_US=0).
     if want bench; then
@@ -208,6 +226,18 @@ main() {
             total=$(grep -E '^bench: [0-9]+ errors' "$LOGS/$f.txt" | tail -1)
             row "$(okfail "$rc")" "$label" "exit $rc; ${total:-no total line}"
         done
+    fi
+
+    # The PyTorch peer: the same rows done in a user's own process, this run.
+    if want peer; then
+        echo "== bench/peer_torch.py"
+        "$PY" bench/peer_torch.py 2>&1 | tee "$LOGS/peer_torch.txt"
+        rc=${PIPESTATUS[0]}
+        if [[ $rc -eq 3 ]]; then
+            row skip "PyTorch peer" "$(head -1 "$LOGS/peer_torch.txt")"
+        else
+            row "$(okfail "$rc")" "PyTorch peer" "exit $rc; $(grep -E '^peer_torch: [0-9]+ errors' "$LOGS/peer_torch.txt" | tail -1)"
+        fi
     fi
 
     # Where the time of one large request goes (CUDA events), through gpuqctl.

@@ -17,6 +17,7 @@ one that does not compile (a mutation must be a bug, not a typo).
   tests/mutate/run.py --only NAME...  just these (a prefix matches)
   tests/mutate/run.py --gpu           also the mutations marked 'gpu: yes'
                                       (CUDA build; needs a GPU: bench/gpu_run.sh)
+  tests/mutate/run.py --gpu-only      only those (bench/gpu_run.sh's mutate step)
 
 The scratch tree and its build are kept under build-mutate/ (or --scratch)
 and reused: a second run rebuilds only what changed.
@@ -152,6 +153,9 @@ def main():
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--only", nargs="+", default=None)
     ap.add_argument("--gpu", action="store_true", help="also the gpu mutations (CUDA build)")
+    ap.add_argument("--gpu-only", action="store_true", help="only the gpu mutations (CUDA build)")
+    ap.add_argument("--cmake-arg", action="append", default=[],
+                    help="passed to the scratch tree's cmake configure (repeatable)")
     ap.add_argument("--scratch", default=os.path.join(ROOT, "build-mutate"))
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("-v", "--verbose", action="store_true")
@@ -167,6 +171,9 @@ def main():
         if not muts:
             print("mutate: --only matches no mutation", file=sys.stderr)
             return 2
+    if a.gpu_only:
+        a.gpu = True
+        muts = [m for m in muts if m.gpu]
     if not a.gpu:
         skipped = [m.name for m in muts if m.gpu]
         muts = [m for m in muts if not m.gpu]
@@ -179,6 +186,7 @@ def main():
     cfg = ["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=RelWithDebInfo"]
     if not a.gpu:
         cfg.append("-DGPUQ_WITH_CUDA=OFF")
+    cfg += a.cmake_arg
     env = dict(os.environ)
     if a.gpu:
         env["GPUQ_REQUIRE_GPU"] = "1"

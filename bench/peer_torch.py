@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""bench/peer_torch.py - the PyTorch peer: gpuq_bench's GPU rows done by a
+user's own process with PyTorch on the same GPU, in the same run.
+
+Each row is what a PyTorch user pays for one request of the same shape as
+gpuq_bench's row of the same name: the input already in (pinned) host
+memory, copied to the device, the op, the result copied back, synchronized.
+Times are wall clock per request (perf_counter around the whole round trip,
+after warm-up); p50 and p99 over the repetitions. Results are checked
+against numpy in float64 on the CPU; a wrong result or any exception makes
+the row an error and the script exit 1. Without torch or a GPU it prints
+why and exits 3 (bench/gpu_run.sh marks the step skipped).
+
+  python3 bench/peer_torch.py [--quick]
+"""
+import sys
+import time
+
+import numpy as np
+
+
+def pct(ts, q):
+    ts = sorted(ts)
+    return ts[min(len(ts) - 1, int(q * len(ts)))]
+
+
+def fmt_us(t):
+    return f"{t * 1e6:.1f} us" if t < 1e-3 else f"{t * 1e3:.2f} ms"
+
+
+def main():
+    quick = "--quick" in sys.argv[1:]
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001 - any import failure means no peer
+        print(f"peer_torch: no torch: {e}")
+        return 3
+    if not torch.cuda.is_available():
+        print("peer_torch: torch has no CUDA device")
+        return 3
+    dev = torch.device("cuda")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    errors = 0
+    rows = []
+
+    def run(what, reps, step, check):
+        nonlocal errors
+        try:
+            out = step()  # warm-up: allocator, kernels, cuBLAS handles
+            torch.cuda.synchronize()
+            ts = []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                out = step()
+                torch.cuda.synchronize()
+                ts.append(time.perf_counter() - t0)
+            bad = check(out)
+            if bad:
+                raise ValueError(bad)
+            rows.append((what, f"p50 {fmt_us(pct(ts, 0.5))}, p99 {fmt_us(pct(ts, 0.99))}", 0))
+        except Exception as e:  # noqa: BLE001 - every failure is a counted error
+            errors += 1
+            print(f"peer_torch: {what}: {e}", file=sys.stderr)
+            rows.append((what, "n/a", 1))
+
+    def close(got, want, tol, floor=0.0):
+        got = np.asarray(got, dtype=np.float64)
+        err = np.abs(got - want) / np.maximum(np.abs(want), floor if floor else 1e-300)
+        i = int(np.argmax(err))
+        return "" if err[i] <= tol else f"element {i}: {got.flat[i]!r} vs {want.flat[i]!r}"
+
+    def normalize_row(what, n, reps):
+        x = (1.0 + (np.arange(n) % 997)).astype(np.float32)
+        h = torch.from_numpy(x).pin_memory()
+        o = torch.empty_like(h).pin_memory()
+
+        def step():
+            d = h.to(dev, non_blocking=True)
+            o.copy_(d / d.sum(dtype=torch.float64).to(torch.float32), non_blocking=True)
+            return o
+
+        want = x.astype(np.float64) / x.astype(np.float64).sum()
+        run(what, reps, step, lambda r: close(r.numpy(), want, 1e-5))
+
+    def pairwise_row(n, d, reps):
+        i = np.arange(n * d, dtype=np.uint64)
+        x = (((i * np.uint64(2654435761)) % np.uint64(1000)).astype(np.float32) / 1000.0).reshape(n, d)
+        h = torch.from_numpy(x).pin_memory()
+        o = torch.empty((n, n), dtype=torch.float32).pin_memory()
+
+        def step():
+            a = h.to(dev, non_blocking=True)
+            b = h.to(dev, non_blocking=True)  # gpuq's request carries y = x as a second array
+            o.copy_(torch.cdist(a, b, compute_mode="donot_use_mm_for_euclid_dist"), non_blocking=True)
+            return o
+
+        xs = x.astype(np.float64)[: min(n, 64)]
+        want = np.sqrt(((xs[:, None, :] - x.astype(np.float64)[None, :, :]) ** 2).sum(-1))
+        run(f"pairwise euclidean f32, {n}x{n}, d = {d}", reps, step,
+            lambda r: close(r.numpy()[: len(xs)], want, 1e-4, 1.0))
+
+    def grid_row(n, reps):
+        lat0, lat1, lon0, lon1, tlat, tlon, rad = -90.0, 90.0, -180.0, 180.0, 30.0, 101.0, 6371.0088
+        o = torch.empty((n, n), dtype=torch.float64).pin_memory()
+
+        def step():
+            la = torch.deg2rad(torch.linspace(lat0, lat1, n, dtype=torch.float64, device=dev))[:, None]
+            lo = torch.deg2rad(torch.linspace(lon0, lon1, n, dtype=torch.float64, device=dev))[None, :]
+            p2, l2 = np.deg2rad(tlat), np.deg2rad(tlon)
+            a = torch.sin((p2 - la) * 0.5) ** 2 + torch.cos(la) * np.cos(p2) * torch.sin((l2 - lo) * 0.5) ** 2
+            o.copy_(2.0 * rad * torch.asin(torch.sqrt(a.clamp(0.0, 1.0))), non_blocking=True)
+            return o
+
+        la = np.deg2rad(np.linspace(lat0, lat1, n))[:, None]
+        lo = np.deg2rad(np.linspace(lon0, lon1, n))[None, :]
+        p2, l2 = np.deg2rad(tlat), np.deg2rad(tlon)
+        a = np.sin((p2 - la) * 0.5) ** 2 + np.cos(la) * np.cos(p2) * np.sin((l2 - lo) * 0.5) ** 2
+        want = 2.0 * rad * np.arcsin(np.sqrt(np.clip(a, 0.0, 1.0)))
+        run(f"grid f64, {n}x{n}", reps, step, lambda r: close(r.numpy(), want, 1e-9, 1.0))
+
+    normalize_row("normalize 4 KiB f32, 1 in flight", 1024, 200 if quick else 2000)
+    n = 100000 if quick else 10000000
+    normalize_row(f"normalize f32, n = {n}", n, 3 if quick else 5)
+    pairwise_row(256 if quick else 4096, 16 if quick else 64, 3)
+    grid_row(200 if quick else 1000, 3 if quick else 5)
+
+    name = torch.cuda.get_device_name(0)
+    print(f"| PyTorch {torch.__version__} in-process ({name}) | PyTorch | errors |")
+    print("|---|---|---:|")
+    for what, fig, err in rows:
+        print(f"| {what} | {fig} | {err} |")
+    print(f"peer_torch: {errors} errors in {len(rows)} rows")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
