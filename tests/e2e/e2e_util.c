@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "frame.h"
@@ -77,6 +78,8 @@ static void send_all(int fd, const void *buf, size_t len)
     }
 }
 
+/* 0, E2E_CLOSED (EOF, ECONNRESET) or E2E_TIMED_OUT (SO_RCVTIMEO expired);
+ * any other error fails the test. */
 static int recv_all(int fd, void *buf, size_t len)
 {
     uint8_t *p = buf;
@@ -84,12 +87,29 @@ static int recv_all(int fd, void *buf, size_t len)
         ssize_t r = recv(fd, p, len, 0);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r <= 0)
-            return -1;
+        if (r == 0 || (r < 0 && errno == ECONNRESET))
+            return E2E_CLOSED;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return E2E_TIMED_OUT;
+        ck_assert_msg(r > 0, "recv from gpuqd: %s", strerror(errno));
         p += r;
         len -= (size_t)r;
     }
     return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void set_rcvtimeo(int fd, double seconds)
+{
+    struct timeval tv = {.tv_sec = (time_t)seconds,
+                         .tv_usec = (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6)};
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
 }
 
 void e2e_send_frame(int fd, const void *hdr, uint32_t hlen, uint64_t payload_len,
@@ -118,30 +138,55 @@ void e2e_send_req(int fd, const gpuq_request *req, const void *payload, size_t p
 
 int e2e_read_reply(int fd, gpuq_reply *rep, uint8_t *hdrbuf, size_t hdrcap)
 {
+    return e2e_read_reply_data(fd, rep, hdrbuf, hdrcap, NULL, 0, NULL);
+}
+
+int e2e_read_reply_data(int fd, gpuq_reply *rep, uint8_t *hdrbuf, size_t hdrcap, void *data,
+                        size_t cap, size_t *len)
+{
     uint8_t pre[GPUQ_PREFIX_SIZE];
-    if (recv_all(fd, pre, sizeof pre) < 0)
-        return -1;
+    int rc = recv_all(fd, pre, sizeof pre);
+    if (rc < 0)
+        return rc;
     gpuq_prefix p;
     ck_assert_int_eq(gpuq_prefix_decode(pre, sizeof pre, &p), 0);
     ck_assert_int_eq(p.kind, GPUQ_KIND_REPLY);
     ck_assert_uint_le(p.header_len, hdrcap);
-    if (recv_all(fd, hdrbuf, p.header_len) < 0)
-        return -1;
+    if ((rc = recv_all(fd, hdrbuf, p.header_len)) < 0)
+        return rc;
     /* every string the daemon sends is UTF-8, by a decoder that is not gpuq's */
     ck_assert_msg(tu_msgpack_strings_utf8(hdrbuf, p.header_len) >= 0,
                   "reply header with a string that is not UTF-8");
     char msg[128];
     ck_assert_msg(gpuq_reply_decode(hdrbuf, p.header_len, rep, msg, sizeof msg) == 0,
                   "reply decode: %s", msg);
+    if (len)
+        *len = (size_t)p.payload_len;
+    if (data) {
+        ck_assert_msg(p.payload_len <= cap, "reply payload of %llu bytes, room for %zu",
+                      (unsigned long long)p.payload_len, cap);
+        return p.payload_len ? recv_all(fd, data, (size_t)p.payload_len) : 0;
+    }
     uint8_t junk[4096];
     uint64_t left = p.payload_len;
     while (left > 0) {
         size_t n = left < sizeof junk ? (size_t)left : sizeof junk;
-        if (recv_all(fd, junk, n) < 0)
-            return -1;
+        if ((rc = recv_all(fd, junk, n)) < 0)
+            return rc;
         left -= n;
     }
     return 0;
+}
+
+int e2e_read_reply_within(int fd, gpuq_reply *rep, uint8_t *hdrbuf, size_t hdrcap, double seconds)
+{
+    struct timeval old;
+    socklen_t olen = sizeof old;
+    ck_assert_int_eq(getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &old, &olen), 0);
+    set_rcvtimeo(fd, seconds);
+    int rc = e2e_read_reply(fd, rep, hdrbuf, hdrcap);
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &old, sizeof old), 0);
+    return rc;
 }
 
 int e2e_hello_socket(const char *client, uint8_t *hbuf, size_t cap)
@@ -173,19 +218,41 @@ gpuq_request e2e_norm_req(uint64_t n)
 
 void e2e_expect_closed(int fd, double seconds)
 {
-    struct timeval tv = {.tv_sec = (time_t)seconds,
-                         .tv_usec = (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6)};
-    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+    set_rcvtimeo(fd, seconds);
     uint8_t b;
-    ssize_t r;
-    do
-        r = recv(fd, &b, 1, 0);
-    while (r < 0 && errno == EINTR);
-    ck_assert_msg(r <= 0, "expected the daemon to close the connection, got a byte");
-    ck_assert_msg(r == 0 || errno == ECONNRESET,
-                  "expected the daemon to close the connection within %g s: %s", seconds,
-                  (errno == EAGAIN || errno == EWOULDBLOCK) ? "timed out (still open)"
-                                                            : strerror(errno));
+    int rc = recv_all(fd, &b, 1);
+    ck_assert_msg(rc != 0, "expected the daemon to close the connection, got a byte (0x%02x)", b);
+    ck_assert_msg(rc == E2E_CLOSED,
+                  "expected the daemon to close the connection within %g s: timed out (still "
+                  "open)",
+                  seconds);
+}
+
+void e2e_expect_closed_promptly(int fd)
+{
+    double t0 = now_s();
+    e2e_expect_closed(fd, 5);
+    double dt = now_s() - t0;
+    ck_assert_msg(dt < E2E_PROMPT_CLOSE_S,
+                  "closed %.2f s after the final reply: by the linger, not right after the reply",
+                  dt);
+}
+
+const char *e2e_expect_error_then_close(int fd, int code, uint64_t id)
+{
+    static uint8_t hb[65536];
+    static char message[sizeof((gpuq_reply *)0)->message];
+    gpuq_reply rep;
+    int rc = e2e_read_reply_within(fd, &rep, hb, sizeof hb, 5);
+    ck_assert_msg(rc == 0, "expected a %s reply before the close: %s", gpuq_errname(code),
+                  rc == E2E_CLOSED ? "closed without it" : "nothing within 5 s (still open)");
+    ck_assert_msg(rep.status == code, "got %s (%s), want %s", gpuq_errname(rep.status), rep.message,
+                  gpuq_errname(code));
+    ck_assert_uint_eq(rep.id, id);
+    ck_assert_msg(rep.message[0] != '\0', "error reply without a message");
+    snprintf(message, sizeof message, "%s", rep.message);
+    e2e_expect_closed_promptly(fd);
+    return message;
 }
 
 void e2e_assert_serves(void)

@@ -32,13 +32,40 @@ void e2e_send_frame(int fd, const void *hdr, uint32_t hlen, uint64_t payload_len
                     const void *payload, size_t plen);
 /* Send a request encoded from req. */
 void e2e_send_req(int fd, const gpuq_request *req, const void *payload, size_t plen);
-/* Read one reply frame; the payload is discarded; returns 0 or -1 on EOF.
- * Asserts that every string in the header is UTF-8 (msgpack-c + iconv). */
+/* What a read from the daemon came to, other than a reply (0). A close and
+ * a hang are different outcomes and read differently. */
+enum {
+    E2E_CLOSED = -1,    /* EOF or ECONNRESET: the daemon closed the connection */
+    E2E_TIMED_OUT = -2, /* nothing within the socket's receive timeout: still open */
+};
+/* Read one reply frame; the payload is discarded. Returns 0, E2E_CLOSED or
+ * E2E_TIMED_OUT (raw sockets wait 60 s; any other recv error fails the
+ * test). Asserts that every string in the header is UTF-8 (msgpack-c +
+ * iconv). */
 int e2e_read_reply(int fd, gpuq_reply *rep, uint8_t *hdrbuf, size_t hdrcap);
+/* The same, the payload read into data[cap] (asserted to fit), its length
+ * into *len. */
+int e2e_read_reply_data(int fd, gpuq_reply *rep, uint8_t *hdrbuf, size_t hdrcap, void *data,
+                        size_t cap, size_t *len);
+/* The same as e2e_read_reply, waiting at most `seconds` for each recv (the
+ * socket's own receive timeout is put back afterwards). */
+int e2e_read_reply_within(int fd, gpuq_reply *rep, uint8_t *hdrbuf, size_t hdrcap, double seconds);
 /* The daemon closed fd: recv sees EOF or a reset within `seconds`. Fails
  * the test if bytes arrive instead, or if nothing happens in time (a hang is
- * told apart from a close). */
+ * told apart from a close, by assertion, well before a test case's timeout). */
 void e2e_expect_closed(int fd, double seconds);
+/* Called right after reading a final reply: the daemon closes fd at once,
+ * within E2E_PROMPT_CLOSE_S. gpuqd closes such a connection when the
+ * reply's write completes; the sweep's linger (a backstop, at least 1 s)
+ * would close it too, later, so a close that only comes from the linger
+ * fails here, and one left open fails by assertion within 5 s. */
+#define E2E_PROMPT_CLOSE_S 0.9
+void e2e_expect_closed_promptly(int fd);
+/* A final error reply, then the close: within 5 s a reply with `code` and
+ * `id` arrives (a hang fails as such, not as a close), then
+ * e2e_expect_closed_promptly. Returns the reply's message (static buffer).
+ * fd is not closed here. */
+const char *e2e_expect_error_then_close(int fd, int code, uint64_t id);
 /* Check the daemon still serves: a fresh connection pings. */
 void e2e_assert_serves(void);
 /* Status JSON of a fresh connection into buf. */

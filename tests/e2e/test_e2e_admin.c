@@ -417,6 +417,17 @@ START_TEST(kill_session_closes_it)
     sess_row rows[8];
     int n = fetch_sessions(adm, rows, 8);
     ck_assert_int_eq(n, 1);
+    /* a raw victim that sends nothing more: its connection is closed (EOF
+     * within 5 s, told apart from one left open), with no reply */
+    uint8_t hb[8192];
+    int fd = e2e_hello_socket("raw-victim", hb, sizeof hb);
+    n = fetch_sessions(adm, rows, 8);
+    const sess_row *raw = find_client(rows, n, "raw-victim");
+    ck_assert_ptr_nonnull(raw);
+    ck_assert_int_eq(gpuq_kill_session(adm, raw->id), 0);
+    e2e_expect_closed(fd, 5);
+    close(fd);
+    ck_assert_int_eq(fetch_sessions(adm, rows, 8), 1);
     gpuq_close(victim);
     gpuq_close(adm);
     e2e_assert_serves();
@@ -659,6 +670,47 @@ START_TEST(caps_from_config)
         gpuq_close(r);
     }
     tu_rmtree(dir);
+}
+END_TEST
+
+/* A [user] rule asking more than the global limits (session_staging 1M
+ * over 64K, max_inflight 50 over 3): the hello reports the global limits,
+ * and they hold at the byte: a 4096-element f64 normalize takes exactly
+ * 65536 bytes of staging and runs, 4097 elements take 65608, class 81920:
+ * too_large; the session goes on. */
+static int caps_above_body(void)
+{
+    gpuq_conn *c = connect_plain("over-asked");
+    if (!c)
+        return child_fail("connect failed");
+    const gpuq_server_info *si = gpuq_info(c);
+    if (si->limits.session_staging != 65536 || si->limits.max_inflight != 3)
+        return child_fail("a rule above the limits: hello says session_staging %llu, "
+                          "max_inflight %u (want 65536, 3)",
+                          (unsigned long long)si->limits.session_staging, si->limits.max_inflight);
+    static double x[4097], y[4097];
+    for (int i = 0; i < 4097; i++)
+        x[i] = 1;
+    int rc = gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 4096, 1, y);
+    if (rc || y[0] != 1.0 / 4096)
+        return child_fail("4096 elements (65536 bytes of staging): %d %s", rc, gpuq_errmsg(c));
+    rc = gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 4097, 1, y);
+    if (rc != GPUQ_E_TOO_LARGE || !strstr(gpuq_errmsg(c), "65608 bytes of staging (81920"))
+        return child_fail("4097 elements: %d (%s), want too_large", rc, gpuq_errmsg(c));
+    rc = gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 4, 1, y);
+    if (rc || y[0] != 0.25)
+        return child_fail("small request after: %d", rc);
+    gpuq_close(c);
+    return 0;
+}
+
+START_TEST(caps_never_above_limits)
+{
+    const char *dir = start_with_user_rule("[limits]\nsession_staging = 64K\nmax_inflight = 3\n\n"
+                                           "[user %s]\nsession_staging = 1M\nmax_inflight = 50\n");
+    as_nonadmin(caps_above_body);
+    tu_rmtree(dir);
+    e2e_assert_serves();
 }
 END_TEST
 
@@ -906,6 +958,7 @@ static Suite *suite(void)
     tcase_set_timeout(na, 60);
     tcase_add_test(na, nonadmin_refused);
     tcase_add_test(na, caps_from_config);
+    tcase_add_test(na, caps_never_above_limits);
     tcase_add_test(na, priority_cap_holds);
     suite_add_tcase(s, na);
     return s;

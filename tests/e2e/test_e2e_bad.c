@@ -78,16 +78,63 @@ START_TEST(msgpack_huge_array_header)
 }
 END_TEST
 
+/* A broken prefix: one error reply (id 0), then the connection closes at
+ * once. A connection still open fails by assertion within 5 s, not by the
+ * test case's timeout. The stream cannot be trusted, so the server reads
+ * nothing after the prefix: in every other case a valid ping follows it
+ * and is never answered (a byte where the close should be fails the test).
+ * The close follows the reply at once (the write callback), well inside
+ * the 1 s that the sweep's linger, a backstop, would take. */
 START_TEST(bad_prefix_closes_after_error)
 {
-    int fd = e2e_hello_socket("bad", hbuf, sizeof hbuf);
-    const uint8_t junk[GPUQ_PREFIX_SIZE] = "XXXXjunkjunkjunkjunk";
-    ck_assert_int_eq(write(fd, junk, sizeof junk), (ssize_t)sizeof junk);
-    gpuq_reply rep;
-    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
-    ck_assert_int_eq(rep.status, GPUQ_E_PROTOCOL);
-    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), -1); /* closed */
-    close(fd);
+    struct {
+        const char *what;
+        int code;
+        int byte; /* the prefix byte changed, -1: all junk */
+        uint8_t val;
+    } cases[] = {
+        {"junk", GPUQ_E_PROTOCOL, -1, 0},       {"magic", GPUQ_E_PROTOCOL, 3, 'X'},
+        {"version", GPUQ_E_VERSION, 4, 2},      {"kind 0", GPUQ_E_PROTOCOL, 5, 0},
+        {"kind 3", GPUQ_E_PROTOCOL, 5, 3},      {"flags", GPUQ_E_PROTOCOL, 6, 1},
+        {"flags hi", GPUQ_E_PROTOCOL, 7, 0x80},
+    };
+    gpuq_request ping;
+    gpuq_request_init(&ping);
+    ping.op = GPUQ_OP_PING;
+    ping.id = 77;
+    uint8_t *ph = NULL;
+    size_t phl = 0;
+    ck_assert_int_eq(gpuq_request_encode(&ping, &ph, &phl), 0);
+    ck_assert_uint_le(phl, 64);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int fd = e2e_hello_socket("bad", hbuf, sizeof hbuf);
+        uint8_t buf[2 * GPUQ_PREFIX_SIZE + 64];
+        gpuq_prefix p = {
+            .version = GPUQ_PROTO_VERSION, .kind = GPUQ_KIND_REQUEST, .header_len = (uint32_t)phl};
+        /* the broken prefix, then (odd cases) a whole valid ping frame */
+        gpuq_prefix_encode(&p, buf);
+        if (cases[i].byte < 0)
+            memcpy(buf, "XXXXjunkjunkjunkjunk", GPUQ_PREFIX_SIZE);
+        else
+            buf[cases[i].byte] = cases[i].val;
+        size_t len = GPUQ_PREFIX_SIZE;
+        if (i % 2 == 1) {
+            gpuq_prefix_encode(&p, buf + GPUQ_PREFIX_SIZE);
+            memcpy(buf + 2 * GPUQ_PREFIX_SIZE, ph, phl);
+            len += GPUQ_PREFIX_SIZE + phl;
+        }
+        ck_assert_int_eq(write(fd, buf, len), (ssize_t)len);
+        gpuq_reply rep;
+        int rc = e2e_read_reply_within(fd, &rep, hbuf, sizeof hbuf, 5);
+        ck_assert_msg(rc == 0, "%s: no error reply (%s)", cases[i].what,
+                      rc == E2E_CLOSED ? "closed" : "still open after 5 s");
+        ck_assert_msg(rep.status == cases[i].code, "%s: got %s (%s), want %s", cases[i].what,
+                      gpuq_errname(rep.status), rep.message, gpuq_errname(cases[i].code));
+        ck_assert_uint_eq(rep.id, 0);
+        e2e_expect_closed_promptly(fd);
+        close(fd);
+    }
+    free(ph);
     e2e_assert_serves();
 }
 END_TEST
@@ -274,17 +321,13 @@ START_TEST(bad_arguments)
 END_TEST
 
 /* Limits: a small configured daemon; each breach is an error reply. */
-/* Send a frame, expect one error reply with code (and id), then the close. */
+/* Expect one error reply with code (and id) that says the connection
+ * closes, then the close (not a hang). */
 static void expect_error_close(int fd, int code, uint64_t id)
 {
-    gpuq_reply rep;
-    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
-    ck_assert_msg(rep.status == code, "got %s (%s), want %s", gpuq_errname(rep.status), rep.message,
-                  gpuq_errname(code));
-    ck_assert_uint_eq(rep.id, id);
-    ck_assert_msg(strstr(rep.message, "closing") || code == GPUQ_E_PROTOCOL,
-                  "the message says the connection closes: %s", rep.message);
-    e2e_expect_closed(fd, 10);
+    const char *m = e2e_expect_error_then_close(fd, code, id);
+    ck_assert_msg(strstr(m, "closing") || code == GPUQ_E_PROTOCOL,
+                  "the message says the connection closes: %s", m);
     close(fd);
 }
 
@@ -350,6 +393,93 @@ START_TEST(limits)
     fd = e2e_hello_socket("bad", hbuf, sizeof hbuf);
     e2e_send_frame(fd, "\x80", 1, UINT64_MAX, NULL, 0);
     expect_error_close(fd, GPUQ_E_TOO_LARGE, 0);
+    e2e_assert_serves();
+}
+END_TEST
+
+/* max_payload at the byte, on a daemon started with 4000 (not a power of
+ * two): a payload of exactly 4000 bytes is served with the right result
+ * (f64 and f32); 3999 declared for 4000 implied is size_mismatch; a header
+ * implying 4008 bytes with 4000 declared is too_large and the session goes
+ * on; 4001 or 4008 declared is too_large under the request's id, then the
+ * connection closes (PROTOCOL.md section 2). The daemon serves after. */
+START_TEST(payload_at_the_limit)
+{
+    const char *extra[] = {"--max-payload", "4000", NULL};
+    e2e_restart(extra);
+    int fd = e2e_hello_socket("limit", hbuf, sizeof hbuf);
+    static double x[502], y[502];
+    static float xf[1001], yf[1001];
+    for (int i = 0; i < 502; i++)
+        x[i] = (double)(i % 7) - 2.0; /* sum of 500: 71 x (-2..4 = 7) + (-2, -1, 0) = 494 */
+    for (int i = 0; i < 1001; i++)
+        xf[i] = (float)(i % 5); /* sum of 1000: 200 x 10 = 2000 */
+    gpuq_reply rep;
+    size_t len = 0;
+    /* exactly the limit: served */
+    gpuq_request r = norm_req(50, GPUQ_DT_F64, 500);
+    e2e_send_req(fd, &r, x, 4000);
+    ck_assert_int_eq(e2e_read_reply_data(fd, &rep, hbuf, sizeof hbuf, y, sizeof y, &len), 0);
+    ck_assert_msg(rep.status == 0, "4000 bytes at max_payload 4000: %s (%s)",
+                  gpuq_errname(rep.status), rep.message);
+    ck_assert_uint_eq(rep.id, 50);
+    ck_assert_uint_eq(len, 4000);
+    for (int i = 0; i < 500; i++)
+        ck_assert_msg(fabs(y[i] - x[i] / 494.0) <= 2e-15 * fabs(x[i] / 494.0),
+                      "element %d: %.17g, want %.17g", i, y[i], x[i] / 494.0);
+    r = norm_req(51, GPUQ_DT_F32, 1000);
+    e2e_send_req(fd, &r, xf, 4000);
+    ck_assert_int_eq(e2e_read_reply_data(fd, &rep, hbuf, sizeof hbuf, yf, sizeof yf, &len), 0);
+    ck_assert_msg(rep.status == 0, "%s", rep.message);
+    ck_assert_uint_eq(rep.id, 51);
+    ck_assert_uint_eq(len, 4000);
+    for (int i = 0; i < 1000; i++)
+        ck_assert(yf[i] == (float)(xf[i] / 2000.0)); /* exact in binary: k/2000 rounded once */
+    /* a byte short of what the header implies: size_mismatch, goes on */
+    r = norm_req(52, GPUQ_DT_F64, 500);
+    expect_error(fd, &r, x, 3999, GPUQ_E_SIZE_MISMATCH);
+    /* the header implies one element over (4008), 4000 declared: too_large
+     * (step 3), the payload skipped, the session goes on */
+    r = norm_req(53, GPUQ_DT_F64, 501);
+    uint8_t *h = NULL;
+    size_t hl = 0;
+    ck_assert_int_eq(gpuq_request_encode(&r, &h, &hl), 0);
+    e2e_send_frame(fd, h, (uint32_t)hl, 4000, x, 4000);
+    free(h);
+    ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+    ck_assert_int_eq(rep.status, GPUQ_E_TOO_LARGE);
+    ck_assert_uint_eq(rep.id, 53);
+    ck_assert_ptr_nonnull(strstr(rep.message, "input needs 4008 bytes, over max_payload 4000"));
+    r = norm_req(54, GPUQ_DT_F64, 500);
+    e2e_send_req(fd, &r, x, 4000);
+    ck_assert_int_eq(e2e_read_reply_data(fd, &rep, hbuf, sizeof hbuf, y, sizeof y, &len), 0);
+    ck_assert_msg(rep.status == 0, "%s", rep.message);
+    ck_assert_uint_eq(rep.id, 54);
+    ck_assert(fabs(y[3] - 1.0 / 494.0) <= 2e-15 / 494.0);
+    /* one byte over declared: too_large under its id, then closed */
+    r = norm_req(55, GPUQ_DT_F64, 500);
+    ck_assert_int_eq(gpuq_request_encode(&r, &h, &hl), 0);
+    e2e_send_frame(fd, h, (uint32_t)hl, 4001, x, 4001);
+    free(h);
+    expect_error_close(fd, GPUQ_E_TOO_LARGE, 55);
+    /* one element over (f64 501, f32 1001): the same */
+    fd = e2e_hello_socket("limit", hbuf, sizeof hbuf);
+    r = norm_req(56, GPUQ_DT_F64, 501);
+    e2e_send_req(fd, &r, x, 4008);
+    expect_error_close(fd, GPUQ_E_TOO_LARGE, 56);
+    fd = e2e_hello_socket("limit", hbuf, sizeof hbuf);
+    r = norm_req(57, GPUQ_DT_F32, 1001);
+    e2e_send_req(fd, &r, xf, 4004);
+    expect_error_close(fd, GPUQ_E_TOO_LARGE, 57);
+    /* libgpuq, which knows the limit from the hello: the same boundary */
+    gpuq_conn *c = e2e_connect("limit-lib", GPUQ_PRIO_NORMAL);
+    ck_assert_uint_eq(gpuq_info(c)->limits.max_payload, 4000);
+    ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 500, 1, y), 0);
+    ck_assert(fabs(y[3] - 1.0 / 494.0) <= 2e-15 / 494.0);
+    ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 501, 1, y),
+                     GPUQ_E_TOO_LARGE);
+    ck_assert_int_eq(gpuq_ping(c), 0);
+    gpuq_close(c);
     e2e_assert_serves();
 }
 END_TEST
@@ -436,6 +566,200 @@ START_TEST(protocol_corners)
     ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
     ck_assert_int_eq(rep.status, GPUQ_E_BAD_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(rep.message, "device 77 does not exist"));
+    close(fd);
+    e2e_assert_serves();
+}
+END_TEST
+
+/* ---- on_zero ---- */
+
+/* Send a normalize (or, with metric, a pairwise of shape [rows, cols] x
+ * [rows, cols]) whose header is written by hand, so that on_zero can be
+ * sent as any string, "error" included (libgpuq sends only "zero"); NULL
+ * leaves the key out. */
+static void send_zero_req(int fd, uint64_t id, const char *dtype, const char *method,
+                          const char *metric, uint64_t rows, uint64_t cols, const char *on_zero,
+                          const void *payload, size_t plen)
+{
+    gpuq_mpw *w = gpuq_mpw_new();
+    ck_assert_ptr_nonnull(w);
+    gpuq_mpw_map(w, 5 + (on_zero ? 1 : 0) + (metric ? 1 : 0));
+    gpuq_mpw_str(w, "id");
+    gpuq_mpw_uint(w, id);
+    gpuq_mpw_str(w, "op");
+    gpuq_mpw_str(w, metric ? "pairwise" : "normalize");
+    gpuq_mpw_str(w, "dtype");
+    gpuq_mpw_str(w, dtype);
+    for (int k = 0; k < (metric ? 2 : 1); k++) {
+        gpuq_mpw_str(w, k ? "shape_b" : "shape");
+        gpuq_mpw_array(w, 2);
+        gpuq_mpw_uint(w, rows);
+        gpuq_mpw_uint(w, cols);
+    }
+    gpuq_mpw_str(w, metric ? "metric" : "method");
+    gpuq_mpw_str(w, metric ? metric : method);
+    if (on_zero) {
+        gpuq_mpw_str(w, "on_zero");
+        gpuq_mpw_str(w, on_zero);
+    }
+    uint8_t *b;
+    size_t len;
+    ck_assert_int_eq(gpuq_mpw_take(w, &b, &len), 0);
+    gpuq_mpw_free(w);
+    e2e_send_frame(fd, b, (uint32_t)len, plen, payload, plen);
+    free(b);
+}
+
+enum { OZ_ROWS = 4, OZ_COLS = 5 };
+
+/* Row 0 and 3 plain, row 1 all zeros (a zero denominator for every
+ * method), row 2 constant (zero for minmax and zscore only). */
+static const double oz_in[OZ_ROWS][OZ_COLS] = {
+    {1, 2, 5, -3, 7}, {0, 0, 0, 0, 0}, {3, 3, 3, 3, 3}, {0.5, -1.25, 4, 2, -0.75}};
+
+/* Every on_zero value PROTOCOL.md defines, for every method and dtype,
+ * on a daemon: "zero" gives all zeros for the rows with a zero denominator
+ * and the exact result (within 2e-15, or the float64 result rounded once to
+ * float32) elsewhere; "error" and the default are zero_norm naming row 1;
+ * anything else is bad_argument. The session goes on after each. */
+START_TEST(on_zero_normalize)
+{
+    static const char *const methods[] = {"sum", "l1", "l2", "minmax", "zscore"};
+    int fd = e2e_hello_socket("on_zero", hbuf, sizeof hbuf);
+    const char *in = e2e_write_f64("oz.in", &oz_in[0][0], OZ_ROWS * OZ_COLS);
+    uint64_t id = 100;
+    for (int m = 0; m < 5; m++) {
+        double want[OZ_ROWS][OZ_COLS];
+        const char *args[] = {"normalize_exact", methods[m], "4", "5", in, NULL};
+        e2e_ref(&want[0][0], OZ_ROWS * OZ_COLS, args);
+        bool constant = m >= 3; /* minmax, zscore: row 2 has no spread */
+        for (int i = 0; i < OZ_ROWS; i++)
+            for (int j = 0; j < OZ_COLS; j++) {
+                bool zero_row = i == 1 || (i == 2 && constant);
+                ck_assert_msg(zero_row == (bool)isnan(want[i][j]), "reference %s row %d",
+                              methods[m], i);
+                if (zero_row)
+                    want[i][j] = 0; /* what on_zero "zero" promises */
+            }
+        for (int f64 = 0; f64 < 2; f64++) {
+            float xf[OZ_ROWS * OZ_COLS];
+            for (int k = 0; k < OZ_ROWS * OZ_COLS; k++)
+                xf[k] = (float)(&oz_in[0][0])[k];
+            const void *x = f64 ? (const void *)oz_in : (const void *)xf;
+            size_t plen = (f64 ? sizeof(double) : sizeof(float)) * OZ_ROWS * OZ_COLS;
+            const char *dt = f64 ? "f64" : "f32";
+            /* "zero": a result, zeros where the denominator is zero */
+            send_zero_req(fd, ++id, dt, methods[m], NULL, OZ_ROWS, OZ_COLS, "zero", x, plen);
+            gpuq_reply rep;
+            double y[OZ_ROWS * OZ_COLS];
+            size_t ylen = 0;
+            ck_assert_int_eq(e2e_read_reply_data(fd, &rep, hbuf, sizeof hbuf, y, sizeof y, &ylen),
+                             0);
+            ck_assert_msg(rep.status == 0, "%s %s on_zero zero: %s (%s)", methods[m], dt,
+                          gpuq_errname(rep.status), rep.message);
+            ck_assert_uint_eq(rep.id, id);
+            ck_assert_uint_eq(ylen, plen);
+            ck_assert_int_eq(rep.ndim, 2);
+            ck_assert_uint_eq(rep.shape[0], OZ_ROWS);
+            ck_assert_uint_eq(rep.shape[1], OZ_COLS);
+            for (int k = 0; k < OZ_ROWS * OZ_COLS; k++) {
+                double w = (&want[0][0])[k];
+                double got = f64 ? y[k] : (double)((const float *)y)[k];
+                double tol = f64 ? 2e-15 * fabs(w) : 6e-8 * fabs(w);
+                ck_assert_msg(fabs(got - w) <= tol,
+                              "%s %s on_zero zero: element %d (row %d) %.17g, want %.17g",
+                              methods[m], dt, k, k / OZ_COLS, got, w);
+            }
+            /* "error", and on_zero left out: zero_norm for row 1 */
+            for (int dflt = 0; dflt < 2; dflt++) {
+                send_zero_req(fd, ++id, dt, methods[m], NULL, OZ_ROWS, OZ_COLS,
+                              dflt ? NULL : "error", x, plen);
+                ck_assert_int_eq(
+                    e2e_read_reply_data(fd, &rep, hbuf, sizeof hbuf, y, sizeof y, &ylen), 0);
+                ck_assert_msg(rep.status == GPUQ_E_ZERO_NORM, "%s %s on_zero %s: %s (%s)",
+                              methods[m], dt, dflt ? "left out" : "error", gpuq_errname(rep.status),
+                              rep.message);
+                ck_assert_uint_eq(rep.id, id);
+                ck_assert_uint_eq(ylen, 0);
+                char want_msg[64];
+                if (constant)
+                    snprintf(want_msg, sizeof want_msg, "row 1 is constant (%s)", methods[m]);
+                else
+                    snprintf(want_msg, sizeof want_msg, "row 1 has zero %s norm", methods[m]);
+                ck_assert_str_eq(rep.message, want_msg);
+            }
+        }
+    }
+    /* a value PROTOCOL.md does not define: bad_argument, the payload skipped */
+    static const char *const bad[] = {"nan", "Zero", "", "zeros", "ignore"};
+    for (int b = 0; b < 5; b++) {
+        send_zero_req(fd, ++id, "f64", "sum", NULL, OZ_ROWS, OZ_COLS, bad[b], oz_in, sizeof oz_in);
+        gpuq_reply rep;
+        ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+        ck_assert_msg(rep.status == GPUQ_E_BAD_ARGUMENT, "on_zero \"%s\": %s (%s)", bad[b],
+                      gpuq_errname(rep.status), rep.message);
+        ck_assert_uint_eq(rep.id, id);
+        ck_assert_ptr_nonnull(strstr(rep.message, "on_zero"));
+    }
+    /* the same connection still computes */
+    double x[3] = {1, 0, 3}, y[3];
+    size_t ylen = 0;
+    send_zero_req(fd, ++id, "f64", "sum", NULL, 1, 3, "zero", x, sizeof x);
+    gpuq_reply rep;
+    ck_assert_int_eq(e2e_read_reply_data(fd, &rep, hbuf, sizeof hbuf, y, sizeof y, &ylen), 0);
+    ck_assert_int_eq(rep.status, 0);
+    ck_assert(y[0] == 0.25 && y[1] == 0 && y[2] == 0.75);
+    close(fd);
+    e2e_assert_serves();
+}
+END_TEST
+
+/* pairwise cosine with a zero vector: on_zero "zero" gives 1.0 for its
+ * pairs, "error" and the default zero_norm; the session goes on. */
+START_TEST(on_zero_pairwise_cosine)
+{
+    int fd = e2e_hello_socket("on_zero", hbuf, sizeof hbuf);
+    /* A = [[3, 4], [0, 0]], B = [[3, 4], [0, 2]] */
+    const double ab[8] = {3, 4, 0, 0, 3, 4, 0, 2};
+    /* 1 - (a.b)/(|a||b|): [[0, 1 - 8/10], [1, 1]] */
+    const double want[4] = {0, 1 - 8.0 / 10.0, 1, 1};
+    for (int f64 = 0; f64 < 2; f64++) {
+        float abf[8];
+        for (int k = 0; k < 8; k++)
+            abf[k] = (float)ab[k];
+        const void *x = f64 ? (const void *)ab : (const void *)abf;
+        size_t plen = (f64 ? sizeof(double) : sizeof(float)) * 8;
+        const char *dt = f64 ? "f64" : "f32";
+        send_zero_req(fd, 10 + (uint64_t)f64, dt, NULL, "cosine", 2, 2, "zero", x, plen);
+        gpuq_reply rep;
+        double y[4];
+        size_t ylen = 0;
+        ck_assert_int_eq(e2e_read_reply_data(fd, &rep, hbuf, sizeof hbuf, y, sizeof y, &ylen), 0);
+        ck_assert_msg(rep.status == 0, "cosine %s on_zero zero: %s (%s)", dt,
+                      gpuq_errname(rep.status), rep.message);
+        ck_assert_uint_eq(rep.id, 10 + (uint64_t)f64);
+        ck_assert_uint_eq(ylen, plen / 2);
+        for (int k = 0; k < 4; k++) {
+            double got = f64 ? y[k] : (double)((const float *)y)[k];
+            ck_assert_msg(fabs(got - want[k]) <= (f64 ? 1e-15 : 1e-7),
+                          "cosine %s pair %d: %.17g, want %.17g", dt, k, got, want[k]);
+        }
+        for (int dflt = 0; dflt < 2; dflt++) {
+            uint64_t id = 20 + (uint64_t)(f64 * 2 + dflt);
+            send_zero_req(fd, id, dt, NULL, "cosine", 2, 2, dflt ? NULL : "error", x, plen);
+            ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+            ck_assert_int_eq(rep.status, GPUQ_E_ZERO_NORM);
+            ck_assert_uint_eq(rep.id, id);
+        }
+    }
+    /* manhattan ignores on_zero: a zero vector is just a point */
+    send_zero_req(fd, 30, "f64", NULL, "manhattan", 2, 2, "error", ab, sizeof ab);
+    gpuq_reply rep;
+    double y[4];
+    size_t ylen = 0;
+    ck_assert_int_eq(e2e_read_reply_data(fd, &rep, hbuf, sizeof hbuf, y, sizeof y, &ylen), 0);
+    ck_assert_int_eq(rep.status, 0);
+    ck_assert(y[0] == 0 && y[1] == 5 && y[2] == 7 && y[3] == 2);
     close(fd);
     e2e_assert_serves();
 }
@@ -661,9 +985,12 @@ static Suite *suite(void)
     tcase_add_test(tc, wrong_version);
     tcase_add_test(tc, bad_arguments);
     tcase_add_test(tc, limits);
+    tcase_add_test(tc, payload_at_the_limit);
     tcase_add_test(tc, protocol_corners);
     tcase_add_test(tc, staging_per_request);
     tcase_add_test(tc, hangup_mid_payload);
+    tcase_add_test(tc, on_zero_normalize);
+    tcase_add_test(tc, on_zero_pairwise_cosine);
     tcase_add_test(tc, utf8_on_the_wire);
     suite_add_tcase(s, tc);
     return s;

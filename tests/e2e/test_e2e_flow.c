@@ -171,6 +171,100 @@ START_TEST(slow_reader_bounded)
 }
 END_TEST
 
+/* The daemon's own max_inflight check, on the wire (libgpuq never sends more
+ * than max_inflight, so only raw frames reach it). Request 1 is a normalize
+ * whose 8 MiB reply cannot be written while this client does not read, so
+ * it and the two after it stay in flight (a request counts until its reply
+ * is written) whatever the backend's speed. Then a ping (never counts),
+ * a fourth normalize (the limit), and six more that are over it: each of
+ * those is answered busy at once under its own id, the rest are served
+ * with exact results, in request order, and the session and the daemon
+ * go on. */
+START_TEST(max_inflight_on_the_wire)
+{
+    enum { LIMIT = 4, OVER = 6, BIG = 1 << 20 };
+    const char *extra[] = {"--max-inflight", "4", NULL};
+    e2e_restart(extra);
+    static uint8_t hb[65536];
+    int fd = e2e_hello_socket("inflight", hb, sizeof hb);
+    static double big[BIG];
+    for (int j = 0; j < BIG; j++)
+        big[j] = 1.0; /* sum BIG: every result 2^-20 */
+    /* ids: 1 (big), 2, 3, 4 (ping), 5, then 6..11 over the limit */
+    double small[3] = {1, 2, 5};
+    for (uint64_t id = 1; id <= LIMIT + 1 + OVER; id++) {
+        gpuq_request r = e2e_norm_req(id == 1 ? BIG : 3);
+        r.id = id;
+        if (id == 4) {
+            gpuq_request_init(&r);
+            r.op = GPUQ_OP_PING;
+            r.id = id;
+            e2e_send_req(fd, &r, NULL, 0);
+        } else if (id == 1) {
+            e2e_send_req(fd, &r, big, sizeof big);
+        } else {
+            e2e_send_req(fd, &r, small, sizeof small);
+        }
+    }
+    /* until the daemon has read every header: then LIMIT are in flight */
+    char js[16384];
+    for (int k = 0; k < 500; k++) {
+        e2e_status(js, sizeof js);
+        if (e2e_json_int(js, "normalize") == LIMIT + OVER)
+            break;
+        usleep(10000);
+    }
+    ck_assert_int_eq(e2e_json_int(js, "normalize"), LIMIT + OVER);
+    ck_assert_int_eq(e2e_json_int(js, "in_flight"), LIMIT);
+    static double y[BIG];
+    for (uint64_t id = 1; id <= LIMIT + 1 + OVER; id++) {
+        gpuq_reply rep;
+        size_t len = 0;
+        int rc = e2e_read_reply_data(fd, &rep, hb, sizeof hb, y, sizeof y, &len);
+        ck_assert_msg(rc == 0, "reply %llu: %s", (unsigned long long)id,
+                      rc == E2E_CLOSED ? "closed" : "timed out");
+        ck_assert_uint_eq(rep.id, id); /* request order */
+        if (id > LIMIT + 1) {
+            ck_assert_msg(rep.status == GPUQ_E_BUSY, "request %llu over the limit: %s (%s)",
+                          (unsigned long long)id, gpuq_errname(rep.status), rep.message);
+            ck_assert_str_eq(rep.message, "4 requests in flight on this session (the limit)");
+            ck_assert_uint_eq(len, 0);
+            continue;
+        }
+        ck_assert_msg(rep.status == 0, "request %llu within the limit: %s (%s)",
+                      (unsigned long long)id, gpuq_errname(rep.status), rep.message);
+        if (id == 4) { /* the ping */
+            ck_assert_uint_eq(len, 0);
+        } else if (id == 1) {
+            ck_assert_uint_eq(len, sizeof big);
+            for (int j = 0; j < BIG; j++)
+                ck_assert(y[j] == 1.0 / BIG);
+        } else {
+            ck_assert_uint_eq(len, sizeof small);
+            ck_assert(y[0] == 0.125 && y[1] == 0.25 && y[2] == 0.625);
+        }
+    }
+    /* the limit frees as replies are written: the same session computes */
+    e2e_status(js, sizeof js);
+    ck_assert_int_eq(e2e_json_int(js, "busy"), OVER);
+    for (uint64_t id = 20; id < 20 + LIMIT; id++) {
+        gpuq_request r = e2e_norm_req(3);
+        r.id = id;
+        e2e_send_req(fd, &r, small, sizeof small);
+    }
+    for (uint64_t id = 20; id < 20 + LIMIT; id++) {
+        gpuq_reply rep;
+        size_t len = 0;
+        ck_assert_int_eq(e2e_read_reply_data(fd, &rep, hb, sizeof hb, y, sizeof y, &len), 0);
+        ck_assert_msg(rep.status == 0, "%s", rep.message);
+        ck_assert_uint_eq(rep.id, id);
+        ck_assert(y[0] == 0.125 && y[1] == 0.25 && y[2] == 0.625);
+    }
+    close(fd);
+    e2e_assert_serves();
+}
+END_TEST
+
 /* SIGTERM with work in flight: every accepted request is answered, exit 0. */
 START_TEST(sigterm_answers_in_flight)
 {
@@ -220,6 +314,7 @@ static Suite *suite(void)
     tcase_add_test(tc, concurrent_clients);
     tcase_add_test(tc, disconnect_in_flight);
     tcase_add_test(tc, slow_reader_bounded);
+    tcase_add_test(tc, max_inflight_on_the_wire);
     tcase_add_test(tc, sigterm_answers_in_flight);
     suite_add_tcase(s, tc);
     return s;

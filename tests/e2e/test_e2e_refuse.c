@@ -107,6 +107,14 @@ START_TEST(over_limit_sees_busy)
         expect_busy(i % 2 == 1, i);
     ctl_expect_busy("ping");
     ctl_expect_busy("status");
+    /* on the wire: one busy reply (id 0) that the client need not ask for,
+     * then the close (told apart from a hang) */
+    for (int i = 0; i < 3; i++) {
+        int fd = e2e_raw_socket();
+        const char *m = e2e_expect_error_then_close(fd, GPUQ_E_BUSY, 0);
+        ck_assert_str_eq(m, "2 sessions open (the limit)");
+        close(fd);
+    }
     /* the two sessions were not disturbed */
     ck_assert_int_eq(gpuq_ping(a), 0);
     ck_assert_int_eq(gpuq_ping(b), 0);
@@ -211,6 +219,10 @@ START_TEST(shutdown_answers_shutting_down)
     ck_assert_int_eq(e2e_read_reply(a, &rep, hbuf, sizeof hbuf), 0);
     ck_assert_int_eq(rep.status, 0);
     ck_assert_uint_eq(rep.id, 7);
+    /* every request answered: the server closes every connection itself
+     * (checked before its exit would close them anyway) */
+    e2e_expect_closed(a, 5);
+    e2e_expect_closed(cfd, 5);
     ck_assert_int_eq(tu_daemon_wait_exit(&e2e_d, 30), 0);
     close(a);
     close(cfd);

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,17 +53,17 @@ static long long timeout_count(const char *kind)
 static void expect_timeout_close(int fd, const char *what)
 {
     gpuq_reply rep;
-    struct timeval tv = {.tv_sec = 5}; /* a hang fails here, as itself */
-    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
-    if (e2e_read_reply(fd, &rep, hbuf, sizeof hbuf)) {
+    int rc = e2e_read_reply_within(fd, &rep, hbuf, sizeof hbuf, 5); /* a hang fails as itself */
+    if (rc) {
         size_t len = 0;
         char *log = tu_read_file(e2e_d.log, &len);
-        ck_abort_msg("no timeout reply (%s); gpuqd's log:\n%.*s", what, (int)len, log);
+        ck_abort_msg("no timeout reply (%s): %s; gpuqd's log:\n%.*s", what,
+                     rc == E2E_CLOSED ? "closed without it" : "nothing within 5 s", (int)len, log);
     }
     ck_assert_msg(rep.status == GPUQ_E_TIMEOUT, "got %s (%s)", gpuq_errname(rep.status),
                   rep.message);
     ck_assert_msg(strstr(rep.message, what), "message '%s' lacks '%s'", rep.message, what);
-    e2e_expect_closed(fd, 5);
+    e2e_expect_closed_promptly(fd);
 }
 
 /* 300 connections that never send a byte: the ones over max_sessions (256)
@@ -105,7 +104,9 @@ START_TEST(idle_connections_do_not_lock_out)
     int busy = 0, timeouts = 0;
     for (int i = 0; i < N; i++) {
         gpuq_reply rep;
-        ck_assert_int_eq(e2e_read_reply(fds[i], &rep, hbuf, sizeof hbuf), 0);
+        int rc = e2e_read_reply_within(fds[i], &rep, hbuf, sizeof hbuf, 5);
+        ck_assert_msg(rc == 0, "silent connection %d: %s", i,
+                      rc == E2E_CLOSED ? "closed without a reply" : "no reply within 5 s");
         ck_assert_msg(rep.status == GPUQ_E_BUSY || rep.status == GPUQ_E_TIMEOUT, "%s: %s",
                       gpuq_errname(rep.status), rep.message);
         if (rep.status == GPUQ_E_TIMEOUT)

@@ -667,6 +667,43 @@ START_TEST(test_decode_priority_str)
 }
 END_TEST
 
+static const char *on_zero_str;
+static void b_on_zero(gpuq_mpw *w)
+{
+    KU(w, "id", 3);
+    KS(w, "op", "normalize");
+    KS(w, "on_zero", on_zero_str);
+}
+
+/* on_zero: the two values PROTOCOL.md defines decode to what they say,
+ * anything else is bad_argument; left out, the default is "error". */
+START_TEST(test_decode_on_zero)
+{
+    static const struct {
+        const char *s;
+        int want; /* zero_ok, or -1: bad_argument */
+    } cases[] = {
+        {"error", 0},  {"zero", 1}, {"Error", -1}, {"ZERO", -1},  {"", -1},
+        {"zeros", -1}, {"err", -1}, {"nan", -1},   {"zero ", -1},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        gpuq_request q;
+        on_zero_str = cases[k].s;
+        int rc = decode_built(3, b_on_zero, &q);
+        if (cases[k].want < 0) {
+            ck_assert_msg(rc == GPUQ_E_BAD_ARGUMENT, "\"%s\": rc %d", cases[k].s, rc);
+            ck_assert_msg(strstr(msg, "on_zero") != NULL, "'%s'", msg);
+        } else {
+            ck_assert_msg(rc == 0, "\"%s\": %s", cases[k].s, msg);
+            ck_assert_int_eq(q.zero_ok, cases[k].want);
+        }
+    }
+    gpuq_request q;
+    ck_assert_int_eq(decode_built(2, b_ok, &q), 0);
+    ck_assert(!q.zero_ok);
+}
+END_TEST
+
 /* The helpers the config file, gpuqctl and the server's documents use. */
 START_TEST(test_priority_names)
 {
@@ -1446,6 +1483,69 @@ START_TEST(test_utf8_reply_decode)
 }
 END_TEST
 
+/* max_payload at the byte: a payload of exactly the limit is allowed, one
+ * byte over is too_large; the declared payload_len (step 1, any op) and the
+ * bytes the header implies (step 3) each on their own. Limits not a power
+ * of two or a multiple of 8, so the boundary is where the code puts it. */
+START_TEST(test_check_max_payload_boundary)
+{
+    gpuq_request q;
+    gpuq_sizes sz;
+    gpuq_limits lim;
+    gpuq_limits_default(&lim);
+
+    /* step 1, on its own: a ping takes no payload, so any payload_len up
+     * to the limit is size_mismatch and only one past it too_large */
+    base(&q, GPUQ_OP_PING, GPUQ_DT_NONE);
+    lim.max_payload = 1001;
+    ck_assert_int_eq(check_with(&q, 1000, &lim, &sz), GPUQ_E_SIZE_MISMATCH); /* limit - 1 */
+    ck_assert_int_eq(check_with(&q, 1001, &lim, &sz), GPUQ_E_SIZE_MISMATCH); /* limit */
+    ck_assert_int_eq(check_with(&q, 1002, &lim, &sz), GPUQ_E_TOO_LARGE);     /* limit + 1 */
+    ck_assert_ptr_nonnull(strstr(msg, "payload of 1002 bytes is over max_payload 1001"));
+    ck_assert_int_eq(check_with(&q, UINT64_MAX, &lim, &sz), GPUQ_E_TOO_LARGE);
+    lim.max_payload = UINT64_MAX; /* nothing is over the largest limit */
+    ck_assert_int_eq(check_with(&q, UINT64_MAX, &lim, &sz), GPUQ_E_SIZE_MISMATCH);
+
+    /* a normalize whose payload is exactly the limit runs; a byte less
+     * declared is size_mismatch, a byte more too_large */
+    base(&q, GPUQ_OP_NORMALIZE, GPUQ_DT_F64);
+    q.ndim_a = 1;
+    q.shape_a[0] = 100; /* 800 bytes */
+    lim.max_payload = 800;
+    ck_assert_int_eq(check_with(&q, 800, &lim, &sz), 0);
+    ck_assert_uint_eq(sz.payload, 800);
+    ck_assert_int_eq(check_with(&q, 799, &lim, &sz), GPUQ_E_SIZE_MISMATCH);
+    ck_assert_int_eq(check_with(&q, 801, &lim, &sz), GPUQ_E_TOO_LARGE);
+    lim.max_payload = 801; /* limit - 1 */
+    ck_assert_int_eq(check_with(&q, 800, &lim, &sz), 0);
+
+    /* step 3, on its own: the declared payload is within the limit, the
+     * header implies 800 bytes: allowed at a limit of 800 (then the
+     * declared size is wrong: size_mismatch), too_large at 799 */
+    lim.max_payload = 800;
+    ck_assert_int_eq(check_with(&q, 792, &lim, &sz), GPUQ_E_SIZE_MISMATCH);
+    ck_assert_int_eq(check_with(&q, 0, &lim, &sz), GPUQ_E_SIZE_MISMATCH);
+    lim.max_payload = 799;
+    ck_assert_int_eq(check_with(&q, 792, &lim, &sz), GPUQ_E_TOO_LARGE);
+    ck_assert_ptr_nonnull(strstr(msg, "input needs 800 bytes, over max_payload 799"));
+    ck_assert_int_eq(check_with(&q, 0, &lim, &sz), GPUQ_E_TOO_LARGE);
+    lim.max_payload = 801;
+    ck_assert_int_eq(check_with(&q, 792, &lim, &sz), GPUQ_E_SIZE_MISMATCH);
+
+    /* two arrays: A and B together are the payload (pairwise f32, 2x3 and
+     * 4x3: 72 bytes) */
+    base(&q, GPUQ_OP_PAIRWISE, GPUQ_DT_F32);
+    q.metric = GPUQ_METRIC_EUCLIDEAN;
+    shape2(q.shape_a, &q.ndim_a, 2, 3);
+    shape2(q.shape_b, &q.ndim_b, 4, 3);
+    lim.max_payload = 72;
+    ck_assert_int_eq(check_with(&q, 72, &lim, &sz), 0);
+    lim.max_payload = 71;
+    ck_assert_int_eq(check_with(&q, 68, &lim, &sz), GPUQ_E_TOO_LARGE);
+    ck_assert_int_eq(check_with(&q, 72, &lim, &sz), GPUQ_E_TOO_LARGE);
+}
+END_TEST
+
 static Suite *header_suite(void)
 {
     Suite *s = suite_create("header");
@@ -1468,6 +1568,7 @@ static Suite *header_suite(void)
     tcase_add_test(tc, test_check_grid);
     tcase_add_test(tc, test_check_pairwise);
     tcase_add_test(tc, test_check_overflow_limits);
+    tcase_add_test(tc, test_check_max_payload_boundary);
     suite_add_tcase(s, tc);
     tc = tcase_create("decode");
     tcase_set_timeout(tc, 60);
@@ -1475,6 +1576,7 @@ static Suite *header_suite(void)
     tcase_add_loop_test(tc, test_decode_truncated, 0, 4);
     tcase_add_loop_test(tc, test_decode_priority_int, -10, 11);
     tcase_add_test(tc, test_decode_priority_str);
+    tcase_add_test(tc, test_decode_on_zero);
     tcase_add_test(tc, test_priority_names);
     suite_add_tcase(s, tc);
     tc = tcase_create("reply");

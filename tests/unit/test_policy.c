@@ -88,6 +88,65 @@ START_TEST(rules_merge_by_field)
 }
 END_TEST
 
+/* A rule asking more than the global limit is clamped to it (policy.h: a
+ * rule never raises max_inflight or session_staging above the global
+ * limit), whether it is a [user] or a [group] rule, and one below or equal
+ * to the limit applies as written; each field on its own. */
+START_TEST(rules_never_raise_limits)
+{
+    policy_caps c;
+    cfg.lim.session_staging = 1u << 20;
+    cfg.lim.max_inflight = 8;
+    policy_rule *user = add_rule(false, 1000, GPUQ_PRIO_UNSET, 0, (1u << 20) + 1);
+    policy_rule *grp = add_rule(true, 300, GPUQ_PRIO_UNSET, 0, 4u << 20);
+    gid_t g300[] = {300};
+    /* session_staging above the limit, one byte and four times over */
+    policy_caps_for(&cfg, 1000, 1000, NULL, 0, &c);
+    ck_assert_uint_eq(c.session_staging, 1u << 20);
+    ck_assert_uint_eq(c.max_inflight, 8);
+    policy_caps_for(&cfg, 1001, 1001, g300, 1, &c);
+    ck_assert_uint_eq(c.session_staging, 1u << 20);
+    policy_caps_for(&cfg, 1000, 1000, g300, 1, &c); /* the user rule wins, clamped */
+    ck_assert_uint_eq(c.session_staging, 1u << 20);
+    /* at the limit and one below: as written */
+    user->session_staging = 1u << 20;
+    grp->session_staging = (1u << 20) - 1;
+    policy_caps_for(&cfg, 1000, 1000, g300, 1, &c);
+    ck_assert_uint_eq(c.session_staging, 1u << 20);
+    policy_caps_for(&cfg, 1001, 1001, g300, 1, &c);
+    ck_assert_uint_eq(c.session_staging, (1u << 20) - 1);
+    /* the user rule wins even when it is higher than the group's (still
+     * within the limit) */
+    user->session_staging = (1u << 20) - 64;
+    grp->session_staging = 4096;
+    policy_caps_for(&cfg, 1000, 1000, g300, 1, &c);
+    ck_assert_uint_eq(c.session_staging, (1u << 20) - 64);
+    /* max_inflight the same way: over is clamped, at and below as written */
+    user->max_inflight = 9;
+    grp->max_inflight = 1000;
+    policy_caps_for(&cfg, 1000, 1000, NULL, 0, &c);
+    ck_assert_uint_eq(c.max_inflight, 8);
+    policy_caps_for(&cfg, 1001, 1001, g300, 1, &c);
+    ck_assert_uint_eq(c.max_inflight, 8);
+    user->max_inflight = 8;
+    grp->max_inflight = 7;
+    policy_caps_for(&cfg, 1000, 1000, NULL, 0, &c);
+    ck_assert_uint_eq(c.max_inflight, 8);
+    policy_caps_for(&cfg, 1001, 1001, g300, 1, &c);
+    ck_assert_uint_eq(c.max_inflight, 7);
+    /* admins too: root with a rule above the limits gets the limits */
+    add_rule(false, 0, GPUQ_PRIO_UNSET, 64, 8u << 20);
+    policy_caps_for(&cfg, 0, 0, NULL, 0, &c);
+    ck_assert(c.admin);
+    ck_assert_uint_eq(c.session_staging, 1u << 20);
+    ck_assert_uint_eq(c.max_inflight, 8);
+    /* an unknown peer: the limits, whatever the rules */
+    policy_caps_for(&cfg, (uid_t)-1, 300, g300, 1, &c);
+    ck_assert_uint_eq(c.session_staging, 1u << 20);
+    ck_assert_uint_eq(c.max_inflight, 8);
+}
+END_TEST
+
 /* Every level asked under every cap: the grant is the lower of the two on
  * the one scale low < normal < high, never more urgent than the cap. */
 START_TEST(grant_is_capped)
@@ -126,6 +185,7 @@ int main(void)
     tcase_set_timeout(tc, 10);
     tcase_add_test(tc, admins);
     tcase_add_test(tc, rules_merge_by_field);
+    tcase_add_test(tc, rules_never_raise_limits);
     tcase_add_test(tc, grant_is_capped);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
