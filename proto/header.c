@@ -148,6 +148,40 @@ static int dtype_parse(const char *s, size_t len)
 
 /* ---- messages ---- */
 
+/* A message is one line even when it echoes a client's string, which may
+ * hold a newline or another control character: each is shown as \xHH (as
+ * the reply encoder shows bytes that are not UTF-8), in place, and what no
+ * longer fits in msg[cap] is cut before the first character or escape that
+ * does not fit. msg is UTF-8. */
+static void one_line(char *msg, size_t cap)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(msg), end = 0, out = 0;
+
+    while (end < n) { /* how much of msg fits once escaped */
+        uint8_t c = (uint8_t)msg[end];
+        size_t adv = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+        size_t w = c < 0x20 || c == 0x7f ? 4 : adv;
+        if (adv > n - end || out + w > cap - 1)
+            break;
+        out += w;
+        end += adv;
+    }
+    for (size_t i = end, o = out; i-- > 0;) { /* from the back: o >= i throughout */
+        uint8_t c = (uint8_t)msg[i];
+        if (c < 0x20 || c == 0x7f) {
+            o -= 4;
+            msg[o] = '\\';
+            msg[o + 1] = 'x';
+            msg[o + 2] = hex[c >> 4];
+            msg[o + 3] = hex[c & 0x0f];
+        } else {
+            msg[--o] = (char)c;
+        }
+    }
+    msg[out] = '\0';
+}
+
 __attribute__((format(printf, 4, 5))) static int fail(char *msg, size_t cap, int code,
                                                       const char *fmt, ...)
 {
@@ -156,6 +190,7 @@ __attribute__((format(printf, 4, 5))) static int fail(char *msg, size_t cap, int
         va_start(ap, fmt);
         gpuq_utf8_vsnprintf(msg, cap, fmt, ap);
         va_end(ap);
+        one_line(msg, cap);
     }
     return code;
 }
@@ -686,8 +721,11 @@ int gpuq_request_check(const gpuq_request *req, uint64_t payload_len, const gpuq
             return fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT, "set_limit needs \"limit\" and \"value\"");
         if (req->op == GPUQ_OP_SET_LIMIT) {
             gpuq_limits tmp = *lim;
-            if (gpuq_limits_set(&tmp, req->limit, req->value, NULL, msg, msgcap) != 0)
+            if (gpuq_limits_set(&tmp, req->limit, req->value, NULL, msg, msgcap) != 0) {
+                if (msg && msgcap > 0)
+                    one_line(msg, msgcap); /* it quotes the client's limit name */
                 return GPUQ_E_BAD_ARGUMENT;
+            }
         }
         /* fall through */
     case GPUQ_OP_PING:

@@ -1,6 +1,7 @@
 /* config_keys.c - see config_keys.h. */
 #include "config_keys.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <grp.h>
 #include <math.h>
@@ -194,6 +195,22 @@ const char *config_key_value_str(const config *c, const config_key *k, char *buf
     return size_str(*(const uint64_t *)f, buf, cap);
 }
 
+/* A socket path that config_print can write as "socket = PATH" for inih to
+ * read back the same: no space at either end, no line break, and no ';' or
+ * '#' first or after a space (inih takes those for a comment). */
+static bool path_printable(const char *s)
+{
+    size_t n = strlen(s);
+    if (isspace((unsigned char)s[0]) || isspace((unsigned char)s[n - 1]))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\n' ||
+            ((s[i] == '#' || s[i] == ';') && (i == 0 || isspace((unsigned char)s[i - 1]))))
+            return false;
+    }
+    return true;
+}
+
 static int set_number(const config_key *k, const char *value, uint64_t *out, char *why, size_t cap)
 {
     uint64_t v, min = k->min, max = k->max;
@@ -302,6 +319,12 @@ int config_key_set(config *c, policy_rule *rule, const config_key *k, const char
     case KIND_PATH:
         if (strlen(value) >= sizeof c->socket) {
             snprintf(why, cap, "path longer than %zu bytes", sizeof c->socket - 1);
+            return -1;
+        }
+        if (!path_printable(value)) {
+            snprintf(why, cap,
+                     "a path with a space at either end, a line break, or ';' or '#' "
+                     "first or after a space cannot be written in a config file");
             return -1;
         }
         snprintf(c->socket, sizeof c->socket, "%s", value);

@@ -5,8 +5,12 @@
 #                         foreground on its default socket (--device auto)
 #   tests/dev.sh test     install what is missing, build, run the suite:
 #                         normal build (ctest -LE gpu), ASan+UBSan build
-#                         (ctest -LE gpu), the libFuzzer targets, and the
-#                         mutation check (planted bugs the suite must catch)
+#                         (ctest -LE gpu), the libFuzzer targets
+#                         (ctest -L fuzz: fixed seeds, bounded runs, the
+#                         checked-in corpora as read-only seeds; about 4
+#                         minutes on 2 cores; tests/fuzz/coverage.sh says
+#                         what they cover), and the mutation check
+#                         (tests/mutate: planted bugs the suite must catch)
 #   tests/dev.sh mutate   the mutation check alone (tests/mutate/run.py)
 #   tests/dev.sh build    install and build only
 #
@@ -61,9 +65,18 @@ test)
     (cd "$ROOT/build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         ctest -LE 'gpu|fuzz' --no-tests=error --output-on-failure -j "$JOBS")
-    echo "== libFuzzer: frame and header decoder, session state machine"
+    echo "== libFuzzer: frame and header decoder, .npy reader, config file, session state machine"
     CC=clang build "$ROOT/build-fuzz" -DGPUQ_FUZZ=ON -DGPUQ_WITH_CUDA=OFF
-    (cd "$ROOT/build-fuzz" && ctest -L fuzz --output-on-failure)
+    # The fuzz tests read their corpora and must write nothing into the
+    # source tree (a crash leaves its input in build-fuzz/tests/fuzz).
+    before=$(git -C "$ROOT" status --porcelain --untracked-files=all -- tests 2>/dev/null || true)
+    (cd "$ROOT/build-fuzz" && ctest -L fuzz --no-tests=error --output-on-failure)
+    after=$(git -C "$ROOT" status --porcelain --untracked-files=all -- tests 2>/dev/null || true)
+    if [[ "$before" != "$after" ]]; then
+        echo "dev.sh: the fuzz tests changed the source tree:" >&2
+        diff <(echo "$before") <(echo "$after") >&2 || true
+        exit 1
+    fi
     echo "== mutation check: every planted bug in tests/mutate/mutations.txt is caught"
     python3 "$ROOT/tests/mutate/run.py" --jobs "$JOBS"
     ;;

@@ -1,0 +1,58 @@
+/* fuzz_replay.c - see fuzz_replay.h. */
+#include "fuzz_replay.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void fuzz_fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "fuzz: violation: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    fflush(stderr);
+    abort();
+}
+
+void fuzz_replay_input(const uint8_t *b, size_t len, int all_prefixes)
+{
+    for (size_t k = all_prefixes ? 0 : len; k <= len; k++) {
+        uint8_t *part = malloc(k ? k : 1);
+        if (!part)
+            fuzz_fail("out of memory");
+        memcpy(part, b, k);
+        LLVMFuzzerTestOneInput(part, k);
+        free(part);
+    }
+}
+
+int fuzz_replay_files(int argc, char **argv, size_t max_len, size_t prefix_max)
+{
+    uint8_t *buf = malloc(max_len + 1);
+    if (!buf)
+        fuzz_fail("out of memory");
+    for (int a = 1; a < argc; a++) {
+        FILE *f = fopen(argv[a], "rb");
+        if (!f) {
+            perror(argv[a]);
+            free(buf);
+            return -1;
+        }
+        size_t len = fread(buf, 1, max_len + 1, f);
+        int err = ferror(f);
+        fclose(f);
+        if (err || len > max_len) {
+            fprintf(stderr, "%s: %s\n", argv[a],
+                    err ? "read error" : "longer than the target's -max_len");
+            free(buf);
+            return -1;
+        }
+        fuzz_replay_input(buf, len, len <= prefix_max);
+    }
+    free(buf);
+    return argc - 1;
+}

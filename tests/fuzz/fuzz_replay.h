@@ -1,0 +1,29 @@
+/* fuzz_replay.h - the main() side shared by the *_replay unit tests: each
+ * libFuzzer target built without libFuzzer, run over built-in inputs and the
+ * checked-in corpus files named on the command line, every input also cut
+ * at every byte (an exact-size heap copy each time, so ASan sees any read
+ * past the end), and the violation report the targets share.
+ */
+#ifndef GPUQ_TESTS_FUZZ_REPLAY_H
+#define GPUQ_TESTS_FUZZ_REPLAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* A broken invariant: print "fuzz: violation: ..." and abort(), which is
+ * what libFuzzer reports as a crash and ctest as a failure. */
+__attribute__((noreturn, format(printf, 1, 2))) void fuzz_fail(const char *fmt, ...);
+
+/* The target over b[0..len) and, when all_prefixes, over each shorter
+ * prefix too. */
+void fuzz_replay_input(const uint8_t *b, size_t len, int all_prefixes);
+
+/* The target over each file argv[1..argc) (at most max_len bytes of it; a
+ * longer file is an error), every prefix of files up to prefix_max bytes.
+ * Returns the number of files, or -1 after printing why a file could not be
+ * read. */
+int fuzz_replay_files(int argc, char **argv, size_t max_len, size_t prefix_max);
+
+#endif
