@@ -156,6 +156,11 @@ np.save(path("zeros.npy"), np.zeros(8))
 p = run("normalize", path("zeros.npy"), "-o", path("o.npy"), expect_ok=False)
 if p.returncode == 0 or "zero_norm" not in p.stderr:
     failures.append(f"zero-sum normalize: exit {p.returncode}, stderr {p.stderr!r}")
+# a Fortran-order array is refused (bad_shape), never read as C order
+np.save(path("fortran.npy"), np.asfortranarray(rng.random((3, 4))))
+p = run("normalize", path("fortran.npy"), "-o", path("o.npy"), expect_ok=False)
+if p.returncode == 0 or "bad_shape" not in p.stderr or "Fortran" not in p.stderr:
+    failures.append(f"Fortran-order npy: exit {p.returncode}, stderr {p.stderr!r}")
 np.save(path("badlat.npy"), np.array([[95.0, 10.0]]))
 p = run("distance", "haversine", "--to", "0,0", path("badlat.npy"), "-o", path("o.npy"), expect_ok=False)
 if p.returncode == 0 or "out_of_range" not in p.stderr:
