@@ -1,9 +1,19 @@
 /* test_e2e_ops.c - every op, method and dtype through a real gpuqd and libgpuq,
- * against numpy/scipy references (tests/ref/ref_ops.py), on fresh random input.
- * normalize's numerics (case "numerics") element by element against the
- * exact reference: the zscore of 1000 + N(0,1), inputs plain sums get wrong,
- * rows beyond double's and float's range, and results too large for the
- * dtype (out_of_range). */
+ * element by element against references from tests/ref/ref_ops.py (exact
+ * rational results where the op sums, numpy where it does not), on fresh
+ * random input with mixed signs, large offsets and wide dynamic ranges:
+ *  - normalize, every method, U(-10, 10) row-wise and flat, and (case
+ *    "numerics") inputs plain sums get wrong, the zscore of 1000 + N(0,1),
+ *    rows beyond double's and float's range, results too large for the
+ *    dtype (out_of_range);
+ *  - pairwise, every metric, on U(-1, 1), mixed signs over 1e-3..1e3,
+ *    1e4 + noise and 1e-6..1e6 (tests/numtol.h), against the exact result;
+ *  - haversine and grid over the whole sphere and a few km apart at negative
+ *    latitudes and longitudes, against numpy.
+ * The bounds (numtol.h) follow from the double accumulation gpuq promises,
+ * per element, for either backend; on the CUDA backend float64 pairwise
+ * with d >= 32 may take the GEMM route, whose own bound is used there. All
+ * references of a test come from one python process (refbatch.h). */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,19 +21,19 @@
 #include <string.h>
 
 #include "e2e_util.h"
+#include "numtol.h"
+#include "refbatch.h"
+
+_Static_assert(NT_F32 == GPUQ_DT_F32 && NT_F64 == GPUQ_DT_F64 &&
+                   NT_EUCLIDEAN == GPUQ_METRIC_EUCLIDEAN &&
+                   NT_SQEUCLIDEAN == GPUQ_METRIC_SQEUCLIDEAN && NT_COSINE == GPUQ_METRIC_COSINE &&
+                   NT_MANHATTAN == GPUQ_METRIC_MANHATTAN,
+               "numtol.h numbers dtypes and metrics as the wire");
 
 static const char *const norm_names[] = {"sum", "l1", "l2", "minmax", "zscore"};
 static const char *const metric_names[] = {"euclidean", "sqeuclidean", "cosine", "manhattan"};
 
-/* Run through the daemon in dt, compare the result with ref (float64). */
-static void check_result(gpuq_dtype dt, const void *out, const double *ref, size_t n,
-                         double tol32, double tol64, const char *what)
-{
-    double err = dt == GPUQ_DT_F32 ? tu_rel_err_f32(out, ref, n) : tu_rel_err_f64(out, ref, n);
-    double tol = dt == GPUQ_DT_F32 ? tol32 : tol64;
-    ck_assert_msg(err <= tol, "%s (%s, n=%zu): rel err %g > %g", what, gpuq_dtype_name(dt), n,
-                  err, tol);
-}
+#define R_EARTH 6371.0088
 
 /* Convert x (float64) into dt in a new buffer. */
 static void *as_dtype(gpuq_dtype dt, const double *x, size_t n)
@@ -61,141 +71,350 @@ static void *alloc_out(gpuq_dtype dt, size_t n)
     return o;
 }
 
-static void run_normalize(gpuq_conn *c, gpuq_dtype dt, int method, uint64_t rows, uint64_t cols,
-                          int ndim, bool flat)
+/* out (n values of dt) as float64; frees out. */
+static double *take_f64(gpuq_dtype dt, void *out, size_t n)
 {
-    size_t n = rows * cols;
-    double *x = malloc(n * sizeof *x), *ref = malloc(n * sizeof *ref);
-    tu_rand_fill_f64(x, n, 0.5, 10.0);
-    round_to(dt, x, n);
-    void *in = as_dtype(dt, x, n), *out = alloc_out(dt, n);
-    int rc = gpuq_normalize(c, dt, method, flat, in, rows, cols, ndim, out);
-    ck_assert_msg(rc == 0, "normalize %s: %s", norm_names[method], gpuq_errmsg(c));
-    char r[32], co[32];
-    snprintf(r, sizeof r, "%llu", (unsigned long long)(flat ? 1 : rows));
-    snprintf(co, sizeof co, "%llu", (unsigned long long)(flat ? n : cols));
-    const char *args[] = {"normalize", norm_names[method], r, co, e2e_write_f64("x", x, n), NULL};
-    e2e_ref(ref, n, args);
-    check_result(dt, out, ref, n, 1e-6, 1e-12, norm_names[method]);
-    free(x), free(ref), free(in), free(out);
+    double *d = malloc(n * sizeof *d + 1);
+    ck_assert_ptr_nonnull(d);
+    for (size_t i = 0; i < n; i++)
+        d[i] = dt == GPUQ_DT_F32 ? (double)((float *)out)[i] : ((double *)out)[i];
+    free(out);
+    return d;
 }
 
+static double *dalloc(size_t n)
+{
+    double *d = malloc(n * sizeof *d + 1);
+    ck_assert_ptr_nonnull(d);
+    return d;
+}
+
+/* Per element: got[n] (the daemon's result as float64) against ref under
+ * tol (numtol.h). */
+static void check_tol(gpuq_dtype dt, const double *got, const double *ref, const double *tol,
+                      size_t n, const char *what)
+{
+    size_t w = 0;
+    double r = nt_worst(got, ref, tol, n, &w);
+    ck_assert_msg(r <= 1.0,
+                  "%s (%s): element %zu is %.17g, reference %.17g: error %.3g is %.3g times the "
+                  "bound %.3g",
+                  what, gpuq_dtype_name(dt), w, got[w], ref[w], fabs(got[w] - ref[w]), r, tol[w]);
+}
+
+/* ---- normalize vs exact: within a few ulps (float64) or the rounding to
+ * float (float32) of ref_ops.py normalize_exact, which is exact but for one
+ * final rounding ---- */
+
+#define ELEM_TOL64 2e-15
+#define ELEM_TOL32 6.0e-8
+
+static void check_exact(gpuq_dtype dt, const double *got, const double *ref, size_t n,
+                        const char *what)
+{
+    /* relative to max(|ref|, the dtype's smallest normal), as testutil's
+     * tu_elem_err_* */
+    double t = dt == GPUQ_DT_F32 ? ELEM_TOL32 : ELEM_TOL64, *tol = dalloc(n);
+    for (size_t i = 0; i < n; i++)
+        tol[i] = t * fmax(fabs(ref[i]), dt == GPUQ_DT_F32 ? 0x1p-126 : 0x1p-1022);
+    size_t w = 0;
+    double r = nt_worst(got, ref, tol, n, &w);
+    free(tol);
+    ck_assert_msg(r <= 1.0, "%s (%s): element %zu is %.17g, exact %.17g: rel err %g > %g", what,
+                  gpuq_dtype_name(dt), w, got[w], ref[w], r * t, t);
+}
+
+/* One normalize request whose result waits for the batch's reference. */
+typedef struct norm_run {
+    gpuq_dtype dt;
+    int method;
+    uint64_t rows, cols; /* as the reference sees them (flat: 1 x n) */
+    double *got;
+    int job;
+    char what[64];
+} norm_run;
+
+/* Normalize x (rows x cols, rounded to dt already) through the daemon, keep
+ * the result in r and queue its exact reference in b. */
+static void norm_request(gpuq_conn *c, rb_batch *b, norm_run *r, gpuq_dtype dt, int method,
+                         const double *x, uint64_t rows, uint64_t cols, int ndim, bool flat,
+                         const char *what)
+{
+    size_t n = rows * cols;
+    void *in = as_dtype(dt, x, n), *out = alloc_out(dt, n);
+    int rc = gpuq_normalize(c, dt, method, flat, in, rows, cols, ndim, out);
+    ck_assert_msg(rc == 0, "normalize %s %s: %s", norm_names[method], what, gpuq_errmsg(c));
+    free(in);
+    r->dt = dt;
+    r->method = method;
+    r->rows = flat ? 1 : rows;
+    r->cols = flat ? n : cols;
+    r->got = take_f64(dt, out, n);
+    snprintf(r->what, sizeof r->what, "%s%s", what, flat ? " (flat)" : "");
+    char rs[32], cs[32];
+    snprintf(rs, sizeof rs, "%llu", (unsigned long long)r->rows);
+    snprintf(cs, sizeof cs, "%llu", (unsigned long long)r->cols);
+    const char *args[] = {"normalize_exact", norm_names[method], rs, cs, "@0", NULL};
+    r->job = rb_add(b, args, x, n, NULL, 0, n);
+}
+
+/* After rb_run: compare and free every run. */
+static void norm_check_all(rb_batch *b, norm_run *r, int count)
+{
+    for (int k = 0; k < count; k++) {
+        char what[96];
+        snprintf(what, sizeof what, "%s of %s", norm_names[r[k].method], r[k].what);
+        check_exact(r[k].dt, r[k].got, rb_get(b, r[k].job), r[k].rows * r[k].cols, what);
+        free(r[k].got);
+    }
+}
+
+/* Every method and dtype on U(-10, 10) (signs mixed: l1 is not sum, a
+ * negative one-column row is -1 under l1 and 1 under sum), 1-D, 2-D,
+ * flat, one-column rows. */
 START_TEST(normalize_all)
 {
     gpuq_conn *c = e2e_connect("ops", GPUQ_PRIO_NORMAL);
+    rb_batch *b = rb_new();
+    static const struct {
+        uint64_t rows, cols;
+        int ndim;
+        bool flat;
+    } shapes[] = {{1, 1023, 1, false}, {17, 31, 2, false}, {6, 9, 2, true}, {64, 1, 2, false}};
+    norm_run run[2 * GPUQ_NORM_COUNT * 4];
+    int count = 0;
     for (int dt = GPUQ_DT_F32; dt <= GPUQ_DT_F64; dt++)
-        for (int m = 0; m < GPUQ_NORM_COUNT; m++) {
-            run_normalize(c, dt, m, 1, 1023, 1, false);
-            run_normalize(c, dt, m, 17, 31, 2, false);
-            run_normalize(c, dt, m, 6, 9, 2, true);
-            if (m == GPUQ_NORM_SUM || m == GPUQ_NORM_L1 || m == GPUQ_NORM_L2)
-                run_normalize(c, dt, m, 64, 1, 2, false); /* one-column rows */
-        }
+        for (int m = 0; m < GPUQ_NORM_COUNT; m++)
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+                uint64_t rows = shapes[s].rows, cols = shapes[s].cols;
+                if (cols == 1 && (m == GPUQ_NORM_MINMAX || m == GPUQ_NORM_ZSCORE))
+                    continue; /* constant rows: zero_norm (zero_and_nan) */
+                double *x = dalloc(rows * cols);
+                tu_rand_fill_f64(x, rows * cols, -10.0, 10.0);
+                round_to(dt, x, rows * cols);
+                char what[48];
+                snprintf(what, sizeof what, "U(-10, 10) %llux%llu", (unsigned long long)rows,
+                         (unsigned long long)cols);
+                norm_request(c, b, &run[count++], dt, m, x, rows, cols, shapes[s].ndim,
+                             shapes[s].flat, what);
+                free(x);
+            }
+    rb_run(b);
+    norm_check_all(b, run, count);
+    rb_free(b);
     gpuq_close(c);
 }
 END_TEST
 
+/* ---- pairwise vs the exact result ---- */
+
+/* Row sums of squares (for the GEMM route's bound). */
+static double *row_sq(const double *x, uint64_t rows, uint64_t d)
+{
+    double *s = dalloc(rows);
+    for (uint64_t i = 0; i < rows; i++) {
+        s[i] = 0.0;
+        for (uint64_t k = 0; k < d; k++)
+            s[i] += x[i * d + k] * x[i * d + k];
+    }
+    return s;
+}
+
+/* Every metric and dtype on numtol.h's kinds, d = 7 (tiled on CUDA) and
+ * 100 (float64 euclidean/sqeuclidean may take the GEMM route on CUDA). */
 START_TEST(pairwise_all)
 {
     gpuq_conn *c = e2e_connect("ops", GPUQ_PRIO_HIGH);
-    const uint64_t dims[] = {3, 64};
+    int cuda = strcmp(gpuq_info(c)->backend, "cuda") == 0;
+    rb_batch *b = rb_new();
+    const uint64_t m = 13, n = 11, dims[] = {7, 100};
+    enum { RUNS = 2 * NT_PW_KINDS * 2 * GPUQ_METRIC_COUNT };
+    struct {
+        double *got, *nx, *ny;
+        int job, dt, kind, metric;
+        uint64_t d;
+    } run[RUNS];
+    int count = 0;
     for (int dt = GPUQ_DT_F32; dt <= GPUQ_DT_F64; dt++)
-        for (int mt = 0; mt < GPUQ_METRIC_COUNT; mt++)
+        for (int kind = 0; kind < NT_PW_KINDS; kind++)
             for (int k = 0; k < 2; k++) {
-                uint64_t m = 37, n = 53, d = dims[k];
-                double *x = malloc(m * d * 8), *y = malloc(n * d * 8), *ref = malloc(m * n * 8);
-                tu_rand_fill_f64(x, m * d, -2, 2);
-                tu_rand_fill_f64(y, n * d, -2, 2);
+                uint64_t d = dims[k];
+                double *x = dalloc(m * d), *y = dalloc(n * d);
+                nt_pw_fill(kind, x, m, y, n, d);
                 round_to(dt, x, m * d);
                 round_to(dt, y, n * d);
                 void *xi = as_dtype(dt, x, m * d), *yi = as_dtype(dt, y, n * d);
-                void *out = alloc_out(dt, m * n);
-                int rc = gpuq_pairwise(c, dt, mt, xi, yi, m, n, d, out);
-                ck_assert_msg(rc == 0, "pairwise: %s", gpuq_errmsg(c));
                 char ms[16], ns[16], ds[16];
                 snprintf(ms, sizeof ms, "%llu", (unsigned long long)m);
                 snprintf(ns, sizeof ns, "%llu", (unsigned long long)n);
                 snprintf(ds, sizeof ds, "%llu", (unsigned long long)d);
-                const char *args[] = {"pairwise", metric_names[mt], ms, ns, ds,
-                                      e2e_write_f64("x", x, m * d), e2e_write_f64("y", y, n * d),
-                                      NULL};
-                e2e_ref(ref, m * n, args);
-                check_result(dt, out, ref, m * n, 1e-5, 1e-12, metric_names[mt]);
-                free(x), free(y), free(ref), free(xi), free(yi), free(out);
+                for (int mt = 0; mt < GPUQ_METRIC_COUNT; mt++) {
+                    void *out = alloc_out(dt, m * n);
+                    int rc = gpuq_pairwise(c, dt, mt, xi, yi, m, n, d, out);
+                    ck_assert_msg(rc == 0, "pairwise %s of %s: %s", metric_names[mt],
+                                  nt_pw_kind_name(kind), gpuq_errmsg(c));
+                    const char *args[] = {
+                        "pairwise_exact", metric_names[mt], ms, ns, ds, "@0", "@1", NULL};
+                    run[count].got = take_f64(dt, out, m * n);
+                    run[count].nx = row_sq(x, m, d);
+                    run[count].ny = row_sq(y, n, d);
+                    run[count].job = rb_add(b, args, x, m * d, y, n * d, m * n);
+                    run[count].dt = dt;
+                    run[count].kind = kind;
+                    run[count].metric = mt;
+                    run[count].d = d;
+                    count++;
+                }
+                free(x), free(y), free(xi), free(yi);
             }
+    rb_run(b);
+    double *tol = dalloc(m * n);
+    for (int k = 0; k < count; k++) {
+        const double *ref = rb_get(b, run[k].job);
+        int mt = run[k].metric, dt = run[k].dt;
+        int gemm = cuda && dt == GPUQ_DT_F64 && run[k].d >= 32;
+        for (uint64_t e = 0; e < m * n; e++) {
+            double acc = gemm ? nt_pairwise_gemm_acc(mt, run[k].d, ref[e], run[k].nx[e / n],
+                                                     run[k].ny[e % n])
+                              : nt_pairwise_acc(mt, run[k].d, ref[e]);
+            tol[e] = nt_tol(dt, 1, 1, ref[e], acc);
+        }
+        char what[96];
+        snprintf(what, sizeof what, "%s of %s, d=%llu%s", metric_names[mt],
+                 nt_pw_kind_name(run[k].kind), (unsigned long long)run[k].d,
+                 gemm ? " (GEMM bound)" : "");
+        check_tol(dt, run[k].got, ref, tol, m * n, what);
+        free(run[k].got), free(run[k].nx), free(run[k].ny);
+    }
+    free(tol);
+    rb_free(b);
     gpuq_close(c);
 }
 END_TEST
 
-static void rand_points(double *p, size_t n)
+/* ---- haversine and grid vs numpy ---- */
+
+static void hav_check(gpuq_dtype dt, const double *got, const double *ref, size_t n, double radius,
+                      const char *what)
 {
-    for (size_t i = 0; i < n; i++) {
-        tu_rand_fill_f64(&p[2 * i], 1, -90, 90);
-        tu_rand_fill_f64(&p[2 * i + 1], 1, -180, 180);
-    }
+    double *tol = dalloc(n);
+    for (size_t k = 0; k < n; k++)
+        tol[k] = nt_tol(dt, 1, 2, ref[k], nt_haversine_acc(ref[k], radius));
+    check_tol(dt, got, ref, tol, n, what);
+    free(tol);
 }
 
+/* To one point and between pairs: over the whole sphere, and (numtol.h)
+ * around (-33.875, -70.625) and a few km apart, across the antimeridian too. */
 START_TEST(haversine_all)
 {
     gpuq_conn *c = e2e_connect("ops", GPUQ_PRIO_LOW);
-    for (int dt = GPUQ_DT_F32; dt <= GPUQ_DT_F64; dt++) {
-        size_t n = 1031;
-        double *a = malloc(n * 16), *b = malloc(n * 16), *ref = malloc(n * 8);
-        rand_points(a, n);
-        rand_points(b, n);
+    rb_batch *b = rb_new();
+    const size_t n = 1031;
+    struct {
+        double *to, *pair;
+        int jto, jpair, dt, near;
+    } run[4];
+    for (int k = 0; k < 4; k++) {
+        int dt = k % 2 ? GPUQ_DT_F64 : GPUQ_DT_F32, near = k / 2;
+        double *a = dalloc(2 * n), *p = dalloc(4 * n);
+        double lat = near ? NT_NEAR_LAT : 30.0, lon = near ? NT_NEAR_LON : 101.0;
+        if (near) {
+            nt_points_near(a, n);
+            nt_pairs_near(p, p + 2 * n, n);
+        } else {
+            nt_points_global(a, n);
+            nt_points_global(p, 2 * n);
+        }
         round_to(dt, a, 2 * n);
-        round_to(dt, b, 2 * n);
-        void *ai = as_dtype(dt, a, 2 * n), *bi = as_dtype(dt, b, 2 * n), *out = alloc_out(dt, n);
-        ck_assert_msg(gpuq_haversine_to(c, dt, ai, n, 30, 101, 6371.0088, out) == 0, "%s",
+        round_to(dt, p, 4 * n);
+        void *ai = as_dtype(dt, a, 2 * n), *pi = as_dtype(dt, p, 4 * n);
+        void *out = alloc_out(dt, n);
+        ck_assert_msg(gpuq_haversine_to(c, dt, ai, n, lat, lon, R_EARTH, out) == 0, "%s",
                       gpuq_errmsg(c));
-        char ns[16];
+        run[k].to = take_f64(dt, out, n);
+        out = alloc_out(dt, n);
+        ck_assert_msg(gpuq_haversine_pair(c, dt, pi, (char *)pi + 2 * n * gpuq_dtype_size(dt), n,
+                                          1000.0, out) == 0,
+                      "%s", gpuq_errmsg(c));
+        run[k].pair = take_f64(dt, out, n);
+        char ns[16], las[32], los[32];
         snprintf(ns, sizeof ns, "%zu", n);
-        const char *args[] = {"haversine_to", ns, "30", "101", "6371.0088",
-                              e2e_write_f64("a", a, 2 * n), NULL};
-        e2e_ref(ref, n, args);
-        check_result(dt, out, ref, n, 1e-6, 1e-9, "haversine_to");
-        ck_assert_msg(gpuq_haversine_pair(c, dt, ai, bi, n, 1000.0, out) == 0, "%s",
-                      gpuq_errmsg(c));
-        const char *args2[] = {"haversine_pair", ns, "1000.0", e2e_write_f64("a", a, 2 * n),
-                               e2e_write_f64("b", b, 2 * n), NULL};
-        e2e_ref(ref, n, args2);
-        check_result(dt, out, ref, n, 1e-6, 1e-9, "haversine_pair");
-        free(a), free(b), free(ref), free(ai), free(bi), free(out);
+        snprintf(las, sizeof las, "%.17g", lat);
+        snprintf(los, sizeof los, "%.17g", lon);
+        const char *to[] = {"haversine_to", ns, las, los, "6371.0088", "@0", NULL};
+        run[k].jto = rb_add(b, to, a, 2 * n, NULL, 0, n);
+        const char *pair[] = {"haversine_pair", ns, "1000.0", "@0", "@1", NULL};
+        run[k].jpair = rb_add(b, pair, p, 2 * n, p + 2 * n, 2 * n, n);
+        run[k].dt = dt;
+        run[k].near = near;
+        free(a), free(p), free(ai), free(pi);
     }
+    rb_run(b);
+    for (int k = 0; k < 4; k++) {
+        hav_check(run[k].dt, run[k].to, rb_get(b, run[k].jto), n, R_EARTH,
+                  run[k].near ? "haversine_to, points around (-33.875, -70.625)"
+                              : "haversine_to, global");
+        hav_check(run[k].dt, run[k].pair, rb_get(b, run[k].jpair), n, 1000.0,
+                  run[k].near ? "haversine_pair, pairs a few km apart" : "haversine_pair, global");
+        free(run[k].to), free(run[k].pair);
+    }
+    rb_free(b);
     /* A hand-computed case: a quarter of the equator. */
     double p[2] = {0, 0}, d;
-    ck_assert_int_eq(gpuq_haversine_to(c, GPUQ_DT_F64, p, 1, 0, 90, 6371.0088, &d), 0);
-    ck_assert_double_eq_tol(d, 6371.0088 * M_PI / 2, 1e-9);
+    ck_assert_int_eq(gpuq_haversine_to(c, GPUQ_DT_F64, p, 1, 0, 90, R_EARTH, &d), 0);
+    ck_assert_double_eq_tol(d, R_EARTH * M_PI / 2, 1e-9);
     gpuq_close(c);
 }
 END_TEST
 
+/* The world, a box of negative latitudes and longitudes holding its target
+ * (-33.875, -70.625) as point 16 of 33 both ways, and (float64) the issue's
+ * default 1000 x 1000 grid. */
 START_TEST(grid_all)
 {
     gpuq_conn *c = e2e_connect("ops", GPUQ_PRIO_NORMAL);
-    for (int dt = GPUQ_DT_F32; dt <= GPUQ_DT_F64; dt++) {
-        uint64_t nlat = 101, nlon = 203;
-        void *out = alloc_out(dt, nlat * nlon);
-        double *ref = malloc(nlat * nlon * 8);
-        ck_assert_msg(gpuq_grid(c, dt, -60, 75, nlat, -170, 165, nlon, 30, 101, 6371.0088, out) ==
-                          0,
-                      "%s", gpuq_errmsg(c));
-        const char *args[] = {"grid", "-60", "75", "101", "-170", "165", "203", "30", "101",
-                              "6371.0088", NULL};
-        e2e_ref(ref, nlat * nlon, args);
-        check_result(dt, out, ref, nlat * nlon, 1e-6, 1e-9, "grid");
-        free(out), free(ref);
+    rb_batch *b = rb_new();
+    static const struct {
+        const char *lat0, *lat1, *nlat, *lon0, *lon1, *nlon, *lat, *lon;
+        int f64_only;
+    } g[] = {
+        {"-60", "75", "101", "-170", "165", "203", "30", "101", 0},
+        {"-34", "-33.75", "33", "-70.75", "-70.5", "33", "-33.875", "-70.625", 0},
+        {"-90", "90", "1000", "-180", "180", "1000", "30", "101", 1},
+    };
+    enum { NG = sizeof g / sizeof g[0] };
+    double *got[2][NG] = {{NULL}};
+    int job[NG];
+    for (int k = 0; k < NG; k++) {
+        uint64_t nlat = strtoull(g[k].nlat, NULL, 10), nlon = strtoull(g[k].nlon, NULL, 10);
+        for (int dt = GPUQ_DT_F32; dt <= GPUQ_DT_F64; dt++) {
+            if (g[k].f64_only && dt == GPUQ_DT_F32)
+                continue;
+            void *out = alloc_out(dt, nlat * nlon);
+            ck_assert_msg(gpuq_grid(c, dt, atof(g[k].lat0), atof(g[k].lat1), nlat, atof(g[k].lon0),
+                                    atof(g[k].lon1), nlon, atof(g[k].lat), atof(g[k].lon), R_EARTH,
+                                    out) == 0,
+                          "grid: %s", gpuq_errmsg(c));
+            got[dt - 1][k] = take_f64(dt, out, nlat * nlon);
+        }
+        const char *args[] = {"grid",    g[k].lat0, g[k].lat1, g[k].nlat,   g[k].lon0, g[k].lon1,
+                              g[k].nlon, g[k].lat,  g[k].lon,  "6371.0088", NULL};
+        job[k] = rb_add(b, args, NULL, 0, NULL, 0, nlat * nlon);
     }
-    /* The default grid of the issue: 1000 x 1000 to (30, 101), float64. */
-    double *big = alloc_out(GPUQ_DT_F64, 1000 * 1000), *ref = malloc(8000000);
-    ck_assert_int_eq(gpuq_grid(c, GPUQ_DT_F64, -90, 90, 1000, -180, 180, 1000, 30, 101,
-                               6371.0088, big),
-                     0);
-    const char *args[] = {"grid", "-90", "90", "1000", "-180", "180", "1000", "30", "101",
-                          "6371.0088", NULL};
-    e2e_ref(ref, 1000 * 1000, args);
-    check_result(GPUQ_DT_F64, big, ref, 1000 * 1000, 0, 1e-9, "grid default");
-    free(big), free(ref);
+    rb_run(b);
+    for (int k = 0; k < NG; k++)
+        for (int dt = GPUQ_DT_F32; dt <= GPUQ_DT_F64; dt++) {
+            if (!got[dt - 1][k])
+                continue;
+            char what[128];
+            snprintf(what, sizeof what, "grid lat %s..%s lon %s..%s to (%s, %s)", g[k].lat0,
+                     g[k].lat1, g[k].lon0, g[k].lon1, g[k].lat, g[k].lon);
+            hav_check(dt, got[dt - 1][k], rb_get(b, job[k]),
+                      strtoull(g[k].nlat, NULL, 10) * strtoull(g[k].nlon, NULL, 10), R_EARTH, what);
+            free(got[dt - 1][k]);
+        }
+    rb_free(b);
     gpuq_close(c);
 }
 END_TEST
@@ -219,32 +438,6 @@ END_TEST
 
 /* ---- normalize numerics, per element against the exact result ---- */
 
-/* ref_ops.py normalize_exact is exact but for one final rounding; the
- * daemon must be within a few ulps (float64) or the rounding to float
- * (float32) of it. */
-#define ELEM_TOL64 2e-15
-#define ELEM_TOL32 6.0e-8
-
-static void check_exact(gpuq_dtype dt, const void *out, const double *x, int method, uint64_t rows,
-                        uint64_t cols, const char *what)
-{
-    size_t n = rows * cols, w = 0;
-    double *ref = malloc(n * sizeof *ref);
-    char r[32], c[32];
-    snprintf(r, sizeof r, "%llu", (unsigned long long)rows);
-    snprintf(c, sizeof c, "%llu", (unsigned long long)cols);
-    const char *args[] = {
-        "normalize_exact", norm_names[method], r, c, e2e_write_f64("x", x, n), NULL};
-    e2e_ref(ref, n, args);
-    double err =
-        dt == GPUQ_DT_F32 ? tu_elem_err_f32(out, ref, n, &w) : tu_elem_err_f64(out, ref, n, &w);
-    double tol = dt == GPUQ_DT_F32 ? ELEM_TOL32 : ELEM_TOL64;
-    double got = dt == GPUQ_DT_F32 ? (double)((const float *)out)[w] : ((const double *)out)[w];
-    ck_assert_msg(err <= tol, "%s %s (%s): element %zu is %.17g, exact %.17g: rel err %g > %g",
-                  norm_names[method], what, gpuq_dtype_name(dt), w, got, ref[w], err, tol);
-    free(ref);
-}
-
 /* The issue's case: zscore of 1000 + N(0,1), 4097 values of numpy's
  * default_rng(0), flat; as three rows (the others scaled by 2^-1000 and
  * -1e250, float64); and over 2^17 + 5 values (the CUDA backend's
@@ -253,14 +446,22 @@ static void check_exact(gpuq_dtype dt, const void *out, const double *x, int met
 START_TEST(normalize_numerics)
 {
     gpuq_conn *c = e2e_connect("numerics", GPUQ_PRIO_NORMAL);
+    rb_batch *b = rb_new();
     const uint64_t ns[2] = {4097, (1u << 17) + 5};
+    int gen[2];
+    for (int k = 0; k < 2; k++) {
+        char nc[32];
+        snprintf(nc, sizeof nc, "%llu", (unsigned long long)ns[k]);
+        const char *args[] = {"randn_offset", nc, "0", "1000", NULL};
+        gen[k] = rb_add(b, args, NULL, 0, NULL, 0, ns[k]);
+    }
+    rb_run(b);
+    norm_run run[4 + 2 * GPUQ_NORM_COUNT * TU_NORM_KINDS * 2];
+    int count = 0;
     for (int k = 0; k < 2; k++) {
         uint64_t n = ns[k];
-        char nc[32];
-        snprintf(nc, sizeof nc, "%llu", (unsigned long long)n);
-        double *x = malloc(3 * n * sizeof *x);
-        const char *gen[] = {"randn_offset", nc, "0", "1000", NULL};
-        e2e_ref(x, n, gen);
+        double *x = dalloc(3 * n);
+        memcpy(x, rb_get(b, gen[k]), n * sizeof *x);
         for (uint64_t j = 0; j < n; j++) {
             x[n + j] = ldexp(x[j], -1000);
             x[2 * n + j] = x[j] * -1e250;
@@ -268,12 +469,8 @@ START_TEST(normalize_numerics)
         for (int dt = GPUQ_DT_F64; dt >= GPUQ_DT_F32; dt--) { /* f64 first: round_to */
             uint64_t rows = dt == GPUQ_DT_F64 && k == 0 ? 3 : 1;
             round_to(dt, x, rows * n);
-            void *in = as_dtype(dt, x, rows * n), *out = alloc_out(dt, rows * n);
-            int rc =
-                gpuq_normalize(c, dt, GPUQ_NORM_ZSCORE, false, in, rows, n, rows > 1 ? 2 : 1, out);
-            ck_assert_msg(rc == 0, "zscore: %s", gpuq_errmsg(c));
-            check_exact(dt, out, x, GPUQ_NORM_ZSCORE, rows, n, "of 1000 + N(0,1)");
-            free(in), free(out);
+            norm_request(c, b, &run[count++], dt, GPUQ_NORM_ZSCORE, x, rows, n, rows > 1 ? 2 : 1,
+                         false, "1000 + N(0,1)");
         }
         free(x);
     }
@@ -284,18 +481,13 @@ START_TEST(normalize_numerics)
                 double x[7 * 129];
                 tu_norm_fill(kind, dt == GPUQ_DT_F32, x, rows, cols);
                 round_to(dt, x, rows * cols);
-                void *in = as_dtype(dt, x, rows * cols), *out = alloc_out(dt, rows * cols);
-                for (int flat = 0; flat < 2; flat++) {
-                    int rc = gpuq_normalize(c, dt, m, flat, in, rows, cols, 2, out);
-                    ck_assert_msg(rc == 0, "%s of %s: %s", norm_names[m], tu_norm_kind_names[kind],
-                                  gpuq_errmsg(c));
-                    char what[64];
-                    snprintf(what, sizeof what, "of %s%s", tu_norm_kind_names[kind],
-                             flat ? " (flat)" : "");
-                    check_exact(dt, out, x, m, flat ? 1 : rows, flat ? rows * cols : cols, what);
-                }
-                free(in), free(out);
+                for (int flat = 0; flat < 2; flat++)
+                    norm_request(c, b, &run[count++], dt, m, x, rows, cols, 2, flat,
+                                 tu_norm_kind_names[kind]);
             }
+    rb_run(b);
+    norm_check_all(b, run, count);
+    rb_free(b);
     gpuq_close(c);
 }
 END_TEST
@@ -421,7 +613,6 @@ static Suite *suite(void)
 
 int main(void)
 {
-    if (e2e_skip_without_gpu())
-        return EXIT_SUCCESS;
+    e2e_skip_without_gpu(); /* the CUDA variant without a GPU: exits 77 (Skipped) */
     return tu_run_suite(suite());
 }

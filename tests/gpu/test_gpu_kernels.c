@@ -1,10 +1,16 @@
 /* test_gpu_kernels.c - gpuq_cuda_* against the CPU references (gpuq_cpu_*).
  *
  * Fresh random inputs every run (seed printed by testutil), outputs poisoned
- * with NaN before each call, ||out - ref|| / ||ref|| <= 1e-6 (f32 normalize,
- * haversine), 1e-5 (f32 pairwise), 1e-12 (f64). Error flags: zero norm,
- * zero vector (cosine), bad latitude, normalize overflow. No GPU: skip
- * unless GPUQ_REQUIRE_GPU=1.
+ * with NaN before each call, compared element by element (a norm over the
+ * array dilutes one bad element by sqrt(N)) under bounds derived from the
+ * double accumulation both sides promise (tests/numtol.h; test_cpu_ref
+ * holds the CPU to the same bounds against exact results): normalize on
+ * mixed signs (so that l1 is not sum), pairwise on U(-1, 1), mixed signs
+ * over 1e-3..1e3, 1e4 + noise and 1e-6..1e6, haversine and grid over the
+ * sphere and a few km apart at negative latitudes and longitudes. Error
+ * flags: zero norm, zero vector (cosine), bad latitude, normalize overflow.
+ * No GPU: exit 77 (ctest: Skipped) unless GPUQ_REQUIRE_GPU=1 (then a
+ * failure).
  *
  * normalize numerics, per element on every launch shape: inputs that plain
  * sums get wrong against the CPU reference, rows beyond double's and
@@ -29,7 +35,13 @@
 #include <cuda_runtime_api.h>
 
 #include "gpuq_kernels.h"
+#include "numtol.h"
 #include "testutil.h"
+
+_Static_assert(NT_F32 == GPUQ_K_F32 && NT_F64 == GPUQ_K_F64 && NT_EUCLIDEAN == GPUQ_K_EUCLIDEAN &&
+                   NT_SQEUCLIDEAN == GPUQ_K_SQEUCLIDEAN && NT_COSINE == GPUQ_K_COSINE &&
+                   NT_MANHATTAN == GPUQ_K_MANHATTAN,
+               "numtol.h numbers dtypes and metrics as gpuq_kernels.h");
 
 static cudaStream_t g_stream;
 static gpuq_cuda_ctx *g_ctx;
@@ -120,53 +132,108 @@ static int read_flag(void)
     return f;
 }
 
-/* Fetch d_out and compare with the reference (ref in dtype dt). */
-static void compare(int dt, void *d_out, const void *ref, size_t n, double tol, const char *what)
+/* x as a new array of dt; x is rounded to dt in place. */
+static void *to_dt(int dt, double *x, size_t n)
+{
+    void *b = malloc(n * esz(dt) + 1);
+    ck_assert_ptr_nonnull(b);
+    for (size_t i = 0; i < n; i++) {
+        if (dt == GPUQ_K_F32) {
+            ((float *)b)[i] = (float)x[i];
+            x[i] = ((float *)b)[i];
+        } else {
+            ((double *)b)[i] = x[i];
+        }
+    }
+    return b;
+}
+
+static double *as_f64(int dt, const void *a, size_t n)
+{
+    double *d = malloc(n * sizeof *d + 1);
+    ck_assert_ptr_nonnull(d);
+    for (size_t i = 0; i < n; i++)
+        d[i] = dt == GPUQ_K_F32 ? (double)((const float *)a)[i] : ((const double *)a)[i];
+    return d;
+}
+
+static double *dalloc(size_t n)
+{
+    double *d = malloc(n * sizeof *d + 1);
+    ck_assert_ptr_nonnull(d);
+    return d;
+}
+
+/* d_out (n values of dt) on the host as float64 (malloc'd), after the
+ * stream's work. */
+static double *fetch(int dt, void *d_out, size_t n)
 {
     void *h = host_out(dt, n);
     CK(cudaStreamSynchronize(g_stream));
     CK(cudaMemcpy(h, d_out, n * esz(dt), cudaMemcpyDeviceToHost));
-    double *r = malloc(n * sizeof *r);
-    ck_assert_ptr_nonnull(r);
-    double rn = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        r[i] = dt == GPUQ_K_F32 ? (double)((const float *)ref)[i] : ((const double *)ref)[i];
-        rn += r[i] * r[i];
-    }
-    double err;
-    if (rn == 0.0) { /* all-zero reference (zero_ok rows): require exact zeros */
-        err = 0.0;
-        for (size_t i = 0; i < n; i++) {
-            double v = dt == GPUQ_K_F32 ? (double)((float *)h)[i] : ((double *)h)[i];
-            err = (v == 0.0) ? err : INFINITY;
-        }
-    } else {
-        err = dt == GPUQ_K_F32 ? tu_rel_err_f32(h, r, n) : tu_rel_err_f64(h, r, n);
-    }
-    ck_assert_msg(err <= tol, "%s: rel err %g > %g", what, err, tol);
-    free(r);
+    double *d = as_f64(dt, h, n);
     free(h);
+    return d;
+}
+
+/* Per element: got[n] against ref[n] under tol[n] (numtol.h). */
+static void check_tol(int dt, const double *got, const double *ref, const double *tol, size_t n,
+                      const char *what)
+{
+    size_t w = 0;
+    double r = nt_worst(got, ref, tol, n, &w);
+    ck_assert_msg(r <= 1.0,
+                  "%s (%s): element %zu is %.17g, CPU %.17g: error %.3g is %.3g times the bound "
+                  "%.3g",
+                  what, dt == GPUQ_K_F32 ? "f32" : "f64", w, got[w], ref[w], fabs(got[w] - ref[w]),
+                  r, tol[w]);
+}
+
+/* Per-element bounds of the CPU reference against the exact result (see
+ * test_cpu_ref: a few ulps in float64, the final rounding in float32). The
+ * GPU must stay within them of the exact result, so within twice of the
+ * CPU's. */
+#define ELEM_TOL64 2e-15
+#define ELEM_TOL32 6.0e-8
+
+static void check_elems(int dt, const double *got, const double *ref, size_t n, double tol,
+                        const char *what)
+{
+    size_t w = 0;
+    double err = tu_elem_err_f64(got, ref, n, &w);
+    ck_assert_msg(err <= tol, "%s (%s): element %zu is %.17g, reference %.17g: rel err %g > %g",
+                  what, dt == GPUQ_K_F32 ? "f32" : "f64", w, got[w], ref[w], err, tol);
 }
 
 static const int DTS[2] = {GPUQ_K_F32, GPUQ_K_F64};
 
 /* ---- normalize ---- */
 
+/* Per element, GPU against CPU: both within ELEM_TOL of the exact result. */
+static void check_normalize_elems(int dt, void *d_out, const void *cpu, size_t n, const char *what)
+{
+    double *got = fetch(dt, d_out, n), *ref = as_f64(dt, cpu, n);
+    check_elems(dt, got, ref, n, dt == GPUQ_K_F32 ? 2 * ELEM_TOL32 : 2 * ELEM_TOL64, what);
+    free(got);
+    free(ref);
+}
+
 static void check_normalize(int dt, int method, uint64_t rows, uint64_t cols)
 {
     size_t n = (size_t)(rows * cols);
-    /* Positive values keep sums away from zero; zero_ok covers 1-wide rows
-     * under minmax/zscore (constant rows). */
-    void *in = rand_array(dt, n, 0.5, 1.5);
+    /* Signs mixed: l1's sum of |a| differs from sum's (a one-column row
+     * that is negative gives -1 under l1, 1 under sum); zero_ok covers
+     * 1-wide rows under minmax/zscore (constant rows). */
+    void *in = rand_array(dt, n, -1.5, 1.5);
     void *ref = host_out(dt, n);
     ck_assert_int_eq(gpuq_cpu_normalize(dt, method, 1, in, ref, rows, cols), 0);
     void *d_in = dev_copy(in, n * esz(dt)), *d_out = dev_out(n * esz(dt));
     reset_flag();
     ck_assert_int_eq(gpuq_cuda_normalize(g_ctx, dt, method, 1, d_in, d_out, rows, cols), 0);
     char what[128];
-    snprintf(what, sizeof what, "normalize dt=%d method=%d %llux%llu", dt, method,
+    snprintf(what, sizeof what, "normalize method=%d of U(-1.5, 1.5) %llux%llu", method,
              (unsigned long long)rows, (unsigned long long)cols);
-    compare(dt, d_out, ref, n, dt == GPUQ_K_F32 ? 1e-6 : 1e-12, what);
+    check_normalize_elems(dt, d_out, ref, n, what);
     ck_assert_int_eq(read_flag(), 0);
     CK(cudaFree(d_in));
     CK(cudaFree(d_out));
@@ -212,7 +279,7 @@ START_TEST(test_normalize_zero)
     for (int d = 0; d < 2; d++) {
         int dt = DTS[d];
         uint64_t rows = 4, cols = 1000; /* row 2 all zeros (sum, l1, l2) / constant */
-        void *in = rand_array(dt, rows * cols, 0.5, 1.5);
+        void *in = rand_array(dt, rows * cols, -1.5, 1.5);
         for (uint64_t j = 0; j < cols; j++) {
             if (dt == GPUQ_K_F32)
                 ((float *)in)[2 * cols + j] = 0.0f;
@@ -229,7 +296,7 @@ START_TEST(test_normalize_zero)
             ck_assert_int_eq(read_flag(), 0);
             void *ref = host_out(dt, rows * cols);
             ck_assert_int_eq(gpuq_cpu_normalize(dt, method, 1, in, ref, rows, cols), 0);
-            compare(dt, d_out, ref, rows * cols, dt == GPUQ_K_F32 ? 1e-6 : 1e-12, "zero_ok");
+            check_normalize_elems(dt, d_out, ref, rows * cols, "zero_ok");
             free(ref);
         }
         /* A long zero row takes the multi-block path. */
@@ -250,38 +317,6 @@ END_TEST
 
 /* ---- normalize numerics ---- */
 
-/* Per-element bounds of the CPU reference against the exact result (see
- * test_cpu_ref: a few ulps in float64, the final rounding in float32). The
- * GPU must stay within them of the exact result, so within twice of the
- * CPU's. */
-#define ELEM_TOL64 2e-15
-#define ELEM_TOL32 6.0e-8
-
-/* x as a new array of dt; x is rounded to dt in place. */
-static void *to_dt(int dt, double *x, size_t n)
-{
-    void *b = malloc(n * esz(dt) + 1);
-    ck_assert_ptr_nonnull(b);
-    for (size_t i = 0; i < n; i++) {
-        if (dt == GPUQ_K_F32) {
-            ((float *)b)[i] = (float)x[i];
-            x[i] = ((float *)b)[i];
-        } else {
-            ((double *)b)[i] = x[i];
-        }
-    }
-    return b;
-}
-
-static double *as_f64(int dt, const void *a, size_t n)
-{
-    double *d = malloc(n * sizeof *d + 1);
-    ck_assert_ptr_nonnull(d);
-    for (size_t i = 0; i < n; i++)
-        d[i] = dt == GPUQ_K_F32 ? (double)((const float *)a)[i] : ((const double *)a)[i];
-    return d;
-}
-
 /* GPU normalize of h_in (rows x cols of dt); returns the flag, *out the
  * result as float64 (malloc'd). */
 static int gpu_normalize(int dt, int method, int zero_ok, const void *h_in, uint64_t rows,
@@ -299,15 +334,6 @@ static int gpu_normalize(int dt, int method, int zero_ok, const void *h_in, uint
     CK(cudaFree(d_in));
     CK(cudaFree(d_out));
     return flag;
-}
-
-static void check_elems(int dt, const double *got, const double *ref, size_t n, double tol,
-                        const char *what)
-{
-    size_t w = 0;
-    double err = tu_elem_err_f64(got, ref, n, &w);
-    ck_assert_msg(err <= tol, "%s (%s): element %zu is %.17g, reference %.17g: rel err %g > %g",
-                  what, dt == GPUQ_K_F32 ? "f32" : "f64", w, got[w], ref[w], err, tol);
 }
 
 /* Every launch shape: warp per row, block per row, multi-block (>= 2^17). */
@@ -496,50 +522,67 @@ END_TEST
 
 static void *rand_points(int dt, size_t n)
 {
-    void *p = rand_array(dt, 2 * n, 0.0, 1.0);
-    for (size_t i = 0; i < n; i++) {
-        if (dt == GPUQ_K_F32) {
-            float *f = p;
-            f[2 * i] = f[2 * i] * 180.0f - 90.0f;
-            f[2 * i + 1] = f[2 * i + 1] * 360.0f - 180.0f;
-        } else {
-            double *d = p;
-            d[2 * i] = d[2 * i] * 180.0 - 90.0;
-            d[2 * i + 1] = d[2 * i + 1] * 360.0 - 180.0;
-        }
-    }
-    return p;
+    double *p = dalloc(2 * n);
+    nt_points_global(p, n);
+    void *r = to_dt(dt, p, 2 * n);
+    free(p);
+    return r;
+}
+
+/* Per element, GPU against CPU (both in double, each rounded to dt). */
+static void check_hav(int dt, void *d_out, const void *cpu, size_t n, double radius,
+                      const char *what)
+{
+    double *got = fetch(dt, d_out, n), *ref = as_f64(dt, cpu, n), *tol = dalloc(n);
+    for (size_t k = 0; k < n; k++)
+        tol[k] = nt_tol(dt, 2, 2, ref[k], nt_haversine_acc(ref[k], radius));
+    check_tol(dt, got, ref, tol, n, what);
+    free(got), free(ref), free(tol);
 }
 
 static const uint64_t NS[] = {1, 31, 1023, (1u << 20) + 3};
 
+/* _i: dtype x kind. Kind 0: from the whole sphere to (30, 101), pairs over
+ * it; kind 1: points around (NT_NEAR_LAT, NT_NEAR_LON) to it, pairs a few km
+ * apart at negative latitudes and longitudes (numtol.h), where an angle
+ * kept in float is off by far more than the bound. */
 START_TEST(test_haversine)
 {
-    int dt = DTS[_i];
-    double tol = dt == GPUQ_K_F32 ? 1e-6 : 1e-12;
+    int dt = DTS[_i % 2], near = _i / 2;
+    double lat = near ? NT_NEAR_LAT : 30.0, lon = near ? NT_NEAR_LON : 101.0;
     for (size_t k = 0; k < sizeof NS / sizeof NS[0]; k++) {
         size_t n = NS[k];
-        void *a = rand_points(dt, n), *b = rand_points(dt, n);
+        double *pt = dalloc(2 * n), *pa = dalloc(2 * n), *pb = dalloc(2 * n);
+        if (near) {
+            nt_points_near(pt, n);
+            nt_pairs_near(pa, pb, n);
+        } else {
+            nt_points_global(pt, n);
+            nt_points_global(pa, n);
+            nt_points_global(pb, n);
+        }
+        void *t = to_dt(dt, pt, 2 * n), *a = to_dt(dt, pa, 2 * n), *b = to_dt(dt, pb, 2 * n);
         void *ref = host_out(dt, n);
-        void *d_a = dev_copy(a, 2 * n * esz(dt)), *d_b = dev_copy(b, 2 * n * esz(dt));
-        void *d_out = dev_out(n * esz(dt));
-        ck_assert_int_eq(gpuq_cpu_haversine_to(dt, a, n, 30.0, 101.0, 6371.0088, ref), 0);
+        void *d_t = dev_copy(t, 2 * n * esz(dt)), *d_a = dev_copy(a, 2 * n * esz(dt));
+        void *d_b = dev_copy(b, 2 * n * esz(dt)), *d_out = dev_out(n * esz(dt));
+        ck_assert_int_eq(gpuq_cpu_haversine_to(dt, t, n, lat, lon, 6371.0088, ref), 0);
         reset_flag();
-        ck_assert_int_eq(gpuq_cuda_haversine_to(g_ctx, dt, d_a, n, 30.0, 101.0, 6371.0088, d_out),
-                         0);
-        compare(dt, d_out, ref, n, tol, "haversine_to");
+        ck_assert_int_eq(gpuq_cuda_haversine_to(g_ctx, dt, d_t, n, lat, lon, 6371.0088, d_out), 0);
+        check_hav(dt, d_out, ref, n, 6371.0088,
+                  near ? "haversine_to, points around (-33.875, -70.625)" : "haversine_to, global");
         ck_assert_int_eq(read_flag(), 0);
         CK(cudaMemsetAsync(d_out, 0xff, n * esz(dt), g_stream)); /* ordered before the kernel */
         ck_assert_int_eq(gpuq_cpu_haversine_pair(dt, a, b, n, 1.0, ref), 0);
         ck_assert_int_eq(gpuq_cuda_haversine_pair(g_ctx, dt, d_a, d_b, n, 1.0, d_out), 0);
-        compare(dt, d_out, ref, n, tol, "haversine_pair");
+        check_hav(dt, d_out, ref, n, 1.0,
+                  near ? "haversine_pair, pairs a few km apart" : "haversine_pair, global");
         ck_assert_int_eq(read_flag(), 0);
+        CK(cudaFree(d_t));
         CK(cudaFree(d_a));
         CK(cudaFree(d_b));
         CK(cudaFree(d_out));
-        free(a);
-        free(b);
-        free(ref);
+        free(pt), free(pa), free(pb);
+        free(t), free(a), free(b), free(ref);
     }
 }
 END_TEST
@@ -579,26 +622,39 @@ START_TEST(test_haversine_range)
 }
 END_TEST
 
+/* Every shape over two boxes: most of the world to (30, 101), and a box of
+ * negative latitudes and longitudes around (NT_NEAR_LAT, NT_NEAR_LON), its
+ * target (distances from 0 to ~20 km). */
 START_TEST(test_grid)
 {
     int dt = DTS[_i];
-    const uint64_t g[][2] = {{1, 1}, {31, 33}, {1023, 1025}, {1, 1023}, {1023, 1}};
-    for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
-        uint64_t nlat = g[k][0], nlon = g[k][1];
-        size_t n = nlat * nlon;
-        void *ref = host_out(dt, n), *d_out = dev_out(n * esz(dt));
-        ck_assert_int_eq(
-            gpuq_cpu_grid(dt, -60.0, 75.5, nlat, -170.0, 179.0, nlon, 30.0, 101.0, 6371.0088, ref),
-            0);
-        reset_flag();
-        ck_assert_int_eq(gpuq_cuda_grid(g_ctx, dt, -60.0, 75.5, nlat, -170.0, 179.0, nlon, 30.0,
-                                        101.0, 6371.0088, d_out),
-                         0);
-        compare(dt, d_out, ref, n, dt == GPUQ_K_F32 ? 1e-6 : 1e-12, "grid");
-        ck_assert_int_eq(read_flag(), 0);
-        CK(cudaFree(d_out));
-        free(ref);
-    }
+    const uint64_t g[][2] = {{1, 1}, {31, 33}, {1023, 1025}, {1, 1023}, {1023, 1}, {33, 33}};
+    const struct {
+        double lat0, lat1, lon0, lon1, lat, lon;
+    } box[2] = {{-60.0, 75.5, -170.0, 179.0, 30.0, 101.0},
+                {-34.0, -33.75, -70.75, -70.5, NT_NEAR_LAT, NT_NEAR_LON}};
+    for (int bx = 0; bx < 2; bx++)
+        for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
+            uint64_t nlat = g[k][0], nlon = g[k][1];
+            size_t n = nlat * nlon;
+            void *ref = host_out(dt, n), *d_out = dev_out(n * esz(dt));
+            ck_assert_int_eq(gpuq_cpu_grid(dt, box[bx].lat0, box[bx].lat1, nlat, box[bx].lon0,
+                                           box[bx].lon1, nlon, box[bx].lat, box[bx].lon, 6371.0088,
+                                           ref),
+                             0);
+            reset_flag();
+            ck_assert_int_eq(gpuq_cuda_grid(g_ctx, dt, box[bx].lat0, box[bx].lat1, nlat,
+                                            box[bx].lon0, box[bx].lon1, nlon, box[bx].lat,
+                                            box[bx].lon, 6371.0088, d_out),
+                             0);
+            char what[96];
+            snprintf(what, sizeof what, "grid %llux%llu %s", (unsigned long long)nlat,
+                     (unsigned long long)nlon, bx ? "around (-33.875, -70.625)" : "of the world");
+            check_hav(dt, d_out, ref, n, 6371.0088, what);
+            ck_assert_int_eq(read_flag(), 0);
+            CK(cudaFree(d_out));
+            free(ref);
+        }
 }
 END_TEST
 
@@ -632,36 +688,86 @@ START_TEST(test_cublas_status)
 }
 END_TEST
 
+/* Row sums of squares of v[rows][d] (dt), for the GEMM route's bound. */
+static double *row_sq(int dt, const void *v, uint64_t rows, uint64_t d)
+{
+    double *s = dalloc(rows);
+    for (uint64_t i = 0; i < rows; i++) {
+        s[i] = 0.0;
+        for (uint64_t k = 0; k < d; k++) {
+            double a = dt == GPUQ_K_F32 ? (double)((const float *)v)[i * d + k]
+                                        : ((const double *)v)[i * d + k];
+            s[i] += a * a;
+        }
+    }
+    return s;
+}
+
+/* Whether float64 pairwise takes the GEMM route (pairwise.cu's rule) with
+ * GEMM allowed on the ctx. */
+static int takes_gemm(int dt, int metric, uint64_t d)
+{
+    return dt == GPUQ_K_F64 && d >= 32 && metric != GPUQ_K_MANHATTAN &&
+           gpuq_cuda_gemm_status(NULL, 0) == 1;
+}
+
+/* Per element, GPU against CPU: the CPU sums directly in double (its bound,
+ * numtol.h), the GPU too on the tiled route; on the GEMM route the GPU's
+ * error is the route's own bound, which grows with the rows' norms. */
+static void check_pairwise(int dt, int metric, int gemm, void *d_out, const void *cpu,
+                           const void *x, const void *y, uint64_t m, uint64_t n, uint64_t d,
+                           const char *what)
+{
+    size_t mn = (size_t)(m * n);
+    double *got = fetch(dt, d_out, mn), *ref = as_f64(dt, cpu, mn), *tol = dalloc(mn);
+    double *nx = gemm ? row_sq(dt, x, m, d) : NULL, *ny = gemm ? row_sq(dt, y, n, d) : NULL;
+    for (size_t e = 0; e < mn; e++) {
+        double acc = nt_pairwise_acc(metric, d, ref[e]);
+        acc += gemm ? nt_pairwise_gemm_acc(metric, d, ref[e], nx[e / n], ny[e % n]) : acc;
+        tol[e] = nt_tol(dt, 2, 1, ref[e], acc);
+    }
+    check_tol(dt, got, ref, tol, mn, what);
+    free(got), free(ref), free(tol), free(nx), free(ny);
+}
+
 /* _i 0..7: f32 and f64, each metric, default route (GEMM for f64 with
- * d >= 32 when cuBLAS is loaded); _i 8..11: f64, each metric, tiled only. */
+ * d >= 32 when cuBLAS is loaded); _i 8..11: f64, each metric, tiled only.
+ * Every shape on each of numtol.h's kinds: U(-1, 1), mixed signs over
+ * 1e-3..1e3, 1e4 + noise (cosine distances of 1e-9, a zero distance),
+ * 1e-6..1e6. */
 START_TEST(test_pairwise)
 {
     int gemm = _i < 8;
     int dt = gemm ? DTS[_i / 4] : GPUQ_K_F64, metric = _i % 4;
-    double tol = dt == GPUQ_K_F32 ? 1e-5 : 1e-12;
     gpuq_cuda_ctx_use_gemm(g_ctx, gemm);
-    for (size_t k = 0; k < sizeof PW / sizeof PW[0]; k++) {
-        uint64_t m = PW[k][0], n = PW[k][1], d = PW[k][2];
-        void *x = rand_array(dt, m * d, -1.0, 1.0), *y = rand_array(dt, n * d, -1.0, 1.0);
-        void *ref = host_out(dt, m * n);
-        ck_assert_int_eq(gpuq_cpu_pairwise(dt, metric, 0, x, y, m, n, d, ref), 0);
-        void *d_x = dev_copy(x, m * d * esz(dt)), *d_y = dev_copy(y, n * d * esz(dt));
-        void *d_out = dev_out(m * n * esz(dt));
-        reset_flag();
-        ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, metric, 0, d_x, d_y, m, n, d, d_out), 0);
-        char what[128];
-        snprintf(what, sizeof what, "pairwise%s dt=%d metric=%d %llux%llux%llu",
-                 gemm ? "" : " (tiled only)", dt, metric, (unsigned long long)m,
-                 (unsigned long long)n, (unsigned long long)d);
-        compare(dt, d_out, ref, m * n, tol, what);
-        ck_assert_int_eq(read_flag(), 0);
-        CK(cudaFree(d_x));
-        CK(cudaFree(d_y));
-        CK(cudaFree(d_out));
-        free(x);
-        free(y);
-        free(ref);
-    }
+    for (size_t k = 0; k < sizeof PW / sizeof PW[0]; k++)
+        for (int kind = 0; kind < NT_PW_KINDS; kind++) {
+            uint64_t m = PW[k][0], n = PW[k][1], d = PW[k][2];
+            double *hx = dalloc(m * d), *hy = dalloc(n * d);
+            nt_pw_fill(kind, hx, m, hy, n, d);
+            void *x = to_dt(dt, hx, m * d), *y = to_dt(dt, hy, n * d);
+            free(hx), free(hy);
+            void *ref = host_out(dt, m * n);
+            ck_assert_int_eq(gpuq_cpu_pairwise(dt, metric, 0, x, y, m, n, d, ref), 0);
+            void *d_x = dev_copy(x, m * d * esz(dt)), *d_y = dev_copy(y, n * d * esz(dt));
+            void *d_out = dev_out(m * n * esz(dt));
+            reset_flag();
+            ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, metric, 0, d_x, d_y, m, n, d, d_out), 0);
+            int route = gemm && takes_gemm(dt, metric, d);
+            char what[128];
+            snprintf(what, sizeof what, "pairwise%s metric=%d of %s, %llux%llux%llu",
+                     gemm ? (route ? " (GEMM)" : "") : " (tiled only)", metric,
+                     nt_pw_kind_name(kind), (unsigned long long)m, (unsigned long long)n,
+                     (unsigned long long)d);
+            check_pairwise(dt, metric, route, d_out, ref, x, y, m, n, d, what);
+            ck_assert_int_eq(read_flag(), 0);
+            CK(cudaFree(d_x));
+            CK(cudaFree(d_y));
+            CK(cudaFree(d_out));
+            free(x);
+            free(y);
+            free(ref);
+        }
 }
 END_TEST
 
@@ -688,7 +794,8 @@ START_TEST(test_pairwise_zero)
             ck_assert_int_eq(read_flag(), 0);
             void *ref = host_out(dt, m * n);
             ck_assert_int_eq(gpuq_cpu_pairwise(dt, GPUQ_K_COSINE, 1, x, y, m, n, d, ref), 0);
-            compare(dt, d_out, ref, m * n, dt == GPUQ_K_F32 ? 1e-5 : 1e-12, "cosine zero_ok");
+            check_pairwise(dt, GPUQ_K_COSINE, _i == 0 && takes_gemm(dt, GPUQ_K_COSINE, d), d_out,
+                           ref, x, y, m, n, d, "cosine zero_ok");
             CK(cudaFree(d_x));
             CK(cudaFree(d_y));
             CK(cudaFree(d_out));
@@ -727,7 +834,7 @@ static Suite *gpu_suite(void)
     tcase_add_test(tc, test_normalize_zscore_offset);
     tcase_add_loop_test(tc, test_normalize_extremes, 0, (int)tu_norm_n_extremes);
     tcase_add_test(tc, test_normalize_overflow);
-    tcase_add_loop_test(tc, test_haversine, 0, 2);
+    tcase_add_loop_test(tc, test_haversine, 0, 4);
     tcase_add_test(tc, test_haversine_range);
     tcase_add_loop_test(tc, test_grid, 0, 2);
     tcase_add_test(tc, test_bad_args);
@@ -742,6 +849,9 @@ static Suite *gpu_suite(void)
     return s;
 }
 
+/* ctest's SKIP_RETURN_CODE for the gpu-labelled tests (tests/gpu/CMakeLists.txt). */
+#define EXIT_SKIP 77
+
 int main(void)
 {
     int ndev = 0;
@@ -750,8 +860,8 @@ int main(void)
         int required = gpu_required();
         printf("test_gpu_kernels: no CUDA device (%s)%s\n",
                e != cudaSuccess ? cudaGetErrorString(e) : "count 0",
-               required ? ", GPUQ_REQUIRE_GPU=1: failing" : ": skipped");
-        return required ? EXIT_FAILURE : EXIT_SUCCESS;
+               required ? ", GPUQ_REQUIRE_GPU=1: failing" : ": skipped (exit 77)");
+        return required ? EXIT_FAILURE : EXIT_SKIP;
     }
     printf("test_gpu_kernels: seed %llu\n", (unsigned long long)tu_seed());
     /* One stream and ctx for the whole run; CK_FORK=no keeps them valid in

@@ -20,6 +20,11 @@ Usage:
       METRIC: euclidean | sqeuclidean | cosine | manhattan
       (scipy.spatial.distance.cdist of X[M][D] and Y[N][D], manhattan being
       cdist's "cityblock"; OUT is M x N).
+  ref_ops.py pairwise_exact METRIC M N D X Y OUT
+      The same distances computed exactly: X and Y as integers over one
+      power-of-two denominator, integer sums, the square roots of euclidean
+      and cosine to 80 significant digits, each result rounded once to
+      float64. A zero vector under cosine gets NaN.
   ref_ops.py haversine_to N LAT LON RADIUS PTS OUT
       PTS[N][2] = (lat, lon) degrees; OUT[N] = distance to (LAT, LON).
   ref_ops.py haversine_pair N RADIUS A B OUT
@@ -27,6 +32,11 @@ Usage:
   ref_ops.py grid LAT0 LAT1 NLAT LON0 LON1 NLON LAT LON RADIUS OUT
       OUT[NLAT][NLON] = distance from (linspace(LAT0, LAT1, NLAT)[i],
       linspace(LON0, LON1, NLON)[j]) to (LAT, LON).
+  ref_ops.py batch JOBS
+      Every line of JOBS is one of the calls above (arguments separated by
+      tabs, OUT included), run in order in this one process: a test that
+      needs many references pays for python and numpy/scipy start-up once.
+      A job may read an earlier job's OUT. Stops at the first failing job.
 
 Haversine: d = 2 R asin(min(1, sqrt(a))),
 a = sin^2(dphi/2) + cos(phi1) cos(phi2) sin^2(dlambda/2).
@@ -111,6 +121,52 @@ def normalize_exact(x, method):
     return np.array([normalize_exact_row(row, method) for row in x], dtype=np.float64)
 
 
+def exact_ints(*arrays):
+    """The values of float64 arrays as Python integers over one common
+    power-of-two denominator (which cancels or is divided out exactly):
+    sums, differences and products of them are exact."""
+    flat = [float(v) for a in arrays for v in np.ravel(a)]
+    if not all(np.isfinite(flat)):
+        raise SystemExit("exact: non-finite input")
+    ratios = [v.as_integer_ratio() for v in flat]
+    k = max(d for _, d in ratios)
+    ints = [nu * (k // d) for nu, d in ratios]
+    out, at = [], 0
+    for a in arrays:
+        rows, cols = a.shape
+        out.append([ints[at + r * cols : at + (r + 1) * cols] for r in range(rows)])
+        at += rows * cols
+    return out, k
+
+
+def pairwise_exact(x, y, metric):
+    (xs, ys), k = exact_ints(x, y)
+    out = np.empty((len(xs), len(ys)))
+    with localcontext(Context(prec=80, Emax=10**7, Emin=-10**7)):
+        dk = Decimal(k)
+        for i, a in enumerate(xs):
+            for j, b in enumerate(ys):
+                if metric in ("euclidean", "sqeuclidean"):
+                    q = sum((u - v) * (u - v) for u, v in zip(a, b))
+                    if metric == "sqeuclidean":
+                        out[i, j] = q / (k * k)  # int / int: correctly rounded
+                    else:
+                        out[i, j] = float(Decimal(q).sqrt() / dk)
+                elif metric == "manhattan":
+                    out[i, j] = sum(abs(u - v) for u, v in zip(a, b)) / k
+                elif metric == "cosine":
+                    p = sum(u * v for u, v in zip(a, b))
+                    nx = sum(u * u for u in a)
+                    ny = sum(v * v for v in b)
+                    if nx == 0 or ny == 0:
+                        out[i, j] = float("nan")
+                    else:
+                        out[i, j] = float(1 - Decimal(p) / Decimal(nx * ny).sqrt())
+                else:
+                    raise SystemExit("unknown metric %r" % metric)
+    return out
+
+
 def haversine(lat1, lon1, lat2, lon2, radius):
     p1, p2 = np.radians(lat1), np.radians(lat2)
     dp = p2 - p1
@@ -141,6 +197,11 @@ def main(argv):
 
         metric = {"manhattan": "cityblock"}.get(a[0], a[0])
         save(a[6], cdist(x, y, metric=metric))
+    elif op == "pairwise_exact" and len(a) == 7:
+        m, n, d = int(a[1]), int(a[2]), int(a[3])
+        x = load(a[4], m * d, (m, d))
+        y = load(a[5], n * d, (n, d))
+        save(a[6], pairwise_exact(x, y, a[0]))
     elif op == "haversine_to" and len(a) == 6:
         n = int(a[0])
         lat, lon, radius = float(a[1]), float(a[2]), float(a[3])
@@ -151,6 +212,13 @@ def main(argv):
         pa = load(a[2], 2 * n, (n, 2))
         pb = load(a[3], 2 * n, (n, 2))
         save(a[4], haversine(pa[:, 0], pa[:, 1], pb[:, 0], pb[:, 1], radius))
+    elif op == "batch" and len(a) == 1:
+        with open(a[0]) as f:
+            for no, line in enumerate(f, 1):
+                job = line.rstrip("\n").split("\t")
+                if main([argv[0]] + job) != 0:
+                    sys.stderr.write("%s:%d: job failed\n" % (a[0], no))
+                    return 2
     elif op == "grid" and len(a) == 10:
         lats = np.linspace(float(a[0]), float(a[1]), int(a[2]))
         lons = np.linspace(float(a[3]), float(a[4]), int(a[5]))
