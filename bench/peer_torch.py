@@ -65,7 +65,7 @@ def main():
 
     def close(got, want, tol, floor=0.0):
         got = np.asarray(got, dtype=np.float64)
-        err = np.abs(got - want) / np.maximum(np.abs(want), floor if floor else 1e-300)
+        err = (np.abs(got - want) / np.maximum(np.abs(want), floor if floor else 1e-300)).ravel()
         i = int(np.argmax(err))
         return "" if err[i] <= tol else f"element {i}: {got.flat[i]!r} vs {want.flat[i]!r}"
 
