@@ -43,7 +43,7 @@ def main():
     errors = 0
     rows = []
 
-    def run(what, reps, step, check):
+    def run(what, reps, step, check, note=None):
         nonlocal errors
         try:
             out = step()  # warm-up: allocator, kernels, cuBLAS handles
@@ -57,7 +57,8 @@ def main():
             bad = check(out)
             if bad:
                 raise ValueError(bad)
-            rows.append((what, f"p50 {fmt_us(pct(ts, 0.5))}, p99 {fmt_us(pct(ts, 0.99))}", 0))
+            fig = f"p50 {fmt_us(pct(ts, 0.5))}, p99 {fmt_us(pct(ts, 0.99))}"
+            rows.append((what, fig + (f", {note(out)}" if note else ""), 0))
         except Exception as e:  # noqa: BLE001 - every failure is a counted error
             errors += 1
             print(f"peer_torch: {what}: {e}", file=sys.stderr)
@@ -97,8 +98,12 @@ def main():
         xs = x.astype(np.float64)[: min(n, 64)]
         want = np.sqrt(((xs[:, None, :] - x.astype(np.float64)[None, :, :]) ** 2).sum(-1))
         how = "" if mode.startswith("donot") else " (cdist's matmul form)"
+        note = None
+        if how:
+            def note(r):
+                return f"max abs err {np.abs(r.numpy()[: len(xs)] - want).max():.1e}"
         run(f"pairwise euclidean f32, {n}x{n}, d = {d}{how}", reps, step,
-            lambda r: close(r.numpy()[: len(xs)], want, tol, 1.0))
+            lambda r: close(r.numpy()[: len(xs)], want, tol, 1.0), note)
 
     def grid_row(n, reps):
         lat0, lat1, lon0, lon1, tlat, tlon, rad = -90.0, 90.0, -180.0, 180.0, 30.0, 101.0, 6371.0088
@@ -124,10 +129,11 @@ def main():
     normalize_row(f"normalize f32, n = {n}", n, 3 if quick else 5)
     # cdist's direct form (as accurate as gpuq's tiled kernel: the row that
     # compares), and its default for large inputs, the matmul identity
-    # |x|^2 + |y|^2 - 2 x.y: faster, with float32 cancellation (checked to 1e-3).
+    # |x|^2 + |y|^2 - 2 x.y: faster, with float32 cancellation (0.003 for a
+    # zero distance on this data on an H100; checked to 1e-2, the error shown).
     pn, pd = (256, 16) if quick else (4096, 64)
     pairwise_row(pn, pd, 3, "donot_use_mm_for_euclid_dist", 1e-4)
-    pairwise_row(pn, pd, 3, "use_mm_for_euclid_dist_if_necessary", 1e-3)
+    pairwise_row(pn, pd, 3, "use_mm_for_euclid_dist_if_necessary", 1e-2)
     grid_row(200 if quick else 1000, 3 if quick else 5)
 
     name = torch.cuda.get_device_name(0)
