@@ -53,12 +53,13 @@ daemon)
     ;;
 build)
     install_deps
-    build "$ROOT/build"
+    build "$ROOT/build" -DGPUQ_BUILD_TESTS=ON
     ;;
 test)
     install_deps
     echo "== normal build (CUDA kernels compiled when the toolkit is present)"
-    build "$ROOT/build"
+    # ON explicitly: 'dev.sh daemon' may have cached OFF in build/.
+    build "$ROOT/build" -DGPUQ_BUILD_TESTS=ON
     (cd "$ROOT/build" && ctest -LE gpu --no-tests=error --output-on-failure -j "$JOBS")
     echo "== AddressSanitizer + UndefinedBehaviorSanitizer build"
     build "$ROOT/build-asan" -DGPUQ_SANITIZE=ON -DGPUQ_WITH_CUDA=OFF
