@@ -343,12 +343,12 @@ void e2e_ref(double *out, size_t n, const char *const *args)
  * gpu-labelled tests) reports as "Skipped", never "Passed". It does not
  * return then; callers' "return EXIT_SUCCESS" after it is never reached. A
  * run that goes ahead and fails exits 1 through tu_run_suite, never 77. */
-int e2e_skip_without_gpu(void)
+void e2e_skip_without_gpu(void)
 {
     const char *req = getenv("GPUQ_REQUIRE_GPU");
     if (strcmp(tu_test_device(), "cpu") == 0 || (req && strcmp(req, "1") == 0) ||
         access("/dev/nvidiactl", F_OK) == 0)
-        return 0;
+        return;
     fprintf(stderr, "no GPU (/dev/nvidiactl) and GPUQ_REQUIRE_GPU!=1: skipped (exit 77)\n");
     fflush(NULL);
     exit(77);

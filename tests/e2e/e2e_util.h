@@ -78,8 +78,10 @@ void e2e_ref(double *out, size_t n, const char *const *args);
 /* Write n doubles to dir/name, return the path (static buffer per call slot). */
 const char *e2e_write_f64(const char *name, const double *x, size_t n);
 
-/* True when the suite should be skipped: it targets the CUDA backend, no GPU
- * is present (/dev/nvidiactl) and GPUQ_REQUIRE_GPU is not 1. Prints why. */
-int e2e_skip_without_gpu(void);
+/* Exits 77 (SKIP_RETURN_CODE: ctest reports the test skipped) when the suite
+ * targets the CUDA backend, no GPU is present (/dev/nvidiactl) and
+ * GPUQ_REQUIRE_GPU is not 1, after saying why; else returns. Call it first in
+ * main, before Check forks. */
+void e2e_skip_without_gpu(void);
 
 #endif
