@@ -134,18 +134,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-static void put_file(int fd, const uint8_t *data, size_t size)
-{
-    if (ftruncate(fd, 0) != 0)
-        fuzz_fail("ftruncate failed");
-    for (size_t done = 0; done < size;) {
-        ssize_t n = pwrite(fd, data + done, size - done, (off_t)done);
-        if (n <= 0)
-            fuzz_fail("pwrite failed");
-        done += (size_t)n;
-    }
-}
-
 /* The input's flags (#ARGS), in one buffer. */
 #define MAX_ARGS 16
 static char args_buf[512];
@@ -336,12 +324,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     read_args(data, size);
     const uint8_t *second = memmem(data, size, sep, sizeof sep - 1);
     size_t first_len = second ? (size_t)(second - data) + 1 : size;
-    put_file(in_fd, data, first_len);
+    fuzz_put_file(in_fd, data, first_len);
     if (!one_file(&a, in_path))
         return 0;
     if (second) {
         second += sizeof sep - 1;
-        put_file(in_fd, second, size - (size_t)(second - data));
+        fuzz_put_file(in_fd, second, size - (size_t)(second - data));
         if (!one_file(&b, in_path))
             return 0;
     } else {

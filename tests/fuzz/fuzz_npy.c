@@ -59,18 +59,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-static void put_file(int fd, const uint8_t *data, size_t size)
-{
-    if (ftruncate(fd, 0) != 0)
-        fuzz_fail("ftruncate failed");
-    for (size_t done = 0; done < size;) {
-        ssize_t n = pwrite(fd, data + done, size - done, (off_t)done);
-        if (n <= 0)
-            fuzz_fail("pwrite failed");
-        done += (size_t)n;
-    }
-}
-
 static uint64_t le(const uint8_t *p, int n)
 {
     uint64_t v = 0;
@@ -148,7 +136,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (in_fd < 0)
         LLVMFuzzerInitialize(NULL, NULL);
-    put_file(in_fd, data, size);
+    fuzz_put_file(in_fd, data, size);
     memset(&a, 0x5a, sizeof a);
     int rc = npy_read(in_path, &a, err, sizeof err);
     if (rc != 0)

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 void fuzz_fail(const char *fmt, ...)
 {
@@ -55,4 +57,16 @@ int fuzz_replay_files(int argc, char **argv, size_t max_len, size_t prefix_max)
     }
     free(buf);
     return argc - 1;
+}
+
+void fuzz_put_file(int fd, const uint8_t *data, size_t size)
+{
+    if (ftruncate(fd, 0) != 0)
+        fuzz_fail("ftruncate failed");
+    for (size_t done = 0; done < size;) {
+        ssize_t n = pwrite(fd, data + done, size - done, (off_t)done);
+        if (n <= 0)
+            fuzz_fail("pwrite failed");
+        done += (size_t)n;
+    }
 }

@@ -16,6 +16,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * what libFuzzer reports as a crash and ctest as a failure. */
 __attribute__((noreturn, format(printf, 1, 2))) void fuzz_fail(const char *fmt, ...);
 
+/* Make the file behind fd hold exactly data[0..size) (a memfd the target
+ * reads by path); fuzz_fail on an error. */
+void fuzz_put_file(int fd, const uint8_t *data, size_t size);
+
 /* The target over b[0..len) and, when all_prefixes, over each shorter
  * prefix too. */
 void fuzz_replay_input(const uint8_t *b, size_t len, int all_prefixes);
