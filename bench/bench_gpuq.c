@@ -239,14 +239,21 @@ static void lat_us_fmt(char *buf, size_t cap, double *v, int n, double *p50)
     snprintf(buf, cap, "p50 %.1f us, p99 %.1f us", *p50, pct(v, n, 99));
 }
 
-static void bench_ping(bench *b, int reps)
+/* reps timing samples; out of memory ends the benchmark (exit 1). */
+static double *samples_alloc(int reps)
 {
-    row r = {.what = "ping round trip"};
-    double *ours = calloc((size_t)reps, sizeof *ours), *peer = calloc((size_t)reps, sizeof *peer);
-    if (!ours || !peer) {
+    double *v = calloc((size_t)reps, sizeof *v);
+    if (!v) {
         fprintf(stderr, "bench: out of memory\n");
         exit(1);
     }
+    return v;
+}
+
+static void bench_ping(bench *b, int reps)
+{
+    row r = {.what = "ping round trip"};
+    double *ours = samples_alloc(reps), *peer = samples_alloc(reps);
     int no = 0, np = 0;
     for (int i = 0; i < reps; i++) {
         if (!b->c) {
@@ -415,11 +422,7 @@ static void large_fmt(char *buf, size_t cap, double *v, int n, double gb, double
 static void bench_latency(bench *b, const char *what, job *j, int reps, bool large)
 {
     row r = {.what = what};
-    double *ours = calloc((size_t)reps, sizeof *ours), *peer = calloc((size_t)reps, sizeof *peer);
-    if (!ours || !peer) {
-        fprintf(stderr, "bench: out of memory\n");
-        exit(1);
-    }
+    double *ours = samples_alloc(reps), *peer = samples_alloc(reps);
     int no = 0, np = 0;
     for (int i = 0; i < reps; i++) {
         if (!b->peer) {
