@@ -170,6 +170,7 @@ main() {
             for tool in memcheck racecheck; do
                 t=test_gpu_kernels
                 log=$LOGS/cs_${tool}_$t.log
+                echo "-- $tool $t ($(date -u +%T))"
                 CK_FORK=no CK_DEFAULT_TIMEOUT=600 GPUQ_SANITIZER_SMALL=1 \
                     "$CS" --tool "$tool" --error-exitcode 9 "build-gpu/tests/gpu/$t" >"$log" 2>&1
                 rc=$?
@@ -180,6 +181,7 @@ main() {
                 for t in e2e/test_e2e_flow e2e/test_e2e_bad; do
                     name=$(basename $t)
                     log=$LOGS/cs_${tool}_gpuqd_$name.log
+                    echo "-- $tool gpuqd under $name ($(date -u +%T))"
                     GPUQ_TEST_DEVICE=cuda CK_DEFAULT_TIMEOUT=600 \
                         GPUQ_TEST_DAEMON_WRAPPER="$CS --tool $tool --error-exitcode 9" \
                         timeout 300 "build-gpu/tests/$t" >"$log" 2>&1

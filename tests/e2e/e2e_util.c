@@ -340,9 +340,9 @@ void e2e_ref(double *out, size_t n, const char *const *args)
 
 /* Called first thing in main(), before Check forks anything: a skip is the
  * process's own exit status 77, which ctest (SKIP_RETURN_CODE 77 on the
- * gpu-labelled tests) reports as "Skipped", never "Passed". It does not
- * return then; callers' "return EXIT_SUCCESS" after it is never reached. A
- * run that goes ahead and fails exits 1 through tu_run_suite, never 77. */
+ * gpu-labelled tests) reports as "Skipped", never "Passed"; it does not
+ * return then. A run that goes ahead and fails exits 1 through
+ * tu_run_suite, never 77. */
 void e2e_skip_without_gpu(void)
 {
     const char *req = getenv("GPUQ_REQUIRE_GPU");
