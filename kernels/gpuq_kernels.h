@@ -72,6 +72,24 @@ int gpuq_cpu_grid(int dt, double lat0, double lat1, uint64_t nlat, double lon0, 
 int gpuq_cpu_pairwise(int dt, int metric, int zero_ok, const void *x, const void *y, uint64_t m,
                       uint64_t n, uint64_t d, void *out);
 
+/* ---- kNN (knn_ref.c, knn_plan.c, knn.cu) ----
+ * For each row of x[m][d], the k nearest rows of y[n][d] under a pairwise
+ * metric (the same distances, rounded to the dtype, as gpuq_cpu_pairwise,
+ * and its zero_ok rule): out_dist[m][k] (dtype dt) and out_idx[m][k],
+ * nearest first. The order is by (distance as returned, index): exactly
+ * equal distances come out lower index first, NaN distances last (among
+ * themselves by index). 1 <= k <= min(n, GPUQ_KNN_K_MAX), else
+ * GPUQ_K_E_ARG. gpuq_cpu_knn allocates O(k + 1024) per call (GPUQ_K_E_NOMEM
+ * when that fails); a cosine zero vector without zero_ok -> GPUQ_K_E_ZERO. */
+#define GPUQ_KNN_K_MAX 1024
+int gpuq_cpu_knn(int dt, int metric, int zero_ok, const void *x, const void *y, uint64_t m,
+                 uint64_t n, uint64_t d, uint64_t k, void *out_dist, int64_t *out_idx);
+/* Device scratch bytes gpuq_cuda_knn needs for these sizes (the caller
+ * allocates it from its pool, so it counts against the device memory
+ * limit); 0 when the sizes are invalid. At most 128 MiB whatever m and n
+ * (knn_plan.h). Plain C: callable without CUDA. */
+uint64_t gpuq_cuda_knn_scratch_bytes(int dt, uint64_t m, uint64_t n, uint64_t d, uint64_t k);
+
 /* ---- CUDA (only when built with CUDA; GPUQ_HAVE_CUDA defined) ---- */
 #ifdef GPUQ_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -116,6 +134,16 @@ int gpuq_cuda_error_code(cudaError_t e);
 /* Test hook: enqueue a kernel that writes to an illegal address, so that the
  * context becomes unusable (device_lost tests). Returns a GPUQ_K_* code. */
 int gpuq_cuda_test_fault(cudaStream_t stream);
+
+/* kNN as gpuq_cpu_knn, on ctx's stream: d_scratch holds at least
+ * gpuq_cuda_knn_scratch_bytes(dt, m, n, d, k) bytes, aligned as cudaMalloc
+ * aligns (16 bytes at least, else GPUQ_K_E_ARG), and must not be reused
+ * before the stream has finished this call. A cosine zero vector without
+ * zero_ok sets the flag (GPUQ_K_E_ZERO); the outputs are then to be
+ * discarded. */
+int gpuq_cuda_knn(gpuq_cuda_ctx *ctx, int dt, int metric, int zero_ok, const void *d_x,
+                  const void *d_y, uint64_t m, uint64_t n, uint64_t d, uint64_t k,
+                  void *d_scratch, void *d_dist, int64_t *d_idx);
 #endif
 
 #ifdef __cplusplus

@@ -1,0 +1,11 @@
+/* knn_plan.c - the device scratch a CUDA kNN needs, callable without CUDA
+ * (the server sizes its pool allocation before it picks a backend). The
+ * rules are in knn_plan.h. */
+#include "knn_plan.h"
+
+uint64_t gpuq_cuda_knn_scratch_bytes(int dt, uint64_t m, uint64_t n, uint64_t d, uint64_t k)
+{
+    if (!gpuq_knn_args_ok(dt, GPUQ_K_EUCLIDEAN, m, n, d, k))
+        return 0;
+    return gpuq_knn_plan_for(dt, m, n).tile_bytes;
+}
