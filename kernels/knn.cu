@@ -1,0 +1,313 @@
+/* knn.cu - k nearest rows of y for each row of x on the GPU, in bounded
+ * memory (the FAISS flat-index scheme: distance tiles, running top-k).
+ *
+ * Happy path, per chunk of mb query rows and block of nb rows of y
+ * (knn_plan.h; the tile is at most 128 MiB of scratch whatever m and n):
+ *  1. knn_dist_kernel writes the mb x nb tile of distances, each computed
+ *     in double with pairwise's formulas (k in order, as gpuq_cpu_pairwise
+ *     sums) and rounded to the dtype: 64 x 64 outputs per block of 256
+ *     threads, 4 x 4 per thread, d in chunks of 16 through shared memory;
+ *  2. knn_select_kernel, a block per query row, merges the tile's row into
+ *     that row's running top-k, kept in the outputs d_dist/d_idx between
+ *     blocks (the first block starts empty). Entries are (key, index), key
+ *     the distance's bits made monotonic (NaN above +inf, -0 as +0), so
+ *     that one integer comparison is the kNN order of gpuq_kernels.h. A
+ *     candidate enters a shared buffer only if it beats the current k-th
+ *     entry (a threshold that only tightens); when the buffer could
+ *     overflow, and at the end of the row, a bitonic sort of the running
+ *     entries plus the buffer (padded to a power of two) yields the new
+ *     top-k. Exact: every candidate is compared, none is dropped by an
+ *     approximation, ties go to the lower index.
+ * k <= GPUQ_KNN_K_MAX keeps the sort buffer (2 x 1024 entries of 16 bytes)
+ * in the default 48 KiB of shared memory.
+ * Fails: GPUQ_K_E_ARG on bad sizes or misaligned scratch; CUDA errors of a
+ * launch as cuda_check.h maps them. A cosine zero vector sets the flag
+ * ZERO unless zero_ok (then the distance is 1.0). Nothing synchronizes.
+ */
+#include <stdint.h>
+
+#include "cuda_check.h"
+#include "knn_plan.h"
+
+namespace
+{
+
+constexpr int DT_TILE = 64; /* distance tile: rows and columns per block */
+constexpr int DT_K = 16;    /* d per shared-memory chunk */
+constexpr int SEL_THREADS = 256;
+constexpr uint64_t KEY_NONE = UINT64_MAX; /* NaN, and the empty slot */
+
+template <typename T, int METRIC>
+__global__ void __launch_bounds__(256)
+    knn_dist_kernel(const T *x, const T *y, uint64_t rows, uint64_t cols, uint64_t d, int zero_ok,
+                    T *tile, int *flag)
+{
+    __shared__ double xs[DT_K][DT_TILE + 1];
+    __shared__ double ys[DT_K][DT_TILE + 1];
+    const unsigned tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
+    const uint64_t r0 = (uint64_t)blockIdx.y * DT_TILE, c0 = (uint64_t)blockIdx.x * DT_TILE;
+    double acc[4][4], nx[4], ny[4];
+#pragma unroll
+    for (int a = 0; a < 4; a++) {
+        nx[a] = ny[a] = 0.0;
+#pragma unroll
+        for (int b = 0; b < 4; b++)
+            acc[a][b] = 0.0;
+    }
+    for (uint64_t k0 = 0; k0 < d; k0 += DT_K) {
+        for (unsigned e = tid; e < DT_TILE * DT_K; e += 256) {
+            unsigned r = e / DT_K, kk = e % DT_K;
+            uint64_t k = k0 + kk;
+            /* zero padding adds nothing to any metric's sums */
+            xs[kk][r] = (r0 + r < rows && k < d) ? (double)x[(r0 + r) * d + k] : 0.0;
+            ys[kk][r] = (c0 + r < cols && k < d) ? (double)y[(c0 + r) * d + k] : 0.0;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < DT_K; kk++) {
+            double a[4], b[4];
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                a[q] = xs[kk][ty + 16 * q];
+                b[q] = ys[kk][tx + 16 * q];
+            }
+            if (METRIC == GPUQ_K_COSINE) {
+#pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    nx[q] += a[q] * a[q];
+                    ny[q] += b[q] * b[q];
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    if (METRIC == GPUQ_K_EUCLIDEAN || METRIC == GPUQ_K_SQEUCLIDEAN) {
+                        double t = a[i] - b[j];
+                        acc[i][j] += t * t;
+                    } else if (METRIC == GPUQ_K_MANHATTAN) {
+                        acc[i][j] += fabs(a[i] - b[j]);
+                    } else {
+                        acc[i][j] += a[i] * b[j];
+                    }
+                }
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            uint64_t r = r0 + ty + 16 * i, c = c0 + tx + 16 * j;
+            if (r >= rows || c >= cols)
+                continue;
+            double v = acc[i][j];
+            if (METRIC == GPUQ_K_EUCLIDEAN) {
+                v = sqrt(v);
+            } else if (METRIC == GPUQ_K_COSINE) {
+                if (nx[i] == 0.0 || ny[j] == 0.0) {
+                    if (!zero_ok)
+                        gpuq_set_flag(flag, GPUQ_FLAG_ZERO);
+                    v = 1.0;
+                } else {
+                    v = 1.0 - v / (sqrt(nx[i]) * sqrt(ny[j]));
+                }
+            }
+            tile[r * cols + c] = (T)v;
+        }
+}
+
+/* The distance as a key whose unsigned order is the kNN order: NaN (every
+ * NaN) the largest, -0 and +0 one value. */
+__device__ __forceinline__ uint64_t knn_key(double v)
+{
+    if (v != v)
+        return KEY_NONE;
+    if (v == 0.0)
+        v = 0.0;
+    uint64_t b = (uint64_t)__double_as_longlong(v);
+    return (b >> 63) ? ~b : (b | (1ull << 63));
+}
+
+__device__ __forceinline__ double knn_unkey(uint64_t key)
+{
+    uint64_t b = (key >> 63) ? (key & ~(1ull << 63)) : ~key;
+    return __longlong_as_double((long long)b);
+}
+
+__device__ __forceinline__ bool ent_less(uint64_t ka, int64_t ia, uint64_t kb, int64_t ib)
+{
+    return ka < kb || (ka == kb && ia < ib);
+}
+
+/* Ascending bitonic sort of key/id[0..q), q a power of two; every thread
+ * of the block calls it; ends synchronized. */
+__device__ void bitonic_sort(uint64_t *key, int64_t *id, unsigned q)
+{
+    for (unsigned size = 2; size <= q; size <<= 1)
+        for (unsigned stride = size >> 1; stride > 0; stride >>= 1) {
+            for (unsigned t = threadIdx.x; t < q / 2; t += blockDim.x) {
+                unsigned lo = 2 * t - (t & (stride - 1)), hi = lo + stride;
+                bool up = (lo & size) == 0;
+                if (ent_less(key[hi], id[hi], key[lo], id[lo]) == up) {
+                    uint64_t tk = key[lo];
+                    int64_t ti = id[lo];
+                    key[lo] = key[hi];
+                    id[lo] = id[hi];
+                    key[hi] = tk;
+                    id[hi] = ti;
+                }
+            }
+            __syncthreads();
+        }
+}
+
+/* Merge tile[rows][cols] (columns are y rows j0..j0+cols-1) into the running
+ * top-k of each row in dist/idx ([rows][k]; ignored when first). Shared
+ * memory: p entries, the first kpad the running list, the rest the
+ * candidate buffer (p - kpad >= 2 * blockDim.x). */
+template <typename T>
+__global__ void __launch_bounds__(SEL_THREADS)
+    knn_select_kernel(const T *tile, uint64_t rows, uint64_t cols, uint64_t j0, uint64_t k,
+                      unsigned kpad, unsigned p, int first, T *dist, int64_t *idx)
+{
+    extern __shared__ uint64_t sel_smem[];
+    uint64_t *key = sel_smem;
+    int64_t *id = (int64_t *)(sel_smem + p);
+    __shared__ unsigned cnt;
+    const unsigned nt = blockDim.x;
+    for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+        T *drow = dist + row * k;
+        int64_t *irow = idx + row * k;
+        for (unsigned t = threadIdx.x; t < kpad; t += nt) {
+            if (!first && t < k) {
+                key[t] = knn_key((double)drow[t]);
+                id[t] = irow[t];
+            } else {
+                key[t] = KEY_NONE;
+                id[t] = INT64_MAX;
+            }
+        }
+        if (threadIdx.x == 0)
+            cnt = 0;
+        __syncthreads();
+        uint64_t tk = key[k - 1]; /* the entry to beat */
+        int64_t ti = id[k - 1];
+        bool dirty = false;
+        const T *trow = tile + row * cols;
+        for (uint64_t c0 = 0; c0 < cols; c0 += nt) {
+            uint64_t c = c0 + threadIdx.x;
+            if (c < cols) {
+                uint64_t kc = knn_key((double)trow[c]);
+                int64_t ic = (int64_t)(j0 + c);
+                if (ent_less(kc, ic, tk, ti)) {
+                    unsigned pos = atomicAdd(&cnt, 1u);
+                    key[kpad + pos] = kc;
+                    id[kpad + pos] = ic;
+                }
+            }
+            __syncthreads();
+            unsigned nc = cnt;
+            __syncthreads(); /* every thread has read cnt before it changes */
+            bool last = c0 + nt >= cols;
+            /* before a chunk cnt <= p - kpad - nt, so its appends fit */
+            if (nc > p - kpad - nt || (last && nc > 0)) {
+                unsigned q = kpad;
+                while (q < kpad + nc)
+                    q <<= 1;
+                for (unsigned t = kpad + nc + threadIdx.x; t < q; t += nt) {
+                    key[t] = KEY_NONE;
+                    id[t] = INT64_MAX;
+                }
+                __syncthreads();
+                bitonic_sort(key, id, q);
+                tk = key[k - 1];
+                ti = id[k - 1];
+                dirty = true;
+                if (threadIdx.x == 0)
+                    cnt = 0;
+                __syncthreads();
+            }
+        }
+        if (dirty) {
+            for (unsigned t = threadIdx.x; t < k; t += nt) {
+                drow[t] = (T)knn_unkey(key[t]);
+                irow[t] = id[t];
+            }
+        }
+        __syncthreads(); /* the next row reuses the shared entries */
+    }
+}
+
+template <typename T, int METRIC>
+int launch_dist(gpuq_cuda_ctx *ctx, const T *x, const T *y, uint64_t rows, uint64_t cols,
+                uint64_t d, int zero_ok, T *tile)
+{
+    dim3 grid((unsigned)((cols + DT_TILE - 1) / DT_TILE),
+              (unsigned)((rows + DT_TILE - 1) / DT_TILE));
+    dim3 block(16, 16);
+    knn_dist_kernel<T, METRIC>
+        <<<grid, block, 0, ctx->stream>>>(x, y, rows, cols, d, zero_ok, tile, ctx->d_flag);
+    GPUQ_LAUNCH_CHECK(ctx);
+    return GPUQ_K_OK;
+}
+
+template <typename T>
+int dist_tile(gpuq_cuda_ctx *ctx, int metric, const T *x, const T *y, uint64_t rows, uint64_t cols,
+              uint64_t d, int zero_ok, T *tile)
+{
+    switch (metric) {
+    case GPUQ_K_EUCLIDEAN:
+        return launch_dist<T, GPUQ_K_EUCLIDEAN>(ctx, x, y, rows, cols, d, zero_ok, tile);
+    case GPUQ_K_SQEUCLIDEAN:
+        return launch_dist<T, GPUQ_K_SQEUCLIDEAN>(ctx, x, y, rows, cols, d, zero_ok, tile);
+    case GPUQ_K_COSINE:
+        return launch_dist<T, GPUQ_K_COSINE>(ctx, x, y, rows, cols, d, zero_ok, tile);
+    case GPUQ_K_MANHATTAN:
+        return launch_dist<T, GPUQ_K_MANHATTAN>(ctx, x, y, rows, cols, d, zero_ok, tile);
+    default:
+        return GPUQ_K_E_ARG;
+    }
+}
+
+template <typename T>
+int knn_typed(gpuq_cuda_ctx *ctx, int dt, int metric, int zero_ok, const T *x, const T *y,
+              uint64_t m, uint64_t n, uint64_t d, uint64_t k, T *tile, T *dist, int64_t *idx)
+{
+    gpuq_knn_plan plan = gpuq_knn_plan_for(dt, m, n);
+    unsigned kpad = 32;
+    while (kpad < k)
+        kpad <<= 1;
+    unsigned p = kpad < 512 ? 1024 : 2 * kpad; /* buffer >= 2 * SEL_THREADS */
+    size_t smem = (size_t)p * (sizeof(uint64_t) + sizeof(int64_t));
+    for (uint64_t i0 = 0; i0 < m; i0 += plan.mb) {
+        uint64_t rows = m - i0 < plan.mb ? m - i0 : plan.mb;
+        for (uint64_t j0 = 0; j0 < n; j0 += plan.nb) {
+            uint64_t cols = n - j0 < plan.nb ? n - j0 : plan.nb;
+            int rc =
+                dist_tile<T>(ctx, metric, x + i0 * d, y + j0 * d, rows, cols, d, zero_ok, tile);
+            if (rc != GPUQ_K_OK)
+                return rc;
+            knn_select_kernel<T><<<(unsigned)rows, SEL_THREADS, smem, ctx->stream>>>(
+                tile, rows, cols, j0, k, kpad, p, j0 == 0, dist + i0 * k, idx + i0 * k);
+            GPUQ_LAUNCH_CHECK(ctx);
+        }
+    }
+    return GPUQ_K_OK;
+}
+
+} /* namespace */
+
+extern "C" int gpuq_cuda_knn(gpuq_cuda_ctx *ctx, int dt, int metric, int zero_ok, const void *d_x,
+                             const void *d_y, uint64_t m, uint64_t n, uint64_t d, uint64_t k,
+                             void *d_scratch, void *d_dist, int64_t *d_idx)
+{
+    if (!ctx || !d_x || !d_y || !d_scratch || !d_dist || !d_idx || (uintptr_t)d_scratch % 16 != 0 ||
+        !gpuq_knn_args_ok(dt, metric, m, n, d, k))
+        return GPUQ_K_E_ARG;
+    if (dt == GPUQ_K_F32)
+        return knn_typed<float>(ctx, dt, metric, zero_ok, (const float *)d_x, (const float *)d_y, m,
+                                n, d, k, (float *)d_scratch, (float *)d_dist, d_idx);
+    return knn_typed<double>(ctx, dt, metric, zero_ok, (const double *)d_x, (const double *)d_y, m,
+                             n, d, k, (double *)d_scratch, (double *)d_dist, d_idx);
+}
