@@ -25,6 +25,11 @@ Usage:
       power-of-two denominator, integer sums, the square roots of euclidean
       and cosine to 80 significant digits, each result rounded once to
       float64. A zero vector under cosine gets NaN.
+  ref_ops.py knn METRIC M N D K X Y OUT
+      k nearest neighbours by cdist (as pairwise): OUT holds the M x N
+      distance matrix, then the M x K indices (as float64) of
+      argsort(cdist, kind='stable')[:, :K] (ties by lower index, NaN last),
+      then the M x K distances in that order.
   ref_ops.py haversine_to N LAT LON RADIUS PTS OUT
       PTS[N][2] = (lat, lon) degrees; OUT[N] = distance to (LAT, LON).
   ref_ops.py haversine_pair N RADIUS A B OUT
@@ -197,6 +202,18 @@ def main(argv):
 
         metric = {"manhattan": "cityblock"}.get(a[0], a[0])
         save(a[6], cdist(x, y, metric=metric))
+    elif op == "knn" and len(a) == 8:
+        m, n, d, k = int(a[1]), int(a[2]), int(a[3]), int(a[4])
+        x = load(a[5], m * d, (m, d))
+        y = load(a[6], n * d, (n, d))
+        from scipy.spatial.distance import cdist  # only here: slow to import
+
+        metric = {"manhattan": "cityblock"}.get(a[0], a[0])
+        with np.errstate(all="ignore"):
+            full = cdist(x, y, metric=metric)
+        order = np.argsort(full, axis=1, kind="stable")[:, :k]
+        dist = np.take_along_axis(full, order, axis=1)
+        save(a[7], np.concatenate([full.ravel(), order.astype(np.float64).ravel(), dist.ravel()]))
     elif op == "pairwise_exact" and len(a) == 7:
         m, n, d = int(a[1]), int(a[2]), int(a[3])
         x = load(a[4], m * d, (m, d))
