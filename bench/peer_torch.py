@@ -124,6 +124,45 @@ def main():
         want = 2.0 * rad * np.arcsin(np.sqrt(np.clip(a, 0.0, 1.0)))
         run(f"grid f64, {n}x{n}", reps, step, lambda r: close(r.numpy(), want, 1e-9, 1.0))
 
+    def knn_row(m, n, d, k, reps):
+        # X is m rows of Y with a small offset, so the nearest neighbour of
+        # query i is row i * (n // m) of Y: the check does not need the full
+        # numpy matrix, only the distances of a few queries to all of Y.
+        rng = np.random.default_rng(7)
+        y = rng.standard_normal((n, d), dtype=np.float32)
+        x = y[:: n // m][:m] + np.float32(1e-3)
+        hx = torch.from_numpy(x).pin_memory()
+        hy = torch.from_numpy(y).pin_memory()
+        od = torch.empty((m, k), dtype=torch.float32).pin_memory()
+        oi = torch.empty((m, k), dtype=torch.int64).pin_memory()
+
+        def step():
+            a = hx.to(dev, non_blocking=True)
+            b = hy.to(dev, non_blocking=True)
+            full = torch.cdist(a, b, compute_mode="use_mm_for_euclid_dist_if_necessary")
+            v, i = torch.topk(full, k, dim=1, largest=False, sorted=True)
+            del full
+            od.copy_(v, non_blocking=True)
+            oi.copy_(i, non_blocking=True)
+            return od, oi
+
+        def check(r):
+            dist, idx = r[0].numpy(), r[1].numpy()
+            for q in (0, 1, m // 2, m - 1):
+                ref = np.sqrt(((y.astype(np.float64) - x[q].astype(np.float64)) ** 2).sum(1))
+                kth = np.sort(ref)[k - 1]
+                if idx[q, 0] != q * (n // m):
+                    return f"query {q}: nearest {idx[q, 0]}, want {q * (n // m)}"
+                if np.any(ref[idx[q]] > kth + 1e-3):
+                    return f"query {q}: a returned neighbour is not among the {k} nearest"
+                bad = close(dist[q], ref[idx[q]], 1e-2, 1.0)
+                if bad:
+                    return f"query {q}: {bad}"
+            return ""
+
+        run(f"knn euclidean f32, m = {m}, n = {n}, d = {d}, k = {k} (cdist + topk)", reps, step,
+            check)
+
     normalize_row("normalize 4 KiB f32, 1 in flight", 1024, 200 if quick else 2000)
     n = 100000 if quick else 10000000
     normalize_row(f"normalize f32, n = {n}", n, 3 if quick else 5)
@@ -135,6 +174,10 @@ def main():
     pairwise_row(pn, pd, 3, "donot_use_mm_for_euclid_dist", 1e-4)
     pairwise_row(pn, pd, 3, "use_mm_for_euclid_dist_if_necessary", 1e-2)
     grid_row(200 if quick else 1000, 3 if quick else 5)
+    if quick:
+        knn_row(256, 20000, 16, 10, 3)
+    else:
+        knn_row(4096, 1000000, 64, 10, 3)
 
     name = torch.cuda.get_device_name(0)
     print(f"| PyTorch {torch.__version__} in-process ({name}) | PyTorch | errors |")
