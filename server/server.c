@@ -7,11 +7,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "listener.h"
 #include "log.h"
 #include "request.h"
 #include "sdnotify.h"
 #include "session.h"
+#include "staging.h"
 #include "uvx.h"
 
 static void server_on_connection(uv_stream_t *ls, int status)
