@@ -1,11 +1,11 @@
-/* fuzz_session.c - libFuzzer target for gpuqd's session and dispatch state
+/* fuzz_session.c - libFuzzer target for gpuqd's session and request state
  * machine: read states (prefix, header, payload, skip, staging wait),
  * pipelining, reply order, backpressure, disconnects, drain.
  *
  * Each input is a script (fuzz_session.h) run against a whole server of its
  * own: a real listener on a socket in a temp directory, the real session,
- * dispatch and staging code, and the fake backend (fake_backend.h) in place
- * of CPU or CUDA, so every completion happens on the loop thread when the
+ * request, control and staging code, and the fake backend (fake_backend.h)
+ * in place of CPU or CUDA, so every completion happens on the loop thread when the
  * script says. Up to four clients (fuzz_client.h) connect and send frames
  * built from a compact encoding (every op, valid or subtly not) or raw
  * bytes, split at any point, interleaved; the script also runs the loop,
