@@ -1,7 +1,7 @@
 /* cuda_check.h - error checking shared by the .cu files of gpuq_kernels.
  *
- * GPUQ_CUDA_CHECK(ctx, call) logs a failed CUDA call to stderr, keeps the
- * first error in ctx (may be NULL) and returns the GPUQ_K_E_* code from the
+ * GPUQ_CUDA_CHECK(ctx, call) logs a failed CUDA call through the host's log
+ * hook (gpuq_kernels_set_log) and returns the GPUQ_K_E_* code from the
  * enclosing function; it never exits (NCCL's checks.h habit). Every kernel
  * launch is followed by GPUQ_LAUNCH_CHECK(ctx).
  *
@@ -30,10 +30,11 @@ struct gpuq_cuda_ctx {
     size_t scratch_cap;
     cublasHandle_t blas;   /* created on first GEMM, bound to stream */
     int no_gemm;           /* test hook: float64 pairwise stays tiled */
-    int first_err;         /* first GPUQ_K_E_* seen on this ctx (for logs) */
 };
 
-/* Log and map a failed CUDA call; records the first error in ctx. */
+/* One line to the host's log hook (gpuq_kernels.h); dropped without one. */
+void gpuq_kernels_logf(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Log and map a failed CUDA call (ctx may be NULL). */
 int gpuq_cuda_fail(gpuq_cuda_ctx *ctx, cudaError_t e, const char *what, const char *file,
                    int line);
 /* Log and map a failed cuBLAS call. */

@@ -7,11 +7,31 @@
  * so nothing on the request path synchronizes the device. Also the CUDA
  * error mapping and the fault-injection kernel used by device_lost tests.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cublas_dl.h"
 #include "cuda_check.h"
+
+static gpuq_kernels_log_fn g_log; /* NULL: lines are dropped */
+
+extern "C" void gpuq_kernels_set_log(gpuq_kernels_log_fn fn)
+{
+    g_log = fn;
+}
+
+void gpuq_kernels_logf(int level, const char *fmt, ...)
+{
+    if (!g_log)
+        return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    g_log(level, line);
+}
 
 extern "C" int gpuq_cuda_error_code(cudaError_t e)
 {
@@ -38,10 +58,9 @@ extern "C" int gpuq_cuda_error_code(cudaError_t e)
 int gpuq_cuda_fail(gpuq_cuda_ctx *ctx, cudaError_t e, const char *what, const char *file, int line)
 {
     int code = gpuq_cuda_error_code(e);
-    fprintf(stderr, "gpuq cuda: %s:%d: %s: %s (%s)\n", file, line, what, cudaGetErrorString(e),
-            cudaGetErrorName(e));
-    if (ctx && ctx->first_err == 0)
-        ctx->first_err = code;
+    (void)ctx;
+    gpuq_kernels_logf(GPUQ_K_LOG_ERROR, "cuda: %s:%d: %s: %s (%s)", file, line, what,
+                      cudaGetErrorString(e), cudaGetErrorName(e));
     return code;
 }
 
@@ -59,12 +78,13 @@ int gpuq_cublas_fail(gpuq_cuda_ctx *ctx, cublasStatus_t st, const char *what, co
             code = GPUQ_K_E_CUDA;
     }
     const gpuq_cublas_api *api = gpuq_cublas();
+    (void)ctx;
     if (api)
-        fprintf(stderr, "gpuq cublas: %s:%d: %s: %s\n", file, line, what, api->status_string(st));
+        gpuq_kernels_logf(GPUQ_K_LOG_ERROR, "cublas: %s:%d: %s: %s", file, line, what,
+                          api->status_string(st));
     else
-        fprintf(stderr, "gpuq cublas: %s:%d: %s: status %d\n", file, line, what, (int)st);
-    if (ctx && ctx->first_err == 0)
-        ctx->first_err = code;
+        gpuq_kernels_logf(GPUQ_K_LOG_ERROR, "cublas: %s:%d: %s: status %d", file, line, what,
+                          (int)st);
     return code;
 }
 
@@ -102,7 +122,7 @@ extern "C" void gpuq_cuda_ctx_destroy(gpuq_cuda_ctx *ctx)
         const gpuq_cublas_api *api = gpuq_cublas();
         cublasStatus_t st = api->destroy(ctx->blas);
         if (st != CUBLAS_STATUS_SUCCESS)
-            fprintf(stderr, "gpuq cublas: cublasDestroy: %s\n", api->status_string(st));
+            gpuq_kernels_logf(GPUQ_K_LOG_WARN, "cublas: cublasDestroy: %s", api->status_string(st));
     }
     if (ctx->d_scratch) {
         cudaError_t e = cudaFreeAsync(ctx->d_scratch, ctx->stream);

@@ -94,6 +94,15 @@ uint64_t gpuq_cuda_knn_scratch_bytes(int dt, uint64_t m, uint64_t n, uint64_t d,
 #ifdef GPUQ_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
+/* Where the kernels' error lines go (a failed CUDA or cuBLAS call, with its
+ * file:line): level is a syslog priority (GPUQ_K_LOG_*), line has no
+ * newline. The host program sets it once at start-up (gpuqd: its logger);
+ * without one the lines are dropped. Not thread-safe to change while
+ * kernels are launched. */
+enum { GPUQ_K_LOG_ERROR = 3, GPUQ_K_LOG_WARN = 4 };
+typedef void (*gpuq_kernels_log_fn)(int level, const char *line);
+void gpuq_kernels_set_log(gpuq_kernels_log_fn fn);
+
 /* Per-stream scratch the kernels need (error flag, partial sums, cuBLAS
  * handle). Created once per session, destroyed after its last completion. */
 typedef struct gpuq_cuda_ctx gpuq_cuda_ctx;

@@ -16,47 +16,6 @@
 #include "header.h"
 #include "log.h"
 
-int config_parse_size(const char *s, uint64_t *out)
-{
-    errno = 0;
-    char *end;
-    if (!s || !*s || *s == '-')
-        return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s)
-        return -1;
-    unsigned shift = 0;
-    if (*end) {
-        switch (*end) {
-        case 'k':
-        case 'K':
-            shift = 10;
-            break;
-        case 'm':
-        case 'M':
-            shift = 20;
-            break;
-        case 'g':
-        case 'G':
-            shift = 30;
-            break;
-        default:
-            return -1;
-        }
-        end++;
-        if (*end == 'i' || *end == 'B')
-            end++;
-        if (*end == 'B')
-            end++;
-        if (*end)
-            return -1;
-    }
-    if (shift && v > (UINT64_MAX >> shift))
-        return -1;
-    *out = (uint64_t)v << shift;
-    return 0;
-}
-
 /* What --version says was built in. */
 #ifdef GPUQ_HAVE_SYSTEMD
 #define GPUQD_FEAT_SYSTEMD "systemd"
@@ -69,11 +28,6 @@ int config_parse_size(const char *s, uint64_t *out)
 #define GPUQD_FEAT_CUDA "no cuda"
 #endif
 #define GPUQD_FEATURES GPUQD_FEAT_SYSTEMD ", " GPUQD_FEAT_CUDA
-
-int config_parse_priority(const char *s, int *prio)
-{
-    return gpuq_prio_parse(s, prio) == 0 ? 0 : -1;
-}
 
 static void usage(FILE *f)
 {

@@ -92,10 +92,4 @@ void config_print(const config *c, FILE *f);
  * number of run-time changes (the ones the server applies; not the warnings). */
 int config_log_changes(const config *old_cfg, const config *new_cfg);
 
-/* "123", "4K", "16M", "2G" (binary units). Returns 0 or -1. */
-int config_parse_size(const char *s, uint64_t *out);
-/* A priority level: "low", "normal", "high" or "-1", "0", "1" (nothing
- * else). Returns 0 or -1. */
-int config_parse_priority(const char *s, int *prio);
-
 #endif

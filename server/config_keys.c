@@ -54,6 +54,52 @@ static const config_key keys[KEY_COUNT] = {
     {KEY_RULE_SESSION_STAGING, "rule", "session_staging", KIND_SIZE, 1, U64},
 };
 
+int config_parse_size(const char *s, uint64_t *out)
+{
+    errno = 0;
+    char *end;
+    if (!s || !*s || *s == '-')
+        return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return -1;
+    unsigned shift = 0;
+    if (*end) {
+        switch (*end) {
+        case 'k':
+        case 'K':
+            shift = 10;
+            break;
+        case 'm':
+        case 'M':
+            shift = 20;
+            break;
+        case 'g':
+        case 'G':
+            shift = 30;
+            break;
+        default:
+            return -1;
+        }
+        end++;
+        if (*end == 'i' || *end == 'B')
+            end++;
+        if (*end == 'B')
+            end++;
+        if (*end)
+            return -1;
+    }
+    if (shift && v > (UINT64_MAX >> shift))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+int config_parse_priority(const char *s, int *prio)
+{
+    return gpuq_prio_parse(s, prio) == 0 ? 0 : -1;
+}
+
 const config_key *config_key_find(const char *section, const char *name)
 {
     for (int i = 0; i < KEY_COUNT; i++) {

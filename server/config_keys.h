@@ -75,6 +75,12 @@ bool config_key_is_server_number(const config_key *k);
 int config_key_set(config *c, policy_rule *rule, const config_key *k, const char *value, char *why,
                    size_t cap);
 
+/* "123", "4K", "16M", "2G" (binary units). Returns 0 or -1. */
+int config_parse_size(const char *s, uint64_t *out);
+/* A priority level: "low", "normal", "high" or "-1", "0", "1" (nothing
+ * else). Returns 0 or -1. */
+int config_parse_priority(const char *s, int *prio);
+
 /* Look up a user or group by name or number into *id. Returns 0 or -1. */
 int config_resolve_id(const char *name, int is_group, uint32_t *id);
 

@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "sdnotify.h"
+#include "uvx.h"
 
 int listener_resolve_path(const char *opt, char *out, size_t cap)
 {
@@ -97,11 +98,9 @@ static void listener_log_passed(uv_pipe_t *pipe, int fd, const char *path)
 int listener_open(uv_loop_t *loop, uv_pipe_t *pipe, const char *path, unsigned mode,
                   uv_connection_cb cb, bool *owned)
 {
-    int rc = uv_pipe_init(loop, pipe, 0);
-    if (rc < 0) {
-        log_error("uv_pipe_init: %s", uv_strerror(rc));
+    int rc = uvx_pipe_init(loop, pipe, pipe->data);
+    if (rc < 0)
         return -1;
-    }
     *owned = false;
     int fd = -1;
     int passed = sdnotify_listen_fd(&fd);
@@ -140,6 +139,6 @@ err_after_bind:
         unlink(path);
     *owned = false;
 err_after_init:
-    uv_close((uv_handle_t *)pipe, NULL);
+    uvx_close((uv_handle_t *)pipe, NULL);
     return -1;
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "uvx.h"
 
 #ifdef GPUQ_HAVE_SYSTEMD
 
@@ -92,18 +93,13 @@ int sdnotify_init(sdnotify *n, uv_loop_t *loop, sdnotify_status_fn fn, void *arg
     n->status_arg = arg;
     const char *sock = getenv("NOTIFY_SOCKET");
     n->notify = sock && *sock;
-    int rc;
-    if ((rc = uv_timer_init(loop, &n->watchdog)) < 0) {
-        log_error("uv_timer_init: %s", uv_strerror(rc));
+    if (uvx_timer_init(loop, &n->watchdog, n) < 0)
         return -1;
-    }
-    if ((rc = uv_timer_init(loop, &n->refresh)) < 0) {
-        log_error("uv_timer_init: %s", uv_strerror(rc));
-        uv_close((uv_handle_t *)&n->watchdog, NULL);
+    if (uvx_timer_init(loop, &n->refresh, n) < 0) {
+        uvx_close((uv_handle_t *)&n->watchdog, NULL);
         return -1;
     }
     n->inited = true;
-    n->watchdog.data = n->refresh.data = n;
     uv_unref((uv_handle_t *)&n->watchdog);
     uv_unref((uv_handle_t *)&n->refresh);
 
@@ -116,19 +112,15 @@ int sdnotify_init(sdnotify *n, uv_loop_t *loop, sdnotify_status_fn fn, void *arg
     } else if (r > 0) {
         /* Half the interval, as sd_watchdog_enabled(3) recommends. */
         n->watchdog_ms = usec / 2000 ? usec / 2000 : 1;
-        if ((rc = uv_timer_start(&n->watchdog, sdnotify_on_watchdog, n->watchdog_ms,
-                                 n->watchdog_ms)) < 0) {
-            log_error("uv_timer_start (watchdog): %s", uv_strerror(rc));
+        if (uvx_timer_start(&n->watchdog, sdnotify_on_watchdog, n->watchdog_ms, n->watchdog_ms,
+                            "watchdog") < 0)
             return -1;
-        }
         log_info("systemd watchdog: %llu ms; WATCHDOG=1 every %llu ms",
                  (unsigned long long)(usec / 1000), (unsigned long long)n->watchdog_ms);
     }
-    if (n->notify && (rc = uv_timer_start(&n->refresh, sdnotify_on_refresh, SDNOTIFY_REFRESH_MS,
-                                          SDNOTIFY_REFRESH_MS)) < 0) {
-        log_error("uv_timer_start (status): %s", uv_strerror(rc));
+    if (n->notify && uvx_timer_start(&n->refresh, sdnotify_on_refresh, SDNOTIFY_REFRESH_MS,
+                                     SDNOTIFY_REFRESH_MS, "status") < 0)
         return -1;
-    }
     return 0;
 }
 
@@ -165,10 +157,8 @@ void sdnotify_close(sdnotify *n)
 {
     if (!n->inited)
         return;
-    if (!uv_is_closing((uv_handle_t *)&n->watchdog))
-        uv_close((uv_handle_t *)&n->watchdog, NULL);
-    if (!uv_is_closing((uv_handle_t *)&n->refresh))
-        uv_close((uv_handle_t *)&n->refresh, NULL);
+    uvx_close((uv_handle_t *)&n->watchdog, NULL);
+    uvx_close((uv_handle_t *)&n->refresh, NULL);
 }
 
 #else /* !GPUQ_HAVE_SYSTEMD */

@@ -7,11 +7,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dispatch.h"
+#include "config.h"
 #include "listener.h"
 #include "log.h"
+#include "request.h"
 #include "sdnotify.h"
 #include "session.h"
+#include "staging.h"
+#include "uvx.h"
 
 static void server_on_connection(uv_stream_t *ls, int status)
 {
@@ -33,11 +36,6 @@ static void server_on_connection(uv_stream_t *ls, int status)
     }
     session_start(s);
     if (srv->nsessions > srv->cfg.lim.max_sessions) {
-        request *r = request_new(s);
-        if (!r) {
-            session_close(s);
-            return;
-        }
         log_warn("session %llu refused: %u sessions open (the limit)", (unsigned long long)s->id,
                  srv->cfg.lim.max_sessions);
         /* Nothing of the peer is read (its hello stays unread); the reply
@@ -47,10 +45,8 @@ static void server_on_connection(uv_stream_t *ls, int status)
          * reports ECONNRESET/EPIPE to the peer only after it has read what
          * is queued (a peer whose hello write fails reads the reply then;
          * libgpuq does). So no uv_shutdown is needed before the close. */
-        s->broken = true;
-        r->close_after = true;
-        session_update_reading(s);
-        session_refuse(r, GPUQ_E_BUSY, "%u sessions open (the limit)", srv->cfg.lim.max_sessions);
+        request_refuse_session(s, GPUQ_E_BUSY, "%u sessions open (the limit)",
+                               srv->cfg.lim.max_sessions);
     }
 }
 
@@ -63,14 +59,6 @@ static void server_maybe_destroy_backend(server *srv)
     srv->b = NULL;
 }
 
-/* Close a handle of srv's own, if its init ran (the struct starts zeroed and
- * uv_*_init sets loop) and it is not closing already. */
-static void server_close_handle(uv_handle_t *h)
-{
-    if (h->loop && !uv_is_closing(h))
-        uv_close(h, NULL);
-}
-
 static void server_finish(server *srv)
 {
     if (srv->finishing)
@@ -78,11 +66,13 @@ static void server_finish(server *srv)
     srv->finishing = true;
     if (srv->live)
         log_warn("closing sessions with %llu requests unanswered", (unsigned long long)srv->live);
-    server_close_handle((uv_handle_t *)&srv->drain_timer);
-    server_close_handle((uv_handle_t *)&srv->sweep_timer);
-    server_close_handle((uv_handle_t *)&srv->sigint);
-    server_close_handle((uv_handle_t *)&srv->sigterm);
-    server_close_handle((uv_handle_t *)&srv->sighup);
+    /* srv's own handles: closed if their init ran (the struct starts zeroed) */
+    uvx_close((uv_handle_t *)&srv->drain_timer, NULL);
+    uvx_close((uv_handle_t *)&srv->sweep_timer, NULL);
+    uvx_close((uv_handle_t *)&srv->sigint, NULL);
+    uvx_close((uv_handle_t *)&srv->sigterm, NULL);
+    uvx_close((uv_handle_t *)&srv->sighup, NULL);
+    request_layer_close(srv);
     sdnotify_close(&srv->sd);
     for (session *s = srv->sessions, *next; s; s = next) {
         next = s->next;
@@ -147,9 +137,7 @@ static void server_sweep_config(server *srv)
     if (ms == srv->sweep_period_ms || srv->finishing)
         return;
     srv->sweep_period_ms = ms;
-    int rc = uv_timer_start(&srv->sweep_timer, server_on_sweep, ms, ms);
-    if (rc < 0)
-        log_error("uv_timer_start (sweep): %s", uv_strerror(rc));
+    (void)uvx_timer_start(&srv->sweep_timer, server_on_sweep, ms, ms, "sweep");
 }
 
 static void server_on_drain_timeout(uv_timer_t *t)
@@ -175,7 +163,7 @@ static void server_close_listener(server *srv)
     if (!srv->listener_open)
         return;
     srv->listener_open = false;
-    uv_close((uv_handle_t *)&srv->listener, NULL);
+    uvx_close((uv_handle_t *)&srv->listener, NULL);
     if (srv->socket_owned && unlink(srv->socket_path) < 0 && errno != ENOENT)
         log_warn("unlink %s: %m", srv->socket_path);
     srv->socket_owned = false;
@@ -200,9 +188,9 @@ void server_limits_changed(server *srv)
     for (session *s = srv->sessions; s; s = s->next)
         if (!s->closing)
             session_apply_policy(s);
-    /* Raised limits may let waiting sessions go on; lowered ones apply to
-     * requests not yet accepted. */
-    server_staging_released(srv);
+    /* Raised limits may let waiting sessions go on (on the next loop turn);
+     * lowered ones apply to requests not yet accepted. */
+    request_schedule_retry(srv);
     for (session *s = srv->sessions; s; s = s->next)
         if (!s->closing)
             session_update_reading(s);
@@ -221,25 +209,24 @@ void server_shutdown(server *srv, int code)
     sdnotify_stopping(&srv->sd);
     server_close_listener(srv);
     if (srv->cfg.drain_timeout_s > 0) {
-        int rc = uv_timer_start(&srv->drain_timer, server_on_drain_timeout,
-                                (uint64_t)(srv->cfg.drain_timeout_s * 1000.0), 0);
-        if (rc < 0)
-            log_error("uv_timer_start: %s", uv_strerror(rc));
+        (void)uvx_timer_start(&srv->drain_timer, server_on_drain_timeout,
+                              (uint64_t)(srv->cfg.drain_timeout_s * 1000.0), 0, "drain");
     }
     server_check_drain(srv);
-}
-
-void server_staging_released(server *srv)
-{
-    for (session *s = srv->sessions; s; s = s->next)
-        if (s->rstate == RS_WAIT_STAGING && !s->closing)
-            dispatch_retry(s);
 }
 
 void server_session_freed(server *srv)
 {
     server_maybe_destroy_backend(srv);
 }
+
+static const server_hooks server_hooks_table = {
+    .shutdown = server_shutdown,
+    .stop_accepting = server_stop_accepting,
+    .limits_changed = server_limits_changed,
+    .check_drain = server_check_drain,
+    .session_freed = server_session_freed,
+};
 
 static void server_on_signal(uv_signal_t *h, int signum)
 {
@@ -322,8 +309,8 @@ static int server_pick_backend(server *srv)
     if (try_cuda) {
 #ifdef GPUQ_HAVE_CUDA
         char why[200] = "";
-        srv->b = backend_cuda_create(srv->loop, dispatch_complete, srv->cfg.device_memory_limit,
-                                     why, sizeof why);
+        srv->b = backend_cuda_create(srv->loop, request_complete, srv->cfg.device_memory_limit, why,
+                                     sizeof why);
         if (!srv->b && want_cuda) {
             log_error("--device cuda: %s", why);
             return 2;
@@ -340,7 +327,7 @@ static int server_pick_backend(server *srv)
     }
     if (!srv->b) {
         char cwhy[200] = "";
-        srv->b = backend_cpu_create(srv->loop, dispatch_complete, cwhy, sizeof cwhy);
+        srv->b = backend_cpu_create(srv->loop, request_complete, cwhy, sizeof cwhy);
         if (!srv->b) {
             log_error("cannot create the CPU backend: %s", cwhy);
             return 1;
@@ -369,10 +356,13 @@ int server_init_with_backend(server *srv, uv_loop_t *loop, const config *cfg, ba
     srv->b = b;
     srv->next_session_id = 1;
     srv->start_ns = uv_hrtime();
+    srv->hooks = server_hooks_table;
+    srv->sev = &request_session_events;
     staging_init(&srv->st, srv->b, cfg->lim.total_staging);
     int rc, code;
-    if ((rc = uv_timer_init(loop, &srv->drain_timer)) < 0 ||
-        (rc = uv_timer_init(loop, &srv->sweep_timer)) < 0 ||
+    if ((rc = request_layer_init(srv)) < 0 ||
+        (rc = uvx_timer_init(loop, &srv->drain_timer, srv)) < 0 ||
+        (rc = uvx_timer_init(loop, &srv->sweep_timer, srv)) < 0 ||
         (rc = uv_signal_init(loop, &srv->sigint)) < 0 ||
         (rc = uv_signal_init(loop, &srv->sigterm)) < 0 ||
         (rc = uv_signal_init(loop, &srv->sighup)) < 0) {
@@ -380,8 +370,7 @@ int server_init_with_backend(server *srv, uv_loop_t *loop, const config *cfg, ba
         code = 1;
         goto err_after_backend;
     }
-    srv->sweep_timer.data = srv->drain_timer.data = srv->sigint.data = srv->sigterm.data =
-        srv->sighup.data = srv;
+    srv->sigint.data = srv->sigterm.data = srv->sighup.data = srv;
     if ((rc = uv_signal_start(&srv->sigint, server_on_signal, SIGINT)) < 0 ||
         (rc = uv_signal_start(&srv->sigterm, server_on_signal, SIGTERM)) < 0 ||
         (rc = uv_signal_start(&srv->sighup, server_on_sighup, SIGHUP)) < 0) {

@@ -1,5 +1,6 @@
 /* server.h - the daemon as a whole: backend choice, listener, accept,
- * signals, drain and shutdown.
+ * signals, drain and shutdown. The top of the server: it calls session and
+ * request; they reach it back only through srv->hooks (server_defs.h).
  *
  * Happy path: server_init picks the backend (logging which and why), binds
  * the socket; server_run runs the loop until shutdown finished, then closes
@@ -19,7 +20,7 @@
  * 1: other). cfg is copied. */
 int server_init(server *srv, uv_loop_t *loop, const config *cfg);
 /* server_init with a backend the caller made (tests, the session fuzzer):
- * b was created on loop with dispatch_complete (dispatch.h) as its
+ * b was created on loop with request_complete (request.h) as its
  * completion callback; srv owns it from here on, on failure too (destroyed
  * through b->ops->destroy). Listens on cfg->socket as server_init does.
  * Returns 0, or 1 on failure. */
@@ -39,8 +40,6 @@ void server_stop_accepting(server *srv);
 void server_limits_changed(server *srv);
 /* Finish the drain when nothing is left to answer. */
 void server_check_drain(server *srv);
-/* Staging slots were released: sessions waiting for staging try again. */
-void server_staging_released(server *srv);
 /* A session struct was freed. */
 void server_session_freed(server *srv);
 

@@ -1,5 +1,11 @@
-/* server_defs.h - the types that server, session, dispatch and stats share
- * (they would otherwise include each other). Types only. */
+/* server_defs.h - the types that server, session, request, control and stats
+ * share (they would otherwise include each other). Types only.
+ *
+ * The lower layers call back up only through function pointers kept here:
+ * the session (transport) hands what it read to session_events (the request
+ * module's), and session, request and control reach the daemon as a whole
+ * through server_hooks (server.c's). So no server module calls one that
+ * calls it back (tests/lint/server_cycles.py). */
 #ifndef GPUQ_SERVER_DEFS_H
 #define GPUQ_SERVER_DEFS_H
 
@@ -21,12 +27,31 @@
 typedef struct server server;
 typedef struct session session;
 typedef struct request request;
+typedef struct session_frame session_frame;
+
+/* How a queued reply frame is written (the owner's functions). */
+typedef struct session_frame_ops {
+    /* Its turn came: fill bufs[0..*nbufs) (at most 2; borrowed until done).
+     * Returns 0, or a negative code: the session then closes. */
+    int (*encode)(session_frame *f, uv_buf_t bufs[2], unsigned *nbufs);
+    /* Called exactly once: written (status 0), failed (< 0) or dropped
+     * because the session closed (UV_ECANCELED). The owner frees f. */
+    void (*done)(session_frame *f, int status);
+} session_frame_ops;
+
+/* A reply frame in a session's write queue, embedded in its owner. */
+struct session_frame {
+    const session_frame_ops *ops;
+    uint64_t seq;                /* order of replies within the session */
+    bool close_after;            /* close the session once written */
+    uv_write_t wr;
+    session_frame *next;         /* session's pending list */
+};
 
 /* One frame's request, from its header until its reply was written. Holds a
- * reference on its session. */
+ * reference on its session. Owned by request.c (request.h). */
 struct request {
     session *s;
-    uint64_t seq;                /* order of replies within the session */
     gpuq_request req;
     gpuq_sizes sz;
     gpuq_job job;
@@ -41,10 +66,8 @@ struct request {
     uint64_t t0_ns;              /* when the request was read (metrics latency) */
     bool compute;                /* counts as in flight */
     bool in_backend;
-    bool close_after;            /* close the session once written */
     uint8_t *wbuf;               /* owned prefix+header while writing */
-    uv_write_t wr;
-    request *next;               /* session's pending list */
+    session_frame out;           /* its reply in the session's write queue */
 };
 
 enum session_rstate { RS_PREFIX, RS_HEADER, RS_PAYLOAD, RS_SKIP, RS_WAIT_STAGING };
@@ -80,11 +103,13 @@ struct session {
     uint8_t hdr_inline[SESSION_HDR_INLINE];
     uint8_t *hbuf;               /* hdr_inline or malloc'd (owned) */
     uint64_t skip_left;
-    request *cur;                /* waiting for staging or its payload */
+    uint8_t *payload_buf;        /* RS_PAYLOAD: where the payload goes (borrowed) */
+    uint64_t payload_len;
+    request *cur;                /* request.c's: waiting for staging or its payload */
     uint8_t scratch[SESSION_SCRATCH];
     /* replies */
     uint64_t next_seq, next_write_seq;
-    request *pending;            /* done, sorted by seq, waiting their turn */
+    session_frame *pending;      /* done, sorted by seq, waiting their turn */
     uint32_t inflight;           /* compute requests not yet answered */
     uint32_t live;               /* requests alive */
     uint64_t staging_used;
@@ -94,11 +119,36 @@ struct session {
     uint64_t linger_until_ns;    /* closing after a final reply: hard close then */
 };
 
+/* What the session (transport) hands up: the request module's functions
+ * (request.h: request_session_events), set by server.c. */
+typedef struct session_events {
+    void (*prefix)(session *s, int rc); /* s->pre decoded (rc of gpuq_prefix_decode) */
+    void (*header)(session *s);         /* s->hbuf holds s->pre.header_len bytes */
+    void (*payload)(session *s);        /* the payload of session_expect_payload arrived */
+    /* A timeout closes s: answer with a final reply carrying msg. */
+    void (*timeout)(session *s, const char *msg);
+    void (*closed)(session *s);         /* s is closing: drop what the upper layer holds */
+} session_events;
+
+/* What the lower server modules ask of the daemon as a whole (server.c's
+ * functions, see server.h), set by server_init. */
+typedef struct server_hooks {
+    void (*shutdown)(server *srv, int code);
+    void (*stop_accepting)(server *srv);
+    void (*limits_changed)(server *srv);
+    void (*check_drain)(server *srv);   /* something was answered or closed */
+    void (*session_freed)(server *srv);
+} server_hooks;
+
 /* Why the server closed a session on its own (metrics, status). */
 enum session_timeout_kind { TIMEOUT_HELLO, TIMEOUT_IDLE, TIMEOUT_FRAME, TIMEOUT_KINDS };
 
 struct server {
     uv_loop_t *loop;
+    server_hooks hooks;
+    const session_events *sev;
+    uv_idle_t retry_idle;        /* request.c: staging waits retried on the next turn */
+    bool retry_pending;
     config cfg;
     backend *b;
     char backend_why[256];

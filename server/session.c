@@ -3,29 +3,33 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
-#include "dispatch.h"
 #include "frame.h"
 #include "log.h"
-#include "server.h"
-#include "utf8.h"
+#include "policy.h"
+#include "uvx.h"
+
+/* "session N" for the log lines uvx writes. */
+static const char *session_label(const session *s, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "session %llu", (unsigned long long)s->id);
+    return buf;
+}
 
 session *session_new(server *srv)
 {
     session *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    int rc = uv_pipe_init(srv->loop, &s->pipe, 0);
-    if (rc < 0) {
-        log_error("uv_pipe_init: %s", uv_strerror(rc));
+    if (uvx_pipe_init(srv->loop, &s->pipe, s) < 0) {
         free(s);
         return NULL;
     }
-    s->pipe.data = s;
     s->srv = srv;
     s->refs = 1;
     s->id = srv->next_session_id++;
@@ -64,7 +68,7 @@ void session_unref(session *s)
         s->next->prev = s->prev;
     log_debug("session %llu freed", (unsigned long long)s->id);
     free(s);
-    server_session_freed(srv);
+    srv->hooks.session_freed(srv);
 }
 
 static void session_on_close(uv_handle_t *h)
@@ -84,25 +88,20 @@ void session_close(session *s)
     }
     log_debug("session %llu closing (%u in flight)", (unsigned long long)s->id, s->inflight);
     if (s->reading) {
-        int rc = uv_read_stop((uv_stream_t *)&s->pipe);
-        if (rc < 0)
-            log_warn("session %llu: uv_read_stop: %s", (unsigned long long)s->id, uv_strerror(rc));
+        char label[32];
+        (void)uvx_read_stop((uv_stream_t *)&s->pipe, session_label(s, label, sizeof label));
         s->reading = false;
     }
     session_ref(s); /* this scope */
-    uv_close((uv_handle_t *)&s->pipe, session_on_close);
+    uvx_close((uv_handle_t *)&s->pipe, session_on_close);
     while (s->pending) {
-        request *r = s->pending;
-        s->pending = r->next;
-        request_free(r);
+        session_frame *f = s->pending;
+        s->pending = f->next;
+        f->ops->done(f, UV_ECANCELED);
     }
-    if (s->cur) {
-        request *r = s->cur;
-        s->cur = NULL;
-        request_free(r);
-    }
+    srv->sev->closed(s);
     session_unref(s);
-    server_check_drain(srv);
+    srv->hooks.check_drain(srv);
 }
 
 static void session_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -117,8 +116,8 @@ static void session_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
         *buf = uv_buf_init((char *)s->hbuf + s->have, (unsigned)(s->pre.header_len - s->have));
         return;
     case RS_PAYLOAD:
-        left = s->cur->sz.payload - s->have;
-        buf->base = (char *)s->cur->slot->ptr + s->have;
+        left = s->payload_len - s->have;
+        buf->base = (char *)s->payload_buf + s->have;
         buf->len = left > (1u << 30) ? (1u << 30) : (size_t)left;
         return;
     case RS_SKIP:
@@ -149,18 +148,25 @@ static void session_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     switch (s->rstate) {
     case RS_PREFIX:
         s->have += (uint64_t)nread;
-        if (s->have == GPUQ_PREFIX_SIZE)
-            dispatch_prefix(s);
+        if (s->have == GPUQ_PREFIX_SIZE) {
+            int rc = gpuq_prefix_decode(s->prefix, GPUQ_PREFIX_SIZE, &s->pre);
+            s->have = 0;
+            s->srv->sev->prefix(s, rc);
+        }
         break;
     case RS_HEADER:
         s->have += (uint64_t)nread;
         if (s->have == s->pre.header_len)
-            dispatch_header(s);
+            s->srv->sev->header(s);
         break;
     case RS_PAYLOAD:
         s->have += (uint64_t)nread;
-        if (s->have == s->cur->sz.payload)
-            dispatch_payload_done(s);
+        if (s->have == s->payload_len) {
+            s->payload_buf = NULL;
+            s->payload_len = 0;
+            session_skip(s, 0);
+            s->srv->sev->payload(s);
+        }
         break;
     case RS_SKIP:
         s->skip_left -= (uint64_t)nread;
@@ -182,27 +188,73 @@ void session_skip(session *s, uint64_t n)
     s->rstate = n ? RS_SKIP : RS_PREFIX;
 }
 
+int session_expect_header(session *s)
+{
+    uint64_t hl = s->pre.header_len;
+    if (hl > SESSION_HDR_INLINE) {
+        uint8_t *h = malloc(hl);
+        if (!h) {
+            log_error("session %llu: out of memory for a header", (unsigned long long)s->id);
+            return GPUQ_E_NO_MEMORY;
+        }
+        s->hbuf = h;
+    }
+    s->have = 0;
+    s->rstate = RS_HEADER;
+    return 0;
+}
+
+void session_header_done(session *s)
+{
+    if (s->hbuf != s->hdr_inline) {
+        free(s->hbuf);
+        s->hbuf = s->hdr_inline;
+    }
+}
+
+void session_expect_payload(session *s, void *buf, uint64_t len)
+{
+    s->payload_buf = buf;
+    s->payload_len = len;
+    s->have = 0;
+    s->rstate = RS_PAYLOAD;
+}
+
+void session_wait(session *s)
+{
+    s->rstate = RS_WAIT_STAGING;
+}
+
+bool session_waiting(const session *s)
+{
+    return s->rstate == RS_WAIT_STAGING;
+}
+
+uint64_t session_next_seq(session *s)
+{
+    return s->next_seq++;
+}
+
 void session_update_reading(session *s)
 {
     if (s->closing)
         return;
-    bool want =
-        !s->broken && s->rstate != RS_WAIT_STAGING &&
-        uv_stream_get_write_queue_size((uv_stream_t *)&s->pipe) <= s->caps.session_staging &&
-        s->live < 2 * s->caps.max_inflight + 16;
+    bool want = !s->broken && s->rstate != RS_WAIT_STAGING &&
+                uvx_write_queue_size((uv_stream_t *)&s->pipe) <= s->caps.session_staging &&
+                s->live < 2 * s->caps.max_inflight + 16;
     int rc = 0;
+    char label[32];
     if (want && !s->reading) {
-        rc = uv_read_start((uv_stream_t *)&s->pipe, session_alloc_cb, session_read_cb);
+        rc = uvx_read_start((uv_stream_t *)&s->pipe, session_alloc_cb, session_read_cb,
+                            session_label(s, label, sizeof label));
         s->reading = rc == 0;
         s->rx_ns = uv_hrtime(); /* a frame's stall counts from here */
     } else if (!want && s->reading) {
-        rc = uv_read_stop((uv_stream_t *)&s->pipe);
+        rc = uvx_read_stop((uv_stream_t *)&s->pipe, session_label(s, label, sizeof label));
         s->reading = false;
     }
-    if (rc < 0) {
-        log_warn("session %llu: read start/stop: %s", (unsigned long long)s->id, uv_strerror(rc));
+    if (rc < 0)
         session_close(s);
-    }
 }
 
 /* The peer's supplementary groups (SO_PEERGROUPS, Linux 4.13+) into
@@ -265,54 +317,10 @@ void session_start(session *s)
     session_update_reading(s);
 }
 
-request *request_new(session *s)
-{
-    request *r = calloc(1, sizeof *r);
-    if (!r)
-        return NULL;
-    r->s = s;
-    r->seq = s->next_seq++;
-    r->t0_ns = uv_hrtime();
-    s->nrequests++;
-    gpuq_request_init(&r->req);
-    r->req.id = 0;
-    session_ref(s);
-    s->live++;
-    s->srv->live++;
-    return r;
-}
-
-void request_free(request *r)
-{
-    session *s = r->s;
-    server *srv = s->srv;
-    bool released = false;
-    if (r->slot) {
-        staging_release(&srv->st, r->slot, &s->staging_used);
-        released = true;
-    }
-    free(r->wbuf);
-    free(r->info);
-    free(r->doc);
-    if (r->compute) {
-        s->inflight--;
-        srv->inflight--;
-    }
-    s->live--;
-    srv->live--;
-    free(r);
-    if (released)
-        server_staging_released(srv);
-    if (!s->closing)
-        session_update_reading(s);
-    session_unref(s);
-    server_check_drain(srv);
-}
-
 static void session_on_write(uv_write_t *wr, int status)
 {
-    request *r = wr->data;
-    session *s = r->s;
+    session_frame *f = wr->data;
+    session *s = wr->handle->data;
     session_ref(s);
     if (status < 0) {
         if (status != UV_ECANCELED)
@@ -321,69 +329,35 @@ static void session_on_write(uv_write_t *wr, int status)
     } else {
         s->active_ns = uv_hrtime();
     }
-    bool close_after = r->close_after;
-    request_free(r);
+    bool close_after = f->close_after;
+    f->ops->done(f, status);
     if (close_after)
         session_close(s);
     session_unref(s);
 }
 
-static void session_write(request *r)
+static void session_write(session *s, session_frame *f)
 {
-    session *s = r->s;
-    server *srv = s->srv;
-    gpuq_reply rep;
-    memset(&rep, 0, sizeof rep);
-    rep.id = r->req.id;
-    rep.status = r->status;
-    snprintf(rep.message, sizeof rep.message, "%s", r->message);
-    uint64_t plen = 0;
-    if (r->status == 0 && r->compute) {
-        rep.dtype = r->req.dtype ? r->req.dtype : GPUQ_DT_F64;
-        rep.ndim = r->sz.out_ndim;
-        memcpy(rep.shape, r->sz.out_shape, sizeof rep.shape);
-        plen = r->sz.output;
-        if (r->req.timing) {
-            rep.has_timing = true;
-            rep.timing = r->job.timing;
-            rep.timing.total_us = (double)(uv_hrtime() - r->job.submit_ns) / 1e3;
-        }
-    } else if (r->status == 0 && r->doc) {
-        plen = r->doc_len;
-    }
-    rep.info = r->info;
-    rep.info_len = r->info_len;
-    if (r->status < 0) {
-        stats_error(&srv->stats, r->status);
-        s->nerrors++;
-    }
-    metrics_observe(&srv->metrics, r->req.op, r->status, (double)(uv_hrtime() - r->t0_ns) / 1e9);
-    size_t wlen;
-    int rc = gpuq_reply_frame(&rep, plen, &r->wbuf, &wlen);
-    if (rc < 0)
-        goto err;
     uv_buf_t bufs[2];
-    bufs[0] = uv_buf_init((char *)r->wbuf, (unsigned)wlen);
-    unsigned nbufs = 1;
-    if (plen) {
-        bufs[1].base = r->doc ? (char *)r->doc : (char *)r->slot->ptr + r->out_off;
-        bufs[1].len = (size_t)plen;
-        nbufs = 2;
-    }
-    r->wr.data = r;
-    rc = uv_write(&r->wr, (uv_stream_t *)&s->pipe, bufs, nbufs, session_on_write);
+    unsigned nbufs = 0;
+    int rc = f->ops->encode(f, bufs, &nbufs);
     if (rc < 0) {
-        log_debug("session %llu: uv_write: %s", (unsigned long long)s->id, uv_strerror(rc));
-        request_free(r);
-        session_close(s);
-        return;
+        log_error("session %llu: cannot encode reply (out of memory)", (unsigned long long)s->id);
+        goto err_drop;
     }
-    srv->stats.bytes_out += wlen + plen;
-    s->bytes_out += wlen + plen;
+    char label[32];
+    rc = uvx_write(&f->wr, (uv_stream_t *)&s->pipe, bufs, nbufs, f, session_on_write,
+                   session_label(s, label, sizeof label));
+    if (rc < 0)
+        goto err_drop;
+    uint64_t n = 0;
+    for (unsigned i = 0; i < nbufs; i++)
+        n += bufs[i].len;
+    s->srv->stats.bytes_out += n;
+    s->bytes_out += n;
     return;
-err:
-    log_error("session %llu: cannot encode reply (out of memory)", (unsigned long long)s->id);
-    request_free(r);
+err_drop:
+    f->ops->done(f, rc);
     session_close(s);
 }
 
@@ -391,41 +365,28 @@ static void session_flush(session *s)
 {
     session_ref(s);
     while (!s->closing && s->pending && s->pending->seq == s->next_write_seq) {
-        request *r = s->pending;
-        s->pending = r->next;
-        r->next = NULL;
+        session_frame *f = s->pending;
+        s->pending = f->next;
+        f->next = NULL;
         s->next_write_seq++;
-        session_write(r);
+        session_write(s, f);
     }
     session_update_reading(s);
     session_unref(s);
 }
 
-void session_reply(request *r)
+void session_send(session *s, session_frame *f)
 {
-    session *s = r->s;
     if (s->closing) {
-        request_free(r);
+        f->ops->done(f, UV_ECANCELED);
         return;
     }
-    request **pp = &s->pending;
-    while (*pp && (*pp)->seq < r->seq)
+    session_frame **pp = &s->pending;
+    while (*pp && (*pp)->seq < f->seq)
         pp = &(*pp)->next;
-    r->next = *pp;
-    *pp = r;
+    f->next = *pp;
+    *pp = f;
     session_flush(s);
-}
-
-void session_refuse(request *r, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    gpuq_utf8_vsnprintf(r->message, sizeof r->message, fmt, ap); /* no half character */
-    va_end(ap);
-    r->status = code;
-    log_debug("session %llu: request %llu refused: %s: %s", (unsigned long long)r->s->id,
-              (unsigned long long)r->req.id, gpuq_errname(code), r->message);
-    session_reply(r);
 }
 
 /* In the middle of a frame: some of its bytes came, the rest has not. */
@@ -440,7 +401,7 @@ static bool session_mid_frame(const session *s)
 static bool session_waits_for_client(session *s)
 {
     return s->rstate != RS_WAIT_STAGING &&
-           (s->reading || uv_stream_get_write_queue_size((uv_stream_t *)&s->pipe) > 0);
+           (s->reading || uvx_write_queue_size((uv_stream_t *)&s->pipe) > 0);
 }
 
 static const char *const timeout_names[TIMEOUT_KINDS] = {"hello", "idle", "frame"};
@@ -464,32 +425,11 @@ static void session_close_timeout(session *s, uint64_t now, const char *fmt, ...
     log_limited(&lim, LOG_LVL_INFO, "session %llu (pid %d, uid %d, '%s'): closed: %s",
                 (unsigned long long)s->id, (int)s->pid, s->uid == (uid_t)-1 ? -1 : (int)s->uid,
                 s->client, msg);
-    /* The reply goes after those owed before it; the linger bounds the wait
-     * when the client does not read them. A frame stalled in its payload
-     * gets the reply under its own id, its staging given back at once. */
-    request *r = s->cur;
-    if (r) {
-        s->cur = NULL;
-        bool released = r->slot != NULL;
-        if (r->slot)
-            staging_release(&s->srv->st, r->slot, &s->staging_used);
-        r->slot = NULL;
-        if (r->compute) {
-            r->compute = false;
-            s->inflight--;
-            s->srv->inflight--;
-        }
-        if (released)
-            server_staging_released(s->srv);
-    } else if (!(r = request_new(s))) {
-        session_close(s);
-        return;
-    }
     s->broken = true;
     s->linger_until_ns = now + SESSION_LINGER_NS;
-    r->close_after = true;
-    session_update_reading(s);
-    session_refuse(r, GPUQ_E_TIMEOUT, "%s", msg);
+    /* The reply goes after those owed before it; the linger bounds the wait
+     * when the client does not read them. */
+    s->srv->sev->timeout(s, msg);
 }
 
 int session_sweep(session *s, uint64_t now)

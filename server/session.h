@@ -1,16 +1,22 @@
-/* session.h - one client connection: frame reading, reference count, ordered
- * replies, close.
+/* session.h - one client connection, the transport: bytes in, frames out,
+ * timeouts, close. What a frame means is the request module's (request.h),
+ * which the session reaches only through srv->sev (session_events).
  *
  * Happy path: the read state machine asks for exactly the bytes the current
- * part still needs (PREFIX -> HEADER -> PAYLOAD straight into the staging slot
- * or SKIP into scratch); dispatch decides what a frame becomes. Every request
- * carries a sequence number; done requests wait in `pending` until all earlier
- * ones were written, and are written as prefix+header plus the result slot.
+ * part still needs: PREFIX (decoded here, then sev->prefix) -> HEADER
+ * (sev->header) -> PAYLOAD straight into the buffer the request layer gave
+ * (session_expect_payload; sev->payload) or SKIP into scratch. Replies are
+ * session_frames with a sequence number; a frame waits in `pending` until
+ * all earlier ones were written, is encoded when its turn comes and written
+ * with one uv_write; its owner's done() runs once it was written.
  *
  * Failure: a read/write error or EOF closes the session (closing flag, read
- * stop, uv_close). A client that is too slow (no hello, a stalled frame, idle)
- * is closed by session_sweep, which the server's timer calls. The struct lives until its last reference goes: the pipe
- * handle (until its close callback) and every live request.
+ * stop, uv_close; pending frames are dropped through their done(), the
+ * request layer drops s->cur through sev->closed). A client that is too
+ * slow (no hello, a stalled frame, idle) is closed by session_sweep, which
+ * the server's timer calls: sev->timeout queues a final reply first. The
+ * struct lives until its last reference goes: the pipe handle (until its
+ * close callback) and every live request.
  */
 #ifndef GPUQ_SERVER_SESSION_H
 #define GPUQ_SERVER_SESSION_H
@@ -22,7 +28,7 @@
 session *session_new(server *srv);
 /* After uv_accept: read peer credentials and start reading. */
 void session_start(session *s);
-/* Idempotent. Drops requests that are done but unwritten. */
+/* Idempotent. Drops frames that are queued but unwritten. */
 void session_close(session *s);
 void session_ref(session *s);
 void session_unref(session *s);
@@ -30,8 +36,26 @@ void session_unref(session *s);
 void session_apply_policy(session *s);
 /* Start or stop reading according to state, write queue and limits. */
 void session_update_reading(session *s);
-/* Skip n payload bytes next (then back to PREFIX). */
+
+/* The read state, set by the layer above after each event: */
+/* skip n payload bytes next (then back to PREFIX; n = 0: PREFIX now) */
 void session_skip(session *s, uint64_t n);
+/* read s->pre.header_len header bytes next (into s->hbuf). Returns 0 or
+ * GPUQ_E_NO_MEMORY (nothing changed). */
+int session_expect_header(session *s);
+/* the header in s->hbuf was used: give back a large header buffer */
+void session_header_done(session *s);
+/* read len (> 0) payload bytes into buf (borrowed until sev->payload) */
+void session_expect_payload(session *s, void *buf, uint64_t len);
+/* stop reading until the request layer can take the frame (staging) */
+void session_wait(session *s);
+bool session_waiting(const session *s);
+
+/* The sequence number of the next reply frame on s. */
+uint64_t session_next_seq(session *s);
+/* Queue f (owned by its owner until f->ops->done) for writing in seq order;
+ * on a closing session it is dropped at once (done with UV_ECANCELED). */
+void session_send(session *s, session_frame *f);
 
 /* Timeouts (config hello_timeout, frame_timeout, idle_timeout; 0 is off):
  * close s if one has passed at now (uv_hrtime), with a final `timeout` reply
@@ -40,15 +64,5 @@ void session_skip(session *s, uint64_t n);
  * fired, or -1. */
 int session_sweep(session *s, uint64_t now);
 const char *session_timeout_name(int kind);
-
-/* A new request on s (takes a reference, next sequence number); NULL on OOM. */
-request *request_new(session *s);
-/* Free a request: its slot, buffers, counts and session reference. */
-void request_free(request *r);
-/* r is done (status set): queue its reply in order. Owned by the session. */
-void session_reply(request *r);
-/* Convenience: set status+message and queue the reply. */
-void session_refuse(request *r, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 #endif

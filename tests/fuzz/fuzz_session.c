@@ -1,11 +1,11 @@
-/* fuzz_session.c - libFuzzer target for gpuqd's session and dispatch state
+/* fuzz_session.c - libFuzzer target for gpuqd's session and request state
  * machine: read states (prefix, header, payload, skip, staging wait),
  * pipelining, reply order, backpressure, disconnects, drain.
  *
  * Each input is a script (fuzz_session.h) run against a whole server of its
  * own: a real listener on a socket in a temp directory, the real session,
- * dispatch and staging code, and the fake backend (fake_backend.h) in place
- * of CPU or CUDA, so every completion happens on the loop thread when the
+ * request, control and staging code, and the fake backend (fake_backend.h)
+ * in place of CPU or CUDA, so every completion happens on the loop thread when the
  * script says. Up to four clients (fuzz_client.h) connect and send frames
  * built from a compact encoding (every op, valid or subtly not) or raw
  * bytes, split at any point, interleaved; the script also runs the loop,
@@ -28,7 +28,7 @@
  * The server is driven only through server.h, the backend interface and
  * its socket, plus what a harness needs: new sessions get a small SO_SNDBUF
  * (replies back up within a few KB), and SYNC reads the server's books and
- * retries a staging wait (dispatch_retry) to tell a lost wakeup from a wait.
+ * retries a staging wait (request_retry_staging) to tell a lost wakeup from a wait.
  */
 #include <errno.h>
 #include <signal.h>
@@ -41,7 +41,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "dispatch.h"
+#include "request.h"
 #include "errors.h"
 #include "fake_backend.h"
 #include "frame.h"
@@ -180,7 +180,7 @@ static void server_quiet_check(void)
         if (s->rstate == RS_WAIT_STAGING) {
             /* It may wait for staging that another session's half-sent
              * payload holds; if a retry gets it now, a wakeup was lost. */
-            dispatch_retry(s);
+            request_retry_staging(s);
             if (s->rstate != RS_WAIT_STAGING)
                 fuzz_violation("session %llu waited for staging that was free (a lost wakeup)",
                                (unsigned long long)s->id);
@@ -515,7 +515,7 @@ static void world_start(uint8_t profile, uint8_t profile2)
     memset(&W.fst, 0, sizeof W.fst);
     if (uv_loop_init(&W.loop) < 0)
         fuzz_violation("uv_loop_init failed");
-    W.b = fake_backend_create(&W.loop, dispatch_complete, &W.fst);
+    W.b = fake_backend_create(&W.loop, request_complete, &W.fst);
     if (!W.b)
         fuzz_violation("fake_backend_create failed");
     fake_backend_set_auto(W.b, profile & FZ_P1_AUTO);

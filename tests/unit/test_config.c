@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "config_keys.h"
 #include "header.h"
 #include "log.h"
 #include "testutil.h"

@@ -1,0 +1,78 @@
+/* backend_cuda_defs.h - the types the CUDA backend's files share
+ * (backend_cuda.c: submit, create, destroy; backend_cuda_dev.c: devices,
+ * sessions, per-job state, host memory; backend_cuda_done.c: the completion
+ * path). Types only; see backend_cuda.c for how they work together. */
+#ifndef GPUQ_SERVER_BACKEND_CUDA_DEFS_H
+#define GPUQ_SERVER_BACKEND_CUDA_DEFS_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "backend.h"
+#include "gpuq_kernels.h"
+
+#define CUDA_POLL_MS 100
+#define CUDA_SPIN_US_DEFAULT 50
+
+typedef struct cuda_dev {
+    int index;
+    char name[256];
+    uint64_t total_mem;
+    int prio_least, prio_greatest; /* cudaDeviceGetStreamPriorityRange */
+    cudaMemPool_t pool;
+    int own_pool; /* created (with a size limit), destroyed by us */
+    int sessions;
+    uint64_t in_flight;
+    uint64_t bytes; /* input + output bytes submitted */
+} cuda_dev;
+
+/* Per-job CUDA state, reused through a per-session free list. */
+typedef struct cuda_jobx {
+    struct cuda_jobx *next_free;
+    cudaEvent_t done; /* completion, cudaEventDisableTiming */
+    cudaEvent_t t[4]; /* start, after H2D, after kernel, after D2H */
+    int has_timing_events;
+    int *h_flag; /* pinned copy of the ctx errflag */
+    int timing;  /* this job recorded t[] */
+    int status;  /* preset failure, 0 if none */
+    char message[160];
+} cuda_jobx;
+
+typedef struct cuda_sess {
+    struct backend_cuda *b;
+    cuda_dev *dev;
+    cudaStream_t stream;
+    gpuq_cuda_ctx *kctx;
+    gpuq_job *head, *tail; /* in-flight FIFO (job->next) */
+    uint64_t nflight;
+    int armed; /* a doorbell is enqueued and has not been handled */
+    int closing;
+    struct cuda_sess *wake_next;   /* wake list link (under b->mu) */
+    struct cuda_sess *prev, *next; /* all sessions of the backend */
+    cuda_jobx *free_x;
+} cuda_sess;
+
+typedef struct backend_cuda {
+    backend base;
+    int ndev;
+    cuda_dev *devs;
+    int cur_dev;
+    uv_async_t async;
+    uv_timer_t timer;
+    uv_idle_t spin; /* polls events for spin_ns after activity */
+    int handles_open;
+    int timer_on, spin_on;
+    uint64_t spin_ns, spin_until; /* spin_ns 0: doorbells only */
+    pthread_mutex_t mu;
+    cuda_sess *wake_head;          /* under mu: sessions whose doorbell rang */
+    gpuq_job *imm_head, *imm_tail; /* loop only: jobs to complete without waiting */
+    cuda_sess *sessions;
+    uint64_t inflight;
+    int walking; /* >0 while a loop callback walks sessions */
+    uint64_t submits, allocs;
+    uint64_t inject_sticky, inject_oom;
+} backend_cuda;
+
+#endif

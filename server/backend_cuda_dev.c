@@ -1,0 +1,349 @@
+/* backend_cuda_dev.c - see backend_cuda_dev.h. */
+#include "backend_cuda_dev.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "errors.h"
+#include "gpuq_kernels.h"
+#include "log.h"
+#include "backend_run.h"
+
+/* ---- small helpers ---- */
+
+int cuda_sticky(cudaError_t e)
+{
+    return gpuq_cuda_error_code(e) == GPUQ_K_E_STICKY;
+}
+
+void cuda_mark_lost(backend_cuda *b, const char *what, cudaError_t e)
+{
+    if (b->base.lost)
+        return;
+    b->base.lost = 1;
+    snprintf(b->base.lost_reason, sizeof b->base.lost_reason, "%s: %s", what,
+             cudaGetErrorString(e));
+    log_error("cuda: device lost: %s", b->base.lost_reason);
+}
+
+/* Map a CUDA error of a submit step to a job status; sticky ones lose the device. */
+int cuda_status_of(backend_cuda *b, cudaError_t e, const char *what)
+{
+    int k = gpuq_cuda_error_code(e);
+    log_error("cuda: %s: %s", what, cudaGetErrorString(e));
+    if (k == GPUQ_K_E_STICKY) {
+        cuda_mark_lost(b, what, e);
+        return GPUQ_E_DEVICE_LOST;
+    }
+    return k == GPUQ_K_E_NOMEM ? GPUQ_E_NO_MEMORY : GPUQ_E_DEVICE;
+}
+
+/* A kernel launch's code as a job status (backend_map_kernel_error's table);
+ * a sticky one also loses the device. */
+int cuda_status_of_kcode(backend_cuda *b, gpuq_job *job, int k)
+{
+    if (k == GPUQ_K_E_STICKY)
+        cuda_mark_lost(b, "kernel launch", cudaErrorLaunchFailure);
+    return backend_map_kernel_error(job, k);
+}
+
+void cuda_set_msg(char *dst, size_t cap, int status, const char *detail)
+{
+    snprintf(dst, cap, "%.50s%s%.100s", gpuq_strerror(status), detail ? ": " : "",
+             detail ? detail : "");
+}
+
+int cuda_use_device(backend_cuda *b, int dev)
+{
+    if (b->cur_dev == dev)
+        return 0;
+    cudaError_t e = cudaSetDevice(dev);
+    if (e != cudaSuccess)
+        return cuda_status_of(b, e, "cudaSetDevice");
+    b->cur_dev = dev;
+    return 0;
+}
+
+uint64_t cuda_env_u64(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? strtoull(v, NULL, 10) : 0;
+}
+
+/* ---- per-job state ---- */
+
+void cuda_jobx_free(cuda_jobx *x)
+{
+    if (x->done)
+        cudaEventDestroy(x->done);
+    if (x->has_timing_events)
+        for (int i = 0; i < 4; i++)
+            cudaEventDestroy(x->t[i]);
+    if (x->h_flag)
+        cudaFreeHost(x->h_flag);
+    free(x);
+}
+
+/* A jobx from the session's free list, or a new one (rare: only while the
+ * session's in-flight depth grows). Returns 0 or a GPUQ_E_* status. */
+int cuda_jobx_get(backend_cuda *b, cuda_sess *s, int timing, cuda_jobx **out)
+{
+    cuda_jobx *x = s->free_x;
+    cudaError_t e;
+    if (x) {
+        s->free_x = x->next_free;
+    } else {
+        x = calloc(1, sizeof *x);
+        if (!x)
+            return GPUQ_E_NO_MEMORY;
+        e = cudaEventCreateWithFlags(&x->done, cudaEventDisableTiming);
+        if (e != cudaSuccess) {
+            x->done = NULL;
+            cuda_jobx_free(x);
+            return cuda_status_of(b, e, "cudaEventCreate");
+        }
+        e = cudaHostAlloc((void **)&x->h_flag, sizeof(int), cudaHostAllocPortable);
+        if (e != cudaSuccess) {
+            x->h_flag = NULL;
+            cuda_jobx_free(x);
+            return cuda_status_of(b, e, "cudaHostAlloc(flag)");
+        }
+    }
+    if (timing && !x->has_timing_events) {
+        int i;
+        for (i = 0; i < 4; i++) {
+            e = cudaEventCreate(&x->t[i]);
+            if (e != cudaSuccess)
+                break;
+        }
+        if (i < 4) {
+            while (i-- > 0)
+                cudaEventDestroy(x->t[i]);
+            x->next_free = s->free_x;
+            s->free_x = x;
+            return cuda_status_of(b, e, "cudaEventCreate(timing)");
+        }
+        x->has_timing_events = 1;
+    }
+    x->timing = timing;
+    x->status = 0;
+    x->message[0] = '\0';
+    *x->h_flag = 0;
+    *out = x;
+    return 0;
+}
+
+void cuda_jobx_put(cuda_sess *s, cuda_jobx *x)
+{
+    x->next_free = s->free_x;
+    s->free_x = x;
+}
+
+/* ---- sessions ---- */
+
+/* A level onto the device's stream priorities [greatest, least] (CUDA: a
+ * lower number is more urgent): low is the least urgent, high the most,
+ * normal the middle rounded toward least urgent (range [-5, 0]: -2; a range
+ * of two values [-1, 0]: 0, as low). Only levels get here (the header
+ * decoder refuses other values); anything else would be a bug and gets the
+ * least urgent priority. */
+static int map_priority(const cuda_dev *d, int priority)
+{
+    int least = d->prio_least, greatest = d->prio_greatest; /* greatest <= least */
+    switch (priority) {
+    case GPUQ_PRIO_HIGH:
+        return greatest;
+    case GPUQ_PRIO_NORMAL:
+        return least - (least - greatest) / 2;
+    case GPUQ_PRIO_LOW:
+    default:
+        return least;
+    }
+}
+
+int cuda_session_open(backend *bb, int priority, int device, void **bsess,
+                      backend_session_info *info)
+{
+    backend_cuda *b = (backend_cuda *)bb;
+    cuda_dev *d = NULL;
+    *bsess = NULL;
+    if (b->base.lost)
+        return GPUQ_E_DEVICE_LOST;
+    if (device >= 0) {
+        if (device >= b->ndev)
+            return GPUQ_E_BAD_ARGUMENT;
+        d = &b->devs[device];
+    } else {
+        d = &b->devs[0];
+        for (int i = 1; i < b->ndev; i++)
+            if (b->devs[i].sessions < d->sessions)
+                d = &b->devs[i];
+    }
+    int rc = cuda_use_device(b, d->index);
+    if (rc)
+        return rc;
+    cuda_sess *s = calloc(1, sizeof *s);
+    if (!s)
+        return GPUQ_E_NO_MEMORY;
+    s->b = b;
+    s->dev = d;
+    int prio = map_priority(d, priority);
+    cudaError_t e = cudaStreamCreateWithPriority(&s->stream, cudaStreamNonBlocking, prio);
+    if (e != cudaSuccess) {
+        rc = cuda_status_of(b, e, "cudaStreamCreateWithPriority");
+        goto err_after_alloc;
+    }
+    int k = gpuq_cuda_ctx_create(s->stream, &s->kctx);
+    if (k != GPUQ_K_OK) {
+        /* Context creation fails only for memory or the device itself. */
+        if (k == GPUQ_K_E_STICKY)
+            cuda_mark_lost(b, "gpuq_cuda_ctx_create", cudaErrorLaunchFailure);
+        rc = k == GPUQ_K_E_STICKY  ? GPUQ_E_DEVICE_LOST
+             : k == GPUQ_K_E_NOMEM ? GPUQ_E_NO_MEMORY
+                                   : GPUQ_E_DEVICE;
+        goto err_after_stream;
+    }
+    s->next = b->sessions;
+    if (b->sessions)
+        b->sessions->prev = s;
+    b->sessions = s;
+    d->sessions++;
+    info->priority_granted = prio;
+    info->device = d->index;
+    *bsess = s;
+    return 0;
+
+err_after_stream:
+    cudaStreamDestroy(s->stream);
+err_after_alloc:
+    free(s);
+    return rc;
+}
+
+void cuda_sess_destroy(backend_cuda *b, cuda_sess *s)
+{
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        b->sessions = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->dev->sessions--;
+    /* Errors are ignored here: after a sticky error every call fails. */
+    if (cuda_use_device(b, s->dev->index) == 0 || b->base.lost) {
+        gpuq_cuda_ctx_destroy(s->kctx);
+        cudaStreamDestroy(s->stream);
+    }
+    while (s->free_x) {
+        cuda_jobx *x = s->free_x;
+        s->free_x = x->next_free;
+        cuda_jobx_free(x);
+    }
+    free(s);
+}
+
+void cuda_sess_maybe_destroy(backend_cuda *b, cuda_sess *s)
+{
+    if (s->closing && !s->armed && !s->head && s->nflight == 0 && b->walking == 0)
+        cuda_sess_destroy(b, s);
+}
+
+void cuda_reap_sessions(backend_cuda *b)
+{
+    cuda_sess *s = b->sessions;
+    while (s) {
+        cuda_sess *next = s->next;
+        cuda_sess_maybe_destroy(b, s);
+        s = next;
+    }
+}
+
+void cuda_session_close(backend *bb, void *bsess)
+{
+    backend_cuda *b = (backend_cuda *)bb;
+    cuda_sess *s = bsess;
+    if (!s || s->closing)
+        return;
+    s->closing = 1;
+    /* Deferred while a doorbell is armed (it holds s) or a callback walks. */
+    cuda_sess_maybe_destroy(b, s);
+}
+
+/* ---- host memory, devices, lifetime ---- */
+
+void *cuda_host_alloc(backend *bb, size_t len)
+{
+    (void)bb;
+    void *p = NULL;
+    cudaError_t e = cudaHostAlloc(&p, len ? len : 1, cudaHostAllocPortable);
+    if (e != cudaSuccess) {
+        log_error("cuda: cudaHostAlloc(%zu): %s", len, cudaGetErrorString(e));
+        return NULL;
+    }
+    return p;
+}
+
+void cuda_host_free(backend *bb, void *p)
+{
+    (void)bb;
+    if (p) {
+        cudaError_t e = cudaFreeHost(p);
+        if (e != cudaSuccess)
+            log_error("cuda: cudaFreeHost: %s", cudaGetErrorString(e));
+    }
+}
+
+int cuda_ndevices(backend *bb)
+{
+    return ((backend_cuda *)bb)->ndev;
+}
+
+void cuda_device_info(backend *bb, int i, backend_device *out)
+{
+    backend_cuda *b = (backend_cuda *)bb;
+    cuda_dev *d = &b->devs[i];
+    uint64_t used = 0;
+    if (!b->base.lost &&
+        cudaMemPoolGetAttribute(d->pool, cudaMemPoolAttrUsedMemCurrent, &used) != cudaSuccess)
+        used = 0;
+    memset(out, 0, sizeof *out);
+    out->index = d->index;
+    snprintf(out->name, sizeof out->name, "%s", d->name);
+    out->total_memory = d->total_mem;
+    out->memory_in_use = used;
+    out->sessions = (uint32_t)d->sessions;
+    out->in_flight = d->in_flight;
+    out->bytes = d->bytes;
+}
+
+uint64_t cuda_inflight(backend *bb)
+{
+    return ((backend_cuda *)bb)->inflight;
+}
+
+/* The device's default pool, or with a limit a pool of its own whose
+ * maxSize makes allocations beyond it fail (cudaErrorMemoryAllocation),
+ * made the device's current pool. */
+cudaError_t cuda_dev_pool_create(cuda_dev *d, uint64_t limit)
+{
+    if (limit == 0)
+        return cudaDeviceGetDefaultMemPool(&d->pool, d->index);
+    struct cudaMemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = cudaMemAllocationTypePinned;
+    props.handleTypes = cudaMemHandleTypeNone;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = d->index;
+    props.maxSize = (size_t)limit;
+    cudaError_t e = cudaMemPoolCreate(&d->pool, &props);
+    if (e != cudaSuccess)
+        return e;
+    d->own_pool = 1;
+    /* The kernels' scratch (cudaMallocAsync) then comes from it too. */
+    return cudaDeviceSetMemPool(d->index, d->pool);
+}

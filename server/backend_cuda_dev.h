@@ -1,0 +1,47 @@
+/* backend_cuda_dev.h - the CUDA backend's devices, sessions (stream,
+ * kernel context, per-job state), host memory and error mapping.
+ *
+ * Sessions: opened on the least busy device (or the one asked for) with a
+ * stream of the mapped priority; destroyed only when closing, with nothing
+ * in flight, no doorbell armed and no loop callback walking them
+ * (cuda_sess_maybe_destroy). Errors: a sticky CUDA error marks the backend lost
+ * (cuda_mark_lost), which fails everything in flight.
+ */
+#ifndef GPUQ_SERVER_BACKEND_CUDA_DEV_H
+#define GPUQ_SERVER_BACKEND_CUDA_DEV_H
+
+#include "backend_cuda_defs.h"
+
+int cuda_sticky(cudaError_t e);
+void cuda_mark_lost(backend_cuda *b, const char *what, cudaError_t e);
+/* Map a CUDA error of a submit step to a job status (logged); sticky ones
+ * lose the device. */
+int cuda_status_of(backend_cuda *b, cudaError_t e, const char *what);
+/* A kernel launch's code as a job status; a sticky one loses the device. */
+int cuda_status_of_kcode(backend_cuda *b, gpuq_job *job, int k);
+void cuda_set_msg(char *dst, size_t cap, int status, const char *detail);
+int cuda_use_device(backend_cuda *b, int dev);
+uint64_t cuda_env_u64(const char *name);
+
+void cuda_jobx_free(cuda_jobx *x);
+/* A jobx from the session's free list, or a new one. Returns 0 or a
+ * GPUQ_E_* status. */
+int cuda_jobx_get(backend_cuda *b, cuda_sess *s, int timing, cuda_jobx **out);
+void cuda_jobx_put(cuda_sess *s, cuda_jobx *x);
+
+int cuda_session_open(backend *bb, int priority, int device, void **bsess,
+                      backend_session_info *info);
+void cuda_session_close(backend *bb, void *bsess);
+void cuda_sess_destroy(backend_cuda *b, cuda_sess *s);
+void cuda_sess_maybe_destroy(backend_cuda *b, cuda_sess *s);
+void cuda_reap_sessions(backend_cuda *b);
+
+void *cuda_host_alloc(backend *bb, size_t len);
+void cuda_host_free(backend *bb, void *p);
+int cuda_ndevices(backend *bb);
+void cuda_device_info(backend *bb, int i, backend_device *out);
+uint64_t cuda_inflight(backend *bb);
+/* The device's default pool, or with a limit a pool of its own. */
+cudaError_t cuda_dev_pool_create(cuda_dev *d, uint64_t limit);
+
+#endif

@@ -1,0 +1,241 @@
+/* backend_cuda_done.c - see backend_cuda_done.h. */
+#include "backend_cuda_done.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "errors.h"
+#include "gpuq_kernels.h"
+#include "log.h"
+#include "backend_cuda_dev.h"
+#include "backend_run.h"
+
+/* ---- completion ---- */
+
+/* Finish one job (loop thread): status, timing, bookkeeping, callback. */
+void cuda_finish_job(backend_cuda *b, cuda_sess *s, gpuq_job *job, int lost)
+{
+    cuda_jobx *x = job->bpriv;
+    if (lost) {
+        job->status = GPUQ_E_DEVICE_LOST;
+        cuda_set_msg(job->message, sizeof job->message, job->status, b->base.lost_reason);
+    } else if (!x) {
+        /* failed before a jobx existed: submit preset job->status/message */
+    } else if (x->status) {
+        job->status = x->status;
+        snprintf(job->message, sizeof job->message, "%s", x->message);
+    } else {
+        /* The kernels' device flag holds a GPUQ_K_E_* code negated (0: fine);
+         * the CPU backend maps the same codes through the same table. */
+        job->status = backend_map_kernel_error(job, -*x->h_flag);
+    }
+    if (job->status == 0 && x && x->timing) {
+        float ms[3] = {0, 0, 0};
+        for (int i = 0; i < 3; i++)
+            if (cudaEventElapsedTime(&ms[i], x->t[i], x->t[i + 1]) != cudaSuccess)
+                ms[i] = 0;
+        float all = 0;
+        if (cudaEventElapsedTime(&all, x->t[0], x->t[3]) != cudaSuccess)
+            all = 0;
+        job->timing.h2d_us = ms[0] * 1000.0;
+        job->timing.kernel_us = ms[1] * 1000.0;
+        job->timing.d2h_us = ms[2] * 1000.0;
+        /* Host time from submit to now, less the device time: waiting in the
+         * stream plus completion latency. */
+        double host_us = (double)(uv_hrtime() - job->submit_ns) / 1000.0;
+        double q = host_us - all * 1000.0;
+        job->timing.queue_us = q > 0 ? q : 0;
+    }
+    if (x)
+        cuda_jobx_put(s, x);
+    job->bpriv = NULL;
+    job->next = NULL;
+    s->nflight--;
+    s->dev->in_flight--;
+    b->inflight--;
+    b->base.complete(job);
+}
+
+void cuda_fail_all(backend_cuda *b)
+{
+    for (cuda_sess *s = b->sessions; s; s = s->next) {
+        while (s->head) {
+            gpuq_job *job = s->head;
+            s->head = job->next;
+            if (!s->head)
+                s->tail = NULL;
+            cuda_finish_job(b, s, job, 1);
+        }
+    }
+}
+
+/* Complete the session's finished jobs in FIFO order; re-arm if some remain
+ * (unless the spin is polling them). */
+void cuda_drain_session(backend_cuda *b, cuda_sess *s)
+{
+    while (s->head && !b->base.lost) {
+        gpuq_job *job = s->head;
+        cuda_jobx *x = job->bpriv;
+        cudaError_t e = x ? cudaEventQuery(x->done) : cudaSuccess;
+        if (e == cudaErrorNotReady)
+            break;
+        if (e != cudaSuccess) {
+            if (cuda_sticky(e)) {
+                cuda_mark_lost(b, "cudaEventQuery", e);
+                break;
+            }
+            /* A non-sticky error reported for this job only. */
+            if (x && !x->status) {
+                x->status = GPUQ_E_DEVICE;
+                cuda_set_msg(x->message, sizeof x->message, x->status, cudaGetErrorString(e));
+            }
+        }
+        s->head = job->next;
+        if (!s->head)
+            s->tail = NULL;
+        cuda_finish_job(b, s, job, 0);
+    }
+    if (b->base.lost)
+        cuda_fail_all(b);
+    else if (s->head && !s->armed && !b->spin_on)
+        cuda_arm_doorbell(b, s);
+}
+
+static void doorbell(void *arg)
+{
+    /* CUDA driver thread: no CUDA call here. */
+    cuda_sess *s = arg;
+    backend_cuda *b = s->b;
+    pthread_mutex_lock(&b->mu);
+    s->wake_next = b->wake_head;
+    b->wake_head = s;
+    pthread_mutex_unlock(&b->mu);
+    uv_async_send(&b->async);
+}
+
+void cuda_arm_doorbell(backend_cuda *b, cuda_sess *s)
+{
+    if (b->base.lost || cuda_use_device(b, s->dev->index) != 0)
+        return;
+    cudaError_t e = cudaLaunchHostFunc(s->stream, doorbell, s);
+    if (e == cudaSuccess) {
+        s->armed = 1;
+        return;
+    }
+    /* Not armed: the poll timer still drains this session. */
+    log_error("cuda: cudaLaunchHostFunc: %s", cudaGetErrorString(e));
+    if (cuda_sticky(e))
+        cuda_mark_lost(b, "cudaLaunchHostFunc", e);
+}
+
+void cuda_on_async(uv_async_t *h)
+{
+    backend_cuda *b = h->data;
+    b->walking++;
+    /* Jobs that failed before reaching the device. */
+    while (b->imm_head) {
+        gpuq_job *job = b->imm_head;
+        b->imm_head = job->next;
+        if (!b->imm_head)
+            b->imm_tail = NULL;
+        cuda_finish_job(b, job->bsess, job, 0);
+    }
+    pthread_mutex_lock(&b->mu);
+    cuda_sess *w = b->wake_head;
+    b->wake_head = NULL;
+    pthread_mutex_unlock(&b->mu);
+    while (w) {
+        cuda_sess *s = w;
+        w = s->wake_next;
+        s->wake_next = NULL;
+        s->armed = 0;
+        cuda_drain_session(b, s);
+    }
+    if (b->base.lost)
+        cuda_fail_all(b);
+    b->walking--;
+    cuda_reap_sessions(b);
+    cuda_timer_start_if_needed(b);
+}
+
+/* Complete what is finished on every busy session. */
+void cuda_drain_all(backend_cuda *b)
+{
+    b->walking++;
+    for (cuda_sess *s = b->sessions; s && !b->base.lost; s = s->next)
+        if (s->head)
+            cuda_drain_session(b, s);
+    if (b->base.lost)
+        cuda_fail_all(b);
+    b->walking--;
+    cuda_reap_sessions(b);
+}
+
+void cuda_on_timer(uv_timer_t *t)
+{
+    backend_cuda *b = t->data;
+    cuda_drain_all(b);
+    if (b->inflight == 0 && b->timer_on) {
+        uv_timer_stop(&b->timer);
+        b->timer_on = 0;
+    }
+}
+
+/* The adaptive spin: while jobs are in flight and something happened in
+ * the last spin_ns (a submit or a completion), every loop iteration queries
+ * the head event of each busy session instead of waiting for a doorbell, so
+ * small jobs complete without a host function's round trip. When the window
+ * closes with jobs left, doorbells are armed for them and the loop sleeps. */
+void cuda_on_spin(uv_idle_t *h)
+{
+    backend_cuda *b = h->data;
+    uint64_t now = uv_hrtime();
+    uint64_t before = b->inflight;
+    cuda_drain_all(b);
+    if (b->inflight < before)
+        b->spin_until = now + b->spin_ns;
+    if (b->inflight > 0 && now < b->spin_until && !b->base.lost)
+        return;
+    uv_idle_stop(&b->spin);
+    b->spin_on = 0;
+    for (cuda_sess *s = b->sessions; s; s = s->next)
+        if (s->head && !s->armed)
+            cuda_arm_doorbell(b, s);
+}
+
+/* A job was submitted: keep (or start) spinning. */
+void cuda_spin_kick(backend_cuda *b)
+{
+    b->spin_until = uv_hrtime() + b->spin_ns;
+    if (b->spin_on)
+        return;
+    int rc = uv_idle_start(&b->spin, cuda_on_spin);
+    if (rc == 0)
+        b->spin_on = 1;
+    else
+        log_error("cuda: uv_idle_start: %s", uv_strerror(rc));
+}
+
+void cuda_timer_start_if_needed(backend_cuda *b)
+{
+    if (b->handles_open && b->inflight > 0 && !b->timer_on) {
+        if (uv_timer_start(&b->timer, cuda_on_timer, CUDA_POLL_MS, CUDA_POLL_MS) == 0)
+            b->timer_on = 1;
+    }
+}
+
+void cuda_complete_later(backend_cuda *b, gpuq_job *job)
+{
+    job->next = NULL;
+    if (b->imm_tail)
+        b->imm_tail->next = job;
+    else
+        b->imm_head = job;
+    b->imm_tail = job;
+    uv_async_send(&b->async);
+}

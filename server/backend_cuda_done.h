@@ -1,0 +1,27 @@
+/* backend_cuda_done.h - the CUDA backend's completion path: doorbells,
+ * the completion async, the poll timer and the adaptive spin (see
+ * backend_cuda.c's comment). Loop thread only, except doorbell(), which runs
+ * on a CUDA driver thread and makes no CUDA call.
+ */
+#ifndef GPUQ_SERVER_BACKEND_CUDA_DONE_H
+#define GPUQ_SERVER_BACKEND_CUDA_DONE_H
+
+#include "backend_cuda_defs.h"
+
+/* Finish one job: status, timing, bookkeeping, the server's callback. */
+void cuda_finish_job(backend_cuda *b, cuda_sess *s, gpuq_job *job, int lost);
+void cuda_fail_all(backend_cuda *b);
+void cuda_drain_session(backend_cuda *b, cuda_sess *s);
+void cuda_arm_doorbell(backend_cuda *b, cuda_sess *s);
+void cuda_drain_all(backend_cuda *b);
+/* Handle callbacks (b->async, b->timer, b->spin). */
+void cuda_on_async(uv_async_t *h);
+void cuda_on_timer(uv_timer_t *t);
+void cuda_on_spin(uv_idle_t *h);
+/* A job was submitted: keep (or start) spinning. */
+void cuda_spin_kick(backend_cuda *b);
+void cuda_timer_start_if_needed(backend_cuda *b);
+/* Complete job on the next async turn (it never reached the device). */
+void cuda_complete_later(backend_cuda *b, gpuq_job *job);
+
+#endif

@@ -1,0 +1,256 @@
+/* control.c - see control.h. */
+#include "control.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frame.h"
+#include "log.h"
+#include "metrics.h"
+#include "policy.h"
+#include "session.h"
+#include "stats.h"
+
+static int control_info_take(request *r, gpuq_mpw *w)
+{
+    int rc = gpuq_mpw_take(w, &r->info, &r->info_len);
+    gpuq_mpw_free(w);
+    return rc;
+}
+
+/* Fill r's reply for hello. Returns 0 or a code (message set). */
+static int control_hello(request *r)
+{
+    session *s = r->s;
+    server *srv = s->srv;
+    /* (the protocol version was checked with the header: gpuq_request_check) */
+    if (s->hello_done) {
+        snprintf(r->message, sizeof r->message,
+                 "this session already said hello (session %llu); open a new connection for "
+                 "another priority or device",
+                 (unsigned long long)s->id);
+        return GPUQ_E_BAD_ARGUMENT;
+    }
+    int prio = policy_grant_priority(&s->caps, r->req.priority);
+    int rc = srv->b->ops->session_open(srv->b, prio, r->req.device, &s->bsess, &s->binfo);
+    if (rc < 0) {
+        s->bsess = NULL;
+        if (rc == GPUQ_E_BAD_ARGUMENT)
+            snprintf(r->message, sizeof r->message, "device %d does not exist (%d devices)",
+                     (int)r->req.device, srv->b->ops->ndevices(srv->b));
+        else
+            snprintf(r->message, sizeof r->message, "cannot open a backend session: %s",
+                     gpuq_strerror(rc));
+        return rc;
+    }
+    s->priority = prio;
+    snprintf(s->client, sizeof s->client, "%s", r->req.client);
+    s->hello_done = true;
+    log_debug("session %llu: hello from '%s' pid %d uid %u, priority %s (asked %s)",
+              (unsigned long long)s->id, s->client, (int)s->pid, (unsigned)s->uid,
+              gpuq_prio_name(prio), gpuq_prio_name(r->req.priority));
+    gpuq_mpw *w = gpuq_mpw_new();
+    if (!w)
+        return GPUQ_E_NO_MEMORY;
+    gpuq_mpw_map(w, STATS_SERVER_KEYS + 6);
+    stats_server_keys(srv, w);
+    gpuq_mpw_str(w, "session");
+    gpuq_mpw_uint(w, s->id);
+    gpuq_mpw_str(w, "priority");
+    gpuq_mpw_int(w, s->priority);
+    gpuq_mpw_str(w, "stream_priority");
+    gpuq_mpw_int(w, s->binfo.priority_granted);
+    gpuq_mpw_str(w, "device");
+    gpuq_mpw_int(w, s->binfo.device);
+    gpuq_mpw_str(w, "admin");
+    gpuq_mpw_bool(w, s->caps.admin);
+    /* the limits that apply to this session: its caps in place of the globals */
+    gpuq_limits mine = srv->cfg.lim;
+    mine.max_inflight = s->caps.max_inflight;
+    mine.session_staging = s->caps.session_staging;
+    gpuq_mpw_str(w, "limits");
+    gpuq_limits_encode(&mine, w);
+    return control_info_take(r, w);
+}
+
+static int control_status(request *r)
+{
+    gpuq_mpw *w = gpuq_mpw_new();
+    if (!w)
+        return GPUQ_E_NO_MEMORY;
+    stats_status_info(r->s->srv, w);
+    return control_info_take(r, w);
+}
+
+/* A one-entry info map {"format": fmt, "count": n} for document replies. */
+static int control_doc_info(request *r, const char *fmt, uint32_t count)
+{
+    gpuq_mpw *w = gpuq_mpw_new();
+    if (!w)
+        return GPUQ_E_NO_MEMORY;
+    gpuq_mpw_map(w, 2);
+    gpuq_mpw_str(w, "format");
+    gpuq_mpw_str(w, fmt);
+    gpuq_mpw_str(w, "count");
+    gpuq_mpw_uint(w, count);
+    return control_info_take(r, w);
+}
+
+static int control_sessions(request *r)
+{
+    uint32_t n = 0;
+    int rc = stats_sessions_doc(r->s->srv, r->s, &r->doc, &r->doc_len, &n);
+    if (rc < 0)
+        return rc;
+    return control_doc_info(r, "msgpack-stream", n);
+}
+
+static int control_metrics(request *r)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int rc = metrics_render(r->s->srv, &text, &len);
+    if (rc < 0)
+        return rc;
+    r->doc = (uint8_t *)text;
+    r->doc_len = len;
+    return control_doc_info(r, "prometheus-0.0.4", 1);
+}
+
+/* A small info map {"key": value} for admin replies. */
+static int control_info_uint(request *r, const char *k1, uint64_t v1, const char *k2, uint64_t v2)
+{
+    gpuq_mpw *w = gpuq_mpw_new();
+    if (!w)
+        return GPUQ_E_NO_MEMORY;
+    gpuq_mpw_map(w, 2);
+    gpuq_mpw_str(w, k1);
+    gpuq_mpw_uint(w, v1);
+    gpuq_mpw_str(w, k2);
+    gpuq_mpw_uint(w, v2);
+    return control_info_take(r, w);
+}
+
+/* Admin ops (gpuq_op_is_admin) from a session that is not an admin
+ * (policy.h). */
+static int control_refuse_non_admin(request *r)
+{
+    session *s = r->s;
+    server *srv = s->srv;
+    const char *op = gpuq_op_name(r->req.op);
+    log_info("session %llu: %s refused: uid %d is not an admin", (unsigned long long)s->id, op,
+             s->uid == (uid_t)-1 ? -1 : (int)s->uid);
+    if (srv->cfg.pol.admin_group[0])
+        snprintf(r->message, sizeof r->message, "%s needs root or a member of group %s", op,
+                 srv->cfg.pol.admin_group);
+    else
+        snprintf(r->message, sizeof r->message, "%s needs root", op);
+    return GPUQ_E_PERMISSION;
+}
+
+static int control_ping(request *r)
+{
+    (void)r;
+    return 0;
+}
+
+static int control_drain(request *r)
+{
+    session *s = r->s;
+    server *srv = s->srv;
+    log_info("drain requested by session %llu (uid %d): no new sessions; %u open",
+             (unsigned long long)s->id, (int)s->uid, srv->nsessions);
+    srv->hooks.stop_accepting(srv);
+    return control_info_uint(r, "sessions", srv->nsessions, "in_flight", srv->inflight);
+}
+
+static int control_shutdown(request *r)
+{
+    session *s = r->s;
+    server *srv = s->srv;
+    log_info("shutdown requested by session %llu (uid %d)", (unsigned long long)s->id, (int)s->uid);
+    srv->hooks.shutdown(srv, 0);
+    return control_info_uint(r, "sessions", srv->nsessions, "in_flight", srv->inflight);
+}
+
+static int control_kill_session(request *r)
+{
+    session *s = r->s;
+    server *srv = s->srv;
+    session *t = srv->sessions;
+    while (t && (t->id != r->req.session || t->closing))
+        t = t->next;
+    if (!t) {
+        snprintf(r->message, sizeof r->message, "no open session %llu",
+                 (unsigned long long)r->req.session);
+        return GPUQ_E_BAD_ARGUMENT;
+    }
+    if (t == s) {
+        snprintf(r->message, sizeof r->message, "kill_session cannot close the asking session");
+        return GPUQ_E_BAD_ARGUMENT;
+    }
+    uint32_t infl = t->inflight;
+    log_info("session %llu ('%s', pid %d, uid %d, %u in flight) killed by session %llu (uid %d)",
+             (unsigned long long)t->id, t->client, (int)t->pid, (int)t->uid, infl,
+             (unsigned long long)s->id, (int)s->uid);
+    session_close(t);
+    return control_info_uint(r, "session", r->req.session, "in_flight", infl);
+}
+
+static int control_set_limit(request *r)
+{
+    session *s = r->s;
+    server *srv = s->srv;
+    uint64_t old = 0;
+    char msg[160];
+    if (gpuq_limits_set(&srv->cfg.lim, r->req.limit, r->req.value, &old, msg, sizeof msg)) {
+        snprintf(r->message, sizeof r->message, "%s", msg);
+        return GPUQ_E_BAD_ARGUMENT;
+    }
+    log_info("set_limit %s %llu -> %llu by session %llu (uid %d)", r->req.limit,
+             (unsigned long long)old, (unsigned long long)r->req.value, (unsigned long long)s->id,
+             (int)s->uid);
+    srv->hooks.limits_changed(srv);
+    return control_info_uint(r, "old", old, "value", r->req.value);
+}
+
+typedef struct control_entry {
+    int (*run)(request *r);
+    bool while_draining; /* served while the daemon drains */
+} control_entry;
+
+static const control_entry control_table[GPUQ_OP_COUNT] = {
+    [GPUQ_OP_HELLO] = {.run = control_hello},
+    [GPUQ_OP_PING] = {.run = control_ping},
+    [GPUQ_OP_STATUS] = {.run = control_status, .while_draining = true},
+    [GPUQ_OP_SESSIONS] = {.run = control_sessions, .while_draining = true},
+    [GPUQ_OP_METRICS] = {.run = control_metrics, .while_draining = true},
+    [GPUQ_OP_DRAIN] = {.run = control_drain},
+    [GPUQ_OP_SHUTDOWN] = {.run = control_shutdown},
+    [GPUQ_OP_KILL_SESSION] = {.run = control_kill_session},
+    [GPUQ_OP_SET_LIMIT] = {.run = control_set_limit},
+};
+
+static const control_entry *control_entry_of(gpuq_op op)
+{
+    if ((int)op < 0 || op >= GPUQ_OP_COUNT || !control_table[op].run)
+        return NULL;
+    return &control_table[op];
+}
+
+bool control_while_draining(gpuq_op op)
+{
+    const control_entry *e = control_entry_of(op);
+    return e && e->while_draining;
+}
+
+int control_run(request *r)
+{
+    const control_entry *e = control_entry_of(r->req.op);
+    if (!e)
+        return GPUQ_E_INTERNAL;
+    if (gpuq_op_is_admin(r->req.op) && !r->s->caps.admin)
+        return control_refuse_non_admin(r);
+    return e->run(r);
+}

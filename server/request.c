@@ -1,0 +1,473 @@
+/* request.c - see request.h. */
+#include "request.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control.h"
+#include "frame.h"
+#include "log.h"
+#include "metrics.h"
+#include "session.h"
+#include "staging.h"
+#include "stats.h"
+#include "utf8.h"
+#include "uvx.h"
+
+#define REQUEST_OF_FRAME(f) ((request *)((char *)(f)-offsetof(request, out)))
+
+/* ---- in flight and staging: raised and lowered only here ---- */
+
+static void request_set_compute(request *r, bool on)
+{
+    session *s = r->s;
+    if (r->compute == on)
+        return;
+    r->compute = on;
+    if (on) {
+        s->inflight++;
+        s->srv->inflight++;
+    } else {
+        s->inflight--;
+        s->srv->inflight--;
+    }
+}
+
+/* Give r's slot back (if any); waiting sessions retry on the next turn. */
+static void request_release_slot(request *r)
+{
+    if (!r->slot)
+        return;
+    staging_release(&r->s->srv->st, r->slot, &r->s->staging_used);
+    r->slot = NULL;
+    request_schedule_retry(r->s->srv);
+}
+
+/* ---- life ---- */
+
+request *request_new(session *s)
+{
+    request *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->s = s;
+    r->out.seq = session_next_seq(s);
+    r->t0_ns = uv_hrtime();
+    s->nrequests++;
+    gpuq_request_init(&r->req);
+    r->req.id = 0;
+    session_ref(s);
+    s->live++;
+    s->srv->live++;
+    return r;
+}
+
+void request_free(request *r)
+{
+    session *s = r->s;
+    server *srv = s->srv;
+    request_release_slot(r);
+    request_set_compute(r, false);
+    free(r->wbuf);
+    free(r->info);
+    free(r->doc);
+    s->live--;
+    srv->live--;
+    free(r);
+    if (!s->closing)
+        session_update_reading(s);
+    session_unref(s);
+    srv->hooks.check_drain(srv);
+}
+
+/* ---- the reply frame (session_frame_ops) ---- */
+
+static int request_encode(session_frame *f, uv_buf_t bufs[2], unsigned *nbufs)
+{
+    request *r = REQUEST_OF_FRAME(f);
+    session *s = r->s;
+    server *srv = s->srv;
+    gpuq_reply rep;
+    memset(&rep, 0, sizeof rep);
+    rep.id = r->req.id;
+    rep.status = r->status;
+    snprintf(rep.message, sizeof rep.message, "%s", r->message);
+    uint64_t plen = 0;
+    if (r->status == 0 && r->compute) {
+        rep.dtype = r->req.dtype ? r->req.dtype : GPUQ_DT_F64;
+        rep.ndim = r->sz.out_ndim;
+        memcpy(rep.shape, r->sz.out_shape, sizeof rep.shape);
+        plen = r->sz.output;
+        if (r->req.timing) {
+            rep.has_timing = true;
+            rep.timing = r->job.timing;
+            rep.timing.total_us = (double)(uv_hrtime() - r->job.submit_ns) / 1e3;
+        }
+    } else if (r->status == 0 && r->doc) {
+        plen = r->doc_len;
+    }
+    rep.info = r->info;
+    rep.info_len = r->info_len;
+    if (r->status < 0) {
+        stats_error(&srv->stats, r->status);
+        s->nerrors++;
+    }
+    metrics_observe(&srv->metrics, r->req.op, r->status, (double)(uv_hrtime() - r->t0_ns) / 1e9);
+    size_t wlen;
+    int rc = gpuq_reply_frame(&rep, plen, &r->wbuf, &wlen);
+    if (rc < 0)
+        return rc;
+    bufs[0] = uv_buf_init((char *)r->wbuf, (unsigned)wlen);
+    *nbufs = 1;
+    if (plen) {
+        bufs[1].base = r->doc ? (char *)r->doc : (char *)r->slot->ptr + r->out_off;
+        bufs[1].len = (size_t)plen;
+        *nbufs = 2;
+    }
+    return 0;
+}
+
+static void request_frame_done(session_frame *f, int status)
+{
+    (void)status; /* the session handled write errors */
+    request_free(REQUEST_OF_FRAME(f));
+}
+
+static const session_frame_ops request_frame_ops = {
+    .encode = request_encode,
+    .done = request_frame_done,
+};
+
+void request_reply(request *r)
+{
+    r->out.ops = &request_frame_ops;
+    session_send(r->s, &r->out);
+}
+
+static void request_vrefuse(request *r, int code, const char *fmt, va_list ap)
+{
+    gpuq_utf8_vsnprintf(r->message, sizeof r->message, fmt, ap); /* no half character */
+    r->status = code;
+    log_debug("session %llu: request %llu refused: %s: %s", (unsigned long long)r->s->id,
+              (unsigned long long)r->req.id, gpuq_errname(code), r->message);
+    request_reply(r);
+}
+
+void request_refuse(request *r, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    request_vrefuse(r, code, fmt, ap);
+    va_end(ap);
+}
+
+void request_refuse_session(session *s, int code, const char *fmt, ...)
+{
+    request *r = request_new(s);
+    if (!r) {
+        session_close(s);
+        return;
+    }
+    s->broken = true;
+    r->out.close_after = true;
+    session_update_reading(s);
+    va_list ap;
+    va_start(ap, fmt);
+    request_vrefuse(r, code, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- what a frame becomes ---- */
+
+static request *request_new_or_close(session *s)
+{
+    request *r = request_new(s);
+    if (!r) {
+        log_error("session %llu: out of memory for a request", (unsigned long long)s->id);
+        session_close(s);
+    }
+    return r;
+}
+
+static void request_on_prefix(session *s, int rc)
+{
+    const gpuq_limits *lim = &s->srv->cfg.lim;
+    if (rc < 0) {
+        request *r = request_new_or_close(s);
+        if (!r)
+            return;
+        s->broken = true;
+        r->out.close_after = true;
+        if (rc == GPUQ_E_VERSION)
+            request_refuse(r, GPUQ_E_VERSION, "frame version %u not supported (server speaks %u)",
+                           s->pre.version, GPUQ_PROTO_VERSION);
+        else
+            request_refuse(r, GPUQ_E_PROTOCOL, "broken frame prefix (magic, kind or flags)");
+        return;
+    }
+    uint64_t hl = s->pre.header_len, pl = s->pre.payload_len;
+    if (s->pre.kind != GPUQ_KIND_REQUEST || hl > lim->max_header || pl > UINT64_MAX - hl) {
+        /* A reply frame from a client, or lengths the server would have to
+         * discard rather than read (a header over max_header, a total that
+         * overflows): one error reply, then the connection closes. */
+        request *r = request_new_or_close(s);
+        if (!r)
+            return;
+        s->broken = true;
+        r->out.close_after = true;
+        if (s->pre.kind != GPUQ_KIND_REQUEST)
+            request_refuse(r, GPUQ_E_PROTOCOL,
+                           "a client sends request frames (kind 1), not kind %u", s->pre.kind);
+        else if (hl > lim->max_header)
+            request_refuse(r, GPUQ_E_TOO_LARGE,
+                           "header of %llu bytes over the limit of %u; closing the connection",
+                           (unsigned long long)hl, lim->max_header);
+        else
+            request_refuse(r, GPUQ_E_TOO_LARGE,
+                           "header_len + payload_len overflows 64 bits; closing the connection");
+        return;
+    }
+    if (hl == 0) {
+        request *r = request_new_or_close(s);
+        if (!r)
+            return;
+        session_skip(s, pl);
+        request_refuse(r, GPUQ_E_BAD_HEADER, "empty header");
+        return;
+    }
+    /* A payload over max_payload is refused once its header is read, so the
+     * reply names the request id; then the connection closes (on_header)
+     * instead of discarding what may be gigabytes. */
+    if (session_expect_header(s) < 0)
+        session_close(s);
+}
+
+static void request_submit(request *r)
+{
+    session *s = r->s;
+    backend *b = s->srv->b;
+    r->job.req = &r->req;
+    r->job.sz = &r->sz;
+    r->job.h_in = r->slot->ptr;
+    r->job.h_out = r->slot->ptr + r->out_off;
+    r->job.bsess = s->bsess;
+    r->job.owner = r;
+    r->job.submit_ns = uv_hrtime();
+    r->in_backend = true;
+    int rc = b->ops->submit(b, &r->job);
+    if (rc < 0) {
+        r->in_backend = false;
+        request_refuse(r, rc, "%s", r->job.message[0] ? r->job.message : "backend refused the job");
+    }
+}
+
+static size_t align64(uint64_t n)
+{
+    return (size_t)((n + 63) & ~(uint64_t)63);
+}
+
+/* Reserve staging for s->cur, then read its payload or submit it. */
+static void request_reserve(session *s)
+{
+    server *srv = s->srv;
+    request *r = s->cur;
+    size_t need = align64(r->sz.payload) + (size_t)r->sz.output;
+    int rc = staging_reserve(&srv->st, need, &s->staging_used, s->caps.session_staging, &r->slot);
+    if (rc == GPUQ_E_BUSY) {
+        if (!session_waiting(s))
+            log_debug("session %llu: waiting for %zu bytes of staging", (unsigned long long)s->id,
+                      need);
+        session_wait(s);
+        return;
+    }
+    s->cur = NULL;
+    if (rc < 0) {
+        r->slot = NULL;
+        request_set_compute(r, false);
+        session_skip(s, r->sz.payload);
+        if (rc == GPUQ_E_TOO_LARGE)
+            request_refuse(r, rc,
+                           "request needs %zu bytes of staging (%zu after rounding), over "
+                           "session_staging (%llu) or total_staging - staging_headroom",
+                           need, staging_class(need), (unsigned long long)s->caps.session_staging);
+        else
+            request_refuse(r, rc, "cannot allocate %zu bytes of staging", need);
+        return;
+    }
+    r->out_off = align64(r->sz.payload);
+    if (r->sz.payload) {
+        s->cur = r;
+        session_expect_payload(s, r->slot->ptr, r->sz.payload);
+    } else {
+        session_skip(s, 0);
+        request_submit(r);
+    }
+}
+
+void request_retry_staging(session *s)
+{
+    if (s->closing || !session_waiting(s) || !s->cur)
+        return;
+    session_ref(s);
+    request_reserve(s);
+    session_update_reading(s);
+    session_unref(s);
+}
+
+static void request_on_retry(uv_idle_t *h)
+{
+    server *srv = h->data;
+    (void)uvx_idle_stop(h);
+    srv->retry_pending = false;
+    for (session *s = srv->sessions, *next; s; s = next) {
+        session_ref(s);
+        if (session_waiting(s) && !s->closing)
+            request_retry_staging(s);
+        next = s->next;
+        session_unref(s);
+    }
+}
+
+void request_schedule_retry(server *srv)
+{
+    if (srv->retry_pending || uv_is_closing((uv_handle_t *)&srv->retry_idle) ||
+        !srv->retry_idle.loop)
+        return;
+    if (uvx_idle_start(&srv->retry_idle, request_on_retry, "staging retry") == 0)
+        srv->retry_pending = true;
+}
+
+int request_layer_init(server *srv)
+{
+    return uvx_idle_init(srv->loop, &srv->retry_idle, srv);
+}
+
+void request_layer_close(server *srv)
+{
+    srv->retry_pending = false;
+    uvx_close((uv_handle_t *)&srv->retry_idle, NULL);
+}
+
+static void request_on_header(session *s)
+{
+    server *srv = s->srv;
+    const gpuq_limits *lim = &srv->cfg.lim;
+    uint64_t plen = s->pre.payload_len;
+    request *r = request_new_or_close(s);
+    if (!r)
+        return;
+    char msg[160] = "";
+    int rc = gpuq_request_decode(s->hbuf, s->pre.header_len, &r->req, msg, sizeof msg);
+    session_header_done(s);
+    session_skip(s, plen); /* unless a compute op takes the payload below */
+    if (plen > lim->max_payload) {
+        s->broken = true;
+        r->out.close_after = true;
+        request_refuse(r, GPUQ_E_TOO_LARGE,
+                       "payload of %llu bytes over the limit of %llu; closing the connection",
+                       (unsigned long long)plen, (unsigned long long)lim->max_payload);
+        return;
+    }
+    if (rc < 0) {
+        request_refuse(r, rc, "%s", msg[0] ? msg : gpuq_strerror(rc));
+        return;
+    }
+    stats_request(&srv->stats, r->req.op);
+    if (srv->draining && !control_while_draining(r->req.op)) {
+        request_refuse(r, GPUQ_E_SHUTTING_DOWN, "gpuqd is shutting down");
+        return;
+    }
+    if (r->req.op != GPUQ_OP_HELLO && !s->hello_done) {
+        request_refuse(r, GPUQ_E_NO_HELLO, "send hello before any other request");
+        return;
+    }
+    rc = gpuq_request_check(&r->req, plen, lim, &r->sz, msg, sizeof msg);
+    if (rc < 0) {
+        request_refuse(r, rc, "%s", msg[0] ? msg : gpuq_strerror(rc));
+        return;
+    }
+    if (gpuq_op_is_compute(r->req.op)) {
+        if (s->inflight >= s->caps.max_inflight) {
+            request_refuse(r, GPUQ_E_BUSY, "%u requests in flight on this session (the limit)",
+                           s->inflight);
+            return;
+        }
+        request_set_compute(r, true);
+        s->cur = r;
+        request_reserve(s);
+        return;
+    }
+    rc = control_run(r);
+    if (rc < 0) {
+        if (!r->message[0])
+            snprintf(r->message, sizeof r->message, "%s", gpuq_strerror(rc));
+        r->status = rc;
+    }
+    request_reply(r);
+}
+
+static void request_on_payload(session *s)
+{
+    request *r = s->cur;
+    s->cur = NULL;
+    request_submit(r);
+}
+
+static void request_on_timeout(session *s, const char *msg)
+{
+    /* A frame stalled in its payload gets the reply under its own id, its
+     * staging given back at once. */
+    request *r = s->cur;
+    if (r) {
+        s->cur = NULL;
+        request_release_slot(r);
+        request_set_compute(r, false);
+    } else if (!(r = request_new(s))) {
+        session_close(s);
+        return;
+    }
+    r->out.close_after = true;
+    session_update_reading(s);
+    request_refuse(r, GPUQ_E_TIMEOUT, "%s", msg);
+}
+
+static void request_on_closed(session *s)
+{
+    if (s->cur) {
+        request *r = s->cur;
+        s->cur = NULL;
+        request_free(r);
+    }
+}
+
+const session_events request_session_events = {
+    .prefix = request_on_prefix,
+    .header = request_on_header,
+    .payload = request_on_payload,
+    .timeout = request_on_timeout,
+    .closed = request_on_closed,
+};
+
+void request_complete(gpuq_job *job)
+{
+    request *r = job->owner;
+    server *srv = r->s->srv;
+    r->in_backend = false;
+    if (srv->b->lost && !srv->lost) {
+        srv->lost = true;
+        log_error("device lost: %s", srv->b->lost_reason);
+        srv->hooks.shutdown(srv, 3);
+    }
+    r->status = job->status;
+    if (srv->lost) {
+        r->status = GPUQ_E_DEVICE_LOST;
+        snprintf(r->message, sizeof r->message, "device lost: %.140s", srv->b->lost_reason);
+    } else if (r->status < 0) {
+        snprintf(r->message, sizeof r->message, "%s",
+                 job->message[0] ? job->message : gpuq_strerror(r->status));
+    }
+    request_reply(r);
+}
