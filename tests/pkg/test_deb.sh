@@ -99,7 +99,7 @@ grep -qxF /etc/gpuq/gpuqd.conf "$tmp/control/conffiles" 2>/dev/null ||
     bad "conffiles does not list /etc/gpuq/gpuqd.conf"
 grep -qx 'activate-noawait ldconfig' "$tmp/control/triggers" 2>/dev/null ||
     bad "triggers does not run ldconfig"
-grep -q '^libgpuq 0 gpuq (>= ' "$tmp/control/shlibs" 2>/dev/null || bad "no shlibs entry for libgpuq 0"
+grep -q '^libgpuq 1 gpuq (>= ' "$tmp/control/shlibs" 2>/dev/null || bad "no shlibs entry for libgpuq 1"
 for s in postinst prerm postrm; do
     f=$tmp/control/$s
     if [[ ! -f "$f" ]]; then
