@@ -40,7 +40,7 @@
 #include <unistd.h>
 
 #include "bench_peer.h"
-#include "gpuq.h"
+#include "gpuq_internal.h"
 #include "gpuq_kernels.h"
 
 enum { SMALL_N = 1024, DEPTH = 8, SLOTS = 16, ECHO_BYTES = 32, ERRORS_SHOWN = 3 };
@@ -366,7 +366,7 @@ static int job_gpuq(gpuq_conn *c, job *j)
 {
     switch (j->op) {
     case JOB_NORMALIZE:
-        return gpuq_normalize(c, GPUQ_DT_F32, GPUQ_NORM_SUM, false, j->in, 1, j->n, 1, j->out);
+        return gpuq_normalize_1d(c, GPUQ_DT_F32, GPUQ_NORM_SUM, j->in, j->n, j->out);
     case JOB_PAIRWISE:
         return gpuq_pairwise(c, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, j->in, j->in, j->n, j->n, j->d,
                              j->out);

@@ -1,19 +1,28 @@
 /* conn.c - a libgpuq connection: socket, hello, pipelined submit/wait.
  *
  * Happy path: gpuq_connect opens the Unix socket, sends "hello" and keeps the
- * server's info and limits. gpuq_submit gives each request the next id,
- * writes prefix + header + A + B with one writev, and queues (id, out,
- * out_cap); gpuq_wait reads the next reply frame into the queue head's buffer.
+ * server's info and limits. gpuq_submit_req encodes a builder request with
+ * the next id, decodes and checks that header with proto's own functions
+ * (what is valid, and the exact input and output sizes, are decided there and
+ * nowhere else in libgpuq), writes prefix + header + A + B with one writev,
+ * and queues (id, output buffers, expected size); gpuq_wait_req reads the
+ * next reply frame into the queue head's buffers: output 0 then output 1, by
+ * the reply's own dtype/shape and dtype_b/shape_b. gpuq_submit/gpuq_wait
+ * (gpuq_internal.h) are the same path for a filled gpuq_request, the whole
+ * payload into one buffer.
  *
- * Failures: a socket error or a broken reply stream marks the connection
- * broken (every later call returns that code); a server error reply is just
- * the request's status, with "name: message" in gpuq_errmsg. A send that
- * fails because the server hung up first returns the refusal the server
- * left for us, if any (busy over max_sessions), not "closed". A result larger
- * than out_cap is read and dropped (GPUQ_E_TOO_LARGE) so the stream stays in
- * step. gpuq_submit refuses (GPUQ_E_BUSY, nothing sent) once max_inflight
- * requests are outstanding: callers interleave waits, so the server's replies
- * never pile up unread while we block writing.
+ * Failures: a request that fails the checks is refused before anything is
+ * sent, with the code the server would give. A socket error or a broken reply
+ * stream marks the connection broken (every later call returns that code); a
+ * server error reply is just the request's status, with "name: message" in
+ * gpuq_errmsg. A send that fails because the server hung up first returns the
+ * refusal the server left for us, if any (busy over max_sessions), not
+ * "closed". A result that does not fit its buffers, or whose size differs
+ * from what its shapes or the request imply, is read and dropped
+ * (GPUQ_E_TOO_LARGE, GPUQ_E_SIZE_MISMATCH) so the stream stays in step.
+ * A submit refuses (GPUQ_E_BUSY, nothing sent) once max_inflight requests are
+ * outstanding: callers interleave waits, so the server's replies never pile
+ * up unread while we block writing.
  */
 #include "conn.h"
 
@@ -32,8 +41,9 @@
 
 typedef struct pending_req {
     uint64_t id;
-    void *out;      /* borrowed from the caller until its gpuq_wait */
-    size_t out_cap;
+    bool split;             /* from gpuq_submit_req: outputs 0 and 1 by the reply's shapes */
+    req_output out[REQ_MAX_IO]; /* borrowed from the caller until its wait */
+    uint64_t expect;        /* split: bytes of output 0 the request implies (0: no result) */
 } pending_req;
 
 struct gpuq_conn {
@@ -48,6 +58,7 @@ struct gpuq_conn {
     uint8_t *hbuf;          /* last reply header; reply.info points here */
     size_t hbuf_cap;
     uint64_t last_payload;  /* payload_len of the last reply read */
+    gpuq_result scratch;    /* the convenience calls' result (status info lives here) */
 };
 
 int conn_set_err(gpuq_conn *c, int code, const char *fmt, ...)
@@ -94,7 +105,9 @@ const gpuq_server_info *gpuq_info(const gpuq_conn *c) { return &c->info; }
 const char *gpuq_errmsg(const gpuq_conn *c) { return c->err; }
 unsigned gpuq_pending(const gpuq_conn *c) { return (unsigned)c->q_len; }
 
-static int queue_push(gpuq_conn *c, uint64_t id, void *out, size_t out_cap)
+gpuq_result *conn_scratch(gpuq_conn *c) { return &c->scratch; }
+
+static int queue_push(gpuq_conn *c, const pending_req *p)
 {
     if (c->q_len == c->q_cap) {
         size_t ncap = c->q_cap ? c->q_cap * 2 : 16;
@@ -108,10 +121,7 @@ static int queue_push(gpuq_conn *c, uint64_t id, void *out, size_t out_cap)
         c->q_cap = ncap;
         c->q_head = 0;
     }
-    pending_req *p = &c->q[(c->q_head + c->q_len) % c->q_cap];
-    p->id = id;
-    p->out = out;
-    p->out_cap = out_cap;
+    c->q[(c->q_head + c->q_len) % c->q_cap] = *p;
     c->q_len++;
     return 0;
 }
@@ -127,11 +137,10 @@ int gpuq_send_raw(gpuq_conn *c, const void *buf, size_t len)
     return 0;
 }
 
-/* Read one reply frame; the result goes into out[out_cap]. Transport or
- * framing failures break the connection; a server error is returned as the
- * reply's status with the connection still usable. */
-static int read_reply_doc(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_cap,
-                          uint8_t **doc, size_t *doc_len)
+/* Read one reply frame's prefix and header (into c->hbuf, *hlen bytes) and
+ * decode it into *rep; c->last_payload is its payload length, still unread.
+ * Transport or framing failures break the connection. */
+static int read_head(gpuq_conn *c, gpuq_reply *rep, size_t *hlen)
 {
     if (c->broken)
         return c->broken; /* c->err still says why */
@@ -159,6 +168,7 @@ static int read_reply_doc(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_c
     if (rc)
         return conn_break(c, rc, "reading a reply header");
     c->last_payload = p.payload_len;
+    *hlen = p.header_len;
     char msg[200];
     if (gpuq_reply_decode(c->hbuf, p.header_len, rep, msg, sizeof msg)) {
         /* Without a trustworthy id the stream cannot be matched up. */
@@ -166,50 +176,215 @@ static int read_reply_doc(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_c
         snprintf(what, sizeof what, "bad reply header: %s", msg);
         return conn_break(c, GPUQ_E_PROTOCOL, what);
     }
-    if (doc && p.payload_len > 0 && p.payload_len <= GPUQ_CLIENT_MAX_DOC) {
-        /* A document (sessions, metrics): its size is only known now. */
-        uint8_t *d = malloc((size_t)p.payload_len + 1);
-        if (!d) {
-            rc = sockio_discard(c->fd, p.payload_len);
-            if (rc)
-                return conn_break(c, rc, "reading a reply payload");
-            return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory for a %llu-byte reply",
-                                (unsigned long long)p.payload_len);
-        }
-        rc = sockio_read_full(c->fd, d, (size_t)p.payload_len);
-        if (rc) {
-            free(d);
-            return conn_break(c, rc, "reading a reply payload");
-        }
-        d[p.payload_len] = '\0';
-        *doc = d;
-        *doc_len = (size_t)p.payload_len;
-    } else if (p.payload_len > out_cap || (p.payload_len > 0 && !out)) {
-        rc = sockio_discard(c->fd, p.payload_len);
-        if (rc)
-            return conn_break(c, rc, "reading a reply payload");
-        if (rep->status == 0)
-            return conn_set_err(c, GPUQ_E_TOO_LARGE,
-                                "result of %llu bytes does not fit the %zu-byte buffer",
-                                (unsigned long long)p.payload_len, out_cap);
-    } else if (p.payload_len > 0) {
-        rc = sockio_read_full(c->fd, out, (size_t)p.payload_len);
-        if (rc)
-            return conn_break(c, rc, "reading a reply payload");
-    }
+    return 0;
+}
+
+/* Drop the unread payload of the last reply. */
+static int drop_payload(gpuq_conn *c)
+{
+    int rc = sockio_discard(c->fd, c->last_payload);
+    if (rc)
+        return conn_break(c, rc, "reading a reply payload");
+    return 0;
+}
+
+/* The reply's status as the call's result: a server error is the request's
+ * status, with "name: message" in gpuq_errmsg. */
+static int reply_status(gpuq_conn *c, const gpuq_reply *rep)
+{
     if (rep->status < 0)
         return conn_set_err(c, rep->status, "%s: %s", gpuq_errname(rep->status), rep->message);
     return 0;
 }
 
+/* The whole payload into out[out_cap] (gpuq_submit's requests and raw
+ * reads); one that does not fit is read and dropped. */
+static int read_payload_whole(gpuq_conn *c, const gpuq_reply *rep, void *out, size_t out_cap)
+{
+    uint64_t len = c->last_payload;
+    int rc;
+    if (len > out_cap || (len > 0 && !out)) {
+        if ((rc = drop_payload(c)))
+            return rc;
+        if (rep->status == 0)
+            return conn_set_err(c, GPUQ_E_TOO_LARGE,
+                                "result of %llu bytes does not fit the %zu-byte buffer",
+                                (unsigned long long)len, out_cap);
+    } else if (len > 0) {
+        rc = sockio_read_full(c->fd, out, (size_t)len);
+        if (rc)
+            return conn_break(c, rc, "reading a reply payload");
+    }
+    return reply_status(c, rep);
+}
+
 static int read_reply(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_cap)
 {
-    return read_reply_doc(c, rep, out, out_cap, NULL, NULL);
+    size_t hlen;
+    int rc = read_head(c, rep, &hlen);
+    if (rc)
+        return rc;
+    return read_payload_whole(c, rep, out, out_cap);
 }
 
 int gpuq_recv_reply(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_cap)
 {
     return read_reply(c, rep, out, out_cap);
+}
+
+/* Bytes of an array of dt with ndim dimensions; false on overflow or an
+ * unknown dtype. */
+static bool array_bytes(int dt, unsigned ndim, const uint64_t *shape, uint64_t *bytes)
+{
+    uint64_t b = req_dtype_size(dt);
+    for (unsigned k = 0; k < ndim; k++) {
+        if (__builtin_mul_overflow(b, shape[k], &b))
+            return false;
+    }
+    *bytes = b;
+    return b != 0 || ndim > 0;
+}
+
+/* Output 1 of a reply ("dtype_b", "shape_b"), which proto's gpuq_reply does
+ * not carry yet: a second look at the header, which gpuq_reply_decode has
+ * already found well formed. res->nout becomes 2 when both keys are there. */
+static int parse_output_b(gpuq_conn *c, size_t hlen, gpuq_result *res)
+{
+    gpuq_mpr r;
+    uint32_t n, k, dims;
+    int dt = GPUQ_DT_NONE;
+    unsigned ndim = 0;
+    uint64_t shape[GPUQ_MAX_DIMS] = {0};
+    gpuq_mpr_init(&r, c->hbuf, hlen);
+    if (gpuq_mpr_map(&r, &n))
+        goto err_malformed;
+    for (k = 0; k < n; k++) {
+        const char *key, *s;
+        uint32_t klen, slen;
+        if (gpuq_mpr_str(&r, &key, &klen))
+            goto err_malformed;
+        if (key_is(key, klen, "dtype_b")) {
+            if (gpuq_mpr_str(&r, &s, &slen) || (dt = req_dtype_parse(s, slen)) == GPUQ_DT_NONE)
+                goto err_malformed;
+        } else if (key_is(key, klen, "shape_b")) {
+            if (gpuq_mpr_array(&r, &dims) || dims < 1 || dims > GPUQ_MAX_DIMS)
+                goto err_malformed;
+            for (uint32_t d = 0; d < dims; d++) {
+                if (gpuq_mpr_uint(&r, &shape[d]))
+                    goto err_malformed;
+            }
+            ndim = dims;
+        } else if (gpuq_mpr_skip(&r)) {
+            goto err_malformed;
+        }
+    }
+    if ((dt != GPUQ_DT_NONE) != (ndim > 0))
+        goto err_malformed;
+    if (ndim) {
+        res->nout = 2;
+        res->out[1].dtype = dt;
+        res->out[1].ndim = ndim;
+        memcpy(res->out[1].shape, shape, sizeof shape);
+    }
+    return 0;
+
+err_malformed:
+    return conn_break(c, GPUQ_E_PROTOCOL, "bad reply header: malformed \"dtype_b\"/\"shape_b\"");
+}
+
+/* A builder request's reply into *res: output 0's bytes (by "dtype"/"shape")
+ * into p->out[0], then output 1's (by "dtype_b"/"shape_b") into p->out[1];
+ * without output buffers the payload is kept in res. A payload that does
+ * not match the reply's shapes, the request, or the buffers is dropped, so
+ * the stream stays in step. Returns the result's status, also kept in res. */
+static int read_payload_split(gpuq_conn *c, const pending_req *p, const gpuq_reply *rep,
+                              size_t hlen, gpuq_result *res)
+{
+    uint64_t len = c->last_payload, n0 = len, n1 = 0;
+    int rc;
+    result_reset(res);
+    res->id = rep->id;
+    res->status = rep->status;
+    memcpy(res->message, rep->message, sizeof res->message);
+    res->has_timing = rep->has_timing;
+    res->timing = rep->timing;
+    if (rep->info) {
+        if (!(res->info = malloc(rep->info_len)))
+            goto err_no_memory;
+        memcpy(res->info, rep->info, rep->info_len);
+        res->info_len = rep->info_len;
+    }
+    if (rep->ndim > 0) {
+        res->nout = 1;
+        res->out[0].dtype = rep->dtype;
+        res->out[0].ndim = rep->ndim;
+        memcpy(res->out[0].shape, rep->shape, sizeof res->out[0].shape);
+    }
+    if ((rc = parse_output_b(c, hlen, res)))
+        return rc;
+    if (rep->status < 0) {
+        if (len && (rc = drop_payload(c)))
+            return rc;
+        return reply_status(c, rep);
+    }
+    if (!p->out[0].buf && !p->out[1].buf) { /* a document, or nothing */
+        if (len == 0)
+            return 0;
+        if (len > GPUQ_CLIENT_MAX_DOC) {
+            res->status = conn_set_err(c, GPUQ_E_TOO_LARGE, "reply of %llu bytes is over %u",
+                                       (unsigned long long)len, GPUQ_CLIENT_MAX_DOC);
+            goto err_drop;
+        }
+        if (!(res->payload = malloc((size_t)len + 1)))
+            goto err_no_memory;
+        if ((rc = sockio_read_full(c->fd, res->payload, (size_t)len)))
+            return conn_break(c, rc, "reading a reply payload");
+        res->payload[len] = '\0';
+        res->payload_len = (size_t)len;
+        return 0;
+    }
+    if (res->nout >= 1 && !array_bytes(res->out[0].dtype, res->out[0].ndim, res->out[0].shape, &n0))
+        n0 = UINT64_MAX;
+    if (res->nout == 2 && !array_bytes(res->out[1].dtype, res->out[1].ndim, res->out[1].shape, &n1))
+        n1 = UINT64_MAX;
+    if (n0 == UINT64_MAX || n1 == UINT64_MAX || n0 + n1 != len) {
+        res->status = conn_set_err(c, GPUQ_E_SIZE_MISMATCH,
+                                   "reply payload of %llu bytes does not match its shapes",
+                                   (unsigned long long)len);
+        goto err_drop;
+    }
+    if (p->expect && n0 != p->expect) {
+        res->status = conn_set_err(c, GPUQ_E_SIZE_MISMATCH, "result of %llu bytes, expected %llu",
+                                   (unsigned long long)n0, (unsigned long long)p->expect);
+        goto err_drop;
+    }
+    for (unsigned i = 0; i < REQ_MAX_IO; i++) {
+        uint64_t want = i ? n1 : n0;
+        if (want > p->out[i].cap || (want && !p->out[i].buf)) {
+            res->status = conn_set_err(c, GPUQ_E_TOO_LARGE,
+                                       "output %u of %llu bytes does not fit the %zu-byte buffer",
+                                       i, (unsigned long long)want, p->out[i].cap);
+            goto err_drop;
+        }
+    }
+    for (unsigned i = 0; i < REQ_MAX_IO; i++) {
+        uint64_t want = i ? n1 : n0;
+        if (want && (rc = sockio_read_full(c->fd, p->out[i].buf, (size_t)want)))
+            return conn_break(c, rc, "reading a reply payload");
+        res->out[i].bytes = (size_t)want;
+    }
+    return 0;
+
+err_no_memory:
+    res->status = conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory reading a reply");
+err_drop:
+    rc = res->status;
+    if (len && !c->broken) {
+        int drc = drop_payload(c);
+        if (drc)
+            return drc;
+    }
+    return rc;
 }
 
 /* Sending failed with rc. When the server hung up (rc GPUQ_E_CLOSED: EPIPE
@@ -235,63 +410,136 @@ static int conn_send_failed(gpuq_conn *c, int rc, const char *what)
     return st;
 }
 
-int gpuq_submit(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, const void *b,
-                size_t b_len, void *out, size_t out_cap, uint64_t *id_out)
+/* Refuse a request before encoding it: a dead stream, or max_inflight
+ * requests outstanding (so the server's replies never pile up unread while
+ * we block writing). */
+static int submit_ready(gpuq_conn *c)
 {
     if (c->broken)
         return c->broken; /* c->err still says why */
     if (c->info.limits.max_inflight && c->q_len >= c->info.limits.max_inflight)
         return conn_set_err(c, GPUQ_E_BUSY, "%zu requests outstanding (max_inflight %u): wait first",
                             c->q_len, c->info.limits.max_inflight);
+    return 0;
+}
+
+/* Queue p and send prefix + hdr + a + b with one writev. hdr is borrowed. */
+static int send_frame(gpuq_conn *c, const pending_req *p, const uint8_t *hdr, size_t hlen,
+                      const void *a, size_t a_len, const void *b, size_t b_len)
+{
     uint64_t payload = (uint64_t)a_len + (uint64_t)b_len;
     if (payload > c->info.limits.max_payload)
         return conn_set_err(c, GPUQ_E_TOO_LARGE, "payload of %llu bytes over the server's %llu",
                             (unsigned long long)payload,
                             (unsigned long long)c->info.limits.max_payload);
-    req->id = c->next_id;
-    uint8_t *hdr = NULL;
-    size_t hlen = 0;
-    if (gpuq_request_encode(req, &hdr, &hlen))
-        return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a request");
-    int rc;
-    if (hlen > c->info.limits.max_header) {
-        rc = conn_set_err(c, GPUQ_E_TOO_LARGE, "request header of %zu bytes over the server's %u",
-                          hlen, c->info.limits.max_header);
-        goto err_after_encode;
-    }
-    rc = queue_push(c, req->id, out, out_cap);
+    if (hlen > c->info.limits.max_header)
+        return conn_set_err(c, GPUQ_E_TOO_LARGE, "request header of %zu bytes over the server's %u",
+                            hlen, c->info.limits.max_header);
+    int rc = queue_push(c, p);
     if (rc)
-        goto err_after_encode;
-    gpuq_prefix p = {GPUQ_PROTO_VERSION, GPUQ_KIND_REQUEST, 0, (uint32_t)hlen, payload};
-    uint8_t pre[GPUQ_PREFIX_SIZE];
-    gpuq_prefix_encode(&p, pre);
+        return rc;
+    gpuq_prefix pre = {GPUQ_PROTO_VERSION, GPUQ_KIND_REQUEST, 0, (uint32_t)hlen, payload};
+    uint8_t pb[GPUQ_PREFIX_SIZE];
+    gpuq_prefix_encode(&pre, pb);
     struct iovec iov[4] = {
-        {pre, sizeof pre}, {hdr, hlen}, {(void *)a, a_len}, {(void *)b, b_len}};
+        {pb, sizeof pb}, {(void *)hdr, hlen}, {(void *)a, a_len}, {(void *)b, b_len}};
     rc = sockio_writev_full(c->fd, iov, 4);
-    free(hdr);
     if (rc) {
         c->q_len--; /* never sent (or sent in part: the stream is dead anyway) */
         return conn_send_failed(c, rc, "sending a request");
     }
     c->next_id++;
-    if (id_out)
-        *id_out = req->id;
     return 0;
+}
+
+int gpuq_submit(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, const void *b,
+                size_t b_len, void *out, size_t out_cap, uint64_t *id_out)
+{
+    int rc = submit_ready(c);
+    if (rc)
+        return rc;
+    req->id = c->next_id;
+    uint8_t *hdr = NULL;
+    size_t hlen = 0;
+    if (gpuq_request_encode(req, &hdr, &hlen))
+        return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a request");
+    pending_req p = {.id = req->id, .out = {{out, out_cap}}};
+    rc = send_frame(c, &p, hdr, hlen, a, a_len, b, b_len);
+    free(hdr);
+    if (rc == 0 && id_out)
+        *id_out = req->id;
+    return rc;
+}
+
+/* The sizes a builder request implies, decided by proto's decoder and
+ * checks (the daemon's own), and its output buffers held against them. */
+static int check_req(gpuq_conn *c, gpuq_req *r, const uint8_t *hdr, size_t hlen,
+                     uint64_t payload, gpuq_sizes *sz)
+{
+    gpuq_request dec;
+    char msg[256];
+    int rc = gpuq_request_decode(hdr, hlen, &dec, msg, sizeof msg);
+    if (rc == 0)
+        rc = gpuq_request_check(&dec, payload, &c->info.limits, sz, msg, sizeof msg);
+    if (rc)
+        return conn_set_err(c, rc, "%s: %s", gpuq_errname(rc), msg);
+    if (r->in[1].set && !r->in[0].set)
+        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "bad_argument: input 1 (B) needs input 0 (A)");
+    if (sz->output && !r->out[0].buf)
+        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT,
+                            "bad_argument: %s returns %llu bytes: set output 0", r->op,
+                            (unsigned long long)sz->output);
+    if (sz->output > r->out[0].cap)
+        return conn_set_err(c, GPUQ_E_TOO_LARGE,
+                            "too_large: result of %llu bytes does not fit output 0's %zu bytes",
+                            (unsigned long long)sz->output, r->out[0].cap);
+    return 0;
+}
+
+int gpuq_submit_req(gpuq_conn *c, gpuq_req *r, uint64_t *id)
+{
+    int rc = submit_ready(c);
+    if (rc)
+        return rc;
+    if (r->err)
+        return conn_set_err(c, r->err, "%s: %s", gpuq_errname(r->err), r->errmsg);
+    uint8_t *hdr = NULL;
+    size_t hlen = 0;
+    if (req_encode(r, c->next_id, &hdr, &hlen))
+        return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a request");
+    gpuq_sizes sz;
+    const req_input *a = &r->in[0], *b = &r->in[1];
+    size_t a_len = a->set ? a->len : 0, b_len = b->set ? b->len : 0;
+    rc = check_req(c, r, hdr, hlen, (uint64_t)a_len + b_len, &sz);
+    if (rc)
+        goto err_after_encode;
+    pending_req p = {.id = c->next_id, .split = true, .expect = sz.output};
+    memcpy(p.out, r->out, sizeof p.out);
+    rc = send_frame(c, &p, hdr, hlen, a->data, a_len, b->data, b_len);
+    if (rc == 0 && id)
+        *id = p.id;
 
 err_after_encode:
     free(hdr);
     return rc;
 }
 
-int gpuq_wait(gpuq_conn *c, gpuq_reply *rep)
+/* Wait for the queue head: *rep gets its header; a builder request's
+ * outputs go to res (may be NULL), a gpuq_submit request's whole payload to
+ * its buffer. */
+static int wait_head(gpuq_conn *c, gpuq_reply *rep, gpuq_result *res)
 {
-    gpuq_reply tmp;
-    if (!rep)
-        rep = &tmp;
     if (c->q_len == 0)
         return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "no request outstanding");
     pending_req head = c->q[c->q_head];
-    int rc = read_reply(c, rep, head.out, head.out_cap);
+    gpuq_result tmp = {0};
+    size_t hlen;
+    int rc = read_head(c, rep, &hlen);
+    if (rc == 0 && head.split)
+        rc = read_payload_split(c, &head, rep, hlen, res ? res : &tmp);
+    else if (rc == 0)
+        rc = read_payload_whole(c, rep, head.out[0].buf, head.out[0].cap);
+    result_reset(&tmp);
     rep->info = NULL;
     rep->info_len = 0;
     if (c->broken)
@@ -306,19 +554,41 @@ int gpuq_wait(gpuq_conn *c, gpuq_reply *rep)
     return rc;
 }
 
+int gpuq_wait(gpuq_conn *c, gpuq_reply *rep)
+{
+    gpuq_reply tmp;
+    return wait_head(c, rep ? rep : &tmp, NULL);
+}
+
+int gpuq_wait_req(gpuq_conn *c, gpuq_result *res)
+{
+    gpuq_reply rep;
+    if (res)
+        result_reset(res);
+    int rc = wait_head(c, &rep, res);
+    if (res && !res->status)
+        res->status = rc; /* a transport failure, or a request from gpuq_submit */
+    return rc;
+}
+
+static int blocking_ready(gpuq_conn *c)
+{
+    if (c->broken)
+        return c->broken; /* c->err still says why */
+    if (c->q_len)
+        return conn_set_err(c, GPUQ_E_BUSY, "a blocking call with %zu pipelined requests outstanding",
+                            c->q_len);
+    return 0;
+}
+
 int gpuq_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, const void *b,
               size_t b_len, void *out, size_t out_cap, gpuq_reply *rep)
 {
     gpuq_reply tmp;
     if (!rep)
         rep = &tmp;
-    if (c->broken)
-        return c->broken; /* c->err still says why */
-    if (c->q_len)
-        return conn_set_err(c, GPUQ_E_BUSY, "a blocking call with %zu pipelined requests outstanding",
-                            c->q_len);
-    int rc = gpuq_submit(c, req, a, a_len, b, b_len, out, out_cap, NULL);
-    if (rc)
+    int rc = blocking_ready(c);
+    if (rc || (rc = gpuq_submit(c, req, a, a_len, b, b_len, out, out_cap, NULL)))
         return rc;
     rc = gpuq_wait(c, rep);
     if (rc == 0 && c->last_payload != out_cap)
@@ -327,156 +597,18 @@ int gpuq_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, cons
     return rc;
 }
 
-/* Submit a request with no payload and read its reply keeping "info"; a
- * reply payload goes to *doc (malloc'd, NUL-terminated, caller frees) when
- * doc is not NULL. */
-static int call_info_doc(gpuq_conn *c, gpuq_request *req, gpuq_reply *rep, uint8_t **doc,
-                         size_t *doc_len)
+int gpuq_call_req(gpuq_conn *c, gpuq_req *r, gpuq_result *res)
 {
-    if (c->broken)
-        return c->broken; /* c->err still says why */
-    if (c->q_len)
-        return conn_set_err(c, GPUQ_E_BUSY, "a blocking call with %zu pipelined requests outstanding",
-                            c->q_len);
-    int rc = gpuq_submit(c, req, NULL, 0, NULL, 0, NULL, 0, NULL);
-    if (rc)
-        return rc;
-    c->q_head = (c->q_head + 1) % c->q_cap;
-    c->q_len--;
-    rc = read_reply_doc(c, rep, NULL, 0, doc, doc_len);
-    if (c->broken)
-        return rc;
-    if (rep->id != req->id && !(rep->status < 0 && rep->id == 0))
-        return conn_break(c, GPUQ_E_PROTOCOL, "reply out of order");
-    return rc;
-}
-
-static int call_info(gpuq_conn *c, gpuq_request *req, gpuq_reply *rep)
-{
-    return call_info_doc(c, req, rep, NULL, NULL);
-}
-
-/* A document op (sessions, metrics): *doc malloc'd, owned by the caller. */
-static int call_doc(gpuq_conn *c, gpuq_op op, uint8_t **doc, size_t *len, uint32_t *count)
-{
-    *doc = NULL;
-    *len = 0;
-    gpuq_request req;
-    gpuq_request_init(&req);
-    req.op = op;
-    gpuq_reply rep;
-    int rc = call_info_doc(c, &req, &rep, doc, len);
-    if (rc == 0 && !*doc) {
-        uint8_t *empty = calloc(1, 1);
-        if (!empty)
-            return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory");
-        *doc = empty;
-    }
-    if (rc) {
-        free(*doc);
-        *doc = NULL;
-        *len = 0;
-        return rc;
-    }
-    if (count) {
-        *count = 0;
-        gpuq_mpr r;
-        gpuq_mpr_init(&r, rep.info, rep.info ? rep.info_len : 0);
-        uint32_t n;
-        if (rep.info && gpuq_mpr_map(&r, &n) == 0) {
-            for (uint32_t i = 0; i < n; i++) {
-                const char *k;
-                uint32_t kl;
-                uint64_t v;
-                if (gpuq_mpr_str(&r, &k, &kl))
-                    break;
-                if (key_is(k, kl, "count") && gpuq_mpr_uint(&r, &v) == 0)
-                    *count = (uint32_t)v;
-                else if (gpuq_mpr_skip(&r))
-                    break;
-            }
+    int rc = blocking_ready(c);
+    if (rc || (rc = gpuq_submit_req(c, r, NULL))) {
+        if (res) {
+            result_reset(res);
+            res->status = rc;
         }
-    }
-    return 0;
-}
-
-int gpuq_sessions(gpuq_conn *c, uint8_t **doc, size_t *len, uint32_t *count)
-{
-    return call_doc(c, GPUQ_OP_SESSIONS, doc, len, count);
-}
-
-int gpuq_metrics(gpuq_conn *c, char **text, size_t *len)
-{
-    uint8_t *d = NULL;
-    int rc = call_doc(c, GPUQ_OP_METRICS, &d, len, NULL);
-    *text = (char *)d;
-    return rc;
-}
-
-/* An admin op; the reply's info value "key" (an unsigned int) into *v. */
-static int call_admin(gpuq_conn *c, gpuq_request *req, const char *key, uint64_t *v)
-{
-    gpuq_reply rep;
-    int rc = call_info(c, req, &rep);
-    if (rc || !v || !rep.info)
         return rc;
-    gpuq_mpr r;
-    gpuq_mpr_init(&r, rep.info, rep.info_len);
-    uint32_t n;
-    if (gpuq_mpr_map(&r, &n))
-        return 0;
-    for (uint32_t i = 0; i < n; i++) {
-        const char *k;
-        uint32_t kl;
-        if (gpuq_mpr_str(&r, &k, &kl))
-            return 0;
-        if (key_is(k, kl, key) && gpuq_mpr_uint(&r, v) == 0)
-            return 0;
-        if (gpuq_mpr_skip(&r))
-            return 0;
     }
-    return 0;
+    return gpuq_wait_req(c, res);
 }
-
-int gpuq_drain(gpuq_conn *c)
-{
-    gpuq_request req;
-    gpuq_request_init(&req);
-    req.op = GPUQ_OP_DRAIN;
-    return call_admin(c, &req, NULL, NULL);
-}
-
-int gpuq_shutdown(gpuq_conn *c)
-{
-    gpuq_request req;
-    gpuq_request_init(&req);
-    req.op = GPUQ_OP_SHUTDOWN;
-    return call_admin(c, &req, NULL, NULL);
-}
-
-int gpuq_kill_session(gpuq_conn *c, uint64_t session_id)
-{
-    gpuq_request req;
-    gpuq_request_init(&req);
-    req.op = GPUQ_OP_KILL_SESSION;
-    req.has_session = true;
-    req.session = session_id;
-    return call_admin(c, &req, NULL, NULL);
-}
-
-int gpuq_set_limit(gpuq_conn *c, const char *name, uint64_t value, uint64_t *old)
-{
-    gpuq_request req;
-    gpuq_request_init(&req);
-    req.op = GPUQ_OP_SET_LIMIT;
-    if (!name || strlen(name) > GPUQ_LIMIT_NAME_MAX)
-        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "limit name missing or too long");
-    snprintf(req.limit, sizeof req.limit, "%s", name);
-    req.has_value = true;
-    req.value = value;
-    return call_admin(c, &req, "old", old);
-}
-
 static void copy_str(char *dst, size_t cap, const char *s, uint32_t len)
 {
     size_t n = len < cap - 1 ? len : cap - 1;
@@ -534,26 +666,28 @@ static int parse_hello_info(const uint8_t *buf, size_t len, gpuq_server_info *si
 
 static int hello(gpuq_conn *c, const gpuq_connect_opts *o)
 {
-    gpuq_request req;
-    gpuq_request_init(&req);
-    req.op = GPUQ_OP_HELLO;
-    req.version = GPUQ_PROTO_VERSION;
     const char *name = o && o->client_name ? o->client_name : "libgpuq";
     size_t nlen = strlen(name);
     if (!gpuq_utf8_valid(name, nlen)) /* the server would refuse it: bad_header */
         return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "client name is not valid UTF-8");
     nlen = gpuq_utf8_cut(name, nlen, GPUQ_CLIENT_NAME_MAX); /* long names: whole characters */
-    memcpy(req.client, name, nlen);
-    req.client[nlen] = '\0';
-    req.priority = o ? o->priority : GPUQ_PRIO_NORMAL;
-    req.device = o ? o->device : -1;
-    gpuq_reply rep;
-    int rc = call_info(c, &req, &rep);
+    char client[GPUQ_CLIENT_NAME_MAX + 1];
+    memcpy(client, name, nlen);
+    client[nlen] = '\0';
+    gpuq_req *r = gpuq_req_new("hello");
+    if (!r)
+        return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory building the hello");
+    gpuq_req_set_u64(r, "version", GPUQ_PROTO_VERSION);
+    gpuq_req_set_str(r, "client", client);
+    gpuq_req_set_i64(r, "priority", o ? o->priority : GPUQ_PRIO_NORMAL);
+    gpuq_req_set_i64(r, "device", o ? o->device : -1);
+    int rc = gpuq_call_req(c, r, &c->scratch);
+    gpuq_req_free(r);
     if (rc)
         return rc;
-    if (!rep.info)
+    if (!c->scratch.info)
         return conn_break(c, GPUQ_E_PROTOCOL, "hello reply without info");
-    if (parse_hello_info(rep.info, rep.info_len, &c->info))
+    if (parse_hello_info(c->scratch.info, c->scratch.info_len, &c->info))
         return conn_break(c, GPUQ_E_PROTOCOL, "malformed hello info");
     if (c->info.version != GPUQ_PROTO_VERSION)
         return conn_break(c, GPUQ_E_VERSION, "server protocol version differs");
@@ -606,48 +740,8 @@ void gpuq_close(gpuq_conn *c)
         return;
     if (c->fd >= 0)
         close(c->fd);
+    result_reset(&c->scratch);
     free(c->q);
     free(c->hbuf);
     free(c);
-}
-
-int gpuq_ping(gpuq_conn *c)
-{
-    gpuq_request req;
-    gpuq_request_init(&req);
-    req.op = GPUQ_OP_PING;
-    return gpuq_call(c, &req, NULL, 0, NULL, 0, NULL, 0, NULL);
-}
-
-int gpuq_status_info(gpuq_conn *c, const uint8_t **info, size_t *len)
-{
-    gpuq_request req;
-    gpuq_request_init(&req);
-    req.op = GPUQ_OP_STATUS;
-    gpuq_reply rep;
-    int rc = call_info(c, &req, &rep);
-    if (rc)
-        return rc;
-    if (!rep.info)
-        return conn_set_err(c, GPUQ_E_PROTOCOL, "status reply without info");
-    *info = rep.info;
-    *len = rep.info_len;
-    return 0;
-}
-
-int gpuq_status_json(gpuq_conn *c, char *buf, size_t cap)
-{
-    const uint8_t *info;
-    size_t len;
-    int rc = gpuq_status_info(c, &info, &len);
-    if (rc)
-        return rc;
-    gpuq_mpr r;
-    gpuq_mpr_init(&r, info, len);
-    rc = gpuq_mpr_to_json(&r, buf, cap);
-    if (rc == GPUQ_E_TOO_LARGE)
-        return conn_set_err(c, rc, "status JSON does not fit %zu bytes", cap);
-    if (rc)
-        return conn_set_err(c, rc, "status info is not valid msgpack");
-    return 0;
 }

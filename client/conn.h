@@ -1,12 +1,13 @@
 /* conn.h - libgpuq internals shared between conn.c and ops.c.
  *
- * The struct itself stays private to conn.c; ops.c only uses the public API
- * plus conn_set_err for argument errors it finds before any I/O.
+ * The struct itself stays private to conn.c; ops.c uses the public API plus
+ * conn_set_err for argument errors it finds before any I/O and
+ * conn_scratch for the result its convenience calls read.
  */
 #ifndef GPUQ_CLIENT_CONN_H
 #define GPUQ_CLIENT_CONN_H
 
-#include "gpuq.h"
+#include "req.h"
 
 /* Largest reply header libgpuq accepts (status info included). */
 #define GPUQ_CLIENT_MAX_REPLY_HEADER (1u << 20)
@@ -17,5 +18,8 @@
 /* Record a one-line message for gpuq_errmsg and return code. */
 int conn_set_err(gpuq_conn *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* c's own result, reused by every convenience call (borrowed; valid until
+ * the next call on c). */
+gpuq_result *conn_scratch(gpuq_conn *c);
 
 #endif

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "gpuq.h"
+#include "gpuq_internal.h"
 #include "mpread.h"
 
 #define CTL_EXIT_FAIL 1

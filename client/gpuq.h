@@ -1,13 +1,23 @@
 /* gpuq.h - libgpuq, the C client of gpuqd.
  *
  * A gpuq_conn is one session: connect, hello (done by gpuq_connect), then
- * either blocking calls (one per op) or pipelined submit/wait. No global
- * state; a connection is used from one thread at a time. Every function
- * returns 0 or a negative GPUQ_E_* code; gpuq_errmsg() gives the last error's
- * one-line message (the server's, when the server sent one).
+ * either blocking calls or pipelined submit/wait. No global state; a
+ * connection is used from one thread at a time. Every function returns 0 or a
+ * negative GPUQ_E_* code; gpuq_errmsg() gives the last error's one-line
+ * message ("name: message", the server's when the server sent one).
  *
- * Arrays are C-order float32/float64 in host memory; results are written into
- * buffers the caller provides (sizes are computed by gpuq_result_size()).
+ * The ABI does not grow with ops. A request is an opaque gpuq_req built from
+ * generic key/value setters (the keys are PROTOCOL.md's), so a new op adds at
+ * most a convenience function, never a struct field. A reply is an opaque
+ * gpuq_result read through accessors: new reply keys (a second output, more
+ * timing) add accessors, and a struct whose size changes never crosses the
+ * library boundary. (A versioned struct was the alternative; it still forces
+ * every caller to recompile to see a new field, and getting the size field
+ * wrong is a silent overrun.) The only public structs are the connection
+ * options and the server's hello info, which do not depend on ops.
+ *
+ * Arrays are C-order in host memory; results are written into buffers the
+ * caller provides.
  */
 #ifndef GPUQ_H
 #define GPUQ_H
@@ -17,11 +27,48 @@
 #include <stdint.h>
 
 #include "errors.h"
-#include "header.h"
+#include "gpuq_limits.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Element types, normalize methods and metrics: the values are ABI and the
+ * wire names (f32, l2, cosine, ...) are PROTOCOL.md's; libgpuq converts. The
+ * daemon's sources get the same enums from proto/header.h (not installed),
+ * included first, and this block steps aside for them. */
+#ifndef GPUQ_PROTO_HEADER_H
+typedef enum gpuq_dtype {
+    GPUQ_DT_NONE = 0,
+    GPUQ_DT_F32 = 1, /* "f32" */
+    GPUQ_DT_F64 = 2, /* "f64" */
+    GPUQ_DT_I64 = 3  /* "i64": index outputs (kNN); never an input */
+} gpuq_dtype;
+
+typedef enum gpuq_norm_method {
+    GPUQ_NORM_SUM = 0, /* "sum" */
+    GPUQ_NORM_L1,      /* "l1" */
+    GPUQ_NORM_L2,      /* "l2" */
+    GPUQ_NORM_MINMAX,  /* "minmax" */
+    GPUQ_NORM_ZSCORE   /* "zscore" */
+} gpuq_norm_method;
+
+typedef enum gpuq_metric {
+    GPUQ_METRIC_EUCLIDEAN = 0, /* "euclidean" */
+    GPUQ_METRIC_SQEUCLIDEAN,   /* "sqeuclidean" */
+    GPUQ_METRIC_COSINE,        /* "cosine" */
+    GPUQ_METRIC_MANHATTAN      /* "manhattan" */
+} gpuq_metric;
+
+/* Session priority: low < normal < high. */
+#define GPUQ_PRIO_LOW (-1)
+#define GPUQ_PRIO_NORMAL 0
+#define GPUQ_PRIO_HIGH 1
+
+#define GPUQ_EARTH_RADIUS_KM 6371.0088
+#endif
+
+/* ---- connection ---- */
 
 typedef struct gpuq_conn gpuq_conn;
 
@@ -60,27 +107,112 @@ void gpuq_close(gpuq_conn *c);
 const gpuq_server_info *gpuq_info(const gpuq_conn *c);
 const char *gpuq_errmsg(const gpuq_conn *c);
 
-/* ---- generic request (pipelined) ----
- * Fill a gpuq_request (gpuq_request_init, then op fields; id is assigned by
- * gpuq_submit). Payload: the input arrays' bytes, A then B, borrowed until
- * gpuq_submit returns. The result is written into out (borrowed until the
- * matching gpuq_wait returns; out_cap bytes). Replies come in request order. */
-int gpuq_submit(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, const void *b,
-                size_t b_len, void *out, size_t out_cap, uint64_t *id_out);
-/* Wait for the oldest outstanding request. *rep gets its reply header
- * (rep->info is NULL: use gpuq_status_json for info); returns rep->status. */
-int gpuq_wait(gpuq_conn *c, gpuq_reply *rep);
+/* ---- requests: a generic key/value builder ----
+ * gpuq_req_new("pairwise") starts a request for an op (the name is copied);
+ * the setters add header keys as PROTOCOL.md names them. The builder knows no
+ * op: a request is checked when it is submitted, by the same decoder and
+ * checks the daemon runs, so an unknown op, an unknown or duplicate key, a
+ * value of the wrong type or range, or a size that does not add up fails
+ * there with the code the server would give (unknown_op, bad_header,
+ * bad_argument, bad_shape, size_mismatch, ...), before anything is sent; the
+ * connection stays usable. "id" is the connection's to assign and "dtype",
+ * "shape", "shape_b" come from gpuq_req_set_input / gpuq_req_set_dtype;
+ * setting them by hand gives a duplicate key (bad_header).
+ *
+ * Setters return 0, GPUQ_E_BAD_ARGUMENT (NULL key, index out of range, ...),
+ * GPUQ_E_SIZE_MISMATCH or GPUQ_E_NO_MEMORY; the first such error is also kept
+ * in the request (gpuq_req_errmsg) and returned by its submit, so a chain of
+ * setters may be checked once. A request may be submitted any number of
+ * times (each gets a new id); it is not tied to a connection. */
+typedef struct gpuq_req gpuq_req;
+
+gpuq_req *gpuq_req_new(const char *op); /* NULL: out of memory (or op NULL) */
+void gpuq_req_free(gpuq_req *r);        /* NULL is fine */
+int gpuq_req_set_str(gpuq_req *r, const char *key, const char *val);
+int gpuq_req_set_u64(gpuq_req *r, const char *key, uint64_t val);
+int gpuq_req_set_i64(gpuq_req *r, const char *key, int64_t val);
+int gpuq_req_set_f64(gpuq_req *r, const char *key, double val);
+int gpuq_req_set_bool(gpuq_req *r, const char *key, bool val);
+/* An array of n numbers ("to": [lat, lon]). */
+int gpuq_req_set_f64s(gpuq_req *r, const char *key, const double *vals, size_t n);
+/* A range [start, stop, n] ("lat", "lon" of grid). */
+int gpuq_req_set_range(gpuq_req *r, const char *key, double start, double stop, uint64_t n);
+/* "timing": the reply carries per-stage times (gpuq_result_timing). */
+int gpuq_req_set_timing(gpuq_req *r, bool on);
+/* "dtype" of an op without input arrays (grid). */
+int gpuq_req_set_dtype(gpuq_req *r, gpuq_dtype dt);
+/* Input array idx (0: A, "shape"; 1: B, "shape_b"), ndim 1..GPUQ_MAX_DIMS
+ * dimensions of element type dt (f32 or f64; both inputs share one dtype,
+ * the wire's "dtype"). len is data's size in bytes and must be the product of
+ * shape times the element size (else GPUQ_E_SIZE_MISMATCH). data is borrowed
+ * until the submit that sends it returns; B needs A. */
+int gpuq_req_set_input(gpuq_req *r, unsigned idx, gpuq_dtype dt, unsigned ndim,
+                       const uint64_t *shape, const void *data, size_t len);
+/* Output buffer idx (0 or 1), cap bytes, borrowed until the reply to the
+ * submit that uses it has been waited for. A reply's payload is output 0's
+ * bytes then output 1's, sizes given by the reply's dtype/shape and
+ * dtype_b/shape_b. Output 0 is required when the op has a result; a buffer
+ * smaller than the result the request implies is GPUQ_E_TOO_LARGE at submit.
+ * Without any output buffer the payload (a sessions or metrics document) is
+ * kept in the gpuq_result (gpuq_result_payload). */
+int gpuq_req_set_output(gpuq_req *r, unsigned idx, void *buf, size_t cap);
+/* The first setter error's message ("" when none). Valid until r changes. */
+const char *gpuq_req_errmsg(const gpuq_req *r);
+
+/* ---- results ----
+ * A gpuq_result receives one reply (status, message, output dtypes and
+ * shapes, timing, info); reuse it for any number of calls. */
+typedef struct gpuq_result gpuq_result;
+
+typedef enum gpuq_timing_stage {
+    GPUQ_TIMING_QUEUE = 0, /* "queue_us" */
+    GPUQ_TIMING_H2D,       /* "h2d_us" */
+    GPUQ_TIMING_KERNEL,    /* "kernel_us" */
+    GPUQ_TIMING_D2H,       /* "d2h_us" */
+    GPUQ_TIMING_TOTAL      /* "total_us" */
+} gpuq_timing_stage;
+
+gpuq_result *gpuq_result_new(void); /* NULL: out of memory */
+void gpuq_result_free(gpuq_result *res);
+uint64_t gpuq_result_id(const gpuq_result *res);
+int gpuq_result_status(const gpuq_result *res);          /* 0 or GPUQ_E_* */
+const char *gpuq_result_message(const gpuq_result *res); /* the server's, "" on success */
+/* Outputs the reply described (0, 1 or 2), and per output idx its element
+ * type (GPUQ_DT_NONE when absent), rank, extent of one axis (0 beyond the
+ * rank) and the bytes written into its buffer. */
+unsigned gpuq_result_outputs(const gpuq_result *res);
+gpuq_dtype gpuq_result_dtype(const gpuq_result *res, unsigned idx);
+unsigned gpuq_result_ndim(const gpuq_result *res, unsigned idx);
+uint64_t gpuq_result_dim(const gpuq_result *res, unsigned idx, unsigned axis);
+size_t gpuq_result_bytes(const gpuq_result *res, unsigned idx);
+/* Microseconds of one stage; GPUQ_E_BAD_ARGUMENT when the reply had no
+ * timing (not asked for, or an error reply). */
+int gpuq_result_timing(const gpuq_result *res, gpuq_timing_stage stage, double *us);
+/* The reply's "info" value as raw msgpack (status, admin ops), owned by res
+ * until its next use; GPUQ_E_BAD_ARGUMENT when there was none. */
+int gpuq_result_info(const gpuq_result *res, const uint8_t **info, size_t *len);
+/* A payload read without output buffers (sessions, metrics documents),
+ * NUL-terminated, owned by res until its next use; *len 0 when none. */
+int gpuq_result_payload(const gpuq_result *res, const uint8_t **data, size_t *len);
+
+/* ---- generic calls ----
+ * Pipelined: gpuq_submit_req checks and sends r (nothing is sent when it
+ * fails) and gives its id; gpuq_wait_req reads the reply of the oldest
+ * outstanding request, which is always the next one to come: replies come in
+ * request order. At most limits.max_inflight requests may be outstanding
+ * (then GPUQ_E_BUSY, nothing sent: wait first). res may be NULL. Returns the
+ * request's status (gpuq_result_status too); a reply whose payload does not
+ * fit the output buffers is GPUQ_E_TOO_LARGE, one whose sizes differ from
+ * what the request implies GPUQ_E_SIZE_MISMATCH, and the connection stays in
+ * step either way. */
+int gpuq_submit_req(gpuq_conn *c, gpuq_req *r, uint64_t *id);
+int gpuq_wait_req(gpuq_conn *c, gpuq_result *res);
 /* Number of submitted, not yet waited requests. */
 unsigned gpuq_pending(const gpuq_conn *c);
+/* Blocking: submit and wait. Needs gpuq_pending() == 0 (else GPUQ_E_BUSY). */
+int gpuq_call_req(gpuq_conn *c, gpuq_req *r, gpuq_result *res);
 
-/* ---- blocking calls ----
- * A blocking call needs gpuq_pending() == 0 (else GPUQ_E_BUSY). */
-
-/* Submit req and wait for its reply: the generic blocking call. out_cap is
- * the exact result size; a successful reply of another size is
- * GPUQ_E_SIZE_MISMATCH. *rep (may be NULL) gets the reply header. */
-int gpuq_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, const void *b,
-              size_t b_len, void *out, size_t out_cap, gpuq_reply *rep);
+/* ---- convenience calls (blocking, each one request on the builder) ---- */
 
 int gpuq_ping(gpuq_conn *c);
 /* Status reply's "info" value as raw msgpack: *info points into c's buffer,
@@ -89,16 +221,15 @@ int gpuq_status_info(gpuq_conn *c, const uint8_t **info, size_t *len);
 /* Status as JSON text into buf. */
 int gpuq_status_json(gpuq_conn *c, char *buf, size_t cap);
 
-/* ---- observability ----
- * Documents whose size only the server knows: *doc / *text is malloc'd
- * (NUL-terminated; the caller frees it) and *len its length.
+/* Observability. Documents whose size only the server knows: *doc / *text
+ * is malloc'd (NUL-terminated; the caller frees it) and *len its length.
  * Sessions: a msgpack stream of maps, one per session (all sessions for an
  * admin, else the caller's uid's; PROTOCOL.md lists the keys); *count their
  * number. Metrics: the Prometheus text exposition format 0.0.4. */
 int gpuq_sessions(gpuq_conn *c, uint8_t **doc, size_t *len, uint32_t *count);
 int gpuq_metrics(gpuq_conn *c, char **text, size_t *len);
 
-/* ---- administration (root or the admin group; else GPUQ_E_PERMISSION) ----
+/* Administration (root or the admin group; else GPUQ_E_PERMISSION).
  * drain: no new sessions; gpuqd exits 0 when the open ones have closed.
  * shutdown: as SIGTERM; accepted requests are answered, then gpuqd exits 0.
  * kill_session: close another session (its in-flight work is dropped).
@@ -109,22 +240,28 @@ int gpuq_shutdown(gpuq_conn *c);
 int gpuq_kill_session(gpuq_conn *c, uint64_t session_id);
 int gpuq_set_limit(gpuq_conn *c, const char *name, uint64_t value, uint64_t *old);
 
-/* rows == 1 for a 1-D array; flat treats rows x cols as one array. */
+/* Ops. Inputs and outputs hold elements of dt (f32 or f64); out must hold
+ * the result (sizes below), which is checked before sending.
+ * normalize: a rows x cols array (wire shape [rows, cols]); each row is
+ * normalized, or with flat all rows*cols values as one array (wire "flat":
+ * true). gpuq_normalize_1d sends an n-element array (shape [n]), the same as
+ * rows = 1 with or without flat. out: as in. */
 int gpuq_normalize(gpuq_conn *c, gpuq_dtype dt, gpuq_norm_method method, bool flat,
-                   const void *in, uint64_t rows, uint64_t cols, int ndim, void *out);
+                   const void *in, uint64_t rows, uint64_t cols, void *out);
+int gpuq_normalize_1d(gpuq_conn *c, gpuq_dtype dt, gpuq_norm_method method, const void *in,
+                      uint64_t n, void *out);
+/* haversine: pts n x 2 (lat, lon degrees); out n distances to (lat, lon), or
+ * between a[i] and b[i], in radius's unit. */
 int gpuq_haversine_to(gpuq_conn *c, gpuq_dtype dt, const void *pts, uint64_t n, double lat,
                       double lon, double radius, void *out);
 int gpuq_haversine_pair(gpuq_conn *c, gpuq_dtype dt, const void *a, const void *b, uint64_t n,
                         double radius, void *out);
+/* grid: out nlat x nlon distances from the grid's points to (lat, lon). */
 int gpuq_grid(gpuq_conn *c, gpuq_dtype dt, double lat0, double lat1, uint64_t nlat, double lon0,
               double lon1, uint64_t nlon, double lat, double lon, double radius, void *out);
+/* pairwise: x m x d, y n x d; out m x n distances. */
 int gpuq_pairwise(gpuq_conn *c, gpuq_dtype dt, gpuq_metric metric, const void *x, const void *y,
                   uint64_t m, uint64_t n, uint64_t d, void *out);
-
-/* ---- low level, for tests: raw frames ----
- * Send an arbitrary prefix+header+payload and read one reply frame. */
-int gpuq_send_raw(gpuq_conn *c, const void *buf, size_t len);
-int gpuq_recv_reply(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_cap);
 
 #ifdef __cplusplus
 }

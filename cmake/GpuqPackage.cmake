@@ -47,7 +47,7 @@ headers, pkg-config and CMake files.")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "systemd | adduser")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libmsgpack-dev")
-# A shlibs file, so that packages built against libgpuq.so.0 get a Depends.
+# A shlibs file, so that packages built against libgpuq.so.1 get a Depends.
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 

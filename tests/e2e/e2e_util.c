@@ -260,7 +260,7 @@ void e2e_assert_serves(void)
     gpuq_conn *c = e2e_connect("probe", GPUQ_PRIO_NORMAL);
     ck_assert_int_eq(gpuq_ping(c), 0);
     double x[3] = {1, 2, 5}, y[3];
-    ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 3, 1, y), 0);
+    ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, x, 3, y), 0);
     ck_assert_double_eq_tol(y[2], 0.625, 1e-15);
     gpuq_close(c);
 }

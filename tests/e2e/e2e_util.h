@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpuq.h"
+#include "gpuq_internal.h"
 #include "testutil.h"
 
 extern tu_daemon e2e_d;

@@ -244,9 +244,9 @@ START_TEST(sessions_lists_clients)
     gpuq_conn *v = e2e_connect("viewer", GPUQ_PRIO_NORMAL);
     ck_assert(gpuq_info(v)->admin);
     double x[4] = {1, 2, 3, 4}, y[4];
-    ck_assert_int_eq(gpuq_normalize(a, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 4, 1, y), 0);
+    ck_assert_int_eq(gpuq_normalize_1d(a, GPUQ_DT_F64, GPUQ_NORM_SUM, x, 4, y), 0);
     double z[2] = {0, 0};
-    ck_assert_int_eq(gpuq_normalize(a, GPUQ_DT_F64, GPUQ_NORM_SUM, false, z, 1, 2, 1, y),
+    ck_assert_int_eq(gpuq_normalize_1d(a, GPUQ_DT_F64, GPUQ_NORM_SUM, z, 2, y),
                      GPUQ_E_ZERO_NORM);
     sess_row rows[16];
     int n = fetch_sessions(v, rows, 16);
@@ -280,8 +280,8 @@ START_TEST(metrics_parse_as_prometheus)
     gpuq_conn *c = e2e_connect("metrics", GPUQ_PRIO_NORMAL);
     double x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[8], z[2] = {0, 0};
     for (int i = 0; i < 5; i++)
-        ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_L2, false, x, 2, 4, 2, y), 0);
-    ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, z, 1, 2, 1, y),
+        ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_L2, false, x, 2, 4, y), 0);
+    ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, z, 2, y),
                      GPUQ_E_ZERO_NORM);
     /* a header that does not decode: op "none", status bad_header */
     int fd = e2e_raw_socket();
@@ -506,7 +506,7 @@ START_TEST(drain_finishes_open_sessions)
     ck_assert_ptr_null(late);
     /* the open one still works */
     double x[3] = {1, 1, 2}, y[3];
-    ck_assert_int_eq(gpuq_normalize(a, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 3, 1, y), 0);
+    ck_assert_int_eq(gpuq_normalize_1d(a, GPUQ_DT_F64, GPUQ_NORM_SUM, x, 3, y), 0);
     ck_assert_double_eq_tol(y[2], 0.5, 1e-15);
     ck_assert_int_eq(tu_daemon_wait_exit(&e2e_d, 0.3), -1); /* still up */
     gpuq_close(a);
@@ -621,10 +621,10 @@ static int caps_body(void)
     static double x[100000], y[100000];
     for (int i = 0; i < 100000; i++)
         x[i] = 1;
-    int rc = gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 100000, 1, y);
+    int rc = gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, x, 100000, y);
     if (rc != GPUQ_E_TOO_LARGE)
         return child_fail("1.6 MB request: %d, want too_large", rc);
-    rc = gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 1000, 1, y);
+    rc = gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, x, 1000, y);
     if (rc || y[0] != 1e-3)
         return child_fail("small request after: %d", rc);
     gpuq_close(c);
@@ -691,13 +691,13 @@ static int caps_above_body(void)
     static double x[4097], y[4097];
     for (int i = 0; i < 4097; i++)
         x[i] = 1;
-    int rc = gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 4096, 1, y);
+    int rc = gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, x, 4096, y);
     if (rc || y[0] != 1.0 / 4096)
         return child_fail("4096 elements (65536 bytes of staging): %d %s", rc, gpuq_errmsg(c));
-    rc = gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 4097, 1, y);
+    rc = gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, x, 4097, y);
     if (rc != GPUQ_E_TOO_LARGE || !strstr(gpuq_errmsg(c), "65608 bytes of staging (81920"))
         return child_fail("4097 elements: %d (%s), want too_large", rc, gpuq_errmsg(c));
-    rc = gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 4, 1, y);
+    rc = gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, x, 4, y);
     if (rc || y[0] != 0.25)
         return child_fail("small request after: %d", rc);
     gpuq_close(c);

@@ -474,9 +474,9 @@ START_TEST(payload_at_the_limit)
     /* libgpuq, which knows the limit from the hello: the same boundary */
     gpuq_conn *c = e2e_connect("limit-lib", GPUQ_PRIO_NORMAL);
     ck_assert_uint_eq(gpuq_info(c)->limits.max_payload, 4000);
-    ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 500, 1, y), 0);
+    ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, x, 500, y), 0);
     ck_assert(fabs(y[3] - 1.0 / 494.0) <= 2e-15 / 494.0);
-    ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 501, 1, y),
+    ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, x, 501, y),
                      GPUQ_E_TOO_LARGE);
     ck_assert_int_eq(gpuq_ping(c), 0);
     gpuq_close(c);

@@ -72,7 +72,7 @@ START_TEST(concurrent_clients)
                 double x[64], y[64];
                 for (int j = 0; j < 64; j++)
                     x[j] = (double)(k + 1) * (j + 1);
-                if (gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_L2, false, x, 1, 64, 1, y) != 0)
+                if (gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_L2, x, 64, y) != 0)
                     _exit(11);
                 double n = 0;
                 for (int j = 0; j < 64; j++)

@@ -142,7 +142,8 @@ static void norm_request(gpuq_conn *c, rb_batch *b, norm_run *r, gpuq_dtype dt, 
 {
     size_t n = rows * cols;
     void *in = as_dtype(dt, x, n), *out = alloc_out(dt, n);
-    int rc = gpuq_normalize(c, dt, method, flat, in, rows, cols, ndim, out);
+    int rc = ndim == 1 ? gpuq_normalize_1d(c, dt, method, in, rows * cols, out)
+                       : gpuq_normalize(c, dt, method, flat, in, rows, cols, out);
     ck_assert_msg(rc == 0, "normalize %s %s: %s", norm_names[method], what, gpuq_errmsg(c));
     free(in);
     r->dt = dt;
@@ -425,11 +426,11 @@ START_TEST(zero_and_nan)
     gpuq_conn *c = e2e_connect("ops", GPUQ_PRIO_NORMAL);
     double z[4] = {0, 0, 0, 0}, o[4];
     for (int m = 0; m < GPUQ_NORM_COUNT; m++) {
-        int rc = gpuq_normalize(c, GPUQ_DT_F64, m, false, z, 1, 4, 1, o);
+        int rc = gpuq_normalize_1d(c, GPUQ_DT_F64, m, z, 4, o);
         ck_assert_int_eq(rc, GPUQ_E_ZERO_NORM);
     }
     double nn[3] = {1, NAN, 2};
-    ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_L2, false, nn, 1, 3, 1, o), 0);
+    ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_L2, nn, 3, o), 0);
     ck_assert(isnan(o[0]) && isnan(o[1]) && isnan(o[2]));
     gpuq_close(c);
     e2e_assert_serves();
@@ -500,7 +501,7 @@ START_TEST(normalize_extremes)
     for (size_t k = 0; k < tu_norm_n_extremes; k++) {
         const tu_norm_case *e = &tu_norm_extremes[k];
         void *in = as_dtype(e->dt, e->x, (size_t)e->n), *out = alloc_out(e->dt, (size_t)e->n);
-        int rc = gpuq_normalize(c, e->dt, e->method, false, in, 1, (uint64_t)e->n, 1, out);
+        int rc = gpuq_normalize_1d(c, e->dt, e->method, in, (uint64_t)e->n, out);
         ck_assert_msg(rc == 0, "case %zu: %s", k, gpuq_errmsg(c));
         double tol = e->dt == GPUQ_DT_F32 ? 0x1p-24 : 0x1p-52;
         for (int j = 0; j < e->n; j++) {
@@ -546,7 +547,7 @@ START_TEST(normalize_overflow)
                           "message: %s", rep.message);
         }
     /* the same rows under l2 are fine */
-    ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_L2, false, x64, 2, 3, 2, o), 0);
+    ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_L2, false, x64, 2, 3, o), 0);
     ck_assert(fabs(o[3] - M_SQRT1_2) <= 0x1p-52);
     gpuq_close(c);
     e2e_assert_serves();

@@ -134,7 +134,7 @@ START_TEST(over_limit_sees_busy)
     }
     ck_assert_msg(rc == 0, "connect after a close: %s", c ? gpuq_errmsg(c) : "?");
     double x[3] = {1, 2, 5}, y[3];
-    ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 3, 1, y), 0);
+    ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, x, 3, y), 0);
     ck_assert(y[0] == 0.125 && y[1] == 0.25 && y[2] == 0.625);
     char js[8192];
     ck_assert_int_eq(gpuq_status_json(c, js, sizeof js), 0);

@@ -234,7 +234,7 @@ START_TEST(stalled_giant_headers)
     double t0 = now_s();
     gpuq_conn *c = e2e_connect("small", GPUQ_PRIO_NORMAL);
     double x[4] = {1, 2, 3, -2}, y[4];
-    ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 4, 1, y), 0);
+    ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, x, 4, y), 0);
     double dt = now_s() - t0;
     ck_assert_double_eq_tol(y[3], -0.5, 1e-15);
     ck_assert_msg(dt < 1.0, "the small request took %.2f s", dt);
@@ -327,7 +327,7 @@ START_TEST(unread_replies)
     double t0 = now_s();
     gpuq_conn *c = e2e_connect("small", GPUQ_PRIO_NORMAL);
     double v[4] = {1, 2, 3, -2}, y[4];
-    ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, v, 1, 4, 1, y), 0);
+    ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, v, 4, y), 0);
     double dt = now_s() - t0;
     ck_assert_double_eq_tol(y[0], 0.25, 1e-15);
     ck_assert_msg(dt < 1.0, "the small request took %.2f s", dt);

@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gpuq.h"
+#include "gpuq_internal.h"
 #include "sdnotify.h"
 #include "testutil.h"
 
@@ -171,7 +171,7 @@ static void check_normalize(gpuq_conn *c)
 {
     const double x[2][4] = {{1, 2, 3, 4}, {10, 20, 30, 40}};
     double y[2][4];
-    int rc = gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_L2, false, x, 2, 4, 2, y);
+    int rc = gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_L2, false, x, 2, 4, y);
     ck_assert_msg(rc == 0, "normalize: %s", gpuq_errmsg(c));
     for (int r = 0; r < 2; r++) {
         double n = 0;

@@ -144,7 +144,7 @@ START_TEST(out_of_memory_fails_one_request)
         x[j] = j + 1;
     int rcs[4];
     for (int i = 0; i < 4; i++)
-        rcs[i] = gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 64, 1, y);
+        rcs[i] = gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, x, 64, y);
     int oom = 0, ok = 0;
     for (int i = 0; i < 4; i++) {
         oom += rcs[i] == GPUQ_E_NO_MEMORY;
@@ -241,10 +241,10 @@ START_TEST(out_of_memory_real)
     ck_assert(x && y);
     for (size_t i = 0; i < BIG; i++)
         x[i] = 1.0;
-    int rc = gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, BIG, 1, y);
+    int rc = gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, x, BIG, y);
     ck_assert_msg(rc == GPUQ_E_NO_MEMORY, "huge request: %d (%s)", rc, gpuq_errmsg(c));
     /* a request that fits still works, on the same session */
-    ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 1000, 1, y), 0);
+    ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, x, 1000, y), 0);
     ck_assert_double_eq_tol(y[999], 1e-3, 1e-15);
     free(x);
     free(y);
@@ -291,7 +291,7 @@ START_TEST(placement_over_devices)
         ck_assert_int_lt(dv, ndev);
         count[dv]++;
         double x[4] = {1, 2, 3, 4}, y[4];
-        ck_assert_int_eq(gpuq_normalize(cs[i], GPUQ_DT_F64, GPUQ_NORM_SUM, false, x, 1, 4, 1, y),
+        ck_assert_int_eq(gpuq_normalize_1d(cs[i], GPUQ_DT_F64, GPUQ_NORM_SUM, x, 4, y),
                          0);
         ck_assert_double_eq_tol(y[3], 0.4, 1e-15);
     }

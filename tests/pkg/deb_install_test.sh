@@ -123,9 +123,9 @@ for f in /usr/sbin/gpuqd /usr/bin/gpuqctl /usr/include/gpuq/gpuq.h /etc/gpuq/gpu
     /usr/share/doc/gpuq/README.md; do
     [[ -e "$f" ]] || bad "missing $f"
 done
-[[ -n "$(find /usr/lib -maxdepth 2 -name libgpuq.so.0)" ]] || bad "no libgpuq.so.0 in /usr/lib"
-in_ld_cache() { ldconfig -p | has 'libgpuq\.so\.0 '; }
-check "libgpuq.so.0 in the loader cache (ldconfig trigger)" in_ld_cache
+[[ -n "$(find /usr/lib -maxdepth 2 -name libgpuq.so.1)" ]] || bad "no libgpuq.so.1 in /usr/lib"
+in_ld_cache() { ldconfig -p | has 'libgpuq\.so\.1 '; }
+check "libgpuq.so.1 in the loader cache (ldconfig trigger)" in_ld_cache
 check "/etc/gpuq/gpuqd.conf is a conffile" conffile_listed
 check "gpuqd.socket enabled (sockets.target.wants)" \
     test -L /etc/systemd/system/sockets.target.wants/gpuqd.socket

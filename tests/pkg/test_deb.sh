@@ -7,7 +7,7 @@
 # sysusers, the config), the control fields (Depends from dpkg-shlibdeps,
 # Maintainer, Section, Priority, a description), conffiles naming
 # /etc/gpuq/gpuqd.conf, the ldconfig trigger and shlibs entry of
-# libgpuq.so.0, and postinst/prerm/postrm executable, POSIX sh that
+# libgpuq.so.1, and postinst/prerm/postrm executable, POSIX sh that
 # passes `sh -n` (and shellcheck -s sh where installed). Also that the unit's
 # ExecStart names a program the package ships. Needs dpkg-dev, not root.
 #
@@ -54,11 +54,10 @@ expect=(
     ./usr/sbin/gpuqd
     ./usr/bin/gpuqctl
     "$lib/libgpuq.so"
-    "$lib/libgpuq.so.0"
+    "$lib/libgpuq.so.1"
     "$lib/libgpuq.a"
     ./usr/include/gpuq/gpuq.h
     ./usr/include/gpuq/errors.h
-    ./usr/include/gpuq/header.h
     ./usr/include/gpuq/gpuq_limits.h
     "$lib/pkgconfig/gpuq.pc"
     "$lib/cmake/gpuq/gpuqConfig.cmake"
@@ -74,7 +73,7 @@ expect=(
 for p in "${expect[@]}"; do
     grep -qxF "$p" "$tmp/contents" || bad "not in the package: $p"
 done
-grep -qE "^${lib//./\\.}/libgpuq\.so\.0\.[0-9.]+$" "$tmp/contents" || bad "no $lib/libgpuq.so.0.*"
+grep -qE "^${lib//./\\.}/libgpuq\.so\.1\.[0-9.]+$" "$tmp/contents" || bad "no $lib/libgpuq.so.1.*"
 echo "--- dpkg-deb -c (paths)"
 grep -v '/$' "$tmp/contents"
 
@@ -100,7 +99,7 @@ grep -qxF /etc/gpuq/gpuqd.conf "$tmp/control/conffiles" 2>/dev/null ||
     bad "conffiles does not list /etc/gpuq/gpuqd.conf"
 grep -qx 'activate-noawait ldconfig' "$tmp/control/triggers" 2>/dev/null ||
     bad "triggers does not run ldconfig"
-grep -q '^libgpuq 0 gpuq (>= ' "$tmp/control/shlibs" 2>/dev/null || bad "no shlibs entry for libgpuq 0"
+grep -q '^libgpuq 1 gpuq (>= ' "$tmp/control/shlibs" 2>/dev/null || bad "no shlibs entry for libgpuq 1"
 for s in postinst prerm postrm; do
     f=$tmp/control/$s
     if [[ ! -f "$f" ]]; then

@@ -3,7 +3,8 @@
 #
 # `cmake --install BUILD_DIR --prefix /usr` into a temporary DESTDIR, then:
 # every expected file is there (libgpuq's soname links, gpuqd without
-# libcublas), gpuq.pc names prefix /usr, and a small program using
+# libcublas), each installed header compiles on its own against that tree
+# alone, gpuq.pc names prefix /usr, and a small program using
 # <gpuq/gpuq.h> builds against that tree once with pkg-config and once with
 # find_package(gpuq) (gpuq::gpuq static, gpuq::gpuq_shared, and as C++), and
 # runs. Needs no daemon and no root.
@@ -46,7 +47,7 @@ expect=(
     "$(at "$GPUQ_SBINDIR")/gpuqd"
     "$(at "$GPUQ_BINDIR")/gpuqctl"
     "$lib/libgpuq.so"
-    "$lib/libgpuq.so.0"
+    "$lib/libgpuq.so.1"
     "$lib/libgpuq.a"
     "$lib/pkgconfig/gpuq.pc"
     "$lib/cmake/gpuq/gpuqConfig.cmake"
@@ -54,7 +55,6 @@ expect=(
     "$lib/cmake/gpuq/gpuqTargets.cmake"
     "$(at "$GPUQ_INCLUDEDIR")/gpuq/gpuq.h"
     "$(at "$GPUQ_INCLUDEDIR")/gpuq/errors.h"
-    "$(at "$GPUQ_INCLUDEDIR")/gpuq/header.h"
     "$(at "$GPUQ_INCLUDEDIR")/gpuq/gpuq_limits.h"
     "$(at "$GPUQ_SYSCONFDIR")/gpuq/gpuqd.conf"
     "$(at "$GPUQ_DOCDIR")/README.md"
@@ -73,10 +73,18 @@ done
 for f in "$(at "$GPUQ_SBINDIR")/gpuqd" "$(at "$GPUQ_BINDIR")/gpuqctl"; do
     [[ -x "$f" ]] || bad "not executable: ${f#"$root"}"
 done
-ls "$lib"/libgpuq.so.0.* >/dev/null 2>&1 || bad "missing $GPUQ_LIBDIR/libgpuq.so.0.*"
-[[ -L "$lib/libgpuq.so" && -L "$lib/libgpuq.so.0" ]] || bad "libgpuq.so and libgpuq.so.0 must be links"
+ls "$lib"/libgpuq.so.1.* >/dev/null 2>&1 || bad "missing $GPUQ_LIBDIR/libgpuq.so.1.*"
+[[ -L "$lib/libgpuq.so" && -L "$lib/libgpuq.so.1" ]] || bad "libgpuq.so and libgpuq.so.1 must be links"
 soname=$(objdump -p "$lib/libgpuq.so" | awk '$1 == "SONAME" {print $2}')
-[[ "$soname" == libgpuq.so.0 ]] || bad "soname '$soname', not libgpuq.so.0"
+[[ "$soname" == libgpuq.so.1 ]] || bad "soname '$soname', not libgpuq.so.1"
+# The public headers need nothing that is not installed (proto/header.h is
+# not), each on its own, as C11 and as C++.
+inc=$(at "$GPUQ_INCLUDEDIR")
+for h in "$inc"/gpuq/*.h; do
+    echo "#include <gpuq/$(basename "$h")>" >"$tmp/hdr.c"
+    ${CC:-cc} -std=c11 -Wall -Wextra -Werror -fsyntax-only -I"$inc" "$tmp/hdr.c" 2>"$tmp/hdr.log" ||
+        { cat "$tmp/hdr.log" >&2; bad "installed ${h#"$root"} does not compile on its own"; }
+done
 if objdump -p "$(at "$GPUQ_SBINDIR")/gpuqd" | has 'NEEDED.*libcublas'; then
     bad "gpuqd needs libcublas (it must load it at run time)"
 fi
@@ -84,7 +92,7 @@ fi
 # Anything installed that this list does not know: worth a look, not an error.
 (cd "$root" && find . ! -type d | sed 's|^\.||' | sort) >"$tmp/installed"
 printf '%s\n' "${expect[@]#"$root"}" | sort >"$tmp/expected"
-extra=$(comm -23 "$tmp/installed" "$tmp/expected" | grep -v '/libgpuq\.so\.0\.' |
+extra=$(comm -23 "$tmp/installed" "$tmp/expected" | grep -v '/libgpuq\.so\.1\.' |
     grep -v '/cmake/gpuq/gpuqTargets-' || true)
 [[ -z "$extra" ]] || printf 'note: also installed:\n%s\n' "$extra"
 
@@ -102,10 +110,10 @@ echo "pkg-config --cflags --libs gpuq (prefix $root/usr): $cflags $libs"
 # shellcheck disable=SC2086 # word splitting of pkg-config's output is intended
 if ${CC:-cc} -std=c11 -Wall -Wextra -Werror "$here/consumer/demo.c" $cflags $libs \
     -Wl,-rpath,"$lib" -o "$tmp/demo_pc" 2>"$tmp/cc.log"; then
-    if ldd "$tmp/demo_pc" | has "libgpuq.so.0 => $lib/"; then
+    if ldd "$tmp/demo_pc" | has "libgpuq.so.1 => $lib/"; then
         "$tmp/demo_pc" || bad "demo built with pkg-config failed"
     else
-        bad "demo_pc does not use the installed libgpuq.so.0: $(ldd "$tmp/demo_pc" | grep gpuq)"
+        bad "demo_pc does not use the installed libgpuq.so.1: $(ldd "$tmp/demo_pc" | grep gpuq)"
     fi
 else
     cat "$tmp/cc.log" >&2

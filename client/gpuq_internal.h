@@ -1,0 +1,48 @@
+/* gpuq_internal.h - libgpuq's in-tree API: requests as proto's structs.
+ *
+ * Not installed and not exported from libgpuq.so (libgpuq.map): gpuqctl,
+ * the tests and the benchmark link the static library and fill a
+ * gpuq_request (proto/header.h) directly, which is what the public builder
+ * (gpuq.h) hides so that the ABI does not change with each op. The same
+ * connection serves both: requests from gpuq_submit and gpuq_submit_req share
+ * one queue and replies come in request order whichever call waits.
+ *
+ * proto/header.h comes first: it defines the enums gpuq.h would otherwise
+ * define for users.
+ */
+#ifndef GPUQ_CLIENT_GPUQ_INTERNAL_H
+#define GPUQ_CLIENT_GPUQ_INTERNAL_H
+
+#include "header.h"
+
+#include "gpuq.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Pipelined: fill a gpuq_request (gpuq_request_init, then op fields; id is
+ * assigned here). Payload: the input arrays' bytes, A then B, borrowed until
+ * gpuq_submit returns. The whole result payload is written into out
+ * (borrowed until the matching gpuq_wait returns; out_cap bytes). */
+int gpuq_submit(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, const void *b,
+                size_t b_len, void *out, size_t out_cap, uint64_t *id_out);
+/* Wait for the oldest outstanding request (from either submit). *rep (may be
+ * NULL) gets its reply header (rep->info is NULL); returns rep->status. */
+int gpuq_wait(gpuq_conn *c, gpuq_reply *rep);
+
+/* Submit req and wait for its reply. out_cap is the exact result size; a
+ * successful reply of another size is GPUQ_E_SIZE_MISMATCH. *rep (may be
+ * NULL) gets the reply header. Needs gpuq_pending() == 0. */
+int gpuq_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, const void *b,
+              size_t b_len, void *out, size_t out_cap, gpuq_reply *rep);
+
+/* Raw frames, for tests: send arbitrary bytes; read one reply frame (the
+ * payload into out[out_cap]) outside the request queue. */
+int gpuq_send_raw(gpuq_conn *c, const void *buf, size_t len);
+int gpuq_recv_reply(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

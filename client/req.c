@@ -1,0 +1,378 @@
+/* req.c - the public request builder (gpuq_req_*) and result accessors
+ * (gpuq_result_*).
+ *
+ * The builder is generic on purpose: it writes each setter's key and value
+ * as msgpack and knows no op, key or range, so a new op never changes it or
+ * the ABI. What is valid is decided later, when conn.c decodes the header
+ * req_encode produced with proto's gpuq_request_decode/gpuq_request_check:
+ * the same code the daemon runs. The setters only refuse what can never be
+ * sent (NULL pointers, an index beyond the two inputs/outputs, an input whose
+ * byte length is not its shape's); the first such error sticks to the
+ * request and its submit returns it.
+ */
+#include "req.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+__attribute__((format(printf, 3, 4))) static int req_fail(gpuq_req *r, int code, const char *fmt,
+                                                          ...)
+{
+    if (r->err == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->errmsg, sizeof r->errmsg, fmt, ap);
+        va_end(ap);
+        r->err = code;
+    }
+    return code;
+}
+
+/* GPUQ_DT_I64 is 3 in gpuq.h; proto/header.h gets it with the kNN op. */
+#define REQ_DT_I64 3
+
+size_t req_dtype_size(int dt)
+{
+    return dt == GPUQ_DT_F32 ? 4 : (dt == GPUQ_DT_F64 || dt == REQ_DT_I64) ? 8 : 0;
+}
+
+const char *req_dtype_name(int dt)
+{
+    switch (dt) {
+    case GPUQ_DT_F32:
+        return "f32";
+    case GPUQ_DT_F64:
+        return "f64";
+    case REQ_DT_I64:
+        return "i64";
+    default:
+        return NULL;
+    }
+}
+
+int req_dtype_parse(const char *s, size_t len)
+{
+    for (int dt = GPUQ_DT_F32; dt <= REQ_DT_I64; dt++) {
+        const char *n = req_dtype_name(dt);
+        if (strlen(n) == len && memcmp(n, s, len) == 0)
+            return dt;
+    }
+    return GPUQ_DT_NONE;
+}
+
+gpuq_req *gpuq_req_new(const char *op)
+{
+    if (!op)
+        return NULL;
+    gpuq_req *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->op = strdup(op);
+    if (!r->op)
+        goto err_after_alloc;
+    r->w = gpuq_mpw_new();
+    if (!r->w)
+        goto err_after_op;
+    return r;
+
+err_after_op:
+    free(r->op);
+err_after_alloc:
+    free(r);
+    return NULL;
+}
+
+void gpuq_req_free(gpuq_req *r)
+{
+    if (!r)
+        return;
+    gpuq_mpw_free(r->w);
+    free(r->body);
+    free(r->op);
+    free(r);
+}
+
+const char *gpuq_req_errmsg(const gpuq_req *r)
+{
+    return r->errmsg;
+}
+
+/* Start one entry: checks the key and writes it. */
+static int entry_key(gpuq_req *r, const char *key)
+{
+    if (!key)
+        return req_fail(r, GPUQ_E_BAD_ARGUMENT, "header key is NULL");
+    gpuq_mpw_str(r->w, key);
+    r->n++;
+    return 0;
+}
+
+int gpuq_req_set_str(gpuq_req *r, const char *key, const char *val)
+{
+    if (!val)
+        return req_fail(r, GPUQ_E_BAD_ARGUMENT, "value of \"%s\" is NULL", key ? key : "");
+    int rc = entry_key(r, key);
+    if (rc == 0)
+        gpuq_mpw_str(r->w, val);
+    return rc;
+}
+
+int gpuq_req_set_u64(gpuq_req *r, const char *key, uint64_t val)
+{
+    int rc = entry_key(r, key);
+    if (rc == 0)
+        gpuq_mpw_uint(r->w, val);
+    return rc;
+}
+
+int gpuq_req_set_i64(gpuq_req *r, const char *key, int64_t val)
+{
+    int rc = entry_key(r, key);
+    if (rc == 0)
+        gpuq_mpw_int(r->w, val);
+    return rc;
+}
+
+int gpuq_req_set_f64(gpuq_req *r, const char *key, double val)
+{
+    int rc = entry_key(r, key);
+    if (rc == 0)
+        gpuq_mpw_double(r->w, val);
+    return rc;
+}
+
+int gpuq_req_set_bool(gpuq_req *r, const char *key, bool val)
+{
+    int rc = entry_key(r, key);
+    if (rc == 0)
+        gpuq_mpw_bool(r->w, val);
+    return rc;
+}
+
+int gpuq_req_set_f64s(gpuq_req *r, const char *key, const double *vals, size_t n)
+{
+    if ((n && !vals) || n > UINT32_MAX)
+        return req_fail(r, GPUQ_E_BAD_ARGUMENT, "values of \"%s\" are NULL or too many",
+                        key ? key : "");
+    int rc = entry_key(r, key);
+    if (rc)
+        return rc;
+    gpuq_mpw_array(r->w, (uint32_t)n);
+    for (size_t k = 0; k < n; k++)
+        gpuq_mpw_double(r->w, vals[k]);
+    return 0;
+}
+
+int gpuq_req_set_range(gpuq_req *r, const char *key, double start, double stop, uint64_t n)
+{
+    int rc = entry_key(r, key);
+    if (rc)
+        return rc;
+    gpuq_mpw_array(r->w, 3);
+    gpuq_mpw_double(r->w, start);
+    gpuq_mpw_double(r->w, stop);
+    gpuq_mpw_uint(r->w, n);
+    return 0;
+}
+
+int gpuq_req_set_timing(gpuq_req *r, bool on)
+{
+    return gpuq_req_set_bool(r, "timing", on);
+}
+
+/* All arrays of a request share the wire's one "dtype". */
+static int use_dtype(gpuq_req *r, gpuq_dtype dt)
+{
+    if (!req_dtype_name(dt))
+        return req_fail(r, GPUQ_E_BAD_DTYPE, "dtype %d is not f32, f64 or i64", (int)dt);
+    if (r->dtype != GPUQ_DT_NONE && r->dtype != (int)dt)
+        return req_fail(r, GPUQ_E_BAD_DTYPE, "dtype %s differs from the request's %s",
+                        req_dtype_name(dt), req_dtype_name(r->dtype));
+    r->dtype = dt;
+    return 0;
+}
+
+int gpuq_req_set_dtype(gpuq_req *r, gpuq_dtype dt)
+{
+    return use_dtype(r, dt);
+}
+
+int gpuq_req_set_input(gpuq_req *r, unsigned idx, gpuq_dtype dt, unsigned ndim,
+                       const uint64_t *shape, const void *data, size_t len)
+{
+    if (idx >= REQ_MAX_IO)
+        return req_fail(r, GPUQ_E_BAD_ARGUMENT, "input %u: only inputs 0 (A) and 1 (B)", idx);
+    if (ndim < 1 || ndim > GPUQ_MAX_DIMS || !shape)
+        return req_fail(r, GPUQ_E_BAD_SHAPE, "input %u has %u dimensions; 1 to %u allowed", idx,
+                        ndim, GPUQ_MAX_DIMS);
+    if (len && !data)
+        return req_fail(r, GPUQ_E_BAD_ARGUMENT, "input %u: %zu bytes at NULL", idx, len);
+    int rc = use_dtype(r, dt);
+    if (rc)
+        return rc;
+    uint64_t bytes = req_dtype_size(dt);
+    for (unsigned k = 0; k < ndim; k++) {
+        if (__builtin_mul_overflow(bytes, shape[k], &bytes))
+            return req_fail(r, GPUQ_E_BAD_SHAPE, "input %u: its shape overflows", idx);
+    }
+    if (bytes != len)
+        return req_fail(r, GPUQ_E_SIZE_MISMATCH,
+                        "input %u has %zu bytes but its shape implies %llu", idx, len,
+                        (unsigned long long)bytes);
+    req_input *in = &r->in[idx];
+    in->set = true;
+    in->data = data;
+    in->len = len;
+    in->ndim = ndim;
+    memcpy(in->shape, shape, ndim * sizeof *shape);
+    return 0;
+}
+
+int gpuq_req_set_output(gpuq_req *r, unsigned idx, void *buf, size_t cap)
+{
+    if (idx >= REQ_MAX_IO)
+        return req_fail(r, GPUQ_E_BAD_ARGUMENT, "output %u: only outputs 0 and 1", idx);
+    if (!buf && cap)
+        return req_fail(r, GPUQ_E_BAD_ARGUMENT, "output %u: %zu bytes at NULL", idx, cap);
+    r->out[idx].buf = buf;
+    r->out[idx].cap = cap;
+    return 0;
+}
+
+static void put_shape(gpuq_mpw *w, const char *key, const req_input *in)
+{
+    gpuq_mpw_str(w, key);
+    gpuq_mpw_array(w, in->ndim);
+    for (unsigned k = 0; k < in->ndim; k++)
+        gpuq_mpw_uint(w, in->shape[k]);
+}
+
+int req_encode(gpuq_req *r, uint64_t id, uint8_t **out, size_t *len)
+{
+    /* Move what the setters wrote since last time to the end of body. */
+    uint8_t *add = NULL;
+    size_t add_len = 0;
+    if (gpuq_mpw_take(r->w, &add, &add_len))
+        return GPUQ_E_NO_MEMORY;
+    if (add_len) {
+        uint8_t *nb = realloc(r->body, r->body_len + add_len);
+        if (!nb) {
+            free(add);
+            return GPUQ_E_NO_MEMORY;
+        }
+        memcpy(nb + r->body_len, add, add_len);
+        r->body = nb;
+        r->body_len += add_len;
+    }
+    free(add);
+
+    gpuq_mpw *w = gpuq_mpw_new();
+    if (!w)
+        return GPUQ_E_NO_MEMORY;
+    uint32_t n = 2 + r->n + (r->dtype != GPUQ_DT_NONE) + r->in[0].set + r->in[1].set;
+    gpuq_mpw_map(w, n);
+    gpuq_mpw_str(w, "id");
+    gpuq_mpw_uint(w, id);
+    gpuq_mpw_str(w, "op");
+    gpuq_mpw_str(w, r->op);
+    if (r->dtype != GPUQ_DT_NONE) {
+        gpuq_mpw_str(w, "dtype");
+        gpuq_mpw_str(w, req_dtype_name(r->dtype));
+    }
+    if (r->in[0].set)
+        put_shape(w, "shape", &r->in[0]);
+    if (r->in[1].set)
+        put_shape(w, "shape_b", &r->in[1]);
+    if (r->body_len)
+        gpuq_mpw_raw(w, r->body, r->body_len);
+    int rc = gpuq_mpw_take(w, out, len);
+    gpuq_mpw_free(w);
+    return rc ? GPUQ_E_NO_MEMORY : 0;
+}
+
+/* ---- results ---- */
+
+gpuq_result *gpuq_result_new(void)
+{
+    return calloc(1, sizeof(gpuq_result));
+}
+
+void result_reset(gpuq_result *res)
+{
+    free(res->info);
+    free(res->payload);
+    memset(res, 0, sizeof *res);
+}
+
+void gpuq_result_free(gpuq_result *res)
+{
+    if (!res)
+        return;
+    result_reset(res);
+    free(res);
+}
+
+uint64_t gpuq_result_id(const gpuq_result *res)
+{
+    return res->id;
+}
+int gpuq_result_status(const gpuq_result *res)
+{
+    return res->status;
+}
+const char *gpuq_result_message(const gpuq_result *res)
+{
+    return res->message;
+}
+unsigned gpuq_result_outputs(const gpuq_result *res)
+{
+    return res->nout;
+}
+
+gpuq_dtype gpuq_result_dtype(const gpuq_result *res, unsigned idx)
+{
+    return idx < res->nout ? (gpuq_dtype)res->out[idx].dtype : GPUQ_DT_NONE;
+}
+
+unsigned gpuq_result_ndim(const gpuq_result *res, unsigned idx)
+{
+    return idx < res->nout ? res->out[idx].ndim : 0;
+}
+
+uint64_t gpuq_result_dim(const gpuq_result *res, unsigned idx, unsigned axis)
+{
+    return idx < res->nout && axis < res->out[idx].ndim ? res->out[idx].shape[axis] : 0;
+}
+
+size_t gpuq_result_bytes(const gpuq_result *res, unsigned idx)
+{
+    return idx < REQ_MAX_IO ? res->out[idx].bytes : 0;
+}
+
+int gpuq_result_timing(const gpuq_result *res, gpuq_timing_stage stage, double *us)
+{
+    const gpuq_timing *t = &res->timing;
+    const double v[] = {t->queue_us, t->h2d_us, t->kernel_us, t->d2h_us, t->total_us};
+    if (!res->has_timing || (unsigned)stage >= sizeof v / sizeof v[0])
+        return GPUQ_E_BAD_ARGUMENT;
+    *us = v[stage];
+    return 0;
+}
+
+int gpuq_result_info(const gpuq_result *res, const uint8_t **info, size_t *len)
+{
+    if (!res->info)
+        return GPUQ_E_BAD_ARGUMENT;
+    *info = res->info;
+    *len = res->info_len;
+    return 0;
+}
+
+int gpuq_result_payload(const gpuq_result *res, const uint8_t **data, size_t *len)
+{
+    *data = res->payload;
+    *len = res->payload_len;
+    return 0;
+}

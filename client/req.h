@@ -1,0 +1,77 @@
+/* req.h - libgpuq's request builder and reply result, shared by req.c and
+ * conn.c.
+ *
+ * A gpuq_req is an op name, the header entries its setters wrote (msgpack,
+ * in order), the input arrays and the output buffers. req_encode turns it
+ * into a complete header for one id; conn.c then decodes and checks that
+ * header with proto's own functions before sending it, so validity is decided
+ * in one place. A gpuq_result is one reply, with what it owns (info, a
+ * document payload) freed by result_reset.
+ */
+#ifndef GPUQ_CLIENT_REQ_H
+#define GPUQ_CLIENT_REQ_H
+
+#include "gpuq_internal.h"
+#include "mpwrite.h"
+
+#define REQ_MAX_IO 2u /* inputs A, B; outputs 0, 1 */
+
+typedef struct req_input {
+    bool set;
+    const void *data; /* borrowed until the submit returns */
+    size_t len;
+    unsigned ndim;
+    uint64_t shape[GPUQ_MAX_DIMS];
+} req_input;
+
+typedef struct req_output {
+    void *buf; /* borrowed until the reply is waited for */
+    size_t cap;
+} req_output;
+
+struct gpuq_req {
+    char *op;      /* owned */
+    gpuq_mpw *w;   /* entries written since the last req_encode */
+    uint8_t *body; /* owned: all entries so far, n of them */
+    size_t body_len;
+    uint32_t n;
+    int dtype; /* GPUQ_DT_NONE until an input or set_dtype gives it */
+    req_input in[REQ_MAX_IO];
+    req_output out[REQ_MAX_IO];
+    int err; /* first setter error, returned by submit */
+    char errmsg[256];
+};
+
+struct gpuq_result {
+    uint64_t id;
+    int status;
+    char message[256];
+    unsigned nout;
+    struct {
+        int dtype;
+        unsigned ndim;
+        uint64_t shape[GPUQ_MAX_DIMS];
+        size_t bytes;
+    } out[REQ_MAX_IO];
+    bool has_timing;
+    gpuq_timing timing;
+    uint8_t *info; /* owned copy of the reply's "info" value */
+    size_t info_len;
+    uint8_t *payload; /* owned: a payload read without output buffers */
+    size_t payload_len;
+};
+
+/* The header of r for request id, malloc'd into *out (caller frees): "id",
+ * "op", "dtype"/"shape"/"shape_b" from the inputs, then the setters' entries.
+ * Returns 0 or GPUQ_E_NO_MEMORY. */
+int req_encode(gpuq_req *r, uint64_t id, uint8_t **out, size_t *len);
+/* Bytes of one element of dt on the wire (f32 4, f64 8, i64 8); 0 else. */
+size_t req_dtype_size(int dt);
+/* Wire name of dt ("f32", "f64", "i64"); NULL else. */
+const char *req_dtype_name(int dt);
+/* Parse a wire dtype name; GPUQ_DT_NONE for an unknown one. */
+int req_dtype_parse(const char *s, size_t len);
+/* Free what res owns and clear it. */
+void result_reset(gpuq_result *res);
+
+#endif
