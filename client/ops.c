@@ -35,8 +35,10 @@ int gpuq_normalize(gpuq_conn *c, gpuq_dtype dt, gpuq_norm_method method, bool fl
     gpuq_request_init(&r);
     r.op = GPUQ_OP_NORMALIZE;
     r.dtype = dt;
-    r.method = method;
-    r.flat = flat;
+    if (gpuq_request_set_enum_index(&r, "method", (int)method) != 0)
+        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "unknown normalize method");
+    if (flat)
+        gpuq_request_set_bool(&r, "flat", true);
     r.ndim_a = (uint32_t)ndim;
     if (ndim == 1) {
         r.shape_a[0] = rows * cols;
@@ -61,10 +63,8 @@ int gpuq_haversine_to(gpuq_conn *c, gpuq_dtype dt, const void *pts, uint64_t n, 
     r.ndim_a = 2;
     r.shape_a[0] = n;
     r.shape_a[1] = 2;
-    r.has_to = true;
-    r.to_lat = lat;
-    r.to_lon = lon;
-    r.radius = radius;
+    gpuq_request_set_pair(&r, "to", lat, lon);
+    gpuq_request_set_double(&r, "radius", radius);
     return gpuq_call(c, &r, pts, in_bytes, NULL, 0, out, out_bytes, NULL);
 }
 
@@ -82,7 +82,7 @@ int gpuq_haversine_pair(gpuq_conn *c, gpuq_dtype dt, const void *a, const void *
     r.ndim_a = r.ndim_b = 2;
     r.shape_a[0] = r.shape_b[0] = n;
     r.shape_a[1] = r.shape_b[1] = 2;
-    r.radius = radius;
+    gpuq_request_set_double(&r, "radius", radius);
     return gpuq_call(c, &r, a, in_bytes, b, in_bytes, out, out_bytes, NULL);
 }
 
@@ -97,16 +97,10 @@ int gpuq_grid(gpuq_conn *c, gpuq_dtype dt, double lat0, double lat1, uint64_t nl
     gpuq_request_init(&r);
     r.op = GPUQ_OP_GRID;
     r.dtype = dt;
-    r.lat_start = lat0;
-    r.lat_stop = lat1;
-    r.lat_n = nlat;
-    r.lon_start = lon0;
-    r.lon_stop = lon1;
-    r.lon_n = nlon;
-    r.has_to = true;
-    r.to_lat = lat;
-    r.to_lon = lon;
-    r.radius = radius;
+    gpuq_request_set_range(&r, "lat", lat0, lat1, nlat);
+    gpuq_request_set_range(&r, "lon", lon0, lon1, nlon);
+    gpuq_request_set_pair(&r, "to", lat, lon);
+    gpuq_request_set_double(&r, "radius", radius);
     return gpuq_call(c, &r, NULL, 0, NULL, 0, out, out_bytes, NULL);
 }
 
@@ -121,7 +115,8 @@ int gpuq_pairwise(gpuq_conn *c, gpuq_dtype dt, gpuq_metric metric, const void *x
     gpuq_request_init(&r);
     r.op = GPUQ_OP_PAIRWISE;
     r.dtype = dt;
-    r.metric = metric;
+    if (gpuq_request_set_enum_index(&r, "metric", (int)metric) != 0)
+        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "unknown pairwise metric");
     r.ndim_a = r.ndim_b = 2;
     r.shape_a[0] = m;
     r.shape_a[1] = d;
