@@ -134,12 +134,15 @@ enum rep_rule {
     REP_SAME,    /* comes back equal */
     REP_MESSAGE, /* error: the message, or gpuq_strerror when it is empty; ok: "" */
     REP_ARRAY,   /* ok with ndim > 0: equal; else as zero */
+    REP_ARRAY_B, /* ok with ndim_b > 0: equal; else as zero (the second output) */
     REP_INFO,    /* the same bytes somewhere else (info, info_len) */
 };
 #define RP(member, rule) FUZZ_FIELD(gpuq_reply, member, rule, 0)
 static const fuzz_field rep_fields[] = {
     RP(id, REP_SAME),    RP(status, REP_SAME),   RP(message, REP_MESSAGE), RP(dtype, REP_ARRAY),
-    RP(ndim, REP_ARRAY), RP(shape, REP_ARRAY),   RP(has_timing, REP_SAME), RP(timing, REP_SAME),
+    RP(ndim, REP_ARRAY), RP(shape, REP_ARRAY),
+    RP(dtype_b, REP_ARRAY_B), RP(ndim_b, REP_ARRAY_B), RP(shape_b, REP_ARRAY_B),
+    RP(has_timing, REP_SAME), RP(timing, REP_SAME),
     RP(info, REP_INFO),  RP(info_len, REP_INFO),
 };
 #define N_REP_FIELDS (sizeof rep_fields / sizeof rep_fields[0])
@@ -447,6 +450,12 @@ static void reply_roundtrip(const gpuq_reply *rep, uint64_t payload_len)
         case REP_ARRAY: {
             static const gpuq_reply zero;
             ok = fuzz_field_eq(f, array ? rep : &zero, &again);
+            break;
+        }
+        case REP_ARRAY_B: {
+            static const gpuq_reply zero;
+            bool array_b = rep->status == 0 && rep->ndim_b > 0;
+            ok = fuzz_field_eq(f, array_b ? rep : &zero, &again);
             break;
         }
         case REP_INFO:
