@@ -490,6 +490,9 @@ static void b_dtype(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "normalize"); KS(
 static void b_method(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "normalize"); KS(w, "method", "max"); }
 static void b_metric(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "pairwise"); KS(w, "metric", "hamming"); }
 static void b_onzero(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "pairwise"); KS(w, "on_zero", "nan"); }
+static void b_foreign(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "grid"); KS(w, "method", "l2"); }
+static void b_oplast(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "method", "l2"); KS(w, "op", "normalize"); }
+static void b_i64(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "normalize"); KS(w, "dtype", "i64"); }
 static void b_flatint(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "normalize"); KU(w, "flat", 1); }
 static void b_rank3(gpuq_mpw *w)
 {
@@ -769,6 +772,13 @@ START_TEST(test_decode_strict)
     ck_assert_int_eq(decode_built(2, b_opint, &q), GPUQ_E_BAD_HEADER);
     ck_assert_int_eq(decode_built(3, b_dtype, &q), GPUQ_E_BAD_DTYPE);
     ck_assert_int_eq(decode_built(3, b_method, &q), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_str_eq(msg, "method \"max\" is not sum, l1, l2, minmax or zscore");
+    /* an op key of another op; op keys before "op"; i64 is output-only */
+    ck_assert_int_eq(decode_built(3, b_foreign, &q), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_str_eq(msg, "grid takes no \"method\"");
+    ck_assert_int_eq(decode_built(3, b_oplast, &q), 0);
+    ck_assert_int_eq(rq_method(&q), GPUQ_NORM_L2);
+    ck_assert_int_eq(decode_built(3, b_i64, &q), GPUQ_E_BAD_DTYPE);
     ck_assert_int_eq(decode_built(3, b_metric, &q), GPUQ_E_BAD_ARGUMENT);
     ck_assert_int_eq(decode_built(3, b_onzero, &q), GPUQ_E_BAD_ARGUMENT);
     ck_assert_int_eq(decode_built(3, b_flatint, &q), GPUQ_E_BAD_HEADER);
@@ -1549,6 +1559,39 @@ START_TEST(test_check_max_payload_boundary)
 }
 END_TEST
 
+START_TEST(test_reply_two_outputs)
+{
+    gpuq_reply rep, back;
+    memset(&rep, 0, sizeof rep);
+    rep.id = 5;
+    rep.dtype = GPUQ_DT_F32;
+    rep.ndim = 2;
+    rep.shape[0] = 3;
+    rep.shape[1] = 4;
+    rep.dtype_b = GPUQ_DT_I64;
+    rep.ndim_b = 2;
+    rep.shape_b[0] = 3;
+    rep.shape_b[1] = 4;
+    uint8_t *h = NULL;
+    size_t hl = 0;
+    ck_assert_int_eq(gpuq_reply_encode(&rep, &h, &hl), 0);
+    ck_assert_int_eq(gpuq_reply_decode(h, hl, &back, msg, sizeof msg), 0);
+    free(h);
+    ck_assert_int_eq(back.dtype, GPUQ_DT_F32);
+    ck_assert_int_eq(back.dtype_b, GPUQ_DT_I64);
+    ck_assert_uint_eq(back.ndim_b, 2);
+    ck_assert_uint_eq(back.shape_b[0], 3);
+    ck_assert_uint_eq(back.shape_b[1], 4);
+    ck_assert_uint_eq(gpuq_dtype_size(GPUQ_DT_I64), 8);
+    ck_assert_str_eq(gpuq_dtype_name(GPUQ_DT_I64), "i64");
+    /* one output: no dtype_b */
+    rep.ndim_b = 0;
+    ck_assert_int_eq(gpuq_reply_encode(&rep, &h, &hl), 0);
+    ck_assert_ptr_null(memmem(h, hl, "dtype_b", 7));
+    free(h);
+}
+END_TEST
+
 static Suite *header_suite(void)
 {
     Suite *s = suite_create("header");
@@ -1567,6 +1610,7 @@ static Suite *header_suite(void)
     tc = tcase_create("check");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_check_normalize);
+    tcase_add_test(tc, test_reply_two_outputs);
     tcase_add_test(tc, test_check_haversine);
     tcase_add_test(tc, test_check_grid);
     tcase_add_test(tc, test_check_pairwise);
