@@ -1,7 +1,9 @@
 /* ctl.h - gpuqctl's command table and the helpers every command uses.
  *
- * A command is a { name, usage, min_args, max_args, exec } entry (names may
- * be two words: "distance grid"); each family lives in its own ctl_*.c.
+ * A command is a { name, usage, min_args, max_args, exec, help } entry
+ * (names may be two words: "distance grid"). The op commands live with
+ * their ops (ops/<op>.c, side GPUQ_OP_CTL); the others in ctl_basic.c and
+ * ctl_admin.c. ctl_main.c lists them in op_list.h's order.
  * exec returns the process exit status: 0, CTL_EXIT_FAIL (1) for errors,
  * CTL_EXIT_USAGE (2) for usage errors. Errors are one line on stderr:
  * "gpuqctl: <error_name>: <message>".
@@ -30,6 +32,7 @@ typedef struct ctl_entry {
     const char *usage;      /* arguments after the name */
     int min_args, max_args; /* positional arguments */
     int (*exec)(ctl_ctx *ctx, int argc, const char **argv);
+    const char *help;       /* one sentence, or NULL */
 } ctl_entry;
 
 /* One option of a command: a flag (val NULL) or an option with a value. */
@@ -85,7 +88,5 @@ const char *ctl_fmt_age(double s, char *buf, size_t cap);
 extern const ctl_entry ctl_ping_entry, ctl_status_entry;
 extern const ctl_entry ctl_sessions_entry, ctl_metrics_entry, ctl_drain_entry, ctl_shutdown_entry,
     ctl_kill_session_entry, ctl_set_limit_entry;
-extern const ctl_entry ctl_normalize_entry, ctl_haversine_entry, ctl_grid_entry,
-    ctl_pairwise_entry;
 
 #endif

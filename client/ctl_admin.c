@@ -225,9 +225,14 @@ static int set_limit_exec(ctl_ctx *ctx, int argc, const char **argv)
     return admin_run(ctx, argc, argv, pos, &npos, set_limit_call);
 }
 
-const ctl_entry ctl_sessions_entry = {"sessions", "[--json]", 0, 0, sessions_exec};
-const ctl_entry ctl_metrics_entry = {"metrics", "", 0, 0, metrics_exec};
-const ctl_entry ctl_drain_entry = {"drain", "", 0, 0, drain_exec};
-const ctl_entry ctl_shutdown_entry = {"shutdown", "", 0, 0, shutdown_exec};
-const ctl_entry ctl_kill_session_entry = {"kill-session", "ID", 1, 1, kill_exec};
-const ctl_entry ctl_set_limit_entry = {"set-limit", "NAME VALUE", 2, 2, set_limit_exec};
+const ctl_entry ctl_sessions_entry = {"sessions", "[--json]", 0, 0, sessions_exec,
+                                      "Connected sessions."};
+const ctl_entry ctl_metrics_entry = {"metrics", "", 0, 0, metrics_exec, "The daemon's metrics (Prometheus text)."};
+const ctl_entry ctl_drain_entry = {"drain", "", 0, 0, drain_exec,
+                                   "Refuse new work, finish what is queued (admin)."};
+const ctl_entry ctl_shutdown_entry = {"shutdown", "", 0, 0, shutdown_exec,
+                                      "Drain, then exit (admin)."};
+const ctl_entry ctl_kill_session_entry = {"kill-session", "ID", 1, 1, kill_exec,
+                                          "Close session ID (admin)."};
+const ctl_entry ctl_set_limit_entry = {"set-limit", "NAME VALUE", 2, 2, set_limit_exec,
+                                       "Change a server limit at run time (admin)."};

@@ -12,21 +12,18 @@
 #include <string.h>
 
 #include "ctl.h"
-
-static const ctl_entry *const ctl_table[] = {
-    &ctl_ping_entry,      &ctl_status_entry, &ctl_normalize_entry,
-    &ctl_haversine_entry, &ctl_grid_entry,   &ctl_pairwise_entry,
-    &ctl_sessions_entry,  &ctl_metrics_entry, &ctl_drain_entry,
-    &ctl_shutdown_entry,  &ctl_kill_session_entry, &ctl_set_limit_entry,
-};
-#define CTL_NCMD (sizeof ctl_table / sizeof ctl_table[0])
+#include "op_ctl.h"
 
 static void usage(FILE *f)
 {
+    const ctl_entry *e;
     fprintf(f, "usage: gpuqctl [--socket PATH] [--json] [--priority low|normal|high] COMMAND ...\n"
                "commands:\n");
-    for (size_t i = 0; i < CTL_NCMD; i++)
-        fprintf(f, "  gpuqctl %s %s\n", ctl_table[i]->name, ctl_table[i]->usage);
+    for (unsigned i = 0; (e = op_ctl_at(i)) != NULL; i++) {
+        fprintf(f, "  gpuqctl %s %s\n", e->name, e->usage);
+        if (e->help)
+            fprintf(f, "      %s\n", e->help);
+    }
 }
 
 int ctl_usage_error(const ctl_ctx *ctx, const char *fmt, ...)
@@ -211,8 +208,8 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[i];
     const char *sub = i + 1 < argc ? argv[i + 1] : NULL;
-    for (size_t k = 0; k < CTL_NCMD; k++) {
-        const ctl_entry *e = ctl_table[k];
+    const ctl_entry *e;
+    for (unsigned k = 0; (e = op_ctl_at(k)) != NULL; k++) {
         const char *sp = strchr(e->name, ' ');
         int words = 1;
         if (sp) {

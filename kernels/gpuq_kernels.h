@@ -27,13 +27,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpuq_kernel_enums.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-enum { GPUQ_K_F32 = 1, GPUQ_K_F64 = 2 };
-enum { GPUQ_K_SUM = 0, GPUQ_K_L1, GPUQ_K_L2, GPUQ_K_MINMAX, GPUQ_K_ZSCORE };
-enum { GPUQ_K_EUCLIDEAN = 0, GPUQ_K_SQEUCLIDEAN, GPUQ_K_COSINE, GPUQ_K_MANHATTAN };
 
 enum {
     GPUQ_K_OK = 0,

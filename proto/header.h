@@ -14,38 +14,33 @@
 #include <stdint.h>
 
 #include "gpuq_limits.h"
+#include "op_list.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum gpuq_op {
-    GPUQ_OP_NONE = 0,
-    GPUQ_OP_HELLO,
-    GPUQ_OP_PING,
-    GPUQ_OP_STATUS,
-    GPUQ_OP_NORMALIZE,
-    GPUQ_OP_HAVERSINE,
-    GPUQ_OP_GRID,
-    GPUQ_OP_PAIRWISE,
-    /* observability: the reply's payload is a document (info "format") */
-    GPUQ_OP_SESSIONS,
-    GPUQ_OP_METRICS,
-    /* admin only (root or the configured admin group) */
-    GPUQ_OP_DRAIN,
-    GPUQ_OP_SHUTDOWN,
-    GPUQ_OP_KILL_SESSION,
-    GPUQ_OP_SET_LIMIT,
-    GPUQ_OP_COUNT
-} gpuq_op;
+/* One value per line of ops/op_list.h, in its order (1 .. COUNT - 1). */
+#define GPUQ_OP_ENUM_(e, n) GPUQ_OP_##e,
+typedef enum gpuq_op { GPUQ_OP_NONE = 0, GPUQ_OP_LIST(GPUQ_OP_ENUM_) GPUQ_OP_COUNT } gpuq_op;
+#undef GPUQ_OP_ENUM_
 
-/* Ops that carry arrays and run on a backend (normalize .. pairwise). */
+/* Ops that carry arrays and run on a backend (flag GPUQ_OPF_COMPUTE of the
+ * op's def in ops/). */
 bool gpuq_op_is_compute(gpuq_op op);
-/* Ops only an admin may send (drain, shutdown, kill_session, set_limit). */
+/* Ops only an admin may send (flag GPUQ_OPF_ADMIN: drain, shutdown,
+ * kill_session, set_limit). */
 bool gpuq_op_is_admin(gpuq_op op);
 
-typedef enum gpuq_dtype { GPUQ_DT_NONE = 0, GPUQ_DT_F32 = 1, GPUQ_DT_F64 = 2 } gpuq_dtype;
+/* i64 is an output dtype only (e.g. indices); a request saying dtype "i64"
+ * is bad_dtype. */
+typedef enum gpuq_dtype {
+    GPUQ_DT_NONE = 0, GPUQ_DT_F32 = 1, GPUQ_DT_F64 = 2, GPUQ_DT_I64 = 3
+} gpuq_dtype;
 
+/* Public names of the kernels' method and metric codes (GPUQ_K_* in
+ * kernels/gpuq_kernel_enums.h); ops/normalize.c and ops/pairwise.c assert at
+ * compile time that both agree. */
 typedef enum gpuq_norm_method {
     GPUQ_NORM_SUM = 0, GPUQ_NORM_L1, GPUQ_NORM_L2, GPUQ_NORM_MINMAX, GPUQ_NORM_ZSCORE,
     GPUQ_NORM_COUNT
@@ -68,6 +63,32 @@ typedef enum gpuq_metric {
 
 #define GPUQ_EARTH_RADIUS_KM 6371.0088
 
+/* The value of one op-specific argument ("method", "to", "lat", ...); which
+ * member is live is the key's type in the op's key table (ops/). */
+typedef enum gpuq_arg_type {
+    GPUQ_ARG_BOOL, GPUQ_ARG_UINT, GPUQ_ARG_INT, GPUQ_ARG_DOUBLE,
+    GPUQ_ARG_ENUM,  /* a name on the wire, its index in the key's name list here */
+    GPUQ_ARG_PAIR,  /* [x, y] numbers ("to": lat, lon) */
+    GPUQ_ARG_RANGE  /* [start, stop, n] ("lat", "lon") */
+} gpuq_arg_type;
+
+typedef struct gpuq_arg_range {
+    double start, stop;
+    uint64_t n;
+} gpuq_arg_range;
+
+typedef union gpuq_arg {
+    bool b;
+    uint64_t u;
+    int64_t i;
+    double d;
+    int e;
+    double pair[2];
+    gpuq_arg_range range;
+} gpuq_arg;
+
+#define GPUQ_MAX_OP_ARGS 8u
+
 typedef struct gpuq_request {
     uint64_t id;
     gpuq_op op;
@@ -77,18 +98,12 @@ typedef struct gpuq_request {
     uint64_t shape_a[GPUQ_MAX_DIMS];
     uint32_t ndim_b;            /* 0: no second array */
     uint64_t shape_b[GPUQ_MAX_DIMS];
-    /* normalize */
-    gpuq_norm_method method;
-    bool flat;
-    bool zero_ok;               /* "on_zero":"zero" -> zero output instead of error */
-    /* pairwise */
-    gpuq_metric metric;
-    /* haversine / grid */
-    bool has_to;
-    double to_lat, to_lon;
-    double radius;              /* default GPUQ_EARTH_RADIUS_KM */
-    double lat_start, lat_stop, lon_start, lon_stop;
-    uint64_t lat_n, lon_n;
+    /* op-specific arguments: args[k] is key k of the op's key table, valid
+     * when bit k of args_set is set (else the key's default applies). Read
+     * them with gpuq_request_arg_* / gpuq_request_get_*, write them with
+     * gpuq_request_set_* (after setting op). */
+    uint32_t args_set;
+    gpuq_arg args[GPUQ_MAX_OP_ARGS];
     /* any op */
     bool timing;                /* reply carries "timing" */
     /* hello */
@@ -105,23 +120,87 @@ typedef struct gpuq_request {
     uint64_t value;
 } gpuq_request;
 
-/* Sizes implied by a checked request. */
+/* One output array of a checked request. */
+typedef struct gpuq_out {
+    gpuq_dtype dtype;
+    uint32_t ndim;
+    uint64_t shape[GPUQ_MAX_DIMS];
+    uint64_t bytes;
+} gpuq_out;
+
+#define GPUQ_MAX_OUTPUTS 2u
+
+/* Sizes implied by a checked request. An op has up to two outputs; they
+ * follow each other packed (out[1] at byte out[0].bytes) in the staging
+ * slot and in the reply's payload. */
 typedef struct gpuq_sizes {
     uint64_t payload;           /* exact input bytes expected */
-    uint64_t output;            /* result bytes */
-    uint32_t out_ndim;
-    uint64_t out_shape[GPUQ_MAX_DIMS];
+    uint64_t output;            /* result bytes: out[0].bytes + out[1].bytes */
+    uint32_t nout;              /* outputs in use: 0 (control ops), 1 or 2 */
+    union {
+        gpuq_out out[GPUQ_MAX_OUTPUTS];
+        struct {                /* out[0] under its older names */
+            gpuq_dtype out_dtype;
+            uint32_t out_ndim;
+            uint64_t out_shape[GPUQ_MAX_DIMS];
+            uint64_t out_bytes;
+        };
+    };
+    uint64_t scratch;           /* device scratch bytes the op needs (CUDA) */
     /* op geometry: normalize rows x cols; haversine n; grid lat_n x lon_n;
      * pairwise m x n x d */
     uint64_t rows, cols, m, n, d;
 } gpuq_sizes;
 
-/* Reset *req to defaults (radius, grid defaults 1000x1000 to (30,101), device -1). */
+/* Reset *req: no op, no arguments set (each op key's default applies),
+ * version GPUQ_PROTO_VERSION, priority normal, device -1. */
 void gpuq_request_init(gpuq_request *req);
+
+/* ---- op arguments ----
+ * By index k into the op's key table (op code in ops/, which names its keys
+ * with an enum): the value when set, else the key's default. The type must
+ * be the key's (asserted). */
+bool gpuq_request_arg_isset(const gpuq_request *req, unsigned k);
+bool gpuq_request_arg_bool(const gpuq_request *req, unsigned k);
+uint64_t gpuq_request_arg_uint(const gpuq_request *req, unsigned k);
+int64_t gpuq_request_arg_int(const gpuq_request *req, unsigned k);
+double gpuq_request_arg_double(const gpuq_request *req, unsigned k);
+int gpuq_request_arg_enum(const gpuq_request *req, unsigned k);
+void gpuq_request_arg_pair(const gpuq_request *req, unsigned k, double *x, double *y);
+gpuq_arg_range gpuq_request_arg_range(const gpuq_request *req, unsigned k);
+
+/* By key name, for clients, gpuqctl and tests; req->op must be set first.
+ * Setters check the key against the op's table (the op takes that key, of
+ * that type; an enum name or index is one of the key's) and return 0 or
+ * GPUQ_E_BAD_ARGUMENT, leaving req unchanged on error. Getters return the
+ * key's value or default; for a key the op does not take (or of another
+ * type) they return 0 / false / -1 (enum). */
+int gpuq_request_set_bool(gpuq_request *req, const char *key, bool v);
+int gpuq_request_set_uint(gpuq_request *req, const char *key, uint64_t v);
+int gpuq_request_set_int(gpuq_request *req, const char *key, int64_t v);
+int gpuq_request_set_double(gpuq_request *req, const char *key, double v);
+int gpuq_request_set_enum(gpuq_request *req, const char *key, const char *name);
+int gpuq_request_set_enum_index(gpuq_request *req, const char *key, int idx);
+int gpuq_request_set_pair(gpuq_request *req, const char *key, double x, double y);
+int gpuq_request_set_range(gpuq_request *req, const char *key, double start, double stop,
+                           uint64_t n);
+/* Back to the default (and not encoded). 0 or GPUQ_E_BAD_ARGUMENT. */
+int gpuq_request_unset(gpuq_request *req, const char *key);
+bool gpuq_request_isset(const gpuq_request *req, const char *key);
+bool gpuq_request_get_bool(const gpuq_request *req, const char *key);
+uint64_t gpuq_request_get_uint(const gpuq_request *req, const char *key);
+int64_t gpuq_request_get_int(const gpuq_request *req, const char *key);
+double gpuq_request_get_double(const gpuq_request *req, const char *key);
+int gpuq_request_get_enum(const gpuq_request *req, const char *key);
+void gpuq_request_get_pair(const gpuq_request *req, const char *key, double *x, double *y);
+gpuq_arg_range gpuq_request_get_range(const gpuq_request *req, const char *key);
 
 /* Decode a header. On error returns a GPUQ_E_* code and writes a one-line
  * reason into msg[msgcap]. req->id is filled as soon as "id" is read, so the
- * error reply can name it (0 if absent). Unknown keys are an error. */
+ * error reply can name it (0 if absent). Unknown keys are an error; a key of
+ * another op is bad_argument "<op> takes no \"<key>\"". The op's keys
+ * depend on "op", which may come anywhere in the map: a first pass finds it,
+ * the second decodes. */
 int gpuq_request_decode(const uint8_t *buf, size_t len, gpuq_request *req, char *msg,
                         size_t msgcap);
 
@@ -144,6 +223,8 @@ const char *gpuq_metric_name(gpuq_metric m);
 size_t gpuq_dtype_size(gpuq_dtype dt);
 /* Reverse lookups: return -1 for unknown names. */
 int gpuq_op_parse(const char *s, size_t len);
+/* Any dtype name, i64 included (a request's "dtype" also refuses i64). */
+int gpuq_dtype_parse(const char *s, size_t len);
 int gpuq_norm_method_parse(const char *s, size_t len);
 int gpuq_metric_parse(const char *s, size_t len);
 /* Priority levels: "low", "normal", "high"; NULL for an int that is not a
@@ -171,6 +252,11 @@ typedef struct gpuq_reply {
     gpuq_dtype dtype;
     uint32_t ndim;
     uint64_t shape[GPUQ_MAX_DIMS];
+    /* the second output, when the op has one (ndim_b > 0): "dtype_b" and
+     * "shape_b"; the payload is output 0's bytes then output 1's, packed */
+    gpuq_dtype dtype_b;
+    uint32_t ndim_b;
+    uint64_t shape_b[GPUQ_MAX_DIMS];
     bool has_timing;
     gpuq_timing timing;
     const uint8_t *info;
@@ -180,7 +266,8 @@ typedef struct gpuq_reply {
 int gpuq_reply_decode(const uint8_t *buf, size_t len, gpuq_reply *rep, char *msg, size_t msgcap);
 
 /* Encode a reply header: id, status, and on error "error" (name), "code",
- * "message"; on success dtype/shape when ndim > 0, timing when has_timing,
+ * "message"; on success dtype/shape when ndim > 0, dtype_b/shape_b when
+ * ndim_b > 0, timing when has_timing,
  * and rep->info (a complete msgpack value, copied raw) under key "info".
  * *out is malloc'd and owned by the caller. */
 int gpuq_reply_encode(const gpuq_reply *rep, uint8_t **out, size_t *outlen);

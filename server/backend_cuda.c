@@ -57,6 +57,7 @@
 #include "errors.h"
 #include "gpuq_kernels.h"
 #include "log.h"
+#include "op_backend.h"
 
 /* The kernels' log lines (gpuq_kernels_set_log) into gpuqd's logger. */
 static void kernels_log(int level, const char *line)
@@ -82,31 +83,16 @@ static cudaError_t dev_alloc(backend_cuda *b, cuda_sess *s, void **p, size_t len
     return e;
 }
 
-/* Enqueue the op's kernel(s); returns a GPUQ_K_* code. */
-static int launch_op(cuda_sess *s, const gpuq_job *job, const void *d_in, void *d_out)
+/* Enqueue the op's kernel(s) (its backend def, ops/op_backend.h); returns
+ * a GPUQ_K_* code. Outputs packed in d_out, out[1] after out[0]. */
+static int launch_op(cuda_sess *s, const gpuq_job *job, const void *d_in, void *d_out,
+                     void *d_scratch)
 {
-    const gpuq_request *r = job->req;
-    const gpuq_sizes *z = job->sz;
-    int dt = backend_kernel_dtype(r);
-    const void *d_b = (const char *)d_in + backend_b_offset(r);
-    switch (r->op) {
-    case GPUQ_OP_NORMALIZE:
-        return gpuq_cuda_normalize(s->kctx, dt, (int)r->method, r->zero_ok, d_in, d_out, z->rows,
-                                   z->cols);
-    case GPUQ_OP_HAVERSINE:
-        if (r->has_to)
-            return gpuq_cuda_haversine_to(s->kctx, dt, d_in, z->n, r->to_lat, r->to_lon, r->radius,
-                                          d_out);
-        return gpuq_cuda_haversine_pair(s->kctx, dt, d_in, d_b, z->n, r->radius, d_out);
-    case GPUQ_OP_GRID:
-        return gpuq_cuda_grid(s->kctx, dt, r->lat_start, r->lat_stop, r->lat_n, r->lon_start,
-                              r->lon_stop, r->lon_n, r->to_lat, r->to_lon, r->radius, d_out);
-    case GPUQ_OP_PAIRWISE: /* the check requires shape_b */
-        return gpuq_cuda_pairwise(s->kctx, dt, (int)r->metric, r->zero_ok, d_in, d_b, z->m, z->n,
-                                  z->d, d_out);
-    default:
+    const op_backend_def *ob = op_backend_of(job->req->op);
+    if (!ob || !ob->launch_cuda)
         return GPUQ_K_E_ARG;
-    }
+    op_bufs d = op_bufs_make(job->req, job->sz, d_in, d_out, d_scratch);
+    return ob->launch_cuda(s->kctx, job->req, job->sz, &d);
 }
 
 static int cuda_submit(backend *bb, gpuq_job *job)
@@ -114,7 +100,7 @@ static int cuda_submit(backend *bb, gpuq_job *job)
     backend_cuda *b = (backend_cuda *)bb;
     cuda_sess *s = job->bsess;
     cuda_jobx *x = NULL;
-    void *d_in = NULL, *d_out = NULL;
+    void *d_in = NULL, *d_out = NULL, *d_scratch = NULL;
     int status = 0, enqueued = 0;
     char detail[120] = "";
     cudaError_t e;
@@ -156,6 +142,7 @@ static int cuda_submit(backend *bb, gpuq_job *job)
         STEP(cudaEventRecord(x->t[0], s->stream), "cudaEventRecord");
     STEP(dev_alloc(b, s, &d_in, job->sz->payload), "cudaMallocFromPoolAsync(input)");
     STEP(dev_alloc(b, s, &d_out, job->sz->output), "cudaMallocFromPoolAsync(output)");
+    STEP(dev_alloc(b, s, &d_scratch, job->sz->scratch), "cudaMallocFromPoolAsync(scratch)");
     if (job->sz->payload)
         STEP(cudaMemcpyAsync(d_in, job->h_in, job->sz->payload, cudaMemcpyHostToDevice, s->stream),
              "cudaMemcpyAsync(H2D)");
@@ -171,7 +158,7 @@ static int cuda_submit(backend *bb, gpuq_job *job)
         }
     }
     if (job->sz->output) {
-        int k = launch_op(s, job, d_in, d_out);
+        int k = launch_op(s, job, d_in, d_out, d_scratch);
         if (k != GPUQ_K_OK) {
             status = cuda_status_of_kcode(b, job, k);
             snprintf(detail, sizeof detail, "kernel launch failed");
@@ -195,6 +182,8 @@ fail_enqueued:
         log_error("cuda: cudaFreeAsync(input) failed");
     if (d_out && cudaFreeAsync(d_out, s->stream) != cudaSuccess)
         log_error("cuda: cudaFreeAsync(output) failed");
+    if (d_scratch && cudaFreeAsync(d_scratch, s->stream) != cudaSuccess)
+        log_error("cuda: cudaFreeAsync(scratch) failed");
 #undef STEP
     if (status) {
         x->status = status;

@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "req_args.h"
 #include "e2e_util.h"
 #include "frame.h"
 #include "mpread.h"
@@ -457,7 +458,7 @@ START_TEST(kill_session_in_flight)
         gpuq_request_init(&r);
         r.op = GPUQ_OP_PAIRWISE;
         r.dtype = GPUQ_DT_F32;
-        r.metric = GPUQ_METRIC_EUCLIDEAN;
+        rq_set_metric(&r, GPUQ_METRIC_EUCLIDEAN);
         uint64_t m = cpu ? 8 : M;
         r.ndim_a = r.ndim_b = 2;
         r.shape_a[0] = r.shape_b[0] = m;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "req_args.h"
 #include "e2e_util.h"
 #include "frame.h"
 #include "mpread.h"
@@ -185,10 +186,10 @@ START_TEST(bad_arguments)
     expect_error(fd, &r, x, 24, GPUQ_E_SIZE_MISMATCH);
 
     r = norm_req(13, GPUQ_DT_F64, 4);
-    r.method = (gpuq_norm_method)77; /* unknown method: encoded as an unknown name */
+    rq_set_method(&r, (gpuq_norm_method)77); /* unknown method: encoded as an unknown name */
     uint8_t *h = NULL;
     size_t hl = 0;
-    r.method = GPUQ_NORM_SUM;
+    rq_set_method(&r, GPUQ_NORM_SUM);
     ck_assert_int_eq(gpuq_request_encode(&r, &h, &hl), 0);
     /* Rewrite the method name "sum" into "bad" in the encoded header. */
     uint8_t *p = memmem(h, hl, "\xa3sum", 4);
@@ -209,9 +210,9 @@ START_TEST(bad_arguments)
     hv.ndim_a = 2;
     hv.shape_a[0] = 2;
     hv.shape_a[1] = 3;
-    hv.has_to = true;
-    hv.to_lat = 10;
-    hv.to_lon = 10;
+    rq_set_has_to(&hv, true);
+    rq_set_to_lat(&hv, 10);
+    rq_set_to_lon(&hv, 10);
     expect_error(fd, &hv, x, 48, GPUQ_E_BAD_SHAPE);
 
     /* haversine: |lat| > 90 in the payload */
@@ -229,15 +230,15 @@ START_TEST(bad_arguments)
                 gpuq_request h2 = hv;
                 h2.id = 100 + (uint64_t)(dt * 100 + v * 10 + pos);
                 h2.dtype = dt ? GPUQ_DT_F64 : GPUQ_DT_F32;
-                h2.has_to = pos < 4;
-                if (!h2.has_to) { /* pairs: A then B */
+                rq_set_has_to(&h2, pos < 4);
+                if (!rq_has_to(&h2)) { /* pairs: A then B */
                     h2.ndim_b = 2;
                     h2.shape_b[0] = 2;
                     h2.shape_b[1] = 2;
                 }
                 double c[8] = {10, 20, -30, 40, 50, -60, 70, 80};
                 c[pos] = bad_vals[v];
-                size_t ncoord = h2.has_to ? 4 : 8;
+                size_t ncoord = rq_has_to(&h2) ? 4 : 8;
                 float cf[8];
                 for (size_t i = 0; i < ncoord; i++)
                     cf[i] = (float)c[i];
@@ -250,7 +251,7 @@ START_TEST(bad_arguments)
 
     /* haversine: |lat| > 90 in --to */
     hv.id = 16;
-    hv.to_lat = -91;
+    rq_set_to_lat(&hv, -91);
     double ok[4] = {10, 20, 30, 40};
     expect_error(fd, &hv, ok, sizeof ok, GPUQ_E_OUT_OF_RANGE);
 
@@ -260,7 +261,7 @@ START_TEST(bad_arguments)
     pw.id = 17;
     pw.op = GPUQ_OP_PAIRWISE;
     pw.dtype = GPUQ_DT_F64;
-    pw.metric = GPUQ_METRIC_EUCLIDEAN;
+    rq_set_metric(&pw, GPUQ_METRIC_EUCLIDEAN);
     pw.ndim_a = 2;
     pw.shape_a[0] = 2;
     pw.shape_a[1] = 2;
@@ -271,7 +272,7 @@ START_TEST(bad_arguments)
 
     /* pairwise: cosine with a zero vector */
     pw.id = 18;
-    pw.metric = GPUQ_METRIC_COSINE;
+    rq_set_metric(&pw, GPUQ_METRIC_COSINE);
     pw.shape_b[0] = 2;
     pw.shape_b[1] = 2;
     double zx[8] = {1, 2, 0, 0, 3, 4, 5, 6};
@@ -283,15 +284,15 @@ START_TEST(bad_arguments)
     g.id = 19;
     g.op = GPUQ_OP_GRID;
     g.dtype = GPUQ_DT_F64;
-    g.lat_start = -100;
-    g.lat_stop = 10;
-    g.lat_n = 5;
-    g.lon_start = 0;
-    g.lon_stop = 10;
-    g.lon_n = 5;
-    g.has_to = true;
-    g.to_lat = 30;
-    g.to_lon = 101;
+    rq_set_lat_start(&g, -100);
+    rq_set_lat_stop(&g, 10);
+    rq_set_lat_n(&g, 5);
+    rq_set_lon_start(&g, 0);
+    rq_set_lon_stop(&g, 10);
+    rq_set_lon_n(&g, 5);
+    rq_set_has_to(&g, true);
+    rq_set_to_lat(&g, 30);
+    rq_set_to_lon(&g, 101);
     expect_error(fd, &g, NULL, 0, GPUQ_E_OUT_OF_RANGE);
 
     /* shape overflow: 2^62 x 8 elements */
@@ -383,9 +384,9 @@ START_TEST(limits)
     g.id = 31;
     g.op = GPUQ_OP_GRID;
     g.dtype = GPUQ_DT_F64;
-    g.lat_start = -10, g.lat_stop = 10, g.lat_n = 100;
-    g.lon_start = -10, g.lon_stop = 10, g.lon_n = 100;
-    g.has_to = true;
+    rq_set_lat_start(&g, -10), rq_set_lat_stop(&g, 10), rq_set_lat_n(&g, 100);
+    rq_set_lon_start(&g, -10), rq_set_lon_stop(&g, 10), rq_set_lon_n(&g, 100);
+    rq_set_has_to(&g, true);
     expect_error(fd, &g, NULL, 0, GPUQ_E_TOO_LARGE);
     free(zeros);
     close(fd);

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "req_args.h"
 #include "e2e_util.h"
 
 #define NPIPE 48
@@ -29,7 +30,7 @@ START_TEST(pipelined_in_order)
             gpuq_request_init(&r);
             r.op = GPUQ_OP_NORMALIZE;
             r.dtype = GPUQ_DT_F64;
-            r.method = sent % 2 ? GPUQ_NORM_L1 : GPUQ_NORM_SUM;
+            rq_set_method(&r, sent % 2 ? GPUQ_NORM_L1 : GPUQ_NORM_SUM);
             r.ndim_a = 1;
             r.shape_a[0] = 257;
             int rc = gpuq_submit(c, &r, in[sent], sizeof in[sent], NULL, 0, out[sent],

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "req_args.h"
 #include "e2e_util.h"
 #include "numtol.h"
 #include "refbatch.h"
@@ -533,8 +534,8 @@ START_TEST(normalize_overflow)
             r.ndim_a = 2;
             r.shape_a[0] = 2;
             r.shape_a[1] = 3;
-            r.method = GPUQ_NORM_SUM;
-            r.zero_ok = zero_ok;
+            rq_set_method(&r, GPUQ_NORM_SUM);
+            rq_set_zero_ok(&r, zero_ok);
             const void *in = dt == GPUQ_DT_F32 ? (const void *)x32 : (const void *)x64;
             size_t bytes = 6 * gpuq_dtype_size(dt);
             uint64_t id;

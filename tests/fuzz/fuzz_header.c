@@ -30,6 +30,7 @@
 #include "frame.h"
 #include "gpuq_limits.h"
 #include "header.h"
+#include "op_def.h"
 #include "mpread.h"
 #include "utf8.h"
 
@@ -104,20 +105,10 @@ static const fuzz_field req_fields[] = {
     RQ(shape_a, OPS_ARRAYS, 0),
     RQ(ndim_b, OPS_AB, 0),
     RQ(shape_b, OPS_AB, 0),
-    RQ(method, OPB(NORMALIZE), 0),
-    RQ(flat, OPB(NORMALIZE), 0),
-    RQ(zero_ok, OPB(NORMALIZE) | OPB(PAIRWISE), 0),
-    RQ(metric, OPB(PAIRWISE), 0),
-    RQ(has_to, OPB(HAVERSINE), OPB(GRID)), /* grid always sends its "to" */
-    RQ(to_lat, OPS_TO, 0),
-    RQ(to_lon, OPS_TO, 0),
-    RQ(radius, OPS_TO, 0),
-    RQ(lat_start, OPB(GRID), 0),
-    RQ(lat_stop, OPB(GRID), 0),
-    RQ(lon_start, OPB(GRID), 0),
-    RQ(lon_stop, OPB(GRID), 0),
-    RQ(lat_n, OPB(GRID), 0),
-    RQ(lon_n, OPB(GRID), 0),
+    /* op arguments: compared by value per key below (args_equal); the
+     * encoder sends some defaults, so the set-mask may gain bits */
+    RQ(args_set, 0, OPS_COMPUTE),
+    RQ(args, 0, OPS_COMPUTE),
     RQ(timing, OPS_ALL, 0),
     RQ(version, OPB(HELLO), 0),
     RQ(client, OPB(HELLO), 0),
@@ -132,7 +123,7 @@ static const fuzz_field req_fields[] = {
 #define N_REQ_FIELDS (sizeof req_fields / sizeof req_fields[0])
 
 #if defined(__LP64__)
-_Static_assert(sizeof(gpuq_request) == 296,
+_Static_assert(sizeof(gpuq_request) == 408,
                "gpuq_request changed: give the new field a row in req_fields (fuzz_header.c) "
                "saying which ops keep it, then update this size");
 #endif
@@ -143,12 +134,15 @@ enum rep_rule {
     REP_SAME,    /* comes back equal */
     REP_MESSAGE, /* error: the message, or gpuq_strerror when it is empty; ok: "" */
     REP_ARRAY,   /* ok with ndim > 0: equal; else as zero */
+    REP_ARRAY_B, /* ok with ndim_b > 0: equal; else as zero (the second output) */
     REP_INFO,    /* the same bytes somewhere else (info, info_len) */
 };
 #define RP(member, rule) FUZZ_FIELD(gpuq_reply, member, rule, 0)
 static const fuzz_field rep_fields[] = {
     RP(id, REP_SAME),    RP(status, REP_SAME),   RP(message, REP_MESSAGE), RP(dtype, REP_ARRAY),
-    RP(ndim, REP_ARRAY), RP(shape, REP_ARRAY),   RP(has_timing, REP_SAME), RP(timing, REP_SAME),
+    RP(ndim, REP_ARRAY), RP(shape, REP_ARRAY),
+    RP(dtype_b, REP_ARRAY_B), RP(ndim_b, REP_ARRAY_B), RP(shape_b, REP_ARRAY_B),
+    RP(has_timing, REP_SAME), RP(timing, REP_SAME),
     RP(info, REP_INFO),  RP(info_len, REP_INFO),
 };
 #define N_REP_FIELDS (sizeof rep_fields / sizeof rep_fields[0])
@@ -177,6 +171,38 @@ static u128 mul_sat(u128 a, u128 b)
     return a && b > max / a ? max : a * b;
 }
 
+/* Op key k has the same effective value (set or default) in a and b. */
+static bool args_equal(const gpuq_key_def *kd, const gpuq_request *a, const gpuq_request *b,
+                       unsigned k)
+{
+    double x1, y1, x2, y2;
+    gpuq_arg_range r1, r2;
+    switch (kd->type) {
+    case GPUQ_ARG_BOOL:
+        return gpuq_request_arg_bool(a, k) == gpuq_request_arg_bool(b, k);
+    case GPUQ_ARG_UINT:
+        return gpuq_request_arg_uint(a, k) == gpuq_request_arg_uint(b, k);
+    case GPUQ_ARG_INT:
+        return gpuq_request_arg_int(a, k) == gpuq_request_arg_int(b, k);
+    case GPUQ_ARG_DOUBLE:
+        x1 = gpuq_request_arg_double(a, k), x2 = gpuq_request_arg_double(b, k);
+        return memcmp(&x1, &x2, sizeof x1) == 0;
+    case GPUQ_ARG_ENUM:
+        return gpuq_request_arg_enum(a, k) == gpuq_request_arg_enum(b, k) &&
+               gpuq_request_arg_isset(a, k) <= gpuq_request_arg_isset(b, k);
+    case GPUQ_ARG_PAIR:
+        gpuq_request_arg_pair(a, k, &x1, &y1);
+        gpuq_request_arg_pair(b, k, &x2, &y2);
+        return memcmp(&x1, &x2, sizeof x1) == 0 && memcmp(&y1, &y2, sizeof y1) == 0 &&
+               gpuq_request_arg_isset(a, k) <= gpuq_request_arg_isset(b, k);
+    case GPUQ_ARG_RANGE:
+        r1 = gpuq_request_arg_range(a, k), r2 = gpuq_request_arg_range(b, k);
+        return memcmp(&r1.start, &r2.start, sizeof(double)) == 0 &&
+               memcmp(&r1.stop, &r2.stop, sizeof(double)) == 0 && r1.n == r2.n;
+    }
+    return false;
+}
+
 /* What gpuq_request_check must have found for an accepted request, from
  * PROTOCOL.md 3.2 in 128 bits (saturating: no accepted request gets near). */
 static void sizes_oracle(const gpuq_request *q, uint64_t payload_len, const gpuq_limits *lim,
@@ -193,14 +219,14 @@ static void sizes_oracle(const gpuq_request *q, uint64_t payload_len, const gpuq
         want.out_ndim = q->ndim_a;
         want.out_shape[0] = a[0];
         want.out_shape[1] = q->ndim_a == 2 ? a[1] : 0;
-        want.rows = q->ndim_a == 2 && !q->flat ? a[0] : 1;
-        want.cols = q->ndim_a == 1 ? a[0] : q->flat ? a[0] * a[1] : a[1];
+        want.rows = q->ndim_a == 2 && !gpuq_request_get_bool(q, "flat") ? a[0] : 1;
+        want.cols = q->ndim_a == 1 ? a[0] : gpuq_request_get_bool(q, "flat") ? a[0] * a[1] : a[1];
         in = out = mul_sat(a[0], q->ndim_a == 2 ? a[1] : 1);
         break;
     case GPUQ_OP_HAVERSINE:
-        if (q->ndim_a != 2 || a[1] != 2 || q->has_to == (q->ndim_b != 0))
+        if (q->ndim_a != 2 || a[1] != 2 || gpuq_request_isset(q, "to") == (q->ndim_b != 0))
             fuzz_fail("haversine accepted with shape rank %u, to %d, shape_b rank %u", q->ndim_a,
-                      q->has_to, q->ndim_b);
+                      gpuq_request_isset(q, "to"), q->ndim_b);
         if (q->ndim_b && (q->ndim_b != 2 || b[0] != a[0] || b[1] != 2))
             fuzz_fail("haversine accepted with shape_b unlike shape");
         want.out_ndim = 1;
@@ -212,9 +238,9 @@ static void sizes_oracle(const gpuq_request *q, uint64_t payload_len, const gpuq
         if (q->ndim_a || q->ndim_b)
             fuzz_fail("grid accepted with a shape");
         want.out_ndim = 2;
-        want.out_shape[0] = want.rows = q->lat_n;
-        want.out_shape[1] = want.cols = q->lon_n;
-        out = mul_sat(q->lat_n, q->lon_n);
+        want.out_shape[0] = want.rows = gpuq_request_get_range(q, "lat").n;
+        want.out_shape[1] = want.cols = gpuq_request_get_range(q, "lon").n;
+        out = mul_sat(want.rows, want.cols);
         break;
     case GPUQ_OP_PAIRWISE:
         if (q->ndim_a != 2 || q->ndim_b != 2 || a[1] != b[1])
@@ -246,6 +272,11 @@ static void sizes_oracle(const gpuq_request *q, uint64_t payload_len, const gpuq
                   (unsigned long long)(res > UINT64_MAX ? UINT64_MAX : res));
     want.payload = (uint64_t)pay;
     want.output = (uint64_t)res;
+    if (gpuq_op_is_compute(q->op)) {
+        want.nout = 1;
+        want.out_dtype = q->dtype;
+        want.out_bytes = want.output;
+    }
     if (payload_len != want.payload)
         fuzz_fail("%s accepted with payload_len %llu, implied %llu", gpuq_op_name(q->op),
                   (unsigned long long)payload_len, (unsigned long long)want.payload);
@@ -340,6 +371,11 @@ static void request_roundtrip(const gpuq_request *q, uint64_t payload_len, const
             fuzz_fail("%s: encode sent \"%s\", which %s does not use", name, f->name, name);
         }
     }
+    const gpuq_op_def *def = op_def_of(q->op);
+    for (unsigned k = 0; def && k < def->nkeys; k++) {
+        if (!args_equal(&def->keys[k], q, &again, k))
+            fuzz_fail("%s: \"%s\" changed in encode + decode", name, def->keys[k].name);
+    }
     if (gpuq_request_encode(&again, &b2, &n2) != 0)
         fuzz_fail("%s: second encode failed", name);
     if (n1 != n2 || memcmp(b1, b2, n1) != 0)
@@ -414,6 +450,12 @@ static void reply_roundtrip(const gpuq_reply *rep, uint64_t payload_len)
         case REP_ARRAY: {
             static const gpuq_reply zero;
             ok = fuzz_field_eq(f, array ? rep : &zero, &again);
+            break;
+        }
+        case REP_ARRAY_B: {
+            static const gpuq_reply zero;
+            bool array_b = rep->status == 0 && rep->ndim_b > 0;
+            ok = fuzz_field_eq(f, array_b ? rep : &zero, &again);
             break;
         }
         case REP_INFO:

@@ -47,6 +47,7 @@
 #include "frame.h"
 #include "fuzz_session.h"
 #include "header.h"
+#include "../req_args.h"
 #include "log.h"
 #include "server.h"
 
@@ -276,19 +277,19 @@ static void frame_build(fuzz_client *c, script *s)
             r.ndim_a = 2;
             r.shape_a[0] = a % 6 + 1u;
             r.shape_a[1] = b % 6 + 1u;
-            r.flat = b & 0x80;
+            rq_set_flat(&r, b & 0x80);
         }
-        r.method = (gpuq_norm_method)((fl >> 5) % GPUQ_NORM_COUNT);
-        r.zero_ok = a & 0x80;
+        rq_set_method(&r, (gpuq_norm_method)((fl >> 5) % GPUQ_NORM_COUNT));
+        rq_set_zero_ok(&r, a & 0x80);
         break;
     case GPUQ_OP_HAVERSINE:
         r.ndim_a = 2;
         r.shape_a[0] = a % 8 + 1u;
         r.shape_a[1] = 2;
         if (fl & 16) {
-            r.has_to = true;
-            r.to_lat = 10.0;
-            r.to_lon = 20.0;
+            rq_set_has_to(&r, true);
+            rq_set_to_lat(&r, 10.0);
+            rq_set_to_lon(&r, 20.0);
         } else {
             r.ndim_b = 2;
             r.shape_b[0] = r.shape_a[0];
@@ -297,10 +298,11 @@ static void frame_build(fuzz_client *c, script *s)
         break;
     case GPUQ_OP_GRID:
         if ((fl & 16) && (b & 1)) {
-            r.lat_n = r.lon_n = 512; /* 1 or 2 MiB: a stand-alone staging slot */
+            rq_set_lat_n(&r, 512); /* 1 or 2 MiB: a stand-alone staging slot */
+            rq_set_lon_n(&r, 512);
         } else {
-            r.lat_n = a % 8 + 1u;
-            r.lon_n = b % 8 + 1u;
+            rq_set_lat_n(&r, a % 8 + 1u);
+            rq_set_lon_n(&r, b % 8 + 1u);
         }
         if (fl & 0x80)
             r.dtype = GPUQ_DT_NONE;
@@ -310,8 +312,8 @@ static void frame_build(fuzz_client *c, script *s)
         r.shape_a[0] = a % 5 + 1u;
         r.shape_b[0] = b % 5 + 1u;
         r.shape_a[1] = r.shape_b[1] = (fl >> 5) % 4 + 1u;
-        r.metric = (gpuq_metric)((a >> 4) % GPUQ_METRIC_COUNT);
-        r.zero_ok = b & 0x80;
+        rq_set_metric(&r, (gpuq_metric)((a >> 4) % GPUQ_METRIC_COUNT));
+        rq_set_zero_ok(&r, b & 0x80);
         break;
     case GPUQ_OP_KILL_SESSION:
         r.has_session = true;

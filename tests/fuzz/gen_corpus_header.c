@@ -26,6 +26,7 @@
 #include "frame.h"
 #include "gpuq_limits.h"
 #include "header.h"
+#include "../req_args.h"
 #include "mpwrite.h"
 
 static corpus *C;
@@ -133,29 +134,29 @@ static void gen_requests(void)
     for (int m = 0; m < GPUQ_NORM_COUNT; m++) {
         base(&q, GPUQ_OP_NORMALIZE, GPUQ_DT_F64);
         shape(q.shape_a, &q.ndim_a, 2, 3, 4);
-        q.method = (gpuq_norm_method)m;
-        snprintf(name, sizeof name, "req-normalize-%s", gpuq_norm_method_name(q.method));
+        rq_set_method(&q, (gpuq_norm_method)m);
+        snprintf(name, sizeof name, "req-normalize-%s", gpuq_norm_method_name(rq_method(&q)));
         req(name, &q);
     }
     base(&q, GPUQ_OP_NORMALIZE, GPUQ_DT_F32);
     shape(q.shape_a, &q.ndim_a, 2, 2, 5);
-    q.method = GPUQ_NORM_ZSCORE;
-    q.flat = true;
-    q.zero_ok = true;
+    rq_set_method(&q, GPUQ_NORM_ZSCORE);
+    rq_set_flat(&q, true);
+    rq_set_zero_ok(&q, true);
     q.timing = true;
     req("req-normalize-flat-zero-f32", &q);
     base(&q, GPUQ_OP_NORMALIZE, GPUQ_DT_F32);
     shape(q.shape_a, &q.ndim_a, 1, 7, 0);
-    q.method = GPUQ_NORM_L2;
+    rq_set_method(&q, GPUQ_NORM_L2);
     req("req-normalize-rank1", &q);
     bare("bare-normalize", &q);
 
     base(&q, GPUQ_OP_HAVERSINE, GPUQ_DT_F64);
     shape(q.shape_a, &q.ndim_a, 2, 10, 2);
-    q.has_to = true;
-    q.to_lat = -12.5;
-    q.to_lon = 179.25;
-    q.radius = 3958.8;
+    rq_set_has_to(&q, true);
+    rq_set_to_lat(&q, -12.5);
+    rq_set_to_lon(&q, 179.25);
+    rq_set_radius(&q, 3958.8);
     req("req-haversine-to", &q);
     base(&q, GPUQ_OP_HAVERSINE, GPUQ_DT_F32);
     shape(q.shape_a, &q.ndim_a, 2, 4, 2);
@@ -166,24 +167,24 @@ static void gen_requests(void)
     req("req-grid-default", &q);
     bare("bare-grid", &q);
     base(&q, GPUQ_OP_GRID, GPUQ_DT_F32);
-    q.lat_start = -10;
-    q.lat_stop = 10.5;
-    q.lat_n = 3;
-    q.lon_start = 100;
-    q.lon_stop = -100;
-    q.lon_n = 1;
-    q.to_lat = 89.5;
-    q.to_lon = -720;
-    q.radius = 1;
+    rq_set_lat_start(&q, -10);
+    rq_set_lat_stop(&q, 10.5);
+    rq_set_lat_n(&q, 3);
+    rq_set_lon_start(&q, 100);
+    rq_set_lon_stop(&q, -100);
+    rq_set_lon_n(&q, 1);
+    rq_set_to_lat(&q, 89.5);
+    rq_set_to_lon(&q, -720);
+    rq_set_radius(&q, 1);
     req("req-grid-f32", &q);
 
     for (int m = 0; m < GPUQ_METRIC_COUNT; m++) {
         base(&q, GPUQ_OP_PAIRWISE, m % 2 ? GPUQ_DT_F32 : GPUQ_DT_F64);
         shape(q.shape_a, &q.ndim_a, 2, 3, 4);
         shape(q.shape_b, &q.ndim_b, 2, 5, 4);
-        q.metric = (gpuq_metric)m;
-        q.zero_ok = q.metric == GPUQ_METRIC_COSINE;
-        snprintf(name, sizeof name, "req-pairwise-%s", gpuq_metric_name(q.metric));
+        rq_set_metric(&q, (gpuq_metric)m);
+        rq_set_zero_ok(&q, rq_metric(&q) == GPUQ_METRIC_COSINE);
+        snprintf(name, sizeof name, "req-pairwise-%s", gpuq_metric_name(rq_metric(&q)));
         req(name, &q);
     }
 
@@ -248,9 +249,9 @@ static void gen_refused(void)
     base(&q, GPUQ_OP_NORMALIZE, GPUQ_DT_F64);
     shape(q.shape_a, &q.ndim_a, 2, 1ull << 62, 8);
     req("chk-normalize-overflow", &q);
-    q.flat = true;
+    rq_set_flat(&q, true);
     req("chk-normalize-flat-overflow", &q);
-    q.flat = false;
+    rq_set_flat(&q, false);
     shape(q.shape_a, &q.ndim_a, 2, 1ull << 61, 2);
     req("chk-normalize-bytes-overflow", &q);
     shape(q.shape_a, &q.ndim_a, 2, UINT64_MAX, UINT64_MAX);
@@ -260,28 +261,28 @@ static void gen_refused(void)
 
     base(&q, GPUQ_OP_HAVERSINE, GPUQ_DT_F64);
     shape(q.shape_a, &q.ndim_a, 2, 5, 3);
-    q.has_to = true;
+    rq_set_has_to(&q, true);
     req("chk-haversine-three-columns", &q);
     shape(q.shape_a, &q.ndim_a, 2, 5, 2);
     shape(q.shape_b, &q.ndim_b, 2, 5, 2);
     req("chk-haversine-to-and-shape-b", &q);
-    q.has_to = false;
+    rq_set_has_to(&q, false);
     shape(q.shape_b, &q.ndim_b, 2, 6, 2);
     req("chk-haversine-shape-b-differs", &q);
     q.ndim_b = 0;
     req("chk-haversine-neither", &q);
-    q.has_to = true;
-    q.to_lat = 90.5;
+    rq_set_has_to(&q, true);
+    rq_set_to_lat(&q, 90.5);
     req("chk-haversine-to-lat", &q);
-    q.to_lat = 0;
-    q.to_lon = INFINITY;
+    rq_set_to_lat(&q, 0);
+    rq_set_to_lon(&q, INFINITY);
     req("chk-haversine-to-lon-inf", &q);
-    q.to_lon = 0;
-    q.radius = 0;
+    rq_set_to_lon(&q, 0);
+    rq_set_radius(&q, 0);
     req("chk-haversine-radius-0", &q);
-    q.radius = NAN;
+    rq_set_radius(&q, NAN);
     req("chk-haversine-radius-nan", &q);
-    q.radius = 1;
+    rq_set_radius(&q, 1);
     shape(q.shape_a, &q.ndim_a, 2, 1ull << 63, 2);
     req("chk-haversine-overflow", &q);
     shape(q.shape_a, &q.ndim_a, 2, 0, 2);
@@ -291,39 +292,41 @@ static void gen_refused(void)
     req("chk-haversine-no-dtype", &q);
 
     base(&q, GPUQ_OP_GRID, GPUQ_DT_F64);
-    q.lat_stop = 91;
+    rq_set_lat_stop(&q, 91);
     req("chk-grid-lat-stop", &q);
-    q.lat_stop = 90;
-    q.lon_start = -INFINITY;
+    rq_set_lat_stop(&q, 90);
+    rq_set_lon_start(&q, -INFINITY);
     req("chk-grid-lon-inf", &q);
-    q.lon_start = -180;
-    q.lat_n = 0;
+    rq_set_lon_start(&q, -180);
+    rq_set_lat_n(&q, 0);
     req("chk-grid-empty", &q);
-    q.lat_n = UINT64_MAX;
-    q.lon_n = 2;
+    rq_set_lat_n(&q, UINT64_MAX);
+    rq_set_lon_n(&q, 2);
     req("chk-grid-overflow", &q);
-    q.lat_n = 1ull << 20;
-    q.lon_n = 1ull << 20;
+    rq_set_lat_n(&q, 1ull << 20);
+    rq_set_lon_n(&q, 1ull << 20);
     req("chk-grid-over-max-output", &q);
-    q.lat_n = q.lon_n = 4;
-    q.to_lat = -91;
+    rq_set_lat_n(&q, 4);
+    rq_set_lon_n(&q, 4);
+    rq_set_to_lat(&q, -91);
     req("chk-grid-to-lat", &q);
-    q.lat_n = q.lon_n = 1ull << 31; /* cells fit, bytes do not */
-    q.to_lat = 0;
+    rq_set_lat_n(&q, 1ull << 31); /* cells fit, bytes do not */
+    rq_set_lon_n(&q, 1ull << 31);
+    rq_set_to_lat(&q, 0);
     req("chk-grid-bytes-overflow", &q);
 
     base(&q, GPUQ_OP_PAIRWISE, GPUQ_DT_F64);
     shape(q.shape_a, &q.ndim_a, 2, 3, 4);
     shape(q.shape_b, &q.ndim_b, 2, 5, 4);
     req("chk-pairwise-no-metric", &q);
-    q.metric = GPUQ_METRIC_COSINE;
+    rq_set_metric(&q, GPUQ_METRIC_COSINE);
     q.dtype = GPUQ_DT_NONE;
     req("chk-pairwise-no-dtype", &q);
     q.dtype = GPUQ_DT_F32;
     q.ndim_a = 0;
     req("chk-pairwise-no-shape", &q);
     shape(q.shape_a, &q.ndim_a, 2, 3, 4);
-    q.metric = GPUQ_METRIC_EUCLIDEAN;
+    rq_set_metric(&q, GPUQ_METRIC_EUCLIDEAN);
     shape(q.shape_b, &q.ndim_b, 2, 5, 3);
     req("chk-pairwise-d-differs", &q);
     shape(q.shape_b, &q.ndim_b, 1, 5, 0);

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "req_args.h"
 #include "e2e_util.h"
 #include "mpread.h"
 
@@ -70,7 +71,7 @@ START_TEST(priorities_per_session)
     for (int i = 0; i < N; i++)
         for (int k = 0; k < 3; k++) {
             gpuq_request r = e2e_norm_req(LEN);
-            r.method = GPUQ_NORM_L1;
+            rq_set_method(&r, GPUQ_NORM_L1);
             uint64_t id;
             ck_assert_int_eq(gpuq_submit(cs[k], &r, x, sizeof x, NULL, 0, y[k][i], sizeof y[k][i],
                                          &id),

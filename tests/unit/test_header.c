@@ -7,6 +7,7 @@
  * iconv, independently of gpuq's reader). */
 #include "errors.h"
 #include "header.h"
+#include "req_args.h"
 #include "gpuq_limits.h"
 #include "frame.h"
 #include "mpread.h"
@@ -121,16 +122,16 @@ START_TEST(test_rt_normalize)
     gpuq_sizes sz;
     base(&q, GPUQ_OP_NORMALIZE, GPUQ_DT_F32);
     shape2(q.shape_a, &q.ndim_a, 3, 5);
-    q.method = GPUQ_NORM_ZSCORE;
-    q.zero_ok = true;
-    q.flat = true;
+    rq_set_method(&q, GPUQ_NORM_ZSCORE);
+    rq_set_zero_ok(&q, true);
+    rq_set_flat(&q, true);
     ck_assert_int_eq(roundtrip(&q, &d), 0);
     ck_assert_int_eq(d.dtype, GPUQ_DT_F32);
     ck_assert_uint_eq(d.ndim_a, 2);
     ck_assert_uint_eq(d.shape_a[0], 3);
     ck_assert_uint_eq(d.shape_a[1], 5);
-    ck_assert_int_eq(d.method, GPUQ_NORM_ZSCORE);
-    ck_assert(d.zero_ok && d.flat);
+    ck_assert_int_eq(rq_method(&d), GPUQ_NORM_ZSCORE);
+    ck_assert(rq_zero_ok(&d) && rq_flat(&d));
     ck_assert_int_eq(check(&d, 60, &sz), 0);
     ck_assert_uint_eq(sz.rows, 1);
     ck_assert_uint_eq(sz.cols, 15);
@@ -139,7 +140,7 @@ START_TEST(test_rt_normalize)
     ck_assert_uint_eq(sz.out_ndim, 2);
     ck_assert_uint_eq(sz.out_shape[0], 3);
     ck_assert_uint_eq(sz.out_shape[1], 5);
-    d.flat = false;
+    rq_set_flat(&d, false);
     ck_assert_int_eq(check(&d, 60, &sz), 0);
     ck_assert_uint_eq(sz.rows, 3);
     ck_assert_uint_eq(sz.cols, 5);
@@ -148,8 +149,8 @@ START_TEST(test_rt_normalize)
     q.ndim_a = 1;
     q.shape_a[0] = 7;
     ck_assert_int_eq(roundtrip(&q, &d), 0);
-    ck_assert_int_eq(d.method, GPUQ_NORM_SUM);
-    ck_assert(!d.zero_ok);
+    ck_assert_int_eq(rq_method(&d), GPUQ_NORM_SUM);
+    ck_assert(!rq_zero_ok(&d));
     ck_assert_int_eq(check(&d, 56, &sz), 0);
     ck_assert_uint_eq(sz.rows, 1);
     ck_assert_uint_eq(sz.cols, 7);
@@ -164,13 +165,13 @@ START_TEST(test_rt_haversine)
     gpuq_sizes sz;
     base(&q, GPUQ_OP_HAVERSINE, GPUQ_DT_F64);
     shape2(q.shape_a, &q.ndim_a, 10, 2);
-    q.has_to = true;
-    q.to_lat = -12.5;
-    q.to_lon = 179.25;
-    q.radius = 3958.8;
+    rq_set_has_to(&q, true);
+    rq_set_to_lat(&q, -12.5);
+    rq_set_to_lon(&q, 179.25);
+    rq_set_radius(&q, 3958.8);
     ck_assert_int_eq(roundtrip(&q, &d), 0);
-    ck_assert(d.has_to);
-    ck_assert(d.to_lat == -12.5 && d.to_lon == 179.25 && d.radius == 3958.8);
+    ck_assert(rq_has_to(&d));
+    ck_assert(rq_to_lat(&d) == -12.5 && rq_to_lon(&d) == 179.25 && rq_radius(&d) == 3958.8);
     ck_assert_uint_eq(d.ndim_b, 0);
     ck_assert_int_eq(check(&d, 160, &sz), 0);
     ck_assert_uint_eq(sz.n, 10);
@@ -181,8 +182,8 @@ START_TEST(test_rt_haversine)
     shape2(q.shape_a, &q.ndim_a, 10, 2);
     shape2(q.shape_b, &q.ndim_b, 10, 2);
     ck_assert_int_eq(roundtrip(&q, &d), 0);
-    ck_assert(!d.has_to);
-    ck_assert(d.radius == GPUQ_EARTH_RADIUS_KM);
+    ck_assert(!rq_has_to(&d));
+    ck_assert(rq_radius(&d) == GPUQ_EARTH_RADIUS_KM);
     ck_assert_int_eq(check(&d, 160, &sz), 0);
     ck_assert_uint_eq(sz.payload, 160);
     ck_assert_uint_eq(sz.output, 40);
@@ -196,9 +197,9 @@ START_TEST(test_rt_grid)
     base(&q, GPUQ_OP_GRID, GPUQ_DT_NONE);
     ck_assert_int_eq(roundtrip(&q, &d), 0);
     ck_assert_int_eq(d.dtype, GPUQ_DT_F64); /* default */
-    ck_assert(d.lat_start == -90 && d.lat_stop == 90 && d.lat_n == 1000);
-    ck_assert(d.lon_start == -180 && d.lon_stop == 180 && d.lon_n == 1000);
-    ck_assert(d.to_lat == 30 && d.to_lon == 101);
+    ck_assert(rq_lat_start(&d) == -90 && rq_lat_stop(&d) == 90 && rq_lat_n(&d) == 1000);
+    ck_assert(rq_lon_start(&d) == -180 && rq_lon_stop(&d) == 180 && rq_lon_n(&d) == 1000);
+    ck_assert(rq_to_lat(&d) == 30 && rq_to_lon(&d) == 101);
     ck_assert_int_eq(check(&d, 0, &sz), 0);
     ck_assert_uint_eq(sz.output, 8000000);
     ck_assert_uint_eq(sz.payload, 0);
@@ -206,10 +207,10 @@ START_TEST(test_rt_grid)
     ck_assert_uint_eq(sz.out_shape[1], 1000);
 
     base(&q, GPUQ_OP_GRID, GPUQ_DT_F32);
-    q.lat_start = 10;
-    q.lat_stop = -10;
-    q.lat_n = 3;
-    q.lon_n = 1;
+    rq_set_lat_start(&q, 10);
+    rq_set_lat_stop(&q, -10);
+    rq_set_lat_n(&q, 3);
+    rq_set_lon_n(&q, 1);
     ck_assert_int_eq(roundtrip(&q, &d), 0);
     ck_assert_int_eq(d.dtype, GPUQ_DT_F32);
     ck_assert_int_eq(check(&d, 0, &sz), 0);
@@ -227,11 +228,11 @@ START_TEST(test_rt_pairwise)
         base(&q, GPUQ_OP_PAIRWISE, GPUQ_DT_F64);
         shape2(q.shape_a, &q.ndim_a, 4, 3);
         shape2(q.shape_b, &q.ndim_b, 5, 3);
-        q.metric = (gpuq_metric)m;
-        q.zero_ok = m == GPUQ_METRIC_COSINE;
+        rq_set_metric(&q, (gpuq_metric)m);
+        rq_set_zero_ok(&q, m == GPUQ_METRIC_COSINE);
         ck_assert_int_eq(roundtrip(&q, &d), 0);
-        ck_assert_int_eq(d.metric, m);
-        ck_assert(d.zero_ok == q.zero_ok);
+        ck_assert_int_eq(rq_metric(&d), m);
+        ck_assert(rq_zero_ok(&d) == rq_zero_ok(&q));
         ck_assert_int_eq(check(&d, (12 + 15) * 8, &sz), 0);
         ck_assert_uint_eq(sz.m, 4);
         ck_assert_uint_eq(sz.n, 5);
@@ -261,15 +262,17 @@ START_TEST(test_check_normalize)
     shape2(q.shape_b, &q.ndim_b, 1, 1);
     ck_assert_int_eq(check(&q, 32, &sz), GPUQ_E_BAD_ARGUMENT);
     q.ndim_b = 0;
-    q.method = GPUQ_NORM_COUNT;
-    ck_assert_int_eq(check(&q, 32, &sz), GPUQ_E_BAD_ARGUMENT);
-    q.method = GPUQ_NORM_L2;
+    /* a method out of range cannot be set (so cannot be sent) */
+    ck_assert_int_eq(gpuq_request_set_enum_index(&q, "method", GPUQ_NORM_COUNT),
+                     GPUQ_E_BAD_ARGUMENT);
+    ck_assert_int_eq(rq_method(&q), GPUQ_NORM_SUM);
+    rq_set_method(&q, GPUQ_NORM_L2);
     q.shape_a[0] = 0;
     ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_EMPTY);
     shape2(q.shape_a, &q.ndim_a, 3, 0);
     ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_EMPTY);
     shape2(q.shape_a, &q.ndim_a, 0, 3);
-    q.flat = true;
+    rq_set_flat(&q, true);
     ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_EMPTY);
 }
 END_TEST
@@ -281,11 +284,11 @@ START_TEST(test_check_haversine)
     base(&q, GPUQ_OP_HAVERSINE, GPUQ_DT_F64);
     shape2(q.shape_a, &q.ndim_a, 5, 2);
     ck_assert_int_eq(check(&q, 80, &sz), GPUQ_E_BAD_ARGUMENT); /* neither to nor shape_b */
-    q.has_to = true;
+    rq_set_has_to(&q, true);
     ck_assert_int_eq(check(&q, 80, &sz), 0);
     shape2(q.shape_b, &q.ndim_b, 5, 2);
     ck_assert_int_eq(check(&q, 160, &sz), GPUQ_E_BAD_ARGUMENT); /* both */
-    q.has_to = false;
+    rq_set_has_to(&q, false);
     ck_assert_int_eq(check(&q, 160, &sz), 0);
     ck_assert_int_eq(check(&q, 80, &sz), GPUQ_E_SIZE_MISMATCH);
     q.shape_b[0] = 4;
@@ -301,24 +304,24 @@ START_TEST(test_check_haversine)
     ck_assert_int_eq(check(&q, 160, &sz), GPUQ_E_BAD_DTYPE);
     q.dtype = GPUQ_DT_F64;
     q.ndim_b = 0;
-    q.has_to = true;
-    q.to_lat = 90.5;
+    rq_set_has_to(&q, true);
+    rq_set_to_lat(&q, 90.5);
     ck_assert_int_eq(check(&q, 80, &sz), GPUQ_E_OUT_OF_RANGE);
-    q.to_lat = NAN;
+    rq_set_to_lat(&q, NAN);
     ck_assert_int_eq(check(&q, 80, &sz), GPUQ_E_OUT_OF_RANGE);
-    q.to_lat = -90;
-    q.to_lon = INFINITY;
+    rq_set_to_lat(&q, -90);
+    rq_set_to_lon(&q, INFINITY);
     ck_assert_int_eq(check(&q, 80, &sz), GPUQ_E_OUT_OF_RANGE);
-    q.to_lon = 0;
-    q.radius = 0;
+    rq_set_to_lon(&q, 0);
+    rq_set_radius(&q, 0);
     ck_assert_int_eq(check(&q, 80, &sz), GPUQ_E_BAD_ARGUMENT);
-    q.radius = -1;
+    rq_set_radius(&q, -1);
     ck_assert_int_eq(check(&q, 80, &sz), GPUQ_E_BAD_ARGUMENT);
-    q.radius = INFINITY;
+    rq_set_radius(&q, INFINITY);
     ck_assert_int_eq(check(&q, 80, &sz), GPUQ_E_BAD_ARGUMENT);
-    q.radius = NAN;
+    rq_set_radius(&q, NAN);
     ck_assert_int_eq(check(&q, 80, &sz), GPUQ_E_BAD_ARGUMENT);
-    q.radius = 1;
+    rq_set_radius(&q, 1);
     q.shape_a[0] = 0;
     ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_EMPTY);
 }
@@ -331,42 +334,42 @@ START_TEST(test_check_grid)
     base(&q, GPUQ_OP_GRID, GPUQ_DT_NONE);
     ck_assert_int_eq(check(&q, 0, &sz), 0);
     ck_assert_int_eq(check(&q, 8, &sz), GPUQ_E_SIZE_MISMATCH);
-    q.lat_n = 0;
+    rq_set_lat_n(&q, 0);
     ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_EMPTY);
-    q.lat_n = 1;
-    q.lon_n = 0;
+    rq_set_lat_n(&q, 1);
+    rq_set_lon_n(&q, 0);
     ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_EMPTY);
-    q.lon_n = 1;
+    rq_set_lon_n(&q, 1);
     ck_assert_int_eq(check(&q, 0, &sz), 0);
-    q.lat_start = -90.01;
+    rq_set_lat_start(&q, -90.01);
     ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_OUT_OF_RANGE);
-    q.lat_start = -90;
-    q.lat_stop = 91;
+    rq_set_lat_start(&q, -90);
+    rq_set_lat_stop(&q, 91);
     ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_OUT_OF_RANGE);
-    q.lat_stop = NAN;
+    rq_set_lat_stop(&q, NAN);
     ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_OUT_OF_RANGE);
-    q.lat_stop = 90;
-    q.lon_start = -INFINITY;
+    rq_set_lat_stop(&q, 90);
+    rq_set_lon_start(&q, -INFINITY);
     ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_OUT_OF_RANGE);
-    q.lon_start = -180;
-    q.to_lat = 100;
+    rq_set_lon_start(&q, -180);
+    rq_set_to_lat(&q, 100);
     ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_OUT_OF_RANGE);
-    q.to_lat = 30;
-    q.radius = 0;
+    rq_set_to_lat(&q, 30);
+    rq_set_radius(&q, 0);
     ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_BAD_ARGUMENT);
-    q.radius = 1;
+    rq_set_radius(&q, 1);
     q.ndim_a = 1;
     q.shape_a[0] = 2;
     ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_BAD_ARGUMENT);
     q.ndim_a = 0;
     /* overflow of lat_n * lon_n; then bytes */
-    q.lat_n = 1ull << 40;
-    q.lon_n = 1ull << 30;
+    rq_set_lat_n(&q, 1ull << 40);
+    rq_set_lon_n(&q, 1ull << 30);
     ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_BAD_SHAPE);
-    q.lon_n = 1ull << 22;
+    rq_set_lon_n(&q, 1ull << 22);
     ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_TOO_LARGE);
-    q.lat_n = 1ull << 20;
-    q.lon_n = 1ull << 20;
+    rq_set_lat_n(&q, 1ull << 20);
+    rq_set_lon_n(&q, 1ull << 20);
     ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_TOO_LARGE); /* 8 TiB output */
 }
 END_TEST
@@ -378,15 +381,15 @@ START_TEST(test_check_pairwise)
     base(&q, GPUQ_OP_PAIRWISE, GPUQ_DT_F32);
     shape2(q.shape_a, &q.ndim_a, 2, 4);
     shape2(q.shape_b, &q.ndim_b, 3, 3);
-    q.metric = GPUQ_METRIC_COSINE;
+    rq_set_metric(&q, GPUQ_METRIC_COSINE);
     ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_BAD_SHAPE);
     ck_assert_str_eq(msg, "shape_b has d=3 but shape has d=4");
     q.shape_b[1] = 4;
     ck_assert_int_eq(check(&q, 80, &sz), 0);
     ck_assert_uint_eq(sz.output, 24);
-    q.metric = GPUQ_METRIC_COUNT; /* unset */
+    ck_assert_int_eq(gpuq_request_unset(&q, "metric"), 0); /* metric is required */
     ck_assert_int_eq(check(&q, 80, &sz), GPUQ_E_BAD_ARGUMENT);
-    q.metric = GPUQ_METRIC_MANHATTAN;
+    rq_set_metric(&q, GPUQ_METRIC_MANHATTAN);
     q.ndim_b = 0;
     ck_assert_int_eq(check(&q, 32, &sz), GPUQ_E_BAD_SHAPE);
     q.ndim_b = 1;
@@ -411,9 +414,9 @@ START_TEST(test_check_overflow_limits)
     base(&q, GPUQ_OP_NORMALIZE, GPUQ_DT_F64);
     shape2(q.shape_a, &q.ndim_a, 1ull << 62, 8);
     ck_assert_int_eq(check(&q, 64, &sz), GPUQ_E_BAD_SHAPE);
-    q.flat = true;
+    rq_set_flat(&q, true);
     ck_assert_int_eq(check(&q, 64, &sz), GPUQ_E_BAD_SHAPE);
-    q.flat = false;
+    rq_set_flat(&q, false);
     shape2(q.shape_a, &q.ndim_a, 1ull << 61, 2); /* elements fit, bytes don't */
     ck_assert_int_eq(check(&q, 64, &sz), GPUQ_E_TOO_LARGE);
     shape2(q.shape_a, &q.ndim_a, UINT64_MAX, UINT64_MAX);
@@ -433,17 +436,17 @@ START_TEST(test_check_overflow_limits)
     gpuq_limits_default(&lim);
     lim.max_output = 100;
     base(&q, GPUQ_OP_PAIRWISE, GPUQ_DT_F32);
-    q.metric = GPUQ_METRIC_EUCLIDEAN;
+    rq_set_metric(&q, GPUQ_METRIC_EUCLIDEAN);
     shape2(q.shape_a, &q.ndim_a, 5, 1);
     shape2(q.shape_b, &q.ndim_b, 5, 1);
     ck_assert_int_eq(check_with(&q, 40, &lim, &sz), 0);
     q.shape_b[0] = 6;
     ck_assert_int_eq(check_with(&q, 44, &lim, &sz), GPUQ_E_TOO_LARGE);
     base(&q, GPUQ_OP_GRID, GPUQ_DT_F64);
-    q.lat_n = 3;
-    q.lon_n = 4;
+    rq_set_lat_n(&q, 3);
+    rq_set_lon_n(&q, 4);
     ck_assert_int_eq(check_with(&q, 0, &lim, &sz), 0);
-    q.lon_n = 5;
+    rq_set_lon_n(&q, 5);
     ck_assert_int_eq(check_with(&q, 0, &lim, &sz), GPUQ_E_TOO_LARGE);
     q.op = GPUQ_OP_NONE;
     ck_assert_int_eq(check_with(&q, 0, &lim, &sz), GPUQ_E_UNKNOWN_OP);
@@ -487,6 +490,9 @@ static void b_dtype(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "normalize"); KS(
 static void b_method(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "normalize"); KS(w, "method", "max"); }
 static void b_metric(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "pairwise"); KS(w, "metric", "hamming"); }
 static void b_onzero(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "pairwise"); KS(w, "on_zero", "nan"); }
+static void b_foreign(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "grid"); KS(w, "method", "l2"); }
+static void b_oplast(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "method", "l2"); KS(w, "op", "normalize"); }
+static void b_i64(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "normalize"); KS(w, "dtype", "i64"); }
 static void b_flatint(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "normalize"); KU(w, "flat", 1); }
 static void b_rank3(gpuq_mpw *w)
 {
@@ -695,12 +701,12 @@ START_TEST(test_decode_on_zero)
             ck_assert_msg(strstr(msg, "on_zero") != NULL, "'%s'", msg);
         } else {
             ck_assert_msg(rc == 0, "\"%s\": %s", cases[k].s, msg);
-            ck_assert_int_eq(q.zero_ok, cases[k].want);
+            ck_assert_int_eq(rq_zero_ok(&q), cases[k].want);
         }
     }
     gpuq_request q;
     ck_assert_int_eq(decode_built(2, b_ok, &q), 0);
-    ck_assert(!q.zero_ok);
+    ck_assert(!rq_zero_ok(&q));
 }
 END_TEST
 
@@ -766,6 +772,13 @@ START_TEST(test_decode_strict)
     ck_assert_int_eq(decode_built(2, b_opint, &q), GPUQ_E_BAD_HEADER);
     ck_assert_int_eq(decode_built(3, b_dtype, &q), GPUQ_E_BAD_DTYPE);
     ck_assert_int_eq(decode_built(3, b_method, &q), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_str_eq(msg, "method \"max\" is not sum, l1, l2, minmax or zscore");
+    /* an op key of another op; op keys before "op"; i64 is output-only */
+    ck_assert_int_eq(decode_built(3, b_foreign, &q), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_str_eq(msg, "grid takes no \"method\"");
+    ck_assert_int_eq(decode_built(3, b_oplast, &q), 0);
+    ck_assert_int_eq(rq_method(&q), GPUQ_NORM_L2);
+    ck_assert_int_eq(decode_built(3, b_i64, &q), GPUQ_E_BAD_DTYPE);
     ck_assert_int_eq(decode_built(3, b_metric, &q), GPUQ_E_BAD_ARGUMENT);
     ck_assert_int_eq(decode_built(3, b_onzero, &q), GPUQ_E_BAD_ARGUMENT);
     ck_assert_int_eq(decode_built(3, b_flatint, &q), GPUQ_E_BAD_HEADER);
@@ -775,7 +788,7 @@ START_TEST(test_decode_strict)
     ck_assert_int_eq(decode_built(3, b_shapefloat, &q), GPUQ_E_BAD_HEADER);
     ck_assert_int_eq(decode_built(3, b_to3, &q), GPUQ_E_BAD_ARGUMENT);
     ck_assert_int_eq(decode_built(3, b_toint, &q), 0);
-    ck_assert(q.has_to && q.to_lat == -45 && q.to_lon == 10);
+    ck_assert(rq_has_to(&q) && rq_to_lat(&q) == -45 && rq_to_lon(&q) == 10);
     ck_assert_int_eq(decode_built(3, b_radiusstr, &q), GPUQ_E_BAD_HEADER);
     ck_assert_int_eq(decode_built(3, b_latn, &q), GPUQ_E_BAD_HEADER);
     ck_assert_int_eq(decode_built(3, b_lat2, &q), GPUQ_E_BAD_ARGUMENT);
@@ -820,7 +833,7 @@ START_TEST(test_decode_truncated)
     case 1:
         base(&q, GPUQ_OP_HAVERSINE, GPUQ_DT_F32);
         shape2(q.shape_a, &q.ndim_a, 1ull << 40, 2);
-        q.has_to = true;
+        rq_set_has_to(&q, true);
         break;
     case 2:
         base(&q, GPUQ_OP_GRID, GPUQ_DT_F64);
@@ -829,8 +842,8 @@ START_TEST(test_decode_truncated)
         base(&q, GPUQ_OP_PAIRWISE, GPUQ_DT_F64);
         shape2(q.shape_a, &q.ndim_a, 70000, 300);
         shape2(q.shape_b, &q.ndim_b, 5, 300);
-        q.metric = GPUQ_METRIC_SQEUCLIDEAN;
-        q.zero_ok = true;
+        rq_set_metric(&q, GPUQ_METRIC_SQEUCLIDEAN);
+        rq_set_zero_ok(&q, true);
         break;
     }
     ck_assert_int_eq(gpuq_request_encode(&q, &buf, &len), 0);
@@ -1535,7 +1548,7 @@ START_TEST(test_check_max_payload_boundary)
     /* two arrays: A and B together are the payload (pairwise f32, 2x3 and
      * 4x3: 72 bytes) */
     base(&q, GPUQ_OP_PAIRWISE, GPUQ_DT_F32);
-    q.metric = GPUQ_METRIC_EUCLIDEAN;
+    rq_set_metric(&q, GPUQ_METRIC_EUCLIDEAN);
     shape2(q.shape_a, &q.ndim_a, 2, 3);
     shape2(q.shape_b, &q.ndim_b, 4, 3);
     lim.max_payload = 72;
@@ -1543,6 +1556,39 @@ START_TEST(test_check_max_payload_boundary)
     lim.max_payload = 71;
     ck_assert_int_eq(check_with(&q, 68, &lim, &sz), GPUQ_E_TOO_LARGE);
     ck_assert_int_eq(check_with(&q, 72, &lim, &sz), GPUQ_E_TOO_LARGE);
+}
+END_TEST
+
+START_TEST(test_reply_two_outputs)
+{
+    gpuq_reply rep, back;
+    memset(&rep, 0, sizeof rep);
+    rep.id = 5;
+    rep.dtype = GPUQ_DT_F32;
+    rep.ndim = 2;
+    rep.shape[0] = 3;
+    rep.shape[1] = 4;
+    rep.dtype_b = GPUQ_DT_I64;
+    rep.ndim_b = 2;
+    rep.shape_b[0] = 3;
+    rep.shape_b[1] = 4;
+    uint8_t *h = NULL;
+    size_t hl = 0;
+    ck_assert_int_eq(gpuq_reply_encode(&rep, &h, &hl), 0);
+    ck_assert_int_eq(gpuq_reply_decode(h, hl, &back, msg, sizeof msg), 0);
+    free(h);
+    ck_assert_int_eq(back.dtype, GPUQ_DT_F32);
+    ck_assert_int_eq(back.dtype_b, GPUQ_DT_I64);
+    ck_assert_uint_eq(back.ndim_b, 2);
+    ck_assert_uint_eq(back.shape_b[0], 3);
+    ck_assert_uint_eq(back.shape_b[1], 4);
+    ck_assert_uint_eq(gpuq_dtype_size(GPUQ_DT_I64), 8);
+    ck_assert_str_eq(gpuq_dtype_name(GPUQ_DT_I64), "i64");
+    /* one output: no dtype_b */
+    rep.ndim_b = 0;
+    ck_assert_int_eq(gpuq_reply_encode(&rep, &h, &hl), 0);
+    ck_assert_ptr_null(memmem(h, hl, "dtype_b", 7));
+    free(h);
 }
 END_TEST
 
@@ -1564,6 +1610,7 @@ static Suite *header_suite(void)
     tc = tcase_create("check");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_check_normalize);
+    tcase_add_test(tc, test_reply_two_outputs);
     tcase_add_test(tc, test_check_haversine);
     tcase_add_test(tc, test_check_grid);
     tcase_add_test(tc, test_check_pairwise);

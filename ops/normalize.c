@@ -1,0 +1,194 @@
+/* normalize.c - the normalize op: each row (or the whole array with "flat")
+ * scaled by its sum, L1 or L2 norm, or to [0, 1] (minmax), or standardized
+ * (zscore). Input A [n] or [rows, cols] f32/f64; output the same shape and
+ * dtype. A zero norm or constant row is zero_norm unless "on_zero":"zero";
+ * a result out of the dtype's range is out_of_range; both name the row.
+ */
+enum { K_METHOD, K_FLAT, K_ON_ZERO, K_COUNT_ };
+
+/* ---------------------------------------------------------------- proto */
+#ifdef GPUQ_OP_PROTO
+#include "errors.h"
+#include "gpuq_kernel_enums.h"
+#include "op_def.h"
+
+static const char *const method_names[GPUQ_K_METHOD_COUNT] = {[GPUQ_K_SUM] = "sum",
+                                                              [GPUQ_K_L1] = "l1",
+                                                              [GPUQ_K_L2] = "l2",
+                                                              [GPUQ_K_MINMAX] = "minmax",
+                                                              [GPUQ_K_ZSCORE] = "zscore"};
+_Static_assert((int)GPUQ_NORM_COUNT == GPUQ_K_METHOD_COUNT && (int)GPUQ_NORM_SUM == GPUQ_K_SUM &&
+                   (int)GPUQ_NORM_L1 == GPUQ_K_L1 && (int)GPUQ_NORM_L2 == GPUQ_K_L2 &&
+                   (int)GPUQ_NORM_MINMAX == GPUQ_K_MINMAX && (int)GPUQ_NORM_ZSCORE == GPUQ_K_ZSCORE,
+               "proto/header.h's GPUQ_NORM_* differ from the kernels' GPUQ_K_* methods");
+
+static const gpuq_key_def keys[K_COUNT_] = {
+    [K_METHOD] = {"method",
+                  GPUQ_ARG_ENUM,
+                  GPUQ_KEYF_ENCODE_DEFAULT,
+                  {.e = GPUQ_K_SUM},
+                  method_names,
+                  GPUQ_K_METHOD_COUNT},
+    [K_FLAT] = {"flat", GPUQ_ARG_BOOL, 0, {.b = false}, NULL, 0},
+    [K_ON_ZERO] = {"on_zero", GPUQ_ARG_ENUM, 0, {.e = 0}, op_on_zero_names, 2},
+};
+
+const char *gpuq_norm_method_name(gpuq_norm_method m)
+{
+    return (unsigned)m < GPUQ_K_METHOD_COUNT ? method_names[m] : NULL;
+}
+
+int gpuq_norm_method_parse(const char *s, size_t len)
+{
+    return hdr_lookup(method_names, GPUQ_K_METHOD_COUNT, s, len);
+}
+
+static int check(const gpuq_request *req, uint64_t payload_len, const gpuq_limits *lim,
+                 gpuq_sizes *sz, uint64_t *in_elems, char *msg, size_t cap)
+{
+    int rc;
+    if ((rc = op_check_dtype(req, msg, cap)) != 0)
+        return rc;
+    if (req->ndim_a < 1 || req->ndim_a > 2)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "normalize needs \"shape\" of rank 1 or 2");
+    if (req->ndim_b != 0)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "normalize takes no \"shape_b\"");
+    if ((rc = op_check_nonempty("shape", req->ndim_a, req->shape_a, msg, cap)) != 0)
+        return rc;
+    if (req->ndim_a == 1) {
+        sz->rows = 1;
+        sz->cols = req->shape_a[0];
+    } else if (gpuq_request_arg_bool(req, K_FLAT)) {
+        sz->rows = 1;
+        if (!op_mul(req->shape_a[0], req->shape_a[1], &sz->cols))
+            return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "shape [%llu, %llu] overflows",
+                            (unsigned long long)req->shape_a[0],
+                            (unsigned long long)req->shape_a[1]);
+    } else {
+        sz->rows = req->shape_a[0];
+        sz->cols = req->shape_a[1];
+    }
+    if (!op_mul(sz->rows, sz->cols, in_elems))
+        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "shape [%llu, %llu] overflows",
+                        (unsigned long long)sz->rows, (unsigned long long)sz->cols);
+    op_set_out(sz, 0, GPUQ_DT_NONE, req->ndim_a, req->shape_a[0], req->shape_a[1]);
+    return 0;
+}
+
+const gpuq_op_def op_def_normalize = {.op = GPUQ_OP_NORMALIZE,
+                                      .name = "normalize",
+                                      .flags = GPUQ_OPF_COMPUTE | GPUQ_OPF_SHAPES,
+                                      .keys = keys,
+                                      .nkeys = K_COUNT_,
+                                      .check = check};
+#endif
+
+/* -------------------------------------------------------------- backend */
+#ifdef GPUQ_OP_BACKEND
+#include <stdio.h>
+
+#include "op_backend.h"
+
+static int run_cpu(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h)
+{
+    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
+    return gpuq_cpu_normalize(op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METHOD), zero_ok, h->a,
+                              h->out[0], sz->rows, sz->cols);
+}
+
+#ifdef GPUQ_HAVE_CUDA
+static int launch_cuda(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_sizes *sz,
+                       const op_bufs *d)
+{
+    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
+    return gpuq_cuda_normalize(ctx, op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METHOD), zero_ok,
+                               d->a, d->out[0], sz->rows, sz->cols);
+}
+#endif
+
+/* The row the kernel stopped at, found again by the CPU reference's rules
+ * (error path only). */
+static int kernel_message(const gpuq_request *r, const gpuq_sizes *sz, const void *h_in, int kcode,
+                          char *m, size_t cap)
+{
+    int method = gpuq_request_arg_enum(r, K_METHOD);
+    const char *mname = gpuq_norm_method_name((gpuq_norm_method)method);
+    uint64_t row = 0;
+    long long at = -1;
+    if (kcode != GPUQ_K_E_ZERO && kcode != GPUQ_K_E_OVERFLOW)
+        return 0;
+    if (h_in && gpuq_cpu_normalize_find(op_kernel_dtype(r), method, h_in, sz->rows, sz->cols,
+                                        &row) == kcode)
+        at = (long long)row;
+    if (kcode == GPUQ_K_E_ZERO) {
+        int constant = method == GPUQ_K_MINMAX || method == GPUQ_K_ZSCORE;
+        if (at >= 0 && constant)
+            snprintf(m, cap, "row %lld is constant (%s)", at, mname);
+        else if (at >= 0)
+            snprintf(m, cap, "row %lld has zero %s norm", at, mname);
+        else
+            snprintf(m, cap, "zero %s norm in a row", mname ? mname : "");
+        return 1;
+    }
+    if (at < 0)
+        return 0;
+    snprintf(m, cap, "row %lld: a %s result is too large for %s", at, mname,
+             gpuq_dtype_name(r->dtype));
+    return 1;
+}
+
+const op_backend_def op_backend_normalize = {.run_cpu = run_cpu,
+#ifdef GPUQ_HAVE_CUDA
+                                             .launch_cuda = launch_cuda,
+#endif
+                                             .kernel_message = kernel_message};
+#endif
+
+/* ------------------------------------------------------------------ ctl */
+#ifdef GPUQ_OP_CTL
+#include "op_ctl.h"
+
+static int exec(ctl_ctx *ctx, int argc, const char **argv)
+{
+    const char *method_s = NULL, *out_path = NULL;
+    bool flat = false, timing = false;
+    const ctl_opt opts[] = {{"--method", &method_s, NULL},
+                            {"-m", &method_s, NULL},
+                            {"-o", &out_path, NULL},
+                            {"--output", &out_path, NULL},
+                            {"--flat", NULL, &flat}};
+    const char *pos[1];
+    int npos;
+    int rc = ctl_parse_args(ctx, argc, argv, opts, 5, pos, &npos, &timing);
+    if (rc)
+        return rc;
+    if (!out_path)
+        return ctl_usage_error(ctx, "-o OUT.npy is required");
+    gpuq_request r;
+    gpuq_request_init(&r);
+    r.op = GPUQ_OP_NORMALIZE;
+    if (method_s && (rc = op_ctl_set_enum(&r, "method", method_s)))
+        return rc;
+    if (flat)
+        gpuq_request_set_bool(&r, "flat", true);
+    npy_array a;
+    if ((rc = op_ctl_load(pos[0], &a)))
+        return rc;
+    r.dtype = a.dtype;
+    op_ctl_shape_a(&r, &a);
+    rc = op_ctl_run(ctx, &r, &a, NULL, a.ndim, a.shape, out_path, timing);
+    npy_free(&a);
+    return rc;
+}
+
+static const ctl_entry entry = {
+    "normalize",
+    "[--method sum|l1|l2|minmax|zscore] [--flat] [--priority low|normal|high] [--timing] IN.npy "
+    "-o OUT.npy",
+    1,
+    1,
+    exec,
+    "Scale each row of IN.npy (or all of it with --flat) by its sum, L1 or L2 norm, to [0, 1] "
+    "(minmax) or to zero mean and unit deviation (zscore); method sum by default."};
+const ctl_entry *const op_ctl_normalize = &entry;
+#endif

@@ -1,0 +1,44 @@
+/* op_ctl.h - an op's gpuqctl command: the GPUQ_OP_CTL side of ops/<op>.c,
+ * compiled into gpuqctl only.
+ *
+ * Each op file defines op_ctl_<name>, a pointer to its ctl_entry (NULL for
+ * an op without a command); ctl_main.c lists the commands in op_list.h's
+ * order through op_ctl_at. op_util.c holds what the compute commands share:
+ * loading .npy inputs, sending the request, writing the result.
+ */
+#ifndef GPUQ_OPS_OP_CTL_H
+#define GPUQ_OPS_OP_CTL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ctl.h"
+#include "npy.h"
+
+/* The i-th command of the op table (ops without one skipped), or NULL. */
+const ctl_entry *op_ctl_at(unsigned i);
+
+/* Connect, send req with inputs a/b (either may be NULL), write output 0
+ * (shape out_shape[out_ndim], req's dtype) to out_path as .npy. The result
+ * buffer is allocated only when it fits the server's max_output, so an
+ * oversized request gets the server's error, not a huge malloc here.
+ * --timing prints the server's timing to stderr. Returns an exit status. */
+int op_ctl_run(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_array *b,
+               int out_ndim, const uint64_t *out_shape, const char *out_path, bool timing);
+/* npy_read with the error printed; returns an exit status. */
+int op_ctl_load(const char *path, npy_array *a);
+/* Shapes of an .npy array into req's A or B. */
+void op_ctl_shape_a(gpuq_request *req, const npy_array *a);
+void op_ctl_shape_b(gpuq_request *req, const npy_array *b);
+/* "LAT,LON" and "START:STOP:N"; 0 or -1. */
+int op_ctl_parse_point(const char *s, double *lat, double *lon);
+int op_ctl_parse_range(const char *s, double *start, double *stop, uint64_t *n);
+/* Set enum key from a command-line name; prints "unknown <key> '<s>' (a|b|c)"
+ * on error and returns CTL_EXIT_FAIL. */
+int op_ctl_set_enum(gpuq_request *req, const char *key, const char *s);
+
+#define OP_DECL_CTL_(e, n) extern const ctl_entry *const op_ctl_##n;
+GPUQ_OP_LIST(OP_DECL_CTL_)
+#undef OP_DECL_CTL_
+
+#endif

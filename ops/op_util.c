@@ -1,0 +1,218 @@
+/* op_util.c - what the op files share, per side (see op_table.c).
+ *
+ * PROTO: the checks' common pieces (dtype, non-empty shapes, radius, "to")
+ * and the "on_zero" names. BACKEND: buffer layout (B after A, outputs
+ * packed). CTL: .npy in, one request, .npy out.
+ */
+#ifdef GPUQ_OP_PROTO
+#include <math.h>
+
+#include "errors.h"
+#include "op_def.h"
+
+const char *const op_on_zero_names[2] = {"error", "zero"};
+
+bool op_mul(uint64_t a, uint64_t b, uint64_t *out)
+{
+    return !__builtin_mul_overflow(a, b, out);
+}
+
+int op_check_dtype(const gpuq_request *req, char *msg, size_t cap)
+{
+    if (req->dtype != GPUQ_DT_F32 && req->dtype != GPUQ_DT_F64)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_DTYPE, "%s needs dtype f32 or f64",
+                        gpuq_op_name(req->op));
+    return 0;
+}
+
+int op_check_nonempty(const char *key, uint32_t ndim, const uint64_t *shape, char *msg, size_t cap)
+{
+    for (uint32_t k = 0; k < ndim; k++) {
+        if (shape[k] == 0)
+            return hdr_fail(msg, cap, GPUQ_E_EMPTY, "%s[%u] is 0; arrays must not be empty", key,
+                            (unsigned)k);
+    }
+    return 0;
+}
+
+int op_check_radius(double radius, char *msg, size_t cap)
+{
+    if (!isfinite(radius) || !(radius > 0))
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "radius %g must be finite and > 0", radius);
+    return 0;
+}
+
+int op_check_to(double lat, double lon, char *msg, size_t cap)
+{
+    if (!isfinite(lat) || lat < -90.0 || lat > 90.0)
+        return hdr_fail(msg, cap, GPUQ_E_OUT_OF_RANGE, "\"to\" latitude %g is outside [-90, 90]",
+                        lat);
+    if (!isfinite(lon))
+        return hdr_fail(msg, cap, GPUQ_E_OUT_OF_RANGE, "\"to\" longitude %g is not finite", lon);
+    return 0;
+}
+
+void op_set_out(gpuq_sizes *sz, unsigned k, gpuq_dtype dtype, uint32_t ndim, uint64_t d0,
+                uint64_t d1)
+{
+    sz->out[k].dtype = dtype;
+    sz->out[k].ndim = ndim;
+    sz->out[k].shape[0] = d0;
+    sz->out[k].shape[1] = ndim > 1 ? d1 : 0;
+    if (sz->nout < k + 1)
+        sz->nout = k + 1;
+}
+#endif
+
+#ifdef GPUQ_OP_BACKEND
+#include "op_backend.h"
+
+int op_kernel_dtype(const gpuq_request *r)
+{
+    return r->dtype == GPUQ_DT_F32 ? GPUQ_K_F32 : GPUQ_K_F64;
+}
+
+size_t op_b_offset(const gpuq_request *r)
+{
+    if (r->ndim_b == 0)
+        return 0;
+    return (size_t)(r->shape_a[0] * r->shape_a[1]) * gpuq_dtype_size(r->dtype);
+}
+
+op_bufs op_bufs_make(const gpuq_request *r, const gpuq_sizes *sz, const void *in, void *out,
+                     void *scratch)
+{
+    op_bufs b = {.a = in, .b = NULL, .out = {out, NULL}, .scratch = scratch};
+    if (r->ndim_b && in)
+        b.b = (const char *)in + op_b_offset(r);
+    if (sz->nout > 1 && out)
+        b.out[1] = (char *)out + sz->out[0].bytes;
+    return b;
+}
+#endif
+
+#ifdef GPUQ_OP_CTL
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "op_ctl.h"
+#include "op_def.h"
+
+int op_ctl_run(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_array *b,
+               int out_ndim, const uint64_t *out_shape, const char *out_path, bool timing)
+{
+    uint64_t out_bytes = gpuq_dtype_size(req->dtype);
+    for (int k = 0; k < out_ndim; k++) {
+        if (__builtin_mul_overflow(out_bytes, out_shape[k], &out_bytes))
+            return ctl_fail(GPUQ_E_TOO_LARGE, "result size overflows");
+    }
+    gpuq_conn *c;
+    int rc = ctl_connect(ctx, &c);
+    if (rc)
+        return rc;
+    void *out = NULL;
+    size_t cap = 0;
+    if (out_bytes <= gpuq_info(c)->limits.max_output && out_bytes <= SIZE_MAX) {
+        out = malloc(out_bytes ? (size_t)out_bytes : 1);
+        if (!out) {
+            rc = ctl_failf(GPUQ_E_NO_MEMORY, "cannot allocate %llu result bytes",
+                           (unsigned long long)out_bytes);
+            goto out_close;
+        }
+        cap = (size_t)out_bytes;
+    }
+    req->timing = timing;
+    gpuq_reply rep;
+    int crc = gpuq_call(c, req, a ? a->data : NULL, a ? a->nbytes : 0, b ? b->data : NULL,
+                        b ? b->nbytes : 0, out, cap, &rep);
+    if (crc) {
+        rc = ctl_fail(crc, gpuq_errmsg(c));
+        goto out_free;
+    }
+    if (timing && rep.has_timing)
+        fprintf(stderr,
+                "timing: queue %.1f us, h2d %.1f us, kernel %.1f us, d2h %.1f us, total %.1f us\n",
+                rep.timing.queue_us, rep.timing.h2d_us, rep.timing.kernel_us, rep.timing.d2h_us,
+                rep.timing.total_us);
+    char err[512];
+    int wrc = npy_write(out_path, req->dtype, out_ndim, out_shape, out, err, sizeof err);
+    if (wrc)
+        rc = ctl_fail(wrc, err);
+out_free:
+    free(out);
+out_close:
+    gpuq_close(c);
+    return rc;
+}
+
+int op_ctl_load(const char *path, npy_array *a)
+{
+    char err[512];
+    int rc = npy_read(path, a, err, sizeof err);
+    if (rc)
+        return ctl_fail(rc, err);
+    return 0;
+}
+
+/* "LAT,LON" */
+int op_ctl_parse_point(const char *s, double *lat, double *lon)
+{
+    const char *comma = strchr(s, ',');
+    if (!comma || (size_t)(comma - s) >= 64)
+        return -1;
+    char first[64];
+    memcpy(first, s, (size_t)(comma - s));
+    first[comma - s] = '\0';
+    return ctl_parse_double(first, lat) || ctl_parse_double(comma + 1, lon) ? -1 : 0;
+}
+
+/* "START:STOP:N" */
+int op_ctl_parse_range(const char *s, double *start, double *stop, uint64_t *n)
+{
+    char buf[128];
+    if (strlen(s) >= sizeof buf)
+        return -1;
+    strcpy(buf, s);
+    char *c1 = strchr(buf, ':');
+    char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c1 || !c2)
+        return -1;
+    *c1 = *c2 = '\0';
+    return ctl_parse_double(buf, start) || ctl_parse_double(c1 + 1, stop) ||
+                   ctl_parse_u64(c2 + 1, n)
+               ? -1
+               : 0;
+}
+
+void op_ctl_shape_a(gpuq_request *req, const npy_array *a)
+{
+    req->ndim_a = (uint32_t)a->ndim;
+    req->shape_a[0] = a->shape[0];
+    req->shape_a[1] = a->ndim == 2 ? a->shape[1] : 0;
+}
+
+void op_ctl_shape_b(gpuq_request *req, const npy_array *b)
+{
+    req->ndim_b = (uint32_t)b->ndim;
+    req->shape_b[0] = b->shape[0];
+    req->shape_b[1] = b->ndim == 2 ? b->shape[1] : 0;
+}
+
+int op_ctl_set_enum(gpuq_request *req, const char *key, const char *s)
+{
+    if (gpuq_request_set_enum(req, key, s) == 0)
+        return 0;
+    const gpuq_op_def *d = op_def_of(req->op);
+    int k = d ? op_key_index(d, key, strlen(key)) : -1;
+    char list[256] = "";
+    size_t at = 0;
+    for (int i = 0; k >= 0 && i < d->keys[k].nnames && at < sizeof list; i++) {
+        int w = snprintf(list + at, sizeof list - at, "%s%s", i ? "|" : "", d->keys[k].names[i]);
+        if (w < 0)
+            break;
+        at += (size_t)w;
+    }
+    return ctl_failf(GPUQ_E_BAD_ARGUMENT, "unknown %s '%s' (%s)", key, s, list);
+}
+#endif

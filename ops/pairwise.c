@@ -1,0 +1,173 @@
+/* pairwise.c - the pairwise op: distances between every row of X [m, d] and
+ * every row of Y [n, d] under "metric" (scipy cdist definitions), output
+ * [m, n] in the input dtype. A zero vector under cosine is zero_norm unless
+ * "on_zero":"zero" (then its distances are 1).
+ */
+enum { K_METRIC, K_ON_ZERO, K_COUNT_ };
+
+/* ---------------------------------------------------------------- proto */
+#ifdef GPUQ_OP_PROTO
+#include "errors.h"
+#include "gpuq_kernel_enums.h"
+#include "op_def.h"
+
+static const char *const metric_names[GPUQ_K_METRIC_COUNT] = {[GPUQ_K_EUCLIDEAN] = "euclidean",
+                                                              [GPUQ_K_SQEUCLIDEAN] = "sqeuclidean",
+                                                              [GPUQ_K_COSINE] = "cosine",
+                                                              [GPUQ_K_MANHATTAN] = "manhattan"};
+_Static_assert((int)GPUQ_METRIC_COUNT == GPUQ_K_METRIC_COUNT &&
+                   (int)GPUQ_METRIC_EUCLIDEAN == GPUQ_K_EUCLIDEAN &&
+                   (int)GPUQ_METRIC_SQEUCLIDEAN == GPUQ_K_SQEUCLIDEAN &&
+                   (int)GPUQ_METRIC_COSINE == GPUQ_K_COSINE &&
+                   (int)GPUQ_METRIC_MANHATTAN == GPUQ_K_MANHATTAN,
+               "proto/header.h's GPUQ_METRIC_* differ from the kernels' GPUQ_K_* metrics");
+
+static const gpuq_key_def keys[K_COUNT_] = {
+    [K_METRIC] =
+        {"metric", GPUQ_ARG_ENUM, 0, {.e = GPUQ_K_EUCLIDEAN}, metric_names, GPUQ_K_METRIC_COUNT},
+    [K_ON_ZERO] = {"on_zero", GPUQ_ARG_ENUM, 0, {.e = 0}, op_on_zero_names, 2},
+};
+
+const char *gpuq_metric_name(gpuq_metric m)
+{
+    return (unsigned)m < GPUQ_K_METRIC_COUNT ? metric_names[m] : NULL;
+}
+
+int gpuq_metric_parse(const char *s, size_t len)
+{
+    return hdr_lookup(metric_names, GPUQ_K_METRIC_COUNT, s, len);
+}
+
+static int check(const gpuq_request *req, uint64_t payload_len, const gpuq_limits *lim,
+                 gpuq_sizes *sz, uint64_t *in_elems, char *msg, size_t cap)
+{
+    int rc;
+    uint64_t ea, eb, out;
+    if ((rc = op_check_dtype(req, msg, cap)) != 0)
+        return rc;
+    if (!gpuq_request_arg_isset(req, K_METRIC)) /* required: no default */
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT,
+                        "pairwise needs \"metric\" (euclidean, sqeuclidean, cosine or manhattan)");
+    if (req->ndim_a != 2)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "pairwise needs \"shape\" [m, d]");
+    if (req->ndim_b != 2)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "pairwise needs \"shape_b\" [n, d]");
+    if (req->shape_b[1] != req->shape_a[1])
+        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "shape_b has d=%llu but shape has d=%llu",
+                        (unsigned long long)req->shape_b[1], (unsigned long long)req->shape_a[1]);
+    if ((rc = op_check_nonempty("shape", 2, req->shape_a, msg, cap)) != 0 ||
+        (rc = op_check_nonempty("shape_b", 2, req->shape_b, msg, cap)) != 0)
+        return rc;
+    sz->m = req->shape_a[0];
+    sz->n = req->shape_b[0];
+    sz->d = req->shape_a[1];
+    if (!op_mul(sz->m, sz->d, &ea) || !op_mul(sz->n, sz->d, &eb) ||
+        __builtin_add_overflow(ea, eb, in_elems) || !op_mul(sz->m, sz->n, &out))
+        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE,
+                        "pairwise shapes [%llu, %llu] x [%llu, %llu] overflow",
+                        (unsigned long long)sz->m, (unsigned long long)sz->d,
+                        (unsigned long long)sz->n, (unsigned long long)sz->d);
+    op_set_out(sz, 0, GPUQ_DT_NONE, 2, sz->m, sz->n);
+    return 0;
+}
+
+const gpuq_op_def op_def_pairwise = {.op = GPUQ_OP_PAIRWISE,
+                                     .name = "pairwise",
+                                     .flags = GPUQ_OPF_COMPUTE | GPUQ_OPF_SHAPES,
+                                     .keys = keys,
+                                     .nkeys = K_COUNT_,
+                                     .check = check};
+#endif
+
+/* -------------------------------------------------------------- backend */
+#ifdef GPUQ_OP_BACKEND
+#include <stdio.h>
+
+#include "op_backend.h"
+
+static int run_cpu(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h)
+{
+    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
+    return gpuq_cpu_pairwise(op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC), zero_ok, h->a,
+                             h->b, sz->m, sz->n, sz->d, h->out[0]);
+}
+
+#ifdef GPUQ_HAVE_CUDA
+static int launch_cuda(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_sizes *sz,
+                       const op_bufs *d)
+{
+    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
+    return gpuq_cuda_pairwise(ctx, op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC), zero_ok,
+                              d->a, d->b, sz->m, sz->n, sz->d, d->out[0]);
+}
+#endif
+
+static int kernel_message(const gpuq_request *r, const gpuq_sizes *sz, const void *h_in, int kcode,
+                          char *m, size_t cap)
+{
+    if (kcode != GPUQ_K_E_ZERO)
+        return 0;
+    snprintf(m, cap, "zero vector under cosine metric");
+    return 1;
+}
+
+const op_backend_def op_backend_pairwise = {.run_cpu = run_cpu,
+#ifdef GPUQ_HAVE_CUDA
+                                            .launch_cuda = launch_cuda,
+#endif
+                                            .kernel_message = kernel_message};
+#endif
+
+/* ------------------------------------------------------------------ ctl */
+#ifdef GPUQ_OP_CTL
+#include "op_ctl.h"
+
+static int exec(ctl_ctx *ctx, int argc, const char **argv)
+{
+    const char *metric_s = NULL, *out_path = NULL;
+    bool timing = false;
+    const ctl_opt opts[] = {
+        {"--metric", &metric_s, NULL}, {"-o", &out_path, NULL}, {"--output", &out_path, NULL}};
+    const char *pos[2];
+    int npos;
+    int rc = ctl_parse_args(ctx, argc, argv, opts, 3, pos, &npos, &timing);
+    if (rc)
+        return rc;
+    if (!out_path)
+        return ctl_usage_error(ctx, "-o OUT.npy is required");
+    gpuq_request r;
+    gpuq_request_init(&r);
+    r.op = GPUQ_OP_PAIRWISE;
+    if ((rc = op_ctl_set_enum(&r, "metric", metric_s ? metric_s : "euclidean")))
+        return rc;
+    npy_array x, y;
+    if ((rc = op_ctl_load(pos[0], &x)))
+        return rc;
+    if ((rc = op_ctl_load(pos[1], &y)))
+        goto out_x;
+    if (x.dtype != y.dtype) {
+        rc = ctl_failf(GPUQ_E_BAD_DTYPE, "%s and %s have different dtypes", pos[0], pos[1]);
+        goto out_y;
+    }
+    r.dtype = x.dtype;
+    op_ctl_shape_a(&r, &x);
+    op_ctl_shape_b(&r, &y);
+    uint64_t out_shape[2] = {x.shape[0], y.shape[0]};
+    rc = op_ctl_run(ctx, &r, &x, &y, 2, out_shape, out_path, timing);
+out_y:
+    npy_free(&y);
+out_x:
+    npy_free(&x);
+    return rc;
+}
+
+static const ctl_entry entry = {
+    "distance pairwise",
+    "--metric euclidean|sqeuclidean|cosine|manhattan X.npy Y.npy [--timing] -o OUT.npy",
+    2,
+    2,
+    exec,
+    "Distances between every row of X.npy and every row of Y.npy (scipy cdist); euclidean by "
+    "default."};
+const ctl_entry *const op_ctl_pairwise = &entry;
+#endif
