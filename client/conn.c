@@ -41,24 +41,24 @@
 
 typedef struct pending_req {
     uint64_t id;
-    bool split;             /* from gpuq_submit_req: outputs 0 and 1 by the reply's shapes */
+    bool split;                 /* from gpuq_submit_req: outputs 0 and 1 by the reply's shapes */
     req_output out[REQ_MAX_IO]; /* borrowed from the caller until its wait */
-    uint64_t expect;        /* split: bytes of output 0 the request implies (0: no result) */
+    uint64_t expect;            /* split: bytes of output 0 the request implies (0: no result) */
 } pending_req;
 
 struct gpuq_conn {
     int fd;
-    int broken;             /* 0, or the code that broke the stream */
+    int broken; /* 0, or the code that broke the stream */
     uint64_t next_id;
     gpuq_server_info info;
     char path[256];
     char err[512];
-    pending_req *q;         /* ring buffer */
+    pending_req *q; /* ring buffer */
     size_t q_cap, q_head, q_len;
-    uint8_t *hbuf;          /* last reply header; reply.info points here */
+    uint8_t *hbuf; /* last reply header; reply.info points here */
     size_t hbuf_cap;
-    uint64_t last_payload;  /* payload_len of the last reply read */
-    gpuq_result scratch;    /* the convenience calls' result (status info lives here) */
+    uint64_t last_payload; /* payload_len of the last reply read */
+    gpuq_result scratch;   /* the convenience calls' result (status info lives here) */
 };
 
 int conn_set_err(gpuq_conn *c, int code, const char *fmt, ...)
@@ -101,11 +101,23 @@ int gpuq_default_socket(char *buf, size_t cap)
     return 0;
 }
 
-const gpuq_server_info *gpuq_info(const gpuq_conn *c) { return &c->info; }
-const char *gpuq_errmsg(const gpuq_conn *c) { return c->err; }
-unsigned gpuq_pending(const gpuq_conn *c) { return (unsigned)c->q_len; }
+const gpuq_server_info *gpuq_info(const gpuq_conn *c)
+{
+    return &c->info;
+}
+const char *gpuq_errmsg(const gpuq_conn *c)
+{
+    return c->err;
+}
+unsigned gpuq_pending(const gpuq_conn *c)
+{
+    return (unsigned)c->q_len;
+}
 
-gpuq_result *conn_scratch(gpuq_conn *c) { return &c->scratch; }
+gpuq_result *conn_scratch(gpuq_conn *c)
+{
+    return &c->scratch;
+}
 
 static int queue_push(gpuq_conn *c, const pending_req *p)
 {
@@ -418,8 +430,9 @@ static int submit_ready(gpuq_conn *c)
     if (c->broken)
         return c->broken; /* c->err still says why */
     if (c->info.limits.max_inflight && c->q_len >= c->info.limits.max_inflight)
-        return conn_set_err(c, GPUQ_E_BUSY, "%zu requests outstanding (max_inflight %u): wait first",
-                            c->q_len, c->info.limits.max_inflight);
+        return conn_set_err(c, GPUQ_E_BUSY,
+                            "%zu requests outstanding (max_inflight %u): wait first", c->q_len,
+                            c->info.limits.max_inflight);
     return 0;
 }
 
@@ -473,8 +486,8 @@ int gpuq_submit(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, co
 
 /* The sizes a builder request implies, decided by proto's decoder and
  * checks (the daemon's own), and its output buffers held against them. */
-static int check_req(gpuq_conn *c, gpuq_req *r, const uint8_t *hdr, size_t hlen,
-                     uint64_t payload, gpuq_sizes *sz)
+static int check_req(gpuq_conn *c, gpuq_req *r, const uint8_t *hdr, size_t hlen, uint64_t payload,
+                     gpuq_sizes *sz)
 {
     gpuq_request dec;
     char msg[256];
@@ -576,8 +589,8 @@ static int blocking_ready(gpuq_conn *c)
     if (c->broken)
         return c->broken; /* c->err still says why */
     if (c->q_len)
-        return conn_set_err(c, GPUQ_E_BUSY, "a blocking call with %zu pipelined requests outstanding",
-                            c->q_len);
+        return conn_set_err(c, GPUQ_E_BUSY,
+                            "a blocking call with %zu pipelined requests outstanding", c->q_len);
     return 0;
 }
 

@@ -21,7 +21,7 @@
 #define CTL_EXIT_USAGE 2
 
 typedef struct ctl_ctx {
-    const char *socket;     /* NULL: the default socket */
+    const char *socket; /* NULL: the default socket */
     bool json;
     int priority;
     const struct ctl_entry *entry; /* the command being run */
@@ -32,14 +32,14 @@ typedef struct ctl_entry {
     const char *usage;      /* arguments after the name */
     int min_args, max_args; /* positional arguments */
     int (*exec)(ctl_ctx *ctx, int argc, const char **argv);
-    const char *help;       /* one sentence, or NULL */
+    const char *help; /* one sentence, or NULL */
 } ctl_entry;
 
 /* One option of a command: a flag (val NULL) or an option with a value. */
 typedef struct ctl_opt {
-    const char *name;       /* "--method", "-o" */
-    const char **val;       /* set to the value; NULL for a flag */
-    bool *flag;             /* set for a flag */
+    const char *name; /* "--method", "-o" */
+    const char **val; /* set to the value; NULL for a flag */
+    bool *flag;       /* set for a flag */
 } ctl_opt;
 
 /* Split argv into options (any order) and positionals; checks the entry's
@@ -79,7 +79,7 @@ typedef struct ctl_kv {
  * Returns 0 or -1 (malformed). */
 int ctl_read_map(gpuq_mpr *r, ctl_kv *kv, int cap, int *n);
 const ctl_kv *ctl_kv_get(const ctl_kv *kv, int n, const char *key);
-double ctl_kv_num(const ctl_kv *kv, int n, const char *key); /* 0 if absent */
+double ctl_kv_num(const ctl_kv *kv, int n, const char *key);      /* 0 if absent */
 const char *ctl_kv_str(const ctl_kv *kv, int n, const char *key); /* "" if absent */
 /* "1.5 GiB", "3m02s" into buf; returns buf. */
 const char *ctl_fmt_bytes(double v, char *buf, size_t cap);

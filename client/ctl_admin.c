@@ -66,7 +66,8 @@ static int sessions_table(const uint8_t *doc, size_t len)
                ctl_kv_num(kv, n, "in_flight"), ctl_kv_num(kv, n, "requests"),
                ctl_fmt_bytes(ctl_kv_num(kv, n, "bytes_in"), bin, sizeof bin),
                ctl_fmt_bytes(ctl_kv_num(kv, n, "bytes_out"), bout, sizeof bout),
-               ctl_kv_num(kv, n, "errors"), ctl_fmt_age(ctl_kv_num(kv, n, "age_s"), age, sizeof age));
+               ctl_kv_num(kv, n, "errors"),
+               ctl_fmt_age(ctl_kv_num(kv, n, "age_s"), age, sizeof age));
     }
     return 0;
 }
@@ -169,10 +170,20 @@ static int parse_size(const char *s, uint64_t *v)
     unsigned shift = 0;
     memcpy(num, s, n + 1);
     switch (num[n - 1]) {
-    case 'K': case 'k': shift = 10; break;
-    case 'M': case 'm': shift = 20; break;
-    case 'G': case 'g': shift = 30; break;
-    default: break;
+    case 'K':
+    case 'k':
+        shift = 10;
+        break;
+    case 'M':
+    case 'm':
+        shift = 20;
+        break;
+    case 'G':
+    case 'g':
+        shift = 30;
+        break;
+    default:
+        break;
     }
     if (shift)
         num[n - 1] = '\0';
@@ -225,14 +236,15 @@ static int set_limit_exec(ctl_ctx *ctx, int argc, const char **argv)
     return admin_run(ctx, argc, argv, pos, &npos, set_limit_call);
 }
 
-const ctl_entry ctl_sessions_entry = {"sessions", "[--json]", 0, 0, sessions_exec,
-                                      "Connected sessions."};
-const ctl_entry ctl_metrics_entry = {"metrics", "", 0, 0, metrics_exec, "The daemon's metrics (Prometheus text)."};
-const ctl_entry ctl_drain_entry = {"drain", "", 0, 0, drain_exec,
-                                   "Refuse new work, finish what is queued (admin)."};
-const ctl_entry ctl_shutdown_entry = {"shutdown", "", 0, 0, shutdown_exec,
-                                      "Drain, then exit (admin)."};
-const ctl_entry ctl_kill_session_entry = {"kill-session", "ID", 1, 1, kill_exec,
-                                          "Close session ID (admin)."};
-const ctl_entry ctl_set_limit_entry = {"set-limit", "NAME VALUE", 2, 2, set_limit_exec,
-                                       "Change a server limit at run time (admin)."};
+const ctl_entry ctl_sessions_entry = {"sessions", "[--json]",    0,
+                                      0,          sessions_exec, "Connected sessions."};
+const ctl_entry ctl_metrics_entry = {
+    "metrics", "", 0, 0, metrics_exec, "The daemon's metrics (Prometheus text)."};
+const ctl_entry ctl_drain_entry = {
+    "drain", "", 0, 0, drain_exec, "Refuse new work, finish what is queued (admin)."};
+const ctl_entry ctl_shutdown_entry = {
+    "shutdown", "", 0, 0, shutdown_exec, "Drain, then exit (admin)."};
+const ctl_entry ctl_kill_session_entry = {
+    "kill-session", "ID", 1, 1, kill_exec, "Close session ID (admin)."};
+const ctl_entry ctl_set_limit_entry = {
+    "set-limit", "NAME VALUE", 2, 2, set_limit_exec, "Change a server limit at run time (admin)."};

@@ -188,7 +188,8 @@ out_close:
     return rc;
 }
 
-const ctl_entry ctl_ping_entry = {"ping", "[--count N] [--json]", 0, 0, ping_exec,
-                                  "Round-trip time to the daemon (--count times)."};
-const ctl_entry ctl_status_entry = {"status", "[--json]", 0, 0, status_exec,
-                                    "The daemon's version, limits and devices."};
+const ctl_entry ctl_ping_entry = {"ping",    "[--count N] [--json]",
+                                  0,         0,
+                                  ping_exec, "Round-trip time to the daemon (--count times)."};
+const ctl_entry ctl_status_entry = {
+    "status", "[--json]", 0, 0, status_exec, "The daemon's version, limits and devices."};

@@ -71,8 +71,10 @@ int ctl_failf(int code, const char *fmt, ...)
 
 int ctl_connect(const ctl_ctx *ctx, gpuq_conn **c)
 {
-    gpuq_connect_opts o = {.socket_path = ctx->socket, .client_name = "gpuqctl",
-                           .priority = ctx->priority, .device = -1};
+    gpuq_connect_opts o = {.socket_path = ctx->socket,
+                           .client_name = "gpuqctl",
+                           .priority = ctx->priority,
+                           .device = -1};
     int rc = gpuq_connect(&o, c);
     if (rc) {
         ctl_fail(rc, *c ? gpuq_errmsg(*c) : NULL);

@@ -73,24 +73,25 @@ typedef enum gpuq_metric {
 typedef struct gpuq_conn gpuq_conn;
 
 typedef struct gpuq_connect_opts {
-    const char *socket_path;  /* NULL: $GPUQ_SOCKET, $XDG_RUNTIME_DIR/gpuq/gpuqd.sock, /run/gpuq/gpuqd.sock */
-    const char *client_name;  /* NULL: "libgpuq"; UTF-8 (else GPUQ_E_BAD_ARGUMENT), cut to 64 bytes
-                                 on a character boundary */
-    int priority;             /* GPUQ_PRIO_LOW/NORMAL/HIGH (-1/0/1); else bad_argument */
-    int device;               /* -1: server chooses */
+    const char *socket_path; /* NULL: $GPUQ_SOCKET, $XDG_RUNTIME_DIR/gpuq/gpuqd.sock,
+                                /run/gpuq/gpuqd.sock */
+    const char *client_name; /* NULL: "libgpuq"; UTF-8 (else GPUQ_E_BAD_ARGUMENT), cut to 64 bytes
+                                on a character boundary */
+    int priority;            /* GPUQ_PRIO_LOW/NORMAL/HIGH (-1/0/1); else bad_argument */
+    int device;              /* -1: server chooses */
 } gpuq_connect_opts;
 
 /* What the server said in its hello reply. */
 typedef struct gpuq_server_info {
     uint32_t version;
-    char server[64];          /* "gpuqd 0.1.0" */
-    char backend[16];         /* "cpu" or "cuda" */
+    char server[64];  /* "gpuqd 0.1.0" */
+    char backend[16]; /* "cpu" or "cuda" */
     uint64_t session_id;
-    int priority_granted;     /* level after the server's policy cap (GPUQ_PRIO_*) */
-    int stream_priority;      /* its CUDA stream priority (lower = more urgent; 0 on CPU) */
-    int device;               /* device index the session was placed on (-1: cpu) */
-    bool admin;               /* the server counts this peer as an admin */
-    gpuq_limits limits;       /* max_inflight and session_staging: this session's caps */
+    int priority_granted; /* level after the server's policy cap (GPUQ_PRIO_*) */
+    int stream_priority;  /* its CUDA stream priority (lower = more urgent; 0 on CPU) */
+    int device;           /* device index the session was placed on (-1: cpu) */
+    bool admin;           /* the server counts this peer as an admin */
+    gpuq_limits limits;   /* max_inflight and session_staging: this session's caps */
 } gpuq_server_info;
 
 /* Resolve the default socket path into buf. Returns 0 or GPUQ_E_TOO_LARGE. */
@@ -246,8 +247,8 @@ int gpuq_set_limit(gpuq_conn *c, const char *name, uint64_t value, uint64_t *old
  * normalized, or with flat all rows*cols values as one array (wire "flat":
  * true). gpuq_normalize_1d sends an n-element array (shape [n]), the same as
  * rows = 1 with or without flat. out: as in. */
-int gpuq_normalize(gpuq_conn *c, gpuq_dtype dt, gpuq_norm_method method, bool flat,
-                   const void *in, uint64_t rows, uint64_t cols, void *out);
+int gpuq_normalize(gpuq_conn *c, gpuq_dtype dt, gpuq_norm_method method, bool flat, const void *in,
+                   uint64_t rows, uint64_t cols, void *out);
 int gpuq_normalize_1d(gpuq_conn *c, gpuq_dtype dt, gpuq_norm_method method, const void *in,
                       uint64_t n, void *out);
 /* haversine: pts n x 2 (lat, lon degrees); out n distances to (lat, lon), or

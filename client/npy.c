@@ -209,8 +209,8 @@ int npy_read(const char *path, npy_array *a, char *err, size_t errcap)
                (uint64_t)pre[11] << 24;
         off = 12;
     } else {
-        rc = fail(err, errcap, GPUQ_E_BAD_ARGUMENT, "%s: .npy format version %u.%u is not supported",
-                  path, major, pre[7]);
+        rc = fail(err, errcap, GPUQ_E_BAD_ARGUMENT,
+                  "%s: .npy format version %u.%u is not supported", path, major, pre[7]);
         goto err_after_open;
     }
     if (hlen > NPY_MAX_HEADER || off + hlen > (uint64_t)st.st_size) {
@@ -280,8 +280,9 @@ int npy_write(const char *path, gpuq_dtype dt, int ndim, const uint64_t *shape, 
     const char *descr = dt == GPUQ_DT_F32 ? "<f4" : "<f8";
     int n;
     if (ndim == 1)
-        n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%llu,), }",
-                     descr, (unsigned long long)shape[0]);
+        n = snprintf(dict, sizeof dict,
+                     "{'descr': '%s', 'fortran_order': False, 'shape': (%llu,), }", descr,
+                     (unsigned long long)shape[0]);
     else
         n = snprintf(dict, sizeof dict,
                      "{'descr': '%s', 'fortran_order': False, 'shape': (%llu, %llu), }", descr,

@@ -17,9 +17,9 @@
 
 typedef struct npy_array {
     gpuq_dtype dtype;
-    int ndim;                  /* 1 or 2 */
-    uint64_t shape[2];         /* shape[1] is 1 for 1-D */
-    void *data;                /* owned: npy_free */
+    int ndim;          /* 1 or 2 */
+    uint64_t shape[2]; /* shape[1] is 1 for 1-D */
+    void *data;        /* owned: npy_free */
     size_t nbytes;
 } npy_array;
 

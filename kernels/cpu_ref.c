@@ -81,8 +81,8 @@ static double linspace_at(double lo, double hi, uint64_t n, uint64_t i)
 /* ---- pairwise, accumulators in double ---- */
 
 typedef struct pair_acc {
-    double acc;          /* Σ(x-y)², Σ|x-y| or x·y */
-    double nx, ny;       /* Σx², Σy² (cosine only) */
+    double acc;    /* Σ(x-y)², Σ|x-y| or x·y */
+    double nx, ny; /* Σx², Σy² (cosine only) */
 } pair_acc;
 
 /* Finish one distance; returns GPUQ_K_E_ZERO on a zero vector under cosine
@@ -113,181 +113,181 @@ static int pair_finish(int metric, int zero_ok, const pair_acc *p, double *d)
  * Four accumulators take every fourth element: the compensated sums are
  * latency-bound chains, and four of them run side by side; they merge at
  * the end (unused fields are identities). */
-#define ROW_PASS_LOOP(MODE)                                                                     \
-    do {                                                                                        \
-        nm_acc q0_, q1_, q2_, q3_;                                                              \
-        uint64_t j_ = 0;                                                                        \
-        nm_acc_init(&q0_);                                                                      \
-        nm_acc_init(&q1_);                                                                      \
-        nm_acc_init(&q2_);                                                                      \
-        nm_acc_init(&q3_);                                                                      \
-        for (; j_ + 4 <= cols; j_ += 4) {                                                       \
-            nm_acc_add(&q0_, MODE, bins, (double)a[j_], c, m0);                                 \
-            nm_acc_add(&q1_, MODE, bins, (double)a[j_ + 1], c, m0);                             \
-            nm_acc_add(&q2_, MODE, bins, (double)a[j_ + 2], c, m0);                             \
-            nm_acc_add(&q3_, MODE, bins, (double)a[j_ + 3], c, m0);                             \
-        }                                                                                       \
-        for (; j_ < cols; j_++)                                                                 \
-            nm_acc_add(&q0_, MODE, bins, (double)a[j_], c, m0);                                 \
-        nm_acc_merge(&q0_, &q1_, 3, 1);                                                         \
-        nm_acc_merge(&q2_, &q3_, 3, 1);                                                         \
-        nm_acc_merge(&q0_, &q2_, 3, 1);                                                         \
-        *acc = q0_;                                                                             \
+#define ROW_PASS_LOOP(MODE)                                                                        \
+    do {                                                                                           \
+        nm_acc q0_, q1_, q2_, q3_;                                                                 \
+        uint64_t j_ = 0;                                                                           \
+        nm_acc_init(&q0_);                                                                         \
+        nm_acc_init(&q1_);                                                                         \
+        nm_acc_init(&q2_);                                                                         \
+        nm_acc_init(&q3_);                                                                         \
+        for (; j_ + 4 <= cols; j_ += 4) {                                                          \
+            nm_acc_add(&q0_, MODE, bins, (double)a[j_], c, m0);                                    \
+            nm_acc_add(&q1_, MODE, bins, (double)a[j_ + 1], c, m0);                                \
+            nm_acc_add(&q2_, MODE, bins, (double)a[j_ + 2], c, m0);                                \
+            nm_acc_add(&q3_, MODE, bins, (double)a[j_ + 3], c, m0);                                \
+        }                                                                                          \
+        for (; j_ < cols; j_++)                                                                    \
+            nm_acc_add(&q0_, MODE, bins, (double)a[j_], c, m0);                                    \
+        nm_acc_merge(&q0_, &q1_, 3, 1);                                                            \
+        nm_acc_merge(&q2_, &q3_, 3, 1);                                                            \
+        nm_acc_merge(&q0_, &q2_, 3, 1);                                                            \
+        *acc = q0_;                                                                                \
     } while (0)
 
-#define CPU_REF_TYPED(T, SFX)                                                                   \
-    /* One pass over a row in a mode; the switch is outside the loop so                         \
-     * that each loop inlines nm_acc_add with a constant mode. */                               \
-    static void row_pass_##SFX(const T *a, uint64_t cols, int mode, double c, double m0,        \
-                               nm_acc *acc)                                                     \
-    {                                                                                           \
-        const int bins = sizeof(T) == sizeof(double);                                           \
-        switch (mode) {                                                                         \
-        case NM_SUM:                                                                            \
-            ROW_PASS_LOOP(NM_SUM);                                                              \
-            break;                                                                              \
-        case NM_ABS:                                                                            \
-            ROW_PASS_LOOP(NM_ABS);                                                              \
-            break;                                                                              \
-        case NM_SQ:                                                                             \
-            ROW_PASS_LOOP(NM_SQ);                                                               \
-            break;                                                                              \
-        case NM_MINMAX:                                                                         \
-            ROW_PASS_LOOP(NM_MINMAX);                                                           \
-            break;                                                                              \
-        case NM_ZS1:                                                                            \
-            ROW_PASS_LOOP(NM_ZS1);                                                              \
-            break;                                                                              \
-        default:                                                                                \
-            ROW_PASS_LOOP(NM_ZS2);                                                              \
-            break;                                                                              \
-        }                                                                                       \
-    }                                                                                           \
-                                                                                                \
-    static nm_affine row_affine_##SFX(int method, const T *a, uint64_t cols)                    \
-    {                                                                                           \
-        nm_acc acc;                                                                             \
-        nm_affine f;                                                                            \
-        row_pass_##SFX(a, cols, nm_first_mode(method), 1.0, 0.0, &acc);                         \
-        if (method != GPUQ_K_ZSCORE)                                                            \
-            return nm_finish(method, &acc);                                                     \
-        if (!nm_zscore_stage0(&acc, cols, &f)) {                                                \
-            row_pass_##SFX(a, cols, NM_ZS2, f.pre, f.sh, &acc);                                 \
-            nm_zscore_stage1(&acc, cols, &f);                                                   \
-        }                                                                                       \
-        return f;                                                                               \
-    }                                                                                           \
-                                                                                                \
-    /* out NULL: only find the first failing row (*bad_row). */                                 \
-    static int normalize_##SFX(int method, int zero_ok, const T *in, T *out, uint64_t rows,     \
-                               uint64_t cols, uint64_t *bad_row)                                \
-    {                                                                                           \
-        for (uint64_t r = 0; r < rows; r++) {                                                   \
-            const T *a = in + r * cols;                                                         \
-            T *o = out ? out + r * cols : NULL;                                                 \
-            nm_affine f = row_affine_##SFX(method, a, cols);                                    \
-            *bad_row = r;                                                                       \
-            if (f.den == 0.0) {                                                                 \
-                if (!zero_ok)                                                                   \
-                    return GPUQ_K_E_ZERO;                                                       \
-                for (uint64_t j = 0; o && j < cols; j++)                                        \
-                    o[j] = (T)0;                                                                \
-                continue;                                                                       \
-            }                                                                                   \
-            for (uint64_t j = 0; j < cols; j++) {                                               \
-                T v = (T)nm_apply(&f, (double)a[j]);                                            \
-                if (f.check && isinf(v))                                                        \
-                    return GPUQ_K_E_OVERFLOW;                                                   \
-                if (o)                                                                          \
-                    o[j] = v;                                                                   \
-            }                                                                                   \
-        }                                                                                       \
-        return GPUQ_K_OK;                                                                       \
-    }                                                                                           \
-                                                                                                \
-    static int haversine_to_##SFX(const T *pts, uint64_t n, double lat, double lon,             \
-                                  double radius, T *out)                                        \
-    {                                                                                           \
-        double p2 = lat * DEG2RAD, c2 = cos(p2), l2 = lon * DEG2RAD;                            \
-        for (uint64_t i = 0; i < n; i++) {                                                      \
-            double la = (double)pts[2 * i], lo = (double)pts[2 * i + 1];                        \
-            if (!coord_ok(la, lo))                                                              \
-                return GPUQ_K_E_RANGE;                                                          \
-            double p1 = la * DEG2RAD;                                                           \
-            out[i] = (T)hav_core(p1, cos(p1), p2, c2, l2 - lo * DEG2RAD, radius);               \
-        }                                                                                       \
-        return GPUQ_K_OK;                                                                       \
-    }                                                                                           \
-                                                                                                \
-    static int haversine_pair_##SFX(const T *a, const T *b, uint64_t n, double radius, T *out)  \
-    {                                                                                           \
-        for (uint64_t i = 0; i < n; i++) {                                                      \
-            double la1 = (double)a[2 * i], lo1 = (double)a[2 * i + 1];                          \
-            double la2 = (double)b[2 * i], lo2 = (double)b[2 * i + 1];                          \
-            if (!coord_ok(la1, lo1) || !coord_ok(la2, lo2))                                     \
-                return GPUQ_K_E_RANGE;                                                          \
-            out[i] = (T)hav_deg(la1, lo1, la2, lo2, radius);                                    \
-        }                                                                                       \
-        return GPUQ_K_OK;                                                                       \
-    }                                                                                           \
-                                                                                                \
-    static void grid_##SFX(double lat0, double lat1, uint64_t nlat, double lon0, double lon1,   \
-                           uint64_t nlon, double lat, double lon, double radius, T *out)        \
-    {                                                                                           \
-        double p2 = lat * DEG2RAD, c2 = cos(p2), l2 = lon * DEG2RAD;                            \
-        for (uint64_t i = 0; i < nlat; i++) {                                                   \
-            double p1 = linspace_at(lat0, lat1, nlat, i) * DEG2RAD, c1 = cos(p1);               \
-            T *o = out + i * nlon;                                                              \
-            for (uint64_t j = 0; j < nlon; j++) {                                               \
-                double l1 = linspace_at(lon0, lon1, nlon, j) * DEG2RAD;                         \
-                o[j] = (T)hav_core(p1, c1, p2, c2, l2 - l1, radius);                            \
-            }                                                                                   \
-        }                                                                                       \
-    }                                                                                           \
-                                                                                                \
-    static void pair_acc_##SFX(int metric, const T *x, const T *y, uint64_t d, pair_acc *p)     \
-    {                                                                                           \
-        double acc = 0.0, nx = 0.0, ny = 0.0;                                                   \
-        switch (metric) {                                                                       \
-        case GPUQ_K_COSINE:                                                                     \
-            for (uint64_t k = 0; k < d; k++) {                                                  \
-                double u = (double)x[k], v = (double)y[k];                                      \
-                acc += u * v;                                                                   \
-                nx += u * u;                                                                    \
-                ny += v * v;                                                                    \
-            }                                                                                   \
-            break;                                                                              \
-        case GPUQ_K_MANHATTAN:                                                                  \
-            for (uint64_t k = 0; k < d; k++)                                                    \
-                acc += fabs((double)x[k] - (double)y[k]);                                       \
-            break;                                                                              \
-        default: /* euclidean, sqeuclidean */                                                   \
-            for (uint64_t k = 0; k < d; k++) {                                                  \
-                double t = (double)x[k] - (double)y[k];                                         \
-                acc += t * t;                                                                   \
-            }                                                                                   \
-            break;                                                                              \
-        }                                                                                       \
-        p->acc = acc;                                                                           \
-        p->nx = nx;                                                                             \
-        p->ny = ny;                                                                             \
-    }                                                                                           \
-                                                                                                \
-    static int pairwise_##SFX(int metric, int zero_ok, const T *x, const T *y, uint64_t m,      \
-                              uint64_t n, uint64_t d, T *out)                                   \
-    {                                                                                           \
-        for (uint64_t i = 0; i < m; i++) {                                                      \
-            for (uint64_t j = 0; j < n; j++) {                                                  \
-                pair_acc p;                                                                     \
-                double dist;                                                                    \
-                pair_acc_##SFX(metric, x + i * d, y + j * d, d, &p);                            \
-                int rc = pair_finish(metric, zero_ok, &p, &dist);                               \
-                if (rc != GPUQ_K_OK)                                                            \
-                    return rc;                                                                  \
-                out[i * n + j] = (T)dist;                                                       \
-            }                                                                                   \
-        }                                                                                       \
-        return GPUQ_K_OK;                                                                       \
+#define CPU_REF_TYPED(T, SFX)                                                                      \
+    /* One pass over a row in a mode; the switch is outside the loop so                            \
+     * that each loop inlines nm_acc_add with a constant mode. */                                  \
+    static void row_pass_##SFX(const T *a, uint64_t cols, int mode, double c, double m0,           \
+                               nm_acc *acc)                                                        \
+    {                                                                                              \
+        const int bins = sizeof(T) == sizeof(double);                                              \
+        switch (mode) {                                                                            \
+        case NM_SUM:                                                                               \
+            ROW_PASS_LOOP(NM_SUM);                                                                 \
+            break;                                                                                 \
+        case NM_ABS:                                                                               \
+            ROW_PASS_LOOP(NM_ABS);                                                                 \
+            break;                                                                                 \
+        case NM_SQ:                                                                                \
+            ROW_PASS_LOOP(NM_SQ);                                                                  \
+            break;                                                                                 \
+        case NM_MINMAX:                                                                            \
+            ROW_PASS_LOOP(NM_MINMAX);                                                              \
+            break;                                                                                 \
+        case NM_ZS1:                                                                               \
+            ROW_PASS_LOOP(NM_ZS1);                                                                 \
+            break;                                                                                 \
+        default:                                                                                   \
+            ROW_PASS_LOOP(NM_ZS2);                                                                 \
+            break;                                                                                 \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    static nm_affine row_affine_##SFX(int method, const T *a, uint64_t cols)                       \
+    {                                                                                              \
+        nm_acc acc;                                                                                \
+        nm_affine f;                                                                               \
+        row_pass_##SFX(a, cols, nm_first_mode(method), 1.0, 0.0, &acc);                            \
+        if (method != GPUQ_K_ZSCORE)                                                               \
+            return nm_finish(method, &acc);                                                        \
+        if (!nm_zscore_stage0(&acc, cols, &f)) {                                                   \
+            row_pass_##SFX(a, cols, NM_ZS2, f.pre, f.sh, &acc);                                    \
+            nm_zscore_stage1(&acc, cols, &f);                                                      \
+        }                                                                                          \
+        return f;                                                                                  \
+    }                                                                                              \
+                                                                                                   \
+    /* out NULL: only find the first failing row (*bad_row). */                                    \
+    static int normalize_##SFX(int method, int zero_ok, const T *in, T *out, uint64_t rows,        \
+                               uint64_t cols, uint64_t *bad_row)                                   \
+    {                                                                                              \
+        for (uint64_t r = 0; r < rows; r++) {                                                      \
+            const T *a = in + r * cols;                                                            \
+            T *o = out ? out + r * cols : NULL;                                                    \
+            nm_affine f = row_affine_##SFX(method, a, cols);                                       \
+            *bad_row = r;                                                                          \
+            if (f.den == 0.0) {                                                                    \
+                if (!zero_ok)                                                                      \
+                    return GPUQ_K_E_ZERO;                                                          \
+                for (uint64_t j = 0; o && j < cols; j++)                                           \
+                    o[j] = (T)0;                                                                   \
+                continue;                                                                          \
+            }                                                                                      \
+            for (uint64_t j = 0; j < cols; j++) {                                                  \
+                T v = (T)nm_apply(&f, (double)a[j]);                                               \
+                if (f.check && isinf(v))                                                           \
+                    return GPUQ_K_E_OVERFLOW;                                                      \
+                if (o)                                                                             \
+                    o[j] = v;                                                                      \
+            }                                                                                      \
+        }                                                                                          \
+        return GPUQ_K_OK;                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    static int haversine_to_##SFX(const T *pts, uint64_t n, double lat, double lon, double radius, \
+                                  T *out)                                                          \
+    {                                                                                              \
+        double p2 = lat * DEG2RAD, c2 = cos(p2), l2 = lon * DEG2RAD;                               \
+        for (uint64_t i = 0; i < n; i++) {                                                         \
+            double la = (double)pts[2 * i], lo = (double)pts[2 * i + 1];                           \
+            if (!coord_ok(la, lo))                                                                 \
+                return GPUQ_K_E_RANGE;                                                             \
+            double p1 = la * DEG2RAD;                                                              \
+            out[i] = (T)hav_core(p1, cos(p1), p2, c2, l2 - lo * DEG2RAD, radius);                  \
+        }                                                                                          \
+        return GPUQ_K_OK;                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    static int haversine_pair_##SFX(const T *a, const T *b, uint64_t n, double radius, T *out)     \
+    {                                                                                              \
+        for (uint64_t i = 0; i < n; i++) {                                                         \
+            double la1 = (double)a[2 * i], lo1 = (double)a[2 * i + 1];                             \
+            double la2 = (double)b[2 * i], lo2 = (double)b[2 * i + 1];                             \
+            if (!coord_ok(la1, lo1) || !coord_ok(la2, lo2))                                        \
+                return GPUQ_K_E_RANGE;                                                             \
+            out[i] = (T)hav_deg(la1, lo1, la2, lo2, radius);                                       \
+        }                                                                                          \
+        return GPUQ_K_OK;                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    static void grid_##SFX(double lat0, double lat1, uint64_t nlat, double lon0, double lon1,      \
+                           uint64_t nlon, double lat, double lon, double radius, T *out)           \
+    {                                                                                              \
+        double p2 = lat * DEG2RAD, c2 = cos(p2), l2 = lon * DEG2RAD;                               \
+        for (uint64_t i = 0; i < nlat; i++) {                                                      \
+            double p1 = linspace_at(lat0, lat1, nlat, i) * DEG2RAD, c1 = cos(p1);                  \
+            T *o = out + i * nlon;                                                                 \
+            for (uint64_t j = 0; j < nlon; j++) {                                                  \
+                double l1 = linspace_at(lon0, lon1, nlon, j) * DEG2RAD;                            \
+                o[j] = (T)hav_core(p1, c1, p2, c2, l2 - l1, radius);                               \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    static void pair_acc_##SFX(int metric, const T *x, const T *y, uint64_t d, pair_acc *p)        \
+    {                                                                                              \
+        double acc = 0.0, nx = 0.0, ny = 0.0;                                                      \
+        switch (metric) {                                                                          \
+        case GPUQ_K_COSINE:                                                                        \
+            for (uint64_t k = 0; k < d; k++) {                                                     \
+                double u = (double)x[k], v = (double)y[k];                                         \
+                acc += u * v;                                                                      \
+                nx += u * u;                                                                       \
+                ny += v * v;                                                                       \
+            }                                                                                      \
+            break;                                                                                 \
+        case GPUQ_K_MANHATTAN:                                                                     \
+            for (uint64_t k = 0; k < d; k++)                                                       \
+                acc += fabs((double)x[k] - (double)y[k]);                                          \
+            break;                                                                                 \
+        default: /* euclidean, sqeuclidean */                                                      \
+            for (uint64_t k = 0; k < d; k++) {                                                     \
+                double t = (double)x[k] - (double)y[k];                                            \
+                acc += t * t;                                                                      \
+            }                                                                                      \
+            break;                                                                                 \
+        }                                                                                          \
+        p->acc = acc;                                                                              \
+        p->nx = nx;                                                                                \
+        p->ny = ny;                                                                                \
+    }                                                                                              \
+                                                                                                   \
+    static int pairwise_##SFX(int metric, int zero_ok, const T *x, const T *y, uint64_t m,         \
+                              uint64_t n, uint64_t d, T *out)                                      \
+    {                                                                                              \
+        for (uint64_t i = 0; i < m; i++) {                                                         \
+            for (uint64_t j = 0; j < n; j++) {                                                     \
+                pair_acc p;                                                                        \
+                double dist;                                                                       \
+                pair_acc_##SFX(metric, x + i * d, y + j * d, d, &p);                               \
+                int rc = pair_finish(metric, zero_ok, &p, &dist);                                  \
+                if (rc != GPUQ_K_OK)                                                               \
+                    return rc;                                                                     \
+                out[i * n + j] = (T)dist;                                                          \
+            }                                                                                      \
+        }                                                                                          \
+        return GPUQ_K_OK;                                                                          \
     }
 
 CPU_REF_TYPED(float, f32)
@@ -298,8 +298,8 @@ CPU_REF_TYPED(double, f64)
 
 /* ---- public entry points: validate, then dispatch on dtype ---- */
 
-int gpuq_cpu_normalize(int dt, int method, int zero_ok, const void *in, void *out,
-                       uint64_t rows, uint64_t cols)
+int gpuq_cpu_normalize(int dt, int method, int zero_ok, const void *in, void *out, uint64_t rows,
+                       uint64_t cols)
 {
     if (!dt_valid(dt) || method < GPUQ_K_SUM || method > GPUQ_K_ZSCORE || !in || !out ||
         mul_size(rows, cols) == 0)
@@ -346,8 +346,7 @@ int gpuq_cpu_haversine_to(int dt, const void *pts, uint64_t n, double lat, doubl
 int gpuq_cpu_haversine_pair(int dt, const void *a, const void *b, uint64_t n, double radius,
                             void *out)
 {
-    if (!dt_valid(dt) || !a || !b || !out || n == 0 || n > UINT64_MAX / 2 ||
-        !radius_ok(radius))
+    if (!dt_valid(dt) || !a || !b || !out || n == 0 || n > UINT64_MAX / 2 || !radius_ok(radius))
         return GPUQ_K_E_ARG;
     if (dt == GPUQ_K_F32)
         return haversine_pair_f32(a, b, n, radius, out);

@@ -17,7 +17,8 @@
 #define GPUQ_STR(x) GPUQ_STR_(x)
 #define GPUQ_CUBLAS_SONAME "libcublas.so." GPUQ_STR(CUBLAS_VER_MAJOR)
 
-namespace {
+namespace
+{
 
 gpuq_cublas_api g_api;
 bool g_loaded;

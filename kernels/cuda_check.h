@@ -24,19 +24,18 @@
 #include "gpuq_kernels.h"
 
 struct gpuq_cuda_ctx {
-    cudaStream_t stream;   /* borrowed: the session's stream */
-    int *d_flag;           /* device error flag (cudaMalloc at creation) */
-    void *d_scratch;       /* stream-ordered scratch, grown on demand */
+    cudaStream_t stream; /* borrowed: the session's stream */
+    int *d_flag;         /* device error flag (cudaMalloc at creation) */
+    void *d_scratch;     /* stream-ordered scratch, grown on demand */
     size_t scratch_cap;
-    cublasHandle_t blas;   /* created on first GEMM, bound to stream */
-    int no_gemm;           /* test hook: float64 pairwise stays tiled */
+    cublasHandle_t blas; /* created on first GEMM, bound to stream */
+    int no_gemm;         /* test hook: float64 pairwise stays tiled */
 };
 
 /* One line to the host's log hook (gpuq_kernels.h); dropped without one. */
 void gpuq_kernels_logf(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Log and map a failed CUDA call (ctx may be NULL). */
-int gpuq_cuda_fail(gpuq_cuda_ctx *ctx, cudaError_t e, const char *what, const char *file,
-                   int line);
+int gpuq_cuda_fail(gpuq_cuda_ctx *ctx, cudaError_t e, const char *what, const char *file, int line);
 /* Log and map a failed cuBLAS call. */
 int gpuq_cublas_fail(gpuq_cuda_ctx *ctx, cublasStatus_t st, const char *what, const char *file,
                      int line);
@@ -47,20 +46,20 @@ int gpuq_cuda_scratch(gpuq_cuda_ctx *ctx, size_t bytes, void **out);
  * Only for callers that found gpuq_cublas() non-NULL. */
 int gpuq_cuda_blas(gpuq_cuda_ctx *ctx, cublasHandle_t *out);
 
-#define GPUQ_CUDA_CHECK(ctx, call)                                                              \
-    do {                                                                                        \
-        cudaError_t gq_e_ = (call);                                                             \
-        if (gq_e_ != cudaSuccess)                                                               \
-            return gpuq_cuda_fail((ctx), gq_e_, #call, __FILE__, __LINE__);                     \
+#define GPUQ_CUDA_CHECK(ctx, call)                                                                 \
+    do {                                                                                           \
+        cudaError_t gq_e_ = (call);                                                                \
+        if (gq_e_ != cudaSuccess)                                                                  \
+            return gpuq_cuda_fail((ctx), gq_e_, #call, __FILE__, __LINE__);                        \
     } while (0)
 
 #define GPUQ_LAUNCH_CHECK(ctx) GPUQ_CUDA_CHECK(ctx, cudaGetLastError())
 
-#define GPUQ_CUBLAS_CHECK(ctx, call)                                                            \
-    do {                                                                                        \
-        cublasStatus_t gq_s_ = (call);                                                          \
-        if (gq_s_ != CUBLAS_STATUS_SUCCESS)                                                     \
-            return gpuq_cublas_fail((ctx), gq_s_, #call, __FILE__, __LINE__);                   \
+#define GPUQ_CUBLAS_CHECK(ctx, call)                                                               \
+    do {                                                                                           \
+        cublasStatus_t gq_s_ = (call);                                                             \
+        if (gq_s_ != CUBLAS_STATUS_SUCCESS)                                                        \
+            return gpuq_cublas_fail((ctx), gq_s_, #call, __FILE__, __LINE__);                      \
     } while (0)
 
 /* Grid size for a grid-stride loop over n items with block threads. */
@@ -79,8 +78,8 @@ __device__ __forceinline__ void gpuq_set_flag(int *flag, int v)
 {
     atomicCAS(flag, 0, v);
 }
-#define GPUQ_FLAG_ZERO 2  /* -GPUQ_K_E_ZERO */
-#define GPUQ_FLAG_RANGE 3 /* -GPUQ_K_E_RANGE */
+#define GPUQ_FLAG_ZERO 2     /* -GPUQ_K_E_ZERO */
+#define GPUQ_FLAG_RANGE 3    /* -GPUQ_K_E_RANGE */
 #define GPUQ_FLAG_OVERFLOW 7 /* -GPUQ_K_E_OVERFLOW */
 #endif
 

@@ -33,23 +33,22 @@
 extern "C" {
 #endif
 
-
 enum {
     GPUQ_K_OK = 0,
-    GPUQ_K_E_ARG = -1,      /* bad dtype/method/size */
-    GPUQ_K_E_ZERO = -2,     /* zero norm / constant row / zero vector */
-    GPUQ_K_E_RANGE = -3,    /* latitude out of [-90, 90] or non-finite coordinate */
-    GPUQ_K_E_NOMEM = -4,    /* allocation failed */
-    GPUQ_K_E_CUDA = -5,     /* a CUDA error for this call; context still usable */
-    GPUQ_K_E_STICKY = -6,   /* sticky CUDA error: context is lost */
-    GPUQ_K_E_OVERFLOW = -7  /* normalize: a result out of the dtype's range */
+    GPUQ_K_E_ARG = -1,     /* bad dtype/method/size */
+    GPUQ_K_E_ZERO = -2,    /* zero norm / constant row / zero vector */
+    GPUQ_K_E_RANGE = -3,   /* latitude out of [-90, 90] or non-finite coordinate */
+    GPUQ_K_E_NOMEM = -4,   /* allocation failed */
+    GPUQ_K_E_CUDA = -5,    /* a CUDA error for this call; context still usable */
+    GPUQ_K_E_STICKY = -6,  /* sticky CUDA error: context is lost */
+    GPUQ_K_E_OVERFLOW = -7 /* normalize: a result out of the dtype's range */
 };
 
 /* ---- CPU references (synchronous, thread-safe, no allocation) ---- */
 
 /* Normalize rows x cols (a 1-D array or flat: rows = 1). */
-int gpuq_cpu_normalize(int dt, int method, int zero_ok, const void *in, void *out,
-                       uint64_t rows, uint64_t cols);
+int gpuq_cpu_normalize(int dt, int method, int zero_ok, const void *in, void *out, uint64_t rows,
+                       uint64_t cols);
 /* The row at which gpuq_cpu_normalize with zero_ok = 0 stops: returns its
  * GPUQ_K_E_ZERO or GPUQ_K_E_OVERFLOW with *row set, or GPUQ_K_OK when every
  * row is fine (GPUQ_K_E_ARG as gpuq_cpu_normalize). Writes no output; for
@@ -114,13 +113,12 @@ int *gpuq_cuda_ctx_errflag(gpuq_cuda_ctx *ctx);
 
 int gpuq_cuda_normalize(gpuq_cuda_ctx *ctx, int dt, int method, int zero_ok, const void *d_in,
                         void *d_out, uint64_t rows, uint64_t cols);
-int gpuq_cuda_haversine_to(gpuq_cuda_ctx *ctx, int dt, const void *d_pts, uint64_t n,
-                           double lat, double lon, double radius, void *d_out);
+int gpuq_cuda_haversine_to(gpuq_cuda_ctx *ctx, int dt, const void *d_pts, uint64_t n, double lat,
+                           double lon, double radius, void *d_out);
 int gpuq_cuda_haversine_pair(gpuq_cuda_ctx *ctx, int dt, const void *d_a, const void *d_b,
                              uint64_t n, double radius, void *d_out);
-int gpuq_cuda_grid(gpuq_cuda_ctx *ctx, int dt, double lat0, double lat1, uint64_t nlat,
-                   double lon0, double lon1, uint64_t nlon, double lat, double lon,
-                   double radius, void *d_out);
+int gpuq_cuda_grid(gpuq_cuda_ctx *ctx, int dt, double lat0, double lat1, uint64_t nlat, double lon0,
+                   double lon1, uint64_t nlon, double lat, double lon, double radius, void *d_out);
 int gpuq_cuda_pairwise(gpuq_cuda_ctx *ctx, int dt, int metric, int zero_ok, const void *d_x,
                        const void *d_y, uint64_t m, uint64_t n, uint64_t d, void *d_out);
 
@@ -150,8 +148,8 @@ int gpuq_cuda_test_fault(cudaStream_t stream);
  * zero_ok sets the flag (GPUQ_K_E_ZERO); the outputs are then to be
  * discarded. */
 int gpuq_cuda_knn(gpuq_cuda_ctx *ctx, int dt, int metric, int zero_ok, const void *d_x,
-                  const void *d_y, uint64_t m, uint64_t n, uint64_t d, uint64_t k,
-                  void *d_scratch, void *d_dist, int64_t *d_idx);
+                  const void *d_y, uint64_t m, uint64_t n, uint64_t d, uint64_t k, void *d_scratch,
+                  void *d_dist, int64_t *d_idx);
 #endif
 
 #ifdef __cplusplus

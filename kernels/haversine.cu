@@ -11,7 +11,8 @@
 
 #include "cuda_check.h"
 
-namespace {
+namespace
+{
 
 constexpr double DEG2RAD = 3.14159265358979323846 / 180.0;
 constexpr unsigned BLOCK = 256;
@@ -21,8 +22,8 @@ __host__ __device__ __forceinline__ bool coord_ok(double lat, double lon)
     return isfinite(lat) && fabs(lat) <= 90.0 && isfinite(lon);
 }
 
-__device__ __forceinline__ double hav_core(double p1, double c1, double p2, double c2,
-                                           double dlam, double radius)
+__device__ __forceinline__ double hav_core(double p1, double c1, double p2, double c2, double dlam,
+                                           double radius)
 {
     double sp = sin((p2 - p1) * 0.5);
     double sl = sin(dlam * 0.5);
@@ -140,8 +141,7 @@ extern "C" int gpuq_cuda_grid(gpuq_cuda_ctx *ctx, int dt, double lat0, double la
                               double lon0, double lon1, uint64_t nlon, double lat, double lon,
                               double radius, void *d_out)
 {
-    if (!ctx || !d_out || nlat == 0 || nlon == 0 || nlat > UINT64_MAX / nlon ||
-        !radius_ok(radius))
+    if (!ctx || !d_out || nlat == 0 || nlon == 0 || nlat > UINT64_MAX / nlon || !radius_ok(radius))
         return GPUQ_K_E_ARG;
     /* linspace between two valid latitudes stays valid: check the ends. */
     if (!coord_ok(lat0, lon0) || !coord_ok(lat1, lon1) || !coord_ok(lat, lon))

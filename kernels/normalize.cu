@@ -26,7 +26,8 @@
 #include "cuda_check.h"
 #include "norm_math.h"
 
-namespace {
+namespace
+{
 
 constexpr unsigned FULL_MASK = 0xffffffffu;
 
@@ -271,15 +272,15 @@ int normalize_t(gpuq_cuda_ctx *ctx, int method, int zero_ok, const T *in, T *out
     int *flag = ctx->d_flag;
     if (cols <= 128) {
         const int B = 256;
-        norm_warp_kernel<T, B><<<gpuq_grid_for(rows, B / 32), B, 0, s>>>(in, out, rows, cols,
-                                                                          method, zero_ok, flag);
+        norm_warp_kernel<T, B>
+            <<<gpuq_grid_for(rows, B / 32), B, 0, s>>>(in, out, rows, cols, method, zero_ok, flag);
         GPUQ_LAUNCH_CHECK(ctx);
         return GPUQ_K_OK;
     }
     if (cols < BIG_COLS) {
         const int B = 256;
-        norm_block_kernel<T, B><<<gpuq_grid_for(rows, 1), B, 0, s>>>(in, out, rows, cols, method,
-                                                                      zero_ok, flag);
+        norm_block_kernel<T, B>
+            <<<gpuq_grid_for(rows, 1), B, 0, s>>>(in, out, rows, cols, method, zero_ok, flag);
         GPUQ_LAUNCH_CHECK(ctx);
         return GPUQ_K_OK;
     }

@@ -24,7 +24,8 @@
 #include "cublas_dl.h"
 #include "cuda_check.h"
 
-namespace {
+namespace
+{
 
 constexpr int TILE = 16;
 
@@ -138,8 +139,8 @@ int launch_tiled(gpuq_cuda_ctx *ctx, const T *x, const T *y, uint64_t m, uint64_
     uint64_t mt = (m + TILE - 1) / TILE, nt = (n + TILE - 1) / TILE;
     dim3 grid((unsigned)(nt < 1u << 30 ? nt : 1u << 30), (unsigned)(mt < 65535 ? mt : 65535));
     dim3 block(TILE, TILE);
-    pair_tiled_kernel<T, METRIC><<<grid, block, 0, ctx->stream>>>(x, y, m, n, d, zero_ok, out,
-                                                                   ctx->d_flag);
+    pair_tiled_kernel<T, METRIC>
+        <<<grid, block, 0, ctx->stream>>>(x, y, m, n, d, zero_ok, out, ctx->d_flag);
     GPUQ_LAUNCH_CHECK(ctx);
     return GPUQ_K_OK;
 }
@@ -196,9 +197,8 @@ extern "C" int gpuq_cuda_pairwise(gpuq_cuda_ctx *ctx, int dt, int metric, int ze
                                   const void *d_x, const void *d_y, uint64_t m, uint64_t n,
                                   uint64_t d, void *d_out)
 {
-    if (!ctx || !d_x || !d_y || !d_out || m == 0 || n == 0 || d == 0 ||
-        metric < GPUQ_K_EUCLIDEAN || metric > GPUQ_K_MANHATTAN || m > UINT64_MAX / n ||
-        m > UINT64_MAX / d || n > UINT64_MAX / d)
+    if (!ctx || !d_x || !d_y || !d_out || m == 0 || n == 0 || d == 0 || metric < GPUQ_K_EUCLIDEAN ||
+        metric > GPUQ_K_MANHATTAN || m > UINT64_MAX / n || m > UINT64_MAX / d || n > UINT64_MAX / d)
         return GPUQ_K_E_ARG;
     if (dt == GPUQ_K_F32)
         return tiled<float>(ctx, metric, zero_ok, (const float *)d_x, (const float *)d_y, m, n, d,
@@ -208,8 +208,8 @@ extern "C" int gpuq_cuda_pairwise(gpuq_cuda_ctx *ctx, int dt, int metric, int ze
     const gpuq_cublas_api *blas;
     if (d >= 32 && metric != GPUQ_K_MANHATTAN && m <= INT_MAX && n <= INT_MAX && d <= INT_MAX &&
         !ctx->no_gemm && (blas = gpuq_cublas()) != NULL)
-        return gemm_f64(blas, ctx, metric, zero_ok, (const double *)d_x, (const double *)d_y, m,
-                        n, d, (double *)d_out);
+        return gemm_f64(blas, ctx, metric, zero_ok, (const double *)d_x, (const double *)d_y, m, n,
+                        d, (double *)d_out);
     return tiled<double>(ctx, metric, zero_ok, (const double *)d_x, (const double *)d_y, m, n, d,
                          (double *)d_out);
 }

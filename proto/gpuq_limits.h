@@ -25,29 +25,29 @@ extern "C" {
 #define GPUQ_KIND_REPLY 2u
 
 /* Hard caps of the header decoder, independent of configuration. */
-#define GPUQ_HDR_MAX_DEPTH 4u        /* nesting of maps/arrays */
-#define GPUQ_HDR_MAX_ENTRIES 64u     /* entries in any one map or array */
-#define GPUQ_HDR_MAX_STR 256u        /* bytes in any string */
+#define GPUQ_HDR_MAX_DEPTH 4u    /* nesting of maps/arrays */
+#define GPUQ_HDR_MAX_ENTRIES 64u /* entries in any one map or array */
+#define GPUQ_HDR_MAX_STR 256u    /* bytes in any string */
 #define GPUQ_MAX_DIMS 2u
 #define GPUQ_CLIENT_NAME_MAX 64u
 
 /* Defaults of the configurable limits. */
 #define GPUQ_DEFAULT_MAX_HEADER (16u * 1024u)
-#define GPUQ_DEFAULT_MAX_PAYLOAD (1024ull * 1024ull * 1024ull)       /* 1 GiB per frame */
-#define GPUQ_DEFAULT_MAX_INFLIGHT 64u                                  /* per session */
-#define GPUQ_DEFAULT_SESSION_STAGING (2048ull * 1024ull * 1024ull)    /* 2 GiB */
-#define GPUQ_DEFAULT_TOTAL_STAGING (4096ull * 1024ull * 1024ull)      /* 4 GiB */
+#define GPUQ_DEFAULT_MAX_PAYLOAD (1024ull * 1024ull * 1024ull)     /* 1 GiB per frame */
+#define GPUQ_DEFAULT_MAX_INFLIGHT 64u                              /* per session */
+#define GPUQ_DEFAULT_SESSION_STAGING (2048ull * 1024ull * 1024ull) /* 2 GiB */
+#define GPUQ_DEFAULT_TOTAL_STAGING (4096ull * 1024ull * 1024ull)   /* 4 GiB */
 #define GPUQ_DEFAULT_MAX_SESSIONS 256u
-#define GPUQ_DEFAULT_MAX_OUTPUT (2048ull * 1024ull * 1024ull)         /* result bytes */
+#define GPUQ_DEFAULT_MAX_OUTPUT (2048ull * 1024ull * 1024ull) /* result bytes */
 
 typedef struct gpuq_limits {
-    uint32_t max_header;     /* header bytes per frame */
-    uint64_t max_payload;    /* payload bytes per frame */
-    uint32_t max_inflight;   /* requests in flight per session */
-    uint64_t session_staging;/* staging (input + output) bytes per session */
-    uint64_t total_staging;  /* staging bytes over all sessions */
-    uint32_t max_sessions;   /* concurrent sessions */
-    uint64_t max_output;     /* result bytes of one request */
+    uint32_t max_header;      /* header bytes per frame */
+    uint64_t max_payload;     /* payload bytes per frame */
+    uint32_t max_inflight;    /* requests in flight per session */
+    uint64_t session_staging; /* staging (input + output) bytes per session */
+    uint64_t total_staging;   /* staging bytes over all sessions */
+    uint32_t max_sessions;    /* concurrent sessions */
+    uint64_t max_output;      /* result bytes of one request */
 } gpuq_limits;
 
 #define GPUQ_LIMIT_NAME_MAX 31u

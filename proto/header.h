@@ -35,19 +35,29 @@ bool gpuq_op_is_admin(gpuq_op op);
 /* i64 is an output dtype only (e.g. indices); a request saying dtype "i64"
  * is bad_dtype. */
 typedef enum gpuq_dtype {
-    GPUQ_DT_NONE = 0, GPUQ_DT_F32 = 1, GPUQ_DT_F64 = 2, GPUQ_DT_I64 = 3
+    GPUQ_DT_NONE = 0,
+    GPUQ_DT_F32 = 1,
+    GPUQ_DT_F64 = 2,
+    GPUQ_DT_I64 = 3
 } gpuq_dtype;
 
 /* Public names of the kernels' method and metric codes (GPUQ_K_* in
  * kernels/gpuq_kernel_enums.h); ops/normalize.c and ops/pairwise.c assert at
  * compile time that both agree. */
 typedef enum gpuq_norm_method {
-    GPUQ_NORM_SUM = 0, GPUQ_NORM_L1, GPUQ_NORM_L2, GPUQ_NORM_MINMAX, GPUQ_NORM_ZSCORE,
+    GPUQ_NORM_SUM = 0,
+    GPUQ_NORM_L1,
+    GPUQ_NORM_L2,
+    GPUQ_NORM_MINMAX,
+    GPUQ_NORM_ZSCORE,
     GPUQ_NORM_COUNT
 } gpuq_norm_method;
 
 typedef enum gpuq_metric {
-    GPUQ_METRIC_EUCLIDEAN = 0, GPUQ_METRIC_SQEUCLIDEAN, GPUQ_METRIC_COSINE, GPUQ_METRIC_MANHATTAN,
+    GPUQ_METRIC_EUCLIDEAN = 0,
+    GPUQ_METRIC_SQEUCLIDEAN,
+    GPUQ_METRIC_COSINE,
+    GPUQ_METRIC_MANHATTAN,
     GPUQ_METRIC_COUNT
 } gpuq_metric;
 
@@ -66,10 +76,13 @@ typedef enum gpuq_metric {
 /* The value of one op-specific argument ("method", "to", "lat", ...); which
  * member is live is the key's type in the op's key table (ops/). */
 typedef enum gpuq_arg_type {
-    GPUQ_ARG_BOOL, GPUQ_ARG_UINT, GPUQ_ARG_INT, GPUQ_ARG_DOUBLE,
-    GPUQ_ARG_ENUM,  /* a name on the wire, its index in the key's name list here */
-    GPUQ_ARG_PAIR,  /* [x, y] numbers ("to": lat, lon) */
-    GPUQ_ARG_RANGE  /* [start, stop, n] ("lat", "lon") */
+    GPUQ_ARG_BOOL,
+    GPUQ_ARG_UINT,
+    GPUQ_ARG_INT,
+    GPUQ_ARG_DOUBLE,
+    GPUQ_ARG_ENUM, /* a name on the wire, its index in the key's name list here */
+    GPUQ_ARG_PAIR, /* [x, y] numbers ("to": lat, lon) */
+    GPUQ_ARG_RANGE /* [start, stop, n] ("lat", "lon") */
 } gpuq_arg_type;
 
 typedef struct gpuq_arg_range {
@@ -96,7 +109,7 @@ typedef struct gpuq_request {
     gpuq_dtype dtype;
     uint32_t ndim_a;
     uint64_t shape_a[GPUQ_MAX_DIMS];
-    uint32_t ndim_b;            /* 0: no second array */
+    uint32_t ndim_b; /* 0: no second array */
     uint64_t shape_b[GPUQ_MAX_DIMS];
     /* op-specific arguments: args[k] is key k of the op's key table, valid
      * when bit k of args_set is set (else the key's default applies). Read
@@ -105,15 +118,15 @@ typedef struct gpuq_request {
     uint32_t args_set;
     gpuq_arg args[GPUQ_MAX_OP_ARGS];
     /* any op */
-    bool timing;                /* reply carries "timing" */
+    bool timing; /* reply carries "timing" */
     /* hello */
     uint32_t version;
     char client[GPUQ_CLIENT_NAME_MAX + 1];
     int32_t priority;
-    int32_t device;             /* -1: server chooses */
+    int32_t device; /* -1: server chooses */
     /* kill_session */
     bool has_session;
-    uint64_t session;           /* the session id to close */
+    uint64_t session; /* the session id to close */
     /* set_limit */
     char limit[GPUQ_LIMIT_NAME_MAX + 1]; /* a gpuq_limits field name ("" unset) */
     bool has_value;
@@ -134,19 +147,19 @@ typedef struct gpuq_out {
  * follow each other packed (out[1] at byte out[0].bytes) in the staging
  * slot and in the reply's payload. */
 typedef struct gpuq_sizes {
-    uint64_t payload;           /* exact input bytes expected */
-    uint64_t output;            /* result bytes: out[0].bytes + out[1].bytes */
-    uint32_t nout;              /* outputs in use: 0 (control ops), 1 or 2 */
+    uint64_t payload; /* exact input bytes expected */
+    uint64_t output;  /* result bytes: out[0].bytes + out[1].bytes */
+    uint32_t nout;    /* outputs in use: 0 (control ops), 1 or 2 */
     union {
         gpuq_out out[GPUQ_MAX_OUTPUTS];
-        struct {                /* out[0] under its older names */
+        struct { /* out[0] under its older names */
             gpuq_dtype out_dtype;
             uint32_t out_ndim;
             uint64_t out_shape[GPUQ_MAX_DIMS];
             uint64_t out_bytes;
         };
     };
-    uint64_t scratch;           /* device scratch bytes the op needs (CUDA) */
+    uint64_t scratch; /* device scratch bytes the op needs (CUDA) */
     /* op geometry: normalize rows x cols; haversine n; grid lat_n x lon_n;
      * pairwise m x n x d */
     uint64_t rows, cols, m, n, d;
@@ -247,7 +260,7 @@ typedef struct gpuq_timing {
  * of key "info" (or NULL). */
 typedef struct gpuq_reply {
     uint64_t id;
-    int status;                 /* 0 or GPUQ_E_* */
+    int status; /* 0 or GPUQ_E_* */
     char message[256];
     gpuq_dtype dtype;
     uint32_t ndim;

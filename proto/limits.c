@@ -135,8 +135,10 @@ int gpuq_limits_set(gpuq_limits *l, const char *name, uint64_t v, uint64_t *old,
 {
     const limit_def *d = limit_find(name);
     if (!d) {
-        snprintf(msg, cap, "unknown limit \"%.40s\" (max_header, max_payload, max_inflight, "
-                           "session_staging, total_staging, max_sessions, max_output)", name);
+        snprintf(msg, cap,
+                 "unknown limit \"%.40s\" (max_header, max_payload, max_inflight, "
+                 "session_staging, total_staging, max_sessions, max_output)",
+                 name);
         return -1;
     }
     if (v < 1 || v > d->max) {

@@ -49,7 +49,7 @@ static int read_head_bytes(gpuq_mpr *r, struct mphead *h)
     size_t left = (size_t)(r->end - p);
     unsigned lenbytes = 0; /* width of a length field following the type byte */
     uint64_t len = 0;
-    unsigned extra = 0;    /* ext: the type byte counted into the body */
+    unsigned extra = 0; /* ext: the type byte counted into the body */
 
     memset(h, 0, sizeof(*h));
     if (left < 1)
@@ -92,11 +92,15 @@ static int read_head_bytes(gpuq_mpr *r, struct mphead *h)
         h->type = GPUQ_MP_BOOL;
         h->b = c == 0xc3;
         goto done;
-    case 0xc4: case 0xc5: case 0xc6:
+    case 0xc4:
+    case 0xc5:
+    case 0xc6:
         h->type = GPUQ_MP_BIN;
         lenbytes = 1u << (c - 0xc4);
         break;
-    case 0xc7: case 0xc8: case 0xc9:
+    case 0xc7:
+    case 0xc8:
+    case 0xc9:
         h->type = GPUQ_MP_EXT;
         lenbytes = 1u << (c - 0xc7);
         extra = 1;
@@ -120,7 +124,10 @@ static int read_head_bytes(gpuq_mpr *r, struct mphead *h)
         }
         goto done;
     }
-    case 0xcc: case 0xcd: case 0xce: case 0xcf: {
+    case 0xcc:
+    case 0xcd:
+    case 0xce:
+    case 0xcf: {
         unsigned w = 1u << (c - 0xcc);
         if (left < w)
             return GPUQ_E_BAD_HEADER;
@@ -129,7 +136,10 @@ static int read_head_bytes(gpuq_mpr *r, struct mphead *h)
         p += w;
         goto done;
     }
-    case 0xd0: case 0xd1: case 0xd2: case 0xd3: {
+    case 0xd0:
+    case 0xd1:
+    case 0xd2:
+    case 0xd3: {
         unsigned w = 1u << (c - 0xd0);
         if (left < w)
             return GPUQ_E_BAD_HEADER;
@@ -148,19 +158,27 @@ static int read_head_bytes(gpuq_mpr *r, struct mphead *h)
         }
         goto done;
     }
-    case 0xd4: case 0xd5: case 0xd6: case 0xd7: case 0xd8:
+    case 0xd4:
+    case 0xd5:
+    case 0xd6:
+    case 0xd7:
+    case 0xd8:
         h->type = GPUQ_MP_EXT;
         len = (1u << (c - 0xd4)) + 1u; /* type byte + data */
         goto body;
-    case 0xd9: case 0xda: case 0xdb:
+    case 0xd9:
+    case 0xda:
+    case 0xdb:
         h->type = GPUQ_MP_STR;
         lenbytes = 1u << (c - 0xd9);
         break;
-    case 0xdc: case 0xdd:
+    case 0xdc:
+    case 0xdd:
         h->type = GPUQ_MP_ARRAY;
         lenbytes = c == 0xdc ? 2 : 4;
         break;
-    case 0xde: case 0xdf:
+    case 0xde:
+    case 0xdf:
         h->type = GPUQ_MP_MAP;
         lenbytes = c == 0xde ? 2 : 4;
         break;

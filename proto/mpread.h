@@ -23,8 +23,17 @@ typedef struct gpuq_mpr {
 } gpuq_mpr;
 
 typedef enum {
-    GPUQ_MP_NIL, GPUQ_MP_BOOL, GPUQ_MP_UINT, GPUQ_MP_INT, GPUQ_MP_FLOAT,
-    GPUQ_MP_STR, GPUQ_MP_BIN, GPUQ_MP_ARRAY, GPUQ_MP_MAP, GPUQ_MP_EXT, GPUQ_MP_INVALID
+    GPUQ_MP_NIL,
+    GPUQ_MP_BOOL,
+    GPUQ_MP_UINT,
+    GPUQ_MP_INT,
+    GPUQ_MP_FLOAT,
+    GPUQ_MP_STR,
+    GPUQ_MP_BIN,
+    GPUQ_MP_ARRAY,
+    GPUQ_MP_MAP,
+    GPUQ_MP_EXT,
+    GPUQ_MP_INVALID
 } gpuq_mp_type;
 
 void gpuq_mpr_init(gpuq_mpr *r, const void *buf, size_t len);
@@ -35,14 +44,14 @@ gpuq_mp_type gpuq_mpr_peek(const gpuq_mpr *r);
 /* True when the next value is a str, inside the buffer and under the cap,
  * whose bytes are not valid UTF-8: lets a caller whose read failed say why. */
 bool gpuq_mpr_bad_utf8(const gpuq_mpr *r);
-int gpuq_mpr_map(gpuq_mpr *r, uint32_t *n);    /* n <= GPUQ_HDR_MAX_ENTRIES */
-int gpuq_mpr_array(gpuq_mpr *r, uint32_t *n);  /* n <= GPUQ_HDR_MAX_ENTRIES */
+int gpuq_mpr_map(gpuq_mpr *r, uint32_t *n);   /* n <= GPUQ_HDR_MAX_ENTRIES */
+int gpuq_mpr_array(gpuq_mpr *r, uint32_t *n); /* n <= GPUQ_HDR_MAX_ENTRIES */
 /* str: *s points into the buffer (not NUL-terminated); len <= GPUQ_HDR_MAX_STR */
 int gpuq_mpr_str(gpuq_mpr *r, const char **s, uint32_t *len);
 int gpuq_mpr_bool(gpuq_mpr *r, bool *v);
-int gpuq_mpr_uint(gpuq_mpr *r, uint64_t *v);   /* accepts non-negative ints */
-int gpuq_mpr_int(gpuq_mpr *r, int64_t *v);     /* accepts uints <= INT64_MAX */
-int gpuq_mpr_double(gpuq_mpr *r, double *v);   /* accepts float32/64 and ints */
+int gpuq_mpr_uint(gpuq_mpr *r, uint64_t *v); /* accepts non-negative ints */
+int gpuq_mpr_int(gpuq_mpr *r, int64_t *v);   /* accepts uints <= INT64_MAX */
+int gpuq_mpr_double(gpuq_mpr *r, double *v); /* accepts float32/64 and ints */
 int gpuq_mpr_nil(gpuq_mpr *r);
 /* Skip one value of any type, nested at most GPUQ_HDR_MAX_DEPTH deep. */
 int gpuq_mpr_skip(gpuq_mpr *r);

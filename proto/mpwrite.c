@@ -39,10 +39,10 @@ void gpuq_mpw_free(gpuq_mpw *w)
     free(w);
 }
 
-#define MPW_DO(w, call)                                                                   \
-    do {                                                                                  \
-        if (!(w)->failed && (call) != 0)                                                  \
-            (w)->failed = true;                                                           \
+#define MPW_DO(w, call)                                                                            \
+    do {                                                                                           \
+        if (!(w)->failed && (call) != 0)                                                           \
+            (w)->failed = true;                                                                    \
     } while (0)
 
 void gpuq_mpw_map(gpuq_mpw *w, uint32_t n)

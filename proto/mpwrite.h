@@ -14,8 +14,8 @@
 
 typedef struct gpuq_mpw gpuq_mpw;
 
-gpuq_mpw *gpuq_mpw_new(void);           /* NULL on allocation failure */
-void gpuq_mpw_free(gpuq_mpw *w);        /* NULL is fine */
+gpuq_mpw *gpuq_mpw_new(void);    /* NULL on allocation failure */
+void gpuq_mpw_free(gpuq_mpw *w); /* NULL is fine */
 void gpuq_mpw_map(gpuq_mpw *w, uint32_t n);
 void gpuq_mpw_array(gpuq_mpw *w, uint32_t n);
 /* s is NUL-terminated; bytes that are not UTF-8 are written as \xHH. */

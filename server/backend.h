@@ -28,25 +28,25 @@ typedef void (*backend_complete_fn)(gpuq_job *job);
 
 struct gpuq_job {
     /* set by the server, read-only for the backend */
-    const gpuq_request *req;     /* borrowed: lives as long as the job */
-    const gpuq_sizes *sz;        /* borrowed */
-    const void *h_in;            /* staging: sz->payload bytes (A then B) */
-    void *h_out;                 /* staging: sz->output bytes */
-    void *bsess;                 /* the backend session it was submitted on */
-    void *owner;                 /* the server's request (opaque to backend) */
-    uint64_t submit_ns;          /* uv_hrtime() at submit */
+    const gpuq_request *req; /* borrowed: lives as long as the job */
+    const gpuq_sizes *sz;    /* borrowed */
+    const void *h_in;        /* staging: sz->payload bytes (A then B) */
+    void *h_out;             /* staging: sz->output bytes */
+    void *bsess;             /* the backend session it was submitted on */
+    void *owner;             /* the server's request (opaque to backend) */
+    uint64_t submit_ns;      /* uv_hrtime() at submit */
     /* set by the backend before completion */
-    int status;                  /* 0 or GPUQ_E_* */
-    char message[160];           /* one line when status != 0 */
-    gpuq_timing timing;          /* filled when req->timing (total_us is the server's) */
+    int status;         /* 0 or GPUQ_E_* */
+    char message[160];  /* one line when status != 0 */
+    gpuq_timing timing; /* filled when req->timing (total_us is the server's) */
     /* backend private */
     void *bpriv;
-    gpuq_job *next;              /* completion queue link */
+    gpuq_job *next; /* completion queue link */
 };
 
 typedef struct backend_session_info {
-    int priority_granted;        /* the level's CUDA stream priority; 0 on CPU */
-    int device;                  /* device index; -1 on CPU */
+    int priority_granted; /* the level's CUDA stream priority; 0 on CPU */
+    int device;           /* device index; -1 on CPU */
 } backend_session_info;
 
 /* One device as status, sessions and metrics show it (the CPU backend has
@@ -54,15 +54,15 @@ typedef struct backend_session_info {
 typedef struct backend_device {
     int index;
     char name[256];
-    uint64_t total_memory;       /* bytes; 0 on CPU */
-    uint64_t memory_in_use;      /* device bytes allocated from gpuq's pool */
+    uint64_t total_memory;  /* bytes; 0 on CPU */
+    uint64_t memory_in_use; /* device bytes allocated from gpuq's pool */
     uint32_t sessions;
-    uint64_t in_flight;          /* jobs submitted, not completed */
-    uint64_t bytes;              /* input + output bytes of jobs submitted so far */
+    uint64_t in_flight; /* jobs submitted, not completed */
+    uint64_t bytes;     /* input + output bytes of jobs submitted so far */
 } backend_device;
 
 typedef struct backend_ops {
-    const char *name;            /* "cpu", "cuda" */
+    const char *name; /* "cpu", "cuda" */
     /* Per-client session. priority: the client's level (GPUQ_PRIO_LOW,
      * NORMAL or HIGH, nothing else), already capped by policy; device: -1 =
      * backend chooses. */

@@ -85,14 +85,17 @@ static int cpu_session_open(backend *b, int priority, int device, void **bsess,
     if (device != -1 && device != 0)
         return GPUQ_E_BAD_ARGUMENT; /* one device: -1 (any) or 0 name it */
     cb->sessions++;
-    *bsess = cb;                 /* no per-session state on the CPU */
-    (void)priority;              /* one thread pool: every level runs alike */
+    *bsess = cb;    /* no per-session state on the CPU */
+    (void)priority; /* one thread pool: every level runs alike */
     info->priority_granted = 0;
     info->device = -1;
     return 0;
 }
 
-static void cpu_session_close(backend *b, void *bsess) { ((cpu_backend *)b)->sessions--; }
+static void cpu_session_close(backend *b, void *bsess)
+{
+    ((cpu_backend *)b)->sessions--;
+}
 
 static void *cpu_host_alloc(backend *b, size_t len)
 {
@@ -102,9 +105,15 @@ static void *cpu_host_alloc(backend *b, size_t len)
     return p;
 }
 
-static void cpu_host_free(backend *b, void *p) { free(p); }
+static void cpu_host_free(backend *b, void *p)
+{
+    free(p);
+}
 
-static int cpu_ndevices(backend *b) { return 1; }
+static int cpu_ndevices(backend *b)
+{
+    return 1;
+}
 
 static void cpu_device_info(backend *b, int i, backend_device *out)
 {
@@ -117,9 +126,15 @@ static void cpu_device_info(backend *b, int i, backend_device *out)
     out->bytes = cb->bytes;
 }
 
-static uint64_t cpu_inflight(backend *b) { return ((cpu_backend *)b)->inflight; }
+static uint64_t cpu_inflight(backend *b)
+{
+    return ((cpu_backend *)b)->inflight;
+}
 
-static void cpu_destroy(backend *b) { free(b); }
+static void cpu_destroy(backend *b)
+{
+    free(b);
+}
 
 static const backend_ops cpu_ops = {
     .name = "cpu",

@@ -30,32 +30,32 @@
  * left unset keeps the global value (max_priority: PRIO_UNSET). */
 #define GPUQ_PRIO_UNSET (-100)
 typedef struct policy_rule {
-    bool is_group;             /* [group NAME] (else [user NAME]) */
-    uint32_t id;               /* uid or gid, resolved when the file is read */
-    char name[GPUQ_NAME_MAX];  /* as written in the section header */
-    int max_priority;          /* a level (GPUQ_PRIO_*) or GPUQ_PRIO_UNSET */
-    uint32_t max_inflight;     /* 0: unset */
-    uint64_t session_staging;  /* 0: unset */
-    int line;                  /* line of the section header */
+    bool is_group;            /* [group NAME] (else [user NAME]) */
+    uint32_t id;              /* uid or gid, resolved when the file is read */
+    char name[GPUQ_NAME_MAX]; /* as written in the section header */
+    int max_priority;         /* a level (GPUQ_PRIO_*) or GPUQ_PRIO_UNSET */
+    uint32_t max_inflight;    /* 0: unset */
+    uint64_t session_staging; /* 0: unset */
+    int line;                 /* line of the section header */
 } policy_rule;
 
 typedef struct gpuq_policy {
     /* Admins: root, and members of admin_group (primary or supplementary). */
     char admin_group[GPUQ_NAME_MAX]; /* "" : root only */
-    gid_t admin_gid;           /* (gid_t)-1 when admin_group is "" */
-    int max_priority;          /* cap for non-admins without a rule (GPUQ_PRIO_*) */
+    gid_t admin_gid;                 /* (gid_t)-1 when admin_group is "" */
+    int max_priority;                /* cap for non-admins without a rule (GPUQ_PRIO_*) */
     int nrules;
     policy_rule rules[GPUQ_POLICY_MAX_RULES];
 } gpuq_policy;
 
 typedef struct config {
-    char config_path[4096];    /* the --config file; "" : none */
-    char socket[108];          /* "" : resolve ($GPUQ_SOCKET, XDG, /run/gpuq) */
-    unsigned socket_mode;      /* of a socket gpuqd binds itself (default 0660) */
-    char device[8];            /* "auto", "cuda", "cpu" */
+    char config_path[4096]; /* the --config file; "" : none */
+    char socket[108];       /* "" : resolve ($GPUQ_SOCKET, XDG, /run/gpuq) */
+    unsigned socket_mode;   /* of a socket gpuqd binds itself (default 0660) */
+    char device[8];         /* "auto", "cuda", "cpu" */
     gpuq_limits lim;
     uint64_t device_memory_limit; /* device bytes per GPU for gpuqd's pool; 0: none */
-    int log_level;             /* LOG_LVL_* */
+    int log_level;                /* LOG_LVL_* */
     double drain_timeout_s;
     /* Slow clients (0: off). A connection without hello after hello_timeout,
      * a session with nothing in flight and no byte for idle_timeout, and a
@@ -70,8 +70,8 @@ typedef struct config {
     double staging_release_s;
     uint64_t staging_headroom;
     gpuq_policy pol;
-    bool check_only;           /* --check-config FILE: print and exit */
-    char error[512];           /* last error, one line */
+    bool check_only; /* --check-config FILE: print and exit */
+    char error[512]; /* last error, one line */
 } config;
 
 /* Defaults, then --config FILE (or --check-config FILE), then the flags.

@@ -11,9 +11,9 @@
 #include "server_defs.h"
 
 /* Upper bounds in seconds: 50 us to 10 s, roughly 1-2.5-5 steps. */
-static const double bucket_le[METRICS_NBUCKETS] = {
-    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-    0.05,    0.1,    0.25,    0.5,    1.0,   2.5,    5.0,   10.0};
+static const double bucket_le[METRICS_NBUCKETS] = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+                                                   0.005,   0.01,   0.025,   0.05,   0.1,   0.25,
+                                                   0.5,     1.0,    2.5,     5.0,    10.0};
 
 void metrics_observe(metrics *m, gpuq_op op, int status, double seconds)
 {
@@ -97,7 +97,10 @@ static const char *op_label(unsigned o)
     return n ? n : "none";
 }
 
-static const char *status_label(unsigned st) { return st ? gpuq_errname(-(int)st) : "ok"; }
+static const char *status_label(unsigned st)
+{
+    return st ? gpuq_errname(-(int)st) : "ok";
+}
 
 static void render_requests(textbuf *t, const metrics *m)
 {
@@ -146,18 +149,28 @@ static void counter(textbuf *t, const char *name, const char *help, uint64_t v)
     tb_printf(t, "%s %llu\n", name, (unsigned long long)v);
 }
 
-typedef enum { DEV_MEM_TOTAL, DEV_MEM_USED, DEV_SESSIONS, DEV_INFLIGHT, DEV_BYTES, DEV_NFIELDS } dev_field;
+typedef enum {
+    DEV_MEM_TOTAL,
+    DEV_MEM_USED,
+    DEV_SESSIONS,
+    DEV_INFLIGHT,
+    DEV_BYTES,
+    DEV_NFIELDS
+} dev_field;
 
 static void render_devices(textbuf *t, const server *srv)
 {
     static const struct {
         const char *name, *type, *help;
     } defs[DEV_NFIELDS] = {
-        {"gpuq_device_memory_bytes", "gauge", "Device memory of each device (0 on the CPU backend)."},
-        {"gpuq_device_memory_used_bytes", "gauge", "Device bytes gpuqd has allocated from its pool."},
+        {"gpuq_device_memory_bytes", "gauge",
+         "Device memory of each device (0 on the CPU backend)."},
+        {"gpuq_device_memory_used_bytes", "gauge",
+         "Device bytes gpuqd has allocated from its pool."},
         {"gpuq_device_sessions", "gauge", "Sessions placed on each device."},
         {"gpuq_device_in_flight", "gauge", "Jobs submitted to each device and not completed."},
-        {"gpuq_device_bytes_total", "counter", "Input plus output bytes of jobs run on each device."},
+        {"gpuq_device_bytes_total", "counter",
+         "Input plus output bytes of jobs run on each device."},
     };
     backend *b = srv->b;
     int n = b ? b->ops->ndevices(b) : 0;
@@ -174,7 +187,7 @@ static void render_devices(textbuf *t, const server *srv)
             const backend_device *d = &devs[i];
             char name[2 * sizeof d->name];
             label_escape(name, sizeof name, d->name);
-            uint64_t v = f == DEV_MEM_TOTAL ? d->total_memory
+            uint64_t v = f == DEV_MEM_TOTAL  ? d->total_memory
                          : f == DEV_MEM_USED ? d->memory_in_use
                          : f == DEV_SESSIONS ? d->sessions
                          : f == DEV_INFLIGHT ? d->in_flight

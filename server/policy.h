@@ -21,9 +21,9 @@
 
 typedef struct policy_caps {
     bool admin;
-    int max_priority;          /* highest level the session may get (GPUQ_PRIO_*) */
-    uint32_t max_inflight;     /* requests in flight */
-    uint64_t session_staging;  /* staging bytes */
+    int max_priority;         /* highest level the session may get (GPUQ_PRIO_*) */
+    uint32_t max_inflight;    /* requests in flight */
+    uint64_t session_staging; /* staging bytes */
 } policy_caps;
 
 /* The peer: uid/gid from SO_PEERCRED (uid (uid_t)-1: unknown, no rights

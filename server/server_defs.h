@@ -42,10 +42,10 @@ typedef struct session_frame_ops {
 /* A reply frame in a session's write queue, embedded in its owner. */
 struct session_frame {
     const session_frame_ops *ops;
-    uint64_t seq;                /* order of replies within the session */
-    bool close_after;            /* close the session once written */
+    uint64_t seq;     /* order of replies within the session */
+    bool close_after; /* close the session once written */
     uv_write_t wr;
-    session_frame *next;         /* session's pending list */
+    session_frame *next; /* session's pending list */
 };
 
 /* One frame's request, from its header until its reply was written. Holds a
@@ -55,19 +55,19 @@ struct request {
     gpuq_request req;
     gpuq_sizes sz;
     gpuq_job job;
-    staging_slot *slot;          /* owned; NULL when none */
-    size_t out_off;              /* result offset in the slot */
+    staging_slot *slot; /* owned; NULL when none */
+    size_t out_off;     /* result offset in the slot */
     int status;
     char message[160];
-    uint8_t *info;               /* owned msgpack value (hello/status) */
+    uint8_t *info; /* owned msgpack value (hello/status) */
     size_t info_len;
-    uint8_t *doc;                /* owned reply payload of sessions/metrics */
+    uint8_t *doc; /* owned reply payload of sessions/metrics */
     size_t doc_len;
-    uint64_t t0_ns;              /* when the request was read (metrics latency) */
-    bool compute;                /* counts as in flight */
+    uint64_t t0_ns; /* when the request was read (metrics latency) */
+    bool compute;   /* counts as in flight */
     bool in_backend;
-    uint8_t *wbuf;               /* owned prefix+header while writing */
-    session_frame out;           /* its reply in the session's write queue */
+    uint8_t *wbuf;     /* owned prefix+header while writing */
+    session_frame out; /* its reply in the session's write queue */
 };
 
 enum session_rstate { RS_PREFIX, RS_HEADER, RS_PAYLOAD, RS_SKIP, RS_WAIT_STAGING };
@@ -78,17 +78,17 @@ enum session_rstate { RS_PREFIX, RS_HEADER, RS_PAYLOAD, RS_SKIP, RS_WAIT_STAGING
 struct session {
     uv_pipe_t pipe;
     server *srv;
-    session *prev, *next;        /* server's list */
+    session *prev, *next; /* server's list */
     uint64_t id;
-    int refs;                    /* pipe handle + each live request */
+    int refs; /* pipe handle + each live request */
     bool closing, hello_done, reading, counted;
-    bool broken;                 /* bad prefix: stop reading, close after the error */
+    bool broken; /* bad prefix: stop reading, close after the error */
     pid_t pid;
     uid_t uid;
     gid_t gid;
-    gid_t *groups;               /* owned: supplementary groups (SO_PEERGROUPS) */
+    gid_t *groups; /* owned: supplementary groups (SO_PEERGROUPS) */
     int ngroups;
-    policy_caps caps;            /* from credentials and config; see policy.h */
+    policy_caps caps; /* from credentials and config; see policy.h */
     uint64_t start_ns;
     uint64_t nrequests, nerrors, bytes_in, bytes_out;
     char client[GPUQ_CLIENT_NAME_MAX + 1];
@@ -99,24 +99,24 @@ struct session {
     enum session_rstate rstate;
     uint8_t prefix[GPUQ_PREFIX_SIZE];
     gpuq_prefix pre;
-    uint64_t have;               /* bytes of the current part read so far */
+    uint64_t have; /* bytes of the current part read so far */
     uint8_t hdr_inline[SESSION_HDR_INLINE];
-    uint8_t *hbuf;               /* hdr_inline or malloc'd (owned) */
+    uint8_t *hbuf; /* hdr_inline or malloc'd (owned) */
     uint64_t skip_left;
-    uint8_t *payload_buf;        /* RS_PAYLOAD: where the payload goes (borrowed) */
+    uint8_t *payload_buf; /* RS_PAYLOAD: where the payload goes (borrowed) */
     uint64_t payload_len;
-    request *cur;                /* request.c's: waiting for staging or its payload */
+    request *cur; /* request.c's: waiting for staging or its payload */
     uint8_t scratch[SESSION_SCRATCH];
     /* replies */
     uint64_t next_seq, next_write_seq;
-    session_frame *pending;      /* done, sorted by seq, waiting their turn */
-    uint32_t inflight;           /* compute requests not yet answered */
-    uint32_t live;               /* requests alive */
+    session_frame *pending; /* done, sorted by seq, waiting their turn */
+    uint32_t inflight;      /* compute requests not yet answered */
+    uint32_t live;          /* requests alive */
     uint64_t staging_used;
     /* timeouts (session_sweep) */
-    uint64_t rx_ns;              /* last byte in, or reading (re)started */
-    uint64_t active_ns;          /* last byte in or reply written */
-    uint64_t linger_until_ns;    /* closing after a final reply: hard close then */
+    uint64_t rx_ns;           /* last byte in, or reading (re)started */
+    uint64_t active_ns;       /* last byte in or reply written */
+    uint64_t linger_until_ns; /* closing after a final reply: hard close then */
 };
 
 /* What the session (transport) hands up: the request module's functions
@@ -127,7 +127,7 @@ typedef struct session_events {
     void (*payload)(session *s);        /* the payload of session_expect_payload arrived */
     /* A timeout closes s: answer with a final reply carrying msg. */
     void (*timeout)(session *s, const char *msg);
-    void (*closed)(session *s);         /* s is closing: drop what the upper layer holds */
+    void (*closed)(session *s); /* s is closing: drop what the upper layer holds */
 } session_events;
 
 /* What the lower server modules ask of the daemon as a whole (server.c's
@@ -136,7 +136,7 @@ typedef struct server_hooks {
     void (*shutdown)(server *srv, int code);
     void (*stop_accepting)(server *srv);
     void (*limits_changed)(server *srv);
-    void (*check_drain)(server *srv);   /* something was answered or closed */
+    void (*check_drain)(server *srv); /* something was answered or closed */
     void (*session_freed)(server *srv);
 } server_hooks;
 
@@ -147,7 +147,7 @@ struct server {
     uv_loop_t *loop;
     server_hooks hooks;
     const session_events *sev;
-    uv_idle_t retry_idle;        /* request.c: staging waits retried on the next turn */
+    uv_idle_t retry_idle; /* request.c: staging waits retried on the next turn */
     bool retry_pending;
     config cfg;
     backend *b;
@@ -159,23 +159,23 @@ struct server {
     bool listener_open, socket_owned;
     char socket_path[108];
     uv_signal_t sigint, sigterm, sighup;
-    int argc;                    /* main's arguments (borrowed), re-read on SIGHUP */
+    int argc; /* main's arguments (borrowed), re-read on SIGHUP */
     char **argv;
     uv_timer_t drain_timer;
-    uv_timer_t sweep_timer;      /* timeouts and giving staging back */
+    uv_timer_t sweep_timer; /* timeouts and giving staging back */
     uint64_t sweep_period_ms;
-    uint64_t sweep_reserves;     /* staging.reserves at the last sweep */
+    uint64_t sweep_reserves; /* staging.reserves at the last sweep */
     uint64_t staging_idle_since_ns;
     uint64_t timeouts[TIMEOUT_KINDS]; /* sessions closed for each reason */
-    sdnotify sd;                 /* systemd readiness, status, watchdog */
+    sdnotify sd;                      /* systemd readiness, status, watchdog */
     bool draining, finishing, lost;
-    bool accept_stopped;         /* drain op: no new sessions; exit when none left */
+    bool accept_stopped; /* drain op: no new sessions; exit when none left */
     int exit_code;
     session *sessions;
-    uint32_t nsessions;          /* not closing */
+    uint32_t nsessions; /* not closing */
     uint64_t next_session_id;
-    uint64_t inflight;           /* compute requests accepted, not answered */
-    uint64_t live;               /* requests alive over all sessions */
+    uint64_t inflight; /* compute requests accepted, not answered */
+    uint64_t live;     /* requests alive over all sessions */
     uint64_t start_ns;
 };
 

@@ -39,18 +39,18 @@ typedef struct staging_slot {
 typedef struct staging_chunk {
     uint8_t *ptr;
     size_t size, used;
-    uint32_t nslots, nfree;      /* slots carved from it; how many are free */
+    uint32_t nslots, nfree; /* slots carved from it; how many are free */
     struct staging_chunk *next;
 } staging_chunk;
 
 typedef struct staging {
-    backend *b;                  /* borrowed */
+    backend *b; /* borrowed */
     uint64_t total_limit;
-    uint64_t in_use;             /* class bytes reserved */
-    uint64_t capacity;           /* bytes allocated from the backend */
-    uint64_t headroom;           /* for sessions holding nothing (see above) */
-    uint64_t reserves;           /* reservations so far: callers watch it for idleness */
-    uint64_t released_total;     /* bytes given back by staging_release_idle */
+    uint64_t in_use;         /* class bytes reserved */
+    uint64_t capacity;       /* bytes allocated from the backend */
+    uint64_t headroom;       /* for sessions holding nothing (see above) */
+    uint64_t reserves;       /* reservations so far: callers watch it for idleness */
+    uint64_t released_total; /* bytes given back by staging_release_idle */
     staging_slot *free_list;
     staging_chunk *chunks;
 } staging;

@@ -7,18 +7,30 @@
 
 #include "header.h"
 
-static inline int rq_method(const gpuq_request *r) { return gpuq_request_get_enum(r, "method"); }
+static inline int rq_method(const gpuq_request *r)
+{
+    return gpuq_request_get_enum(r, "method");
+}
 static inline void rq_set_method(gpuq_request *r, int m)
 {
     gpuq_request_set_enum_index(r, "method", m);
 }
-static inline int rq_metric(const gpuq_request *r) { return gpuq_request_get_enum(r, "metric"); }
+static inline int rq_metric(const gpuq_request *r)
+{
+    return gpuq_request_get_enum(r, "metric");
+}
 static inline void rq_set_metric(gpuq_request *r, int m)
 {
     gpuq_request_set_enum_index(r, "metric", m);
 }
-static inline bool rq_flat(const gpuq_request *r) { return gpuq_request_get_bool(r, "flat"); }
-static inline void rq_set_flat(gpuq_request *r, bool v) { gpuq_request_set_bool(r, "flat", v); }
+static inline bool rq_flat(const gpuq_request *r)
+{
+    return gpuq_request_get_bool(r, "flat");
+}
+static inline void rq_set_flat(gpuq_request *r, bool v)
+{
+    gpuq_request_set_bool(r, "flat", v);
+}
 static inline bool rq_zero_ok(const gpuq_request *r)
 {
     return gpuq_request_get_enum(r, "on_zero") == 1;
@@ -27,7 +39,10 @@ static inline void rq_set_zero_ok(gpuq_request *r, bool v)
 {
     gpuq_request_set_enum(r, "on_zero", v ? "zero" : "error");
 }
-static inline bool rq_has_to(const gpuq_request *r) { return gpuq_request_isset(r, "to"); }
+static inline bool rq_has_to(const gpuq_request *r)
+{
+    return gpuq_request_isset(r, "to");
+}
 static inline void rq_set_has_to(gpuq_request *r, bool v)
 {
     double la, lo;
@@ -57,7 +72,10 @@ static inline void rq_set_to_lon(gpuq_request *r, double v)
 {
     gpuq_request_set_pair(r, "to", rq_to_lat(r), v);
 }
-static inline double rq_radius(const gpuq_request *r) { return gpuq_request_get_double(r, "radius"); }
+static inline double rq_radius(const gpuq_request *r)
+{
+    return gpuq_request_get_double(r, "radius");
+}
 static inline void rq_set_radius(gpuq_request *r, double v)
 {
     gpuq_request_set_double(r, "radius", v);

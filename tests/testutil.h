@@ -14,7 +14,8 @@
 void tu_tmpdir(char *out, size_t cap);
 /* rm -rf path (best effort). */
 void tu_rmtree(const char *path);
-/* Write/read whole files. tu_read_file returns malloc'd bytes plus a NUL (caller frees), *len set. */
+/* Write/read whole files. tu_read_file returns malloc'd bytes plus a NUL (caller frees), *len set.
+ */
 int tu_write_file(const char *path, const void *buf, size_t len);
 void *tu_read_file(const char *path, size_t *len);
 /* Run GPUQ_PYTHON with the script tests/<script> and NULL-terminated args;

@@ -247,8 +247,7 @@ START_TEST(sessions_lists_clients)
     double x[4] = {1, 2, 3, 4}, y[4];
     ck_assert_int_eq(gpuq_normalize_1d(a, GPUQ_DT_F64, GPUQ_NORM_SUM, x, 4, y), 0);
     double z[2] = {0, 0};
-    ck_assert_int_eq(gpuq_normalize_1d(a, GPUQ_DT_F64, GPUQ_NORM_SUM, z, 2, y),
-                     GPUQ_E_ZERO_NORM);
+    ck_assert_int_eq(gpuq_normalize_1d(a, GPUQ_DT_F64, GPUQ_NORM_SUM, z, 2, y), GPUQ_E_ZERO_NORM);
     sess_row rows[16];
     int n = fetch_sessions(v, rows, 16);
     ck_assert_int_eq(n, 3);
@@ -282,8 +281,7 @@ START_TEST(metrics_parse_as_prometheus)
     double x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[8], z[2] = {0, 0};
     for (int i = 0; i < 5; i++)
         ck_assert_int_eq(gpuq_normalize(c, GPUQ_DT_F64, GPUQ_NORM_L2, false, x, 2, 4, y), 0);
-    ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, z, 2, y),
-                     GPUQ_E_ZERO_NORM);
+    ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, z, 2, y), GPUQ_E_ZERO_NORM);
     /* a header that does not decode: op "none", status bad_header */
     int fd = e2e_raw_socket();
     const uint8_t junk[] = {0x93, 1, 2, 3};

@@ -121,7 +121,8 @@ START_TEST(builder_matches_convenience)
 
     /* grid */
     double gw[4 * 5], gg[4 * 5];
-    ck_assert_int_eq(gpuq_grid(c, GPUQ_DT_F64, -60, 75, 4, -170, 165, 5, 12, -40, 6371.0088, gw), 0);
+    ck_assert_int_eq(gpuq_grid(c, GPUQ_DT_F64, -60, 75, 4, -170, 165, 5, 12, -40, 6371.0088, gw),
+                     0);
     r = gpuq_req_new("grid");
     gpuq_req_set_dtype(r, GPUQ_DT_F64);
     gpuq_req_set_range(r, "lat", -60, 75, 4);
@@ -260,7 +261,8 @@ START_TEST(pipeline_mixed)
             ck_assert_int_eq(gpuq_submit_req(c, r, &ids[i]), 0);
         } else {
             gpuq_request q = e2e_norm_req(3);
-            ck_assert_int_eq(gpuq_submit(c, &q, x, sizeof x, NULL, 0, y[i], sizeof y[i], &ids[i]), 0);
+            ck_assert_int_eq(gpuq_submit(c, &q, x, sizeof x, NULL, 0, y[i], sizeof y[i], &ids[i]),
+                             0);
         }
     }
     ck_assert_uint_eq(gpuq_pending(c), 4);

@@ -477,8 +477,7 @@ START_TEST(payload_at_the_limit)
     ck_assert_uint_eq(gpuq_info(c)->limits.max_payload, 4000);
     ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, x, 500, y), 0);
     ck_assert(fabs(y[3] - 1.0 / 494.0) <= 2e-15 / 494.0);
-    ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, x, 501, y),
-                     GPUQ_E_TOO_LARGE);
+    ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, x, 501, y), GPUQ_E_TOO_LARGE);
     ck_assert_int_eq(gpuq_ping(c), 0);
     gpuq_close(c);
     e2e_assert_serves();

@@ -11,8 +11,8 @@ START_TEST(every_form)
     const char *args[] = {GPUQCTL_PATH, e2e_d.socket, e2e_d.dir, NULL};
     char out[320];
     snprintf(out, sizeof out, "%s/ctl_check.log", e2e_d.dir);
-    const char *argv[] = {GPUQ_PYTHON, GPUQ_TESTS_DIR "/ref/ctl_check.py", args[0], args[1],
-                          args[2], NULL};
+    const char *argv[] = {
+        GPUQ_PYTHON, GPUQ_TESTS_DIR "/ref/ctl_check.py", args[0], args[1], args[2], NULL};
     int rc = tu_run(argv, out, out);
     size_t len = 0;
     char *log = tu_read_file(out, &len);

@@ -139,11 +139,11 @@ enum rep_rule {
 };
 #define RP(member, rule) FUZZ_FIELD(gpuq_reply, member, rule, 0)
 static const fuzz_field rep_fields[] = {
-    RP(id, REP_SAME),    RP(status, REP_SAME),   RP(message, REP_MESSAGE), RP(dtype, REP_ARRAY),
-    RP(ndim, REP_ARRAY), RP(shape, REP_ARRAY),
+    RP(id, REP_SAME),         RP(status, REP_SAME),    RP(message, REP_MESSAGE),
+    RP(dtype, REP_ARRAY),     RP(ndim, REP_ARRAY),     RP(shape, REP_ARRAY),
     RP(dtype_b, REP_ARRAY_B), RP(ndim_b, REP_ARRAY_B), RP(shape_b, REP_ARRAY_B),
-    RP(has_timing, REP_SAME), RP(timing, REP_SAME),
-    RP(info, REP_INFO),  RP(info_len, REP_INFO),
+    RP(has_timing, REP_SAME), RP(timing, REP_SAME),    RP(info, REP_INFO),
+    RP(info_len, REP_INFO),
 };
 #define N_REP_FIELDS (sizeof rep_fields / sizeof rep_fields[0])
 

@@ -73,9 +73,8 @@ START_TEST(priorities_per_session)
             gpuq_request r = e2e_norm_req(LEN);
             rq_set_method(&r, GPUQ_NORM_L1);
             uint64_t id;
-            ck_assert_int_eq(gpuq_submit(cs[k], &r, x, sizeof x, NULL, 0, y[k][i], sizeof y[k][i],
-                                         &id),
-                             0);
+            ck_assert_int_eq(
+                gpuq_submit(cs[k], &r, x, sizeof x, NULL, 0, y[k][i], sizeof y[k][i], &id), 0);
         }
     double s = (double)LEN * (LEN + 1) / 2;
     for (int i = 0; i < N; i++)
@@ -292,15 +291,16 @@ START_TEST(placement_over_devices)
         ck_assert_int_lt(dv, ndev);
         count[dv]++;
         double x[4] = {1, 2, 3, 4}, y[4];
-        ck_assert_int_eq(gpuq_normalize_1d(cs[i], GPUQ_DT_F64, GPUQ_NORM_SUM, x, 4, y),
-                         0);
+        ck_assert_int_eq(gpuq_normalize_1d(cs[i], GPUQ_DT_F64, GPUQ_NORM_SUM, x, 4, y), 0);
         ck_assert_double_eq_tol(y[3], 0.4, 1e-15);
     }
     for (int d = 0; d < ndev && d < 16; d++)
         ck_assert_msg(count[d] == PER, "device %d has %d sessions, want %d", d, count[d], PER);
     /* a named device */
-    gpuq_connect_opts o = {.socket_path = e2e_d.socket, .client_name = "named",
-                           .priority = GPUQ_PRIO_NORMAL, .device = ndev - 1};
+    gpuq_connect_opts o = {.socket_path = e2e_d.socket,
+                           .client_name = "named",
+                           .priority = GPUQ_PRIO_NORMAL,
+                           .device = ndev - 1};
     gpuq_conn *named = NULL;
     ck_assert_int_eq(gpuq_connect(&o, &named), 0);
     ck_assert_int_eq(gpuq_info(named)->device, ndev - 1);

@@ -12,8 +12,11 @@
 
 static void sample(uint8_t *out)
 {
-    gpuq_prefix p = {.version = GPUQ_PROTO_VERSION, .kind = GPUQ_KIND_REQUEST, .flags = 0,
-                     .header_len = 0x01020304u, .payload_len = 0x1122334455667788ull};
+    gpuq_prefix p = {.version = GPUQ_PROTO_VERSION,
+                     .kind = GPUQ_KIND_REQUEST,
+                     .flags = 0,
+                     .header_len = 0x01020304u,
+                     .payload_len = 0x1122334455667788ull};
     gpuq_prefix_encode(&p, out);
 }
 

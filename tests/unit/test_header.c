@@ -477,23 +477,100 @@ static int decode_built(uint32_t nkeys, build_fn fn, gpuq_request *req)
 #define KS(w, k, v) (gpuq_mpw_str(w, k), gpuq_mpw_str(w, v))
 #define KU(w, k, v) (gpuq_mpw_str(w, k), gpuq_mpw_uint(w, v))
 
-static void b_ok(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "ping"); }
-static void b_unknown(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "ping"); KU(w, "bogus", 1); }
-static void b_dup(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "ping"); KU(w, "id", 8); }
-static void b_noid(gpuq_mpw *w) { KS(w, "op", "ping"); }
-static void b_noop(gpuq_mpw *w) { KU(w, "id", 7); }
-static void b_badop(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "explode"); }
-static void b_idstr(gpuq_mpw *w) { KS(w, "id", "7"); KS(w, "op", "ping"); }
-static void b_idneg(gpuq_mpw *w) { gpuq_mpw_str(w, "id"); gpuq_mpw_int(w, -1); KS(w, "op", "ping"); }
-static void b_opint(gpuq_mpw *w) { KU(w, "id", 7); KU(w, "op", 1); }
-static void b_dtype(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "normalize"); KS(w, "dtype", "f16"); }
-static void b_method(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "normalize"); KS(w, "method", "max"); }
-static void b_metric(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "pairwise"); KS(w, "metric", "hamming"); }
-static void b_onzero(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "pairwise"); KS(w, "on_zero", "nan"); }
-static void b_foreign(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "grid"); KS(w, "method", "l2"); }
-static void b_oplast(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "method", "l2"); KS(w, "op", "normalize"); }
-static void b_i64(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "normalize"); KS(w, "dtype", "i64"); }
-static void b_flatint(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "normalize"); KU(w, "flat", 1); }
+static void b_ok(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KS(w, "op", "ping");
+}
+static void b_unknown(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KS(w, "op", "ping");
+    KU(w, "bogus", 1);
+}
+static void b_dup(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KS(w, "op", "ping");
+    KU(w, "id", 8);
+}
+static void b_noid(gpuq_mpw *w)
+{
+    KS(w, "op", "ping");
+}
+static void b_noop(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+}
+static void b_badop(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KS(w, "op", "explode");
+}
+static void b_idstr(gpuq_mpw *w)
+{
+    KS(w, "id", "7");
+    KS(w, "op", "ping");
+}
+static void b_idneg(gpuq_mpw *w)
+{
+    gpuq_mpw_str(w, "id");
+    gpuq_mpw_int(w, -1);
+    KS(w, "op", "ping");
+}
+static void b_opint(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KU(w, "op", 1);
+}
+static void b_dtype(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KS(w, "op", "normalize");
+    KS(w, "dtype", "f16");
+}
+static void b_method(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KS(w, "op", "normalize");
+    KS(w, "method", "max");
+}
+static void b_metric(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KS(w, "op", "pairwise");
+    KS(w, "metric", "hamming");
+}
+static void b_onzero(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KS(w, "op", "pairwise");
+    KS(w, "on_zero", "nan");
+}
+static void b_foreign(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KS(w, "op", "grid");
+    KS(w, "method", "l2");
+}
+static void b_oplast(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KS(w, "method", "l2");
+    KS(w, "op", "normalize");
+}
+static void b_i64(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KS(w, "op", "normalize");
+    KS(w, "dtype", "i64");
+}
+static void b_flatint(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KS(w, "op", "normalize");
+    KU(w, "flat", 1);
+}
 static void b_rank3(gpuq_mpw *w)
 {
     KU(w, "id", 7);
@@ -546,7 +623,12 @@ static void b_toint(gpuq_mpw *w)
     gpuq_mpw_int(w, -45);
     gpuq_mpw_uint(w, 10);
 }
-static void b_radiusstr(gpuq_mpw *w) { KU(w, "id", 7); KS(w, "op", "grid"); KS(w, "radius", "1"); }
+static void b_radiusstr(gpuq_mpw *w)
+{
+    KU(w, "id", 7);
+    KS(w, "op", "grid");
+    KS(w, "radius", "1");
+}
 static void b_latn(gpuq_mpw *w)
 {
     KU(w, "id", 7);
@@ -572,9 +654,24 @@ static void b_client(gpuq_mpw *w)
     KS(w, "op", "hello");
     KS(w, "client", "0123456789012345678901234567890123456789012345678901234567890123X");
 }
-static void b_prio_str(gpuq_mpw *w) { KU(w, "id", 1); KS(w, "op", "hello"); KS(w, "priority", "high"); }
-static void b_prio_bad(gpuq_mpw *w) { KU(w, "id", 1); KS(w, "op", "hello"); KS(w, "priority", "urgent"); }
-static void b_prio_big(gpuq_mpw *w) { KU(w, "id", 1); KS(w, "op", "hello"); KU(w, "priority", 6); }
+static void b_prio_str(gpuq_mpw *w)
+{
+    KU(w, "id", 1);
+    KS(w, "op", "hello");
+    KS(w, "priority", "high");
+}
+static void b_prio_bad(gpuq_mpw *w)
+{
+    KU(w, "id", 1);
+    KS(w, "op", "hello");
+    KS(w, "priority", "urgent");
+}
+static void b_prio_big(gpuq_mpw *w)
+{
+    KU(w, "id", 1);
+    KS(w, "op", "hello");
+    KU(w, "priority", 6);
+}
 static void b_prio_neg(gpuq_mpw *w)
 {
     KU(w, "id", 1);
@@ -589,7 +686,12 @@ static void b_device(gpuq_mpw *w)
     gpuq_mpw_str(w, "device");
     gpuq_mpw_int(w, -2);
 }
-static void b_keyint(gpuq_mpw *w) { KU(w, "id", 1); gpuq_mpw_uint(w, 5); KS(w, "op", "ping"); }
+static void b_keyint(gpuq_mpw *w)
+{
+    KU(w, "id", 1);
+    gpuq_mpw_uint(w, 5);
+    KS(w, "op", "ping");
+}
 
 /* ---- priority: one scale, the levels -1/0/1 and their names only ---- */
 
@@ -748,7 +850,11 @@ START_TEST(test_priority_names)
     ck_assert_int_eq(p, 99);
 }
 END_TEST
-static void b_opfirst(gpuq_mpw *w) { KS(w, "op", "status"); KU(w, "id", 99); }
+static void b_opfirst(gpuq_mpw *w)
+{
+    KS(w, "op", "status");
+    KU(w, "id", 99);
+}
 
 START_TEST(test_decode_strict)
 {
@@ -809,9 +915,12 @@ START_TEST(test_decode_strict)
     static const uint8_t arr[] = {0x92, 0x01, 0x02};
     static const uint8_t bomb[] = {0xdd, 0xff, 0x00, 0x00, 0x00};
     static const uint8_t mbomb[] = {0xdf, 0xff, 0xff, 0xff, 0xff};
-    ck_assert_int_eq(gpuq_request_decode(arr, sizeof(arr), &q, msg, sizeof(msg)), GPUQ_E_BAD_HEADER);
-    ck_assert_int_eq(gpuq_request_decode(bomb, sizeof(bomb), &q, msg, sizeof(msg)), GPUQ_E_BAD_HEADER);
-    ck_assert_int_eq(gpuq_request_decode(mbomb, sizeof(mbomb), &q, msg, sizeof(msg)), GPUQ_E_BAD_HEADER);
+    ck_assert_int_eq(gpuq_request_decode(arr, sizeof(arr), &q, msg, sizeof(msg)),
+                     GPUQ_E_BAD_HEADER);
+    ck_assert_int_eq(gpuq_request_decode(bomb, sizeof(bomb), &q, msg, sizeof(msg)),
+                     GPUQ_E_BAD_HEADER);
+    ck_assert_int_eq(gpuq_request_decode(mbomb, sizeof(mbomb), &q, msg, sizeof(msg)),
+                     GPUQ_E_BAD_HEADER);
     ck_assert_int_eq(gpuq_request_decode(NULL, 0, &q, msg, sizeof(msg)), GPUQ_E_BAD_HEADER);
     /* msg may be NULL */
     ck_assert_int_eq(gpuq_request_decode(arr, sizeof(arr), &q, NULL, 0), GPUQ_E_BAD_HEADER);
@@ -881,7 +990,12 @@ END_TEST
 
 /* ---- admin and observability ops ---- */
 
-static void b_kill_str(gpuq_mpw *w) { KU(w, "id", 3); KS(w, "op", "kill_session"); KS(w, "session", "4"); }
+static void b_kill_str(gpuq_mpw *w)
+{
+    KU(w, "id", 3);
+    KS(w, "op", "kill_session");
+    KS(w, "session", "4");
+}
 static void b_limit_long(gpuq_mpw *w)
 {
     KU(w, "id", 3);

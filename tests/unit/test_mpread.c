@@ -22,7 +22,10 @@ struct sample {
     gpuq_mp_type type;
 };
 
-#define S(nm, t, ...) {nm, {__VA_ARGS__}, sizeof((uint8_t[]){__VA_ARGS__}), t}
+#define S(nm, t, ...)                                                                              \
+    {                                                                                              \
+        nm, {__VA_ARGS__}, sizeof((uint8_t[]){__VA_ARGS__}), t                                     \
+    }
 
 static const struct sample samples[] = {
     S("nil", GPUQ_MP_NIL, 0xc0),

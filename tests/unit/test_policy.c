@@ -58,9 +58,9 @@ END_TEST
 START_TEST(rules_merge_by_field)
 {
     policy_caps c;
-    add_rule(true, 300, GPUQ_PRIO_LOW, 4, 0);            /* [group students] */
-    add_rule(true, 301, GPUQ_PRIO_HIGH, 0, 1u << 20);    /* [group labs] */
-    add_rule(false, 1000, GPUQ_PRIO_UNSET, 16, 0);       /* [user alice] */
+    add_rule(true, 300, GPUQ_PRIO_LOW, 4, 0);         /* [group students] */
+    add_rule(true, 301, GPUQ_PRIO_HIGH, 0, 1u << 20); /* [group labs] */
+    add_rule(false, 1000, GPUQ_PRIO_UNSET, 16, 0);    /* [user alice] */
     gid_t both[] = {300, 301};
     /* alice in both groups: inflight from her user rule, priority from the
      * first group that sets it, staging from the first that sets it */
