@@ -168,14 +168,15 @@ main() {
         else
             echo "== compute-sanitizer"
             for tool in memcheck racecheck; do
-                t=test_gpu_kernels
-                log=$LOGS/cs_${tool}_$t.log
-                echo "-- $tool $t ($(date -u +%T))"
-                CK_FORK=no CK_DEFAULT_TIMEOUT=600 GPUQ_SANITIZER_SMALL=1 \
-                    "$CS" --tool "$tool" --error-exitcode 9 "build-gpu/tests/gpu/$t" >"$log" 2>&1
-                rc=$?
-                row "$(okfail "$rc")" "compute-sanitizer $tool $t" \
-                    "exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tr -d '=' | xargs)"
+                for t in test_gpu_kernels test_gpu_knn; do
+                    log=$LOGS/cs_${tool}_$t.log
+                    echo "-- $tool $t ($(date -u +%T))"
+                    CK_FORK=no CK_DEFAULT_TIMEOUT=600 GPUQ_SANITIZER_SMALL=1 \
+                        "$CS" --tool "$tool" --error-exitcode 9 "build-gpu/tests/gpu/$t" >"$log" 2>&1
+                    rc=$?
+                    row "$(okfail "$rc")" "compute-sanitizer $tool $t" \
+                        "exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tr -d '=' | xargs)"
+                done
             done
             for tool in memcheck racecheck; do
                 for t in e2e/test_e2e_flow e2e/test_e2e_bad; do
