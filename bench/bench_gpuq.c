@@ -7,8 +7,10 @@
  * --socket uses a daemon already listening there. Rows: ping round trip;
  * 4 KiB float32 normalize one at a time; the same with 1, 16 and 64 client
  * processes each keeping 8 requests in flight; large normalize (10^7
- * float32), pairwise euclidean (4096 x 4096, d = 64, float32) and the grid
- * (1000 x 1000 float64). --quick shrinks counts and sizes for CI.
+ * float32), pairwise euclidean (4096 x 4096, d = 64, float32), the grid
+ * (1000 x 1000 float64) and kNN (m = 4096 queries, n = 10^6 rows, d = 64,
+ * k = 10, float32: a 256 MB payload, within the default max_payload of
+ * 1 GiB). --quick shrinks counts and sizes for CI.
  *
  * Output: a Markdown table, rows starting with '|': what, gpuq's figure, the
  * peer's figure, the speed ratio gpuq / peer (1.00: as fast; 0.25: four
@@ -283,25 +285,29 @@ static void bench_ping(bench *b, int reps)
 
 /* ---- one request kind: gpuq's run, the peer's, and the check ---- */
 
-enum { JOB_NORMALIZE, JOB_PAIRWISE, JOB_GRID };
+enum { JOB_NORMALIZE, JOB_PAIRWISE, JOB_GRID, JOB_KNN };
 
 typedef struct job {
     int op;
-    uint64_t n;       /* normalize: elements; pairwise: m (x is m x d, y = x); grid: nlat = nlon */
-    uint64_t d;       /* pairwise: dimensions */
-    void *in;         /* normalize, pairwise input; peer-allocated */
-    void *out, *ref;  /* gpuq's result, the peer's; peer-allocated */
-    size_t in_bytes;  /* payload per request (pairwise sends x twice) */
-    size_t out_bytes; /* result per request */
-    double tol, floor_; /* close_f32/close_f64 */
+    uint64_t n;     /* normalize: elements; pairwise: m (x is m x d, y = x); grid: nlat = nlon */
+    uint64_t d;     /* pairwise, knn: dimensions */
+    uint64_t ny, k; /* knn: rows of y (x is n rows, then y in the same buffer), k */
+    int64_t *idx, *ref_idx; /* knn: the indices, inside out and ref after the distances */
+    void *in;               /* normalize, pairwise input; peer-allocated */
+    void *out, *ref;        /* gpuq's result, the peer's; peer-allocated */
+    size_t in_bytes;        /* payload per request (pairwise sends x twice) */
+    size_t out_bytes;       /* result per request */
+    double tol, floor_;     /* close_f32/close_f64 */
 } job;
 
-static int job_init(bench *b, job *j, int op, uint64_t n, uint64_t d)
+static int job_init(bench *b, job *j, int op, uint64_t n, uint64_t d, uint64_t ny, uint64_t k)
 {
     memset(j, 0, sizeof *j);
     j->op = op;
     j->n = n;
     j->d = d;
+    j->ny = ny;
+    j->k = k;
     size_t in_alloc = 0;
     switch (op) {
     case JOB_NORMALIZE:
@@ -315,23 +321,29 @@ static int job_init(bench *b, job *j, int op, uint64_t n, uint64_t d)
         j->out_bytes = n * n * sizeof(float);
         j->tol = 1e-4, j->floor_ = 1.0;
         break;
+    case JOB_KNN: /* distances, then (8-aligned) the int64 indices */
+        in_alloc = j->in_bytes = (n + j->ny) * d * sizeof(float);
+        j->out_bytes = n * j->k * (sizeof(float) + sizeof(int64_t));
+        j->tol = 1e-4, j->floor_ = 1.0;
+        break;
     default:
         j->out_bytes = n * n * sizeof(double);
         j->tol = 1e-9, j->floor_ = 1.0;
         break;
     }
+    size_t out_alloc = j->out_bytes + (op == JOB_KNN ? sizeof(int64_t) : 0);
     if (!b->peer) {
         /* no peer: plain buffers; gpuq's side still runs */
         j->in = in_alloc ? malloc(in_alloc) : NULL;
-        j->out = malloc(j->out_bytes);
-        j->ref = malloc(j->out_bytes);
+        j->out = malloc(out_alloc);
+        j->ref = malloc(out_alloc);
         if ((in_alloc && !j->in) || !j->out || !j->ref)
             return GPUQ_E_NO_MEMORY;
     } else {
         int rc;
         if ((in_alloc && (rc = bench_peer_alloc(b->peer, in_alloc, &j->in))) ||
-            (rc = bench_peer_alloc(b->peer, j->out_bytes, &j->out)) ||
-            (rc = bench_peer_alloc(b->peer, j->out_bytes, &j->ref)))
+            (rc = bench_peer_alloc(b->peer, out_alloc, &j->out)) ||
+            (rc = bench_peer_alloc(b->peer, out_alloc, &j->ref)))
             return rc;
     }
     if (op == JOB_NORMALIZE)
@@ -340,6 +352,19 @@ static int job_init(bench *b, job *j, int op, uint64_t n, uint64_t d)
     else if (op == JOB_PAIRWISE)
         for (uint64_t i = 0; i < n * d; i++)
             ((float *)j->in)[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
+    else if (op == JOB_KNN) {
+        /* y: U(-1, 1) from a hash; x: every (ny/n)-th row of y + 1e-3, so
+         * that the nearest row of query i is i * (ny / n) by construction */
+        float *x = j->in, *y = x + n * d;
+        for (uint64_t i = 0; i < j->ny * d; i++)
+            y[i] = (float)(((i * 2654435761u) ^ (i >> 7) * 40503u) % 200001u) / 100000.0f - 1.0f;
+        for (uint64_t i = 0; i < n; i++)
+            for (uint64_t c = 0; c < d; c++)
+                x[i * d + c] = y[i * (j->ny / n) * d + c] + 1e-3f;
+        size_t ioff = (n * j->k * sizeof(float) + 7) & ~(size_t)7;
+        j->idx = (int64_t *)((char *)j->out + ioff);
+        j->ref_idx = (int64_t *)((char *)j->ref + ioff);
+    }
     return 0;
 }
 
@@ -370,6 +395,9 @@ static int job_gpuq(gpuq_conn *c, job *j)
     case JOB_PAIRWISE:
         return gpuq_pairwise(c, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, j->in, j->in, j->n, j->n, j->d,
                              j->out);
+    case JOB_KNN:
+        return gpuq_knn(c, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, j->k, j->in,
+                        (const float *)j->in + j->n * j->d, j->n, j->ny, j->d, j->out, j->idx);
     default:
         return gpuq_grid(c, GPUQ_DT_F64, BENCH_GRID_LAT0, BENCH_GRID_LAT1, j->n, BENCH_GRID_LON0,
                          BENCH_GRID_LON1, j->n, BENCH_GRID_TO_LAT, BENCH_GRID_TO_LON,
@@ -384,6 +412,9 @@ static int job_peer(bench_peer *p, job *j)
         return bench_peer_normalize(p, j->in, j->ref, j->n);
     case JOB_PAIRWISE:
         return bench_peer_pairwise(p, j->in, j->in, j->n, j->d, j->ref);
+    case JOB_KNN:
+        return bench_peer_knn(p, j->in, j->n, (const float *)j->in + j->n * j->d, j->ny, j->d, j->k,
+                              j->ref, j->ref_idx);
     default:
         return bench_peer_grid(p, j->n, j->n, j->ref);
     }
@@ -393,6 +424,30 @@ static int job_peer(bench_peer *p, job *j)
 static int job_check(const job *j, char *why, size_t cap)
 {
     size_t bad = 0;
+    if (j->op == JOB_KNN) {
+        for (uint64_t i = 0; i < j->n; i++) {
+            int64_t want = (int64_t)(i * (j->ny / j->n));
+            if (j->idx[i * j->k] != want) {
+                snprintf(why, cap, "wrong result: nearest row of query %llu is %lld, want %lld",
+                         (unsigned long long)i, (long long)j->idx[i * j->k], (long long)want);
+                return 1;
+            }
+            for (uint64_t t = 0; t < j->k; t++) {
+                int64_t v = j->idx[i * j->k + t];
+                if (v < 0 || (uint64_t)v >= j->ny) {
+                    snprintf(why, cap, "wrong result: index %lld out of [0, %llu)", (long long)v,
+                             (unsigned long long)j->ny);
+                    return 1;
+                }
+            }
+        }
+        if (close_f32(j->out, j->ref, j->n * j->k, j->tol, j->floor_, &bad)) {
+            snprintf(why, cap, "wrong result: distance %zu is %.9g, in-process gives %.9g", bad,
+                     (double)((float *)j->out)[bad], (double)((float *)j->ref)[bad]);
+            return 1;
+        }
+        return 0;
+    }
     int rc = j->op == JOB_GRID
                  ? close_f64(j->out, j->ref, j->out_bytes / 8, j->tol, j->floor_, &bad)
                  : close_f32(j->out, j->ref, j->out_bytes / 4, j->tol, j->floor_, &bad);
@@ -414,7 +469,8 @@ static void large_fmt(char *buf, size_t cap, double *v, int n, double gb, double
         return;
     }
     *p50 = pct(v, n, 50);
-    snprintf(buf, cap, "%.2f ms, %.2f GB/s", *p50 * 1e3, gb / *p50);
+    double rate = gb / *p50; /* kNN moves little data for its time: keep its digits */
+    snprintf(buf, cap, "%.2f ms, %.*f GB/s", *p50 * 1e3, rate < 0.1 ? 4 : 2, rate);
 }
 
 /* reps runs of j on each side, one at a time; the peer first, as its result
@@ -753,7 +809,7 @@ int main(int argc, char **argv)
     bool q = b.quick, fatal = false;
     bench_ping(&b, q ? 200 : 2000);
     job small;
-    if (job_init(&b, &small, JOB_NORMALIZE, SMALL_N, 0)) {
+    if (job_init(&b, &small, JOB_NORMALIZE, SMALL_N, 0, 0, 0)) {
         job_fail(&b, &small);
         fatal = true;
         goto err_after_connect;
@@ -770,10 +826,12 @@ int main(int argc, char **argv)
         int op;
         uint64_t n, d;
         int reps;
+        uint64_t ny, k;
     } large[] = {
-        {JOB_NORMALIZE, q ? 100000 : 10000000, 0, q ? 3 : 5},
-        {JOB_PAIRWISE, q ? 256 : 4096, q ? 16 : 64, 3},
-        {JOB_GRID, q ? 200 : 1000, 0, q ? 3 : 5},
+        {JOB_NORMALIZE, q ? 100000 : 10000000, 0, q ? 3 : 5, 0, 0},
+        {JOB_PAIRWISE, q ? 256 : 4096, q ? 16 : 64, 3, 0, 0},
+        {JOB_GRID, q ? 200 : 1000, 0, q ? 3 : 5, 0, 0},
+        {JOB_KNN, q ? 256 : 4096, q ? 16 : 64, 3, q ? 20000 : 1000000, 10},
     };
     for (size_t k = 0; k < sizeof large / sizeof large[0]; k++) {
         job j;
@@ -784,10 +842,14 @@ int main(int argc, char **argv)
             snprintf(what, sizeof what, "pairwise euclidean f32, %llux%llu, d = %llu",
                      (unsigned long long)large[k].n, (unsigned long long)large[k].n,
                      (unsigned long long)large[k].d);
+        else if (large[k].op == JOB_KNN) /* peer_torch.py's row name */
+            snprintf(what, sizeof what, "knn euclidean f32, m = %llu, n = %llu, d = %llu, k = %llu",
+                     (unsigned long long)large[k].n, (unsigned long long)large[k].ny,
+                     (unsigned long long)large[k].d, (unsigned long long)large[k].k);
         else
             snprintf(what, sizeof what, "grid f64, %llux%llu", (unsigned long long)large[k].n,
                      (unsigned long long)large[k].n);
-        if (job_init(&b, &j, large[k].op, large[k].n, large[k].d)) {
+        if (job_init(&b, &j, large[k].op, large[k].n, large[k].d, large[k].ny, large[k].k)) {
             job_fail(&b, &j);
             fatal = true;
             goto err_after_connect;

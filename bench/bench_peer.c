@@ -24,8 +24,8 @@ struct bench_peer {
 #ifdef GPUQ_HAVE_CUDA
     cudaStream_t stream;
     gpuq_cuda_ctx *kctx;
-    void *d_a, *d_b, *d_out; /* inputs A and B, result; grown on demand */
-    size_t cap_a, cap_b, cap_out;
+    void *d_a, *d_b, *d_out, *d_s; /* inputs A and B, result, kNN scratch; grown on demand */
+    size_t cap_a, cap_b, cap_out, cap_s;
     int *h_flag; /* pinned copy of the kernels' error flag */
 #endif
 };
@@ -178,7 +178,7 @@ void bench_peer_close(bench_peer *p)
         fprintf(stderr, "bench: cudaStreamSynchronize: %s\n", cudaGetErrorString(e));
     if (p->kctx)
         gpuq_cuda_ctx_destroy(p->kctx);
-    void *bufs[] = {p->d_a, p->d_b, p->d_out};
+    void *bufs[] = {p->d_a, p->d_b, p->d_out, p->d_s};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i] && (e = cudaFree(bufs[i])) != cudaSuccess)
             fprintf(stderr, "bench: cudaFree: %s\n", cudaGetErrorString(e));
@@ -251,6 +251,31 @@ int bench_peer_pairwise(bench_peer *p, const float *x, const float *y, uint64_t 
 #endif
     return peer_kcode(p, gpuq_cpu_pairwise(GPUQ_K_F32, GPUQ_K_EUCLIDEAN, 0, x, y, m, m, d, out),
                       "pairwise");
+}
+
+int bench_peer_knn(bench_peer *p, const float *x, uint64_t m, const float *y, uint64_t n,
+                   uint64_t d, uint64_t k, float *dist, int64_t *idx)
+{
+#ifdef GPUQ_HAVE_CUDA
+    if (p->cuda) {
+        /* distances then (256-aligned) indices in d_out, as the daemon's two outputs */
+        size_t dbytes = m * k * sizeof(float), ioff = (dbytes + 255) & ~(size_t)255;
+        size_t ibytes = m * k * sizeof(int64_t);
+        size_t sbytes = (size_t)gpuq_cuda_knn_scratch_bytes(GPUQ_K_F32, m, n, d, k);
+        int rc =
+            peer_cuda_start(p, x, m * d * sizeof(float), y, n * d * sizeof(float), ioff + ibytes);
+        if (rc || (rc = peer_grow(p, &p->d_s, &p->cap_s, sbytes ? sbytes : 1)))
+            return rc;
+        int kc = gpuq_cuda_knn(p->kctx, GPUQ_K_F32, GPUQ_K_EUCLIDEAN, 0, p->d_a, p->d_b, m, n, d, k,
+                               p->d_s, p->d_out, (int64_t *)((char *)p->d_out + ioff));
+        if (kc == GPUQ_K_OK)
+            PEER_CU(p, cudaMemcpyAsync(idx, (char *)p->d_out + ioff, ibytes, cudaMemcpyDeviceToHost,
+                                       p->stream));
+        return peer_cuda_finish(p, kc, "knn", dist, dbytes);
+    }
+#endif
+    return peer_kcode(p, gpuq_cpu_knn(GPUQ_K_F32, GPUQ_K_EUCLIDEAN, 0, x, y, m, n, d, k, dist, idx),
+                      "knn");
 }
 
 int bench_peer_grid(bench_peer *p, uint64_t nlat, uint64_t nlon, double *out)

@@ -53,6 +53,10 @@ int bench_peer_normalize(bench_peer *p, const float *in, float *out, uint64_t n)
 /* pairwise euclidean, x[m][d] against y[m][d], float32: out[m][m]. */
 int bench_peer_pairwise(bench_peer *p, const float *x, const float *y, uint64_t m, uint64_t d,
                         float *out);
+/* knn euclidean float32, k nearest rows of y[n][d] for each row of x[m][d]:
+ * dist[m][k], idx[m][k]. */
+int bench_peer_knn(bench_peer *p, const float *x, uint64_t m, const float *y, uint64_t n,
+                   uint64_t d, uint64_t k, float *dist, int64_t *idx);
 /* The BENCH_GRID_* grid of nlat x nlon points: out[nlat][nlon] float64. */
 int bench_peer_grid(bench_peer *p, uint64_t nlat, uint64_t nlon, double *out);
 

@@ -502,10 +502,18 @@ static int check_req(gpuq_conn *c, gpuq_req *r, const uint8_t *hdr, size_t hlen,
         return conn_set_err(c, GPUQ_E_BAD_ARGUMENT,
                             "bad_argument: %s returns %llu bytes: set output 0", r->op,
                             (unsigned long long)sz->output);
-    if (sz->output > r->out[0].cap)
-        return conn_set_err(c, GPUQ_E_TOO_LARGE,
-                            "too_large: result of %llu bytes does not fit output 0's %zu bytes",
-                            (unsigned long long)sz->output, r->out[0].cap);
+    for (unsigned o = 0; o < sz->nout && o < REQ_MAX_IO; o++) { /* each output its own buffer */
+        if (o > 0 && sz->out[o].bytes && !r->out[o].buf)
+            return conn_set_err(c, GPUQ_E_BAD_ARGUMENT,
+                                "bad_argument: %s returns a second result of %llu bytes: set "
+                                "output %u",
+                                r->op, (unsigned long long)sz->out[o].bytes, o);
+        if (sz->out[o].bytes > r->out[o].cap)
+            return conn_set_err(
+                c, GPUQ_E_TOO_LARGE,
+                "too_large: result of %llu bytes does not fit output %u's %zu bytes",
+                (unsigned long long)sz->out[o].bytes, o, r->out[o].cap);
+    }
     return 0;
 }
 
@@ -526,7 +534,7 @@ int gpuq_submit_req(gpuq_conn *c, gpuq_req *r, uint64_t *id)
     rc = check_req(c, r, hdr, hlen, (uint64_t)a_len + b_len, &sz);
     if (rc)
         goto err_after_encode;
-    pending_req p = {.id = c->next_id, .split = true, .expect = sz.output};
+    pending_req p = {.id = c->next_id, .split = true, .expect = sz.out[0].bytes};
     memcpy(p.out, r->out, sizeof p.out);
     rc = send_frame(c, &p, hdr, hlen, a->data, a_len, b->data, b_len);
     if (rc == 0 && id)

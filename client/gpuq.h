@@ -263,6 +263,12 @@ int gpuq_grid(gpuq_conn *c, gpuq_dtype dt, double lat0, double lat1, uint64_t nl
 /* pairwise: x m x d, y n x d; out m x n distances. */
 int gpuq_pairwise(gpuq_conn *c, gpuq_dtype dt, gpuq_metric metric, const void *x, const void *y,
                   uint64_t m, uint64_t n, uint64_t d, void *out);
+/* knn: x m x d, y n x d; for each row of x the k nearest rows of y
+ * (1 <= k <= n, k <= 1024), nearest first, exact ties by the lower index,
+ * NaN distances last: out_dist m x k distances (elements of dt), out_idx
+ * m x k row indices into y. A cosine zero vector is GPUQ_E_ZERO_NORM. */
+int gpuq_knn(gpuq_conn *c, gpuq_dtype dt, gpuq_metric metric, uint64_t k, const void *x,
+             const void *y, uint64_t m, uint64_t n, uint64_t d, void *out_dist, int64_t *out_idx);
 
 #ifdef __cplusplus
 }

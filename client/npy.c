@@ -277,7 +277,7 @@ int npy_write(const char *path, gpuq_dtype dt, int ndim, const uint64_t *shape, 
               char *err, size_t errcap)
 {
     char dict[256];
-    const char *descr = dt == GPUQ_DT_F32 ? "<f4" : "<f8";
+    const char *descr = dt == GPUQ_DT_F32 ? "<f4" : dt == GPUQ_DT_I64 ? "<i8" : "<f8";
     int n;
     if (ndim == 1)
         n = snprintf(dict, sizeof dict,

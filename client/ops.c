@@ -298,3 +298,27 @@ int gpuq_pairwise(gpuq_conn *c, gpuq_dtype dt, gpuq_metric metric, const void *x
     gpuq_req_set_output(r, 0, out, ob);
     return req_finish(c, r);
 }
+
+int gpuq_knn(gpuq_conn *c, gpuq_dtype dt, gpuq_metric metric, uint64_t k, const void *x,
+             const void *y, uint64_t m, uint64_t n, uint64_t d, void *out_dist, int64_t *out_idx)
+{
+    size_t esize = in_size(dt), xb = 0, yb = 0, db = 0, ib = 0;
+    int rc = mul_size(c, m, d, esize, &xb);
+    if (rc || (rc = mul_size(c, n, d, esize, &yb)) || (rc = mul_size(c, m, k, esize, &db)) ||
+        (rc = mul_size(c, m, k, sizeof(int64_t), &ib)))
+        return rc;
+    const char *mname = gpuq_metric_name(metric);
+    if (!mname)
+        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "bad_argument: unknown metric %d", (int)metric);
+    const uint64_t xs[2] = {m, d}, ys[2] = {n, d};
+    gpuq_req *r = req_begin(c, "knn");
+    if (!r)
+        return GPUQ_E_NO_MEMORY;
+    gpuq_req_set_input(r, 0, dt, 2, xs, x, xb);
+    gpuq_req_set_input(r, 1, dt, 2, ys, y, yb);
+    gpuq_req_set_str(r, "metric", mname);
+    gpuq_req_set_u64(r, "k", k);
+    gpuq_req_set_output(r, 0, out_dist, db);
+    gpuq_req_set_output(r, 1, out_idx, ib);
+    return req_finish(c, r);
+}

@@ -137,6 +137,11 @@ extern "C" void gpuq_cuda_ctx_destroy(gpuq_cuda_ctx *ctx)
     free(ctx);
 }
 
+extern "C" cudaStream_t gpuq_cuda_ctx_stream(gpuq_cuda_ctx *ctx)
+{
+    return ctx->stream;
+}
+
 extern "C" int *gpuq_cuda_ctx_errflag(gpuq_cuda_ctx *ctx)
 {
     return ctx ? ctx->d_flag : NULL;

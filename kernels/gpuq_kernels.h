@@ -106,6 +106,9 @@ void gpuq_kernels_set_log(gpuq_kernels_log_fn fn);
 typedef struct gpuq_cuda_ctx gpuq_cuda_ctx;
 int gpuq_cuda_ctx_create(cudaStream_t stream, gpuq_cuda_ctx **out);
 void gpuq_cuda_ctx_destroy(gpuq_cuda_ctx *ctx);
+/* The stream ctx was created on (borrowed), for an op that enqueues a copy
+ * after its kernels. */
+cudaStream_t gpuq_cuda_ctx_stream(gpuq_cuda_ctx *ctx);
 /* Device flag the kernels set on data errors (GPUQ_K_E_ZERO/RANGE/OVERFLOW
  * as a positive int); the caller copies it back with the result and resets
  * it. */

@@ -33,6 +33,10 @@ typedef struct op_backend_def {
     int (*launch_cuda)(gpuq_cuda_ctx *ctx, const gpuq_request *req, const gpuq_sizes *sz,
                        const op_bufs *d);
 #endif
+    /* Optional: the device scratch bytes a CUDA run of this checked request
+     * needs (NULL: sz->scratch). A backend-side hook because the kernels'
+     * sizing (gpuq_cuda_knn_scratch_bytes) is not part of gpuq_proto. */
+    uint64_t (*cuda_scratch)(const gpuq_request *req, const gpuq_sizes *sz);
     /* Optional: a message for kernel code kcode (GPUQ_K_E_ZERO, _OVERFLOW,
      * ...) of this request, given its host input h_in (may be NULL). Writes
      * msg and returns 1, or 0 for the generic message. */
@@ -43,6 +47,9 @@ typedef struct op_backend_def {
 /* The backend def of op, or NULL; control ops have an all-NULL def. */
 const op_backend_def *op_backend_of(gpuq_op op);
 
+/* The device scratch bytes of a checked request: the op's cuda_scratch
+ * hook, else sz->scratch. */
+uint64_t op_scratch_bytes(const gpuq_request *r, const gpuq_sizes *sz);
 /* The kernels' dtype code (GPUQ_K_F32/F64) of a checked request. */
 int op_kernel_dtype(const gpuq_request *r);
 /* Byte offset of array B in the input (A is 2-D whenever a B exists); 0

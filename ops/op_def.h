@@ -86,6 +86,8 @@ void op_set_out(gpuq_sizes *sz, unsigned k, gpuq_dtype dtype, uint32_t ndim, uin
 
 /* Shared enum names ("on_zero": error, zero). */
 extern const char *const op_on_zero_names[2];
+/* Pairwise metric names ("metric" of pairwise and knn), by GPUQ_K_* metric. */
+extern const char *const op_metric_names[4];
 
 /* Each op file's def (GPUQ_OP_PROTO). */
 #define GPUQ_OP_DECL_DEF_(e, n) extern const gpuq_op_def op_def_##n;

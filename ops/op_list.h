@@ -25,6 +25,7 @@
     X(DRAIN, drain)                                                                                \
     X(SHUTDOWN, shutdown)                                                                          \
     X(KILL_SESSION, kill_session)                                                                  \
-    X(SET_LIMIT, set_limit)
+    X(SET_LIMIT, set_limit)                                                                        \
+    X(KNN, knn)
 
 #endif

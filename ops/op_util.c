@@ -8,9 +8,15 @@
 #include <math.h>
 
 #include "errors.h"
+#include "gpuq_kernel_enums.h"
 #include "op_def.h"
 
 const char *const op_on_zero_names[2] = {"error", "zero"};
+
+const char *const op_metric_names[GPUQ_K_METRIC_COUNT] = {[GPUQ_K_EUCLIDEAN] = "euclidean",
+                                                          [GPUQ_K_SQEUCLIDEAN] = "sqeuclidean",
+                                                          [GPUQ_K_COSINE] = "cosine",
+                                                          [GPUQ_K_MANHATTAN] = "manhattan"};
 
 bool op_mul(uint64_t a, uint64_t b, uint64_t *out)
 {
@@ -67,6 +73,12 @@ void op_set_out(gpuq_sizes *sz, unsigned k, gpuq_dtype dtype, uint32_t ndim, uin
 #ifdef GPUQ_OP_BACKEND
 #include "op_backend.h"
 
+uint64_t op_scratch_bytes(const gpuq_request *r, const gpuq_sizes *sz)
+{
+    const op_backend_def *ob = op_backend_of(r->op);
+    return ob && ob->cuda_scratch ? ob->cuda_scratch(r, sz) : sz->scratch;
+}
+
 int op_kernel_dtype(const gpuq_request *r)
 {
     return r->dtype == GPUQ_DT_F32 ? GPUQ_K_F32 : GPUQ_K_F64;
@@ -99,12 +111,17 @@ op_bufs op_bufs_make(const gpuq_request *r, const gpuq_sizes *sz, const void *in
 #include "op_ctl.h"
 #include "op_def.h"
 
-int op_ctl_run(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_array *b,
-               int out_ndim, const uint64_t *out_shape, const char *out_path, bool timing)
+int op_ctl_run_outs(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_array *b,
+                    const op_ctl_out *outs, unsigned nout, bool timing)
 {
-    uint64_t out_bytes = gpuq_dtype_size(req->dtype);
-    for (int k = 0; k < out_ndim; k++) {
-        if (__builtin_mul_overflow(out_bytes, out_shape[k], &out_bytes))
+    uint64_t out_bytes = 0, bytes[2] = {0, 0};
+    for (unsigned o = 0; o < nout && o < 2; o++) {
+        bytes[o] = gpuq_dtype_size(outs[o].dtype);
+        for (int k = 0; k < outs[o].ndim; k++) {
+            if (__builtin_mul_overflow(bytes[o], outs[o].shape[k], &bytes[o]))
+                return ctl_fail(GPUQ_E_TOO_LARGE, "result size overflows");
+        }
+        if (__builtin_add_overflow(out_bytes, bytes[o], &out_bytes))
             return ctl_fail(GPUQ_E_TOO_LARGE, "result size overflows");
     }
     gpuq_conn *c;
@@ -135,15 +152,29 @@ int op_ctl_run(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_ar
                 "timing: queue %.1f us, h2d %.1f us, kernel %.1f us, d2h %.1f us, total %.1f us\n",
                 rep.timing.queue_us, rep.timing.h2d_us, rep.timing.kernel_us, rep.timing.d2h_us,
                 rep.timing.total_us);
-    char err[512];
-    int wrc = npy_write(out_path, req->dtype, out_ndim, out_shape, out, err, sizeof err);
-    if (wrc)
-        rc = ctl_fail(wrc, err);
+    size_t at = 0;
+    for (unsigned o = 0; o < nout && o < 2 && rc == 0; o++) {
+        char err[512];
+        int wrc = npy_write(outs[o].path, outs[o].dtype, outs[o].ndim, outs[o].shape,
+                            (const char *)out + at, err, sizeof err);
+        if (wrc)
+            rc = ctl_fail(wrc, err);
+        at += (size_t)bytes[o];
+    }
 out_free:
     free(out);
 out_close:
     gpuq_close(c);
     return rc;
+}
+
+int op_ctl_run(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_array *b,
+               int out_ndim, const uint64_t *out_shape, const char *out_path, bool timing)
+{
+    op_ctl_out o = {req->dtype, out_ndim, {0, 0}, out_path};
+    for (int k = 0; k < out_ndim && k < 2; k++)
+        o.shape[k] = out_shape[k];
+    return op_ctl_run_outs(ctx, req, a, b, &o, 1, timing);
 }
 
 int op_ctl_load(const char *path, npy_array *a)

@@ -11,10 +11,6 @@ enum { K_METRIC, K_ON_ZERO, K_COUNT_ };
 #include "gpuq_kernel_enums.h"
 #include "op_def.h"
 
-static const char *const metric_names[GPUQ_K_METRIC_COUNT] = {[GPUQ_K_EUCLIDEAN] = "euclidean",
-                                                              [GPUQ_K_SQEUCLIDEAN] = "sqeuclidean",
-                                                              [GPUQ_K_COSINE] = "cosine",
-                                                              [GPUQ_K_MANHATTAN] = "manhattan"};
 _Static_assert((int)GPUQ_METRIC_COUNT == GPUQ_K_METRIC_COUNT &&
                    (int)GPUQ_METRIC_EUCLIDEAN == GPUQ_K_EUCLIDEAN &&
                    (int)GPUQ_METRIC_SQEUCLIDEAN == GPUQ_K_SQEUCLIDEAN &&
@@ -24,18 +20,18 @@ _Static_assert((int)GPUQ_METRIC_COUNT == GPUQ_K_METRIC_COUNT &&
 
 static const gpuq_key_def keys[K_COUNT_] = {
     [K_METRIC] =
-        {"metric", GPUQ_ARG_ENUM, 0, {.e = GPUQ_K_EUCLIDEAN}, metric_names, GPUQ_K_METRIC_COUNT},
+        {"metric", GPUQ_ARG_ENUM, 0, {.e = GPUQ_K_EUCLIDEAN}, op_metric_names, GPUQ_K_METRIC_COUNT},
     [K_ON_ZERO] = {"on_zero", GPUQ_ARG_ENUM, 0, {.e = 0}, op_on_zero_names, 2},
 };
 
 const char *gpuq_metric_name(gpuq_metric m)
 {
-    return (unsigned)m < GPUQ_K_METRIC_COUNT ? metric_names[m] : NULL;
+    return (unsigned)m < GPUQ_K_METRIC_COUNT ? op_metric_names[m] : NULL;
 }
 
 int gpuq_metric_parse(const char *s, size_t len)
 {
-    return hdr_lookup(metric_names, GPUQ_K_METRIC_COUNT, s, len);
+    return hdr_lookup(op_metric_names, GPUQ_K_METRIC_COUNT, s, len);
 }
 
 static int check(const gpuq_request *req, uint64_t payload_len, const gpuq_limits *lim,

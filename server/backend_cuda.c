@@ -142,7 +142,8 @@ static int cuda_submit(backend *bb, gpuq_job *job)
         STEP(cudaEventRecord(x->t[0], s->stream), "cudaEventRecord");
     STEP(dev_alloc(b, s, &d_in, job->sz->payload), "cudaMallocFromPoolAsync(input)");
     STEP(dev_alloc(b, s, &d_out, job->sz->output), "cudaMallocFromPoolAsync(output)");
-    STEP(dev_alloc(b, s, &d_scratch, job->sz->scratch), "cudaMallocFromPoolAsync(scratch)");
+    STEP(dev_alloc(b, s, &d_scratch, op_scratch_bytes(job->req, job->sz)),
+         "cudaMallocFromPoolAsync(scratch)");
     if (job->sz->payload)
         STEP(cudaMemcpyAsync(d_in, job->h_in, job->sz->payload, cudaMemcpyHostToDevice, s->stream),
              "cudaMemcpyAsync(H2D)");

@@ -100,6 +100,11 @@ static int request_encode(session_frame *f, uv_buf_t bufs[2], unsigned *nbufs)
         rep.dtype = r->req.dtype ? r->req.dtype : GPUQ_DT_F64;
         rep.ndim = r->sz.out_ndim;
         memcpy(rep.shape, r->sz.out_shape, sizeof rep.shape);
+        if (r->sz.nout > 1) { /* a second output (knn's indices) */
+            rep.dtype_b = r->sz.out[1].dtype;
+            rep.ndim_b = r->sz.out[1].ndim;
+            memcpy(rep.shape_b, r->sz.out[1].shape, sizeof rep.shape_b);
+        }
         plen = r->sz.output;
         if (r->req.timing) {
             rep.has_timing = true;

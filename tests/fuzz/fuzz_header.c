@@ -87,7 +87,7 @@ static const int reply_codes[] = {GPUQ_E_BAD_HEADER, 0};
 
 #define OPB(x) (1u << GPUQ_OP_##x)
 #define OPS_ALL (((1u << GPUQ_OP_COUNT) - 1u) & ~1u)
-#define OPS_AB (OPB(HAVERSINE) | OPB(PAIRWISE))
+#define OPS_AB (OPB(HAVERSINE) | OPB(PAIRWISE) | OPB(KNN))
 #define OPS_ARRAYS (OPB(NORMALIZE) | OPS_AB)
 #define OPS_COMPUTE (OPS_ARRAYS | OPB(GRID))
 #define OPS_TO (OPB(HAVERSINE) | OPB(GRID))
@@ -209,7 +209,8 @@ static void sizes_oracle(const gpuq_request *q, uint64_t payload_len, const gpuq
                          const gpuq_sizes *sz)
 {
     gpuq_sizes want;
-    u128 in = 0, out = 0, ds = gpuq_dtype_size(q->dtype);
+    u128 in = 0, out = 0, out_b = 0, ds = gpuq_dtype_size(q->dtype);
+    uint64_t knn_k = 0;
     memset(&want, 0, sizeof want);
     const uint64_t *a = q->shape_a, *b = q->shape_b;
     switch (q->op) {
@@ -252,6 +253,21 @@ static void sizes_oracle(const gpuq_request *q, uint64_t payload_len, const gpuq
         in = mul_sat((u128)a[0] + b[0], a[1]);
         out = mul_sat(a[0], b[0]);
         break;
+    case GPUQ_OP_KNN: /* distances [m, k] (dtype), then indices [m, k] (i64) */
+        knn_k = gpuq_request_get_uint(q, "k");
+        if (q->ndim_a != 2 || q->ndim_b != 2 || a[1] != b[1])
+            fuzz_fail("knn accepted with shapes of ranks %u, %u", q->ndim_a, q->ndim_b);
+        if (knn_k == 0 || knn_k > b[0] || knn_k > 1024)
+            fuzz_fail("knn accepted with k=%llu, n=%llu", (unsigned long long)knn_k,
+                      (unsigned long long)b[0]);
+        want.out_ndim = 2;
+        want.out_shape[0] = want.m = a[0];
+        want.out_shape[1] = knn_k;
+        want.n = b[0];
+        want.d = a[1];
+        in = mul_sat((u128)a[0] + b[0], a[1]);
+        out = out_b = mul_sat(a[0], knn_k);
+        break;
     default:
         ds = 0; /* no arrays: every size is 0 */
         break;
@@ -262,10 +278,10 @@ static void sizes_oracle(const gpuq_request *q, uint64_t payload_len, const gpuq
         for (uint32_t k = 0; k < want.out_ndim; k++)
             if (want.out_shape[k] == 0)
                 fuzz_fail("%s accepted with an empty dimension", gpuq_op_name(q->op));
-        if (q->op == GPUQ_OP_PAIRWISE && (b[0] == 0 || b[1] == 0))
-            fuzz_fail("pairwise accepted with an empty shape_b");
+        if ((q->op == GPUQ_OP_PAIRWISE || q->op == GPUQ_OP_KNN) && (b[0] == 0 || b[1] == 0))
+            fuzz_fail("%s accepted with an empty shape_b", gpuq_op_name(q->op));
     }
-    u128 pay = mul_sat(in, ds), res = mul_sat(out, ds);
+    u128 pay = mul_sat(in, ds), res_a = mul_sat(out, ds), res = res_a + mul_sat(out_b, 8);
     if (pay > lim->max_payload || res > lim->max_output)
         fuzz_fail("%s accepted with %llu input / %llu result bytes over the limits",
                   gpuq_op_name(q->op), (unsigned long long)(pay > UINT64_MAX ? UINT64_MAX : pay),
@@ -275,7 +291,15 @@ static void sizes_oracle(const gpuq_request *q, uint64_t payload_len, const gpuq
     if (gpuq_op_is_compute(q->op)) {
         want.nout = 1;
         want.out_dtype = q->dtype;
-        want.out_bytes = want.output;
+        want.out_bytes = (uint64_t)res_a;
+    }
+    if (out_b) {
+        want.nout = 2;
+        want.out[1].dtype = GPUQ_DT_I64;
+        want.out[1].ndim = 2;
+        want.out[1].shape[0] = a[0];
+        want.out[1].shape[1] = knn_k;
+        want.out[1].bytes = (uint64_t)mul_sat(out_b, 8);
     }
     if (payload_len != want.payload)
         fuzz_fail("%s accepted with payload_len %llu, implied %llu", gpuq_op_name(q->op),

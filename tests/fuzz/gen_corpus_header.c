@@ -187,6 +187,20 @@ static void gen_requests(void)
         snprintf(name, sizeof name, "req-pairwise-%s", gpuq_metric_name(rq_metric(&q)));
         req(name, &q);
     }
+    /* knn: two outputs (distances, int64 indices); odd m*k, k = n */
+    base(&q, GPUQ_OP_KNN, GPUQ_DT_F32);
+    shape(q.shape_a, &q.ndim_a, 2, 3, 4);
+    shape(q.shape_b, &q.ndim_b, 2, 5, 4);
+    gpuq_request_set_enum(&q, "metric", "cosine");
+    gpuq_request_set_uint(&q, "k", 5);
+    gpuq_request_set_enum(&q, "on_zero", "zero");
+    req("req-knn-cosine", &q);
+    base(&q, GPUQ_OP_KNN, GPUQ_DT_F64);
+    shape(q.shape_a, &q.ndim_a, 2, 2, 3);
+    shape(q.shape_b, &q.ndim_b, 2, 7, 3);
+    gpuq_request_set_enum(&q, "metric", "euclidean");
+    gpuq_request_set_uint(&q, "k", 1);
+    req("req-knn-euclidean", &q);
 
     base(&q, GPUQ_OP_KILL_SESSION, GPUQ_DT_NONE);
     q.has_session = true;

@@ -4,8 +4,11 @@
  * sticky device error
  * (every in-flight request answered, then a non-zero exit). Faults are
  * injected through gpuqd's test-only hooks GPUQ_TEST_INJECT_OOM=N and
- * GPUQ_TEST_INJECT_STICKY=N. No GPU: skipped (exit 77), unless
- * GPUQ_REQUIRE_GPU=1. */
+ * GPUQ_TEST_INJECT_STICKY=N. Then kNN on the daemon against the CPU
+ * reference kernel in this process: odd m*k (the int64 indices land 4 bytes
+ * off an 8-byte boundary in the packed output and go through scratch),
+ * several query chunks and several Y blocks of the CUDA plan. No GPU:
+ * skipped (exit 77), unless GPUQ_REQUIRE_GPU=1. */
 #include <check.h>
 #include <cuda_runtime_api.h>
 #include <signal.h>
@@ -19,7 +22,10 @@
 
 #include "req_args.h"
 #include "e2e_util.h"
+#include "gpuq_kernels.h"
+#include "knn_check.h"
 #include "mpread.h"
+#include "numtol.h"
 
 static void start_cuda(const char *env, const char *val)
 {
@@ -326,6 +332,89 @@ START_TEST(placement_over_devices)
 }
 END_TEST
 
+/* ---- kNN on the device against gpuq_cpu_knn ---- */
+
+static void *knn_as(int dt, double *x, size_t n)
+{
+    void *b = malloc(n * (dt == GPUQ_DT_F32 ? 4 : 8) + 1);
+    ck_assert_ptr_nonnull(b);
+    for (size_t i = 0; i < n; i++) {
+        if (dt == GPUQ_DT_F32) {
+            ((float *)b)[i] = (float)x[i];
+            x[i] = ((float *)b)[i];
+        } else {
+            ((double *)b)[i] = x[i];
+        }
+    }
+    return b;
+}
+
+static double knn_at(int dt, const void *p, size_t i)
+{
+    return dt == GPUQ_DT_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+}
+
+/* m = 2049 > GPUQ_KNN_MB_MAX: two query chunks; n = 20000 at d = 8: two Y
+ * blocks in f32 (128 MiB / (2048 * 4) = 16384 rows), three in f64; m*k
+ * odd. And a small odd case. Every metric on f32, euclidean and cosine on
+ * f64. Rows pass as valid top-k (knn_check.h) against the CPU kernel's
+ * list and float64 distances of the rounded inputs. */
+START_TEST(knn_matches_cpu)
+{
+    start_cuda(NULL, NULL);
+    gpuq_conn *c = e2e_connect("knn", GPUQ_PRIO_NORMAL);
+    static const struct {
+        uint64_t m, n, d, k;
+    } sh[] = {{7, 1000, 5, 3}, {2049, 20000, 8, 5}};
+    for (int dt = GPUQ_DT_F32; dt <= GPUQ_DT_F64; dt++)
+        for (size_t s = 0; s < sizeof sh / sizeof sh[0]; s++)
+            for (int mt = 0; mt < GPUQ_METRIC_COUNT; mt++) {
+                if (dt == GPUQ_DT_F64 && mt != GPUQ_METRIC_EUCLIDEAN && mt != GPUQ_METRIC_COSINE)
+                    continue;
+                uint64_t m = sh[s].m, n = sh[s].n, d = sh[s].d, k = sh[s].k;
+                double *x = malloc(m * d * sizeof *x), *y = malloc(n * d * sizeof *y);
+                ck_assert(x && y);
+                nt_pw_fill(NT_PW_MIXED, x, m, y, n, d);
+                for (uint64_t j = 0; j < d; j++) /* an exact tie: y rows 0 and n-1 */
+                    x[j] = y[j], y[(n - 1) * d + j] = y[j];
+                void *xi = knn_as(dt, x, m * d), *yi = knn_as(dt, y, n * d);
+                size_t es = dt == GPUQ_DT_F32 ? 4 : 8;
+                void *dist = malloc(m * k * es), *rd = malloc(m * k * es);
+                int64_t *idx = malloc(m * k * sizeof *idx), *ri = malloc(m * k * sizeof *ri);
+                double *full = malloc(n * sizeof *full), *gd = malloc(k * sizeof *gd),
+                       *rdd = malloc(k * sizeof *rdd);
+                unsigned char *seen = calloc(n, 1);
+                ck_assert(dist && rd && idx && ri && full && gd && rdd && seen);
+                int rc = gpuq_knn(c, dt, mt, k, xi, yi, m, n, d, dist, idx);
+                ck_assert_msg(rc == 0, "cuda knn: %s", gpuq_errmsg(c));
+                ck_assert_int_eq(gpuq_cpu_knn(dt, mt, 0, xi, yi, m, n, d, k, rd, ri), GPUQ_K_OK);
+                kc_params p = {dt, mt, 1, 2, n, d, k};
+                for (uint64_t i = 0; i < m; i++) {
+                    /* float64 distances of row i (the rounded inputs) */
+                    ck_assert_int_eq(
+                        gpuq_cpu_pairwise(GPUQ_K_F64, mt, 0, x + i * d, y, 1, n, d, full),
+                        GPUQ_K_OK);
+                    for (uint64_t t = 0; t < k; t++) {
+                        gd[t] = knn_at(dt, dist, i * k + t);
+                        rdd[t] = knn_at(dt, rd, i * k + t);
+                    }
+                    char why[256];
+                    int bad = kc_check_row(&p, gd, idx + i * k, full, ri + i * k, rdd, seen, why,
+                                           sizeof why);
+                    ck_assert_msg(!bad, "cuda knn metric %d dt %d m=%llu n=%llu row %llu: %s", mt,
+                                  dt, (unsigned long long)m, (unsigned long long)n,
+                                  (unsigned long long)i, why);
+                }
+                if (mt != GPUQ_METRIC_COSINE)
+                    ck_assert(idx[0] == 0 && idx[1] == (int64_t)(n - 1));
+                free(x), free(y), free(xi), free(yi), free(dist), free(rd), free(idx), free(ri),
+                    free(full), free(gd), free(rdd), free(seen);
+            }
+    gpuq_close(c);
+    ck_assert_int_eq(tu_daemon_stop(&e2e_d), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("e2e_cuda");
@@ -337,6 +426,7 @@ static Suite *suite(void)
     tcase_add_test(tc, sticky_error_answers_all_then_exits);
     tcase_add_test(tc, out_of_memory_real);
     tcase_add_test(tc, placement_over_devices);
+    tcase_add_test(tc, knn_matches_cpu);
     suite_add_tcase(s, tc);
     return s;
 }

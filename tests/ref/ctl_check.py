@@ -118,6 +118,38 @@ for dt, tol_n, tol_p, tol_h in ((np.float32, 1e-6, 1e-5, 1e-6), (np.float64, 1e-
                "-o", path("D.npy")).returncode == 0:
             check(f"pairwise {metric} {tag}", path("D.npy"),
                   cdist(X.astype(np.float64), Y.astype(np.float64), "cityblock" if metric == "manhattan" else metric), dt, tol_p)
+    # knn: distances and int64 indices against a stable argsort of cdist;
+    # m*k odd (f32 indices start 4 bytes off 8), X row 0 equals Y rows 0 and
+    # 500 (an exact tie: lower index first); no --metric means euclidean
+    for metric in ("euclidean", "sqeuclidean", "cosine", "manhattan", None):
+        X = rng.uniform(-1, 1, (41, 7)).astype(dt)
+        Y = rng.uniform(-1, 1, (1000, 7)).astype(dt)
+        Y[500] = Y[0]
+        X[0] = Y[0]
+        np.save(path("X.npy"), X)
+        np.save(path("Y.npy"), Y)
+        margs = ["--metric", metric] if metric else []
+        name = f"knn {metric or 'default'} {tag}"
+        if run("distance", "knn", "--k", "5", *margs, path("X.npy"), path("Y.npy"),
+               "-o", path("KD.npy"), "-i", path("KI.npy")).returncode != 0:
+            continue
+        full = cdist(X.astype(np.float64), Y.astype(np.float64),
+                     {"manhattan": "cityblock", None: "euclidean"}.get(metric, metric))
+        order = np.argsort(full, axis=1, kind="stable")[:, :5]
+        ref_d = np.take_along_axis(full, order, axis=1)
+        KD, KI = np.load(path("KD.npy")), np.load(path("KI.npy"))
+        if KD.dtype != dt or KI.dtype != np.int64 or KD.shape != (41, 5) or KI.shape != (41, 5):
+            failures.append(f"{name}: outputs {KD.dtype} {KD.shape}, {KI.dtype} {KI.shape}")
+            continue
+        tol = tol_p * (1 + np.abs(ref_d))
+        got_full = np.take_along_axis(full, KI, axis=1)
+        if not (np.abs(KD - ref_d) <= tol).all():
+            failures.append(f"{name}: distances off by {np.abs(KD - ref_d).max():g}")
+        # an index other than the reference's only at a near-tie
+        if not ((KI == order) | (np.abs(got_full - ref_d) <= 2 * tol)).all():
+            failures.append(f"{name}: indices {KI[KI != order][:5]}, want {order[KI != order][:5]}")
+        if list(KI[0, :2]) != [0, 500] or KD[0, 0] != KD[0, 1]:
+            failures.append(f"{name}: row 0 starts {KI[0, :2]}, want the tie [0, 500]")
 
 # grid, both dtypes and the default size
 for dflag, dt, tol in (("f32", np.float32, 1e-6), ("f64", np.float64, 1e-9)):
@@ -169,6 +201,19 @@ p = run("distance", "pairwise", "--metric", "chebyshev", path("X.npy"), path("Y.
         path("o.npy"), expect_ok=False)
 if p.returncode == 0:
     failures.append("unknown metric accepted")
+# knn: --k is required (usage, exit 2); k > n is the server's bad_argument (exit 1)
+p = run("distance", "knn", path("X.npy"), path("Y.npy"), "-o", path("KD.npy"), "-i", path("KI.npy"),
+        expect_ok=False)
+if p.returncode != 2 or "--k" not in p.stderr:
+    failures.append(f"knn without --k: exit {p.returncode}, stderr {p.stderr!r}")
+p = run("distance", "knn", "--k", "1001", path("X.npy"), path("Y.npy"), "-o", path("KD.npy"),
+        "-i", path("KI.npy"), expect_ok=False)
+if p.returncode != 1 or "bad_argument" not in p.stderr or len(p.stderr.strip().splitlines()) != 1:
+    failures.append(f"knn k > n: exit {p.returncode}, stderr {p.stderr!r}")
+p = run("distance", "knn", "--k", "3", path("X.npy"), path("Y.npy"), "-o", path("KD.npy"),
+        expect_ok=False)
+if p.returncode != 2:
+    failures.append(f"knn without -i: exit {p.returncode}, stderr {p.stderr!r}")
 # --priority: the levels by name or as -1, 0, 1 (global or after the command);
 # anything else is a usage error (exit 2) naming the value
 for where, val in (("global", "high"), ("global", "-1"), ("command", "normal"), ("command", "1")):

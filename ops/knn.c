@@ -1,0 +1,223 @@
+/* knn.c - the knn op: for each row of X [m, d] the k nearest rows of Y
+ * [n, d] under "metric" (pairwise's metrics and zero rule): distances
+ * [m, k] in the input dtype, then indices [m, k] as int64, nearest first,
+ * exact ties by the lower index, NaN distances last.
+ *
+ * The two outputs are packed, so the indices start at m*k*4 bytes for f32:
+ * misaligned for int64 when m*k is odd. The CPU run then writes them into an
+ * aligned temporary and copies; the CUDA run always has the kernel write
+ * them into an aligned part of scratch and copies them device to device
+ * (a few bytes per query, against an m x n distance walk).
+ */
+enum { K_METRIC, K_K, K_ON_ZERO, K_COUNT_ };
+
+/* ---------------------------------------------------------------- proto */
+#ifdef GPUQ_OP_PROTO
+#include "errors.h"
+#include "gpuq_kernel_enums.h"
+#include "op_def.h"
+
+/* gpuq_kernels.h's GPUQ_KNN_K_MAX; proto does not include the kernels'
+ * header (it pulls in the CUDA runtime's), so the backend side asserts that
+ * both agree. */
+#define KNN_K_MAX 1024
+
+static const gpuq_key_def keys[K_COUNT_] = {
+    [K_METRIC] =
+        {"metric", GPUQ_ARG_ENUM, 0, {.e = GPUQ_K_EUCLIDEAN}, op_metric_names, GPUQ_K_METRIC_COUNT},
+    [K_K] = {"k", GPUQ_ARG_UINT, 0, {.u = 0}, NULL, 0},
+    [K_ON_ZERO] = {"on_zero", GPUQ_ARG_ENUM, 0, {.e = 0}, op_on_zero_names, 2},
+};
+
+static int check(const gpuq_request *req, uint64_t payload_len, const gpuq_limits *lim,
+                 gpuq_sizes *sz, uint64_t *in_elems, char *msg, size_t cap)
+{
+    int rc;
+    uint64_t ea, eb, out;
+    if ((rc = op_check_dtype(req, msg, cap)) != 0)
+        return rc;
+    if (!gpuq_request_arg_isset(req, K_METRIC)) /* required, as for pairwise */
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT,
+                        "knn needs \"metric\" (euclidean, sqeuclidean, cosine or manhattan)");
+    if (!gpuq_request_arg_isset(req, K_K))
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "knn needs \"k\" (1 .. %d, at most n)",
+                        KNN_K_MAX);
+    if (req->ndim_a != 2)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "knn needs \"shape\" [m, d]");
+    if (req->ndim_b != 2)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "knn needs \"shape_b\" [n, d]");
+    if (req->shape_b[1] != req->shape_a[1])
+        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "shape_b has d=%llu but shape has d=%llu",
+                        (unsigned long long)req->shape_b[1], (unsigned long long)req->shape_a[1]);
+    if ((rc = op_check_nonempty("shape", 2, req->shape_a, msg, cap)) != 0 ||
+        (rc = op_check_nonempty("shape_b", 2, req->shape_b, msg, cap)) != 0)
+        return rc;
+    sz->m = req->shape_a[0];
+    sz->n = req->shape_b[0];
+    sz->d = req->shape_a[1];
+    uint64_t k = gpuq_request_arg_uint(req, K_K);
+    if (k == 0 || k > KNN_K_MAX)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "k=%llu is outside 1 .. %d",
+                        (unsigned long long)k, KNN_K_MAX);
+    if (k > sz->n)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "k=%llu is more than the n=%llu rows of Y",
+                        (unsigned long long)k, (unsigned long long)sz->n);
+    if (!op_mul(sz->m, sz->d, &ea) || !op_mul(sz->n, sz->d, &eb) ||
+        __builtin_add_overflow(ea, eb, in_elems) || !op_mul(sz->m, k, &out) ||
+        sz->n > (uint64_t)INT64_MAX)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE,
+                        "knn shapes [%llu, %llu] x [%llu, %llu] overflow",
+                        (unsigned long long)sz->m, (unsigned long long)sz->d,
+                        (unsigned long long)sz->n, (unsigned long long)sz->d);
+    op_set_out(sz, 0, GPUQ_DT_NONE, 2, sz->m, k);
+    op_set_out(sz, 1, GPUQ_DT_I64, 2, sz->m, k);
+    return 0;
+}
+
+const gpuq_op_def op_def_knn = {.op = GPUQ_OP_KNN,
+                                .name = "knn",
+                                .flags = GPUQ_OPF_COMPUTE | GPUQ_OPF_SHAPES,
+                                .keys = keys,
+                                .nkeys = K_COUNT_,
+                                .check = check};
+#endif
+
+/* -------------------------------------------------------------- backend */
+#ifdef GPUQ_OP_BACKEND
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "op_backend.h"
+
+_Static_assert(GPUQ_KNN_K_MAX == 1024, "ops/knn.c's KNN_K_MAX differs from GPUQ_KNN_K_MAX");
+
+static int run_cpu(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h)
+{
+    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
+    uint64_t k = gpuq_request_arg_uint(r, K_K);
+    int64_t *idx = h->out[1], *tmp = NULL;
+    if ((uintptr_t)idx % _Alignof(int64_t) != 0) { /* packed after an odd count of f32 */
+        if (!(tmp = malloc((size_t)sz->out[1].bytes)))
+            return GPUQ_K_E_NOMEM;
+        idx = tmp;
+    }
+    int kc = gpuq_cpu_knn(op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC), zero_ok, h->a,
+                          h->b, sz->m, sz->n, sz->d, k, h->out[0], idx);
+    if (tmp) {
+        if (kc == GPUQ_K_OK)
+            memcpy(h->out[1], tmp, (size_t)sz->out[1].bytes);
+        free(tmp);
+    }
+    return kc;
+}
+
+/* Scratch: the kernels' tile, then (at a 256-byte boundary) the indices. */
+static uint64_t idx_offset(const gpuq_request *r, const gpuq_sizes *sz)
+{
+    uint64_t tile = gpuq_cuda_knn_scratch_bytes(op_kernel_dtype(r), sz->m, sz->n, sz->d,
+                                                gpuq_request_arg_uint(r, K_K));
+    return (tile + 255) & ~(uint64_t)255;
+}
+
+static uint64_t cuda_scratch(const gpuq_request *r, const gpuq_sizes *sz)
+{
+    return idx_offset(r, sz) + sz->out[1].bytes;
+}
+
+#ifdef GPUQ_HAVE_CUDA
+static int launch_cuda(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_sizes *sz,
+                       const op_bufs *d)
+{
+    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
+    int64_t *d_idx = (int64_t *)((char *)d->scratch + idx_offset(r, sz));
+    int kc = gpuq_cuda_knn(ctx, op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC), zero_ok,
+                           d->a, d->b, sz->m, sz->n, sz->d, gpuq_request_arg_uint(r, K_K),
+                           d->scratch, d->out[0], d_idx);
+    if (kc != GPUQ_K_OK)
+        return kc;
+    cudaError_t e = cudaMemcpyAsync(d->out[1], d_idx, (size_t)sz->out[1].bytes,
+                                    cudaMemcpyDeviceToDevice, gpuq_cuda_ctx_stream(ctx));
+    return e == cudaSuccess ? GPUQ_K_OK : gpuq_cuda_error_code(e);
+}
+#endif
+
+static int kernel_message(const gpuq_request *r, const gpuq_sizes *sz, const void *h_in, int kcode,
+                          char *m, size_t cap)
+{
+    if (kcode != GPUQ_K_E_ZERO)
+        return 0;
+    snprintf(m, cap, "zero vector under cosine metric");
+    return 1;
+}
+
+const op_backend_def op_backend_knn = {.run_cpu = run_cpu,
+#ifdef GPUQ_HAVE_CUDA
+                                       .launch_cuda = launch_cuda,
+#endif
+                                       .cuda_scratch = cuda_scratch,
+                                       .kernel_message = kernel_message};
+#endif
+
+/* ------------------------------------------------------------------ ctl */
+#ifdef GPUQ_OP_CTL
+#include "op_ctl.h"
+
+static int exec(ctl_ctx *ctx, int argc, const char **argv)
+{
+    const char *metric_s = NULL, *k_s = NULL, *out_path = NULL, *idx_path = NULL;
+    bool timing = false;
+    const ctl_opt opts[] = {{"--metric", &metric_s, NULL}, {"--k", &k_s, NULL},
+                            {"-o", &out_path, NULL},       {"--output", &out_path, NULL},
+                            {"-i", &idx_path, NULL},       {"--indices", &idx_path, NULL}};
+    const char *pos[2];
+    int npos;
+    int rc = ctl_parse_args(ctx, argc, argv, opts, 6, pos, &npos, &timing);
+    if (rc)
+        return rc;
+    if (!k_s)
+        return ctl_usage_error(ctx, "--k K is required");
+    if (!out_path || !idx_path)
+        return ctl_usage_error(ctx, "-o DIST.npy and -i IDX.npy are required");
+    uint64_t k;
+    if (ctl_parse_u64(k_s, &k))
+        return ctl_usage_error(ctx, "--k needs a whole number");
+    gpuq_request r;
+    gpuq_request_init(&r);
+    r.op = GPUQ_OP_KNN;
+    if ((rc = op_ctl_set_enum(&r, "metric", metric_s ? metric_s : "euclidean")))
+        return rc;
+    gpuq_request_set_uint(&r, "k", k);
+    npy_array x, y;
+    if ((rc = op_ctl_load(pos[0], &x)))
+        return rc;
+    if ((rc = op_ctl_load(pos[1], &y)))
+        goto out_x;
+    if (x.dtype != y.dtype) {
+        rc = ctl_failf(GPUQ_E_BAD_DTYPE, "%s and %s have different dtypes", pos[0], pos[1]);
+        goto out_y;
+    }
+    r.dtype = x.dtype;
+    op_ctl_shape_a(&r, &x);
+    op_ctl_shape_b(&r, &y);
+    const op_ctl_out outs[2] = {{x.dtype, 2, {x.shape[0], k}, out_path},
+                                {GPUQ_DT_I64, 2, {x.shape[0], k}, idx_path}};
+    rc = op_ctl_run_outs(ctx, &r, &x, &y, outs, 2, timing);
+out_y:
+    npy_free(&y);
+out_x:
+    npy_free(&x);
+    return rc;
+}
+
+static const ctl_entry entry = {
+    "distance knn",
+    "--k K [--metric euclidean|sqeuclidean|cosine|manhattan] X.npy Y.npy "
+    "[--timing] -o DIST.npy -i IDX.npy",
+    2,
+    2,
+    exec,
+    "For each row of X.npy the K nearest rows of Y.npy: distances (X's dtype) and int64 indices, "
+    "nearest first, ties by the lower index; euclidean by default."};
+const ctl_entry *const op_ctl_knn = &entry;
+#endif
