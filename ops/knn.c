@@ -33,7 +33,7 @@ static int check(const gpuq_request *req, uint64_t payload_len, const gpuq_limit
                  gpuq_sizes *sz, uint64_t *in_elems, char *msg, size_t cap)
 {
     int rc;
-    uint64_t ea, eb, out;
+    uint64_t out;
     if ((rc = op_check_dtype(req, msg, cap)) != 0)
         return rc;
     if (!gpuq_request_arg_isset(req, K_METRIC)) /* required, as for pairwise */
@@ -42,19 +42,8 @@ static int check(const gpuq_request *req, uint64_t payload_len, const gpuq_limit
     if (!gpuq_request_arg_isset(req, K_K))
         return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "knn needs \"k\" (1 .. %d, at most n)",
                         KNN_K_MAX);
-    if (req->ndim_a != 2)
-        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "knn needs \"shape\" [m, d]");
-    if (req->ndim_b != 2)
-        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "knn needs \"shape_b\" [n, d]");
-    if (req->shape_b[1] != req->shape_a[1])
-        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "shape_b has d=%llu but shape has d=%llu",
-                        (unsigned long long)req->shape_b[1], (unsigned long long)req->shape_a[1]);
-    if ((rc = op_check_nonempty("shape", 2, req->shape_a, msg, cap)) != 0 ||
-        (rc = op_check_nonempty("shape_b", 2, req->shape_b, msg, cap)) != 0)
+    if ((rc = op_check_xy(req, sz, in_elems, msg, cap)) != 0)
         return rc;
-    sz->m = req->shape_a[0];
-    sz->n = req->shape_b[0];
-    sz->d = req->shape_a[1];
     uint64_t k = gpuq_request_arg_uint(req, K_K);
     if (k == 0 || k > KNN_K_MAX)
         return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "k=%llu is outside 1 .. %d",
@@ -62,13 +51,9 @@ static int check(const gpuq_request *req, uint64_t payload_len, const gpuq_limit
     if (k > sz->n)
         return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "k=%llu is more than the n=%llu rows of Y",
                         (unsigned long long)k, (unsigned long long)sz->n);
-    if (!op_mul(sz->m, sz->d, &ea) || !op_mul(sz->n, sz->d, &eb) ||
-        __builtin_add_overflow(ea, eb, in_elems) || !op_mul(sz->m, k, &out) ||
-        sz->n > (uint64_t)INT64_MAX)
-        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE,
-                        "knn shapes [%llu, %llu] x [%llu, %llu] overflow",
-                        (unsigned long long)sz->m, (unsigned long long)sz->d,
-                        (unsigned long long)sz->n, (unsigned long long)sz->d);
+    if (!op_mul(sz->m, k, &out) || sz->n > (uint64_t)INT64_MAX)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "knn output [%llu, %llu] overflows",
+                        (unsigned long long)sz->m, (unsigned long long)k);
     op_set_out(sz, 0, GPUQ_DT_NONE, 2, sz->m, k);
     op_set_out(sz, 1, GPUQ_DT_I64, 2, sz->m, k);
     return 0;
@@ -142,21 +127,12 @@ static int launch_cuda(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_siz
 }
 #endif
 
-static int kernel_message(const gpuq_request *r, const gpuq_sizes *sz, const void *h_in, int kcode,
-                          char *m, size_t cap)
-{
-    if (kcode != GPUQ_K_E_ZERO)
-        return 0;
-    snprintf(m, cap, "zero vector under cosine metric");
-    return 1;
-}
-
 const op_backend_def op_backend_knn = {.run_cpu = run_cpu,
 #ifdef GPUQ_HAVE_CUDA
                                        .launch_cuda = launch_cuda,
 #endif
                                        .cuda_scratch = cuda_scratch,
-                                       .kernel_message = kernel_message};
+                                       .kernel_message = op_cosine_zero_message};
 #endif
 
 /* ------------------------------------------------------------------ ctl */

@@ -50,6 +50,10 @@ const op_backend_def *op_backend_of(gpuq_op op);
 /* The device scratch bytes of a checked request: the op's cuda_scratch
  * hook, else sz->scratch. */
 uint64_t op_scratch_bytes(const gpuq_request *r, const gpuq_sizes *sz);
+/* kernel_message of the ops with a cosine metric (pairwise, knn): a zero
+ * vector under cosine. */
+int op_cosine_zero_message(const gpuq_request *r, const gpuq_sizes *sz, const void *h_in, int kcode,
+                           char *msg, size_t cap);
 /* The kernels' dtype code (GPUQ_K_F32/F64) of a checked request. */
 int op_kernel_dtype(const gpuq_request *r);
 /* Byte offset of array B in the input (A is 2-D whenever a B exists); 0

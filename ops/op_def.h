@@ -77,6 +77,10 @@ bool op_mul(uint64_t a, uint64_t b, uint64_t *out);
 int op_check_dtype(const gpuq_request *req, char *msg, size_t cap);
 /* Every dimension > 0, else empty "<key>[k] is 0; arrays must not be empty". */
 int op_check_nonempty(const char *key, uint32_t ndim, const uint64_t *shape, char *msg, size_t cap);
+/* Two row sets X "shape" [m, d] and Y "shape_b" [n, d] (pairwise, knn):
+ * both rank 2 ("<op> needs ..."), the same d, non-empty, m*d + n*d input
+ * elements without overflow. Sets sz->m, n, d and *in_elems. */
+int op_check_xy(const gpuq_request *req, gpuq_sizes *sz, uint64_t *in_elems, char *msg, size_t cap);
 /* "radius" finite and > 0; "to" latitude in [-90, 90], longitude finite. */
 int op_check_radius(double radius, char *msg, size_t cap);
 int op_check_to(double lat, double lon, char *msg, size_t cap);

@@ -41,6 +41,33 @@ int op_check_nonempty(const char *key, uint32_t ndim, const uint64_t *shape, cha
     return 0;
 }
 
+int op_check_xy(const gpuq_request *req, gpuq_sizes *sz, uint64_t *in_elems, char *msg, size_t cap)
+{
+    const char *op = gpuq_op_name(req->op);
+    uint64_t ea, eb;
+    int rc;
+    if (req->ndim_a != 2)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "%s needs \"shape\" [m, d]", op);
+    if (req->ndim_b != 2)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "%s needs \"shape_b\" [n, d]", op);
+    if (req->shape_b[1] != req->shape_a[1])
+        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "shape_b has d=%llu but shape has d=%llu",
+                        (unsigned long long)req->shape_b[1], (unsigned long long)req->shape_a[1]);
+    if ((rc = op_check_nonempty("shape", 2, req->shape_a, msg, cap)) != 0 ||
+        (rc = op_check_nonempty("shape_b", 2, req->shape_b, msg, cap)) != 0)
+        return rc;
+    sz->m = req->shape_a[0];
+    sz->n = req->shape_b[0];
+    sz->d = req->shape_a[1];
+    if (!op_mul(sz->m, sz->d, &ea) || !op_mul(sz->n, sz->d, &eb) ||
+        __builtin_add_overflow(ea, eb, in_elems))
+        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE,
+                        "%s shapes [%llu, %llu] x [%llu, %llu] overflow", op,
+                        (unsigned long long)sz->m, (unsigned long long)sz->d,
+                        (unsigned long long)sz->n, (unsigned long long)sz->d);
+    return 0;
+}
+
 int op_check_radius(double radius, char *msg, size_t cap)
 {
     if (!isfinite(radius) || !(radius > 0))
@@ -71,12 +98,24 @@ void op_set_out(gpuq_sizes *sz, unsigned k, gpuq_dtype dtype, uint32_t ndim, uin
 #endif
 
 #ifdef GPUQ_OP_BACKEND
+#include <stdio.h>
+
 #include "op_backend.h"
 
 uint64_t op_scratch_bytes(const gpuq_request *r, const gpuq_sizes *sz)
 {
     const op_backend_def *ob = op_backend_of(r->op);
     return ob && ob->cuda_scratch ? ob->cuda_scratch(r, sz) : sz->scratch;
+}
+
+int op_cosine_zero_message(const gpuq_request *r, const gpuq_sizes *sz, const void *h_in, int kcode,
+                           char *msg, size_t cap)
+{
+    (void)r, (void)sz, (void)h_in;
+    if (kcode != GPUQ_K_E_ZERO)
+        return 0;
+    snprintf(msg, cap, "zero vector under cosine metric");
+    return 1;
 }
 
 int op_kernel_dtype(const gpuq_request *r)
