@@ -10,8 +10,9 @@
 #     requests counted as errors, the daemon still serving afterwards;
 #  3. no daemon at all (connect fails): exit 1, every row n/a and errors;
 #  4. a daemon that takes 2 sessions (--max-sessions 2): the benchmark's own
-#     connection and one client fit; of 4 clients at least 3 are refused at
-#     connect, their requests are errors and not counted as done: exit 1.
+#     connection and one client fit at a time; of 4 clients at least one is
+#     refused at connect (all but one, unless a client ends before a sibling
+#     connects), its requests are errors and not counted as done: exit 1.
 set -uo pipefail
 GPUQD=${1:?usage: test_bench.sh GPUQD GPUQ_BENCH}
 BENCH=${2:?usage: test_bench.sh GPUQD GPUQ_BENCH}
@@ -146,8 +147,12 @@ if start_daemon sessions --max-sessions 2; then
     [[ $RC -eq 1 ]] || fail "sessions: exit $RC, want 1"
     line=$(rows "$OUTPUT" | grep '^normalize 4 KiB f32, 4 clients')
     e=$(cut -d'|' -f5 <<<"$line")
-    [[ $e =~ ^[0-9]+$ && $e -ge 900 && $((e % 300)) -eq 0 ]] ||
-        fail "sessions: 4 clients: $e errors, want 900 or 1200 (whole refused clients)"
+    # One session is the benchmark's own, so at most one client is in at a
+    # time; but a client that finished (300 requests: a few ms) frees its
+    # session, and on a loaded machine a sibling that connects only then is
+    # let in too. So: whole refused clients (multiples of 300), at least one.
+    [[ $e =~ ^[0-9]+$ && $e -ge 300 && $e -le 1200 && $((e % 300)) -eq 0 ]] ||
+        fail "sessions: 4 clients: $e errors, want 300, 600, 900 or 1200 (whole refused clients)"
     e1=$(rows "$OUTPUT" | grep '^normalize 4 KiB f32, 1 client' | cut -d'|' -f5)
     [[ $e1 == 0 ]] || fail "sessions: 1 client: $e1 errors, want 0"
     stop_daemon
