@@ -248,7 +248,7 @@ int gpuq_recv_reply(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_cap)
  * unknown dtype. */
 static bool array_bytes(int dt, unsigned ndim, const uint64_t *shape, uint64_t *bytes)
 {
-    uint64_t b = req_dtype_size(dt);
+    uint64_t b = gpuq_dtype_size((gpuq_dtype)dt);
     for (unsigned k = 0; k < ndim; k++) {
         if (__builtin_mul_overflow(b, shape[k], &b))
             return false;
@@ -257,60 +257,13 @@ static bool array_bytes(int dt, unsigned ndim, const uint64_t *shape, uint64_t *
     return b != 0 || ndim > 0;
 }
 
-/* Output 1 of a reply ("dtype_b", "shape_b"), which proto's gpuq_reply does
- * not carry yet: a second look at the header, which gpuq_reply_decode has
- * already found well formed. res->nout becomes 2 when both keys are there. */
-static int parse_output_b(gpuq_conn *c, size_t hlen, gpuq_result *res)
-{
-    gpuq_mpr r;
-    uint32_t n, k, dims;
-    int dt = GPUQ_DT_NONE;
-    unsigned ndim = 0;
-    uint64_t shape[GPUQ_MAX_DIMS] = {0};
-    gpuq_mpr_init(&r, c->hbuf, hlen);
-    if (gpuq_mpr_map(&r, &n))
-        goto err_malformed;
-    for (k = 0; k < n; k++) {
-        const char *key, *s;
-        uint32_t klen, slen;
-        if (gpuq_mpr_str(&r, &key, &klen))
-            goto err_malformed;
-        if (key_is(key, klen, "dtype_b")) {
-            if (gpuq_mpr_str(&r, &s, &slen) || (dt = req_dtype_parse(s, slen)) == GPUQ_DT_NONE)
-                goto err_malformed;
-        } else if (key_is(key, klen, "shape_b")) {
-            if (gpuq_mpr_array(&r, &dims) || dims < 1 || dims > GPUQ_MAX_DIMS)
-                goto err_malformed;
-            for (uint32_t d = 0; d < dims; d++) {
-                if (gpuq_mpr_uint(&r, &shape[d]))
-                    goto err_malformed;
-            }
-            ndim = dims;
-        } else if (gpuq_mpr_skip(&r)) {
-            goto err_malformed;
-        }
-    }
-    if ((dt != GPUQ_DT_NONE) != (ndim > 0))
-        goto err_malformed;
-    if (ndim) {
-        res->nout = 2;
-        res->out[1].dtype = dt;
-        res->out[1].ndim = ndim;
-        memcpy(res->out[1].shape, shape, sizeof shape);
-    }
-    return 0;
-
-err_malformed:
-    return conn_break(c, GPUQ_E_PROTOCOL, "bad reply header: malformed \"dtype_b\"/\"shape_b\"");
-}
-
 /* A builder request's reply into *res: output 0's bytes (by "dtype"/"shape")
  * into p->out[0], then output 1's (by "dtype_b"/"shape_b") into p->out[1];
  * without output buffers the payload is kept in res. A payload that does
  * not match the reply's shapes, the request, or the buffers is dropped, so
  * the stream stays in step. Returns the result's status, also kept in res. */
 static int read_payload_split(gpuq_conn *c, const pending_req *p, const gpuq_reply *rep,
-                              size_t hlen, gpuq_result *res)
+                              gpuq_result *res)
 {
     uint64_t len = c->last_payload, n0 = len, n1 = 0;
     int rc;
@@ -332,8 +285,12 @@ static int read_payload_split(gpuq_conn *c, const pending_req *p, const gpuq_rep
         res->out[0].ndim = rep->ndim;
         memcpy(res->out[0].shape, rep->shape, sizeof res->out[0].shape);
     }
-    if ((rc = parse_output_b(c, hlen, res)))
-        return rc;
+    if (rep->ndim_b > 0) {
+        res->nout = 2;
+        res->out[1].dtype = rep->dtype_b;
+        res->out[1].ndim = rep->ndim_b;
+        memcpy(res->out[1].shape, rep->shape_b, sizeof res->out[1].shape);
+    }
     if (rep->status < 0) {
         if (len && (rc = drop_payload(c)))
             return rc;
@@ -557,7 +514,7 @@ static int wait_head(gpuq_conn *c, gpuq_reply *rep, gpuq_result *res)
     size_t hlen;
     int rc = read_head(c, rep, &hlen);
     if (rc == 0 && head.split)
-        rc = read_payload_split(c, &head, rep, hlen, res ? res : &tmp);
+        rc = read_payload_split(c, &head, rep, res ? res : &tmp);
     else if (rc == 0)
         rc = read_payload_whole(c, rep, head.out[0].buf, head.out[0].cap);
     result_reset(&tmp);

@@ -30,38 +30,6 @@ __attribute__((format(printf, 3, 4))) static int req_fail(gpuq_req *r, int code,
     return code;
 }
 
-/* GPUQ_DT_I64 is 3 in gpuq.h; proto/header.h gets it with the kNN op. */
-#define REQ_DT_I64 3
-
-size_t req_dtype_size(int dt)
-{
-    return dt == GPUQ_DT_F32 ? 4 : (dt == GPUQ_DT_F64 || dt == REQ_DT_I64) ? 8 : 0;
-}
-
-const char *req_dtype_name(int dt)
-{
-    switch (dt) {
-    case GPUQ_DT_F32:
-        return "f32";
-    case GPUQ_DT_F64:
-        return "f64";
-    case REQ_DT_I64:
-        return "i64";
-    default:
-        return NULL;
-    }
-}
-
-int req_dtype_parse(const char *s, size_t len)
-{
-    for (int dt = GPUQ_DT_F32; dt <= REQ_DT_I64; dt++) {
-        const char *n = req_dtype_name(dt);
-        if (strlen(n) == len && memcmp(n, s, len) == 0)
-            return dt;
-    }
-    return GPUQ_DT_NONE;
-}
-
 gpuq_req *gpuq_req_new(const char *op)
 {
     if (!op)
@@ -185,11 +153,11 @@ int gpuq_req_set_timing(gpuq_req *r, bool on)
 /* All arrays of a request share the wire's one "dtype". */
 static int use_dtype(gpuq_req *r, gpuq_dtype dt)
 {
-    if (!req_dtype_name(dt))
+    if (!gpuq_dtype_name((gpuq_dtype)dt))
         return req_fail(r, GPUQ_E_BAD_DTYPE, "dtype %d is not f32, f64 or i64", (int)dt);
     if (r->dtype != GPUQ_DT_NONE && r->dtype != (int)dt)
         return req_fail(r, GPUQ_E_BAD_DTYPE, "dtype %s differs from the request's %s",
-                        req_dtype_name(dt), req_dtype_name(r->dtype));
+                        gpuq_dtype_name((gpuq_dtype)dt), gpuq_dtype_name((gpuq_dtype)r->dtype));
     r->dtype = dt;
     return 0;
 }
@@ -212,7 +180,7 @@ int gpuq_req_set_input(gpuq_req *r, unsigned idx, gpuq_dtype dt, unsigned ndim,
     int rc = use_dtype(r, dt);
     if (rc)
         return rc;
-    uint64_t bytes = req_dtype_size(dt);
+    uint64_t bytes = gpuq_dtype_size((gpuq_dtype)dt);
     for (unsigned k = 0; k < ndim; k++) {
         if (__builtin_mul_overflow(bytes, shape[k], &bytes))
             return req_fail(r, GPUQ_E_BAD_SHAPE, "input %u: its shape overflows", idx);
@@ -279,7 +247,7 @@ int req_encode(gpuq_req *r, uint64_t id, uint8_t **out, size_t *len)
     gpuq_mpw_str(w, r->op);
     if (r->dtype != GPUQ_DT_NONE) {
         gpuq_mpw_str(w, "dtype");
-        gpuq_mpw_str(w, req_dtype_name(r->dtype));
+        gpuq_mpw_str(w, gpuq_dtype_name((gpuq_dtype)r->dtype));
     }
     if (r->in[0].set)
         put_shape(w, "shape", &r->in[0]);

@@ -61,17 +61,12 @@ struct gpuq_result {
     size_t payload_len;
 };
 
+/* Free what res owns and clear it. */
+void result_reset(gpuq_result *res);
+
 /* The header of r for request id, malloc'd into *out (caller frees): "id",
  * "op", "dtype"/"shape"/"shape_b" from the inputs, then the setters' entries.
  * Returns 0 or GPUQ_E_NO_MEMORY. */
 int req_encode(gpuq_req *r, uint64_t id, uint8_t **out, size_t *len);
-/* Bytes of one element of dt on the wire (f32 4, f64 8, i64 8); 0 else. */
-size_t req_dtype_size(int dt);
-/* Wire name of dt ("f32", "f64", "i64"); NULL else. */
-const char *req_dtype_name(int dt);
-/* Parse a wire dtype name; GPUQ_DT_NONE for an unknown one. */
-int req_dtype_parse(const char *s, size_t len);
-/* Free what res owns and clear it. */
-void result_reset(gpuq_result *res);
 
 #endif

@@ -439,7 +439,7 @@ START_TEST(reply_with_two_outputs)
     gpuq_req *r = two_output_req(d, sizeof d, ix, sizeof ix);
     ck_assert_msg(gpuq_call_req(fc, r, res) == 0, "%s", gpuq_errmsg(fc));
     ck_assert_uint_eq(gpuq_result_outputs(res), 2);
-    ck_assert_int_eq(gpuq_result_dtype(res, 1), 3); /* GPUQ_DT_I64: proto lacks it yet */
+    ck_assert_int_eq(gpuq_result_dtype(res, 1), GPUQ_DT_I64);
     ck_assert_uint_eq(gpuq_result_ndim(res, 1), 2);
     ck_assert_uint_eq(gpuq_result_dim(res, 1, 0), 2);
     ck_assert_uint_eq(gpuq_result_dim(res, 1, 1), 3);
