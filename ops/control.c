@@ -1,9 +1,9 @@
 /* control.c - the control ops' wire descriptions: hello, ping, status,
- * sessions, metrics (anyone) and drain, shutdown, kill_session, set_limit
- * (admin). None takes a payload or an op key; their arguments are the
- * protocol's common fields (version, client, priority, device, session,
- * limit, value). What they do is the server's (server/dispatch.c); their
- * gpuqctl commands live in client/ctl_basic.c and client/ctl_admin.c.
+ * sessions, metrics, arena_open, arena_import, arena_close (anyone) and
+ * drain, shutdown, kill_session, set_limit (admin). None takes a payload or an op key; their
+ * arguments are the protocol's common fields (version, client, priority, device, session, limit,
+ * value). What they do is the server's (server/dispatch.c); their gpuqctl commands live in
+ * client/ctl_basic.c and client/ctl_admin.c.
  */
 
 /* ---------------------------------------------------------------- proto */
@@ -46,6 +46,22 @@ static int check_set_limit(const gpuq_request *req, uint64_t payload_len, const 
     return 0;
 }
 
+static int check_arena_open(const gpuq_request *req, uint64_t payload_len, const gpuq_limits *lim,
+                            gpuq_sizes *sz, uint64_t *in_elems, char *msg, size_t cap)
+{
+    if (!req->has_size || req->size == 0)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "arena_open needs \"size\" (bytes, > 0)");
+    return 0;
+}
+
+static int check_arena_close(const gpuq_request *req, uint64_t payload_len, const gpuq_limits *lim,
+                             gpuq_sizes *sz, uint64_t *in_elems, char *msg, size_t cap)
+{
+    if (!req->has_arena)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "arena_close needs \"arena\"");
+    return 0;
+}
+
 #define CONTROL_(e, n, f, chk)                                                                     \
     const gpuq_op_def op_def_##n = {                                                               \
         .op = GPUQ_OP_##e, .name = #n, .flags = GPUQ_OPF_NO_PAYLOAD | (f), .check = (chk)}
@@ -58,6 +74,9 @@ CONTROL_(DRAIN, drain, GPUQ_OPF_ADMIN, NULL);
 CONTROL_(SHUTDOWN, shutdown, GPUQ_OPF_ADMIN, NULL);
 CONTROL_(KILL_SESSION, kill_session, GPUQ_OPF_ADMIN | GPUQ_OPF_SESSION, check_kill_session);
 CONTROL_(SET_LIMIT, set_limit, GPUQ_OPF_ADMIN | GPUQ_OPF_LIMIT, check_set_limit);
+CONTROL_(ARENA_OPEN, arena_open, 0, check_arena_open);
+CONTROL_(ARENA_IMPORT, arena_import, 0, NULL);
+CONTROL_(ARENA_CLOSE, arena_close, 0, check_arena_close);
 #undef CONTROL_
 #endif
 
@@ -68,7 +87,7 @@ CONTROL_(SET_LIMIT, set_limit, GPUQ_OPF_ADMIN | GPUQ_OPF_LIMIT, check_set_limit)
 /* Control ops never reach a backend: all hooks NULL. */
 const op_backend_def op_backend_hello, op_backend_ping, op_backend_status, op_backend_sessions,
     op_backend_metrics, op_backend_drain, op_backend_shutdown, op_backend_kill_session,
-    op_backend_set_limit;
+    op_backend_set_limit, op_backend_arena_open, op_backend_arena_import, op_backend_arena_close;
 #endif
 
 /* ------------------------------------------------------------------ ctl */
@@ -84,4 +103,8 @@ const ctl_entry *const op_ctl_drain = &ctl_drain_entry;
 const ctl_entry *const op_ctl_shutdown = &ctl_shutdown_entry;
 const ctl_entry *const op_ctl_kill_session = &ctl_kill_session_entry;
 const ctl_entry *const op_ctl_set_limit = &ctl_set_limit_entry;
+/* arenas are libgpuq's business (gpuqctl --transport shm) */
+const ctl_entry *const op_ctl_arena_open = NULL;
+const ctl_entry *const op_ctl_arena_import = NULL;
+const ctl_entry *const op_ctl_arena_close = NULL;
 #endif

@@ -26,6 +26,9 @@
     X(SHUTDOWN, shutdown)                                                                          \
     X(KILL_SESSION, kill_session)                                                                  \
     X(SET_LIMIT, set_limit)                                                                        \
-    X(KNN, knn)
+    X(KNN, knn)                                                                                    \
+    X(ARENA_OPEN, arena_open)                                                                      \
+    X(ARENA_IMPORT, arena_import)                                                                  \
+    X(ARENA_CLOSE, arena_close)
 
 #endif

@@ -101,6 +101,16 @@ typedef union gpuq_arg {
 } gpuq_arg;
 
 #define GPUQ_MAX_OP_ARGS 8u
+#define GPUQ_MAX_INPUTS 2u
+#define GPUQ_MAX_OUTPUTS 2u
+
+/* A reference to bytes of a shared-memory arena (PROTOCOL.md 3.4): the
+ * wire's [arena, offset, length]. */
+typedef struct gpuq_ref {
+    uint64_t arena;  /* the id arena_open / arena_import gave */
+    uint64_t offset; /* bytes from the arena's start */
+    uint64_t length; /* bytes; exactly the array's */
+} gpuq_ref;
 
 typedef struct gpuq_request {
     uint64_t id;
@@ -117,6 +127,12 @@ typedef struct gpuq_request {
      * gpuq_request_set_* (after setting op). */
     uint32_t args_set;
     gpuq_arg args[GPUQ_MAX_OP_ARGS];
+    /* shared memory (compute ops): nin_ref refs name the input arrays in
+     * order (0: the payload carries them), nout_ref the outputs (0: the reply
+     * carries them). */
+    uint32_t nin_ref, nout_ref;
+    gpuq_ref in_ref[GPUQ_MAX_INPUTS];
+    gpuq_ref out_ref[GPUQ_MAX_OUTPUTS];
     /* any op */
     bool timing; /* reply carries "timing" */
     /* hello */
@@ -131,6 +147,11 @@ typedef struct gpuq_request {
     char limit[GPUQ_LIMIT_NAME_MAX + 1]; /* a gpuq_limits field name ("" unset) */
     bool has_value;
     uint64_t value;
+    /* arena_open: "size"; arena_close: "arena" */
+    bool has_size;
+    uint64_t size;
+    bool has_arena;
+    uint64_t arena;
 } gpuq_request;
 
 /* One output array of a checked request. */
@@ -141,15 +162,15 @@ typedef struct gpuq_out {
     uint64_t bytes;
 } gpuq_out;
 
-#define GPUQ_MAX_OUTPUTS 2u
-
 /* Sizes implied by a checked request. An op has up to two outputs; they
  * follow each other packed (out[1] at byte out[0].bytes) in the staging
  * slot and in the reply's payload. */
 typedef struct gpuq_sizes {
-    uint64_t payload; /* exact input bytes expected */
-    uint64_t output;  /* result bytes: out[0].bytes + out[1].bytes */
-    uint32_t nout;    /* outputs in use: 0 (control ops), 1 or 2 */
+    uint64_t payload;                   /* input bytes: A then B (in the payload, or in arenas) */
+    uint32_t nin;                       /* input arrays: 0 (grid, control ops), 1 (A) or 2 (A, B) */
+    uint64_t in_bytes[GPUQ_MAX_INPUTS]; /* A's bytes, B's bytes */
+    uint64_t output;                    /* result bytes: out[0].bytes + out[1].bytes */
+    uint32_t nout;                      /* outputs in use: 0 (control ops), 1 or 2 */
     union {
         gpuq_out out[GPUQ_MAX_OUTPUTS];
         struct { /* out[0] under its older names */

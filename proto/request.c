@@ -252,10 +252,93 @@ static int check_bytes(const gpuq_request *req, uint64_t payload_len, const gpuq
         return hdr_fail(msg, msgcap, GPUQ_E_TOO_LARGE,
                         "output needs %llu bytes, over max_output %llu",
                         (unsigned long long)sz->output, (unsigned long long)lim->max_output);
-    if (payload_len != sz->payload)
+    /* the input arrays: A, then B (A is the whole input without B) */
+    sz->nin = req->ndim_a == 0 ? 0 : req->ndim_b == 0 ? 1 : 2;
+    if (sz->nin == 1) {
+        sz->in_bytes[0] = sz->payload;
+    } else if (sz->nin == 2) {
+        uint64_t a = 1;
+        for (uint32_t k = 0; k < req->ndim_a; k++)
+            a *= req->shape_a[k]; /* A's count is a part of in_elems: no overflow */
+        sz->in_bytes[0] = a * gpuq_dtype_size(in_dt);
+        sz->in_bytes[1] = sz->payload - sz->in_bytes[0];
+    }
+    if (req->nin_ref == 0 && payload_len != sz->payload)
         return hdr_fail(msg, msgcap, GPUQ_E_SIZE_MISMATCH,
                         "payload has %llu bytes but the header implies %llu",
                         (unsigned long long)payload_len, (unsigned long long)sz->payload);
+    return 0;
+}
+
+static bool ref_overlap(const gpuq_ref *x, const gpuq_ref *y)
+{
+    return x->arena == y->arena && x->length && y->length && x->offset < y->offset + y->length &&
+           y->offset < x->offset + x->length;
+}
+
+/* One ref against its array: exact length, element alignment, no wrap. */
+static int check_ref(const char *key, unsigned k, const gpuq_ref *ref, uint64_t bytes,
+                     gpuq_dtype dt, char *msg, size_t msgcap)
+{
+    size_t es = gpuq_dtype_size(dt);
+    if (ref->length != bytes)
+        return hdr_fail(msg, msgcap, GPUQ_E_SIZE_MISMATCH,
+                        "%s[%u] has length %llu but the array has %llu bytes", key, k,
+                        (unsigned long long)ref->length, (unsigned long long)bytes);
+    if (ref->offset > UINT64_MAX - ref->length)
+        return hdr_fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT, "%s[%u]: offset + length overflows", key,
+                        k);
+    if (es && ref->offset % es != 0)
+        return hdr_fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT,
+                        "%s[%u] offset %llu is not a multiple of %zu (its element size)", key, k,
+                        (unsigned long long)ref->offset, es);
+    return 0;
+}
+
+/* "in" and "out" (PROTOCOL.md 3.4): what can be judged without the
+ * session's arenas (the server checks ids and bounds). */
+static int check_refs(const gpuq_request *req, const gpuq_op_def *d, uint64_t payload_len,
+                      const gpuq_sizes *sz, char *msg, size_t msgcap)
+{
+    int rc;
+    if (!req->nin_ref && !req->nout_ref)
+        return 0;
+    if (!(d->flags & GPUQ_OPF_COMPUTE))
+        return hdr_fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT, "%s takes no \"%s\"", d->name,
+                        req->nin_ref ? "in" : "out");
+    gpuq_dtype in_dt = req->dtype == GPUQ_DT_NONE ? GPUQ_DT_F64 : req->dtype;
+    if (req->nin_ref) {
+        if (req->nin_ref != sz->nin)
+            return hdr_fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT,
+                            "\"in\" has %u refs but the request has %u input arrays",
+                            (unsigned)req->nin_ref, (unsigned)sz->nin);
+        if (payload_len != 0)
+            return hdr_fail(msg, msgcap, GPUQ_E_SIZE_MISMATCH,
+                            "payload has %llu bytes but \"in\" names the inputs (expected 0)",
+                            (unsigned long long)payload_len);
+        for (uint32_t k = 0; k < req->nin_ref; k++)
+            if ((rc = check_ref("in", k, &req->in_ref[k], sz->in_bytes[k], in_dt, msg, msgcap)))
+                return rc;
+    }
+    if (req->nout_ref) {
+        if (req->nout_ref != sz->nout)
+            return hdr_fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT,
+                            "\"out\" has %u refs but %s gives %u outputs", (unsigned)req->nout_ref,
+                            d->name, (unsigned)sz->nout);
+        for (uint32_t k = 0; k < req->nout_ref; k++) {
+            if ((rc = check_ref("out", k, &req->out_ref[k], sz->out[k].bytes, sz->out[k].dtype, msg,
+                                msgcap)))
+                return rc;
+            for (uint32_t j = 0; j < req->nin_ref; j++)
+                if (ref_overlap(&req->out_ref[k], &req->in_ref[j]))
+                    return hdr_fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT, "out[%u] overlaps in[%u]",
+                                    (unsigned)k, (unsigned)j);
+            for (uint32_t j = 0; j < k; j++)
+                if (ref_overlap(&req->out_ref[k], &req->out_ref[j]))
+                    return hdr_fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT, "out[%u] overlaps out[%u]",
+                                    (unsigned)k, (unsigned)j);
+        }
+    }
     return 0;
 }
 
@@ -282,7 +365,9 @@ int gpuq_request_check(const gpuq_request *req, uint64_t payload_len, const gpuq
             return hdr_fail(msg, msgcap, GPUQ_E_SIZE_MISMATCH,
                             "%s takes no payload but got %llu bytes", d->name,
                             (unsigned long long)payload_len);
-        return 0;
+        return check_refs(req, d, payload_len, sz, msg, msgcap);
     }
-    return check_bytes(req, payload_len, lim, sz, in_elems, msg, msgcap);
+    if ((rc = check_bytes(req, payload_len, lim, sz, in_elems, msg, msgcap)) != 0)
+        return rc;
+    return check_refs(req, d, payload_len, sz, msg, msgcap);
 }

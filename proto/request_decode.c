@@ -33,16 +33,20 @@ enum reqkey {
     K_SESSION,
     K_LIMIT,
     K_VALUE,
+    K_IN,
+    K_OUT,
+    K_SIZE,
+    K_ARENA,
     K_COUNT
 };
 
 static const char *const req_keys[K_COUNT] = {
-    "id",     "op",       "dtype",  "shape",   "shape_b", "timing", "version",
-    "client", "priority", "device", "session", "limit",   "value",
+    "id",     "op",      "dtype", "shape", "shape_b", "timing", "version", "client", "priority",
+    "device", "session", "limit", "value", "in",      "out",    "size",    "arena",
 };
 
 /* Op keys take seen-bits from here up. */
-#define OPKEY_BIT0 16u
+#define OPKEY_BIT0 20u
 _Static_assert(K_COUNT <= OPKEY_BIT0 && OPKEY_BIT0 + GPUQ_MAX_OP_ARGS <= 32,
                "seen bits of common and op keys overlap");
 
@@ -79,6 +83,29 @@ static int read_range(gpuq_mpr *r, const char *key, double *start, double *stop,
         return hdr_fail(msg, cap, GPUQ_E_BAD_HEADER, "\"%s\" start and stop must be numbers", key);
     if (gpuq_mpr_uint(r, n) != 0)
         return hdr_fail(msg, cap, GPUQ_E_BAD_HEADER, "\"%s\" n must be an unsigned int", key);
+    return 0;
+}
+
+/* "in" / "out": an array of 1..max refs, each [arena, offset, length] of
+ * unsigned ints. */
+static int read_refs(gpuq_mpr *r, const char *key, gpuq_ref *refs, uint32_t max, uint32_t *count,
+                     char *msg, size_t cap)
+{
+    uint32_t n, three;
+    if (gpuq_mpr_array(r, &n) != 0)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_HEADER,
+                        "\"%s\" must be an array of [arena, offset, length]", key);
+    if (n == 0 || n > max)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "\"%s\" has %u refs; 1 to %u expected", key,
+                        (unsigned)n, (unsigned)max);
+    for (uint32_t k = 0; k < n; k++) {
+        if (gpuq_mpr_array(r, &three) != 0 || three != 3 || gpuq_mpr_uint(r, &refs[k].arena) != 0 ||
+            gpuq_mpr_uint(r, &refs[k].offset) != 0 || gpuq_mpr_uint(r, &refs[k].length) != 0)
+            return hdr_fail(msg, cap, GPUQ_E_BAD_HEADER,
+                            "\"%s\"[%u] must be [arena, offset, length] of unsigned ints", key,
+                            (unsigned)k);
+    }
+    *count = n;
     return 0;
 }
 
@@ -263,6 +290,20 @@ static int decode_value(gpuq_mpr *r, enum reqkey key, gpuq_request *req, char *m
         if (gpuq_mpr_uint(r, &req->value) != 0)
             return hdr_fail(msg, cap, GPUQ_E_BAD_HEADER, "\"value\" must be an unsigned int");
         req->has_value = true;
+        return 0;
+    case K_IN:
+        return read_refs(r, name, req->in_ref, GPUQ_MAX_INPUTS, &req->nin_ref, msg, cap);
+    case K_OUT:
+        return read_refs(r, name, req->out_ref, GPUQ_MAX_OUTPUTS, &req->nout_ref, msg, cap);
+    case K_SIZE:
+        if (gpuq_mpr_uint(r, &req->size) != 0)
+            return hdr_fail(msg, cap, GPUQ_E_BAD_HEADER, "\"size\" must be an unsigned int");
+        req->has_size = true;
+        return 0;
+    case K_ARENA:
+        if (gpuq_mpr_uint(r, &req->arena) != 0)
+            return hdr_fail(msg, cap, GPUQ_E_BAD_HEADER, "\"arena\" must be an unsigned int");
+        req->has_arena = true;
         return 0;
     case K_COUNT:
         break;

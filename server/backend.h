@@ -30,11 +30,16 @@ struct gpuq_job {
     /* set by the server, read-only for the backend */
     const gpuq_request *req; /* borrowed: lives as long as the job */
     const gpuq_sizes *sz;    /* borrowed */
-    const void *h_in;        /* staging: sz->payload bytes (A then B) */
-    void *h_out;             /* staging: sz->output bytes */
-    void *bsess;             /* the backend session it was submitted on */
-    void *owner;             /* the server's request (opaque to backend) */
-    uint64_t submit_ns;      /* uv_hrtime() at submit */
+    /* Host memory of the arrays: staging slot or a shared-memory arena
+     * (pinned, or registered with CUDA, either way). h_in[k]: input k's
+     * sz->in_bytes[k] bytes (A, B; NULL beyond sz->nin); h_out[k]: output
+     * k's sz->out[k].bytes (NULL beyond sz->nout). The arrays need not be
+     * adjacent. */
+    const void *h_in[GPUQ_MAX_INPUTS];
+    void *h_out[GPUQ_MAX_OUTPUTS];
+    void *bsess;        /* the backend session it was submitted on */
+    void *owner;        /* the server's request (opaque to backend) */
+    uint64_t submit_ns; /* uv_hrtime() at submit */
     /* set by the backend before completion */
     int status;         /* 0 or GPUQ_E_* */
     char message[160];  /* one line when status != 0 */

@@ -95,6 +95,16 @@ static int launch_op(cuda_sess *s, const gpuq_job *job, const void *d_in, void *
     return ob->launch_cuda(s->kctx, job->req, job->sz, &d);
 }
 
+/* How many of the n host arrays p[0..n) (len[k] bytes each) lie back to
+ * back from p[0], so that one copy moves them (at least 1). */
+static uint32_t copy_run(uint32_t n, const void *const *p, const uint64_t *len)
+{
+    uint32_t k = 1;
+    while (k < n && (const char *)p[k - 1] + len[k - 1] == (const char *)p[k])
+        k++;
+    return k;
+}
+
 static int cuda_submit(backend *bb, gpuq_job *job)
 {
     backend_cuda *b = (backend_cuda *)bb;
@@ -144,9 +154,18 @@ static int cuda_submit(backend *bb, gpuq_job *job)
     STEP(dev_alloc(b, s, &d_out, job->sz->output), "cudaMallocFromPoolAsync(output)");
     STEP(dev_alloc(b, s, &d_scratch, op_scratch_bytes(job->req, job->sz)),
          "cudaMallocFromPoolAsync(scratch)");
-    if (job->sz->payload)
-        STEP(cudaMemcpyAsync(d_in, job->h_in, job->sz->payload, cudaMemcpyHostToDevice, s->stream),
-             "cudaMemcpyAsync(H2D)");
+    for (uint32_t k = 0; k < job->sz->nin;) { /* A then B; one copy when adjacent */
+        uint32_t n =
+            copy_run(job->sz->nin - k, (const void *const *)&job->h_in[k], &job->sz->in_bytes[k]);
+        size_t len = 0, at = 0;
+        for (uint32_t j = 0; j < k + n; j++)
+            *(j < k ? &at : &len) += job->sz->in_bytes[j];
+        if (len)
+            STEP(cudaMemcpyAsync((char *)d_in + at, job->h_in[k], len, cudaMemcpyHostToDevice,
+                                 s->stream),
+                 "cudaMemcpyAsync(H2D)");
+        k += n;
+    }
     if (x->timing)
         STEP(cudaEventRecord(x->t[1], s->stream), "cudaEventRecord");
     STEP(cudaMemsetAsync(gpuq_cuda_ctx_errflag(s->kctx), 0, sizeof(int), s->stream),
@@ -168,9 +187,18 @@ static int cuda_submit(backend *bb, gpuq_job *job)
     }
     if (x->timing)
         STEP(cudaEventRecord(x->t[2], s->stream), "cudaEventRecord");
-    if (job->sz->output)
-        STEP(cudaMemcpyAsync(job->h_out, d_out, job->sz->output, cudaMemcpyDeviceToHost, s->stream),
-             "cudaMemcpyAsync(D2H)");
+    for (uint32_t k = 0; k < job->sz->nout;) { /* outputs packed in d_out */
+        uint64_t ob[GPUQ_MAX_OUTPUTS] = {job->sz->out[0].bytes, job->sz->out[1].bytes};
+        uint32_t n = copy_run(job->sz->nout - k, (const void *const *)&job->h_out[k], &ob[k]);
+        size_t len = 0, at = 0;
+        for (uint32_t j = 0; j < k + n; j++)
+            *(j < k ? &at : &len) += ob[j];
+        if (len)
+            STEP(cudaMemcpyAsync(job->h_out[k], (const char *)d_out + at, len,
+                                 cudaMemcpyDeviceToHost, s->stream),
+                 "cudaMemcpyAsync(D2H)");
+        k += n;
+    }
     STEP(cudaMemcpyAsync(x->h_flag, gpuq_cuda_ctx_errflag(s->kctx), sizeof(int),
                          cudaMemcpyDeviceToHost, s->stream),
          "cudaMemcpyAsync(errflag)");

@@ -1,10 +1,9 @@
 /* backend_run.c - one job on the CPU reference kernels.
  *
- * The op's backend def (ops/<op>.c, op_backend_of) runs it with pointers
- * into the staging slot (input A then B; outputs packed, out[1] after
- * out[0]). Kernel codes become wire codes with a message; the op may word
- * the message itself (normalize names the failing row, found again by the
- * CPU reference's rules on the error path only).
+ * The op's backend def (ops/<op>.c, op_backend_of) runs it on the job's
+ * host pointers (staging slot or arena). Kernel codes become wire codes with a message; the op may
+ * word the message itself (normalize names the failing row, found again by the CPU reference's
+ * rules on the error path only).
  */
 #include "backend_run.h"
 
@@ -21,7 +20,7 @@ int backend_map_kernel_error(gpuq_job *job, int kcode)
     char *m = job->message;
     size_t cap = sizeof job->message;
     int own = kcode != GPUQ_K_OK && ob && ob->kernel_message &&
-              ob->kernel_message(r, job->sz, job->h_in, kcode, m, cap);
+              ob->kernel_message(r, job->sz, job->h_in[0], kcode, m, cap);
     switch (kcode) {
     case GPUQ_K_OK:
         return 0;
@@ -63,6 +62,8 @@ void backend_run_cpu(gpuq_job *job)
         snprintf(job->message, sizeof job->message, "op not runnable on a backend");
         return;
     }
-    op_bufs h = op_bufs_make(job->req, job->sz, job->h_in, job->h_out, NULL);
+    op_bufs h = {.a = job->h_in[0],
+                 .b = job->sz->nin > 1 ? job->h_in[1] : NULL,
+                 .out = {job->h_out[0], job->sz->nout > 1 ? job->h_out[1] : NULL}};
     job->status = backend_map_kernel_error(job, ob->run_cpu(job->req, job->sz, &h));
 }

@@ -256,8 +256,16 @@ static void request_submit(request *r)
     backend *b = s->srv->b;
     r->job.req = &r->req;
     r->job.sz = &r->sz;
-    r->job.h_in = r->slot->ptr;
-    r->job.h_out = r->slot->ptr + r->out_off;
+    const gpuq_sizes *sz = &r->sz;
+    uint8_t *in = r->slot->ptr, *out = r->slot->ptr + r->out_off;
+    for (uint32_t k = 0; k < GPUQ_MAX_INPUTS; k++) {
+        r->job.h_in[k] = k < sz->nin ? in : NULL;
+        in += k < sz->nin ? sz->in_bytes[k] : 0;
+    }
+    for (uint32_t k = 0; k < GPUQ_MAX_OUTPUTS; k++) {
+        r->job.h_out[k] = k < sz->nout ? out : NULL;
+        out += k < sz->nout ? sz->out[k].bytes : 0;
+    }
     r->job.bsess = s->bsess;
     r->job.owner = r;
     r->job.submit_ns = uv_hrtime();

@@ -87,6 +87,8 @@ static fake_backend *fb_of(backend *b)
 static bool fake_in_alloc(fake_backend *fb, const void *p, uint64_t len)
 {
     const uint8_t *q = p;
+    if (len == 0)
+        return true; /* no array: its pointer may be NULL */
     for (fake_alloc *a = fb->allocs; a; a = a->next)
         if (q >= a->p && q <= a->p + a->len && len <= (uint64_t)(a->p + a->len - q))
             return true;
@@ -107,13 +109,13 @@ static void fake_check_disjoint(fake_backend *fb, const gpuq_job *j)
         for (gpuq_job *o = lists[k]; o; o = o->next) {
             if (o == j)
                 fake_die("a job was submitted twice");
-            if (fake_overlap(j->h_in, j->sz->payload, o->h_in, o->sz->payload) ||
-                fake_overlap(j->h_in, j->sz->payload, o->h_out, o->sz->output) ||
-                fake_overlap(j->h_out, j->sz->output, o->h_in, o->sz->payload) ||
-                fake_overlap(j->h_out, j->sz->output, o->h_out, o->sz->output))
+            if (fake_overlap(j->h_in[0], j->sz->payload, o->h_in[0], o->sz->payload) ||
+                fake_overlap(j->h_in[0], j->sz->payload, o->h_out[0], o->sz->output) ||
+                fake_overlap(j->h_out[0], j->sz->output, o->h_in[0], o->sz->payload) ||
+                fake_overlap(j->h_out[0], j->sz->output, o->h_out[0], o->sz->output))
                 fake_die("a job's staging overlaps an unfinished job's");
         }
-    if (fake_overlap(j->h_in, j->sz->payload, j->h_out, j->sz->output))
+    if (fake_overlap(j->h_in[0], j->sz->payload, j->h_out[0], j->sz->output))
         fake_die("a job's input overlaps its output");
 }
 
@@ -143,8 +145,8 @@ static void fake_on_async(uv_async_t *a)
             fake_die("a job's session was closed before the job completed");
         s->jobs--;
         if (j->status == 0) {
-            uint64_t h = fake_hash(FAKE_HASH_INIT, j->h_in, j->sz->payload);
-            fake_fill_output(j->req->id, h, j->h_out, j->sz->output);
+            uint64_t h = fake_hash(FAKE_HASH_INIT, j->h_in[0], j->sz->payload);
+            fake_fill_output(j->req->id, h, j->h_out[0], j->sz->output);
             if (j->req->timing) {
                 memset(&j->timing, 0, sizeof j->timing);
                 j->timing.kernel_us = 1.0;
@@ -270,8 +272,8 @@ static int fake_submit(backend *b, gpuq_job *job)
     fake_session *s = fake_find_session(fb, job->bsess);
     if (!s)
         fake_die("submit on a session that is not open");
-    if (!fake_in_alloc(fb, job->h_in, job->sz->payload) ||
-        !fake_in_alloc(fb, job->h_out, job->sz->output))
+    if (!fake_in_alloc(fb, job->h_in[0], job->sz->payload) ||
+        !fake_in_alloc(fb, job->h_out[0], job->sz->output))
         fake_die("a job's input or output is not in staging memory of this backend");
     fake_check_disjoint(fb, job);
     if (fb->fail[FAKE_FAIL_SUBMIT]) {

@@ -109,6 +109,12 @@ static const fuzz_field req_fields[] = {
      * encoder sends some defaults, so the set-mask may gain bits */
     RQ(args_set, 0, OPS_COMPUTE),
     RQ(args, 0, OPS_COMPUTE),
+    /* shared-memory refs: encoded whenever set (the check refuses them on
+     * an op that is not compute) */
+    RQ(nin_ref, OPS_ALL, 0),
+    RQ(nout_ref, OPS_ALL, 0),
+    RQ(in_ref, OPS_ALL, 0),
+    RQ(out_ref, OPS_ALL, 0),
     RQ(timing, OPS_ALL, 0),
     RQ(version, OPB(HELLO), 0),
     RQ(client, OPB(HELLO), 0),
@@ -119,14 +125,56 @@ static const fuzz_field req_fields[] = {
     RQ(limit, OPB(SET_LIMIT), 0),
     RQ(has_value, OPB(SET_LIMIT), 0),
     RQ(value, OPB(SET_LIMIT), 0),
+    /* arena_open's size, arena_close's arena: encoded whenever set */
+    RQ(has_size, OPS_ALL, 0),
+    RQ(size, OPS_ALL, 0),
+    RQ(has_arena, OPS_ALL, 0),
+    RQ(arena, OPS_ALL, 0),
 };
 #define N_REQ_FIELDS (sizeof req_fields / sizeof req_fields[0])
 
 #if defined(__LP64__)
-_Static_assert(sizeof(gpuq_request) == 408,
+_Static_assert(sizeof(gpuq_request) == 544,
                "gpuq_request changed: give the new field a row in req_fields (fuzz_header.c) "
                "saying which ops keep it, then update this size");
 #endif
+
+/* An accepted request's refs (PROTOCOL.md 3.4): one per array, each of its
+ * exact length, element-aligned, and no output overlapping another ref. */
+static void check_accepted_refs(const gpuq_request *q, const gpuq_sizes *want)
+{
+    if ((q->nin_ref || q->nout_ref) && !gpuq_op_is_compute(q->op))
+        fuzz_fail("%s accepted with \"in\" or \"out\"", gpuq_op_name(q->op));
+    if (q->nin_ref && q->nin_ref != want->nin)
+        fuzz_fail("accepted %u input refs for %u arrays", q->nin_ref, want->nin);
+    if (q->nout_ref && q->nout_ref != want->nout)
+        fuzz_fail("accepted %u output refs for %u outputs", q->nout_ref, want->nout);
+    const gpuq_ref *all[GPUQ_MAX_INPUTS + GPUQ_MAX_OUTPUTS];
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < q->nin_ref; k++) {
+        const gpuq_ref *r = &q->in_ref[k];
+        if (r->length != want->in_bytes[k] || r->offset % gpuq_dtype_size(q->dtype) ||
+            r->offset + r->length < r->offset)
+            fuzz_fail("in[%u] accepted with length %llu (array %llu) at offset %llu", k,
+                      (unsigned long long)r->length, (unsigned long long)want->in_bytes[k],
+                      (unsigned long long)r->offset);
+        all[n++] = r;
+    }
+    for (uint32_t k = 0; k < q->nout_ref; k++) {
+        const gpuq_ref *r = &q->out_ref[k];
+        if (r->length != want->out[k].bytes || r->offset % gpuq_dtype_size(want->out[k].dtype) ||
+            r->offset + r->length < r->offset)
+            fuzz_fail("out[%u] accepted with length %llu (array %llu) at offset %llu", k,
+                      (unsigned long long)r->length, (unsigned long long)want->out[k].bytes,
+                      (unsigned long long)r->offset);
+        for (uint32_t j = 0; j < n; j++)
+            if (r->arena == all[j]->arena && r->length && all[j]->length &&
+                r->offset < all[j]->offset + all[j]->length &&
+                all[j]->offset < r->offset + r->length)
+                fuzz_fail("out[%u] accepted overlapping another ref", k);
+        all[n++] = r;
+    }
+}
 
 /* ---- the reply's fields ---- */
 
@@ -301,9 +349,18 @@ static void sizes_oracle(const gpuq_request *q, uint64_t payload_len, const gpuq
         want.out[1].shape[1] = knn_k;
         want.out[1].bytes = (uint64_t)mul_sat(out_b, 8);
     }
-    if (payload_len != want.payload)
+    want.nin = q->ndim_a == 0 ? 0 : q->ndim_b == 0 ? 1 : 2;
+    if (want.nin == 1)
+        want.in_bytes[0] = want.payload;
+    if (want.nin == 2) {
+        want.in_bytes[0] = (uint64_t)mul_sat(mul_sat(a[0], a[1]), ds);
+        want.in_bytes[1] = want.payload - want.in_bytes[0];
+    }
+    uint64_t wire = q->nin_ref ? 0 : want.payload; /* "in": the arrays are in arenas */
+    if (payload_len != wire)
         fuzz_fail("%s accepted with payload_len %llu, implied %llu", gpuq_op_name(q->op),
-                  (unsigned long long)payload_len, (unsigned long long)want.payload);
+                  (unsigned long long)payload_len, (unsigned long long)wire);
+    check_accepted_refs(q, &want);
     if (memcmp(&want, sz, sizeof want) != 0)
         fuzz_fail("%s: gpuq_request_check sizes payload %llu output %llu ndim %u [%llu, %llu] "
                   "rows %llu cols %llu m %llu n %llu d %llu; the protocol says payload %llu "

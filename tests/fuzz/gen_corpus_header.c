@@ -225,6 +225,41 @@ static void gen_requests(void)
     }
     base(&q, GPUQ_OP_PING, GPUQ_DT_NONE);
     bare("bare-ping", &q);
+
+    /* shared memory: arena ops, and compute requests naming arena bytes */
+    base(&q, GPUQ_OP_ARENA_OPEN, GPUQ_DT_NONE);
+    q.has_size = true;
+    q.size = 1u << 20;
+    req("req-arena-open", &q);
+    base(&q, GPUQ_OP_ARENA_IMPORT, GPUQ_DT_NONE);
+    req("req-arena-import", &q);
+    base(&q, GPUQ_OP_ARENA_CLOSE, GPUQ_DT_NONE);
+    q.has_arena = true;
+    q.arena = 3;
+    req("req-arena-close", &q);
+    base(&q, GPUQ_OP_KNN, GPUQ_DT_F32);
+    shape(q.shape_a, &q.ndim_a, 2, 3, 4);
+    shape(q.shape_b, &q.ndim_b, 2, 5, 4);
+    gpuq_request_set_enum(&q, "metric", "euclidean");
+    gpuq_request_set_uint(&q, "k", 2);
+    q.nin_ref = 2;
+    q.in_ref[0] = (gpuq_ref){1, 0, 48};
+    q.in_ref[1] = (gpuq_ref){1, 64, 80};
+    q.nout_ref = 2;
+    q.out_ref[0] = (gpuq_ref){1, 192, 24};
+    q.out_ref[1] = (gpuq_ref){2, 0, 48};
+    req("req-knn-shm", &q);
+    base(&q, GPUQ_OP_GRID, GPUQ_DT_F64);
+    q.nout_ref = 1;
+    q.out_ref[0] = (gpuq_ref){7, 4096, 8000000};
+    req("req-grid-shm-out", &q);
+    base(&q, GPUQ_OP_NORMALIZE, GPUQ_DT_F64);
+    shape(q.shape_a, &q.ndim_a, 1, 4, 0);
+    q.nin_ref = 1;
+    q.in_ref[0] = (gpuq_ref){1, 8, 32};
+    q.nout_ref = 1;
+    q.out_ref[0] = (gpuq_ref){1, 24, 32}; /* overlaps in[0]: refused by the check */
+    req("req-normalize-shm-overlap", &q);
 }
 
 /* ---- requests the checks refuse, through the encoder ---- */
@@ -940,9 +975,9 @@ static void gen_dict(void)
     corpus_dict_comment(C, "(do not edit: rerun it). Each word as text and as a msgpack fixstr.");
     corpus_dict_comment(C, "request keys (PROTOCOL.md 3.1)");
     static const char *const req_keys[] = {
-        "id",      "op",     "dtype",    "shape",  "shape_b", "method", "flat",
-        "on_zero", "metric", "to",       "radius", "lat",     "lon",    "timing",
-        "version", "client", "priority", "device", "session", "limit",  "value"};
+        "id",      "op",     "dtype", "shape", "shape_b", "method",  "flat",   "on_zero",  "metric",
+        "to",      "radius", "lat",   "lon",   "timing",  "version", "client", "priority", "device",
+        "session", "limit",  "value", "in",    "out",     "size",    "arena"};
     for (size_t k = 0; k < sizeof req_keys / sizeof req_keys[0]; k++)
         dict_str(req_keys[k]);
     corpus_dict_comment(C, "ops, dtypes, methods, metrics, on_zero, priorities, limits");
