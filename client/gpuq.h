@@ -160,6 +160,53 @@ int gpuq_req_set_output(gpuq_req *r, unsigned idx, void *buf, size_t cap);
 /* The first setter error's message ("" when none). Valid until r changes. */
 const char *gpuq_req_errmsg(const gpuq_req *r);
 
+/* ---- shared-memory arenas (PROTOCOL.md 3.4) ----
+ * An arena is memory the daemon and this process share: gpuqd creates it
+ * (a sealed memfd, pinned for DMA), passes its fd over the socket, and
+ * libgpuq maps it. Arrays placed in an arena travel by DMA straight between
+ * it and the GPU; no byte crosses the socket. A request whose input or
+ * output buffer (gpuq_req_set_input / gpuq_req_set_output) lies wholly
+ * inside an arena of the connection it is submitted on names those bytes
+ * instead of carrying them (for an output: the result is in place when the
+ * reply has been waited for). The arena belongs to its connection: it is
+ * unmapped by gpuq_arena_close or gpuq_close, and the daemon frees it after
+ * the last GPU work that touches it. A session's arenas are capped by the
+ * hello reply's limits.session_arena (and the daemon's total_arena). */
+typedef struct gpuq_arena gpuq_arena;
+
+/* Ask for an arena of at least bytes (rounded up to the page size) and map
+ * it. *out is owned by c (gpuq_arena_close, or gpuq_close closes it). */
+int gpuq_arena_open(gpuq_conn *c, uint64_t bytes, gpuq_arena **out);
+/* Share a memfd of the caller's (memfd_create with MFD_ALLOW_SEALING,
+ * sized, then sealed with at least F_SEAL_SHRINK, else GPUQ_E_BAD_ARGUMENT
+ * from the daemon): the whole file becomes an arena. fd stays the caller's. */
+int gpuq_arena_import(gpuq_conn *c, int fd, gpuq_arena **out);
+/* Tell the daemon, unmap, free. Pointers into the arena die with it. NULL
+ * is fine. Returns 0 or the daemon's error (the mapping goes anyway). */
+int gpuq_arena_close(gpuq_arena *a);
+void *gpuq_arena_base(const gpuq_arena *a);
+uint64_t gpuq_arena_size(const gpuq_arena *a);
+uint64_t gpuq_arena_id(const gpuq_arena *a); /* the daemon's id of it */
+/* A block of bytes inside the arena, 64-byte aligned (first fit over a
+ * free list); NULL when none is free. gpuq_arena_free gives it back (NULL
+ * is fine; a pointer not from this arena is ignored). */
+void *gpuq_arena_alloc(gpuq_arena *a, uint64_t bytes);
+void gpuq_arena_free(gpuq_arena *a, void *p);
+
+/* How the convenience calls and gpuq_call_req move arrays that are not
+ * already in an arena: GPUQ_TRANSPORT_SOCKET always in the frame;
+ * GPUQ_TRANSPORT_SHM through a connection-owned arena (one copy in, one
+ * copy out: still far faster than the socket for large arrays);
+ * GPUQ_TRANSPORT_AUTO (the default) through it when the daemon offers
+ * arenas and the request moves at least 1 MiB. Arrays already inside an
+ * arena always go by reference. */
+typedef enum gpuq_transport {
+    GPUQ_TRANSPORT_AUTO = 0,
+    GPUQ_TRANSPORT_SOCKET = 1,
+    GPUQ_TRANSPORT_SHM = 2
+} gpuq_transport;
+int gpuq_set_transport(gpuq_conn *c, gpuq_transport t);
+
 /* ---- results ----
  * A gpuq_result receives one reply (status, message, output dtypes and
  * shapes, timing, info); reuse it for any number of calls. */
