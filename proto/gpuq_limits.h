@@ -38,7 +38,10 @@ extern "C" {
 #define GPUQ_DEFAULT_SESSION_STAGING (2048ull * 1024ull * 1024ull) /* 2 GiB */
 #define GPUQ_DEFAULT_TOTAL_STAGING (4096ull * 1024ull * 1024ull)   /* 4 GiB */
 #define GPUQ_DEFAULT_MAX_SESSIONS 256u
-#define GPUQ_DEFAULT_MAX_OUTPUT (2048ull * 1024ull * 1024ull) /* result bytes */
+#define GPUQ_DEFAULT_MAX_OUTPUT (2048ull * 1024ull * 1024ull)    /* result bytes */
+#define GPUQ_DEFAULT_SESSION_ARENA (4096ull * 1024ull * 1024ull) /* 4 GiB of arenas */
+#define GPUQ_DEFAULT_TOTAL_ARENA (16384ull * 1024ull * 1024ull)  /* 16 GiB */
+#define GPUQ_MAX_ARENAS 16u                                      /* arenas one session may hold */
 
 typedef struct gpuq_limits {
     uint32_t max_header;      /* header bytes per frame */
@@ -48,6 +51,9 @@ typedef struct gpuq_limits {
     uint64_t total_staging;   /* staging bytes over all sessions */
     uint32_t max_sessions;    /* concurrent sessions */
     uint64_t max_output;      /* result bytes of one request */
+    /* appended (the struct only grows at its end): shared-memory arenas */
+    uint64_t session_arena; /* arena bytes per session (0: arenas off) */
+    uint64_t total_arena;   /* arena bytes over all sessions */
 } gpuq_limits;
 
 #define GPUQ_LIMIT_NAME_MAX 31u
@@ -56,9 +62,10 @@ typedef struct gpuq_limits {
 void gpuq_limits_default(gpuq_limits *l);
 
 /* Set the limit called name ("max_header", "max_payload", "max_inflight",
- * "session_staging", "total_staging", "max_sessions", "max_output") to v,
- * checking its range (max_header 1..1G, max_inflight and max_sessions
- * 1..1048576, the others >= 1). Returns 0, or -1 with a one-line reason in
+ * "session_staging", "total_staging", "max_sessions", "max_output",
+ * "session_arena", "total_arena") to v, checking its range (max_header
+ * 1..1G, max_inflight and max_sessions 1..1048576, session_arena >= 0, the
+ * others >= 1). Returns 0, or -1 with a one-line reason in
  * msg. *old (may be NULL) gets the previous value. */
 int gpuq_limits_set(gpuq_limits *l, const char *name, uint64_t v, uint64_t *old, char *msg,
                     size_t cap);
@@ -69,7 +76,7 @@ int gpuq_limits_range(const char *name, uint64_t *min, uint64_t *max);
 
 struct gpuq_mpw;
 struct gpuq_mpr;
-/* Write *l as a msgpack map of the seven limits by name (the hello reply's
+/* Write *l as a msgpack map of the nine limits by name (the hello reply's
  * "limits"). */
 void gpuq_limits_encode(const gpuq_limits *l, struct gpuq_mpw *w);
 /* Read such a map into *l: known names are stored (a value too large for a

@@ -20,6 +20,8 @@ void gpuq_limits_default(gpuq_limits *l)
     l->total_staging = GPUQ_DEFAULT_TOTAL_STAGING;
     l->max_sessions = GPUQ_DEFAULT_MAX_SESSIONS;
     l->max_output = GPUQ_DEFAULT_MAX_OUTPUT;
+    l->session_arena = GPUQ_DEFAULT_SESSION_ARENA;
+    l->total_arena = GPUQ_DEFAULT_TOTAL_ARENA;
 }
 
 /* One limit: its name, where it lives, its width and range. */
@@ -28,16 +30,19 @@ typedef struct limit_def {
     size_t off;
     int is32;
     uint64_t max;
+    uint64_t min; /* 1 unless 0 means something (session_arena 0: arenas off) */
 } limit_def;
 
 static const limit_def limit_defs[] = {
-    {"max_header", offsetof(gpuq_limits, max_header), 1, 1u << 30},
-    {"max_payload", offsetof(gpuq_limits, max_payload), 0, UINT64_MAX},
-    {"max_inflight", offsetof(gpuq_limits, max_inflight), 1, 1u << 20},
-    {"session_staging", offsetof(gpuq_limits, session_staging), 0, UINT64_MAX},
-    {"total_staging", offsetof(gpuq_limits, total_staging), 0, UINT64_MAX},
-    {"max_sessions", offsetof(gpuq_limits, max_sessions), 1, 1u << 20},
-    {"max_output", offsetof(gpuq_limits, max_output), 0, UINT64_MAX},
+    {"max_header", offsetof(gpuq_limits, max_header), 1, 1u << 30, 1},
+    {"max_payload", offsetof(gpuq_limits, max_payload), 0, UINT64_MAX, 1},
+    {"max_inflight", offsetof(gpuq_limits, max_inflight), 1, 1u << 20, 1},
+    {"session_staging", offsetof(gpuq_limits, session_staging), 0, UINT64_MAX, 1},
+    {"total_staging", offsetof(gpuq_limits, total_staging), 0, UINT64_MAX, 1},
+    {"max_sessions", offsetof(gpuq_limits, max_sessions), 1, 1u << 20, 1},
+    {"max_output", offsetof(gpuq_limits, max_output), 0, UINT64_MAX, 1},
+    {"session_arena", offsetof(gpuq_limits, session_arena), 0, UINT64_MAX, 0},
+    {"total_arena", offsetof(gpuq_limits, total_arena), 0, UINT64_MAX, 1},
 };
 
 static const limit_def *limit_find(const char *name)
@@ -89,7 +94,7 @@ int gpuq_limits_range(const char *name, uint64_t *min, uint64_t *max)
     const limit_def *d = limit_find(name);
     if (!d)
         return -1;
-    *min = 1;
+    *min = d->min;
     *max = d->max;
     return 0;
 }
@@ -137,13 +142,14 @@ int gpuq_limits_set(gpuq_limits *l, const char *name, uint64_t v, uint64_t *old,
     if (!d) {
         snprintf(msg, cap,
                  "unknown limit \"%.40s\" (max_header, max_payload, max_inflight, "
-                 "session_staging, total_staging, max_sessions, max_output)",
+                 "session_staging, total_staging, max_sessions, max_output, session_arena, "
+                 "total_arena)",
                  name);
         return -1;
     }
-    if (v < 1 || v > d->max) {
-        snprintf(msg, cap, "%s %llu is outside [1, %llu]", name, (unsigned long long)v,
-                 (unsigned long long)d->max);
+    if (v < d->min || v > d->max) {
+        snprintf(msg, cap, "%s %llu is outside [%llu, %llu]", name, (unsigned long long)v,
+                 (unsigned long long)d->min, (unsigned long long)d->max);
         return -1;
     }
     if (old)

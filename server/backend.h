@@ -78,6 +78,12 @@ typedef struct backend_ops {
     /* Staging host memory (pinned on CUDA). Large, rare calls. */
     void *(*host_alloc)(backend *b, size_t len);
     void (*host_free)(backend *b, void *p);
+    /* Optional (NULL: nothing to do, as on CPU): make memory the server
+     * mapped (a shared-memory arena) usable for the backend's copies, once
+     * per arena; 0 or a GPUQ_E_* code with why. Unregistered only after the
+     * last job that touched it completed. */
+    int (*host_register)(backend *b, void *p, size_t len, char *why, size_t cap);
+    void (*host_unregister)(backend *b, void *p);
     /* Number of devices, and device i's figures. */
     int (*ndevices)(backend *b);
     void (*device_info)(backend *b, int i, backend_device *out);

@@ -288,6 +288,28 @@ void *cuda_host_alloc(backend *bb, size_t len)
     return p;
 }
 
+int cuda_host_register(backend *bb, void *p, size_t len, char *why, size_t cap)
+{
+    (void)bb;
+    /* Portable: every device's sessions copy from it. */
+    cudaError_t e = cudaHostRegister(p, len, cudaHostRegisterPortable);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky: keep it from failing the next launch check */
+        snprintf(why, cap, "cudaHostRegister(%zu bytes): %s", len, cudaGetErrorString(e));
+        log_error("cuda: %s", why);
+        return GPUQ_E_NO_MEMORY;
+    }
+    return 0;
+}
+
+void cuda_host_unregister(backend *bb, void *p)
+{
+    (void)bb;
+    cudaError_t e = cudaHostUnregister(p);
+    if (e != cudaSuccess)
+        log_error("cuda: cudaHostUnregister: %s", cudaGetErrorString(e));
+}
+
 void cuda_host_free(backend *bb, void *p)
 {
     (void)bb;

@@ -38,6 +38,9 @@ void cuda_reap_sessions(backend_cuda *b);
 
 void *cuda_host_alloc(backend *bb, size_t len);
 void cuda_host_free(backend *bb, void *p);
+/* Pin an arena's mapping for DMA (cudaHostRegister) and unpin it. */
+int cuda_host_register(backend *bb, void *p, size_t len, char *why, size_t cap);
+void cuda_host_unregister(backend *bb, void *p);
 int cuda_ndevices(backend *bb);
 void cuda_device_info(backend *bb, int i, backend_device *out);
 uint64_t cuda_inflight(backend *bb);

@@ -250,6 +250,8 @@ void config_print(const config *c, FILE *f)
     fprintf(f, "session_staging = %llu\n", (unsigned long long)c->lim.session_staging);
     fprintf(f, "total_staging = %llu\n", (unsigned long long)c->lim.total_staging);
     fprintf(f, "max_sessions = %u\n", c->lim.max_sessions);
+    fprintf(f, "session_arena = %llu\n", (unsigned long long)c->lim.session_arena);
+    fprintf(f, "total_arena = %llu\n", (unsigned long long)c->lim.total_arena);
     fprintf(f, "\n[policy]\n");
     if (c->pol.admin_group[0])
         fprintf(f, "admin_group = %s\n", c->pol.admin_group);
@@ -359,6 +361,8 @@ int config_log_changes(const config *o, const config *n)
     LOG_CHANGED(session_staging, "%llu", unsigned long long);
     LOG_CHANGED(total_staging, "%llu", unsigned long long);
     LOG_CHANGED(max_sessions, "%u", unsigned);
+    LOG_CHANGED(session_arena, "%llu", unsigned long long);
+    LOG_CHANGED(total_arena, "%llu", unsigned long long);
     if (o->log_level != n->log_level) {
         log_info("reload: log_level %s -> %s", config_log_level_str(o->log_level),
                  config_log_level_str(n->log_level));

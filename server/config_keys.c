@@ -47,6 +47,8 @@ static const config_key keys[KEY_COUNT] = {
     {KEY_SESSION_STAGING, "limits", "session_staging", KIND_SIZE, 0, 0},
     {KEY_TOTAL_STAGING, "limits", "total_staging", KIND_SIZE, 0, 0},
     {KEY_MAX_SESSIONS, "limits", "max_sessions", KIND_COUNT, 0, 0},
+    {KEY_SESSION_ARENA, "limits", "session_arena", KIND_SIZE, 0, 0},
+    {KEY_TOTAL_ARENA, "limits", "total_arena", KIND_SIZE, 0, 0},
     {KEY_ADMIN_GROUP, "policy", "admin_group", KIND_GROUP, 0, 0},
     {KEY_MAX_PRIORITY, "policy", "max_priority", KIND_PRIO, 0, 0},
     {KEY_RULE_MAX_PRIORITY, "rule", "max_priority", KIND_PRIO, 0, 0},

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "frame.h"
 #include "log.h"
@@ -11,6 +12,7 @@
 #include "policy.h"
 #include "session.h"
 #include "stats.h"
+#include "uvx.h"
 
 static int control_info_take(request *r, gpuq_mpw *w)
 {
@@ -53,7 +55,7 @@ static int control_hello(request *r)
     gpuq_mpw *w = gpuq_mpw_new();
     if (!w)
         return GPUQ_E_NO_MEMORY;
-    gpuq_mpw_map(w, STATS_SERVER_KEYS + 6);
+    gpuq_mpw_map(w, STATS_SERVER_KEYS + 7);
     stats_server_keys(srv, w);
     gpuq_mpw_str(w, "session");
     gpuq_mpw_uint(w, s->id);
@@ -69,8 +71,11 @@ static int control_hello(request *r)
     gpuq_limits mine = srv->cfg.lim;
     mine.max_inflight = s->caps.max_inflight;
     mine.session_staging = s->caps.session_staging;
+    mine.session_arena = s->caps.session_arena;
     gpuq_mpw_str(w, "limits");
     gpuq_limits_encode(&mine, w);
+    gpuq_mpw_str(w, "arenas"); /* shared-memory arenas offered (PROTOCOL.md 3.4) */
+    gpuq_mpw_bool(w, mine.session_arena > 0);
     return control_info_take(r, w);
 }
 
@@ -215,6 +220,67 @@ static int control_set_limit(request *r)
     return control_info_uint(r, "old", old, "value", r->req.value);
 }
 
+/* ---- shared-memory arenas (PROTOCOL.md 3.4; arena.h) ---- */
+
+/* Create (fd < 0) or import (fd: the client's, borrowed) an arena; reply
+ * {"arena": id, "size": bytes}; a created arena's memfd goes with the reply
+ * (r->fd_pipe, closed when the request is freed). */
+static int control_arena_make(request *r, int fd)
+{
+    session *s = r->s;
+    server *srv = s->srv;
+    arena *a = NULL;
+    int send_fd = -1;
+    int rc = arena_create(&s->arenas, &srv->arena_books, srv->b, fd, r->req.size,
+                          s->caps.session_arena, srv->cfg.lim.total_arena, &a,
+                          fd < 0 ? &send_fd : NULL, r->message, sizeof r->message);
+    if (rc < 0)
+        return rc;
+    if (send_fd >= 0 && !(r->fd_pipe = uvx_fd_handle(srv->loop, send_fd))) {
+        close(send_fd);
+        (void)arena_close(&s->arenas, a->id);
+        snprintf(r->message, sizeof r->message, "cannot pass the arena's fd");
+        return GPUQ_E_NO_MEMORY;
+    }
+    log_debug("session %llu: arena %llu of %llu bytes %s", (unsigned long long)s->id,
+              (unsigned long long)a->id, (unsigned long long)a->size,
+              fd < 0 ? "created" : "imported");
+    return control_info_uint(r, "arena", a->id, "size", a->size);
+}
+
+static int control_arena_open(request *r)
+{
+    return control_arena_make(r, -1);
+}
+
+static int control_arena_import(request *r)
+{
+    bool extra;
+    int fd = session_take_fd(r->s, &extra);
+    if (fd < 0 || extra) {
+        if (fd >= 0)
+            close(fd);
+        snprintf(r->message, sizeof r->message,
+                 "arena_import needs one file descriptor attached (SCM_RIGHTS) to the frame's "
+                 "first byte; it got %s",
+                 extra ? "more than one" : "none");
+        return GPUQ_E_BAD_ARGUMENT;
+    }
+    int rc = control_arena_make(r, fd);
+    close(fd); /* mapped (or refused): the daemon keeps no fd */
+    return rc;
+}
+
+static int control_arena_close(request *r)
+{
+    if (arena_close(&r->s->arenas, r->req.arena) < 0) {
+        snprintf(r->message, sizeof r->message, "no arena %llu in this session",
+                 (unsigned long long)r->req.arena);
+        return GPUQ_E_BAD_ARGUMENT;
+    }
+    return 0;
+}
+
 typedef struct control_entry {
     int (*run)(request *r);
     bool while_draining; /* served while the daemon drains */
@@ -230,6 +296,9 @@ static const control_entry control_table[GPUQ_OP_COUNT] = {
     [GPUQ_OP_SHUTDOWN] = {.run = control_shutdown},
     [GPUQ_OP_KILL_SESSION] = {.run = control_kill_session},
     [GPUQ_OP_SET_LIMIT] = {.run = control_set_limit},
+    [GPUQ_OP_ARENA_OPEN] = {.run = control_arena_open},
+    [GPUQ_OP_ARENA_IMPORT] = {.run = control_arena_import},
+    [GPUQ_OP_ARENA_CLOSE] = {.run = control_arena_close},
 };
 
 static const control_entry *control_entry_of(gpuq_op op)

@@ -28,6 +28,7 @@ void policy_caps_for(const config *cfg, uid_t uid, gid_t gid, const gid_t *group
     out->max_priority = out->admin ? GPUQ_PRIO_HIGH : pol->max_priority;
     out->max_inflight = cfg->lim.max_inflight;
     out->session_staging = cfg->lim.session_staging;
+    out->session_arena = cfg->lim.session_arena;
     if (!known)
         return;
     const policy_rule *user = NULL;

@@ -24,6 +24,7 @@ typedef struct policy_caps {
     int max_priority;         /* highest level the session may get (GPUQ_PRIO_*) */
     uint32_t max_inflight;    /* requests in flight */
     uint64_t session_staging; /* staging bytes */
+    uint64_t session_arena;   /* arena bytes (the global limit; no per-rule cap yet) */
 } policy_caps;
 
 /* The peer: uid/gid from SO_PEERCRED (uid (uid_t)-1: unknown, no rights

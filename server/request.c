@@ -71,6 +71,9 @@ void request_free(request *r)
     server *srv = s->srv;
     request_release_slot(r);
     request_set_compute(r, false);
+    arena_refs_drop(r->held);
+    uvx_fd_handle_close(r->fd_pipe);
+    r->fd_pipe = NULL;
     free(r->wbuf);
     free(r->info);
     free(r->doc);
@@ -105,7 +108,7 @@ static int request_encode(session_frame *f, uv_buf_t bufs[2], unsigned *nbufs)
             rep.ndim_b = r->sz.out[1].ndim;
             memcpy(rep.shape_b, r->sz.out[1].shape, sizeof rep.shape_b);
         }
-        plen = r->sz.output;
+        plen = r->req.nout_ref ? 0 : r->sz.output; /* else the results are in the arena */
         if (r->req.timing) {
             rep.has_timing = true;
             rep.timing = r->job.timing;
@@ -127,6 +130,7 @@ static int request_encode(session_frame *f, uv_buf_t bufs[2], unsigned *nbufs)
         return rc;
     bufs[0] = uv_buf_init((char *)r->wbuf, (unsigned)wlen);
     *nbufs = 1;
+    f->send_handle = (uv_stream_t *)r->fd_pipe; /* arena_open's memfd, if any */
     if (plen) {
         bufs[1].base = r->doc ? (char *)r->doc : (char *)r->slot->ptr + r->out_off;
         bufs[1].len = (size_t)plen;
@@ -257,12 +261,14 @@ static void request_submit(request *r)
     r->job.req = &r->req;
     r->job.sz = &r->sz;
     const gpuq_sizes *sz = &r->sz;
-    uint8_t *in = r->slot->ptr, *out = r->slot->ptr + r->out_off;
-    for (uint32_t k = 0; k < GPUQ_MAX_INPUTS; k++) {
+    /* arrays in the staging slot, packed; those named by refs are already
+     * set (arena pointers, request_resolve_refs) */
+    uint8_t *in = r->slot ? r->slot->ptr : NULL, *out = r->slot ? r->slot->ptr + r->out_off : NULL;
+    for (uint32_t k = 0; k < GPUQ_MAX_INPUTS && !r->req.nin_ref; k++) {
         r->job.h_in[k] = k < sz->nin ? in : NULL;
         in += k < sz->nin ? sz->in_bytes[k] : 0;
     }
-    for (uint32_t k = 0; k < GPUQ_MAX_OUTPUTS; k++) {
+    for (uint32_t k = 0; k < GPUQ_MAX_OUTPUTS && !r->req.nout_ref; k++) {
         r->job.h_out[k] = k < sz->nout ? out : NULL;
         out += k < sz->nout ? sz->out[k].bytes : 0;
     }
@@ -287,7 +293,16 @@ static void request_reserve(session *s)
 {
     server *srv = s->srv;
     request *r = s->cur;
-    size_t need = align64(r->sz.payload) + (size_t)r->sz.output;
+    /* staging only for what travels by socket */
+    uint64_t in_sock = r->req.nin_ref ? 0 : r->sz.payload;
+    size_t need = align64(in_sock) + (size_t)(r->req.nout_ref ? 0 : r->sz.output);
+    if (need == 0) { /* every array is in an arena */
+        s->cur = NULL;
+        r->out_off = 0;
+        session_skip(s, 0);
+        request_submit(r);
+        return;
+    }
     int rc = staging_reserve(&srv->st, need, &s->staging_used, s->caps.session_staging, &r->slot);
     if (rc == GPUQ_E_BUSY) {
         if (!session_waiting(s))
@@ -300,7 +315,7 @@ static void request_reserve(session *s)
     if (rc < 0) {
         r->slot = NULL;
         request_set_compute(r, false);
-        session_skip(s, r->sz.payload);
+        session_skip(s, in_sock);
         if (rc == GPUQ_E_TOO_LARGE)
             request_refuse(r, rc,
                            "request needs %zu bytes of staging (%zu after rounding), over "
@@ -310,10 +325,10 @@ static void request_reserve(session *s)
             request_refuse(r, rc, "cannot allocate %zu bytes of staging", need);
         return;
     }
-    r->out_off = align64(r->sz.payload);
-    if (r->sz.payload) {
+    r->out_off = align64(in_sock);
+    if (in_sock) {
         s->cur = r;
-        session_expect_payload(s, r->slot->ptr, r->sz.payload);
+        session_expect_payload(s, r->slot->ptr, in_sock);
     } else {
         session_skip(s, 0);
         request_submit(r);
@@ -375,7 +390,9 @@ static void request_on_header(session *s)
     char msg[160] = "";
     int rc = gpuq_request_decode(s->hbuf, s->pre.header_len, &r->req, msg, sizeof msg);
     session_header_done(s);
-    session_skip(s, plen); /* unless a compute op takes the payload below */
+    if (rc < 0 || r->req.op != GPUQ_OP_ARENA_IMPORT)
+        session_drop_fd(s); /* only arena_import takes one (control.c) */
+    session_skip(s, plen);  /* unless a compute op takes the payload below */
     if (plen > lim->max_payload) {
         s->broken = true;
         r->out.close_after = true;
@@ -406,6 +423,12 @@ static void request_on_header(session *s)
         if (s->inflight >= s->caps.max_inflight) {
             request_refuse(r, GPUQ_E_BUSY, "%u requests in flight on this session (the limit)",
                            s->inflight);
+            return;
+        }
+        if ((r->req.nin_ref || r->req.nout_ref) &&
+            (rc = arena_resolve(&s->arenas, &r->req, r->held, r->job.h_in, r->job.h_out, msg,
+                                sizeof msg)) < 0) {
+            request_refuse(r, rc, "%s", msg);
             return;
         }
         request_set_compute(r, true);
@@ -449,6 +472,9 @@ static void request_on_timeout(session *s, const char *msg)
 
 static void request_on_closed(session *s)
 {
+    /* the session's arenas: gone from its table now; each lives on while a
+     * request in the backend still names it */
+    arena_close_all(&s->arenas);
     if (s->cur) {
         request *r = s->cur;
         s->cur = NULL;

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "arena.h"
 #include "backend.h"
 #include "config.h"
 #include "frame.h"
@@ -44,6 +45,9 @@ struct session_frame {
     const session_frame_ops *ops;
     uint64_t seq;     /* order of replies within the session */
     bool close_after; /* close the session once written */
+    /* a handle whose fd goes with the frame's first byte (SCM_RIGHTS); set
+     * by encode; the owner keeps it open until done */
+    uv_stream_t *send_handle;
     uv_write_t wr;
     session_frame *next; /* session's pending list */
 };
@@ -66,8 +70,10 @@ struct request {
     uint64_t t0_ns; /* when the request was read (metrics latency) */
     bool compute;   /* counts as in flight */
     bool in_backend;
-    uint8_t *wbuf;     /* owned prefix+header while writing */
-    session_frame out; /* its reply in the session's write queue */
+    uint8_t *wbuf;      /* owned prefix+header while writing */
+    arena *held[4];     /* arenas its refs name (in 0, 1, out 0, 1): one reference each */
+    uv_pipe_t *fd_pipe; /* arena_open: the memfd to send, as a handle (owned) */
+    session_frame out;  /* its reply in the session's write queue */
 };
 
 enum session_rstate { RS_PREFIX, RS_HEADER, RS_PAYLOAD, RS_SKIP, RS_WAIT_STAGING };
@@ -113,6 +119,9 @@ struct session {
     uint32_t inflight;      /* compute requests not yet answered */
     uint32_t live;          /* requests alive */
     uint64_t staging_used;
+    arena_table arenas; /* open shared-memory arenas */
+    int rx_fd;          /* an fd that came with the current frame's first byte, or -1 */
+    bool rx_fd_extra;   /* more than one came: all but rx_fd were closed */
     /* timeouts (session_sweep) */
     uint64_t rx_ns;           /* last byte in, or reading (re)started */
     uint64_t active_ns;       /* last byte in or reply written */
@@ -174,8 +183,9 @@ struct server {
     session *sessions;
     uint32_t nsessions; /* not closing */
     uint64_t next_session_id;
-    uint64_t inflight; /* compute requests accepted, not answered */
-    uint64_t live;     /* requests alive over all sessions */
+    uint64_t inflight;       /* compute requests accepted, not answered */
+    arena_books arena_books; /* arena ids and bytes over all sessions */
+    uint64_t live;           /* requests alive over all sessions */
     uint64_t start_ns;
 };
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "frame.h"
 #include "log.h"
@@ -26,7 +27,9 @@ session *session_new(server *srv)
     session *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    if (uvx_pipe_init(srv->loop, &s->pipe, s) < 0) {
+    /* IPC: a frame may carry an fd (PROTOCOL.md 3.4: arena_open's reply,
+     * arena_import's request) */
+    if (uvx_pipe_init_ipc(srv->loop, &s->pipe, s, 1) < 0) {
         free(s);
         return NULL;
     }
@@ -35,6 +38,7 @@ session *session_new(server *srv)
     s->id = srv->next_session_id++;
     s->hbuf = s->hdr_inline;
     s->pid = -1;
+    s->rx_fd = -1;
     s->next = srv->sessions;
     if (srv->sessions)
         srv->sessions->prev = s;
@@ -60,6 +64,7 @@ void session_unref(session *s)
     if (s->hbuf != s->hdr_inline)
         free(s->hbuf);
     free(s->groups);
+    session_drop_fd(s);
     if (s->prev)
         s->prev->next = s->next;
     else
@@ -130,9 +135,54 @@ static void session_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     }
 }
 
+/* Fds that came with this read. A frame may carry one, attached to its
+ * first byte: kept in rx_fd for the request layer (session_take_fd) when
+ * this read began a frame; any other is closed at once, so a client cannot
+ * pile fds up in the daemon. Reads never cross a frame's parts (the alloc
+ * callback asks for the current part only), so an fd that arrives with a
+ * frame's first byte is pending exactly when that prefix is read. */
+static void session_take_pending_fds(session *s, bool frame_start)
+{
+    int fd;
+    while ((fd = uvx_take_pending_fd(&s->pipe)) != -1) {
+        if (fd < 0)
+            continue; /* could not be taken: closed */
+        if (frame_start && s->rx_fd < 0) {
+            s->rx_fd = fd;
+            continue;
+        }
+        if (frame_start)
+            s->rx_fd_extra = true;
+        close(fd);
+    }
+}
+
+int session_take_fd(session *s, bool *extra)
+{
+    int fd = s->rx_fd;
+    *extra = s->rx_fd_extra;
+    s->rx_fd = -1;
+    s->rx_fd_extra = false;
+    return fd;
+}
+
+void session_drop_fd(session *s)
+{
+    if (s->rx_fd >= 0)
+        close(s->rx_fd);
+    s->rx_fd = -1;
+    s->rx_fd_extra = false;
+}
+
 static void session_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
     session *s = st->data;
+    if (uv_pipe_pending_count(&s->pipe) > 0) {
+        bool start = nread > 0 && s->rstate == RS_PREFIX && s->have == 0;
+        if (start)
+            session_drop_fd(s); /* an earlier frame's, never taken */
+        session_take_pending_fds(s, start);
+    }
     if (nread < 0) {
         if (nread != UV_EOF)
             log_debug("session %llu: read: %s", (unsigned long long)s->id, uv_strerror((int)nread));
@@ -346,8 +396,8 @@ static void session_write(session *s, session_frame *f)
         goto err_drop;
     }
     char label[32];
-    rc = uvx_write(&f->wr, (uv_stream_t *)&s->pipe, bufs, nbufs, f, session_on_write,
-                   session_label(s, label, sizeof label));
+    rc = uvx_write2(&f->wr, (uv_stream_t *)&s->pipe, bufs, nbufs, f->send_handle, f,
+                    session_on_write, session_label(s, label, sizeof label));
     if (rc < 0)
         goto err_drop;
     uint64_t n = 0;

@@ -40,6 +40,11 @@ void session_update_reading(session *s);
 /* The read state, set by the layer above after each event: */
 /* skip n payload bytes next (then back to PREFIX; n = 0: PREFIX now) */
 void session_skip(session *s, uint64_t n);
+/* The fd that came with the current frame's first byte (SCM_RIGHTS), now
+ * the caller's, or -1; *extra: more than one came (the others were closed).
+ * session_drop_fd closes it (each frame's header calls one of the two). */
+int session_take_fd(session *s, bool *extra);
+void session_drop_fd(session *s);
 /* read s->pre.header_len header bytes next (into s->hbuf). Returns 0 or
  * GPUQ_E_NO_MEMORY (nothing changed). */
 int session_expect_header(session *s);

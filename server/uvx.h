@@ -20,6 +20,8 @@
 int uvx_timer_init(uv_loop_t *loop, uv_timer_t *t, void *owner);
 int uvx_idle_init(uv_loop_t *loop, uv_idle_t *h, void *owner);
 int uvx_pipe_init(uv_loop_t *loop, uv_pipe_t *p, void *owner);
+/* ipc 1: a pipe whose frames may carry fds (SCM_RIGHTS) both ways. */
+int uvx_pipe_init_ipc(uv_loop_t *loop, uv_pipe_t *p, void *owner, int ipc);
 
 /* Start (or restart) a timer; stop it. Return 0 or the libuv error (logged
  * with what). */
@@ -45,5 +47,18 @@ int uvx_write(uv_write_t *wr, uv_stream_t *st, const uv_buf_t *bufs, unsigned nb
 
 /* Bytes queued on st for writing. */
 size_t uvx_write_queue_size(const uv_stream_t *st);
+/* uvx_write, with send's fd attached to the first byte (send NULL: plain
+ * write); send must stay open until cb. */
+int uvx_write2(uv_write_t *wr, uv_stream_t *st, const uv_buf_t *bufs, unsigned nbufs,
+               uv_stream_t *send, void *owner, uv_write_cb cb, const char *what);
+/* fd (taken: closed with the handle) as a pipe handle for uvx_write2; NULL
+ * on failure (fd is then still the caller's). uvx_fd_handle_close closes
+ * and frees it (NULL is fine). */
+uv_pipe_t *uvx_fd_handle(uv_loop_t *loop, int fd);
+void uvx_fd_handle_close(uv_pipe_t *p);
+/* The oldest fd an IPC pipe received, as a new CLOEXEC fd owned by the
+ * caller: -1 when none is pending, -2 when one was pending but could not be
+ * taken (it is closed). */
+int uvx_take_pending_fd(uv_pipe_t *ipc);
 
 #endif

@@ -102,8 +102,8 @@ static const fuzz_field rule_fields[] = {
 /* gpuq_limits, compared as bytes above: both sides start from memset 0 */
 #define LF(m) FUZZ_FIELD(gpuq_limits, m, CF_SAME, 0)
 static const fuzz_field lim_fields[] = {
-    LF(max_header),    LF(max_payload),  LF(max_inflight), LF(session_staging),
-    LF(total_staging), LF(max_sessions), LF(max_output),
+    LF(max_header),   LF(max_payload), LF(max_inflight),  LF(session_staging), LF(total_staging),
+    LF(max_sessions), LF(max_output),  LF(session_arena), LF(total_arena),
 };
 #define N(t) (sizeof(t) / sizeof((t)[0]))
 
@@ -207,6 +207,8 @@ static void bounds(const config *c)
     count_in("max_header", c->lim.max_header, 1, 1u << 30);
     count_in("max_payload", c->lim.max_payload, 1, UINT64_MAX);
     count_in("max_output", c->lim.max_output, 1, UINT64_MAX);
+    count_in("session_arena", c->lim.session_arena, 0, UINT64_MAX);
+    count_in("total_arena", c->lim.total_arena, 1, UINT64_MAX);
     count_in("max_inflight", c->lim.max_inflight, 1, 1u << 20);
     count_in("max_sessions", c->lim.max_sessions, 1, 1u << 20);
     count_in("total_staging", c->lim.total_staging, 1, UINT64_MAX);
