@@ -38,12 +38,14 @@
 #include "mpread.h"
 #include "sockio.h"
 #include "utf8.h"
+#include "arena.h"
 
 typedef struct pending_req {
     uint64_t id;
     bool split;                 /* from gpuq_submit_req: outputs 0 and 1 by the reply's shapes */
     req_output out[REQ_MAX_IO]; /* borrowed from the caller until its wait */
     uint64_t expect;            /* split: bytes of output 0 the request implies (0: no result) */
+    bool shm_out;               /* outputs named by "out" refs: the reply has no payload */
 } pending_req;
 
 struct gpuq_conn {
@@ -59,7 +61,27 @@ struct gpuq_conn {
     size_t hbuf_cap;
     uint64_t last_payload; /* payload_len of the last reply read */
     gpuq_result scratch;   /* the convenience calls' result (status info lives here) */
+    int rx_fd;             /* an fd that came with the last reply (arena_open), or -1 */
+    int tx_fd;             /* an fd to attach to the next frame sent (arena_import), or -1 */
+    gpuq_arena *arenas;    /* mapped arenas (client/arena.c) */
 };
+
+gpuq_arena **conn_arenas(gpuq_conn *c)
+{
+    return &c->arenas;
+}
+
+int conn_take_rx_fd(gpuq_conn *c)
+{
+    int fd = c->rx_fd;
+    c->rx_fd = -1;
+    return fd;
+}
+
+void conn_set_tx_fd(gpuq_conn *c, int fd)
+{
+    c->tx_fd = fd;
+}
 
 int conn_set_err(gpuq_conn *c, int code, const char *fmt, ...)
 {
@@ -158,9 +180,13 @@ static int read_head(gpuq_conn *c, gpuq_reply *rep, size_t *hlen)
         return c->broken; /* c->err still says why */
     memset(rep, 0, sizeof *rep);
     uint8_t pre[GPUQ_PREFIX_SIZE];
-    int rc = sockio_read_full(c->fd, pre, sizeof pre);
+    int rx = -1;
+    int rc = sockio_read_full_fd(c->fd, pre, sizeof pre, &rx);
     if (rc)
         return conn_break(c, rc, "reading a reply");
+    if (c->rx_fd >= 0) /* an earlier reply's, never taken */
+        close(c->rx_fd);
+    c->rx_fd = rx;
     gpuq_prefix p;
     rc = gpuq_prefix_decode(pre, sizeof pre, &p);
     if (rc == GPUQ_E_VERSION)
@@ -316,7 +342,7 @@ static int read_payload_split(gpuq_conn *c, const pending_req *p, const gpuq_rep
         n0 = UINT64_MAX;
     if (res->nout == 2 && !array_bytes(res->out[1].dtype, res->out[1].ndim, res->out[1].shape, &n1))
         n1 = UINT64_MAX;
-    if (n0 == UINT64_MAX || n1 == UINT64_MAX || n0 + n1 != len) {
+    if (n0 == UINT64_MAX || n1 == UINT64_MAX || (p->shm_out ? len != 0 : n0 + n1 != len)) {
         res->status = conn_set_err(c, GPUQ_E_SIZE_MISMATCH,
                                    "reply payload of %llu bytes does not match its shapes",
                                    (unsigned long long)len);
@@ -338,9 +364,9 @@ static int read_payload_split(gpuq_conn *c, const pending_req *p, const gpuq_rep
     }
     for (unsigned i = 0; i < REQ_MAX_IO; i++) {
         uint64_t want = i ? n1 : n0;
-        if (want && (rc = sockio_read_full(c->fd, p->out[i].buf, (size_t)want)))
+        if (want && !p->shm_out && (rc = sockio_read_full(c->fd, p->out[i].buf, (size_t)want)))
             return conn_break(c, rc, "reading a reply payload");
-        res->out[i].bytes = (size_t)want;
+        res->out[i].bytes = (size_t)want; /* shm_out: already in the arena */
     }
     return 0;
 
@@ -413,7 +439,8 @@ static int send_frame(gpuq_conn *c, const pending_req *p, const uint8_t *hdr, si
     gpuq_prefix_encode(&pre, pb);
     struct iovec iov[4] = {
         {pb, sizeof pb}, {(void *)hdr, hlen}, {(void *)a, a_len}, {(void *)b, b_len}};
-    rc = sockio_writev_full(c->fd, iov, 4);
+    rc = sockio_writev_full_fd(c->fd, iov, 4, c->tx_fd);
+    c->tx_fd = -1;
     if (rc) {
         c->q_len--; /* never sent (or sent in part: the stream is dead anyway) */
         return conn_send_failed(c, rc, "sending a request");
@@ -483,15 +510,31 @@ int gpuq_submit_req(gpuq_conn *c, gpuq_req *r, uint64_t *id)
         return conn_set_err(c, r->err, "%s: %s", gpuq_errname(r->err), r->errmsg);
     uint8_t *hdr = NULL;
     size_t hlen = 0;
-    if (req_encode(r, c->next_id, &hdr, &hlen))
-        return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a request");
     gpuq_sizes sz;
     const req_input *a = &r->in[0], *b = &r->in[1];
     size_t a_len = a->set ? a->len : 0, b_len = b->set ? b->len : 0;
+    /* the request's sizes first (as sent by socket), then the refs of
+     * arrays that lie in this connection's arenas */
+    if (req_encode(r, c->next_id, NULL, &hdr, &hlen))
+        return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a request");
     rc = check_req(c, r, hdr, hlen, (uint64_t)a_len + b_len, &sz);
     if (rc)
         goto err_after_encode;
-    pending_req p = {.id = c->next_id, .split = true, .expect = sz.out[0].bytes};
+    req_refs refs;
+    if ((rc = arena_refs_for(c, r, &sz, &refs)) != 0)
+        goto err_after_encode;
+    if (refs.nin || refs.nout) {
+        free(hdr);
+        hdr = NULL;
+        if (req_encode(r, c->next_id, &refs, &hdr, &hlen))
+            return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a request");
+        if (refs.nin)
+            a_len = b_len = 0;
+        if ((rc = check_req(c, r, hdr, hlen, (uint64_t)a_len + b_len, &sz)) != 0)
+            goto err_after_encode;
+    }
+    pending_req p = {
+        .id = c->next_id, .split = true, .expect = sz.out[0].bytes, .shm_out = refs.nout > 0};
     memcpy(p.out, r->out, sizeof p.out);
     rc = send_frame(c, &p, hdr, hlen, a->data, a_len, b->data, b_len);
     if (rc == 0 && id)
@@ -679,6 +722,7 @@ int gpuq_connect(const gpuq_connect_opts *opts, gpuq_conn **out)
     if (!c)
         return GPUQ_E_NO_MEMORY;
     c->fd = -1;
+    c->rx_fd = c->tx_fd = -1;
     c->next_id = 1;
     c->info.device = -1;
     gpuq_limits_default(&c->info.limits);
@@ -716,8 +760,11 @@ void gpuq_close(gpuq_conn *c)
 {
     if (!c)
         return;
+    arena_unmap_all(c); /* the daemon frees its side when the session ends */
     if (c->fd >= 0)
         close(c->fd);
+    if (c->rx_fd >= 0)
+        close(c->rx_fd);
     result_reset(&c->scratch);
     free(c->q);
     free(c->hbuf);

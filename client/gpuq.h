@@ -193,19 +193,6 @@ uint64_t gpuq_arena_id(const gpuq_arena *a); /* the daemon's id of it */
 void *gpuq_arena_alloc(gpuq_arena *a, uint64_t bytes);
 void gpuq_arena_free(gpuq_arena *a, void *p);
 
-/* How the convenience calls and gpuq_call_req move arrays that are not
- * already in an arena: GPUQ_TRANSPORT_SOCKET always in the frame;
- * GPUQ_TRANSPORT_SHM through a connection-owned arena (one copy in, one
- * copy out: still far faster than the socket for large arrays);
- * GPUQ_TRANSPORT_AUTO (the default) through it when the daemon offers
- * arenas and the request moves at least 1 MiB. Arrays already inside an
- * arena always go by reference. */
-typedef enum gpuq_transport {
-    GPUQ_TRANSPORT_AUTO = 0,
-    GPUQ_TRANSPORT_SOCKET = 1,
-    GPUQ_TRANSPORT_SHM = 2
-} gpuq_transport;
-int gpuq_set_transport(gpuq_conn *c, gpuq_transport t);
 
 /* ---- results ----
  * A gpuq_result receives one reply (status, message, output dtypes and

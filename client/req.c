@@ -217,7 +217,19 @@ static void put_shape(gpuq_mpw *w, const char *key, const req_input *in)
         gpuq_mpw_uint(w, in->shape[k]);
 }
 
-int req_encode(gpuq_req *r, uint64_t id, uint8_t **out, size_t *len)
+static void put_refs(gpuq_mpw *w, const char *key, const gpuq_ref *refs, uint32_t n)
+{
+    gpuq_mpw_str(w, key);
+    gpuq_mpw_array(w, n);
+    for (uint32_t k = 0; k < n; k++) {
+        gpuq_mpw_array(w, 3);
+        gpuq_mpw_uint(w, refs[k].arena);
+        gpuq_mpw_uint(w, refs[k].offset);
+        gpuq_mpw_uint(w, refs[k].length);
+    }
+}
+
+int req_encode(gpuq_req *r, uint64_t id, const req_refs *refs, uint8_t **out, size_t *len)
 {
     /* Move what the setters wrote since last time to the end of body. */
     uint8_t *add = NULL;
@@ -239,7 +251,9 @@ int req_encode(gpuq_req *r, uint64_t id, uint8_t **out, size_t *len)
     gpuq_mpw *w = gpuq_mpw_new();
     if (!w)
         return GPUQ_E_NO_MEMORY;
-    uint32_t n = 2 + r->n + (r->dtype != GPUQ_DT_NONE) + r->in[0].set + r->in[1].set;
+    uint32_t nin = refs ? refs->nin : 0, nout = refs ? refs->nout : 0;
+    uint32_t n = 2 + r->n + (r->dtype != GPUQ_DT_NONE) + r->in[0].set + r->in[1].set + (nin > 0) +
+                 (nout > 0);
     gpuq_mpw_map(w, n);
     gpuq_mpw_str(w, "id");
     gpuq_mpw_uint(w, id);
@@ -253,6 +267,10 @@ int req_encode(gpuq_req *r, uint64_t id, uint8_t **out, size_t *len)
         put_shape(w, "shape", &r->in[0]);
     if (r->in[1].set)
         put_shape(w, "shape_b", &r->in[1]);
+    if (nin)
+        put_refs(w, "in", refs->in, nin);
+    if (nout)
+        put_refs(w, "out", refs->out, nout);
     if (r->body_len)
         gpuq_mpw_raw(w, r->body, r->body_len);
     int rc = gpuq_mpw_take(w, out, len);

@@ -29,6 +29,13 @@ typedef struct req_output {
     size_t cap;
 } req_output;
 
+/* The shared-memory refs of one submit (PROTOCOL.md 3.4): nin inputs and
+ * nout outputs named as [arena, offset, length] instead of carried. */
+typedef struct req_refs {
+    uint32_t nin, nout;
+    gpuq_ref in[REQ_MAX_IO], out[REQ_MAX_IO];
+} req_refs;
+
 struct gpuq_req {
     char *op;      /* owned */
     gpuq_mpw *w;   /* entries written since the last req_encode */
@@ -67,6 +74,7 @@ void result_reset(gpuq_result *res);
 /* The header of r for request id, malloc'd into *out (caller frees): "id",
  * "op", "dtype"/"shape"/"shape_b" from the inputs, then the setters' entries.
  * Returns 0 or GPUQ_E_NO_MEMORY. */
-int req_encode(gpuq_req *r, uint64_t id, uint8_t **out, size_t *len);
+/* refs: NULL or the arrays to name by reference ("in"/"out" keys). */
+int req_encode(gpuq_req *r, uint64_t id, const req_refs *refs, uint8_t **out, size_t *len);
 
 #endif

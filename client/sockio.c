@@ -56,6 +56,51 @@ int sockio_read_full(int fd, void *buf, size_t n)
     return 0;
 }
 
+int sockio_read_full_fd(int fd, void *buf, size_t n, int *rx_fd)
+{
+    *rx_fd = -1;
+    if (n == 0)
+        return 0;
+    union {
+        struct cmsghdr h;
+        char space[CMSG_SPACE(8 * sizeof(int))];
+    } cm;
+    struct iovec iov = {buf, n};
+    struct msghdr mh;
+    memset(&mh, 0, sizeof mh);
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = cm.space;
+    mh.msg_controllen = sizeof cm.space;
+    ssize_t r;
+    do
+        r = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+    while (r < 0 && errno == EINTR);
+    if (r == 0)
+        return GPUQ_E_CLOSED;
+    if (r < 0)
+        return errno == ECONNRESET ? GPUQ_E_CLOSED : GPUQ_E_IO;
+    for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); h; h = CMSG_NXTHDR(&mh, h)) {
+        if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t nfd = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t k = 0; k < nfd; k++) {
+            int got;
+            memcpy(&got, CMSG_DATA(h) + k * sizeof(int), sizeof got);
+            if (*rx_fd < 0)
+                *rx_fd = got; /* one per frame; any other is closed */
+            else
+                close(got);
+        }
+    }
+    int rc = sockio_read_full(fd, (uint8_t *)buf + r, n - (size_t)r);
+    if (rc && *rx_fd >= 0) {
+        close(*rx_fd);
+        *rx_fd = -1;
+    }
+    return rc;
+}
+
 int sockio_discard(int fd, uint64_t n)
 {
     uint8_t junk[16384];
@@ -71,6 +116,15 @@ int sockio_discard(int fd, uint64_t n)
 
 int sockio_writev_full(int fd, struct iovec *iov, int cnt)
 {
+    return sockio_writev_full_fd(fd, iov, cnt, -1);
+}
+
+int sockio_writev_full_fd(int fd, struct iovec *iov, int cnt, int send_fd)
+{
+    union {
+        struct cmsghdr h;
+        char space[CMSG_SPACE(sizeof(int))];
+    } cm;
     while (cnt > 0) {
         if (iov->iov_len == 0) {
             iov++;
@@ -81,7 +135,19 @@ int sockio_writev_full(int fd, struct iovec *iov, int cnt)
         memset(&mh, 0, sizeof mh);
         mh.msg_iov = iov;
         mh.msg_iovlen = (size_t)cnt;
+        if (send_fd >= 0) { /* with the frame's first byte, once */
+            memset(&cm, 0, sizeof cm);
+            mh.msg_control = cm.space;
+            mh.msg_controllen = sizeof cm.space;
+            struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+            h->cmsg_level = SOL_SOCKET;
+            h->cmsg_type = SCM_RIGHTS;
+            h->cmsg_len = CMSG_LEN(sizeof(int));
+            memcpy(CMSG_DATA(h), &send_fd, sizeof(int));
+        }
         ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+        if (w > 0)
+            send_fd = -1;
         if (w < 0) {
             if (errno == EINTR)
                 continue;

@@ -19,6 +19,11 @@ int sockio_read_full(int fd, void *buf, size_t n);
 int sockio_discard(int fd, uint64_t n);
 /* Write all of iov[0..cnt); iov is modified (borrowed, scratch). */
 int sockio_writev_full(int fd, struct iovec *iov, int cnt);
+/* The same with send_fd (>= 0) attached to the first byte (SCM_RIGHTS). */
+int sockio_writev_full_fd(int fd, struct iovec *iov, int cnt, int send_fd);
+/* sockio_read_full, also receiving an fd that comes with the first byte
+ * (*rx_fd, owned by the caller; -1 when none; extra fds are closed). */
+int sockio_read_full_fd(int fd, void *buf, size_t n, int *rx_fd);
 /* Wait up to timeout_ms for fd to have bytes to read (or EOF). 1 when it
  * has, 0 on timeout, GPUQ_E_IO on a poll error. */
 int sockio_wait_readable(int fd, int timeout_ms);
