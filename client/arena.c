@@ -106,9 +106,9 @@ static int arena_make(gpuq_conn *c, const char *op, uint64_t bytes, int fd, gpuq
         rc = conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory");
         goto err_fd;
     }
-    void *p = size <= SIZE_MAX ? mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED,
-                                      map_fd, 0)
-                               : MAP_FAILED;
+    void *p = size <= SIZE_MAX
+                  ? mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, map_fd, 0)
+                  : MAP_FAILED;
     if (p == MAP_FAILED) {
         free(a->segs);
         free(a);
@@ -304,16 +304,15 @@ int arena_refs_for(gpuq_conn *c, const gpuq_req *r, const gpuq_sizes *sz, req_re
     uint32_t nin = 0, nout = 0;
     for (uint32_t k = 0; k < sz->nin && k < REQ_MAX_IO; k++) {
         uint64_t off;
-        gpuq_arena *a = r->in[k].set ? arena_of(c, r->in[k].data, r->in[k].len, &off, &straddle)
-                                     : NULL;
+        gpuq_arena *a =
+            r->in[k].set ? arena_of(c, r->in[k].data, r->in[k].len, &off, &straddle) : NULL;
         if (a)
             refs->in[nin++] = (gpuq_ref){a->id, off, r->in[k].len};
     }
     for (uint32_t k = 0; k < sz->nout && k < REQ_MAX_IO; k++) {
         uint64_t off;
-        gpuq_arena *a = r->out[k].buf ? arena_of(c, r->out[k].buf, sz->out[k].bytes, &off,
-                                                 &straddle)
-                                      : NULL;
+        gpuq_arena *a =
+            r->out[k].buf ? arena_of(c, r->out[k].buf, sz->out[k].bytes, &off, &straddle) : NULL;
         if (a)
             refs->out[nout++] = (gpuq_ref){a->id, off, sz->out[k].bytes};
     }

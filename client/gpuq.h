@@ -193,7 +193,6 @@ uint64_t gpuq_arena_id(const gpuq_arena *a); /* the daemon's id of it */
 void *gpuq_arena_alloc(gpuq_arena *a, uint64_t bytes);
 void gpuq_arena_free(gpuq_arena *a, void *p);
 
-
 /* ---- results ----
  * A gpuq_result receives one reply (status, message, output dtypes and
  * shapes, timing, info); reuse it for any number of calls. */

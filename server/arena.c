@@ -139,7 +139,7 @@ int arena_create(arena_table *t, arena_books *bk, backend *b, int fd, uint64_t s
     }
     a->id = ++bk->next_id;
     a->refs = 1; /* the table's */
-    a->total = &bk->bytes;
+    a->books = bk;
     bk->bytes += size;
     bk->count++;
     t->a[t->n++] = a;
@@ -182,7 +182,8 @@ void arena_unref(arena *a)
         a->b->ops->host_unregister(a->b, a->base);
     if (munmap(a->base, (size_t)a->size) != 0)
         log_error("arena %llu: munmap: %s", (unsigned long long)a->id, strerror(errno));
-    *a->total -= a->size;
+    a->books->bytes -= a->size;
+    a->books->count--;
     free(a);
 }
 

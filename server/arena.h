@@ -22,14 +22,15 @@
 #include "backend.h"
 #include "header.h"
 
+struct arena_books;
 typedef struct arena {
     uint64_t id;
     uint8_t *base;
     uint64_t size;
     bool registered;
     int refs;
-    backend *b;      /* unregisters it */
-    uint64_t *total; /* the server's arena byte count, lowered at the end */
+    backend *b;                /* unregisters it */
+    struct arena_books *books; /* the server's counts, lowered at the end */
 } arena;
 
 /* Server-wide arena ids and bytes (server_defs.h embeds it). */

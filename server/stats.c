@@ -111,7 +111,7 @@ void stats_server_keys(const server *srv, gpuq_mpw *w)
 void stats_status_info(const server *srv, gpuq_mpw *w)
 {
     const stats *st = &srv->stats;
-    gpuq_mpw_map(w, STATS_SERVER_KEYS + 14);
+    gpuq_mpw_map(w, STATS_SERVER_KEYS + 16);
     stats_server_keys(srv, w);
     gpuq_mpw_str(w, "uptime_s");
     gpuq_mpw_double(w, (double)(uv_hrtime() - srv->start_ns) / 1e9);
@@ -127,6 +127,11 @@ void stats_status_info(const server *srv, gpuq_mpw *w)
     gpuq_mpw_uint(w, srv->st.capacity);
     gpuq_mpw_str(w, "staging_released");
     gpuq_mpw_uint(w, srv->st.released_total);
+    /* shared-memory arenas mapped (closed ones still used by work included) */
+    gpuq_mpw_str(w, "arenas");
+    gpuq_mpw_uint(w, srv->arena_books.count);
+    gpuq_mpw_str(w, "arena_bytes");
+    gpuq_mpw_uint(w, srv->arena_books.bytes);
     gpuq_mpw_str(w, "timeouts");
     gpuq_mpw_map(w, TIMEOUT_KINDS);
     for (int k = 0; k < TIMEOUT_KINDS; k++) {
