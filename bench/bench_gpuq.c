@@ -298,6 +298,12 @@ typedef struct job {
     size_t in_bytes;        /* payload per request (pairwise sends x twice) */
     size_t out_bytes;       /* result per request */
     double tol, floor_;     /* close_f32/close_f64 */
+    /* gpuq's buffers: in/out, or (shm rows) copies inside an arena of the
+     * bench's connection, which then go by reference (PROTOCOL.md 3.4) */
+    void *gin, *gout;
+    int64_t *gidx;
+    gpuq_arena *arena;
+    size_t in_alloc, out_alloc;
 } job;
 
 static int job_init(bench *b, job *j, int op, uint64_t n, uint64_t d, uint64_t ny, uint64_t k)
@@ -332,6 +338,8 @@ static int job_init(bench *b, job *j, int op, uint64_t n, uint64_t d, uint64_t n
         break;
     }
     size_t out_alloc = j->out_bytes + (op == JOB_KNN ? sizeof(int64_t) : 0);
+    j->in_alloc = in_alloc;
+    j->out_alloc = out_alloc;
     if (!b->peer) {
         /* no peer: plain buffers; gpuq's side still runs */
         j->in = in_alloc ? malloc(in_alloc) : NULL;
@@ -365,11 +373,36 @@ static int job_init(bench *b, job *j, int op, uint64_t n, uint64_t d, uint64_t n
         j->idx = (int64_t *)((char *)j->out + ioff);
         j->ref_idx = (int64_t *)((char *)j->ref + ioff);
     }
+    j->gin = j->in;
+    j->gout = j->out;
+    j->gidx = j->idx;
+    return 0;
+}
+
+/* gpuq's side of j from an arena of c: the input copied in, the output
+ * written there (the copy is setup, not timed: a user of arenas builds the
+ * arrays in place). */
+static int job_use_arena(gpuq_conn *c, job *j)
+{
+    uint64_t ia = (j->in_alloc + 4095) & ~(uint64_t)4095;
+    int rc = gpuq_arena_open(c, ia + j->out_alloc, &j->arena);
+    if (rc)
+        return rc;
+    j->gin = j->in_alloc ? gpuq_arena_alloc(j->arena, j->in_alloc) : NULL;
+    j->gout = gpuq_arena_alloc(j->arena, j->out_alloc);
+    if ((j->in_alloc && !j->gin) || !j->gout)
+        return GPUQ_E_NO_MEMORY;
+    if (j->in_alloc)
+        memcpy(j->gin, j->in, j->in_alloc);
+    if (j->idx)
+        j->gidx = (int64_t *)((char *)j->gout + ((char *)j->idx - (char *)j->out));
     return 0;
 }
 
 static void job_free(bench *b, job *j)
 {
+    if (j->arena)
+        (void)gpuq_arena_close(j->arena);
     void *bufs[] = {j->in, j->out, j->ref};
     for (size_t i = 0; i < 3; i++) {
         if (b->peer)
@@ -391,17 +424,17 @@ static int job_gpuq(gpuq_conn *c, job *j)
 {
     switch (j->op) {
     case JOB_NORMALIZE:
-        return gpuq_normalize_1d(c, GPUQ_DT_F32, GPUQ_NORM_SUM, j->in, j->n, j->out);
+        return gpuq_normalize_1d(c, GPUQ_DT_F32, GPUQ_NORM_SUM, j->gin, j->n, j->gout);
     case JOB_PAIRWISE:
-        return gpuq_pairwise(c, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, j->in, j->in, j->n, j->n, j->d,
-                             j->out);
+        return gpuq_pairwise(c, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, j->gin, j->gin, j->n, j->n,
+                             j->d, j->gout);
     case JOB_KNN:
-        return gpuq_knn(c, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, j->k, j->in,
-                        (const float *)j->in + j->n * j->d, j->n, j->ny, j->d, j->out, j->idx);
+        return gpuq_knn(c, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, j->k, j->gin,
+                        (const float *)j->gin + j->n * j->d, j->n, j->ny, j->d, j->gout, j->gidx);
     default:
         return gpuq_grid(c, GPUQ_DT_F64, BENCH_GRID_LAT0, BENCH_GRID_LAT1, j->n, BENCH_GRID_LON0,
                          BENCH_GRID_LON1, j->n, BENCH_GRID_TO_LAT, BENCH_GRID_TO_LON,
-                         BENCH_GRID_RADIUS, j->out);
+                         BENCH_GRID_RADIUS, j->gout);
     }
 }
 
@@ -427,13 +460,13 @@ static int job_check(const job *j, char *why, size_t cap)
     if (j->op == JOB_KNN) {
         for (uint64_t i = 0; i < j->n; i++) {
             int64_t want = (int64_t)(i * (j->ny / j->n));
-            if (j->idx[i * j->k] != want) {
+            if (j->gidx[i * j->k] != want) {
                 snprintf(why, cap, "wrong result: nearest row of query %llu is %lld, want %lld",
-                         (unsigned long long)i, (long long)j->idx[i * j->k], (long long)want);
+                         (unsigned long long)i, (long long)j->gidx[i * j->k], (long long)want);
                 return 1;
             }
             for (uint64_t t = 0; t < j->k; t++) {
-                int64_t v = j->idx[i * j->k + t];
+                int64_t v = j->gidx[i * j->k + t];
                 if (v < 0 || (uint64_t)v >= j->ny) {
                     snprintf(why, cap, "wrong result: index %lld out of [0, %llu)", (long long)v,
                              (unsigned long long)j->ny);
@@ -441,18 +474,18 @@ static int job_check(const job *j, char *why, size_t cap)
                 }
             }
         }
-        if (close_f32(j->out, j->ref, j->n * j->k, j->tol, j->floor_, &bad)) {
+        if (close_f32(j->gout, j->ref, j->n * j->k, j->tol, j->floor_, &bad)) {
             snprintf(why, cap, "wrong result: distance %zu is %.9g, in-process gives %.9g", bad,
-                     (double)((float *)j->out)[bad], (double)((float *)j->ref)[bad]);
+                     (double)((float *)j->gout)[bad], (double)((float *)j->ref)[bad]);
             return 1;
         }
         return 0;
     }
     int rc = j->op == JOB_GRID
-                 ? close_f64(j->out, j->ref, j->out_bytes / 8, j->tol, j->floor_, &bad)
-                 : close_f32(j->out, j->ref, j->out_bytes / 4, j->tol, j->floor_, &bad);
+                 ? close_f64(j->gout, j->ref, j->out_bytes / 8, j->tol, j->floor_, &bad)
+                 : close_f32(j->gout, j->ref, j->out_bytes / 4, j->tol, j->floor_, &bad);
     if (rc) {
-        double got = j->op == JOB_GRID ? ((double *)j->out)[bad] : ((float *)j->out)[bad];
+        double got = j->op == JOB_GRID ? ((double *)j->gout)[bad] : ((float *)j->gout)[bad];
         double want = j->op == JOB_GRID ? ((double *)j->ref)[bad] : ((float *)j->ref)[bad];
         snprintf(why, cap, "wrong result: element %zu is %.9g, in-process gives %.9g", bad, got,
                  want);
@@ -500,7 +533,7 @@ static void bench_latency(bench *b, const char *what, job *j, int reps, bool lar
             row_error(&r, "gpuq", b->conn_why);
             continue;
         }
-        memset(j->out, 0xff, j->out_bytes); /* NaN: a result never written fails the check */
+        memset(j->gout, 0xff, j->out_bytes); /* NaN: a result never written fails the check */
         double t = now_s();
         int rc = job_gpuq(b->c, j);
         double dt = now_s() - t;
@@ -855,6 +888,16 @@ int main(int argc, char **argv)
             goto err_after_connect;
         }
         bench_latency(&b, what, &j, large[k].reps, true);
+        /* the same with gpuq's arrays in an arena: no array byte on the socket */
+        char what_shm[96];
+        snprintf(what_shm, sizeof what_shm, "%s, shm", what);
+        if (b.c && job_use_arena(b.c, &j) != 0) {
+            row r = {.what = what_shm};
+            row_error(&r, "gpuq", gpuq_errmsg(b.c));
+            row_print(&b, &r, "n/a", "n/a", "n/a");
+        } else {
+            bench_latency(&b, what_shm, &j, large[k].reps, true);
+        }
         job_free(&b, &j);
     }
 

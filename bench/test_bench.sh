@@ -100,8 +100,8 @@ while IFS='|' read -r what ours peer ratio errors; do
         fail "normal: $what: ratio '$ratio'"
     fi
 done < <(rows "$OUTPUT")
-[[ $n -eq 8 ]] || fail "normal: $n rows, want 8"
-grep -qx 'bench: 0 errors in 0 of 8 rows' "$OUTPUT" || fail "normal: no 'bench: 0 errors' line"
+[[ $n -eq 12 ]] || fail "normal: $n rows, want 12"
+grep -qx 'bench: 0 errors in 0 of 12 rows' "$OUTPUT" || fail "normal: no 'bench: 0 errors' line"
 
 # 2. every data request refused with an error reply
 if start_daemon refuse --max-output 1; then
@@ -125,7 +125,7 @@ if start_daemon refuse --max-output 1; then
                 fail "refuse: $what: figure '$ours', ratio '$ratio' from failed requests"
         fi
     done < <(rows "$OUTPUT")
-    grep -qE '^bench: [1-9][0-9]* errors in 7 of 8 rows$' "$OUTPUT" || fail "refuse: no error total"
+    grep -qE '^bench: [1-9][0-9]* errors in 11 of 12 rows$' "$OUTPUT" || fail "refuse: no error total"
     grep -q 'too_large' "$T/refuse.err" || fail "refuse: the error reply is not shown"
     # the daemon still serves
     run_bench refuse_after --socket "$SOCK"
@@ -139,7 +139,7 @@ run_bench nodaemon --socket "$T/none.sock"
 while IFS='|' read -r what ours peer ratio errors; do
     [[ $errors =~ ^[1-9][0-9]*$ && $ours == n/a ]] || fail "nodaemon: $what: '$ours', $errors errors"
 done < <(rows "$OUTPUT")
-grep -qE '^bench: [1-9][0-9]* errors in 8 of 8 rows$' "$OUTPUT" || fail "nodaemon: no error total"
+grep -qE '^bench: [1-9][0-9]* errors in 12 of 12 rows$' "$OUTPUT" || fail "nodaemon: no error total"
 
 # 4. clients refused at connect
 if start_daemon sessions --max-sessions 2; then
