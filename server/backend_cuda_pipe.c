@@ -274,7 +274,9 @@ static int pipe_enqueue(pipe_ctx *p)
 }
 
 /* After a failure: order what side put on its stream before C's next
- * work, or wait for it. */
+ * work, or wait for it. When neither works the job's host memory could
+ * still be read or written by a copy after it completes: the device is
+ * then treated as lost (gpuqd exits, every job is answered). */
 static void pipe_join_side(pipe_ctx *p, cudaStream_t side, cudaEvent_t ev, const char *what)
 {
     cudaError_t e = cudaEventRecord(ev, side);
@@ -284,14 +286,9 @@ static void pipe_join_side(pipe_ctx *p, cudaStream_t side, cudaEvent_t ev, const
         return;
     log_error("cuda: joining the %s stream after a failed job: %s; synchronizing it", what,
               cudaGetErrorString(e));
-    if (cuda_sticky(e))
-        cuda_mark_lost(p->b, "pipeline join", e);
     e = cudaStreamSynchronize(side);
-    if (e != cudaSuccess) {
-        log_error("cuda: cudaStreamSynchronize(%s): %s", what, cudaGetErrorString(e));
-        if (cuda_sticky(e))
-            cuda_mark_lost(p->b, "cudaStreamSynchronize(copy)", e);
-    }
+    if (e != cudaSuccess)
+        cuda_mark_lost(p->b, "cudaStreamSynchronize(copy stream) after a failed job", e);
 }
 
 int cuda_pipe_run(backend_cuda *b, cuda_sess *s, gpuq_job *job, const cuda_plan *pl, void *d_in,
