@@ -125,6 +125,36 @@ int gpuq_cuda_grid(gpuq_cuda_ctx *ctx, int dt, double lat0, double lat1, uint64_
 int gpuq_cuda_pairwise(gpuq_cuda_ctx *ctx, int dt, int metric, int zero_ok, const void *d_x,
                        const void *d_y, uint64_t m, uint64_t n, uint64_t d, void *d_out);
 
+/* Rows [row0, row0 + nrows) of gpuq_cuda_grid's nlat x nlon output into
+ * d_out (nrows * nlon values: d_out is row row0's start). Latitude i is
+ * computed over the whole grid (linspace over nlat), so every value is bit
+ * for bit the one gpuq_cuda_grid writes; for the pipelined path, which
+ * downloads one range while the next is computed. */
+int gpuq_cuda_grid_rows(gpuq_cuda_ctx *ctx, int dt, double lat0, double lat1, uint64_t nlat,
+                        uint64_t row0, uint64_t nrows, double lon0, double lon1, uint64_t nlon,
+                        double lat, double lon, double radius, void *d_out);
+
+/* Flat normalize (one reduction over all n values: a 1-D array, or
+ * "flat") in pieces, so that the reduction overlaps the upload: piece p is
+ * values [p * piece, min(n, (p + 1) * piece)). In stream order on ctx:
+ * gpuq_cuda_normalize_flat_reduce for every piece (any order, each once,
+ * as each lands), then gpuq_cuda_normalize_flat_finish (it reads all of
+ * d_in again for zscore's second pass), then gpuq_cuda_normalize_flat_scale
+ * on any ranges (each value once). d_scratch holds
+ * gpuq_cuda_normalize_flat_scratch_bytes(dt, n, piece) bytes (16-byte
+ * aligned), the same for every call of one run. The partial sums merge as
+ * gpuq_cuda_normalize's do (compensated, exact TwoSum), grouped by piece:
+ * results agree with gpuq_cuda_normalize's to within its documented error
+ * (sum, l1, l2, zscore; minmax exactly), and the flags are the same. 0 from
+ * the size query, GPUQ_K_E_ARG from the calls, on bad sizes. */
+uint64_t gpuq_cuda_normalize_flat_scratch_bytes(int dt, uint64_t n, uint64_t piece);
+int gpuq_cuda_normalize_flat_reduce(gpuq_cuda_ctx *ctx, int dt, int method, const void *d_in,
+                                    uint64_t n, uint64_t piece, uint64_t p, void *d_scratch);
+int gpuq_cuda_normalize_flat_finish(gpuq_cuda_ctx *ctx, int dt, int method, int zero_ok,
+                                    const void *d_in, uint64_t n, uint64_t piece, void *d_scratch);
+int gpuq_cuda_normalize_flat_scale(gpuq_cuda_ctx *ctx, int dt, const void *d_in, void *d_out,
+                                   uint64_t n, uint64_t lo, uint64_t cnt, const void *d_scratch);
+
 /* cuBLAS (float64 pairwise with d >= 32 as a DGEMM) is loaded at run time,
  * on the first call of this function or of a pairwise that could use it.
  * Returns 1 when it is available, with the path it was loaded from in why;

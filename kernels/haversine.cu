@@ -77,15 +77,19 @@ __device__ __forceinline__ double linspace_at(double lo, double hi, uint64_t n, 
     return (double)i * ((hi - lo) / (double)(n - 1)) + lo;
 }
 
+/* Rows [row0, row0 + nrows) of the nlat x nlon grid into out (row row0's
+ * start); latitude i is linspace over the whole grid, so a range of rows
+ * holds exactly the values the whole launch writes there. */
 template <typename T>
-__global__ void grid_kernel(double lat0, double lat1, uint64_t nlat, double lon0, double lon1,
-                            uint64_t nlon, double lat, double lon, double radius, T *out)
+__global__ void grid_kernel(double lat0, double lat1, uint64_t nlat, uint64_t row0, uint64_t nrows,
+                            double lon0, double lon1, uint64_t nlon, double lat, double lon,
+                            double radius, T *out)
 {
     double p2 = lat * DEG2RAD, c2 = cos(p2), l2 = lon * DEG2RAD;
-    uint64_t total = nlat * nlon;
+    uint64_t total = nrows * nlon;
     for (uint64_t k = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; k < total;
          k += (uint64_t)gridDim.x * blockDim.x) {
-        uint64_t i = k / nlon, j = k % nlon;
+        uint64_t i = row0 + k / nlon, j = k % nlon;
         double p1 = linspace_at(lat0, lat1, nlat, i) * DEG2RAD;
         double l1 = linspace_at(lon0, lon1, nlon, j) * DEG2RAD;
         out[k] = (T)hav_core(p1, cos(p1), p2, c2, l2 - l1, radius);
@@ -137,24 +141,34 @@ extern "C" int gpuq_cuda_haversine_pair(gpuq_cuda_ctx *ctx, int dt, const void *
     return GPUQ_K_OK;
 }
 
-extern "C" int gpuq_cuda_grid(gpuq_cuda_ctx *ctx, int dt, double lat0, double lat1, uint64_t nlat,
-                              double lon0, double lon1, uint64_t nlon, double lat, double lon,
-                              double radius, void *d_out)
+extern "C" int gpuq_cuda_grid_rows(gpuq_cuda_ctx *ctx, int dt, double lat0, double lat1,
+                                   uint64_t nlat, uint64_t row0, uint64_t nrows, double lon0,
+                                   double lon1, uint64_t nlon, double lat, double lon,
+                                   double radius, void *d_out)
 {
-    if (!ctx || !d_out || nlat == 0 || nlon == 0 || nlat > UINT64_MAX / nlon || !radius_ok(radius))
+    if (!ctx || !d_out || nlat == 0 || nlon == 0 || nlat > UINT64_MAX / nlon ||
+        !radius_ok(radius) || nrows == 0 || row0 >= nlat || nrows > nlat - row0)
         return GPUQ_K_E_ARG;
     /* linspace between two valid latitudes stays valid: check the ends. */
     if (!coord_ok(lat0, lon0) || !coord_ok(lat1, lon1) || !coord_ok(lat, lon))
         return GPUQ_K_E_RANGE;
-    unsigned g = gpuq_grid_for(nlat * nlon, BLOCK);
+    unsigned g = gpuq_grid_for(nrows * nlon, BLOCK);
     if (dt == GPUQ_K_F32)
-        grid_kernel<float><<<g, BLOCK, 0, ctx->stream>>>(lat0, lat1, nlat, lon0, lon1, nlon, lat,
-                                                         lon, radius, (float *)d_out);
+        grid_kernel<float><<<g, BLOCK, 0, ctx->stream>>>(lat0, lat1, nlat, row0, nrows, lon0, lon1,
+                                                         nlon, lat, lon, radius, (float *)d_out);
     else if (dt == GPUQ_K_F64)
-        grid_kernel<double><<<g, BLOCK, 0, ctx->stream>>>(lat0, lat1, nlat, lon0, lon1, nlon, lat,
-                                                          lon, radius, (double *)d_out);
+        grid_kernel<double><<<g, BLOCK, 0, ctx->stream>>>(lat0, lat1, nlat, row0, nrows, lon0, lon1,
+                                                          nlon, lat, lon, radius, (double *)d_out);
     else
         return GPUQ_K_E_ARG;
     GPUQ_LAUNCH_CHECK(ctx);
     return GPUQ_K_OK;
+}
+
+extern "C" int gpuq_cuda_grid(gpuq_cuda_ctx *ctx, int dt, double lat0, double lat1, uint64_t nlat,
+                              double lon0, double lon1, uint64_t nlon, double lat, double lon,
+                              double radius, void *d_out)
+{
+    return gpuq_cuda_grid_rows(ctx, dt, lat0, lat1, nlat, 0, nlat, lon0, lon1, nlon, lat, lon,
+                               radius, d_out);
 }

@@ -328,7 +328,139 @@ int normalize_t(gpuq_cuda_ctx *ctx, int method, int zero_ok, const T *in, T *out
     return GPUQ_K_OK;
 }
 
+/* ---- flat normalize in pieces (gpuq_kernels.h; the pipelined path) ----
+ * Scratch: the nm_affine of the whole array (256 bytes), then bpp partials
+ * per piece, piece p's at p * bpp. Each piece is reduced by the long-row
+ * kernels above as a row of its own; the finalize merges every piece's
+ * partials (zscore: pass 2 runs once over the whole array, landed by then,
+ * into the same slots). */
+
+constexpr uint64_t FLAT_HEAD = 256;
+constexpr uint64_t FLAT_MAX_PARTS = (uint64_t)1 << 22;
+
+struct flat_geo {
+    uint64_t pieces; /* ceil(n / piece) */
+    unsigned bpp;    /* blocks (partials) per piece */
+    unsigned parts;  /* pieces * bpp */
+};
+
+/* The geometry of (n, piece); false on bad sizes. About 16 values per
+ * thread, as the long-row path, at most 2048 partials per piece. */
+__host__ bool flat_geometry(uint64_t n, uint64_t piece, flat_geo *g)
+{
+    if (n == 0 || piece == 0)
+        return false;
+    g->pieces = n / piece + (n % piece != 0);
+    uint64_t bpp = (piece < n ? piece : n) / (BIG_BLOCK * 16) + 1;
+    if (bpp > 2048)
+        bpp = 2048;
+    if (g->pieces > FLAT_MAX_PARTS / bpp)
+        return false;
+    g->bpp = (unsigned)bpp;
+    g->parts = (unsigned)(g->pieces * bpp);
+    return true;
+}
+
+template <typename T>
+int flat_reduce_t(gpuq_cuda_ctx *ctx, int method, const T *in, uint64_t n, uint64_t piece,
+                  uint64_t p, void *scratch)
+{
+    flat_geo g;
+    if (!flat_geometry(n, piece, &g) || p >= g.pieces)
+        return GPUQ_K_E_ARG;
+    uint64_t lo = p * piece, cnt = n - lo < piece ? n - lo : piece;
+    const nm_affine *params = (const nm_affine *)scratch;
+    nm_acc *part = (nm_acc *)((char *)scratch + FLAT_HEAD) + p * g.bpp;
+    norm_partial_kernel<T><<<dim3(g.bpp, 1), BIG_BLOCK, 0, ctx->stream>>>(
+        in + lo, 1, cnt, g.bpp, nm_first_mode(method), params, part);
+    GPUQ_LAUNCH_CHECK(ctx);
+    return GPUQ_K_OK;
+}
+
+template <typename T>
+int flat_finish_t(gpuq_cuda_ctx *ctx, int method, int zero_ok, const T *in, uint64_t n,
+                  uint64_t piece, void *scratch)
+{
+    flat_geo g;
+    if (!flat_geometry(n, piece, &g))
+        return GPUQ_K_E_ARG;
+    cudaStream_t s = ctx->stream;
+    nm_affine *params = (nm_affine *)scratch;
+    nm_acc *part = (nm_acc *)((char *)scratch + FLAT_HEAD);
+    const int bins = sizeof(T) == sizeof(double);
+    norm_finalize_kernel<<<1, BIG_BLOCK, 0, s>>>(part, 1, n, g.parts, method, nm_first_mode(method),
+                                                 bins, zero_ok, params, ctx->d_flag);
+    GPUQ_LAUNCH_CHECK(ctx);
+    if (method == GPUQ_K_ZSCORE) {
+        norm_partial_kernel<T>
+            <<<dim3(g.parts, 1), BIG_BLOCK, 0, s>>>(in, 1, n, g.parts, NM_ZS2, params, part);
+        GPUQ_LAUNCH_CHECK(ctx);
+        norm_finalize_kernel<<<1, BIG_BLOCK, 0, s>>>(part, 1, n, g.parts, method, NM_ZS2, bins,
+                                                     zero_ok, params, ctx->d_flag);
+        GPUQ_LAUNCH_CHECK(ctx);
+    }
+    return GPUQ_K_OK;
+}
+
+template <typename T>
+int flat_scale_t(gpuq_cuda_ctx *ctx, const T *in, T *out, uint64_t lo, uint64_t cnt,
+                 const void *scratch)
+{
+    unsigned gx = gpuq_grid_for(cnt, 256 * 4);
+    norm_scale_kernel<T><<<dim3(gx < 4096 ? gx : 4096, 1), 256, 0, ctx->stream>>>(
+        in + lo, out + lo, 1, cnt, (const nm_affine *)scratch, ctx->d_flag);
+    GPUQ_LAUNCH_CHECK(ctx);
+    return GPUQ_K_OK;
+}
+
+bool flat_args_ok(gpuq_cuda_ctx *ctx, int dt, const void *d_in, const void *d_scratch)
+{
+    return ctx && d_in && d_scratch && (uintptr_t)d_scratch % 16 == 0 &&
+           (dt == GPUQ_K_F32 || dt == GPUQ_K_F64);
+}
+
 } /* namespace */
+
+extern "C" uint64_t gpuq_cuda_normalize_flat_scratch_bytes(int dt, uint64_t n, uint64_t piece)
+{
+    flat_geo g;
+    if ((dt != GPUQ_K_F32 && dt != GPUQ_K_F64) || !flat_geometry(n, piece, &g))
+        return 0;
+    return FLAT_HEAD + (uint64_t)g.parts * sizeof(nm_acc);
+}
+
+extern "C" int gpuq_cuda_normalize_flat_reduce(gpuq_cuda_ctx *ctx, int dt, int method,
+                                               const void *d_in, uint64_t n, uint64_t piece,
+                                               uint64_t p, void *d_scratch)
+{
+    if (!flat_args_ok(ctx, dt, d_in, d_scratch) || method < GPUQ_K_SUM || method > GPUQ_K_ZSCORE)
+        return GPUQ_K_E_ARG;
+    if (dt == GPUQ_K_F32)
+        return flat_reduce_t<float>(ctx, method, (const float *)d_in, n, piece, p, d_scratch);
+    return flat_reduce_t<double>(ctx, method, (const double *)d_in, n, piece, p, d_scratch);
+}
+
+extern "C" int gpuq_cuda_normalize_flat_finish(gpuq_cuda_ctx *ctx, int dt, int method, int zero_ok,
+                                               const void *d_in, uint64_t n, uint64_t piece,
+                                               void *d_scratch)
+{
+    if (!flat_args_ok(ctx, dt, d_in, d_scratch) || method < GPUQ_K_SUM || method > GPUQ_K_ZSCORE)
+        return GPUQ_K_E_ARG;
+    if (dt == GPUQ_K_F32)
+        return flat_finish_t<float>(ctx, method, zero_ok, (const float *)d_in, n, piece, d_scratch);
+    return flat_finish_t<double>(ctx, method, zero_ok, (const double *)d_in, n, piece, d_scratch);
+}
+
+extern "C" int gpuq_cuda_normalize_flat_scale(gpuq_cuda_ctx *ctx, int dt, const void *d_in,
+                                              void *d_out, uint64_t n, uint64_t lo, uint64_t cnt,
+                                              const void *d_scratch)
+{
+    if (!flat_args_ok(ctx, dt, d_in, d_scratch) || !d_out || cnt == 0 || lo >= n || cnt > n - lo)
+        return GPUQ_K_E_ARG;
+    if (dt == GPUQ_K_F32)
+        return flat_scale_t<float>(ctx, (const float *)d_in, (float *)d_out, lo, cnt, d_scratch);
+    return flat_scale_t<double>(ctx, (const double *)d_in, (double *)d_out, lo, cnt, d_scratch);
+}
 
 extern "C" int gpuq_cuda_normalize(gpuq_cuda_ctx *ctx, int dt, int method, int zero_ok,
                                    const void *d_in, void *d_out, uint64_t rows, uint64_t cols)

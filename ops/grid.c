@@ -98,13 +98,36 @@ static int launch_cuda(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_siz
     return gpuq_cuda_grid(ctx, op_kernel_dtype(r), la.start, la.stop, la.n, lo.start, lo.stop, lo.n,
                           lat, lon, gpuq_request_arg_double(r, K_RADIUS), d->out[0]);
 }
+
+/* Latitude rows [r0, r0 + nr): the kernel places them in the whole grid. */
+static int launch_cuda_rows(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_sizes *sz,
+                            const op_bufs *d, const op_rows *rw)
+{
+    gpuq_arg_range la = gpuq_request_arg_range(r, K_LAT), lo = gpuq_request_arg_range(r, K_LON);
+    double lat, lon;
+    gpuq_request_arg_pair(r, K_TO, &lat, &lon);
+    size_t at = (size_t)(rw->r0 * sz->cols) * (sz->out[0].bytes / (sz->rows * sz->cols));
+    return gpuq_cuda_grid_rows(ctx, op_kernel_dtype(r), la.start, la.stop, la.n, rw->r0, rw->nr,
+                               lo.start, lo.stop, lo.n, lat, lon,
+                               gpuq_request_arg_double(r, K_RADIUS), (char *)d->out[0] + at);
+}
 #endif
+
+/* No input; the output splits by latitude rows, computed and downloaded
+ * in turn. */
+static int cuda_split(const gpuq_request *r, const gpuq_sizes *sz, op_split *sp)
+{
+    (void)r;
+    return op_split_rows(sz, sz->rows, 0, sp);
+}
 
 const op_backend_def op_backend_grid = {
     .run_cpu = run_cpu,
 #ifdef GPUQ_HAVE_CUDA
     .launch_cuda = launch_cuda,
+    .launch_cuda_rows = launch_cuda_rows,
 #endif
+    .cuda_split = cuda_split,
 };
 #endif
 

@@ -85,13 +85,40 @@ static int launch_cuda(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_siz
         return gpuq_cuda_haversine_to(ctx, dt, d->a, sz->n, lat, lon, radius, d->out[0]);
     return gpuq_cuda_haversine_pair(ctx, dt, d->a, d->b, sz->n, radius, d->out[0]);
 }
+
+/* A range of points (and of B's, row-aligned with A): each distance is
+ * computed on its own. */
+static int launch_cuda_rows(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_sizes *sz,
+                            const op_bufs *d, const op_rows *rw)
+{
+    double lat, lon, radius = gpuq_request_arg_double(r, K_RADIUS);
+    int dt = op_kernel_dtype(r);
+    size_t es = gpuq_dtype_size(r->dtype), at = (size_t)rw->r0 * es;
+    (void)sz;
+    gpuq_request_arg_pair(r, K_TO, &lat, &lon);
+    if (gpuq_request_arg_isset(r, K_TO))
+        return gpuq_cuda_haversine_to(ctx, dt, (const char *)d->a + 2 * at, rw->nr, lat, lon,
+                                      radius, (char *)d->out[0] + at);
+    return gpuq_cuda_haversine_pair(ctx, dt, (const char *)d->a + 2 * at,
+                                    (const char *)d->b + 2 * at, rw->nr, radius,
+                                    (char *)d->out[0] + at);
+}
 #endif
+
+/* Points are independent; B (pairs) goes up with A, chunk by chunk. */
+static int cuda_split(const gpuq_request *r, const gpuq_sizes *sz, op_split *sp)
+{
+    (void)r;
+    return op_split_rows(sz, sz->n, 1, sp);
+}
 
 const op_backend_def op_backend_haversine = {
     .run_cpu = run_cpu,
 #ifdef GPUQ_HAVE_CUDA
     .launch_cuda = launch_cuda,
+    .launch_cuda_rows = launch_cuda_rows,
 #endif
+    .cuda_split = cuda_split,
 };
 #endif
 

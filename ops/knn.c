@@ -125,12 +125,62 @@ static int launch_cuda(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_siz
                                     cudaMemcpyDeviceToDevice, gpuq_cuda_ctx_stream(ctx));
     return e == cudaSuccess ? GPUQ_K_OK : gpuq_cuda_error_code(e);
 }
+
+/* A split run's scratch: the indices of one chunk first (aligned), then
+ * the kernels' tile for the larger of a whole chunk's and the last one's
+ * (the tile's size is not monotonic in the rows). */
+static uint64_t chunk_idx_bytes(const gpuq_request *r, uint64_t chunk)
+{
+    return (chunk * gpuq_request_arg_uint(r, K_K) * sizeof(int64_t) + 255) & ~(uint64_t)255;
+}
+
+static uint64_t cuda_chunk_scratch(const gpuq_request *r, const gpuq_sizes *sz, uint64_t chunk)
+{
+    int dt = op_kernel_dtype(r);
+    uint64_t k = gpuq_request_arg_uint(r, K_K), last = sz->m - (sz->m - 1) / chunk * chunk;
+    uint64_t t1 = gpuq_cuda_knn_scratch_bytes(dt, chunk, sz->n, sz->d, k);
+    uint64_t t2 = gpuq_cuda_knn_scratch_bytes(dt, last, sz->n, sz->d, k);
+    return chunk_idx_bytes(r, chunk) + (t1 > t2 ? t1 : t2);
+}
+
+/* Query rows [r0, r0 + nr) against all of Y: each row's top-k is exact
+ * (every distance computed on its own, the order total), so it is the
+ * whole run's whatever the tiling of a smaller m. The indices go through
+ * scratch (out[1] may be misaligned) into their rows of out[1]. */
+static int launch_cuda_rows(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_sizes *sz,
+                            const op_bufs *d, const op_rows *rw)
+{
+    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
+    uint64_t k = gpuq_request_arg_uint(r, K_K);
+    size_t es = gpuq_dtype_size(r->dtype), rows_k = (size_t)(rw->r0 * k);
+    int64_t *d_idx = d->scratch;
+    void *tile = (char *)d->scratch + chunk_idx_bytes(r, rw->chunk);
+    int kc = gpuq_cuda_knn(ctx, op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC), zero_ok,
+                           (const char *)d->a + (size_t)(rw->r0 * sz->d) * es, d->b, rw->nr, sz->n,
+                           sz->d, k, tile, (char *)d->out[0] + rows_k * es, d_idx);
+    if (kc != GPUQ_K_OK)
+        return kc;
+    cudaError_t e = cudaMemcpyAsync((char *)d->out[1] + rows_k * sizeof(int64_t), d_idx,
+                                    (size_t)(rw->nr * k) * sizeof(int64_t),
+                                    cudaMemcpyDeviceToDevice, gpuq_cuda_ctx_stream(ctx));
+    return e == cudaSuccess ? GPUQ_K_OK : gpuq_cuda_error_code(e);
+}
 #endif
+
+/* X splits by query rows; Y goes up whole first. */
+static int cuda_split(const gpuq_request *r, const gpuq_sizes *sz, op_split *sp)
+{
+    (void)r;
+    return op_split_rows(sz, sz->m, 0, sp);
+}
 
 const op_backend_def op_backend_knn = {.run_cpu = run_cpu,
 #ifdef GPUQ_HAVE_CUDA
                                        .launch_cuda = launch_cuda,
+                                       .cuda_chunk_scratch = cuda_chunk_scratch,
+                                       .launch_cuda_rows = launch_cuda_rows,
 #endif
+                                       .cuda_split = cuda_split,
                                        .cuda_scratch = cuda_scratch,
                                        .kernel_message = op_cosine_zero_message};
 #endif

@@ -96,6 +96,25 @@ static int run_cpu(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h
                               h->out[0], sz->rows, sz->cols);
 }
 
+/* Pipelined: rows split by rows (each row is normalized on its own, by a
+ * launch shape that depends on cols only); one row (1-D or flat) splits by
+ * values in two phases: the pieces' partial reductions run as they land,
+ * then the combine, then the scaling of each piece (the kernels'
+ * gpuq_cuda_normalize_flat_*). Split rows are bit for bit the whole run's,
+ * except rows of 2^17 values or more once rows * cols passes 2^30 (the
+ * long-row path then groups its partials by rows); flat values agree to
+ * within the kernels' documented error (minmax exactly). */
+static int cuda_split(const gpuq_request *r, const gpuq_sizes *sz, op_split *sp)
+{
+    (void)r;
+    if (sz->rows > 1)
+        return op_split_rows(sz, sz->rows, 0, sp);
+    if (!op_split_rows(sz, sz->cols, 0, sp))
+        return 0;
+    sp->two_phase = 1;
+    return 1;
+}
+
 #ifdef GPUQ_HAVE_CUDA
 static int launch_cuda(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_sizes *sz,
                        const op_bufs *d)
@@ -103,6 +122,42 @@ static int launch_cuda(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_siz
     int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
     return gpuq_cuda_normalize(ctx, op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METHOD), zero_ok,
                                d->a, d->out[0], sz->rows, sz->cols);
+}
+
+static uint64_t cuda_chunk_scratch(const gpuq_request *r, const gpuq_sizes *sz, uint64_t chunk)
+{
+    if (sz->rows > 1)
+        return op_scratch_bytes(r, sz);
+    return gpuq_cuda_normalize_flat_scratch_bytes(op_kernel_dtype(r), sz->cols, chunk);
+}
+
+static int launch_cuda_rows(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_sizes *sz,
+                            const op_bufs *d, const op_rows *rw)
+{
+    int dt = op_kernel_dtype(r), zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
+    if (sz->rows == 1)
+        return gpuq_cuda_normalize_flat_scale(ctx, dt, d->a, d->out[0], sz->cols, rw->r0, rw->nr,
+                                              d->scratch);
+    size_t at = (size_t)(rw->r0 * sz->cols) * gpuq_dtype_size(r->dtype);
+    return gpuq_cuda_normalize(ctx, dt, gpuq_request_arg_enum(r, K_METHOD), zero_ok,
+                               (const char *)d->a + at, (char *)d->out[0] + at, rw->nr, sz->cols);
+}
+
+static int launch_cuda_reduce(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_sizes *sz,
+                              const op_bufs *d, const op_rows *rw)
+{
+    return gpuq_cuda_normalize_flat_reduce(ctx, op_kernel_dtype(r),
+                                           gpuq_request_arg_enum(r, K_METHOD), d->a, sz->cols,
+                                           rw->chunk, rw->r0 / rw->chunk, d->scratch);
+}
+
+static int launch_cuda_finish(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_sizes *sz,
+                              const op_bufs *d, const op_rows *rw)
+{
+    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
+    return gpuq_cuda_normalize_flat_finish(ctx, op_kernel_dtype(r),
+                                           gpuq_request_arg_enum(r, K_METHOD), zero_ok, d->a,
+                                           sz->cols, rw->chunk, d->scratch);
 }
 #endif
 
@@ -140,7 +195,12 @@ static int kernel_message(const gpuq_request *r, const gpuq_sizes *sz, const voi
 const op_backend_def op_backend_normalize = {.run_cpu = run_cpu,
 #ifdef GPUQ_HAVE_CUDA
                                              .launch_cuda = launch_cuda,
+                                             .cuda_chunk_scratch = cuda_chunk_scratch,
+                                             .launch_cuda_rows = launch_cuda_rows,
+                                             .launch_cuda_reduce = launch_cuda_reduce,
+                                             .launch_cuda_finish = launch_cuda_finish,
 #endif
+                                             .cuda_split = cuda_split,
                                              .kernel_message = kernel_message};
 #endif
 

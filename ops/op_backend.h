@@ -25,6 +25,33 @@ typedef struct op_bufs {
     void *scratch;               /* sz->scratch bytes (device only; NULL if 0) */
 } op_bufs;
 
+/* How a CUDA run splits into independent ranges of rows, for the pipelined
+ * path (server/backend_cuda_pipe.c: the upload of one chunk, the kernel on
+ * the one before and the download of the one before that run at once).
+ * Row r of the split is A's bytes [r * a_row, (r + 1) * a_row) and output
+ * k's [r * out_row[k], ...); rows * a_row is A's size (0: no input A, as in
+ * grid) and rows * out_row[k] output k's. B either goes up whole before the
+ * first chunk (b_row 0: pairwise and knn need all of it for every row) or
+ * in chunks with A (b_row: haversine's pairs). */
+typedef struct op_split {
+    uint64_t rows;
+    uint64_t a_row, b_row;
+    uint64_t out_row[GPUQ_MAX_OUTPUTS];
+    /* Two phases (flat normalize: one reduction over every row): each
+     * chunk is reduced as it lands (launch_cuda_reduce), then the whole is
+     * combined (launch_cuda_finish), then launch_cuda_rows writes each
+     * chunk's output. Otherwise launch_cuda_rows runs on each chunk as soon
+     * as it landed. */
+    int two_phase;
+} op_split;
+
+/* The rows of one launch of a split run: [r0, r0 + nr), in a plan whose
+ * chunks are `chunk` rows each (the last one may be shorter), so chunk
+ * number r0 / chunk. */
+typedef struct op_rows {
+    uint64_t r0, nr, chunk;
+} op_rows;
+
 typedef struct op_backend_def {
     /* Run on the CPU reference kernels; returns a GPUQ_K_* code. */
     int (*run_cpu)(const gpuq_request *req, const gpuq_sizes *sz, const op_bufs *h);
@@ -37,6 +64,29 @@ typedef struct op_backend_def {
      * needs (NULL: sz->scratch). A backend-side hook because the kernels'
      * sizing (gpuq_cuda_knn_scratch_bytes) is not part of gpuq_proto. */
     uint64_t (*cuda_scratch)(const gpuq_request *req, const gpuq_sizes *sz);
+    /* Optional, the pipelined CUDA path: fill *sp and return 1 when a CUDA
+     * run of this checked request can split into row ranges (rows >= 2);
+     * 0: it runs whole. Plain C (tests check the geometry without a GPU). */
+    int (*cuda_split)(const gpuq_request *req, const gpuq_sizes *sz, op_split *sp);
+#ifdef GPUQ_HAVE_CUDA
+    /* With cuda_split, optional: the device scratch bytes a split run with
+     * chunks of `chunk` rows needs (NULL: op_scratch_bytes). */
+    uint64_t (*cuda_chunk_scratch)(const gpuq_request *req, const gpuq_sizes *sz, uint64_t chunk);
+    /* With cuda_split: enqueue the op on rows rw only, on ctx's stream. d
+     * holds the whole buffers (the op offsets them); what the launch reads
+     * of A (and of a row-aligned B) is within rw, and it writes the
+     * outputs' rows rw only, each value exactly as the whole run would
+     * (bit for bit), unless the op's comment says otherwise. Returns a
+     * GPUQ_K_* code. */
+    int (*launch_cuda_rows)(gpuq_cuda_ctx *ctx, const gpuq_request *req, const gpuq_sizes *sz,
+                            const op_bufs *d, const op_rows *rw);
+    /* two_phase: the input rows rw have landed: reduce them (into scratch). */
+    int (*launch_cuda_reduce)(gpuq_cuda_ctx *ctx, const gpuq_request *req, const gpuq_sizes *sz,
+                              const op_bufs *d, const op_rows *rw);
+    /* two_phase: every chunk is reduced: combine (rw->chunk: the plan's). */
+    int (*launch_cuda_finish)(gpuq_cuda_ctx *ctx, const gpuq_request *req, const gpuq_sizes *sz,
+                              const op_bufs *d, const op_rows *rw);
+#endif
     /* Optional: a message for kernel code kcode (GPUQ_K_E_ZERO, _OVERFLOW,
      * ...) of this request, given its host input h_in (may be NULL). Writes
      * msg and returns 1, or 0 for the generic message. */
@@ -59,6 +109,12 @@ int op_kernel_dtype(const gpuq_request *r);
 /* Byte offset of array B in the input (A is 2-D whenever a B exists); 0
  * when the request has no B. */
 size_t op_b_offset(const gpuq_request *r);
+/* A split along the first dimension of A and of every output: rows units,
+ * each array's bytes / rows per row; B row-aligned when b_rows (else sent
+ * whole). Returns 1 when rows >= 2 (something to split), else 0. */
+int op_split_rows(const gpuq_sizes *sz, uint64_t rows, int b_rows, op_split *sp);
+/* The op's cuda_split, or 0 when it has none. */
+int op_cuda_split(const gpuq_request *r, const gpuq_sizes *sz, op_split *sp);
 /* The op_bufs of a checked request whose input starts at in and output
  * at out (host or device), scratch as given. */
 op_bufs op_bufs_make(const gpuq_request *r, const gpuq_sizes *sz, const void *in, void *out,

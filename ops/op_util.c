@@ -99,6 +99,7 @@ void op_set_out(gpuq_sizes *sz, unsigned k, gpuq_dtype dtype, uint32_t ndim, uin
 
 #ifdef GPUQ_OP_BACKEND
 #include <stdio.h>
+#include <string.h>
 
 #include "op_backend.h"
 
@@ -128,6 +129,26 @@ size_t op_b_offset(const gpuq_request *r)
     if (r->ndim_b == 0)
         return 0;
     return (size_t)(r->shape_a[0] * r->shape_a[1]) * gpuq_dtype_size(r->dtype);
+}
+
+int op_split_rows(const gpuq_sizes *sz, uint64_t rows, int b_rows, op_split *sp)
+{
+    memset(sp, 0, sizeof *sp);
+    if (rows < 2)
+        return 0;
+    sp->rows = rows;
+    sp->a_row = sz->nin > 0 ? sz->in_bytes[0] / rows : 0;
+    sp->b_row = b_rows && sz->nin > 1 ? sz->in_bytes[1] / rows : 0;
+    for (uint32_t k = 0; k < sz->nout && k < GPUQ_MAX_OUTPUTS; k++)
+        sp->out_row[k] = sz->out[k].bytes / rows;
+    return 1;
+}
+
+int op_cuda_split(const gpuq_request *r, const gpuq_sizes *sz, op_split *sp)
+{
+    const op_backend_def *ob = op_backend_of(r->op);
+    memset(sp, 0, sizeof *sp);
+    return ob && ob->cuda_split ? ob->cuda_split(r, sz, sp) : 0;
 }
 
 op_bufs op_bufs_make(const gpuq_request *r, const gpuq_sizes *sz, const void *in, void *out,

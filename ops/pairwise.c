@@ -80,12 +80,35 @@ static int launch_cuda(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_siz
     return gpuq_cuda_pairwise(ctx, op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC), zero_ok,
                               d->a, d->b, sz->m, sz->n, sz->d, d->out[0]);
 }
+
+/* Query rows [r0, r0 + nr) against all of Y: the rows' pointers, m = nr.
+ * The tiled kernel computes each distance on its own (bit for bit the
+ * whole run's); the float64 GEMM route (cuBLAS) may choose another
+ * algorithm for another m, so its values agree to within its bound. */
+static int launch_cuda_rows(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_sizes *sz,
+                            const op_bufs *d, const op_rows *rw)
+{
+    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
+    size_t es = gpuq_dtype_size(r->dtype);
+    return gpuq_cuda_pairwise(ctx, op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC), zero_ok,
+                              (const char *)d->a + (size_t)(rw->r0 * sz->d) * es, d->b, rw->nr,
+                              sz->n, sz->d, (char *)d->out[0] + (size_t)(rw->r0 * sz->n) * es);
+}
 #endif
+
+/* X splits by rows; Y goes up whole first (every row needs all of it). */
+static int cuda_split(const gpuq_request *r, const gpuq_sizes *sz, op_split *sp)
+{
+    (void)r;
+    return op_split_rows(sz, sz->m, 0, sp);
+}
 
 const op_backend_def op_backend_pairwise = {.run_cpu = run_cpu,
 #ifdef GPUQ_HAVE_CUDA
                                             .launch_cuda = launch_cuda,
+                                            .launch_cuda_rows = launch_cuda_rows,
 #endif
+                                            .cuda_split = cuda_split,
                                             .kernel_message = op_cosine_zero_message};
 #endif
 

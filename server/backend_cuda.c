@@ -5,6 +5,9 @@
  * H2D copy, errflag reset, kernel(s), D2H copy of result and errflag into
  * pinned memory, cudaFreeAsync of the device buffers, and records the job's
  * completion event; the job joins the session's FIFO of in-flight jobs.
+ * A large job whose op splits into rows runs its copies and kernels in
+ * chunks instead, overlapped on two copy streams of the session and joined
+ * back onto its stream before the same tail (backend_cuda_pipe.c).
  * If no doorbell is armed on that stream, a cudaLaunchHostFunc doorbell is
  * enqueued behind it and the session is marked armed.
  *
@@ -36,7 +39,7 @@
  *
  * Files: this one submits, creates and destroys; backend_cuda_dev.c holds
  * devices, sessions, per-job state and host memory; backend_cuda_done.c the
- * completion path.
+ * completion path; backend_cuda_pipe.c the chunked jobs.
  *
  * Lifetimes: a session is destroyed only when it is closing, has no job in
  * flight, no doorbell armed and is not being walked by a loop callback.
@@ -44,6 +47,7 @@
 #include "backend_cuda.h"
 #include "backend_cuda_dev.h"
 #include "backend_cuda_done.h"
+#include "backend_cuda_pipe.h"
 #include "backend_run.h"
 
 #include <limits.h>
@@ -110,8 +114,9 @@ static int cuda_submit(backend *bb, gpuq_job *job)
     backend_cuda *b = (backend_cuda *)bb;
     cuda_sess *s = job->bsess;
     cuda_jobx *x = NULL;
+    cuda_plan plan;
     void *d_in = NULL, *d_out = NULL, *d_scratch = NULL;
-    int status = 0, enqueued = 0;
+    int status = 0, enqueued = 0, chunked = 0;
     char detail[120] = "";
     cudaError_t e;
 
@@ -136,6 +141,7 @@ static int cuda_submit(backend *bb, gpuq_job *job)
     if ((status = cuda_jobx_get(b, s, job->req->timing, &x)) != 0)
         goto fail_now;
     job->bpriv = x;
+    chunked = cuda_pipe_plan(b, job, &plan);
 
 #define STEP(call, what)                                                                           \
     do {                                                                                           \
@@ -152,8 +158,18 @@ static int cuda_submit(backend *bb, gpuq_job *job)
         STEP(cudaEventRecord(x->t[0], s->stream), "cudaEventRecord");
     STEP(dev_alloc(b, s, &d_in, job->sz->payload), "cudaMallocFromPoolAsync(input)");
     STEP(dev_alloc(b, s, &d_out, job->sz->output), "cudaMallocFromPoolAsync(output)");
-    STEP(dev_alloc(b, s, &d_scratch, op_scratch_bytes(job->req, job->sz)),
+    STEP(dev_alloc(b, s, &d_scratch, chunked ? plan.scratch : op_scratch_bytes(job->req, job->sz)),
          "cudaMallocFromPoolAsync(scratch)");
+    if (chunked) {
+        /* In chunks on the copy streams and this one (backend_cuda_pipe.c);
+         * joined back onto this stream on return, failed or not. */
+        STEP(cudaMemsetAsync(gpuq_cuda_ctx_errflag(s->kctx), 0, sizeof(int), s->stream),
+             "cudaMemsetAsync(errflag)");
+        status = cuda_pipe_run(b, s, job, &plan, d_in, d_out, d_scratch, detail, sizeof detail);
+        if (status)
+            goto fail_enqueued;
+        goto tail;
+    }
     for (uint32_t k = 0; k < job->sz->nin;) { /* A then B; one copy when adjacent */
         uint32_t n =
             copy_run(job->sz->nin - k, (const void *const *)&job->h_in[k], &job->sz->in_bytes[k]);
@@ -199,6 +215,7 @@ static int cuda_submit(backend *bb, gpuq_job *job)
                  "cudaMemcpyAsync(D2H)");
         k += n;
     }
+tail:
     STEP(cudaMemcpyAsync(x->h_flag, gpuq_cuda_ctx_errflag(s->kctx), sizeof(int),
                          cudaMemcpyDeviceToHost, s->stream),
          "cudaMemcpyAsync(errflag)");
@@ -400,6 +417,11 @@ backend *backend_cuda_create(uv_loop_t *loop, backend_complete_fn done, uint64_t
     b->base.complete = done;
     b->inject_sticky = cuda_env_u64("GPUQ_TEST_INJECT_STICKY");
     b->inject_oom = cuda_env_u64("GPUQ_TEST_INJECT_OOM");
+    b->inject_pipe = cuda_env_u64("GPUQ_TEST_INJECT_PIPE");
+    /* GPUQ_CUDA_CHUNK_BYTES: pipelining's chunk size and threshold (0: off). */
+    const char *chunk = getenv("GPUQ_CUDA_CHUNK_BYTES");
+    b->chunk_bytes =
+        chunk && *chunk ? cuda_env_u64("GPUQ_CUDA_CHUNK_BYTES") : CUDA_CHUNK_BYTES_DEFAULT;
     gpuq_kernels_set_log(kernels_log);
     /* Load cuBLAS now, on the loop thread, so that the log says once at
      * startup which pairwise route float64 takes. */

@@ -15,6 +15,11 @@
 
 #define CUDA_POLL_MS 100
 #define CUDA_SPIN_US_DEFAULT 50
+/* Pipelined jobs (backend_cuda_pipe.c): a job of more input + output bytes
+ * than this goes in chunks of about this many bytes each, at most
+ * CUDA_PIPE_MAX_CHUNKS of them (GPUQ_CUDA_CHUNK_BYTES; 0: never). */
+#define CUDA_CHUNK_BYTES_DEFAULT ((uint64_t)4 << 20)
+#define CUDA_PIPE_MAX_CHUNKS 32
 
 typedef struct cuda_dev {
     int index;
@@ -45,6 +50,12 @@ typedef struct cuda_sess {
     cuda_dev *dev;
     cudaStream_t stream;
     gpuq_cuda_ctx *kctx;
+    /* Pipelined jobs (backend_cuda_pipe.c): the copy streams, of the
+     * compute stream's priority, and the events that order the three
+     * (cudaEventDisableTiming, reused chunk after chunk: a wait takes the
+     * event's state when it is enqueued). */
+    cudaStream_t copy_in, copy_out;
+    cudaEvent_t ev_fork, ev_in, ev_comp, ev_out;
     gpuq_job *head, *tail; /* in-flight FIFO (job->next) */
     uint64_t nflight;
     int armed; /* a doorbell is enqueued and has not been handled */
@@ -73,6 +84,9 @@ typedef struct backend_cuda {
     int walking; /* >0 while a loop callback walks sessions */
     uint64_t submits, allocs;
     uint64_t inject_sticky, inject_oom;
+    uint64_t chunk_bytes;       /* GPUQ_CUDA_CHUNK_BYTES (0: no pipelining) */
+    uint64_t inject_pipe;       /* GPUQ_TEST_INJECT_PIPE */
+    uint64_t pipelined, chunks; /* jobs that ran in chunks, and their chunks */
 } backend_cuda;
 
 #endif

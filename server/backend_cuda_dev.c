@@ -166,6 +166,58 @@ static int map_priority(const cuda_dev *d, int priority)
     }
 }
 
+/* The session's copy streams, of the compute stream's priority, and the
+ * pipeline's events (backend_cuda_pipe.c). Destroyed idle, errors only
+ * logged (after a sticky error every call fails). */
+static void sess_pipe_fini(cuda_sess *s)
+{
+    cudaEvent_t ev[4] = {s->ev_fork, s->ev_in, s->ev_comp, s->ev_out};
+    for (int k = 0; k < 4; k++)
+        if (ev[k] && cudaEventDestroy(ev[k]) != cudaSuccess)
+            log_error("cuda: cudaEventDestroy(pipeline) failed");
+    if (s->copy_in && cudaStreamDestroy(s->copy_in) != cudaSuccess)
+        log_error("cuda: cudaStreamDestroy(copy in) failed");
+    if (s->copy_out && cudaStreamDestroy(s->copy_out) != cudaSuccess)
+        log_error("cuda: cudaStreamDestroy(copy out) failed");
+    s->copy_in = s->copy_out = NULL;
+    s->ev_fork = s->ev_in = s->ev_comp = s->ev_out = NULL;
+}
+
+static int sess_pipe_init(backend_cuda *b, cuda_sess *s, int prio)
+{
+    cudaEvent_t *ev[4] = {&s->ev_fork, &s->ev_in, &s->ev_comp, &s->ev_out};
+    cudaError_t e;
+    int rc;
+    s->copy_in = s->copy_out = NULL;
+    for (int k = 0; k < 4; k++)
+        *ev[k] = NULL;
+    e = cudaStreamCreateWithPriority(&s->copy_in, cudaStreamNonBlocking, prio);
+    if (e != cudaSuccess) {
+        s->copy_in = NULL;
+        rc = cuda_status_of(b, e, "cudaStreamCreateWithPriority(copy in)");
+        goto err;
+    }
+    e = cudaStreamCreateWithPriority(&s->copy_out, cudaStreamNonBlocking, prio);
+    if (e != cudaSuccess) {
+        s->copy_out = NULL;
+        rc = cuda_status_of(b, e, "cudaStreamCreateWithPriority(copy out)");
+        goto err;
+    }
+    for (int i = 0; i < 4; i++) {
+        e = cudaEventCreateWithFlags(ev[i], cudaEventDisableTiming);
+        if (e != cudaSuccess) {
+            *ev[i] = NULL;
+            rc = cuda_status_of(b, e, "cudaEventCreateWithFlags(pipeline)");
+            goto err;
+        }
+    }
+    return 0;
+
+err:
+    sess_pipe_fini(s);
+    return rc;
+}
+
 int cuda_session_open(backend *bb, int priority, int device, void **bsess,
                       backend_session_info *info)
 {
@@ -208,6 +260,8 @@ int cuda_session_open(backend *bb, int priority, int device, void **bsess,
                                    : GPUQ_E_DEVICE;
         goto err_after_stream;
     }
+    if ((rc = sess_pipe_init(b, s, prio)) != 0)
+        goto err_after_ctx;
     s->next = b->sessions;
     if (b->sessions)
         b->sessions->prev = s;
@@ -218,6 +272,8 @@ int cuda_session_open(backend *bb, int priority, int device, void **bsess,
     *bsess = s;
     return 0;
 
+err_after_ctx:
+    gpuq_cuda_ctx_destroy(s->kctx);
 err_after_stream:
     cudaStreamDestroy(s->stream);
 err_after_alloc:
@@ -236,6 +292,7 @@ void cuda_sess_destroy(backend_cuda *b, cuda_sess *s)
     s->dev->sessions--;
     /* Errors are ignored here: after a sticky error every call fails. */
     if (cuda_use_device(b, s->dev->index) == 0 || b->base.lost) {
+        sess_pipe_fini(s);
         gpuq_cuda_ctx_destroy(s->kctx);
         cudaStreamDestroy(s->stream);
     }

@@ -1,0 +1,317 @@
+/* backend_cuda_pipe.c - pipelined, chunked CUDA jobs.
+ *
+ * Why: a job that copies all its input, runs, then copies all its output
+ * leaves the GPU idle during the copies and one copy engine idle always.
+ * Split into chunks of rows (the op says how: op_backend_def.cuda_split),
+ * the upload of chunk k+1, the op on chunk k and the download of chunk k-1
+ * run at once, and both copy directions are busy. Chunks also bound how
+ * long one job holds a copy engine.
+ *
+ * Happy path, per job, on the session's compute stream C and copy streams
+ * IN and OUT (same priority as C), all enqueued at submit on the loop:
+ *   C:   [allocations, errflag reset: the caller] record ev_fork
+ *   IN:  wait ev_fork (the device buffers come from C's stream-ordered
+ *        pool); B whole when every row needs it (pairwise, knn)
+ *   per chunk k:
+ *     IN:  H2D of A's rows (and B's, when row-aligned), record ev_in
+ *     C:   wait ev_in, the op on rows k (launch_cuda_rows), record ev_comp
+ *     OUT: wait ev_comp, D2H of each output's rows k
+ *   join: OUT records ev_out, C waits on it.
+ * C has waited on IN's last ev_in, so after the join every copy of the job
+ * is ordered before what the caller enqueues next on C: the cudaFreeAsync
+ * of the device buffers, the errflag copy, the timing and completion
+ * events. Completion (backend_cuda_done.c) is unchanged: the job is done
+ * when its event on C is. Events are per session and reused chunk after
+ * chunk: cudaStreamWaitEvent takes the event's state when it is enqueued,
+ * so recording it again right after the wait is legal, and the jobs of one
+ * session are enqueued one after the other on the loop.
+ *
+ * Two-phase ops (flat normalize: one reduction over all values): per
+ * chunk IN uploads and C reduces it as it lands (launch_cuda_reduce); then
+ * C combines (launch_cuda_finish); then per chunk C writes the output
+ * (launch_cuda_rows) and OUT downloads it.
+ *
+ * Timing (job->timing, when asked): the three spans still add up to the
+ * job's device time, but overlap makes them consecutive stretches of one
+ * timeline instead of three phases: h2d from the job's start until its last
+ * input byte landed (t[1], recorded on IN), kernel from then until its last
+ * kernel ended (t[2] on C), d2h from then until its last output byte and
+ * the error flag arrived (t[3] on C after the join). Work that overlapped
+ * counts in the earliest span it overlapped: a pipelined job's kernel_us
+ * and d2h_us are only what the upload did not hide.
+ *
+ * Failures: every CUDA call is checked; the first failure stops enqueuing
+ * and joins: for each copy stream this job used, an event is recorded on it
+ * and C waits on it, so that the caller's frees and completion event stay
+ * behind every copy already enqueued (a staging slot or arena must not be
+ * released while a copy stream can still touch it). If that fails too, the
+ * copy stream is synchronized (a rare, slow, safe path). No stream is left
+ * waiting on an event that is never recorded: every wait follows its
+ * record (and a wait on an unrecorded event would not block anyway).
+ * Sticky errors lose the device as everywhere in the backend.
+ *
+ * Test hooks: GPUQ_TEST_INJECT_PIPE=N fails the N-th submitted job, when it
+ * is pipelined, at its middle chunk (after its upload, before its kernel:
+ * for an op of one phase, earlier chunks' downloads are on OUT by then)
+ * with a non-sticky CUDA error; GPUQ_TEST_INJECT_STICKY=N, for a pipelined
+ * job, launches the faulting kernel at that point instead of before the
+ * job's kernels.
+ */
+#include "backend_cuda_pipe.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "backend_cuda_dev.h"
+#include "errors.h"
+#include "gpuq_kernels.h"
+#include "log.h"
+
+/* ---- the plan ---- */
+
+int cuda_pipe_plan(const backend_cuda *b, const gpuq_job *job, cuda_plan *pl)
+{
+    const gpuq_sizes *sz = job->sz;
+    const op_backend_def *ob = op_backend_of(job->req->op);
+    memset(pl, 0, sizeof *pl);
+    if (b->chunk_bytes == 0 || !ob || !ob->launch_cuda_rows ||
+        sz->payload + sz->output <= b->chunk_bytes)
+        return 0;
+    if (!op_cuda_split(job->req, sz, &pl->sp) || pl->sp.rows < 2)
+        return 0;
+    const op_split *sp = &pl->sp;
+    if (sp->two_phase && (!ob->launch_cuda_reduce || !ob->launch_cuda_finish))
+        return 0;
+    uint64_t row = sp->a_row + sp->b_row;
+    for (uint32_t k = 0; k < GPUQ_MAX_OUTPUTS; k++)
+        row += sp->out_row[k];
+    if (row == 0)
+        return 0;
+    /* About chunk_bytes a chunk, at most CUDA_PIPE_MAX_CHUNKS chunks, then
+     * the rows spread evenly over that many. */
+    uint64_t chunk = b->chunk_bytes / row;
+    uint64_t least = sp->rows / CUDA_PIPE_MAX_CHUNKS + (sp->rows % CUDA_PIPE_MAX_CHUNKS != 0);
+    if (chunk < least)
+        chunk = least;
+    if (chunk == 0)
+        chunk = 1;
+    uint64_t n = sp->rows / chunk + (sp->rows % chunk != 0);
+    if (n < 2)
+        return 0;
+    chunk = sp->rows / n + (sp->rows % n != 0);
+    pl->chunk = chunk;
+    pl->nchunks = sp->rows / chunk + (sp->rows % chunk != 0);
+    pl->scratch = ob->cuda_chunk_scratch ? ob->cuda_chunk_scratch(job->req, sz, chunk)
+                                         : op_scratch_bytes(job->req, sz);
+    if (sp->two_phase && pl->scratch == 0)
+        return 0; /* the op cannot split these sizes: run whole */
+    return pl->nchunks >= 2;
+}
+
+/* ---- the run ---- */
+
+typedef struct pipe_ctx {
+    backend_cuda *b;
+    cuda_sess *s;
+    gpuq_job *job;
+    const cuda_plan *pl;
+    const op_backend_def *ob;
+    op_bufs d;
+    char *d_a, *d_b;       /* d.a and d.b, writable: the uploads' destinations */
+    int in_used, out_used; /* this job put work on copy_in / copy_out */
+    char *detail;
+    size_t cap;
+} pipe_ctx;
+
+/* A failed CUDA call: its status (sticky ones lose the device) and line. */
+static int pipe_fail(pipe_ctx *p, cudaError_t e, const char *what)
+{
+    snprintf(p->detail, p->cap, "%s: %s", what, cudaGetErrorString(e));
+    return cuda_status_of(p->b, e, what);
+}
+
+/* A launch hook's GPUQ_K_* code (not OK) as a status. */
+static int pipe_kfail(pipe_ctx *p, int k)
+{
+    snprintf(p->detail, p->cap, "kernel launch failed");
+    return cuda_status_of_kcode(p->b, p->job, k);
+}
+
+#define PIPE_CALL(p, call, what)                                                                   \
+    do {                                                                                           \
+        cudaError_t pe_ = (call);                                                                  \
+        if (pe_ != cudaSuccess)                                                                    \
+            return pipe_fail((p), pe_, (what));                                                    \
+    } while (0)
+
+#define PIPE_K(p, call)                                                                            \
+    do {                                                                                           \
+        int pk_ = (call);                                                                          \
+        if (pk_ != GPUQ_K_OK)                                                                      \
+            return pipe_kfail((p), pk_);                                                           \
+    } while (0)
+
+static op_rows pipe_rows(const cuda_plan *pl, uint64_t k)
+{
+    op_rows rw = {.r0 = k * pl->chunk, .nr = pl->chunk, .chunk = pl->chunk};
+    if (rw.nr > pl->sp.rows - rw.r0)
+        rw.nr = pl->sp.rows - rw.r0;
+    return rw;
+}
+
+/* IN: chunk k's rows of A (and of a row-aligned B), then (on the last
+ * chunk) the timing event t[1], then ev_in; C waits on it. */
+static int pipe_upload(pipe_ctx *p, uint64_t k)
+{
+    const op_split *sp = &p->pl->sp;
+    cuda_sess *s = p->s;
+    cuda_jobx *x = p->job->bpriv;
+    op_rows rw = pipe_rows(p->pl, k);
+    const char *h_a = p->job->h_in[0], *h_b = p->job->h_in[1];
+    if (sp->a_row)
+        PIPE_CALL(p,
+                  cudaMemcpyAsync(p->d_a + rw.r0 * sp->a_row, h_a + rw.r0 * sp->a_row,
+                                  rw.nr * sp->a_row, cudaMemcpyHostToDevice, s->copy_in),
+                  "cudaMemcpyAsync(H2D chunk)");
+    if (sp->b_row)
+        PIPE_CALL(p,
+                  cudaMemcpyAsync(p->d_b + rw.r0 * sp->b_row, h_b + rw.r0 * sp->b_row,
+                                  rw.nr * sp->b_row, cudaMemcpyHostToDevice, s->copy_in),
+                  "cudaMemcpyAsync(H2D chunk B)");
+    /* Before ev_in, so that C's wait covers it and the event is complete
+     * by the time the job is (its elapsed time is read then). */
+    if (k + 1 == p->pl->nchunks && x->timing)
+        PIPE_CALL(p, cudaEventRecord(x->t[1], s->copy_in), "cudaEventRecord(t1)");
+    PIPE_CALL(p, cudaEventRecord(s->ev_in, s->copy_in), "cudaEventRecord(in)");
+    PIPE_CALL(p, cudaStreamWaitEvent(s->stream, s->ev_in, 0), "cudaStreamWaitEvent(in)");
+    return 0;
+}
+
+/* C: the op on chunk k (t[2] after the last); OUT: its outputs' rows. */
+static int pipe_compute_download(pipe_ctx *p, uint64_t k)
+{
+    const op_split *sp = &p->pl->sp;
+    cuda_sess *s = p->s;
+    cuda_jobx *x = p->job->bpriv;
+    op_rows rw = pipe_rows(p->pl, k);
+    PIPE_K(p, p->ob->launch_cuda_rows(s->kctx, p->job->req, p->job->sz, &p->d, &rw));
+    if (k + 1 == p->pl->nchunks && x->timing)
+        PIPE_CALL(p, cudaEventRecord(x->t[2], s->stream), "cudaEventRecord(t2)");
+    PIPE_CALL(p, cudaEventRecord(s->ev_comp, s->stream), "cudaEventRecord(compute)");
+    p->out_used = 1;
+    PIPE_CALL(p, cudaStreamWaitEvent(s->copy_out, s->ev_comp, 0), "cudaStreamWaitEvent(compute)");
+    for (uint32_t o = 0; o < p->job->sz->nout && o < GPUQ_MAX_OUTPUTS; o++) {
+        uint64_t ob = sp->out_row[o];
+        if (ob)
+            PIPE_CALL(p,
+                      cudaMemcpyAsync((char *)p->job->h_out[o] + rw.r0 * ob,
+                                      (const char *)p->d.out[o] + rw.r0 * ob, rw.nr * ob,
+                                      cudaMemcpyDeviceToHost, s->copy_out),
+                      "cudaMemcpyAsync(D2H chunk)");
+    }
+    return 0;
+}
+
+/* The test hooks at the middle chunk (see the top of this file). */
+static int pipe_inject(pipe_ctx *p, uint64_t k)
+{
+    backend_cuda *b = p->b;
+    if (k != p->pl->nchunks / 2)
+        return 0;
+    if (b->inject_sticky && b->submits == b->inject_sticky)
+        PIPE_K(p, gpuq_cuda_test_fault(p->s->stream));
+    if (b->inject_pipe && b->submits == b->inject_pipe)
+        return pipe_fail(p, cudaErrorLaunchOutOfResources, "injected (GPUQ_TEST_INJECT_PIPE)");
+    return 0;
+}
+
+/* Everything up to the join; returns at the first failure. */
+static int pipe_enqueue(pipe_ctx *p)
+{
+    cuda_sess *s = p->s;
+    const gpuq_sizes *sz = p->job->sz;
+    const cuda_plan *pl = p->pl;
+    cuda_jobx *x = p->job->bpriv;
+    int rc, has_in = pl->sp.a_row != 0;
+    if (has_in) {
+        PIPE_CALL(p, cudaEventRecord(s->ev_fork, s->stream), "cudaEventRecord(fork)");
+        p->in_used = 1;
+        PIPE_CALL(p, cudaStreamWaitEvent(s->copy_in, s->ev_fork, 0), "cudaStreamWaitEvent(fork)");
+        if (sz->nin > 1 && !pl->sp.b_row && sz->in_bytes[1])
+            PIPE_CALL(p,
+                      cudaMemcpyAsync(p->d_b, p->job->h_in[1], sz->in_bytes[1],
+                                      cudaMemcpyHostToDevice, s->copy_in),
+                      "cudaMemcpyAsync(H2D B)");
+    } else if (x->timing) {
+        PIPE_CALL(p, cudaEventRecord(x->t[1], s->stream), "cudaEventRecord(t1)");
+    }
+    for (uint64_t k = 0; k < pl->nchunks; k++) {
+        if (has_in && (rc = pipe_upload(p, k)) != 0)
+            return rc;
+        if ((rc = pipe_inject(p, k)) != 0)
+            return rc;
+        if (pl->sp.two_phase) {
+            op_rows rw = pipe_rows(pl, k);
+            PIPE_K(p, p->ob->launch_cuda_reduce(s->kctx, p->job->req, sz, &p->d, &rw));
+        } else if ((rc = pipe_compute_download(p, k)) != 0) {
+            return rc;
+        }
+    }
+    if (pl->sp.two_phase) {
+        op_rows all = {.r0 = 0, .nr = pl->sp.rows, .chunk = pl->chunk};
+        PIPE_K(p, p->ob->launch_cuda_finish(s->kctx, p->job->req, sz, &p->d, &all));
+        for (uint64_t k = 0; k < pl->nchunks; k++)
+            if ((rc = pipe_compute_download(p, k)) != 0)
+                return rc;
+    }
+    if (p->out_used) {
+        PIPE_CALL(p, cudaEventRecord(s->ev_out, s->copy_out), "cudaEventRecord(out)");
+        PIPE_CALL(p, cudaStreamWaitEvent(s->stream, s->ev_out, 0), "cudaStreamWaitEvent(out)");
+    }
+    return 0;
+}
+
+/* After a failure: order what side put on its stream before C's next
+ * work, or wait for it. When neither works the job's host memory could
+ * still be read or written by a copy after it completes: the device is
+ * then treated as lost (gpuqd exits, every job is answered). */
+static void pipe_join_side(pipe_ctx *p, cudaStream_t side, cudaEvent_t ev, const char *what)
+{
+    cudaError_t e = cudaEventRecord(ev, side);
+    if (e == cudaSuccess)
+        e = cudaStreamWaitEvent(p->s->stream, ev, 0);
+    if (e == cudaSuccess)
+        return;
+    log_error("cuda: joining the %s stream after a failed job: %s; synchronizing it", what,
+              cudaGetErrorString(e));
+    e = cudaStreamSynchronize(side);
+    if (e != cudaSuccess)
+        cuda_mark_lost(p->b, "cudaStreamSynchronize(copy stream) after a failed job", e);
+}
+
+int cuda_pipe_run(backend_cuda *b, cuda_sess *s, gpuq_job *job, const cuda_plan *pl, void *d_in,
+                  void *d_out, void *d_scratch, char *detail, size_t cap)
+{
+    pipe_ctx p = {.b = b,
+                  .s = s,
+                  .job = job,
+                  .pl = pl,
+                  .ob = op_backend_of(job->req->op),
+                  .d = op_bufs_make(job->req, job->sz, d_in, d_out, d_scratch),
+                  .d_a = d_in,
+                  .d_b = job->sz->nin > 1 && d_in ? (char *)d_in + op_b_offset(job->req) : NULL,
+                  .detail = detail,
+                  .cap = cap};
+    b->pipelined++;
+    b->chunks += pl->nchunks;
+    int rc = pipe_enqueue(&p);
+    if (rc) {
+        if (p.out_used)
+            pipe_join_side(&p, s->copy_out, s->ev_out, "copy out");
+        if (p.in_used)
+            pipe_join_side(&p, s->copy_in, s->ev_in, "copy in");
+    }
+    return rc;
+}
