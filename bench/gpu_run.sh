@@ -7,7 +7,9 @@
 # suite and the daemon again under compute-sanitizer (memcheck, racecheck),
 # runs the benchmark (gpuq_bench: each row gpuq's figure, the in-process
 # peer's, their ratio and the row's error count) with and without the
-# completion spin, the same rows with PyTorch in-process (bench/peer_torch.py),
+# completion spin, the pairwise kernels alone timed with CUDA events
+# (gpuq_bench_kernels), the same rows with PyTorch in-process (bench/peer_torch.py,
+# whose kernel-only torch.cdist rows are timed the same way),
 # the mutation check's gpu mutations (tests/mutate/run.py --gpu-only), splits
 # one large request with --timing, and prints a short summary table last.
 #
@@ -27,7 +29,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$(pwd)
-STEPS=" ${GPUQ_STEPS:-ctest sanitize mutate bench peer timing} "
+STEPS=" ${GPUQ_STEPS:-ctest sanitize mutate bench kernels peer timing} "
 PREFIX=${GPUQ_DEPS_PREFIX:-/tmp/gpuq-deps}
 LOGS=$ROOT/build-gpu/logs
 # this run's step logs only (a part of a split run got its own back already)
@@ -79,6 +81,10 @@ main() {
             fi
             grep -E '^\||^bench: [0-9]+ errors' "$LOGS/$f.txt"
         done
+        if [[ -f "$LOGS/bench_kernels.txt" ]]; then
+            echo "-- gpuq's pairwise kernels alone, CUDA events (gpuq_bench_kernels)"
+            grep -E '^\|' "$LOGS/bench_kernels.txt"
+        fi
         if [[ -f "$LOGS/peer_torch.txt" ]]; then
             echo "-- PyTorch in-process, the same rows (bench/peer_torch.py)"
             grep -E '^\|' "$LOGS/peer_torch.txt"
@@ -229,6 +235,16 @@ main() {
             total=$(grep -E '^bench: [0-9]+ errors' "$LOGS/$f.txt" | tail -1)
             row "$(okfail "$rc")" "$label" "exit $rc; ${total:-no total line}"
         done
+    fi
+
+    # The pairwise kernels alone (CUDA events, inputs on the device), to set
+    # beside peer_torch.py's kernel-only torch.cdist rows.
+    if want kernels; then
+        echo "== gpuq_bench_kernels"
+        build-gpu/bench/gpuq_bench_kernels 2>&1 | tee "$LOGS/bench_kernels.txt"
+        rc=${PIPESTATUS[0]}
+        row "$(okfail "$rc")" "pairwise kernels alone" \
+            "exit $rc; $(grep -E '^bench_kernels: [0-9]+ errors' "$LOGS/bench_kernels.txt" | tail -1)"
     fi
 
     # The PyTorch peer: the same rows done in a user's own process, this run.

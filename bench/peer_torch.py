@@ -105,6 +105,40 @@ def main():
         run(f"pairwise euclidean f32, {n}x{n}, d = {d}{how}", reps, step,
             lambda r: close(r.numpy()[: len(xs)], want, tol, 1.0), note)
 
+    def pairwise_kernel_row(n, d, reps, mode, tol):
+        # torch.cdist alone, timed with CUDA events, the input already on
+        # the device: the figure to set beside gpuq_bench_kernels' rows
+        # (bench/bench_kernels.c times gpuq's kernels the same way).
+        nonlocal errors
+        how = "direct" if mode.startswith("donot") else "matmul form"
+        what = f"pairwise euclidean f32, {n}x{n}, d = {d}, kernel only (cdist, {how})"
+        try:
+            i = np.arange(n * d, dtype=np.uint64)
+            x = (((i * np.uint64(2654435761)) % np.uint64(1000)).astype(np.float32) / 1000.0).reshape(n, d)
+            a = torch.from_numpy(x).to(dev)
+            b = a.clone()
+            torch.cdist(a, b, compute_mode=mode)  # warm-up
+            torch.cuda.synchronize()
+            e0 = torch.cuda.Event(enable_timing=True)
+            e1 = torch.cuda.Event(enable_timing=True)
+            ts = []
+            for _ in range(reps):
+                e0.record()
+                out = torch.cdist(a, b, compute_mode=mode)
+                e1.record()
+                e1.synchronize()
+                ts.append(e0.elapsed_time(e1) / 1e3)
+            xs = x.astype(np.float64)[: min(n, 64)]
+            want = np.sqrt(((xs[:, None, :] - x.astype(np.float64)[None, :, :]) ** 2).sum(-1))
+            bad = close(out[: len(xs)].cpu().numpy(), want, tol, 1.0)
+            if bad:
+                raise ValueError(bad)
+            rows.append((what, f"p50 {fmt_us(pct(ts, 0.5))}, min {fmt_us(min(ts))}", 0))
+        except Exception as e:  # noqa: BLE001 - every failure is a counted error
+            errors += 1
+            print(f"peer_torch: {what}: {e}", file=sys.stderr)
+            rows.append((what, "n/a", 1))
+
     def grid_row(n, reps):
         lat0, lat1, lon0, lon1, tlat, tlon, rad = -90.0, 90.0, -180.0, 180.0, 30.0, 101.0, 6371.0088
         o = torch.empty((n, n), dtype=torch.float64).pin_memory()
@@ -173,6 +207,8 @@ def main():
     pn, pd = (256, 16) if quick else (4096, 64)
     pairwise_row(pn, pd, 3, "donot_use_mm_for_euclid_dist", 1e-4)
     pairwise_row(pn, pd, 3, "use_mm_for_euclid_dist_if_necessary", 1e-2)
+    pairwise_kernel_row(pn, pd, 3 if quick else 20, "donot_use_mm_for_euclid_dist", 1e-4)
+    pairwise_kernel_row(pn, pd, 3 if quick else 20, "use_mm_for_euclid_dist_if_necessary", 1e-2)
     grid_row(200 if quick else 1000, 3 if quick else 5)
     if quick:
         knn_row(256, 20000, 16, 10, 3)

@@ -2,7 +2,9 @@
  *
  * Knows nothing of sockets, the protocol or libuv. Arrays are C-order,
  * little-endian float32 (dt = GPUQ_K_F32) or float64 (GPUQ_K_F64); results
- * accumulate in double. CPU functions (gpuq_cpu_*) are the reference the GPU
+ * accumulate in double (one exception: gpuq_cuda_pairwise's float32
+ * euclidean, sqeuclidean and manhattan sum in float, within 1e-5 relative:
+ * pairwise.cu). CPU functions (gpuq_cpu_*) are the reference the GPU
  * is tested against; CUDA functions (gpuq_cuda_*) take device pointers and a
  * stream, enqueue work and return without synchronizing.
  *
@@ -122,6 +124,10 @@ int gpuq_cuda_haversine_pair(gpuq_cuda_ctx *ctx, int dt, const void *d_a, const 
                              uint64_t n, double radius, void *d_out);
 int gpuq_cuda_grid(gpuq_cuda_ctx *ctx, int dt, double lat0, double lat1, uint64_t nlat, double lon0,
                    double lon1, uint64_t nlon, double lat, double lon, double radius, void *d_out);
+/* Rows [r0, r0 + nr) of a pairwise result: d_x + r0*d elements, m = nr,
+ * d_out + r0*n elements. Outside float64's GEMM route (d >= 32, cuBLAS) a
+ * range gives the same bits as the full call, allocates nothing and only
+ * launches on ctx's stream (pairwise.cu). */
 int gpuq_cuda_pairwise(gpuq_cuda_ctx *ctx, int dt, int metric, int zero_ok, const void *d_x,
                        const void *d_y, uint64_t m, uint64_t n, uint64_t d, void *d_out);
 

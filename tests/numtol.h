@@ -192,6 +192,33 @@ static inline double nt_pairwise_acc(int metric, uint64_t d, double ref)
     }
 }
 
+/* The CUDA float32 route of euclidean, sqeuclidean and manhattan
+ * (kernels/pairwise.cu): float sums of at most NT_F32_SPAN terms, the
+ * partials of longer rows added in double. Every term is >= 0, so the
+ * bound is relative: a - b rounds once, (a-b)^2 is exact inside the FMA
+ * that adds it, each of the s = min(d, NT_F32_SPAN) additions of a partial
+ * rounds once, and the double sum is rounded to float before the square
+ * root: (s + 4) uT for sqeuclidean and manhattan, half of that plus the
+ * square root's rounding for euclidean (uT = 2^-24; at most 4.1e-6 for any
+ * d, the 1e-5 relative the route promises). The final rounding to the
+ * dtype is nt_tol's nround. Cosine sums in double on every route:
+ * nt_pairwise_acc. Squared sums that leave float's range (below 2^-100,
+ * +inf) are summed again in double: nt_pairwise_acc's bound, smaller. */
+#define NT_F32_SPAN 64
+static inline double nt_pairwise_f32_acc(int metric, uint64_t d, double ref)
+{
+    double s = (double)(d < NT_F32_SPAN ? d : NT_F32_SPAN), uf = 0x1p-24;
+    switch (metric) {
+    case NT_EUCLIDEAN:
+        return (s / 2.0 + 3.0) * uf * fabs(ref);
+    case NT_SQEUCLIDEAN:
+    case NT_MANHATTAN:
+        return (s + 4.0) * uf * fabs(ref);
+    default: /* NT_COSINE */
+        return nt_pairwise_acc(metric, d, ref);
+    }
+}
+
 /* The GEMM route of pairwise.cu (float64, d >= 32, not manhattan, cuBLAS
  * loaded): ||x||^2 + ||y||^2 - 2 x.y, nx and ny the two rows' sums of
  * squares. Each of the three terms is off by (d+2)u of its size, so the

@@ -12,7 +12,8 @@
  *    latitudes and longitudes, against numpy.
  * The bounds (numtol.h) follow from the double accumulation gpuq promises,
  * per element, for either backend; on the CUDA backend float64 pairwise
- * with d >= 32 may take the GEMM route, whose own bound is used there. All
+ * with d >= 32 may take the GEMM route, and float32 pairwise sums in float
+ * (but cosine), each with its own bound (numtol.h) there. All
  * references of a test come from one python process (refbatch.h). */
 #include <check.h>
 #include <math.h>
@@ -278,7 +279,8 @@ START_TEST(pairwise_all)
         for (uint64_t e = 0; e < m * n; e++) {
             double acc = gemm ? nt_pairwise_gemm_acc(mt, run[k].d, ref[e], run[k].nx[e / n],
                                                      run[k].ny[e % n])
-                              : nt_pairwise_acc(mt, run[k].d, ref[e]);
+                         : cuda && dt == GPUQ_DT_F32 ? nt_pairwise_f32_acc(mt, run[k].d, ref[e])
+                                                     : nt_pairwise_acc(mt, run[k].d, ref[e]);
             tol[e] = nt_tol(dt, 1, 1, ref[e], acc);
         }
         char what[96];

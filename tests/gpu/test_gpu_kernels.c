@@ -712,8 +712,10 @@ static int takes_gemm(int dt, int metric, uint64_t d)
 }
 
 /* Per element, GPU against CPU: the CPU sums directly in double (its bound,
- * numtol.h), the GPU too on the tiled route; on the GEMM route the GPU's
- * error is the route's own bound, which grows with the rows' norms. */
+ * numtol.h), the GPU too on the tiled route but for float32 euclidean,
+ * sqeuclidean and manhattan, which sum in float (nt_pairwise_f32_acc); on
+ * the GEMM route the GPU's error is the route's own bound, which grows
+ * with the rows' norms. */
 static void check_pairwise(int dt, int metric, int gemm, void *d_out, const void *cpu,
                            const void *x, const void *y, uint64_t m, uint64_t n, uint64_t d,
                            const char *what)
@@ -723,7 +725,9 @@ static void check_pairwise(int dt, int metric, int gemm, void *d_out, const void
     double *nx = gemm ? row_sq(dt, x, m, d) : NULL, *ny = gemm ? row_sq(dt, y, n, d) : NULL;
     for (size_t e = 0; e < mn; e++) {
         double acc = nt_pairwise_acc(metric, d, ref[e]);
-        acc += gemm ? nt_pairwise_gemm_acc(metric, d, ref[e], nx[e / n], ny[e % n]) : acc;
+        acc += gemm               ? nt_pairwise_gemm_acc(metric, d, ref[e], nx[e / n], ny[e % n])
+               : dt == GPUQ_K_F32 ? nt_pairwise_f32_acc(metric, d, ref[e])
+                                  : acc;
         tol[e] = nt_tol(dt, 2, 1, ref[e], acc);
     }
     check_tol(dt, got, ref, tol, mn, what);

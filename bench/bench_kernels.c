@@ -1,0 +1,252 @@
+/* bench_kernels.c - gpuq_bench_kernels: kernel-only times of gpuq's CUDA
+ * pairwise kernels, from CUDA events around the launches, with the inputs
+ * already on the device: what gpuq_bench's end-to-end rows hide behind the
+ * transfers (a 4096 x 4096 float32 result is 64 MiB to download, the
+ * kernel a small part of the round trip). bench/peer_torch.py prints
+ * torch.cdist's kernel-only time for the same shape, measured the same way,
+ * so that the two sit side by side in bench/gpu_run.sh's log.
+ *
+ * Rows: pairwise 4096 x 4096, d = 64 (gpuq_bench's shape, y = x as its
+ * request sends), every metric in float32; float64 euclidean on its default
+ * route (cuBLAS GEMM when loaded) and tiled, float64 manhattan; float32
+ * euclidean at d = 1000 (partial sums split every 64 coordinates); and the
+ * d = 64 float32 euclidean request cut into 8 row ranges of 512 launched
+ * back to back (what a pipelined request launches). Each row: p50 and min
+ * over the repetitions after one warm-up launch, and a check of four rows
+ * of the result against the CPU reference (float64 sums; 1e-5 relative in
+ * float32, 1e-9 in float64, floor 1): a wrong result makes the row an
+ * error, and any error makes the program exit 1. Without a CUDA device it
+ * prints why and exits 3.
+ *
+ *   gpuq_bench_kernels [--quick]   (--quick: 256 x 256, d = 16, 3 reps)
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "gpuq_kernels.h"
+
+#define BK_CU(call)                                                                                \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "bench_kernels: %s: %s\n", #call, cudaGetErrorString(e_));             \
+            return -1;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+typedef struct bk {
+    cudaStream_t stream;
+    gpuq_cuda_ctx *ctx;
+    cudaEvent_t ev0, ev1;
+    int reps;
+    int errors, rows;
+} bk;
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* gpuq_bench's and peer_torch.py's input: ((i * 2654435761) mod 1000) / 1000. */
+static void fill(int dt, void *h, uint64_t count)
+{
+    for (uint64_t i = 0; i < count; i++) {
+        double v = (double)((i * 2654435761u) % 1000u) / 1000.0;
+        if (dt == GPUQ_K_F32)
+            ((float *)h)[i] = (float)v;
+        else
+            ((double *)h)[i] = v;
+    }
+}
+
+/* One launch of the row's work: the whole request, or nr-row ranges. */
+static int bk_launch(bk *b, int dt, int metric, const char *d_x, uint64_t m, uint64_t d,
+                     uint64_t nr, char *d_out)
+{
+    size_t es = dt == GPUQ_K_F32 ? 4 : 8;
+    for (uint64_t r0 = 0; r0 < m; r0 += nr) {
+        uint64_t rows = m - r0 < nr ? m - r0 : nr;
+        int k = gpuq_cuda_pairwise(b->ctx, dt, metric, 0, d_x + r0 * d * es, d_x, rows, m, d,
+                                   d_out + r0 * m * es);
+        if (k != GPUQ_K_OK) {
+            fprintf(stderr, "bench_kernels: gpuq_cuda_pairwise: %d\n", k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Rows 0, 1, m/2 and m-1 of d_out against the CPU reference; 0 when right. */
+static int bk_check(int dt, int metric, const void *h_x, const char *d_out, uint64_t m, uint64_t d,
+                    char *why, size_t cap)
+{
+    size_t es = dt == GPUQ_K_F32 ? 4 : 8;
+    const uint64_t rows[4] = {0, 1, m / 2, m - 1};
+    void *got = malloc(m * es), *ref = malloc(m * es);
+    int bad = 0;
+    if (!got || !ref) {
+        snprintf(why, cap, "out of memory");
+        bad = 1;
+    }
+    for (int k = 0; k < 4 && !bad; k++) {
+        uint64_t i = rows[k];
+        if (cudaMemcpy(got, d_out + i * m * es, m * es, cudaMemcpyDeviceToHost) != cudaSuccess ||
+            gpuq_cpu_pairwise(dt, metric, 0, (const char *)h_x + i * d * es, h_x, 1, m, d, ref) !=
+                GPUQ_K_OK) {
+            snprintf(why, cap, "row %llu: copy or reference failed", (unsigned long long)i);
+            bad = 1;
+            break;
+        }
+        for (uint64_t j = 0; j < m; j++) {
+            double g = dt == GPUQ_K_F32 ? ((float *)got)[j] : ((double *)got)[j];
+            double r = dt == GPUQ_K_F32 ? ((float *)ref)[j] : ((double *)ref)[j];
+            double tol = (dt == GPUQ_K_F32 ? 1e-5 : 1e-9) * fmax(fabs(r), 1.0);
+            if (!(fabs(g - r) <= tol)) {
+                snprintf(why, cap, "element [%llu][%llu] is %.9g, CPU %.9g", (unsigned long long)i,
+                         (unsigned long long)j, g, r);
+                bad = 1;
+                break;
+            }
+        }
+    }
+    free(got);
+    free(ref);
+    return bad;
+}
+
+/* One row of the table: m x m against itself, d coordinates, in ranges of
+ * nr rows (m: the whole request). */
+static void bk_row(bk *b, const char *what, int dt, int metric, uint64_t m, uint64_t d, uint64_t nr,
+                   int gemm)
+{
+    size_t es = dt == GPUQ_K_F32 ? 4 : 8;
+    void *h_x = malloc(m * d * es);
+    char *d_x = NULL, *d_out = NULL;
+    float *ts = calloc((size_t)b->reps, sizeof *ts);
+    char why[256] = "";
+    int bad = !h_x || !ts;
+    b->rows++;
+    gpuq_cuda_ctx_use_gemm(b->ctx, gemm);
+    if (!bad) {
+        fill(dt, h_x, m * d);
+        bad = cudaMalloc((void **)&d_x, m * d * es) != cudaSuccess ||
+              cudaMalloc((void **)&d_out, m * m * es) != cudaSuccess ||
+              cudaMemcpy(d_x, h_x, m * d * es, cudaMemcpyHostToDevice) != cudaSuccess ||
+              cudaMemsetAsync(gpuq_cuda_ctx_errflag(b->ctx), 0, sizeof(int), b->stream) !=
+                  cudaSuccess;
+        if (bad)
+            snprintf(why, sizeof why, "device memory or copy failed");
+    }
+    /* warm-up (module load, cuBLAS handle), then the timed launches */
+    if (!bad && (bad = bk_launch(b, dt, metric, d_x, m, d, nr, d_out) != 0 ||
+                       cudaStreamSynchronize(b->stream) != cudaSuccess))
+        snprintf(why, sizeof why, "warm-up launch failed");
+    for (int r = 0; r < b->reps && !bad; r++) {
+        if (cudaEventRecord(b->ev0, b->stream) != cudaSuccess ||
+            bk_launch(b, dt, metric, d_x, m, d, nr, d_out) != 0 ||
+            cudaEventRecord(b->ev1, b->stream) != cudaSuccess ||
+            cudaEventSynchronize(b->ev1) != cudaSuccess ||
+            cudaEventElapsedTime(&ts[r], b->ev0, b->ev1) != cudaSuccess) {
+            snprintf(why, sizeof why, "timed launch %d failed", r);
+            bad = 1;
+        }
+    }
+    int flag = -1;
+    if (!bad && (cudaMemcpy(&flag, gpuq_cuda_ctx_errflag(b->ctx), sizeof flag,
+                            cudaMemcpyDeviceToHost) != cudaSuccess ||
+                 flag != 0)) {
+        snprintf(why, sizeof why, "error flag %d", flag);
+        bad = 1;
+    }
+    if (!bad)
+        bad = bk_check(dt, metric, h_x, d_out, m, d, why, sizeof why);
+    if (bad) {
+        b->errors++;
+        fprintf(stderr, "bench_kernels: %s: %s\n", what, why);
+        printf("| %s | n/a | n/a | 1 |\n", what);
+    } else {
+        qsort(ts, (size_t)b->reps, sizeof *ts, cmp_float);
+        printf("| %s | %.1f us | %.1f us | 0 |\n", what, 1e3 * ts[b->reps / 2], 1e3 * ts[0]);
+    }
+    fflush(stdout);
+    gpuq_cuda_ctx_use_gemm(b->ctx, 1);
+    cudaFree(d_x);
+    cudaFree(d_out);
+    free(h_x);
+    free(ts);
+}
+
+static int bk_open(bk *b)
+{
+    BK_CU(cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking));
+    BK_CU(cudaEventCreate(&b->ev0));
+    BK_CU(cudaEventCreate(&b->ev1));
+    if (gpuq_cuda_ctx_create(b->stream, &b->ctx) != GPUQ_K_OK) {
+        fprintf(stderr, "bench_kernels: gpuq_cuda_ctx_create failed\n");
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    int ndev = 0;
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+    if (e != cudaSuccess || ndev == 0) {
+        printf("bench_kernels: no CUDA device (%s)\n",
+               e != cudaSuccess ? cudaGetErrorString(e) : "count 0");
+        return 3;
+    }
+    bk b;
+    memset(&b, 0, sizeof b);
+    b.reps = quick ? 3 : 20;
+    if (bk_open(&b) != 0)
+        return 1;
+    struct cudaDeviceProp prop;
+    char gemm_why[256] = "";
+    int have_gemm = gpuq_cuda_gemm_status(gemm_why, sizeof gemm_why);
+    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess)
+        snprintf(prop.name, sizeof prop.name, "device 0");
+    const uint64_t m = quick ? 256 : 4096, d = quick ? 16 : 64, dl = quick ? 100 : 1000;
+    static const char *const names[4] = {"euclidean", "sqeuclidean", "cosine", "manhattan"};
+    char what[160];
+    printf("| gpuq kernels, CUDA events, inputs on the device (%s) | p50 | min | errors |\n",
+           prop.name);
+    printf("|---|---:|---:|---:|\n");
+    for (int mt = 0; mt < 4; mt++) {
+        snprintf(what, sizeof what, "pairwise %s f32, %llux%llu, d = %llu, kernel only", names[mt],
+                 (unsigned long long)m, (unsigned long long)m, (unsigned long long)d);
+        bk_row(&b, what, GPUQ_K_F32, mt, m, d, m, 1);
+    }
+    snprintf(what, sizeof what, "pairwise euclidean f64, %llux%llu, d = %llu, kernel only (%s)",
+             (unsigned long long)m, (unsigned long long)m, (unsigned long long)d,
+             have_gemm ? "cuBLAS GEMM route" : "tiled: no cuBLAS");
+    bk_row(&b, what, GPUQ_K_F64, GPUQ_K_EUCLIDEAN, m, d, m, 1);
+    snprintf(what, sizeof what, "pairwise euclidean f64, %llux%llu, d = %llu, kernel only (tiled)",
+             (unsigned long long)m, (unsigned long long)m, (unsigned long long)d);
+    bk_row(&b, what, GPUQ_K_F64, GPUQ_K_EUCLIDEAN, m, d, m, 0);
+    snprintf(what, sizeof what, "pairwise manhattan f64, %llux%llu, d = %llu, kernel only",
+             (unsigned long long)m, (unsigned long long)m, (unsigned long long)d);
+    bk_row(&b, what, GPUQ_K_F64, GPUQ_K_MANHATTAN, m, d, m, 1);
+    snprintf(what, sizeof what, "pairwise euclidean f32, %llux%llu, d = %llu, kernel only",
+             (unsigned long long)m, (unsigned long long)m, (unsigned long long)dl);
+    bk_row(&b, what, GPUQ_K_F32, GPUQ_K_EUCLIDEAN, m, dl, m, 1);
+    snprintf(what, sizeof what,
+             "pairwise euclidean f32, %llux%llu, d = %llu, 8 row ranges of %llu, kernels only",
+             (unsigned long long)m, (unsigned long long)m, (unsigned long long)d,
+             (unsigned long long)(m / 8));
+    bk_row(&b, what, GPUQ_K_F32, GPUQ_K_EUCLIDEAN, m, d, m / 8, 1);
+    printf("bench_kernels: %d errors in %d rows\n", b.errors, b.rows);
+    cudaStreamSynchronize(b.stream);
+    gpuq_cuda_ctx_destroy(b.ctx);
+    cudaEventDestroy(b.ev0);
+    cudaEventDestroy(b.ev1);
+    cudaStreamDestroy(b.stream);
+    return b.errors ? 1 : 0;
+}
