@@ -253,8 +253,10 @@ static void check_cpu(const ecase *c, const ebuf *e, const void *got, const char
                       g[w], r[w], err);
     } else {
         for (size_t i = 0; i < n; i++) {
-            double acc = c->kind == K_PAIR ? nt_pairwise_acc(c->method, c->d, r[i])
-                                           : nt_haversine_acc(r[i], GPUQ_EARTH_RADIUS_KM);
+            /* pairwise f32: the float-sum route's bound (numtol.h) */
+            double acc = c->kind != K_PAIR   ? nt_haversine_acc(r[i], GPUQ_EARTH_RADIUS_KM)
+                         : dt == GPUQ_DT_F32 ? nt_pairwise_f32_acc(c->method, c->d, r[i])
+                                             : nt_pairwise_acc(c->method, c->d, r[i]);
             tol[i] = nt_tol(dt, 2, 2, r[i], acc);
         }
         double worst = nt_worst(g, r, tol, n, &w);

@@ -362,6 +362,8 @@ static void check_cpu(const tcase_def *c, const tjob *t, const double *x, const 
                     ny += x[(c->a0 + j0) * c->d + k] * x[(c->a0 + j0) * c->d + k];
                 }
                 acc = nt_pairwise_gemm_acc(c->method, c->d, r[i], nx, ny);
+            } else if (c->kind == K_PAIR && c->dt == GPUQ_DT_F32) {
+                acc = nt_pairwise_f32_acc(c->method, c->d, r[i]); /* float sums (numtol.h) */
             } else {
                 acc = nt_pairwise_acc(c->method, c->d, r[i]);
             }
