@@ -217,18 +217,6 @@ static void put_shape(gpuq_mpw *w, const char *key, const req_input *in)
         gpuq_mpw_uint(w, in->shape[k]);
 }
 
-static void put_refs(gpuq_mpw *w, const char *key, const gpuq_ref *refs, uint32_t n)
-{
-    gpuq_mpw_str(w, key);
-    gpuq_mpw_array(w, n);
-    for (uint32_t k = 0; k < n; k++) {
-        gpuq_mpw_array(w, 3);
-        gpuq_mpw_uint(w, refs[k].arena);
-        gpuq_mpw_uint(w, refs[k].offset);
-        gpuq_mpw_uint(w, refs[k].length);
-    }
-}
-
 int req_encode(gpuq_req *r, uint64_t id, const req_refs *refs, uint8_t **out, size_t *len)
 {
     /* Move what the setters wrote since last time to the end of body. */
@@ -268,9 +256,9 @@ int req_encode(gpuq_req *r, uint64_t id, const req_refs *refs, uint8_t **out, si
     if (r->in[1].set)
         put_shape(w, "shape_b", &r->in[1]);
     if (nin)
-        put_refs(w, "in", refs->in, nin);
+        gpuq_refs_write(w, "in", refs->in, nin);
     if (nout)
-        put_refs(w, "out", refs->out, nout);
+        gpuq_refs_write(w, "out", refs->out, nout);
     if (r->body_len)
         gpuq_mpw_raw(w, r->body, r->body_len);
     int rc = gpuq_mpw_take(w, out, len);

@@ -245,6 +245,11 @@ int gpuq_request_decode(const uint8_t *buf, size_t len, gpuq_request *req, char 
 int gpuq_request_check(const gpuq_request *req, uint64_t payload_len, const gpuq_limits *lim,
                        gpuq_sizes *sz, char *msg, size_t msgcap);
 
+/* Write key and refs[0..count) as [[arena, offset, length], ...] ("in",
+ * "out": PROTOCOL.md 3.4) into w: the encoder's and libgpuq's. */
+struct gpuq_mpw;
+void gpuq_refs_write(struct gpuq_mpw *w, const char *key, const gpuq_ref *refs, uint32_t count);
+
 /* Encode a request header with msgpack-c into a malloc'd buffer (owned by the
  * caller, free()). Returns 0 or GPUQ_E_NO_MEMORY. */
 int gpuq_request_encode(const gpuq_request *req, uint8_t **out, size_t *outlen);

@@ -49,11 +49,8 @@ static void encode_arg(gpuq_mpw *w, const gpuq_key_def *kd, const gpuq_arg *v)
     }
 }
 
-static void encode_refs(gpuq_mpw *w, uint32_t *n, const char *key, const gpuq_ref *refs,
-                        uint32_t count)
+void gpuq_refs_write(gpuq_mpw *w, const char *key, const gpuq_ref *refs, uint32_t count)
 {
-    if (count == 0)
-        return;
     gpuq_mpw_str(w, key);
     gpuq_mpw_array(w, count);
     for (uint32_t k = 0; k < count; k++) {
@@ -62,7 +59,6 @@ static void encode_refs(gpuq_mpw *w, uint32_t *n, const char *key, const gpuq_re
         gpuq_mpw_uint(w, refs[k].offset);
         gpuq_mpw_uint(w, refs[k].length);
     }
-    (*n)++;
 }
 
 static void encode_common(gpuq_mpw *w, uint32_t *n, const gpuq_request *req, unsigned flags)
@@ -107,10 +103,16 @@ static void encode_common(gpuq_mpw *w, uint32_t *n, const gpuq_request *req, uns
         (*n)++;
     }
     /* any op: the check says which take them */
-    encode_refs(w, n, "in", req->in_ref,
-                req->nin_ref < GPUQ_MAX_INPUTS ? req->nin_ref : GPUQ_MAX_INPUTS);
-    encode_refs(w, n, "out", req->out_ref,
-                req->nout_ref < GPUQ_MAX_OUTPUTS ? req->nout_ref : GPUQ_MAX_OUTPUTS);
+    if (req->nin_ref) {
+        gpuq_refs_write(w, "in", req->in_ref,
+                        req->nin_ref < GPUQ_MAX_INPUTS ? req->nin_ref : GPUQ_MAX_INPUTS);
+        (*n)++;
+    }
+    if (req->nout_ref) {
+        gpuq_refs_write(w, "out", req->out_ref,
+                        req->nout_ref < GPUQ_MAX_OUTPUTS ? req->nout_ref : GPUQ_MAX_OUTPUTS);
+        (*n)++;
+    }
     if (req->has_size) {
         gpuq_mpw_str(w, "size");
         gpuq_mpw_uint(w, req->size);
