@@ -6,11 +6,21 @@
  * Starts its own gpuqd (--gpuqd, --device) on a temporary socket, or with
  * --socket uses a daemon already listening there. Rows: ping round trip;
  * 4 KiB float32 normalize one at a time; the same with 1, 16 and 64 client
- * processes each keeping 8 requests in flight; large normalize (10^7
- * float32), pairwise euclidean (4096 x 4096, d = 64, float32), the grid
- * (1000 x 1000 float64) and kNN (m = 4096 queries, n = 10^6 rows, d = 64,
- * k = 10, float32: a 256 MB payload, within the default max_payload of
- * 1 GiB). --quick shrinks counts and sizes for CI.
+ * processes each keeping 8 requests in flight; then the large rows, each
+ * by socket and again with gpuq's arrays in an arena (", shm"): flat sum
+ * normalize of 2^24 float32 (64 MiB), row-wise l2 normalize of 4096 x 4096
+ * float32, haversine of 10^6 float64 points to one point, pairwise
+ * euclidean (4096 x 4096, d = 64, float32), the grid (1000 x 1000 float64)
+ * and kNN (m = 4096 queries, n = 10^6 rows, d = 64, k = 10, float32: a 256
+ * MB payload, within the default max_payload of 1 GiB). Ceilings: the flat
+ * normalize by socket against a socketpair echo of the same bytes to a
+ * forked process (request in, reply out: what the socket allows); 4 client
+ * processes with 2 flat normalizes each in flight from their own arenas,
+ * input GB/s against the pinned host-to-device copy (CUDA) or memcpy (CPU);
+ * on CUDA, 64 MiB copies each way from memory registered as gpuqd
+ * registers arenas against a pinned allocation. --quick shrinks counts and
+ * sizes for CI. bench/targets.py sets these rows beside the PyTorch peer's
+ * (bench/peer_torch.py) and the issue's targets.
  *
  * Output: a Markdown table, rows starting with '|': what, gpuq's figure, the
  * peer's figure, the speed ratio gpuq / peer (1.00: as fast; 0.25: four
@@ -285,11 +295,14 @@ static void bench_ping(bench *b, int reps)
 
 /* ---- one request kind: gpuq's run, the peer's, and the check ---- */
 
-enum { JOB_NORMALIZE, JOB_PAIRWISE, JOB_GRID, JOB_KNN };
+enum { JOB_NORMALIZE, JOB_PAIRWISE, JOB_GRID, JOB_KNN, JOB_HAVERSINE };
 
 typedef struct job {
     int op;
-    uint64_t n;     /* normalize: elements; pairwise: m (x is m x d, y = x); grid: nlat = nlon */
+    uint64_t n;     /* normalize: elements; pairwise: m (x is m x d, y = x); grid: nlat = nlon;
+                     * haversine: points */
+    uint64_t rows;  /* normalize: rows of n / rows elements (1: the whole array) */
+    int method;     /* normalize: GPUQ_NORM_* */
     uint64_t d;     /* pairwise, knn: dimensions */
     uint64_t ny, k; /* knn: rows of y (x is n rows, then y in the same buffer), k */
     int64_t *idx, *ref_idx; /* knn: the indices, inside out and ref after the distances */
@@ -310,6 +323,8 @@ static int job_init(bench *b, job *j, int op, uint64_t n, uint64_t d, uint64_t n
 {
     memset(j, 0, sizeof *j);
     j->op = op;
+    j->rows = 1;
+    j->method = GPUQ_NORM_SUM;
     j->n = n;
     j->d = d;
     j->ny = ny;
@@ -326,6 +341,11 @@ static int job_init(bench *b, job *j, int op, uint64_t n, uint64_t d, uint64_t n
         j->in_bytes = 2 * in_alloc;
         j->out_bytes = n * n * sizeof(float);
         j->tol = 1e-4, j->floor_ = 1.0;
+        break;
+    case JOB_HAVERSINE: /* n (lat, lon) pairs to one point */
+        in_alloc = j->in_bytes = n * 2 * sizeof(double);
+        j->out_bytes = n * sizeof(double);
+        j->tol = 1e-12, j->floor_ = 1.0;
         break;
     case JOB_KNN: /* distances, then (8-aligned) the int64 indices */
         in_alloc = j->in_bytes = (n + j->ny) * d * sizeof(float);
@@ -360,6 +380,13 @@ static int job_init(bench *b, job *j, int op, uint64_t n, uint64_t d, uint64_t n
     else if (op == JOB_PAIRWISE)
         for (uint64_t i = 0; i < n * d; i++)
             ((float *)j->in)[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
+    else if (op == JOB_HAVERSINE) /* peer_torch.py makes the same points */
+        for (uint64_t i = 0; i < n; i++) {
+            ((double *)j->in)[2 * i] =
+                -90.0 + 180.0 * (double)((i * 2654435761u) % 100003u) / 100003.0;
+            ((double *)j->in)[2 * i + 1] =
+                -180.0 + 360.0 * (double)(((i * 40503u) ^ (i >> 3)) % 100019u) / 100019.0;
+        }
     else if (op == JOB_KNN) {
         /* y: U(-1, 1) from a hash; x: every (ny/n)-th row of y + 1e-3, so
          * that the nearest row of query i is i * (ny / n) by construction */
@@ -424,7 +451,14 @@ static int job_gpuq(gpuq_conn *c, job *j)
 {
     switch (j->op) {
     case JOB_NORMALIZE:
-        return gpuq_normalize_1d(c, GPUQ_DT_F32, GPUQ_NORM_SUM, j->gin, j->n, j->gout);
+        if (j->rows == 1)
+            return gpuq_normalize_1d(c, GPUQ_DT_F32, (gpuq_norm_method)j->method, j->gin, j->n,
+                                     j->gout);
+        return gpuq_normalize(c, GPUQ_DT_F32, (gpuq_norm_method)j->method, false, j->gin, j->rows,
+                              j->n / j->rows, j->gout);
+    case JOB_HAVERSINE:
+        return gpuq_haversine_to(c, GPUQ_DT_F64, j->gin, j->n, BENCH_GRID_TO_LAT, BENCH_GRID_TO_LON,
+                                 BENCH_GRID_RADIUS, j->gout);
     case JOB_PAIRWISE:
         return gpuq_pairwise(c, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, j->gin, j->gin, j->n, j->n,
                              j->d, j->gout);
@@ -442,7 +476,9 @@ static int job_peer(bench_peer *p, job *j)
 {
     switch (j->op) {
     case JOB_NORMALIZE:
-        return bench_peer_normalize(p, j->in, j->ref, j->n);
+        return bench_peer_normalize(p, j->method, j->in, j->ref, j->rows, j->n / j->rows);
+    case JOB_HAVERSINE:
+        return bench_peer_haversine_to(p, j->in, j->n, j->ref);
     case JOB_PAIRWISE:
         return bench_peer_pairwise(p, j->in, j->in, j->n, j->d, j->ref);
     case JOB_KNN:
@@ -481,12 +517,12 @@ static int job_check(const job *j, char *why, size_t cap)
         }
         return 0;
     }
-    int rc = j->op == JOB_GRID
-                 ? close_f64(j->gout, j->ref, j->out_bytes / 8, j->tol, j->floor_, &bad)
+    bool f64 = j->op == JOB_GRID || j->op == JOB_HAVERSINE;
+    int rc = f64 ? close_f64(j->gout, j->ref, j->out_bytes / 8, j->tol, j->floor_, &bad)
                  : close_f32(j->gout, j->ref, j->out_bytes / 4, j->tol, j->floor_, &bad);
     if (rc) {
-        double got = j->op == JOB_GRID ? ((double *)j->gout)[bad] : ((float *)j->gout)[bad];
-        double want = j->op == JOB_GRID ? ((double *)j->ref)[bad] : ((float *)j->ref)[bad];
+        double got = f64 ? ((double *)j->gout)[bad] : ((float *)j->gout)[bad];
+        double want = f64 ? ((double *)j->ref)[bad] : ((float *)j->ref)[bad];
         snprintf(why, cap, "wrong result: element %zu is %.9g, in-process gives %.9g", bad, got,
                  want);
     }
@@ -734,6 +770,354 @@ static void bench_throughput(bench *b, int nclients, int nreq, job *small, int p
     row_print(b, &r, so, sp, sr);
 }
 
+/* ---- ceilings: what the socket and the copies allow ---- */
+
+/* One round trip of a request-sized message over a socketpair to a forked
+ * process: in_bytes there (all read), then out_bytes back, as a request and
+ * its reply go. reps round trips; lat[*n] in seconds. */
+static int echo_bulk(size_t in_bytes, size_t out_bytes, int reps, double *lat, int *n, char *why,
+                     size_t cap)
+{
+    int sv[2];
+    *n = 0;
+    size_t big = in_bytes > out_bytes ? in_bytes : out_bytes;
+    char *buf = malloc(big ? big : 1);
+    if (!buf) {
+        snprintf(why, cap, "out of memory");
+        return GPUQ_E_NO_MEMORY;
+    }
+    memset(buf, 1, big);
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        snprintf(why, cap, "socketpair: %s", strerror(errno));
+        free(buf);
+        return GPUQ_E_IO;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(why, cap, "fork: %s", strerror(errno));
+        close(sv[0]);
+        close(sv[1]);
+        free(buf);
+        return GPUQ_E_IO;
+    }
+    if (pid == 0) {
+        close(sv[0]);
+        int rc;
+        while ((rc = io_full(sv[1], buf, in_bytes, false)) == 0)
+            if (io_full(sv[1], buf, out_bytes, true))
+                _exit(1);
+        _exit(rc == GPUQ_E_CLOSED ? 0 : 1);
+    }
+    close(sv[1]);
+    int rc = 0;
+    for (int i = 0; i < reps && rc == 0; i++) {
+        double t = now_s();
+        if ((rc = io_full(sv[0], buf, in_bytes, true)) ||
+            (rc = io_full(sv[0], buf, out_bytes, false)))
+            snprintf(why, cap, "echo: %s", gpuq_strerror(rc));
+        else
+            lat[(*n)++] = now_s() - t;
+    }
+    close(sv[0]);
+    free(buf);
+    int st;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        if (!rc)
+            snprintf(why, cap, "echo process failed");
+        rc = rc ? rc : GPUQ_E_IO;
+    }
+    return rc;
+}
+
+/* gpuq's request j over the socket against the socket's own round trip of
+ * the same bytes: the ratio is the share of the ceiling gpuq reaches. */
+static void bench_socket_ceiling(bench *b, job *j, int reps)
+{
+    char what[96];
+    snprintf(what, sizeof what, "normalize f32 sum, n = %llu, socket vs echo",
+             (unsigned long long)j->n);
+    row r = {.what = what};
+    double *ours = samples_alloc(reps), *peer = samples_alloc(reps);
+    int no = 0, np = 0;
+    char why[300];
+    if (echo_bulk(j->in_bytes, j->out_bytes, reps, peer, &np, why, sizeof why))
+        row_error(&r, "socketpair echo", why);
+    for (int i = 0; i < reps; i++) {
+        if (!b->c) {
+            row_error(&r, "gpuq", b->conn_why);
+            continue;
+        }
+        double t = now_s();
+        int rc = job_gpuq(b->c, j);
+        double dt = now_s() - t;
+        if (rc)
+            row_error(&r, "gpuq", gpuq_errmsg(b->c));
+        else
+            ours[no++] = dt;
+    }
+    char so[64], sp[64], sr[16];
+    double o50, p50, gb = (double)(j->in_bytes + j->out_bytes) / 1e9;
+    large_fmt(so, sizeof so, ours, no, gb, &o50);
+    large_fmt(sp, sizeof sp, peer, np, gb, &p50);
+    ratio_fmt(sr, sizeof sr, p50, o50);
+    row_print(b, &r, so, sp, sr);
+    free(ours);
+    free(peer);
+}
+
+/* The copy ceilings of the CUDA peer: gpuqd's way (a registered memfd
+ * mapping) against a pinned allocation, each direction. */
+static void bench_copy_ceiling(bench *b, size_t bytes)
+{
+    char w0[96], w1[96];
+    snprintf(w0, sizeof w0, "copy %zu MiB host to device: arena memory vs pinned", bytes >> 20);
+    snprintf(w1, sizeof w1, "copy %zu MiB device to host: arena memory vs pinned", bytes >> 20);
+    row r0 = {.what = w0}, r1 = {.what = w1};
+    bench_copy_rates cr;
+    void *pinned = NULL;
+    int rc = bench_peer_alloc(b->peer, bytes, &pinned);
+    if (!rc) {
+        memset(pinned, 1, bytes);
+        rc = bench_peer_copy_ceiling(b->peer, pinned, bytes, 10, &cr);
+    }
+    bench_peer_free(b->peer, pinned);
+    char a[64], p[64], q[16];
+    if (rc) {
+        row_error(&r0, "in-process", bench_peer_errmsg(b->peer));
+        row_error(&r1, "in-process", bench_peer_errmsg(b->peer));
+        row_print(b, &r0, "n/a", "n/a", "n/a");
+        row_print(b, &r1, "n/a", "n/a", "n/a");
+        return;
+    }
+    snprintf(a, sizeof a, "%.1f GB/s", cr.memfd_h2d);
+    snprintf(p, sizeof p, "%.1f GB/s", cr.pinned_h2d);
+    ratio_fmt(q, sizeof q, cr.memfd_h2d, cr.pinned_h2d);
+    row_print(b, &r0, a, p, q);
+    snprintf(a, sizeof a, "%.1f GB/s", cr.memfd_d2h);
+    snprintf(p, sizeof p, "%.1f GB/s", cr.pinned_d2h);
+    ratio_fmt(q, sizeof q, cr.memfd_d2h, cr.pinned_d2h);
+    row_print(b, &r1, a, p, q);
+}
+
+/* What a shm client process tells the parent. */
+typedef struct shm_report {
+    int idx;
+    long ok;
+    double t0, t1; /* CLOCK_MONOTONIC: its first submit, its last reply */
+    char first[200];
+} shm_report;
+
+/* One shm client: an arena with depth slots of n floats in and out, nreq
+ * flat sum normalizes with depth in flight, started when go_fd reads EOF.
+ * The last reply of each slot is checked against the CPU reference. */
+static void shm_client(const char *sock, const char *what, uint64_t n, int depth, int nreq,
+                       int ready_fd, int go_fd, shm_report *rep)
+{
+    row r = {.what = what, .quiet = true};
+    gpuq_conn *c = NULL;
+    gpuq_arena *a = NULL;
+    float *want = NULL, *in[8] = {0}, *out[8] = {0};
+    char why[200], ch = 'r';
+    size_t bytes = n * sizeof(float);
+    rep->ok = 0;
+    if (bench_connect(sock, &c, why, sizeof why)) {
+        row_error(&r, "gpuq", why);
+        goto ready;
+    }
+    if (gpuq_arena_open(c, (uint64_t)depth * 2 * (bytes + 64), &a)) {
+        row_error(&r, "gpuq arena", gpuq_errmsg(c));
+        goto ready;
+    }
+    want = malloc(bytes);
+    for (int s = 0; s < depth; s++) {
+        in[s] = gpuq_arena_alloc(a, bytes);
+        out[s] = gpuq_arena_alloc(a, bytes);
+    }
+    if (!want || !in[depth - 1] || !out[depth - 1]) {
+        row_error(&r, "client", "out of memory");
+        goto ready;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        in[0][i] = 1.0f + (float)(i % 997);
+    for (int s = 1; s < depth; s++)
+        memcpy(in[s], in[0], bytes);
+    if (gpuq_cpu_normalize(GPUQ_K_F32, GPUQ_K_SUM, 0, in[0], want, 1, n) != GPUQ_K_OK)
+        row_error(&r, "client", "CPU reference failed");
+ready:
+    bool ready_sent = io_full(ready_fd, &ch, 1, true) == 0;
+    close(ready_fd); /* the parent's count of ready clients ends at EOF too */
+    if (ready_sent && r.errors == 0 && read(go_fd, &ch, 1) == 0) { /* EOF: go */
+        int sent = 0, got = 0;
+        rep->t0 = now_s();
+        while (got < nreq) {
+            while (sent < nreq && sent - got < depth) {
+                gpuq_request req;
+                gpuq_request_init(&req);
+                req.op = GPUQ_OP_NORMALIZE;
+                req.dtype = GPUQ_DT_F32;
+                req.ndim_a = 1;
+                req.shape_a[0] = n;
+                int s = sent % depth;
+                if (gpuq_submit(c, &req, in[s], bytes, NULL, 0, out[s], bytes, NULL)) {
+                    row_error(&r, "gpuq submit", gpuq_errmsg(c));
+                    goto out;
+                }
+                sent++;
+            }
+            gpuq_reply rp;
+            unsigned before = gpuq_pending(c);
+            int rc = gpuq_wait(c, &rp);
+            if (gpuq_pending(c) == before) {
+                row_error(&r, "gpuq wait", gpuq_errmsg(c));
+                goto out;
+            }
+            int s = got++ % depth;
+            size_t bad;
+            if (rc) {
+                row_error(&r, "gpuq", gpuq_errmsg(c));
+            } else if (got + depth > nreq && close_f32(out[s], want, n, 1e-5, 0.0, &bad)) {
+                snprintf(why, sizeof why, "wrong result: element %zu is %.9g, want %.9g", bad,
+                         (double)out[s][bad], (double)want[bad]);
+                row_error(&r, "gpuq", why);
+            } else {
+                rep->ok++;
+            }
+        }
+        rep->t1 = now_s();
+    }
+out:
+    free(want);
+    gpuq_close(c); /* closes the arena too */
+    memcpy(rep->first, r.first, sizeof rep->first);
+}
+
+/* nclients processes, each depth requests of n floats in flight from its
+ * own arena: the input rate of all of them together (bytes of the inputs
+ * over the span from the first submit to the last reply), against what the
+ * host can feed the device: the pinned H2D ceiling on CUDA, memcpy on the
+ * CPU backend. */
+static void bench_shm_clients(bench *b, int nclients, int depth, uint64_t n, int nreq)
+{
+    char what[128];
+    snprintf(what, sizeof what, "normalize f32 sum, n = %llu, %d clients x %d in flight, shm",
+             (unsigned long long)n, nclients, depth);
+    row r = {.what = what};
+    enum { MAXC = 16 };
+    if (nclients > MAXC)
+        nclients = MAXC;
+    if (depth > 8)
+        depth = 8;
+    pid_t pids[MAXC];
+    int ready[2], go[2], rep_p[2];
+    if (pipe(ready) || pipe(go) || pipe(rep_p)) {
+        fprintf(stderr, "bench: pipe: %s\n", strerror(errno));
+        exit(1);
+    }
+    fflush(NULL);
+    for (int k = 0; k < nclients; k++) {
+        pids[k] = fork();
+        if (pids[k] == 0) {
+            close(ready[0]);
+            close(go[1]);
+            close(rep_p[0]);
+            shm_report rep = {.idx = k};
+            shm_client(b->sock, what, n, depth, nreq, ready[1], go[0], &rep);
+            int wrc = io_full(rep_p[1], &rep, sizeof rep, true);
+            _exit(wrc == 0 && rep.ok == nreq ? 0 : 1);
+        }
+        if (pids[k] < 0)
+            fprintf(stderr, "bench: %s: fork: %s\n", what, strerror(errno));
+    }
+    close(ready[1]);
+    close(go[0]);
+    close(rep_p[1]);
+    char ch;
+    for (int k = 0; k < nclients; k++) /* each is connected, its arena filled */
+        if (io_full(ready[0], &ch, 1, false))
+            break;
+    close(go[1]); /* go */
+    close(ready[0]);
+    double t0 = 0, t1 = 0;
+    long done = 0;
+    int failed = 0, reported = 0;
+    shm_report rep;
+    while (io_full(rep_p[0], &rep, sizeof rep, false) == 0) {
+        if (rep.idx < 0 || rep.idx >= nclients)
+            continue;
+        reported++;
+        rep.first[sizeof rep.first - 1] = 0;
+        if (rep.first[0])
+            row_note(&r, rep.first);
+        if (rep.ok == nreq) {
+            done += nreq;
+            t0 = t0 == 0 || rep.t0 < t0 ? rep.t0 : t0;
+            t1 = rep.t1 > t1 ? rep.t1 : t1;
+        } else {
+            r.errors += nreq - rep.ok > 0 ? nreq - rep.ok : 1;
+            failed++;
+        }
+    }
+    close(rep_p[0]);
+    for (int k = 0; k < nclients; k++) { /* a failed client's report counts its errors */
+        int st;
+        if (pids[k] > 0)
+            (void)waitpid(pids[k], &st, 0);
+    }
+    if (reported < nclients) {
+        r.errors += (long)(nclients - reported) * nreq;
+        failed += nclients - reported;
+    }
+    if (failed)
+        fprintf(stderr, "bench: %s: %d of %d clients failed\n", what, failed, nclients);
+    /* the ceiling */
+    double ceil_gbs = 0;
+    const char *ceil_what = "memcpy";
+    if (b->peer && !strncmp(bench_peer_name(b->peer), "cuda", 4)) {
+        bench_copy_rates cr;
+        void *pinned = NULL;
+        ceil_what = "pinned H2D";
+        if (bench_peer_alloc(b->peer, n * sizeof(float), &pinned) == 0 &&
+            bench_peer_copy_ceiling(b->peer, pinned, n * sizeof(float), 10, &cr) == 0)
+            ceil_gbs = cr.pinned_h2d;
+        else
+            row_error(&r, "in-process", bench_peer_errmsg(b->peer));
+        bench_peer_free(b->peer, pinned);
+    } else {
+        size_t bytes = n * sizeof(float);
+        char *x = malloc(bytes), *y = malloc(bytes);
+        if (x && y) {
+            memset(x, 1, bytes);
+            memset(y, 0, bytes);
+            double best = 1e30;
+            for (int i = 0; i < 5; i++) {
+                double t = now_s();
+                memcpy(y, x, bytes);
+                t = now_s() - t;
+                best = t < best ? t : best;
+                x[i] = y[bytes - 1 - (size_t)i]; /* keep the copy */
+            }
+            ceil_gbs = (double)bytes / best / 1e9;
+        } else {
+            row_error(&r, "in-process", "out of memory");
+        }
+        free(x);
+        free(y);
+    }
+    char so[64], sp[64], sr[16];
+    double gbs = done && t1 > t0 ? (double)done * (double)(n * sizeof(float)) / (t1 - t0) / 1e9 : 0;
+    if (failed == 0 && gbs > 0)
+        snprintf(so, sizeof so, "%.1f GB/s", gbs);
+    else
+        snprintf(so, sizeof so, "n/a");
+    if (ceil_gbs > 0)
+        snprintf(sp, sizeof sp, "%.1f GB/s, %s", ceil_gbs, ceil_what);
+    else
+        snprintf(sp, sizeof sp, "n/a");
+    ratio_fmt(sr, sizeof sr, failed ? 0 : gbs, ceil_gbs);
+    row_print(b, &r, so, sp, sr);
+}
+
 /* ---- the daemon this program starts ---- */
 
 static pid_t daemon_start(bench *b, const char *gpuqd, const char *device, char *dir)
@@ -855,41 +1239,53 @@ int main(int argc, char **argv)
     }
     job_free(&b, &small);
 
+    /* The issue's target rows (bench/targets.py reads them): every large
+     * row twice, by socket and with gpuq's arrays in an arena (", shm"). */
     struct {
         int op;
         uint64_t n, d;
         int reps;
-        uint64_t ny, k;
+        uint64_t ny, k, rows;
+        int method;
     } large[] = {
-        {JOB_NORMALIZE, q ? 100000 : 10000000, 0, q ? 3 : 5, 0, 0},
-        {JOB_PAIRWISE, q ? 256 : 4096, q ? 16 : 64, 3, 0, 0},
-        {JOB_GRID, q ? 200 : 1000, 0, q ? 3 : 5, 0, 0},
-        {JOB_KNN, q ? 256 : 4096, q ? 16 : 64, 3, q ? 20000 : 1000000, 10},
+        {JOB_NORMALIZE, q ? 100000 : 16777216, 0, q ? 3 : 7, 0, 0, 1, GPUQ_NORM_SUM},
+        {JOB_NORMALIZE, q ? 64 * 512 : 4096 * 4096, 0, q ? 3 : 7, 0, 0, q ? 64 : 4096,
+         GPUQ_NORM_L2},
+        {JOB_HAVERSINE, q ? 10000 : 1000000, 0, q ? 3 : 7, 0, 0, 1, 0},
+        {JOB_PAIRWISE, q ? 256 : 4096, q ? 16 : 64, q ? 3 : 7, 0, 0, 1, 0},
+        {JOB_GRID, q ? 200 : 1000, 0, q ? 3 : 9, 0, 0, 1, 0},
+        {JOB_KNN, q ? 256 : 4096, q ? 16 : 64, 3, q ? 20000 : 1000000, 10, 1, 0},
     };
     for (size_t k = 0; k < sizeof large / sizeof large[0]; k++) {
         job j;
-        char what[80];
-        if (large[k].op == JOB_NORMALIZE)
-            snprintf(what, sizeof what, "normalize f32, n = %llu", (unsigned long long)large[k].n);
+        char what[96];
+        unsigned long long n = large[k].n, dim = large[k].d;
+        if (large[k].op == JOB_NORMALIZE && large[k].rows == 1)
+            snprintf(what, sizeof what, "normalize f32 sum, n = %llu", n);
+        else if (large[k].op == JOB_NORMALIZE)
+            snprintf(what, sizeof what, "normalize f32 l2 rows, %llux%llu",
+                     (unsigned long long)large[k].rows, n / large[k].rows);
+        else if (large[k].op == JOB_HAVERSINE)
+            snprintf(what, sizeof what, "haversine f64 to a point, n = %llu", n);
         else if (large[k].op == JOB_PAIRWISE)
-            snprintf(what, sizeof what, "pairwise euclidean f32, %llux%llu, d = %llu",
-                     (unsigned long long)large[k].n, (unsigned long long)large[k].n,
-                     (unsigned long long)large[k].d);
+            snprintf(what, sizeof what, "pairwise euclidean f32, %llux%llu, d = %llu", n, n, dim);
         else if (large[k].op == JOB_KNN) /* peer_torch.py's row name */
             snprintf(what, sizeof what, "knn euclidean f32, m = %llu, n = %llu, d = %llu, k = %llu",
-                     (unsigned long long)large[k].n, (unsigned long long)large[k].ny,
-                     (unsigned long long)large[k].d, (unsigned long long)large[k].k);
+                     n, (unsigned long long)large[k].ny, dim, (unsigned long long)large[k].k);
         else
-            snprintf(what, sizeof what, "grid f64, %llux%llu", (unsigned long long)large[k].n,
-                     (unsigned long long)large[k].n);
+            snprintf(what, sizeof what, "grid f64, %llux%llu", n, n);
         if (job_init(&b, &j, large[k].op, large[k].n, large[k].d, large[k].ny, large[k].k)) {
             job_fail(&b, &j);
             fatal = true;
             goto err_after_connect;
         }
+        j.rows = large[k].rows;
+        j.method = large[k].method;
         bench_latency(&b, what, &j, large[k].reps, true);
+        if (k == 0) /* the socket's own ceiling for the same bytes */
+            bench_socket_ceiling(&b, &j, large[k].reps);
         /* the same with gpuq's arrays in an arena: no array byte on the socket */
-        char what_shm[96];
+        char what_shm[112];
         snprintf(what_shm, sizeof what_shm, "%s, shm", what);
         if (b.c && job_use_arena(b.c, &j) != 0) {
             row r = {.what = what_shm};
@@ -900,6 +1296,9 @@ int main(int argc, char **argv)
         }
         job_free(&b, &j);
     }
+    bench_shm_clients(&b, 4, 2, q ? 100000 : 16777216, q ? 4 : 16);
+    if (b.peer && !strncmp(bench_peer_name(b.peer), "cuda", 4))
+        bench_copy_ceiling(&b, (size_t)64 << 20);
 
 err_after_connect:
     gpuq_close(b.c);

@@ -9,7 +9,9 @@
  * Rows: pairwise 4096 x 4096, d = 64 (gpuq_bench's shape, y = x as its
  * request sends), every metric in float32; float64 euclidean on its default
  * route (cuBLAS GEMM when loaded) and tiled, float64 manhattan; float32
- * euclidean at d = 1000 (partial sums split every 64 coordinates); and the
+ * euclidean at d = 1000 (partial sums split every 64 coordinates), with
+ * distinct rows and with all rows equal (the route's worst case: every
+ * distance 0 is summed again in double, pairwise.cu); and the
  * d = 64 float32 euclidean request cut into 8 row ranges of 512 launched
  * back to back (what a pipelined request launches). Each row: p50 and min
  * over the repetitions after one warm-up launch, and a check of four rows
@@ -52,11 +54,14 @@ static int cmp_float(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* gpuq_bench's and peer_torch.py's input: ((i * 2654435761) mod 1000) / 1000. */
-static void fill(int dt, void *h, uint64_t count)
+/* gpuq_bench's and peer_torch.py's input: ((i * 2654435761) mod q) / q with
+ * q = 1000. Row r of d coordinates starts at i = r d, so for d a multiple
+ * of 1000 every row is the same (all distances 0); q = 1000003 (prime)
+ * gives distinct rows. */
+static void fill(int dt, void *h, uint64_t count, unsigned q)
 {
     for (uint64_t i = 0; i < count; i++) {
-        double v = (double)((i * 2654435761u) % 1000u) / 1000.0;
+        double v = (double)((i * 2654435761u) % q) / (double)q;
         if (dt == GPUQ_K_F32)
             ((float *)h)[i] = (float)v;
         else
@@ -134,9 +139,9 @@ static int bk_check(int dt, int metric, const void *h_x, const char *d_out, uint
 }
 
 /* One row of the table: m x m against itself, d coordinates, in ranges of
- * nr rows (m: the whole request). */
+ * nr rows (m: the whole request); fill's q. */
 static void bk_row(bk *b, const char *what, int dt, int metric, uint64_t m, uint64_t d, uint64_t nr,
-                   int gemm)
+                   unsigned q, int gemm)
 {
     size_t es = dt == GPUQ_K_F32 ? 4 : 8;
     void *h_x = malloc(m * d * es);
@@ -147,7 +152,7 @@ static void bk_row(bk *b, const char *what, int dt, int metric, uint64_t m, uint
     b->rows++;
     gpuq_cuda_ctx_use_gemm(b->ctx, gemm);
     if (!bad) {
-        fill(dt, h_x, m * d);
+        fill(dt, h_x, m * d, q);
         bad = cudaMalloc((void **)&d_x, m * d * es) != cudaSuccess ||
               cudaMalloc((void **)&d_out, m * m * es) != cudaSuccess ||
               cudaMemcpy(d_x, h_x, m * d * es, cudaMemcpyHostToDevice) != cudaSuccess ||
@@ -236,26 +241,32 @@ int main(int argc, char **argv)
     for (int mt = 0; mt < 4; mt++) {
         snprintf(what, sizeof what, "pairwise %s f32, %llux%llu, d = %llu, kernel only", names[mt],
                  (unsigned long long)m, (unsigned long long)m, (unsigned long long)d);
-        bk_row(&b, what, GPUQ_K_F32, mt, m, d, m, 1);
+        bk_row(&b, what, GPUQ_K_F32, mt, m, d, m, 1000u, 1);
     }
     snprintf(what, sizeof what, "pairwise euclidean f64, %llux%llu, d = %llu, kernel only (%s)",
              (unsigned long long)m, (unsigned long long)m, (unsigned long long)d,
              have_gemm ? "cuBLAS GEMM route" : "tiled: no cuBLAS");
-    bk_row(&b, what, GPUQ_K_F64, GPUQ_K_EUCLIDEAN, m, d, m, 1);
+    bk_row(&b, what, GPUQ_K_F64, GPUQ_K_EUCLIDEAN, m, d, m, 1000u, 1);
     snprintf(what, sizeof what, "pairwise euclidean f64, %llux%llu, d = %llu, kernel only (tiled)",
              (unsigned long long)m, (unsigned long long)m, (unsigned long long)d);
-    bk_row(&b, what, GPUQ_K_F64, GPUQ_K_EUCLIDEAN, m, d, m, 0);
+    bk_row(&b, what, GPUQ_K_F64, GPUQ_K_EUCLIDEAN, m, d, m, 1000u, 0);
     snprintf(what, sizeof what, "pairwise manhattan f64, %llux%llu, d = %llu, kernel only",
              (unsigned long long)m, (unsigned long long)m, (unsigned long long)d);
-    bk_row(&b, what, GPUQ_K_F64, GPUQ_K_MANHATTAN, m, d, m, 1);
+    bk_row(&b, what, GPUQ_K_F64, GPUQ_K_MANHATTAN, m, d, m, 1000u, 1);
     snprintf(what, sizeof what, "pairwise euclidean f32, %llux%llu, d = %llu, kernel only",
              (unsigned long long)m, (unsigned long long)m, (unsigned long long)dl);
-    bk_row(&b, what, GPUQ_K_F32, GPUQ_K_EUCLIDEAN, m, dl, m, 1);
+    bk_row(&b, what, GPUQ_K_F32, GPUQ_K_EUCLIDEAN, m, dl, m, 1000003u, 1);
+    /* the worst case of the float-sum route: every distance is 0, so every
+     * element is summed again in double by one thread (pairwise.cu) */
+    snprintf(what, sizeof what,
+             "pairwise euclidean f32, %llux%llu, d = %llu, all rows equal, kernel only",
+             (unsigned long long)m, (unsigned long long)m, (unsigned long long)dl);
+    bk_row(&b, what, GPUQ_K_F32, GPUQ_K_EUCLIDEAN, m, dl, m, quick ? 100u : 1000u, 1);
     snprintf(what, sizeof what,
              "pairwise euclidean f32, %llux%llu, d = %llu, 8 row ranges of %llu, kernels only",
              (unsigned long long)m, (unsigned long long)m, (unsigned long long)d,
              (unsigned long long)(m / 8));
-    bk_row(&b, what, GPUQ_K_F32, GPUQ_K_EUCLIDEAN, m, d, m / 8, 1);
+    bk_row(&b, what, GPUQ_K_F32, GPUQ_K_EUCLIDEAN, m, d, m / 8, 1000u, 1);
     printf("bench_kernels: %d errors in %d rows\n", b.errors, b.rows);
     cudaStreamSynchronize(b.stream);
     gpuq_cuda_ctx_destroy(b.ctx);

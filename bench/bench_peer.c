@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "errors.h"
 #include "gpuq_kernels.h"
@@ -220,19 +223,123 @@ void bench_peer_free(bench_peer *p, void *ptr)
     free(ptr);
 }
 
-int bench_peer_normalize(bench_peer *p, const float *in, float *out, uint64_t n)
+int bench_peer_normalize(bench_peer *p, int method, const float *in, float *out, uint64_t rows,
+                         uint64_t cols)
 {
 #ifdef GPUQ_HAVE_CUDA
     if (p->cuda) {
-        size_t bytes = n * sizeof(float);
+        size_t bytes = rows * cols * sizeof(float);
         int rc = peer_cuda_start(p, in, bytes, NULL, 0, bytes);
         if (rc)
             return rc;
-        int k = gpuq_cuda_normalize(p->kctx, GPUQ_K_F32, GPUQ_K_SUM, 0, p->d_a, p->d_out, 1, n);
+        int k = gpuq_cuda_normalize(p->kctx, GPUQ_K_F32, method, 0, p->d_a, p->d_out, rows, cols);
         return peer_cuda_finish(p, k, "normalize", out, bytes);
     }
 #endif
-    return peer_kcode(p, gpuq_cpu_normalize(GPUQ_K_F32, GPUQ_K_SUM, 0, in, out, 1, n), "normalize");
+    return peer_kcode(p, gpuq_cpu_normalize(GPUQ_K_F32, method, 0, in, out, rows, cols),
+                      "normalize");
+}
+
+int bench_peer_haversine_to(bench_peer *p, const double *pts, uint64_t n, double *out)
+{
+#ifdef GPUQ_HAVE_CUDA
+    if (p->cuda) {
+        int rc = peer_cuda_start(p, pts, n * 2 * sizeof(double), NULL, 0, n * sizeof(double));
+        if (rc)
+            return rc;
+        int k = gpuq_cuda_haversine_to(p->kctx, GPUQ_K_F64, p->d_a, n, BENCH_GRID_TO_LAT,
+                                       BENCH_GRID_TO_LON, BENCH_GRID_RADIUS, p->d_out);
+        return peer_cuda_finish(p, k, "haversine", out, n * sizeof(double));
+    }
+#endif
+    return peer_kcode(p,
+                      gpuq_cpu_haversine_to(GPUQ_K_F64, pts, n, BENCH_GRID_TO_LAT,
+                                            BENCH_GRID_TO_LON, BENCH_GRID_RADIUS, out),
+                      "haversine");
+}
+
+#ifdef GPUQ_HAVE_CUDA
+/* GB/s of reps copies of bytes each way between host memory h and the
+ * device, timed with events on the peer's stream; the best of reps. */
+static int peer_copy_rate(bench_peer *p, void *h, size_t bytes, int reps, double *h2d, double *d2h)
+{
+    int rc = peer_grow(p, &p->d_out, &p->cap_out, bytes);
+    if (rc)
+        return rc;
+    cudaEvent_t e0, e1;
+    PEER_CU(p, cudaEventCreate(&e0));
+    if (cudaEventCreate(&e1) != cudaSuccess) {
+        (void)cudaEventDestroy(e0);
+        return peer_fail(p, GPUQ_E_DEVICE, "cudaEventCreate failed");
+    }
+    *h2d = *d2h = 0;
+    for (int dir = 0; dir < 2 && rc == 0; dir++)
+        for (int i = 0; i <= reps && rc == 0; i++) { /* i = 0: warm-up */
+            float ms = 0;
+            cudaError_t e = cudaEventRecord(e0, p->stream);
+            if (e == cudaSuccess)
+                e = dir == 0
+                        ? cudaMemcpyAsync(p->d_out, h, bytes, cudaMemcpyHostToDevice, p->stream)
+                        : cudaMemcpyAsync(h, p->d_out, bytes, cudaMemcpyDeviceToHost, p->stream);
+            if (e == cudaSuccess)
+                e = cudaEventRecord(e1, p->stream);
+            if (e == cudaSuccess)
+                e = cudaEventSynchronize(e1);
+            if (e == cudaSuccess)
+                e = cudaEventElapsedTime(&ms, e0, e1);
+            if (e != cudaSuccess) {
+                rc = peer_fail(p, GPUQ_E_DEVICE, "copy ceiling: %s", cudaGetErrorString(e));
+                break;
+            }
+            double gbs = ms > 0 ? (double)bytes / (ms * 1e-3) / 1e9 : 0;
+            double *best = dir == 0 ? h2d : d2h;
+            if (i > 0 && gbs > *best)
+                *best = gbs;
+        }
+    (void)cudaEventDestroy(e0);
+    (void)cudaEventDestroy(e1);
+    return rc;
+}
+#endif
+
+int bench_peer_copy_ceiling(bench_peer *p, void *pinned, size_t bytes, int reps,
+                            bench_copy_rates *r)
+{
+    memset(r, 0, sizeof *r);
+#ifdef GPUQ_HAVE_CUDA
+    if (p->cuda) {
+        int rc = peer_copy_rate(p, pinned, bytes, reps, &r->pinned_h2d, &r->pinned_d2h);
+        if (rc)
+            return rc;
+        /* The same bytes as gpuqd's arenas hold them: a memfd mapping,
+         * registered with cudaHostRegister (4 KiB pages, not one pinned
+         * allocation). */
+        int fd = memfd_create("gpuq-bench", MFD_CLOEXEC);
+        if (fd < 0)
+            return peer_fail(p, GPUQ_E_IO, "memfd_create: %s", strerror(errno));
+        void *m = MAP_FAILED;
+        if (ftruncate(fd, (off_t)bytes) == 0)
+            m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        close(fd);
+        if (m == MAP_FAILED)
+            return peer_fail(p, GPUQ_E_IO, "memfd mapping: %s", strerror(errno));
+        memset(m, 1, bytes);
+        cudaError_t e = cudaHostRegister(m, bytes, cudaHostRegisterPortable);
+        if (e != cudaSuccess)
+            rc = peer_fail(p, GPUQ_E_DEVICE, "cudaHostRegister: %s", cudaGetErrorString(e));
+        else {
+            rc = peer_copy_rate(p, m, bytes, reps, &r->memfd_h2d, &r->memfd_d2h);
+            if ((e = cudaHostUnregister(m)) != cudaSuccess && !rc)
+                rc = peer_fail(p, GPUQ_E_DEVICE, "cudaHostUnregister: %s", cudaGetErrorString(e));
+        }
+        munmap(m, bytes);
+        return rc;
+    }
+#endif
+    (void)pinned;
+    (void)bytes;
+    (void)reps;
+    return peer_fail(p, GPUQ_E_DEVICE, "no CUDA peer: no copy ceiling");
 }
 
 int bench_peer_pairwise(bench_peer *p, const float *x, const float *y, uint64_t m, uint64_t d,

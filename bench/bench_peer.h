@@ -48,8 +48,24 @@ const char *bench_peer_errmsg(const bench_peer *p);
 int bench_peer_alloc(bench_peer *p, size_t bytes, void **out);
 void bench_peer_free(bench_peer *p, void *ptr);
 
-/* normalize (sum) of n float32 as one row: out[n]. */
-int bench_peer_normalize(bench_peer *p, const float *in, float *out, uint64_t n);
+/* normalize float32 in[rows][cols] row by row with method (GPUQ_K_SUM,
+ * GPUQ_K_L2, ...; rows = 1: the whole array): out[rows][cols]. */
+int bench_peer_normalize(bench_peer *p, int method, const float *in, float *out, uint64_t rows,
+                         uint64_t cols);
+/* haversine float64 from pts[n][2] (lat, lon) to the grid rows' point
+ * (BENCH_GRID_TO_LAT, BENCH_GRID_TO_LON, radius BENCH_GRID_RADIUS): out[n]. */
+int bench_peer_haversine_to(bench_peer *p, const double *pts, uint64_t n, double *out);
+
+/* Copy ceilings in GB/s (the best of the repetitions, CUDA events): from
+ * and to a pinned buffer, and from and to a memfd mapping registered with
+ * cudaHostRegister as gpuqd registers its arenas. */
+typedef struct bench_copy_rates {
+    double pinned_h2d, pinned_d2h, memfd_h2d, memfd_d2h;
+} bench_copy_rates;
+/* CUDA peer only (GPUQ_E_DEVICE otherwise); pinned: bytes from
+ * bench_peer_alloc. */
+int bench_peer_copy_ceiling(bench_peer *p, void *pinned, size_t bytes, int reps,
+                            bench_copy_rates *r);
 /* pairwise euclidean, x[m][d] against y[m][d], float32: out[m][m]. */
 int bench_peer_pairwise(bench_peer *p, const float *x, const float *y, uint64_t m, uint64_t d,
                         float *out);

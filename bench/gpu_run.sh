@@ -9,7 +9,8 @@
 # peer's, their ratio and the row's error count) with and without the
 # completion spin, the pairwise kernels alone timed with CUDA events
 # (gpuq_bench_kernels), the same rows with PyTorch in-process (bench/peer_torch.py,
-# whose kernel-only torch.cdist rows are timed the same way),
+# whose kernel-only torch.cdist rows are timed the same way), the issue's
+# targets from those two (bench/targets.py),
 # the mutation check's gpu mutations (tests/mutate/run.py --gpu-only), splits
 # one large request with --timing, and prints a short summary table last.
 #
@@ -88,6 +89,10 @@ main() {
         if [[ -f "$LOGS/peer_torch.txt" ]]; then
             echo "-- PyTorch in-process, the same rows (bench/peer_torch.py)"
             grep -E '^\|' "$LOGS/peer_torch.txt"
+        fi
+        if [[ -f "$LOGS/bench.txt" && -f "$LOGS/peer_torch.txt" ]]; then
+            echo "-- the data-plane targets, this run (bench/targets.py)"
+            python3 "$ROOT/bench/targets.py" "$LOGS/bench.txt" "$LOGS/peer_torch.txt"
         fi
         echo "==== $nfail failed step(s); log: $RUNLOG"
         [[ $nfail -eq 0 ]]

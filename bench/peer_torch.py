@@ -70,18 +70,46 @@ def main():
         i = int(np.argmax(err))
         return "" if err[i] <= tol else f"element {i}: {got.flat[i]!r} vs {want.flat[i]!r}"
 
-    def normalize_row(what, n, reps):
-        x = (1.0 + (np.arange(n) % 997)).astype(np.float32)
+    def normalize_row(what, n, reps, rows=1):
+        # rows == 1: x / x.sum() over the whole array; else each row by its
+        # l2 norm, x / x.norm(dim=1, keepdim=True)
+        x = (1.0 + (np.arange(n) % 997)).astype(np.float32).reshape(rows, n // rows)
         h = torch.from_numpy(x).pin_memory()
         o = torch.empty_like(h).pin_memory()
 
         def step():
             d = h.to(dev, non_blocking=True)
-            o.copy_(d / d.sum(dtype=torch.float64).to(torch.float32), non_blocking=True)
+            if rows == 1:
+                o.copy_(d / d.sum(dtype=torch.float64).to(torch.float32), non_blocking=True)
+            else:
+                o.copy_(d / torch.linalg.vector_norm(d, dim=1, keepdim=True), non_blocking=True)
             return o
 
-        want = x.astype(np.float64) / x.astype(np.float64).sum()
+        xd = x.astype(np.float64)
+        want = xd / xd.sum() if rows == 1 else xd / np.sqrt((xd * xd).sum(1, keepdims=True))
         run(what, reps, step, lambda r: close(r.numpy(), want, 1e-5))
+
+    def haversine_row(n, reps):
+        # gpuq_bench's points (bench_gpuq.c job_init), to (30, 101) on a
+        # sphere of 6371.0088 km, the haversine formula in torch ops
+        i = np.arange(n, dtype=np.uint64)
+        lat = -90.0 + 180.0 * ((i * np.uint64(2654435761)) % np.uint64(100003)).astype(np.float64) / 100003.0
+        lon = -180.0 + 360.0 * (((i * np.uint64(40503)) ^ (i >> np.uint64(3))) % np.uint64(100019)).astype(np.float64) / 100019.0
+        pts = np.stack([lat, lon], axis=1)
+        h = torch.from_numpy(pts).pin_memory()
+        o = torch.empty(n, dtype=torch.float64).pin_memory()
+        tlat, tlon, rad = np.deg2rad(30.0), np.deg2rad(101.0), 6371.0088
+
+        def step():
+            p = torch.deg2rad(h.to(dev, non_blocking=True))
+            a = torch.sin((tlat - p[:, 0]) * 0.5) ** 2 + torch.cos(p[:, 0]) * np.cos(tlat) * torch.sin((tlon - p[:, 1]) * 0.5) ** 2
+            o.copy_(2.0 * rad * torch.asin(torch.sqrt(a.clamp(0.0, 1.0))), non_blocking=True)
+            return o
+
+        la, lo = np.deg2rad(lat), np.deg2rad(lon)
+        a = np.sin((tlat - la) * 0.5) ** 2 + np.cos(la) * np.cos(tlat) * np.sin((tlon - lo) * 0.5) ** 2
+        want = 2.0 * rad * np.arcsin(np.sqrt(np.clip(a, 0.0, 1.0)))
+        run(f"haversine f64 to a point, n = {n}", reps, step, lambda r: close(r.numpy(), want, 1e-9, 1.0))
 
     def pairwise_row(n, d, reps, mode, tol):
         i = np.arange(n * d, dtype=np.uint64)
@@ -198,18 +226,22 @@ def main():
             check)
 
     normalize_row("normalize 4 KiB f32, 1 in flight", 1024, 200 if quick else 2000)
-    n = 100000 if quick else 10000000
-    normalize_row(f"normalize f32, n = {n}", n, 3 if quick else 5)
+    # gpuq_bench's large rows, by the same names (bench/targets.py joins them)
+    n = 100000 if quick else 16777216
+    normalize_row(f"normalize f32 sum, n = {n}", n, 3 if quick else 7)
+    r, c = (64, 512) if quick else (4096, 4096)
+    normalize_row(f"normalize f32 l2 rows, {r}x{c}", r * c, 3 if quick else 7, rows=r)
+    haversine_row(10000 if quick else 1000000, 3 if quick else 7)
     # cdist's direct form (as accurate as gpuq's tiled kernel: the row that
     # compares), and its default for large inputs, the matmul identity
     # |x|^2 + |y|^2 - 2 x.y: faster, with float32 cancellation (0.003 for a
     # zero distance on this data on an H100; checked to 1e-2, the error shown).
     pn, pd = (256, 16) if quick else (4096, 64)
     pairwise_row(pn, pd, 3, "donot_use_mm_for_euclid_dist", 1e-4)
-    pairwise_row(pn, pd, 3, "use_mm_for_euclid_dist_if_necessary", 1e-2)
+    pairwise_row(pn, pd, 3 if quick else 7, "use_mm_for_euclid_dist_if_necessary", 1e-2)
     pairwise_kernel_row(pn, pd, 3 if quick else 20, "donot_use_mm_for_euclid_dist", 1e-4)
     pairwise_kernel_row(pn, pd, 3 if quick else 20, "use_mm_for_euclid_dist_if_necessary", 1e-2)
-    grid_row(200 if quick else 1000, 3 if quick else 5)
+    grid_row(200 if quick else 1000, 3 if quick else 9)
     if quick:
         knn_row(256, 20000, 16, 10, 3)
     else:
