@@ -472,6 +472,68 @@ static int job_gpuq(gpuq_conn *c, job *j)
     }
 }
 
+/* One more run of j as a builder request with "timing" (GPUQ_BENCH_STAGES
+ * set): the daemon's per-stage device times beside the wall time, on
+ * stderr, to tell where a row's time goes. knn is left out. */
+static void job_stages(gpuq_conn *c, const char *what, job *j)
+{
+    static const char *const norm[] = {"sum", "l1", "l2", "minmax", "zscore"};
+    const char *opn = j->op == JOB_NORMALIZE   ? "normalize"
+                      : j->op == JOB_HAVERSINE ? "haversine"
+                      : j->op == JOB_PAIRWISE  ? "pairwise"
+                      : j->op == JOB_GRID      ? "grid"
+                                               : NULL;
+    gpuq_req *r = opn ? gpuq_req_new(opn) : NULL;
+    gpuq_result *res = gpuq_result_new();
+    if (!r || !res)
+        goto out;
+    double to[2] = {BENCH_GRID_TO_LAT, BENCH_GRID_TO_LON};
+    if (j->op == JOB_NORMALIZE) {
+        uint64_t shape[2] = {j->rows, j->n / j->rows};
+        gpuq_req_set_input(r, 0, GPUQ_DT_F32, 2, shape, j->gin, j->in_bytes);
+        gpuq_req_set_str(r, "method", norm[j->method]);
+        if (j->rows == 1)
+            gpuq_req_set_bool(r, "flat", true);
+    } else if (j->op == JOB_HAVERSINE) {
+        uint64_t shape[2] = {j->n, 2};
+        gpuq_req_set_input(r, 0, GPUQ_DT_F64, 2, shape, j->gin, j->in_bytes);
+        gpuq_req_set_f64s(r, "to", to, 2);
+        gpuq_req_set_f64(r, "radius", BENCH_GRID_RADIUS);
+    } else if (j->op == JOB_PAIRWISE) {
+        uint64_t shape[2] = {j->n, j->d};
+        gpuq_req_set_input(r, 0, GPUQ_DT_F32, 2, shape, j->gin, j->in_bytes / 2);
+        gpuq_req_set_input(r, 1, GPUQ_DT_F32, 2, shape, j->gin, j->in_bytes / 2);
+        gpuq_req_set_str(r, "metric", "euclidean");
+    } else {
+        gpuq_req_set_dtype(r, GPUQ_DT_F64);
+        gpuq_req_set_range(r, "lat", BENCH_GRID_LAT0, BENCH_GRID_LAT1, j->n);
+        gpuq_req_set_range(r, "lon", BENCH_GRID_LON0, BENCH_GRID_LON1, j->n);
+        gpuq_req_set_f64s(r, "to", to, 2);
+        gpuq_req_set_f64(r, "radius", BENCH_GRID_RADIUS);
+    }
+    gpuq_req_set_output(r, 0, j->gout, j->out_bytes);
+    gpuq_req_set_timing(r, true);
+    for (int rep = 0; rep < 3; rep++) {
+        double t = now_s();
+        int rc = gpuq_call_req(c, r, res);
+        t = (now_s() - t) * 1e6;
+        if (rc) {
+            fprintf(stderr, "bench: stages: %s: %s\n", what, gpuq_errmsg(c));
+            break;
+        }
+        double us[5] = {0};
+        for (int k = 0; k < 5; k++)
+            (void)gpuq_result_timing(res, (gpuq_timing_stage)k, &us[k]);
+        fprintf(stderr,
+                "bench: stages: %s: wall %.0f us; queue %.0f, h2d %.0f, kernel %.0f, d2h %.0f, "
+                "total %.0f us\n",
+                what, t, us[0], us[1], us[2], us[3], us[4]);
+    }
+out:
+    gpuq_req_free(r);
+    gpuq_result_free(res);
+}
+
 static int job_peer(bench_peer *p, job *j)
 {
     switch (j->op) {
@@ -898,6 +960,15 @@ static void bench_copy_ceiling(bench *b, size_t bytes)
     snprintf(p, sizeof p, "%.1f GB/s", cr.pinned_d2h);
     ratio_fmt(q, sizeof q, cr.memfd_d2h, cr.pinned_d2h);
     row_print(b, &r1, a, p, q);
+    /* an upload and a download at once: the full-duplex pipelining's ceiling */
+    char w2[96];
+    snprintf(w2, sizeof w2, "copy %zu MiB both ways at once, each way vs pinned H2D alone",
+             bytes >> 20);
+    row r2 = {.what = w2};
+    snprintf(a, sizeof a, "%.1f GB/s", cr.duplex);
+    snprintf(p, sizeof p, "%.1f GB/s", cr.pinned_h2d);
+    ratio_fmt(q, sizeof q, cr.duplex, cr.pinned_h2d);
+    row_print(b, &r2, a, p, q);
 }
 
 /* What a shm client process tells the parent. */
@@ -948,34 +1019,43 @@ ready:
     bool ready_sent = io_full(ready_fd, &ch, 1, true) == 0;
     close(ready_fd); /* the parent's count of ready clients ends at EOF too */
     if (ready_sent && r.errors == 0 && read(go_fd, &ch, 1) == 0) { /* EOF: go */
+        /* the builder: an array that lies in an arena of the connection goes
+         * by reference (gpuq_submit's raw payload would copy it) */
+        gpuq_req *req[8] = {0};
+        gpuq_result *res = gpuq_result_new();
+        uint64_t shape[1] = {n};
+        for (int s = 0; s < depth; s++)
+            if (!(req[s] = gpuq_req_new("normalize")) ||
+                gpuq_req_set_input(req[s], 0, GPUQ_DT_F32, 1, shape, in[s], bytes) ||
+                gpuq_req_set_output(req[s], 0, out[s], bytes)) {
+                row_error(&r, "gpuq request", req[s] ? gpuq_req_errmsg(req[s]) : "out of memory");
+                goto done_reqs;
+            }
+        if (!res) {
+            row_error(&r, "client", "out of memory");
+            goto done_reqs;
+        }
         int sent = 0, got = 0;
         rep->t0 = now_s();
         while (got < nreq) {
             while (sent < nreq && sent - got < depth) {
-                gpuq_request req;
-                gpuq_request_init(&req);
-                req.op = GPUQ_OP_NORMALIZE;
-                req.dtype = GPUQ_DT_F32;
-                req.ndim_a = 1;
-                req.shape_a[0] = n;
-                int s = sent % depth;
-                if (gpuq_submit(c, &req, in[s], bytes, NULL, 0, out[s], bytes, NULL)) {
+                if (gpuq_submit_req(c, req[sent % depth], NULL)) {
                     row_error(&r, "gpuq submit", gpuq_errmsg(c));
-                    goto out;
+                    goto done_reqs;
                 }
                 sent++;
             }
-            gpuq_reply rp;
             unsigned before = gpuq_pending(c);
-            int rc = gpuq_wait(c, &rp);
+            int rc = gpuq_wait_req(c, res);
             if (gpuq_pending(c) == before) {
                 row_error(&r, "gpuq wait", gpuq_errmsg(c));
-                goto out;
+                goto done_reqs;
             }
             int s = got++ % depth;
             size_t bad;
             if (rc) {
-                row_error(&r, "gpuq", gpuq_errmsg(c));
+                row_error(&r, "gpuq",
+                          *gpuq_result_message(res) ? gpuq_result_message(res) : gpuq_errmsg(c));
             } else if (got + depth > nreq && close_f32(out[s], want, n, 1e-5, 0.0, &bad)) {
                 snprintf(why, sizeof why, "wrong result: element %zu is %.9g, want %.9g", bad,
                          (double)out[s][bad], (double)want[bad]);
@@ -985,8 +1065,11 @@ ready:
             }
         }
         rep->t1 = now_s();
+    done_reqs:
+        for (int s = 0; s < depth; s++)
+            gpuq_req_free(req[s]);
+        gpuq_result_free(res);
     }
-out:
     free(want);
     gpuq_close(c); /* closes the arena too */
     memcpy(rep->first, r.first, sizeof rep->first);
@@ -1293,6 +1376,8 @@ int main(int argc, char **argv)
             row_print(&b, &r, "n/a", "n/a", "n/a");
         } else {
             bench_latency(&b, what_shm, &j, large[k].reps, true);
+            if (getenv("GPUQ_BENCH_STAGES") && b.c)
+                job_stages(b.c, what_shm, &j);
         }
         job_free(&b, &j);
     }

@@ -302,6 +302,47 @@ static int peer_copy_rate(bench_peer *p, void *h, size_t bytes, int reps, double
 }
 #endif
 
+/* GB/s each way of bytes up from h and bytes down into h2 at the same
+ * time, on two streams (the best of reps): can both copy directions run at
+ * full speed together (PCIe is full duplex; the copy engines are separate)? */
+static int peer_duplex_rate(bench_peer *p, void *h, void *h2, size_t bytes, int reps, double *gbs)
+{
+    int rc = peer_grow(p, &p->d_out, &p->cap_out, bytes);
+    if (rc || (rc = peer_grow(p, &p->d_b, &p->cap_b, bytes)))
+        return rc;
+    cudaStream_t s2 = NULL;
+    cudaEvent_t ev[3] = {NULL, NULL, NULL};
+    cudaError_t e = cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking);
+    for (int i = 0; i < 3 && e == cudaSuccess; i++)
+        e = cudaEventCreate(&ev[i]);
+    *gbs = 0;
+    for (int i = 0; i <= reps && e == cudaSuccess; i++) {
+        float ms = 0;
+        if ((e = cudaEventRecord(ev[0], p->stream)) != cudaSuccess ||
+            (e = cudaStreamWaitEvent(s2, ev[0], 0)) != cudaSuccess ||
+            (e = cudaMemcpyAsync(p->d_out, h, bytes, cudaMemcpyHostToDevice, p->stream)) !=
+                cudaSuccess ||
+            (e = cudaMemcpyAsync(h2, p->d_b, bytes, cudaMemcpyDeviceToHost, s2)) != cudaSuccess ||
+            (e = cudaEventRecord(ev[1], s2)) != cudaSuccess ||
+            (e = cudaStreamWaitEvent(p->stream, ev[1], 0)) != cudaSuccess ||
+            (e = cudaEventRecord(ev[2], p->stream)) != cudaSuccess ||
+            (e = cudaEventSynchronize(ev[2])) != cudaSuccess ||
+            (e = cudaEventElapsedTime(&ms, ev[0], ev[2])) != cudaSuccess)
+            break;
+        double r = ms > 0 ? (double)bytes / (ms * 1e-3) / 1e9 : 0;
+        if (i > 0 && r > *gbs)
+            *gbs = r;
+    }
+    if (e != cudaSuccess)
+        rc = peer_fail(p, GPUQ_E_DEVICE, "duplex copy ceiling: %s", cudaGetErrorString(e));
+    for (int i = 0; i < 3; i++)
+        if (ev[i])
+            (void)cudaEventDestroy(ev[i]);
+    if (s2)
+        (void)cudaStreamDestroy(s2);
+    return rc;
+}
+
 int bench_peer_copy_ceiling(bench_peer *p, void *pinned, size_t bytes, int reps,
                             bench_copy_rates *r)
 {
@@ -329,6 +370,8 @@ int bench_peer_copy_ceiling(bench_peer *p, void *pinned, size_t bytes, int reps,
             rc = peer_fail(p, GPUQ_E_DEVICE, "cudaHostRegister: %s", cudaGetErrorString(e));
         else {
             rc = peer_copy_rate(p, m, bytes, reps, &r->memfd_h2d, &r->memfd_d2h);
+            if (!rc)
+                rc = peer_duplex_rate(p, pinned, m, bytes, reps, &r->duplex);
             if ((e = cudaHostUnregister(m)) != cudaSuccess && !rc)
                 rc = peer_fail(p, GPUQ_E_DEVICE, "cudaHostUnregister: %s", cudaGetErrorString(e));
         }

@@ -58,9 +58,11 @@ int bench_peer_haversine_to(bench_peer *p, const double *pts, uint64_t n, double
 
 /* Copy ceilings in GB/s (the best of the repetitions, CUDA events): from
  * and to a pinned buffer, and from and to a memfd mapping registered with
- * cudaHostRegister as gpuqd registers its arenas. */
+ * cudaHostRegister as gpuqd registers its arenas; and both directions at
+ * once (pinned up, registered down). */
 typedef struct bench_copy_rates {
     double pinned_h2d, pinned_d2h, memfd_h2d, memfd_d2h;
+    double duplex; /* each way, with an upload and a download at once */
 } bench_copy_rates;
 /* CUDA peer only (GPUQ_E_DEVICE otherwise); pinned: bytes from
  * bench_peer_alloc. */
