@@ -72,7 +72,12 @@ static void kernels_log(int level, const char *line)
 /* ---- submit ---- */
 
 /* Stream-ordered allocation from the session's device pool (bounded by
- * the device memory limit when one is set). */
+ * the device memory limit when one is set). The pool reuses only memory
+ * freed on the same stream or whose free has completed (reuse_local): a
+ * session's allocation never waits for another session's stream, which
+ * would chain the sessions' jobs one after the other. Only when that finds
+ * nothing (the pool at its limit) does one allocation fall back to the
+ * pool's default, reuse behind a wait. */
 static cudaError_t dev_alloc(backend_cuda *b, cuda_sess *s, void **p, size_t len)
 {
     *p = NULL;
@@ -82,6 +87,23 @@ static cudaError_t dev_alloc(backend_cuda *b, cuda_sess *s, void **p, size_t len
     if (b->inject_oom && b->allocs == b->inject_oom)
         return cudaErrorMemoryAllocation;
     cudaError_t e = cudaMallocFromPoolAsync(p, len, s->dev->pool, s->stream);
+    if (e == cudaErrorMemoryAllocation && s->dev->reuse_local) {
+        /* Nothing reusable without waiting: this once, let the pool reuse
+         * memory another stream freed by making this stream wait for it. */
+        (void)cudaGetLastError();
+        int on = 1, off = 0;
+        e = cudaMemPoolSetAttribute(s->dev->pool, cudaMemPoolReuseAllowInternalDependencies, &on);
+        if (e == cudaSuccess) {
+            e = cudaMallocFromPoolAsync(p, len, s->dev->pool, s->stream);
+            cudaError_t e2 = cudaMemPoolSetAttribute(
+                s->dev->pool, cudaMemPoolReuseAllowInternalDependencies, &off);
+            if (e2 != cudaSuccess) {
+                log_error("cuda: cudaMemPoolSetAttribute(internal dependencies off): %s",
+                          cudaGetErrorString(e2));
+                s->dev->reuse_local = 0; /* left on: the pool's default */
+            }
+        }
+    }
     if (e == cudaErrorMemoryAllocation)
         (void)cudaGetLastError(); /* not sticky: keep it from failing the next launch check */
     return e;
@@ -375,7 +397,8 @@ backend *backend_cuda_create(uv_loop_t *loop, backend_complete_fn done, uint64_t
                 cudaSuccess ||
             (e = cuda_dev_pool_create(d, mem_limit)) != cudaSuccess ||
             (e = cudaMemPoolSetAttribute(d->pool, cudaMemPoolAttrReleaseThreshold, &threshold)) !=
-                cudaSuccess) {
+                cudaSuccess ||
+            (e = cuda_dev_pool_reuse_local(d)) != cudaSuccess) {
             snprintf(why, cap, "CUDA device %d: %s", i, cudaGetErrorString(e));
             goto err_after_devs;
         }

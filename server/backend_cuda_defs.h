@@ -27,7 +27,8 @@ typedef struct cuda_dev {
     uint64_t total_mem;
     int prio_least, prio_greatest; /* cudaDeviceGetStreamPriorityRange */
     cudaMemPool_t pool;
-    int own_pool; /* created (with a size limit), destroyed by us */
+    int own_pool;    /* created (with a size limit), destroyed by us */
+    int reuse_local; /* pool reuse without cross-stream waits (dev_alloc) */
     int sessions;
     uint64_t in_flight;
     uint64_t bytes; /* input + output bytes submitted */

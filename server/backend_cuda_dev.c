@@ -405,6 +405,21 @@ uint64_t cuda_inflight(backend *bb)
     return ((backend_cuda *)bb)->inflight;
 }
 
+/* Reuse without cross-stream waits (dev_alloc in backend_cuda.c):
+ * GPUQ_CUDA_POOL_CROSS_STREAM=1 keeps the pool's default instead. */
+cudaError_t cuda_dev_pool_reuse_local(cuda_dev *d)
+{
+    d->reuse_local = 0;
+    if (cuda_env_u64("GPUQ_CUDA_POOL_CROSS_STREAM"))
+        return cudaSuccess;
+    int off = 0;
+    cudaError_t e =
+        cudaMemPoolSetAttribute(d->pool, cudaMemPoolReuseAllowInternalDependencies, &off);
+    if (e == cudaSuccess)
+        d->reuse_local = 1;
+    return e;
+}
+
 /* The device's default pool, or with a limit a pool of its own whose
  * maxSize makes allocations beyond it fail (cudaErrorMemoryAllocation),
  * made the device's current pool. */

@@ -46,5 +46,6 @@ void cuda_device_info(backend *bb, int i, backend_device *out);
 uint64_t cuda_inflight(backend *bb);
 /* The device's default pool, or with a limit a pool of its own. */
 cudaError_t cuda_dev_pool_create(cuda_dev *d, uint64_t limit);
+cudaError_t cuda_dev_pool_reuse_local(cuda_dev *d);
 
 #endif
