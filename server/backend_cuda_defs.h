@@ -15,6 +15,14 @@
 
 #define CUDA_POLL_MS 100
 #define CUDA_SPIN_US_DEFAULT 50
+/* The predictive spin (backend_cuda_done.c, cuda_wake_plan): a job's
+ * device time is guessed from its bytes at CUDA_EST_GBPS (GPUQ_CUDA_EST_GBPS;
+ * faster than any copy, so the guess errs early), and the loop spins from
+ * CUDA_WAKE_LEAD_US before that until CUDA_WAKE_TAIL_US after it
+ * (GPUQ_CUDA_WAKE_TAIL_US; 0 turns the predictive spin off). */
+#define CUDA_EST_GBPS 60
+#define CUDA_WAKE_LEAD_US 300
+#define CUDA_WAKE_TAIL_US 2000
 /* Pipelined jobs (backend_cuda_pipe.c): a job of more input + output bytes
  * than this goes in chunks of about this many bytes each, at most
  * CUDA_PIPE_MAX_CHUNKS of them (GPUQ_CUDA_CHUNK_BYTES; 0: never). */
@@ -42,6 +50,7 @@ typedef struct cuda_jobx {
     int has_timing_events;
     int *h_flag; /* pinned copy of the ctx errflag */
     int timing;  /* this job recorded t[] */
+    uint64_t pc; /* predicted completion (uv_hrtime ns); 0: none, or spun for */
     int status;  /* preset failure, 0 if none */
     char message[160];
 } cuda_jobx;
@@ -73,10 +82,13 @@ typedef struct backend_cuda {
     int cur_dev;
     uv_async_t async;
     uv_timer_t timer;
-    uv_idle_t spin; /* polls events for spin_ns after activity */
+    uv_idle_t spin;  /* polls events for spin_ns after activity */
+    uv_timer_t wake; /* starts the spin shortly before a job's predicted end */
     int handles_open;
-    int timer_on, spin_on;
-    uint64_t spin_ns, spin_until; /* spin_ns 0: doorbells only */
+    int timer_on, spin_on, wake_on;
+    uint64_t spin_ns, spin_until;                  /* spin_ns 0: doorbells only */
+    uint64_t est_gbps, wake_lead_ns, wake_tail_ns; /* wake_tail_ns 0: no predictive spin */
+    uint64_t wake_at;                              /* when wake fires (wake_on) */
     pthread_mutex_t mu;
     cuda_sess *wake_head;          /* under mu: sessions whose doorbell rang */
     gpuq_job *imm_head, *imm_tail; /* loop only: jobs to complete without waiting */

@@ -197,7 +197,7 @@ void cuda_on_spin(uv_idle_t *h)
     uint64_t now = uv_hrtime();
     uint64_t before = b->inflight;
     cuda_drain_all(b);
-    if (b->inflight < before)
+    if (b->inflight < before && b->spin_until < now + b->spin_ns)
         b->spin_until = now + b->spin_ns;
     if (b->inflight > 0 && now < b->spin_until && !b->base.lost)
         return;
@@ -208,10 +208,11 @@ void cuda_on_spin(uv_idle_t *h)
             cuda_arm_doorbell(b, s);
 }
 
-/* A job was submitted: keep (or start) spinning. */
-void cuda_spin_kick(backend_cuda *b)
+/* Spin until at least until (ns). */
+static void cuda_spin_until(backend_cuda *b, uint64_t until)
 {
-    b->spin_until = uv_hrtime() + b->spin_ns;
+    if (b->spin_until < until)
+        b->spin_until = until;
     if (b->spin_on)
         return;
     int rc = uv_idle_start(&b->spin, cuda_on_spin);
@@ -219,6 +220,77 @@ void cuda_spin_kick(backend_cuda *b)
         b->spin_on = 1;
     else
         log_error("cuda: uv_idle_start: %s", uv_strerror(rc));
+}
+
+/* A job was submitted: keep (or start) spinning. */
+void cuda_spin_kick(backend_cuda *b)
+{
+    cuda_spin_until(b, uv_hrtime() + b->spin_ns);
+}
+
+/* (Re)arm the wake timer for at (ns) unless it fires earlier already. */
+static void cuda_wake_at(backend_cuda *b, uint64_t now, uint64_t at)
+{
+    if (b->wake_on && b->wake_at <= at)
+        return;
+    /* libuv timers count whole ms: round down, so the spin starts early */
+    uint64_t ms = at > now ? (at - now) / 1000000 : 0;
+    int rc = uv_timer_start(&b->wake, cuda_on_wake, ms, 0);
+    if (rc != 0) {
+        log_error("cuda: uv_timer_start(wake): %s", uv_strerror(rc));
+        return;
+    }
+    b->wake_on = 1;
+    b->wake_at = at;
+}
+
+/* The predictive spin. A doorbell (a host function) wakes the loop a long
+ * while after the GPU finishes on some machines (about 150 to 300 us under
+ * a virtual machine's interrupt delivery), which for a large job costs
+ * more than a tenth of its time; the spin finds the end within a loop
+ * iteration but burns a core. So for a job whose guessed device time (its
+ * bytes at est_gbps) outlasts the spin window, the loop sleeps until
+ * wake_lead_ns before the guess, then spins until the job completes or
+ * wake_tail_ns past the guess (then the doorbell, armed as ever, remains). */
+void cuda_wake_plan(backend_cuda *b, gpuq_job *job)
+{
+    cuda_jobx *x = job->bpriv;
+    if (!x || b->wake_tail_ns == 0 || b->est_gbps == 0)
+        return;
+    uint64_t now = uv_hrtime();
+    uint64_t bytes = job->sz->payload + job->sz->output;
+    uint64_t est = bytes / b->est_gbps; /* bytes / (GB/s) = ns */
+    x->pc = now + est;
+    if (est <= b->wake_lead_ns + 1000000) { /* due within the timer's resolution */
+        cuda_spin_until(b, x->pc + b->wake_tail_ns);
+        x->pc = 0;
+        return;
+    }
+    cuda_wake_at(b, now, x->pc - b->wake_lead_ns);
+}
+
+void cuda_on_wake(uv_timer_t *t)
+{
+    backend_cuda *b = t->data;
+    uint64_t now = uv_hrtime(), until = 0, next = UINT64_MAX;
+    b->wake_on = 0;
+    for (cuda_sess *s = b->sessions; s; s = s->next)
+        for (gpuq_job *j = s->head; j; j = j->next) {
+            cuda_jobx *x = j->bpriv;
+            if (!x || !x->pc)
+                continue;
+            if (x->pc <= now + b->wake_lead_ns + 1000000) {
+                if (until < x->pc + b->wake_tail_ns)
+                    until = x->pc + b->wake_tail_ns;
+                x->pc = 0;
+            } else if (x->pc - b->wake_lead_ns < next) {
+                next = x->pc - b->wake_lead_ns;
+            }
+        }
+    if (until)
+        cuda_spin_until(b, until);
+    if (next != UINT64_MAX)
+        cuda_wake_at(b, now, next);
 }
 
 void cuda_timer_start_if_needed(backend_cuda *b)
