@@ -10,7 +10,16 @@
  *                                     no_memory
  *   GPUQ_CUDA_CHUNK_BYTES             a job of more input + output bytes
  *                                     goes in chunks of about that many,
- *                                     pipelined (default 4 MiB; 0: never)
+ *                                     pipelined (default 1 MiB; 0: never)
+ *   GPUQ_CUDA_SPIN_US                 the adaptive spin window after each
+ *                                     submit and completion (default 50;
+ *                                     0: doorbells only)
+ *   GPUQ_CUDA_EST_GBPS                the predictive spin's guess of a
+ *                                     job's copy rate (default 60)
+ *   GPUQ_CUDA_WAKE_TAIL_US            how long past that guess it spins
+ *                                     (default 2000; 0: no predictive spin)
+ *   GPUQ_CUDA_POOL_CROSS_STREAM=1     the device pool may make one stream
+ *                                     wait for another to reuse memory
  *   GPUQ_TEST_INJECT_PIPE=N           the N-th submitted job, if chunked,
  *                                     fails at its middle chunk (device
  *                                     error; backend_cuda_pipe.c)
