@@ -10,7 +10,7 @@
  *                                     no_memory
  *   GPUQ_CUDA_CHUNK_BYTES             a job of more input + output bytes
  *                                     goes in chunks of about that many,
- *                                     pipelined (default 1 MiB; 0: never)
+ *                                     pipelined (default 4 MiB; 0: never)
  *   GPUQ_CUDA_SPIN_US                 the adaptive spin window after each
  *                                     submit and completion (default 50;
  *                                     0: doorbells only)

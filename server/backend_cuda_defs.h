@@ -26,7 +26,7 @@
 /* Pipelined jobs (backend_cuda_pipe.c): a job of more input + output bytes
  * than this goes in chunks of about this many bytes each, at most
  * CUDA_PIPE_MAX_CHUNKS of them (GPUQ_CUDA_CHUNK_BYTES; 0: never). */
-#define CUDA_CHUNK_BYTES_DEFAULT ((uint64_t)1 << 20)
+#define CUDA_CHUNK_BYTES_DEFAULT ((uint64_t)4 << 20)
 #define CUDA_PIPE_MAX_CHUNKS 32
 
 typedef struct cuda_dev {
