@@ -229,6 +229,9 @@ int metrics_render(const server *srv, char **out, size_t *len)
           waiting);
     counter(&t, "gpuq_received_bytes_total", "Bytes read from clients.", st->bytes_in);
     counter(&t, "gpuq_sent_bytes_total", "Bytes written to clients.", st->bytes_out);
+    counter(&t, "gpuq_read_yields_total",
+            "Times a session stopped reading after 1 MiB to let others in on the same turn.",
+            srv->read_yields);
     gauge(&t, "gpuq_pinned_bytes_in_use",
           "Staging bytes reserved by requests (page-locked on the CUDA backend).",
           (double)srv->st.in_use);

@@ -73,6 +73,7 @@ static void server_finish(server *srv)
     uvx_close((uv_handle_t *)&srv->sigterm, NULL);
     uvx_close((uv_handle_t *)&srv->sighup, NULL);
     request_layer_close(srv);
+    session_layer_close(srv);
     sdnotify_close(&srv->sd);
     for (session *s = srv->sessions, *next; s; s = next) {
         next = s->next;
@@ -360,7 +361,7 @@ int server_init_with_backend(server *srv, uv_loop_t *loop, const config *cfg, ba
     srv->sev = &request_session_events;
     staging_init(&srv->st, srv->b, cfg->lim.total_staging);
     int rc, code;
-    if ((rc = request_layer_init(srv)) < 0 ||
+    if ((rc = request_layer_init(srv)) < 0 || (rc = session_layer_init(srv)) < 0 ||
         (rc = uvx_timer_init(loop, &srv->drain_timer, srv)) < 0 ||
         (rc = uvx_timer_init(loop, &srv->sweep_timer, srv)) < 0 ||
         (rc = uv_signal_init(loop, &srv->sigint)) < 0 ||

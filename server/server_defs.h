@@ -79,6 +79,12 @@ struct request {
 enum session_rstate { RS_PREFIX, RS_HEADER, RS_PAYLOAD, RS_SKIP, RS_WAIT_STAGING };
 
 #define SESSION_SCRATCH 16384
+/* Bytes a session reads before it yields the loop: it stops reading and
+ * starts again on the next loop turn (session_read_cb, session_on_turn), so
+ * a large payload arriving fast never keeps other sessions waiting for more
+ * than about one budget's copy (libuv would read up to 32 buffers of one
+ * stream per turn, each as large as the socket has). */
+#define SESSION_READ_BUDGET ((uint64_t)1 << 20)
 #define SESSION_HDR_INLINE 512
 
 struct session {
@@ -88,7 +94,9 @@ struct session {
     uint64_t id;
     int refs; /* pipe handle + each live request */
     bool closing, hello_done, reading, counted;
-    bool broken; /* bad prefix: stop reading, close after the error */
+    bool broken;       /* bad prefix: stop reading, close after the error */
+    bool yielded;      /* read SESSION_READ_BUDGET: reads again next turn */
+    uint64_t read_run; /* bytes read since it last yielded */
     pid_t pid;
     uid_t uid;
     gid_t gid;
@@ -158,6 +166,9 @@ struct server {
     const session_events *sev;
     uv_idle_t retry_idle; /* request.c: staging waits retried on the next turn */
     bool retry_pending;
+    uv_idle_t turn_idle; /* session.c: sessions that yielded read again */
+    bool turn_pending;
+    uint64_t read_yields; /* times a session yielded after SESSION_READ_BUDGET */
     config cfg;
     backend *b;
     char backend_why[256];

@@ -120,10 +120,12 @@ static void session_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     case RS_HEADER:
         *buf = uv_buf_init((char *)s->hbuf + s->have, (unsigned)(s->pre.header_len - s->have));
         return;
-    case RS_PAYLOAD:
+    case RS_PAYLOAD: /* at most the rest of the read budget */
         left = s->payload_len - s->have;
+        if (left > SESSION_READ_BUDGET - s->read_run)
+            left = SESSION_READ_BUDGET - s->read_run;
         buf->base = (char *)s->payload_buf + s->have;
-        buf->len = left > (1u << 30) ? (1u << 30) : (size_t)left;
+        buf->len = (size_t)left;
         return;
     case RS_SKIP:
         left = s->skip_left < SESSION_SCRATCH ? s->skip_left : SESSION_SCRATCH;
@@ -174,6 +176,8 @@ void session_drop_fd(session *s)
     s->rx_fd_extra = false;
 }
 
+static void session_yield(session *s);
+
 static void session_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
     session *s = st->data;
@@ -193,6 +197,9 @@ static void session_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         return;
     s->srv->stats.bytes_in += (uint64_t)nread;
     s->bytes_in += (uint64_t)nread;
+    s->read_run += (uint64_t)nread;
+    if (s->read_run >= SESSION_READ_BUDGET) /* yield: read again next turn */
+        session_yield(s);
     s->rx_ns = s->active_ns = uv_hrtime();
     session_ref(s);
     switch (s->rstate) {
@@ -285,11 +292,53 @@ uint64_t session_next_seq(session *s)
     return s->next_seq++;
 }
 
+/* The loop's next turn: every session that yielded reads again. */
+static void session_on_turn(uv_idle_t *h)
+{
+    server *srv = h->data;
+    (void)uvx_idle_stop(h);
+    srv->turn_pending = false;
+    for (session *s = srv->sessions, *next; s; s = next) {
+        session_ref(s);
+        if (s->yielded) {
+            s->yielded = false;
+            session_update_reading(s);
+        }
+        next = s->next;
+        session_unref(s);
+    }
+}
+
+static void session_yield(session *s)
+{
+    server *srv = s->srv;
+    s->read_run = 0;
+    s->yielded = true;
+    srv->read_yields++;
+    if (srv->turn_pending || !srv->turn_idle.loop || uv_is_closing((uv_handle_t *)&srv->turn_idle))
+        return;
+    if (uvx_idle_start(&srv->turn_idle, session_on_turn, "read turn") == 0)
+        srv->turn_pending = true;
+    else
+        s->yielded = false; /* no next turn to wait for: keep reading */
+}
+
+int session_layer_init(server *srv)
+{
+    return uvx_idle_init(srv->loop, &srv->turn_idle, srv);
+}
+
+void session_layer_close(server *srv)
+{
+    srv->turn_pending = false;
+    uvx_close((uv_handle_t *)&srv->turn_idle, NULL);
+}
+
 void session_update_reading(session *s)
 {
     if (s->closing)
         return;
-    bool want = !s->broken && s->rstate != RS_WAIT_STAGING &&
+    bool want = !s->broken && !s->yielded && s->rstate != RS_WAIT_STAGING &&
                 uvx_write_queue_size((uv_stream_t *)&s->pipe) <= s->caps.session_staging &&
                 s->live < 2 * s->caps.max_inflight + 16;
     int rc = 0;

@@ -36,6 +36,10 @@ void session_unref(session *s);
 void session_apply_policy(session *s);
 /* Start or stop reading according to state, write queue and limits. */
 void session_update_reading(session *s);
+/* The idle handle that lets sessions which yielded their read budget read
+ * again on the next loop turn (SESSION_READ_BUDGET). */
+int session_layer_init(struct server *srv);
+void session_layer_close(struct server *srv);
 
 /* The read state, set by the layer above after each event: */
 /* skip n payload bytes next (then back to PREFIX; n = 0: PREFIX now) */

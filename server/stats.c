@@ -111,7 +111,7 @@ void stats_server_keys(const server *srv, gpuq_mpw *w)
 void stats_status_info(const server *srv, gpuq_mpw *w)
 {
     const stats *st = &srv->stats;
-    gpuq_mpw_map(w, STATS_SERVER_KEYS + 16);
+    gpuq_mpw_map(w, STATS_SERVER_KEYS + 17);
     stats_server_keys(srv, w);
     gpuq_mpw_str(w, "uptime_s");
     gpuq_mpw_double(w, (double)(uv_hrtime() - srv->start_ns) / 1e9);
@@ -159,6 +159,8 @@ void stats_status_info(const server *srv, gpuq_mpw *w)
     gpuq_mpw_uint(w, st->bytes_in);
     gpuq_mpw_str(w, "bytes_out");
     gpuq_mpw_uint(w, st->bytes_out);
+    gpuq_mpw_str(w, "read_yields");
+    gpuq_mpw_uint(w, srv->read_yields);
     gpuq_mpw_str(w, "sessions_total");
     gpuq_mpw_uint(w, st->sessions_total);
     gpuq_mpw_str(w, "pid");

@@ -1,6 +1,7 @@
 /* test_e2e_flow.c - many requests in flight: pipelining and reply order, many
  * concurrent clients at different priorities, a client that disconnects with
- * work in flight, backpressure, and SIGTERM answering every accepted request. */
+ * work in flight, backpressure, SIGTERM answering every accepted request, and
+ * a large payload read a MiB per loop turn. */
 #include <check.h>
 #include <math.h>
 #include <signal.h>
@@ -305,6 +306,45 @@ START_TEST(sigterm_answers_in_flight)
 }
 END_TEST
 
+/* A 16 MiB payload over the socket: the session yields the loop after
+ * every MiB it reads (SESSION_READ_BUDGET: status read_yields counts 16),
+ * the result is right, and another session is served meanwhile and after. */
+START_TEST(large_payload_yields)
+{
+    enum { N = 2 << 20 }; /* float64: 16 MiB */
+    double *x = malloc((size_t)N * sizeof *x), *y = malloc((size_t)N * sizeof *y);
+    ck_assert(x && y);
+    double sum = 0;
+    for (int i = 0; i < N; i++)
+        sum += x[i] = 1.0 + i % 7;
+    char js[16384];
+    e2e_status(js, sizeof js);
+    long long before = e2e_json_int(js, "read_yields");
+    ck_assert_int_ge(before, 0);
+    gpuq_conn *a = e2e_connect("big", GPUQ_PRIO_NORMAL),
+              *b = e2e_connect("small", GPUQ_PRIO_NORMAL);
+    ck_assert_int_eq(gpuq_ping(b), 0);
+    gpuq_request r = e2e_norm_req(N);
+    uint64_t id;
+    ck_assert_int_eq(
+        gpuq_submit(a, &r, x, (size_t)N * sizeof *x, NULL, 0, y, (size_t)N * sizeof *y, &id), 0);
+    ck_assert_int_eq(gpuq_ping(b), 0);
+    gpuq_reply rep;
+    ck_assert_msg(gpuq_wait(a, &rep) == 0, "%s", gpuq_errmsg(a));
+    for (int i = 0; i < N; i += 4099)
+        ck_assert_double_eq_tol(y[i], x[i] / sum, 1e-15);
+    e2e_status(js, sizeof js);
+    long long yields = e2e_json_int(js, "read_yields") - before;
+    ck_assert_msg(yields >= 16 && yields <= 17, "read_yields grew by %lld, want 16", yields);
+    ck_assert_int_eq(gpuq_ping(b), 0);
+    gpuq_close(a);
+    gpuq_close(b);
+    free(x);
+    free(y);
+    e2e_assert_serves();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("e2e_flow");
@@ -317,6 +357,7 @@ static Suite *suite(void)
     tcase_add_test(tc, slow_reader_bounded);
     tcase_add_test(tc, max_inflight_on_the_wire);
     tcase_add_test(tc, sigterm_answers_in_flight);
+    tcase_add_test(tc, large_payload_yields);
     suite_add_tcase(s, tc);
     return s;
 }

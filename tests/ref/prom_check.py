@@ -18,7 +18,7 @@ REQUIRED = [
     "gpuq_build_info", "gpuq_uptime_seconds", "gpuq_draining", "gpuq_sessions",
     "gpuq_sessions_opened", "gpuq_requests", "gpuq_request_duration_seconds",
     "gpuq_in_flight", "gpuq_queue_depth", "gpuq_staging_waiting_sessions",
-    "gpuq_received_bytes", "gpuq_sent_bytes", "gpuq_pinned_bytes_in_use",
+    "gpuq_received_bytes", "gpuq_sent_bytes", "gpuq_read_yields", "gpuq_pinned_bytes_in_use",
     "gpuq_pinned_bytes_allocated", "gpuq_pinned_bytes_limit", "gpuq_device_memory_bytes",
     "gpuq_device_memory_used_bytes", "gpuq_device_sessions", "gpuq_device_in_flight",
     "gpuq_device_bytes",
