@@ -27,6 +27,8 @@
 #
 # GPUQ_STEPS picks what runs after the (incremental) build, so a short device
 # lease can take it in two calls: "ctest sanitize" then "bench timing".
+# "sanshm" (not in the default list) runs compute-sanitizer memcheck over
+# the data plane's suites (shared-memory arenas, pipelining).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$(pwd)
@@ -201,6 +203,36 @@ main() {
                     row "$(okfail "$rc")" "compute-sanitizer $tool gpuqd ($name)" \
                         "exit $rc; $(grep -E '^[0-9]+%: Checks' "$log" | tail -1); $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sort | uniq -c | tr -d '=' | xargs)"
                 done
+            done
+        fi
+    fi
+
+    # compute-sanitizer over the data plane (a step of its own: the whole
+    # sanitize step does not fit one device call): memcheck of the pipelined
+    # kernels' suite, and of gpuqd under the shared-memory and pipelining
+    # end-to-end suites, where a client leaves with arena work in flight.
+    if want sanshm; then
+        local CS2 lg rc2
+        CS2=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+        if [[ -z $CS2 ]]; then
+            row FAIL "compute-sanitizer" "not found"
+        else
+            lg=$LOGS/cs_memcheck_test_gpu_pipe.log
+            echo "-- memcheck test_gpu_pipe ($(date -u +%T))"
+            CK_FORK=no CK_DEFAULT_TIMEOUT=600 GPUQ_SANITIZER_SMALL=1 \
+                timeout 240 "$CS2" --tool memcheck --error-exitcode 9 build-gpu/tests/gpu/test_gpu_pipe >"$lg" 2>&1
+            rc2=$?
+            row "$(okfail "$rc2")" "compute-sanitizer memcheck test_gpu_pipe" \
+                "exit $rc2; $(grep -E 'ERROR SUMMARY' "$lg" | tr -d '=' | xargs)"
+            for t in e2e/test_e2e_shm gpu/test_e2e_pipe; do
+                lg=$LOGS/cs_memcheck_gpuqd_$(basename $t).log
+                echo "-- memcheck gpuqd under $t ($(date -u +%T))"
+                GPUQ_TEST_DEVICE=cuda CK_DEFAULT_TIMEOUT=600 \
+                    GPUQ_TEST_DAEMON_WRAPPER="$CS2 --tool memcheck --error-exitcode 9" \
+                    timeout 240 "build-gpu/tests/$t" >"$lg" 2>&1
+                rc2=$?
+                row "$(okfail "$rc2")" "compute-sanitizer memcheck gpuqd ($(basename $t))" \
+                    "exit $rc2; $(grep -E '^[0-9]+%: Checks' "$lg" | tail -1); $(grep -hE 'ERROR SUMMARY' "$lg" | sort | uniq -c | tr -d '=' | xargs)"
             done
         fi
     fi
