@@ -229,7 +229,7 @@ static void make_inputs(void)
     make_points("qs.npy", GPUQ_DT_F32, 777);
     make_npy("xl.npy", GPUQ_DT_F32, 2, 301, 16, -1, 1); /* out 301 x 901 f32: 1.08 MB */
     make_npy("yl.npy", GPUQ_DT_F32, 2, 901, 16, -1, 1);
-    make_npy("kx.npy", GPUQ_DT_F32, 2, 2001, 16, -1, 1);  /* m * k odd: indices 4 bytes off */
+    make_npy("kx.npy", GPUQ_DT_F32, 2, 201, 16, -1, 1);   /* m * k odd: indices 4 bytes off */
     make_npy("ky.npy", GPUQ_DT_F32, 2, 20000, 16, -1, 1); /* 1.28 MB */
 }
 
