@@ -221,8 +221,8 @@ typedef enum gpuq_transport {
 } gpuq_transport;
 
 /* AUTO stages a blocking call whose arrays outside arenas (inputs plus
- * results) come to at least this many bytes. Below it the socket is as
- * fast (a staging copy and two round trips for nothing). */
+ * results) come to at least this many bytes: smaller calls, where the
+ * socket costs little, hold no arena. */
 #define GPUQ_SHM_MIN_BYTES (1u << 20)
 
 /* Choose how c's blocking calls send arrays (above). GPUQ_E_BAD_ARGUMENT:
