@@ -46,9 +46,11 @@ int gpuq_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, cons
  * arrays should go there (opened or grown as for the blocking calls), NULL
  * and 0 when they should go by socket (SOCKET; AUTO under
  * GPUQ_SHM_MIN_BYTES, without arenas or without an arena to be had). The
- * caller names its arrays with req->in_ref/out_ref and calls gpuq_call;
- * *base is valid until the next call on c that stages. Returns 0, or (SHM
- * without an arena, a dead connection, requests outstanding) the error. */
+ * caller names its arrays with req->in_ref/out_ref and calls gpuq_call.
+ * *base stays valid until the staging arena is reopened (a later call that
+ * needs more), given back (GPUQ_TRANSPORT_SOCKET) or unmapped (gpuq_close).
+ * Returns 0, or (SHM without an arena, a dead connection, requests
+ * outstanding) the error. */
 int gpuq_stage_area(gpuq_conn *c, uint64_t bytes, uint64_t need, void **base, uint64_t *arena_id);
 
 /* Raw frames, for tests: send arbitrary bytes; read one reply frame (the
