@@ -177,8 +177,8 @@ void stage_end(gpuq_conn *c, bool ok)
             memcpy(s->out[k], base + s->out_off[k], (size_t)s->out_len[k]);
 }
 
-/* A blocking call's arrays that are in no arena, into the staging arena
- * when c's transport says so (stage.c); refs gets their references. */
+/* gpuq_call_req's arrays that are in no arena, into the staging arena
+ * when c's transport says so; refs gets their references. */
 int stage_req(gpuq_conn *c, const gpuq_req *r, const gpuq_sizes *sz, req_refs *refs)
 {
     stage_io io = {0};
