@@ -9,7 +9,9 @@
  * next reply frame into the queue head's buffers: output 0 then output 1, by
  * the reply's own dtype/shape and dtype_b/shape_b. gpuq_submit/gpuq_wait
  * (gpuq_internal.h) are the same path for a filled gpuq_request, the whole
- * payload into one buffer.
+ * payload into one buffer. The blocking calls (gpuq_call_req, gpuq_call)
+ * may send their arrays through the connection's staging arena instead of
+ * the socket (stage.c); pipelined submits never do.
  *
  * Failures: a request that fails the checks is refused before anything is
  * sent, with the code the server would give. A socket error or a broken reply
@@ -39,6 +41,8 @@
 #include "sockio.h"
 #include "utf8.h"
 #include "arena.h"
+#include "hello.h"
+#include "stage.h"
 
 typedef struct pending_req {
     uint64_t id;
@@ -64,7 +68,18 @@ struct gpuq_conn {
     int rx_fd;             /* an fd that came with the last reply (arena_open), or -1 */
     int tx_fd;             /* an fd to attach to the next frame sent (arena_import), or -1 */
     gpuq_arena *arenas;    /* mapped arenas (client/arena.c) */
+    conn_stage stage;      /* the blocking calls' staging arena (client/stage.c) */
 };
+
+conn_stage *conn_stage_of(gpuq_conn *c)
+{
+    return &c->stage;
+}
+
+int conn_broken(const gpuq_conn *c)
+{
+    return c->broken;
+}
 
 gpuq_arena **conn_arenas(gpuq_conn *c)
 {
@@ -90,11 +105,6 @@ int conn_set_err(gpuq_conn *c, int code, const char *fmt, ...)
     vsnprintf(c->err, sizeof c->err, fmt, ap);
     va_end(ap);
     return code;
-}
-
-static int key_is(const char *k, uint32_t klen, const char *want)
-{
-    return strlen(want) == klen && memcmp(k, want, klen) == 0;
 }
 
 static int conn_break(gpuq_conn *c, int code, const char *what)
@@ -501,7 +511,9 @@ static int check_req(gpuq_conn *c, gpuq_req *r, const uint8_t *hdr, size_t hlen,
     return 0;
 }
 
-int gpuq_submit_req(gpuq_conn *c, gpuq_req *r, uint64_t *id)
+/* gpuq_submit_req, and the submit of gpuq_call_req (blocking: its arrays
+ * may go through the staging arena). */
+static int submit_req(gpuq_conn *c, gpuq_req *r, bool blocking, uint64_t *id)
 {
     int rc = submit_ready(c);
     if (rc)
@@ -514,8 +526,9 @@ int gpuq_submit_req(gpuq_conn *c, gpuq_req *r, uint64_t *id)
     const req_input *a = &r->in[0], *b = &r->in[1];
     size_t a_len = a->set ? a->len : 0, b_len = b->set ? b->len : 0;
     /* the request's sizes first (as sent by socket), then the refs of
-     * arrays that lie in this connection's arenas */
-    if (req_encode(r, c->next_id, NULL, &hdr, &hlen))
+     * arrays that lie in this connection's arenas or are staged */
+    uint64_t hdr_id = c->next_id;
+    if (req_encode(r, hdr_id, NULL, &hdr, &hlen))
         return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a request");
     rc = check_req(c, r, hdr, hlen, (uint64_t)a_len + b_len, &sz);
     if (rc)
@@ -523,7 +536,10 @@ int gpuq_submit_req(gpuq_conn *c, gpuq_req *r, uint64_t *id)
     req_refs refs;
     if ((rc = arena_refs_for(c, r, &sz, &refs)) != 0)
         goto err_after_encode;
-    if (refs.nin || refs.nout) {
+    if (blocking && (rc = stage_req(c, r, &sz, &refs)) != 0)
+        goto err_after_encode;
+    /* staging may have made calls of its own (arena_open): a new id */
+    if (refs.nin || refs.nout || c->next_id != hdr_id) {
         free(hdr);
         hdr = NULL;
         if (req_encode(r, c->next_id, &refs, &hdr, &hlen))
@@ -543,6 +559,11 @@ int gpuq_submit_req(gpuq_conn *c, gpuq_req *r, uint64_t *id)
 err_after_encode:
     free(hdr);
     return rc;
+}
+
+int gpuq_submit_req(gpuq_conn *c, gpuq_req *r, uint64_t *id)
+{
+    return submit_req(c, r, false, id);
 }
 
 /* Wait for the queue head: *rep gets its header; a builder request's
@@ -608,8 +629,18 @@ int gpuq_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, cons
     gpuq_reply tmp;
     if (!rep)
         rep = &tmp;
+    bool staged = false;
     int rc = blocking_ready(c);
-    if (rc || (rc = gpuq_submit(c, req, a, a_len, b, b_len, out, out_cap, NULL)))
+    if (rc || (rc = stage_call(c, req, a, a_len, b, b_len, out, out_cap, &staged)))
+        return rc;
+    if (staged) {
+        rc = gpuq_submit(c, req, NULL, 0, NULL, 0, NULL, 0, NULL);
+        req->nin_ref = req->nout_ref = 0; /* the caller's request as it came */
+        rc = rc ? rc : gpuq_wait(c, rep);
+        stage_end(c, rc == 0);
+        return rc;
+    }
+    if ((rc = gpuq_submit(c, req, a, a_len, b, b_len, out, out_cap, NULL)))
         return rc;
     rc = gpuq_wait(c, rep);
     if (rc == 0 && c->last_payload != out_cap)
@@ -621,68 +652,17 @@ int gpuq_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, cons
 int gpuq_call_req(gpuq_conn *c, gpuq_req *r, gpuq_result *res)
 {
     int rc = blocking_ready(c);
-    if (rc || (rc = gpuq_submit_req(c, r, NULL))) {
+    if (rc || (rc = submit_req(c, r, true, NULL))) {
+        stage_end(c, false);
         if (res) {
             result_reset(res);
             res->status = rc;
         }
         return rc;
     }
-    return gpuq_wait_req(c, res);
-}
-static void copy_str(char *dst, size_t cap, const char *s, uint32_t len)
-{
-    size_t n = len < cap - 1 ? len : cap - 1;
-    memcpy(dst, s, n);
-    dst[n] = '\0';
-}
-
-static int parse_hello_info(const uint8_t *buf, size_t len, gpuq_server_info *si)
-{
-    gpuq_mpr r;
-    gpuq_mpr_init(&r, buf, len);
-    uint32_t n;
-    if (gpuq_mpr_map(&r, &n))
-        return GPUQ_E_BAD_HEADER;
-    for (uint32_t i = 0; i < n; i++) {
-        const char *k, *s;
-        uint32_t kl, sl;
-        uint64_t u;
-        int64_t v;
-        int rc;
-        if (gpuq_mpr_str(&r, &k, &kl))
-            return GPUQ_E_BAD_HEADER;
-        if (key_is(k, kl, "version")) {
-            rc = gpuq_mpr_uint(&r, &u);
-            si->version = (uint32_t)u;
-        } else if (key_is(k, kl, "server") && !(rc = gpuq_mpr_str(&r, &s, &sl))) {
-            copy_str(si->server, sizeof si->server, s, sl);
-        } else if (key_is(k, kl, "backend") && !(rc = gpuq_mpr_str(&r, &s, &sl))) {
-            copy_str(si->backend, sizeof si->backend, s, sl);
-        } else if (key_is(k, kl, "session")) {
-            rc = gpuq_mpr_uint(&r, &si->session_id);
-        } else if (key_is(k, kl, "priority")) {
-            rc = gpuq_mpr_int(&r, &v);
-            si->priority_granted = (int)v;
-        } else if (key_is(k, kl, "stream_priority")) {
-            rc = gpuq_mpr_int(&r, &v);
-            si->stream_priority = (int)v;
-        } else if (key_is(k, kl, "device")) {
-            rc = gpuq_mpr_int(&r, &v);
-            si->device = (int)v;
-        } else if (key_is(k, kl, "admin")) {
-            rc = gpuq_mpr_bool(&r, &si->admin);
-        } else if (key_is(k, kl, "limits")) {
-            rc = gpuq_limits_decode(&r, &si->limits);
-        } else if (key_is(k, kl, "server") || key_is(k, kl, "backend")) {
-            /* wrong type: rc already set by the failed gpuq_mpr_str */
-        } else {
-            rc = gpuq_mpr_skip(&r);
-        }
-        if (rc)
-            return GPUQ_E_BAD_HEADER;
-    }
-    return 0;
+    rc = gpuq_wait_req(c, res);
+    stage_end(c, rc == 0);
+    return rc;
 }
 
 static int hello(gpuq_conn *c, const gpuq_connect_opts *o)
@@ -708,7 +688,7 @@ static int hello(gpuq_conn *c, const gpuq_connect_opts *o)
         return rc;
     if (!c->scratch.info)
         return conn_break(c, GPUQ_E_PROTOCOL, "hello reply without info");
-    if (parse_hello_info(c->scratch.info, c->scratch.info_len, &c->info))
+    if (hello_info_parse(c->scratch.info, c->scratch.info_len, &c->info, &c->stage.offered))
         return conn_break(c, GPUQ_E_PROTOCOL, "malformed hello info");
     if (c->info.version != GPUQ_PROTO_VERSION)
         return conn_break(c, GPUQ_E_VERSION, "server protocol version differs");

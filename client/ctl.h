@@ -24,6 +24,7 @@ typedef struct ctl_ctx {
     const char *socket; /* NULL: the default socket */
     bool json;
     int priority;
+    int transport;                 /* gpuq_transport: --transport, AUTO by default */
     const struct ctl_entry *entry; /* the command being run */
 } ctl_ctx;
 
@@ -43,8 +44,9 @@ typedef struct ctl_opt {
 } ctl_opt;
 
 /* Split argv into options (any order) and positionals; checks the entry's
- * min/max. --json, --priority and --timing are always understood (timing may
- * be NULL). Returns 0 or CTL_EXIT_USAGE (message printed). */
+ * min/max. --json, --priority, --transport and --timing are always
+ * understood (timing may be NULL). Returns 0 or CTL_EXIT_USAGE (message
+ * printed). */
 int ctl_parse_args(ctl_ctx *ctx, int argc, const char **argv, const ctl_opt *opts, int nopts,
                    const char **pos, int *npos, bool *timing);
 
@@ -52,7 +54,9 @@ int ctl_usage_error(const ctl_ctx *ctx, const char *fmt, ...) __attribute__((for
 /* Print "gpuqctl: name: msg" (msg's own "name: " prefix dropped); returns 1. */
 int ctl_fail(int code, const char *msg);
 int ctl_failf(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Connect with ctx's socket and priority; prints the error itself. */
+/* Connect with ctx's socket and priority, and set its transport (shm
+ * against a gpuqd that offers no arenas fails here); prints the error
+ * itself. */
 int ctl_connect(const ctl_ctx *ctx, gpuq_conn **c);
 /* For commands without options or arguments: parse (only --json/--priority)
  * and connect. Returns 0 or the exit status (message printed). */
@@ -63,6 +67,8 @@ int ctl_parse_double(const char *s, double *v);
 int ctl_parse_u64(const char *s, uint64_t *v);
 /* A priority level: low, normal, high or -1, 0, 1 (gpuq_prio_parse). */
 int ctl_parse_priority(const char *s, int *prio);
+/* "auto", "socket" or "shm" into a gpuq_transport. */
+int ctl_parse_transport(const char *s, int *t);
 
 /* One member of a msgpack map read by ctl_read_map: scalars decoded
  * (numbers and bools in num, strings in s), every value's raw bytes kept. */

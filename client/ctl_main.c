@@ -1,14 +1,12 @@
-/* ctl_main.c - gpuqctl: global options, the command table, shared helpers.
+/* ctl_main.c - gpuqctl: global options and the command table.
  *
- * gpuqctl [--socket PATH] [--json] [--priority low|normal|high] COMMAND ...
+ * gpuqctl [--socket PATH] [--json] [--priority low|normal|high]
+ *         [--transport auto|socket|shm] COMMAND ...
  * The command is looked up in the table (one- or two-word names), its
- * arguments are parsed by ctl_parse_args, and its exec does the work.
+ * arguments are parsed by ctl_parse_args (ctl_util.c), and its exec does
+ * the work.
  */
-#include <errno.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "ctl.h"
@@ -17,8 +15,23 @@
 static void usage(FILE *f)
 {
     const ctl_entry *e;
-    fprintf(f, "usage: gpuqctl [--socket PATH] [--json] [--priority low|normal|high] COMMAND ...\n"
-               "commands:\n");
+    fprintf(f,
+            "usage: gpuqctl [--socket PATH] [--json] [--priority low|normal|high]\n"
+            "               [--transport auto|socket|shm] COMMAND ...\n"
+            "options:\n"
+            "  --socket PATH    gpuqd's socket (default: $GPUQ_SOCKET, "
+            "$XDG_RUNTIME_DIR/gpuq/gpuqd.sock,\n"
+            "                   /run/gpuq/gpuqd.sock)\n"
+            "  --json           machine-readable output (ping, status, sessions)\n"
+            "  --priority P     the session's priority: low, normal (default) or high\n"
+            "  --transport T    how the ops' arrays reach gpuqd: auto (default: shared memory\n"
+            "                   when gpuqd offers arenas and the arrays come to %u MiB or more,\n"
+            "                   else the socket), shm (shared memory always; an error when\n"
+            "                   gpuqd offers none) or socket (never shared memory)\n"
+            "--json, --priority and --transport may also follow the command;\n"
+            "--socket=PATH and --transport=T are the same as with a space.\n"
+            "commands:\n",
+            GPUQ_SHM_MIN_BYTES >> 20);
     for (unsigned i = 0; (e = op_ctl_at(i)) != NULL; i++) {
         fprintf(f, "  gpuqctl %s %s\n", e->name, e->usage);
         if (e->help)
@@ -26,160 +39,13 @@ static void usage(FILE *f)
     }
 }
 
-int ctl_usage_error(const ctl_ctx *ctx, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (ctx && ctx->entry)
-        fprintf(stderr, "gpuqctl: usage: %s (gpuqctl %s %s)\n", msg, ctx->entry->name,
-                ctx->entry->usage);
-    else
-        fprintf(stderr, "gpuqctl: usage: %s (gpuqctl --help lists commands)\n", msg);
-    return CTL_EXIT_USAGE;
-}
-
-int ctl_fail(int code, const char *msg)
-{
-    const char *name = gpuq_errname(code);
-    size_t nl = strlen(name);
-    if (msg && strncmp(msg, name, nl) == 0 && msg[nl] == ':' && msg[nl + 1] == ' ')
-        msg += nl + 2;
-    if (!msg || !*msg)
-        msg = gpuq_strerror(code);
-    /* keep it one line */
-    char line[1024];
-    snprintf(line, sizeof line, "%s", msg);
-    for (char *p = line; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
-    fprintf(stderr, "gpuqctl: %s: %s\n", name, line);
-    return CTL_EXIT_FAIL;
-}
-
-int ctl_failf(int code, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return ctl_fail(code, msg);
-}
-
-int ctl_connect(const ctl_ctx *ctx, gpuq_conn **c)
-{
-    gpuq_connect_opts o = {.socket_path = ctx->socket,
-                           .client_name = "gpuqctl",
-                           .priority = ctx->priority,
-                           .device = -1};
-    int rc = gpuq_connect(&o, c);
-    if (rc) {
-        ctl_fail(rc, *c ? gpuq_errmsg(*c) : NULL);
-        gpuq_close(*c);
-        *c = NULL;
-        return CTL_EXIT_FAIL;
-    }
-    return 0;
-}
-
-int ctl_connect_bare(ctl_ctx *ctx, int argc, const char **argv, gpuq_conn **c)
-{
-    const char *pos[1];
-    int npos;
-    int rc = ctl_parse_args(ctx, argc, argv, NULL, 0, pos, &npos, NULL);
-    return rc ? rc : ctl_connect(ctx, c);
-}
-
-int ctl_parse_double(const char *s, double *v)
-{
-    if (!s || !*s)
-        return -1;
-    char *end;
-    errno = 0;
-    double d = strtod(s, &end);
-    if (*end || errno == ERANGE || !isfinite(d))
-        return -1;
-    *v = d;
-    return 0;
-}
-
-int ctl_parse_u64(const char *s, uint64_t *v)
-{
-    if (!s || *s < '0' || *s > '9')
-        return -1;
-    char *end;
-    errno = 0;
-    unsigned long long u = strtoull(s, &end, 10);
-    if (*end || errno == ERANGE)
-        return -1;
-    *v = u;
-    return 0;
-}
-
-int ctl_parse_priority(const char *s, int *prio)
-{
-    return gpuq_prio_parse(s, prio) == 0 ? 0 : -1;
-}
-
-int ctl_parse_args(ctl_ctx *ctx, int argc, const char **argv, const ctl_opt *opts, int nopts,
-                   const char **pos, int *npos, bool *timing)
-{
-    int n = 0;
-    bool only_pos = false;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (only_pos || a[0] != '-' || a[1] == '\0') {
-            if (n >= ctx->entry->max_args)
-                return ctl_usage_error(ctx, "unexpected argument '%s'", a);
-            pos[n++] = a;
-            continue;
-        }
-        if (strcmp(a, "--") == 0) {
-            only_pos = true;
-            continue;
-        }
-        if (strcmp(a, "--json") == 0) {
-            ctx->json = true;
-            continue;
-        }
-        if (timing && strcmp(a, "--timing") == 0) {
-            *timing = true;
-            continue;
-        }
-        if (strcmp(a, "--priority") == 0) {
-            if (i + 1 >= argc)
-                return ctl_usage_error(ctx, "--priority needs a value");
-            if (ctl_parse_priority(argv[++i], &ctx->priority))
-                return ctl_usage_error(ctx, "bad priority '%s' (low|normal|high or -1|0|1)",
-                                       argv[i]);
-            continue;
-        }
-        int k = 0;
-        for (; k < nopts; k++)
-            if (strcmp(a, opts[k].name) == 0)
-                break;
-        if (k == nopts)
-            return ctl_usage_error(ctx, "unknown option '%s'", a);
-        if (opts[k].val) {
-            if (i + 1 >= argc)
-                return ctl_usage_error(ctx, "%s needs a value", a);
-            *opts[k].val = argv[++i];
-        } else {
-            *opts[k].flag = true;
-        }
-    }
-    if (n < ctx->entry->min_args)
-        return ctl_usage_error(ctx, "missing arguments");
-    *npos = n;
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
-    ctl_ctx ctx = {.socket = NULL, .json = false, .priority = GPUQ_PRIO_NORMAL, .entry = NULL};
+    ctl_ctx ctx = {.socket = NULL,
+                   .json = false,
+                   .priority = GPUQ_PRIO_NORMAL,
+                   .transport = GPUQ_TRANSPORT_AUTO,
+                   .entry = NULL};
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         const char *a = argv[i];
@@ -197,6 +63,12 @@ int main(int argc, char **argv)
             if (ctl_parse_priority(argv[i], &ctx.priority))
                 return ctl_usage_error(NULL, "bad priority '%s' (low|normal|high or -1|0|1)",
                                        argv[i]);
+        } else if (strcmp(a, "--transport") == 0 || strncmp(a, "--transport=", 12) == 0) {
+            const char *v = a[11] == '=' ? a + 12 : ++i < argc ? argv[i] : NULL;
+            if (!v)
+                return ctl_usage_error(NULL, "--transport needs auto, socket or shm");
+            if (ctl_parse_transport(v, &ctx.transport))
+                return ctl_usage_error(NULL, "bad transport '%s' (auto|socket|shm)", v);
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             return 0;

@@ -193,6 +193,45 @@ uint64_t gpuq_arena_id(const gpuq_arena *a); /* the daemon's id of it */
 void *gpuq_arena_alloc(gpuq_arena *a, uint64_t bytes);
 void gpuq_arena_free(gpuq_arena *a, void *p);
 
+/* ---- transport of the blocking calls ----
+ * Arrays the caller placed in an arena always go by reference. Others go
+ * by socket, except in the blocking calls (gpuq_call_req and every
+ * convenience call) under AUTO, the default: when the daemon offers arenas
+ * and the arrays outside arenas (inputs plus results) come to at least
+ * GPUQ_SHM_MIN_BYTES, libgpuq copies the inputs into a staging arena of the
+ * connection, sends the request by reference, and copies the results out
+ * when the reply has come. The results are the socket path's, byte for byte.
+ *
+ * The staging arena is opened on first use, grown (closed and reopened
+ * larger) when a request needs more, never beyond limits.session_arena, and
+ * kept until gpuq_close (or GPUQ_TRANSPORT_SOCKET). It counts against the
+ * session's and the daemon's arena quotas like any other arena. When it
+ * cannot be had (quota, total_arena busy, arenas off), AUTO sends by socket
+ * and does not try that size or a larger one again on this connection.
+ * Pipelined requests (gpuq_submit_req) never use it: a blocking call has at
+ * most one request in flight, so one staging arena per connection is enough.
+ *
+ * GPUQ_TRANSPORT_SOCKET: never stage. GPUQ_TRANSPORT_SHM: stage arrays of
+ * any size; a blocking call whose arrays cannot be staged fails (the
+ * arena_open's code, the message says so) and nothing is sent. */
+typedef enum gpuq_transport {
+    GPUQ_TRANSPORT_AUTO = 0,
+    GPUQ_TRANSPORT_SOCKET = 1,
+    GPUQ_TRANSPORT_SHM = 2
+} gpuq_transport;
+
+/* AUTO stages a blocking call whose arrays outside arenas (inputs plus
+ * results) come to at least this many bytes: smaller calls, where the
+ * socket costs little, hold no arena. */
+#define GPUQ_SHM_MIN_BYTES (1u << 20)
+
+/* Choose how c's blocking calls send arrays (above). GPUQ_E_BAD_ARGUMENT:
+ * t is none of the three, or t is SHM and the daemon offers this session no
+ * arenas (the hello's "arenas" false: session_arena 0, or a gpuqd without
+ * them); the transport is then unchanged. SOCKET also closes the staging
+ * arena when no request is outstanding. */
+int gpuq_set_transport(gpuq_conn *c, gpuq_transport t);
+
 /* ---- results ----
  * A gpuq_result receives one reply (status, message, output dtypes and
  * shapes, timing, info); reuse it for any number of calls. */

@@ -36,6 +36,22 @@ int gpuq_wait(gpuq_conn *c, gpuq_reply *rep);
  * NULL) gets the reply header. Needs gpuq_pending() == 0. */
 int gpuq_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, const void *b,
               size_t b_len, void *out, size_t out_cap, gpuq_reply *rep);
+/* gpuq_call is a blocking call: unless req already names arrays by
+ * reference, its arrays go through c's staging arena when c's transport
+ * says so (gpuq_set_transport), and out gets the result either way. */
+
+/* For a caller that builds a blocking call's arrays in place (gpuqctl reads
+ * .npy data straight into it): need bytes of c's staging arena for arrays
+ * of `bytes` bytes, by c's transport: *base and *arena_id set when the
+ * arrays should go there (opened or grown as for the blocking calls), NULL
+ * and 0 when they should go by socket (SOCKET; AUTO under
+ * GPUQ_SHM_MIN_BYTES, without arenas or without an arena to be had). The
+ * caller names its arrays with req->in_ref/out_ref and calls gpuq_call.
+ * *base stays valid until the staging arena is reopened (a later call that
+ * needs more), given back (GPUQ_TRANSPORT_SOCKET) or unmapped (gpuq_close).
+ * Returns 0, or (SHM without an arena, a dead connection, requests
+ * outstanding) the error. */
+int gpuq_stage_area(gpuq_conn *c, uint64_t bytes, uint64_t need, void **base, uint64_t *arena_id);
 
 /* Raw frames, for tests: send arbitrary bytes; read one reply frame (the
  * payload into out[out_cap]) outside the request queue. */

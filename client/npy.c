@@ -3,6 +3,9 @@
  * Layout: "\x93NUMPY", major, minor, header length (u16 for 1.0, u32 for
  * 2.0/3.0), then the dict text {'descr': '<f8', 'fortran_order': False,
  * 'shape': (3, 4), } padded with spaces and a newline, then the raw data.
+ * npy_open reads and checks the header and keeps the file open; npy_load
+ * then reads the data with pread(2) wherever the caller says (gpuqctl: a
+ * shared-memory arena), and npy_read is the two into a malloc'd buffer.
  * Failure modes: unreadable file (GPUQ_E_IO), malformed header
  * (GPUQ_E_BAD_ARGUMENT), unsupported dtype (GPUQ_E_BAD_DTYPE), order or rank
  * (GPUQ_E_BAD_SHAPE), data size differing from the shape (GPUQ_E_SIZE_MISMATCH).
@@ -15,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "errors.h"
 
@@ -177,21 +182,45 @@ malformed:
     return fail(err, errcap, GPUQ_E_BAD_ARGUMENT, "%s: not a valid .npy header", path);
 }
 
-int npy_read(const char *path, npy_array *a, char *err, size_t errcap)
+/* Read exactly len bytes at off of fd into dst. 0, or -1 (errno set; 0 for
+ * a file shorter than that). */
+static int pread_full(int fd, void *dst, uint64_t len, uint64_t off)
+{
+    uint8_t *p = dst;
+    while (len > 0) {
+        size_t chunk = len > (1u << 30) ? (1u << 30) : (size_t)len;
+        ssize_t n = pread(fd, p, chunk, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0)
+                errno = 0;
+            return -1;
+        }
+        p += n;
+        off += (uint64_t)n;
+        len -= (uint64_t)n;
+    }
+    return 0;
+}
+
+int npy_open(const char *path, npy_array *a, char *err, size_t errcap)
 {
     memset(a, 0, sizeof *a);
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    a->fd = -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return fail(err, errcap, GPUQ_E_IO, "%s: %s", path, strerror(errno));
     int rc;
     char *hdr = NULL;
     struct stat st;
-    if (fstat(fileno(f), &st) != 0) {
+    if (fstat(fd, &st) != 0) {
         rc = fail(err, errcap, GPUQ_E_IO, "%s: %s", path, strerror(errno));
         goto err_after_open;
     }
+    uint64_t fsize = st.st_size > 0 ? (uint64_t)st.st_size : 0;
     uint8_t pre[12];
-    if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) != 0) {
+    if (fsize < 10 || pread_full(fd, pre, 10, 0) != 0 || memcmp(pre, "\x93NUMPY", 6) != 0) {
         rc = fail(err, errcap, GPUQ_E_BAD_ARGUMENT, "%s: not a .npy file", path);
         goto err_after_open;
     }
@@ -201,7 +230,7 @@ int npy_read(const char *path, npy_array *a, char *err, size_t errcap)
         hlen = (uint64_t)pre[8] | (uint64_t)pre[9] << 8;
         off = 10;
     } else if (major == 2 || major == 3) {
-        if (fread(pre + 10, 1, 2, f) != 2) {
+        if (fsize < 12 || pread_full(fd, pre + 10, 2, 10) != 0) {
             rc = fail(err, errcap, GPUQ_E_BAD_ARGUMENT, "%s: truncated .npy header", path);
             goto err_after_open;
         }
@@ -213,7 +242,7 @@ int npy_read(const char *path, npy_array *a, char *err, size_t errcap)
                   "%s: .npy format version %u.%u is not supported", path, major, pre[7]);
         goto err_after_open;
     }
-    if (hlen > NPY_MAX_HEADER || off + hlen > (uint64_t)st.st_size) {
+    if (hlen > NPY_MAX_HEADER || off + hlen > fsize) {
         rc = fail(err, errcap, GPUQ_E_BAD_ARGUMENT, "%s: .npy header length %llu out of bounds",
                   path, (unsigned long long)hlen);
         goto err_after_open;
@@ -223,7 +252,7 @@ int npy_read(const char *path, npy_array *a, char *err, size_t errcap)
         rc = fail(err, errcap, GPUQ_E_NO_MEMORY, "%s: out of memory", path);
         goto err_after_open;
     }
-    if (fread(hdr, 1, hlen, f) != hlen) {
+    if (pread_full(fd, hdr, hlen, off) != 0) {
         rc = fail(err, errcap, GPUQ_E_IO, "%s: short read", path);
         goto err_after_hdr;
     }
@@ -231,7 +260,7 @@ int npy_read(const char *path, npy_array *a, char *err, size_t errcap)
     if (rc)
         goto err_after_hdr;
     uint64_t esize = gpuq_dtype_size(a->dtype);
-    uint64_t have = (uint64_t)st.st_size - off - hlen;
+    uint64_t have = fsize - off - hlen;
     uint64_t n = a->shape[0];
     if (a->shape[1] && n > UINT64_MAX / a->shape[1] / esize) {
         rc = fail(err, errcap, GPUQ_E_BAD_SHAPE, "%s: shape too large", path);
@@ -248,28 +277,57 @@ int npy_read(const char *path, npy_array *a, char *err, size_t errcap)
         rc = fail(err, errcap, GPUQ_E_TOO_LARGE, "%s: too large for this machine", path);
         goto err_after_hdr;
     }
-    a->data = malloc(need ? (size_t)need : 1);
-    if (!a->data) {
-        rc = fail(err, errcap, GPUQ_E_NO_MEMORY, "%s: cannot allocate %llu bytes", path,
-                  (unsigned long long)need);
-        goto err_after_hdr;
-    }
-    if (fread(a->data, 1, (size_t)need, f) != need) {
-        rc = fail(err, errcap, GPUQ_E_IO, "%s: short read", path);
-        goto err_after_data;
-    }
-    a->nbytes = (size_t)need;
     free(hdr);
-    fclose(f);
+    a->nbytes = (size_t)need;
+    a->open = true;
+    a->fd = fd;
+    a->data_off = off + hlen;
+    a->path = path;
     return 0;
 
-err_after_data:
-    free(a->data);
-    a->data = NULL;
 err_after_hdr:
     free(hdr);
 err_after_open:
-    fclose(f);
+    close(fd);
+    a->fd = -1;
+    return rc;
+}
+
+int npy_load(const npy_array *a, void *dst, char *err, size_t errcap)
+{
+    const char *path = a->path ? a->path : "(npy)";
+    if (!a->open)
+        return fail(err, errcap, GPUQ_E_INTERNAL, "%s: not open", path);
+    if (pread_full(a->fd, dst, a->nbytes, a->data_off) != 0)
+        return fail(err, errcap, GPUQ_E_IO, "%s: %s", path,
+                    errno ? strerror(errno) : "short read (the file shrank)");
+    return 0;
+}
+
+int npy_read(const char *path, npy_array *a, char *err, size_t errcap)
+{
+    int rc = npy_open(path, a, err, errcap);
+    if (rc)
+        return rc;
+    void *data = malloc(a->nbytes ? a->nbytes : 1);
+    if (!data) {
+        rc = fail(err, errcap, GPUQ_E_NO_MEMORY, "%s: cannot allocate %llu bytes", path,
+                  (unsigned long long)a->nbytes);
+        goto err_after_open;
+    }
+    if ((rc = npy_load(a, data, err, errcap)) != 0) {
+        free(data);
+        goto err_after_open;
+    }
+    close(a->fd);
+    a->fd = -1;
+    a->open = false;
+    a->path = NULL;
+    a->data = data;
+    return 0;
+
+err_after_open:
+    npy_free(a);
     return rc;
 }
 
@@ -321,4 +379,8 @@ void npy_free(npy_array *a)
 {
     free(a->data);
     a->data = NULL;
+    if (a->open)
+        close(a->fd);
+    a->open = false;
+    a->fd = -1;
 }

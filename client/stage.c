@@ -1,0 +1,279 @@
+/* stage.c - the staging arena of a connection (see stage.h; gpuq.h for
+ * gpuq_set_transport).
+ *
+ * Happy path: a blocking call's arrays that would cross the socket are laid
+ * out in the connection's staging arena, each on a 64-byte boundary (the
+ * inputs, then the outputs), the inputs copied in, and the request names
+ * them by reference; when the reply is in, the outputs are copied out to
+ * the caller's buffers. The arena is opened on first use and grown by
+ * closing it and opening a larger one (twice the old size, at least what
+ * the request needs, at most the session's session_arena), so a run of
+ * growing requests reopens it only a few times.
+ *
+ * Failure: the daemon may refuse an arena (session_arena or 16 arenas:
+ * too_large; total_arena: busy; memory: no_memory) and libgpuq may fail to
+ * map it. Under AUTO the request then goes by socket and the size is
+ * remembered (failed_at), so later requests that large do not ask again;
+ * under SHM the call fails with that code and nothing is sent. A dead
+ * connection is an error either way.
+ */
+#include "stage.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "conn.h"
+
+#define STAGE_ALIGN 64u
+
+/* The arrays of one request that would cross the socket: nin inputs
+ * (borrowed until staged) and nout outputs (borrowed until stage_end). A
+ * side with a count of 0 goes as it would have. */
+typedef struct stage_io {
+    uint32_t nin, nout;
+    const void *in[REQ_MAX_IO];
+    uint64_t in_len[REQ_MAX_IO];
+    void *out[REQ_MAX_IO];
+    uint64_t out_len[REQ_MAX_IO];
+} stage_io;
+
+static uint64_t align_up(uint64_t v)
+{
+    return (v + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
+}
+
+/* The message of c's last error without its "name: " prefix. */
+static const char *err_body(gpuq_conn *c, int code)
+{
+    const char *m = gpuq_errmsg(c), *name = gpuq_errname(code);
+    size_t nl = strlen(name);
+    return strncmp(m, name, nl) == 0 && m[nl] == ':' && m[nl + 1] == ' ' ? m + nl + 2 : m;
+}
+
+/* An arena of at least need bytes as s->arena. Returns 0, 1 (AUTO: none to
+ * be had, go by socket) or an error (SHM refused, or a dead connection). */
+static int stage_grow(gpuq_conn *c, conn_stage *s, uint64_t need)
+{
+    bool shm = s->transport == GPUQ_TRANSPORT_SHM;
+    uint64_t cap = gpuq_info(c)->limits.session_arena;
+    if (!shm && s->failed_at && need >= s->failed_at)
+        return 1;
+    if (need > cap) {
+        if (!shm) {
+            s->failed_at = need;
+            return 1;
+        }
+        return conn_set_err(c, GPUQ_E_TOO_LARGE,
+                            "too_large: shm transport: the arrays need a staging arena of %llu "
+                            "bytes, over this session's session_arena %llu",
+                            (unsigned long long)need, (unsigned long long)cap);
+    }
+    uint64_t want = need;
+    if (s->arena) {
+        uint64_t old = gpuq_arena_size(s->arena);
+        uint64_t grown = old > cap / 2 ? cap : old * 2;
+        if (grown > want)
+            want = grown;
+        gpuq_arena_close(s->arena); /* unmapped whatever the daemon said */
+        s->arena = NULL;
+        if (conn_broken(c))
+            return conn_broken(c);
+    }
+    int rc = gpuq_arena_open(c, want, &s->arena);
+    if (rc && want > need && !conn_broken(c))
+        rc = gpuq_arena_open(c, need, &s->arena);
+    if (rc == 0)
+        return 0;
+    s->arena = NULL;
+    if (conn_broken(c))
+        return rc;
+    if (!shm) {
+        if (!s->failed_at || need < s->failed_at)
+            s->failed_at = need;
+        return 1;
+    }
+    char why[512];
+    snprintf(why, sizeof why, "%s", err_body(c, rc));
+    return conn_set_err(c, rc, "%s: shm transport: no staging arena of %llu bytes: %s",
+                        gpuq_errname(rc), (unsigned long long)need, why);
+}
+
+static int stage_area(gpuq_conn *c, uint64_t bytes, uint64_t need, void **base, uint64_t *arena_id)
+{
+    conn_stage *s = conn_stage_of(c);
+    *base = NULL;
+    *arena_id = 0;
+    if (conn_broken(c))
+        return conn_broken(c);
+    if (s->transport == GPUQ_TRANSPORT_SOCKET ||
+        (s->transport == GPUQ_TRANSPORT_AUTO && (!s->offered || bytes < GPUQ_SHM_MIN_BYTES)))
+        return 0;
+    if (!s->offered) /* SHM: gpuq_set_transport refuses it without arenas */
+        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT,
+                            "bad_argument: shm transport: gpuqd offers no arenas");
+    if (!s->arena || gpuq_arena_size(s->arena) < need) {
+        int rc = stage_grow(c, s, need);
+        if (rc)
+            return rc < 0 ? rc : 0;
+    }
+    *base = gpuq_arena_base(s->arena);
+    *arena_id = gpuq_arena_id(s->arena);
+    return 0;
+}
+
+static int stage_begin(gpuq_conn *c, const stage_io *io, gpuq_ref *in_refs, gpuq_ref *out_refs,
+                       bool *staged)
+{
+    conn_stage *s = conn_stage_of(c);
+    *staged = false;
+    s->active = false;
+    if (io->nin + io->nout == 0 || io->nin > REQ_MAX_IO || io->nout > REQ_MAX_IO)
+        return 0;
+    /* the layout; lengths were checked against max_payload and max_output */
+    uint64_t bytes = 0, need = 0, in_off[REQ_MAX_IO], out_off[REQ_MAX_IO];
+    for (uint32_t k = 0; k < io->nin; k++) {
+        in_off[k] = need;
+        need += align_up(io->in_len[k]);
+        bytes += io->in_len[k];
+    }
+    for (uint32_t k = 0; k < io->nout; k++) {
+        out_off[k] = need;
+        need += align_up(io->out_len[k]);
+        bytes += io->out_len[k];
+    }
+    void *base;
+    uint64_t id;
+    int rc = stage_area(c, bytes, need, &base, &id);
+    if (rc || !base)
+        return rc;
+    for (uint32_t k = 0; k < io->nin; k++) {
+        if (io->in_len[k])
+            memcpy((uint8_t *)base + in_off[k], io->in[k], (size_t)io->in_len[k]);
+        in_refs[k] = (gpuq_ref){id, in_off[k], io->in_len[k]};
+    }
+    s->nout = io->nout;
+    for (uint32_t k = 0; k < io->nout; k++) {
+        out_refs[k] = (gpuq_ref){id, out_off[k], io->out_len[k]};
+        s->out[k] = io->out[k];
+        s->out_off[k] = out_off[k];
+        s->out_len[k] = io->out_len[k];
+    }
+    s->active = true;
+    *staged = true;
+    return 0;
+}
+
+void stage_end(gpuq_conn *c, bool ok)
+{
+    conn_stage *s = conn_stage_of(c);
+    if (!s->active)
+        return;
+    s->active = false;
+    if (!ok || !s->arena)
+        return;
+    const uint8_t *base = gpuq_arena_base(s->arena);
+    for (uint32_t k = 0; k < s->nout; k++)
+        if (s->out_len[k])
+            memcpy(s->out[k], base + s->out_off[k], (size_t)s->out_len[k]);
+}
+
+/* gpuq_call_req's arrays that are in no arena, into the staging arena
+ * when c's transport says so; refs gets their references. */
+int stage_req(gpuq_conn *c, const gpuq_req *r, const gpuq_sizes *sz, req_refs *refs)
+{
+    stage_io io = {0};
+    if (!refs->nin) {
+        io.nin = sz->nin < REQ_MAX_IO ? sz->nin : REQ_MAX_IO;
+        for (uint32_t k = 0; k < io.nin; k++) {
+            io.in[k] = r->in[k].data;
+            io.in_len[k] = r->in[k].len;
+        }
+    }
+    if (!refs->nout) {
+        io.nout = sz->nout < REQ_MAX_IO ? sz->nout : REQ_MAX_IO;
+        for (uint32_t k = 0; k < io.nout; k++) {
+            io.out[k] = r->out[k].buf;
+            io.out_len[k] = sz->out[k].bytes;
+        }
+    }
+    bool staged;
+    int rc = stage_begin(c, &io, refs->in, refs->out, &staged);
+    if (rc == 0 && staged) {
+        if (io.nin)
+            refs->nin = io.nin;
+        if (io.nout)
+            refs->nout = io.nout;
+    }
+    return rc;
+}
+
+/* gpuq_call's arrays (payload a then b, result out[out_cap], packed) into
+ * the staging arena when c's transport says so: req gets the refs and
+ * *staged is true. A request whose sizes do not add up is left to the
+ * daemon to refuse, by socket, as before. */
+int stage_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, const void *b,
+               size_t b_len, void *out, size_t out_cap, bool *staged)
+{
+    *staged = false;
+    const conn_stage *s = conn_stage_of(c);
+    uint64_t bytes = (uint64_t)a_len + b_len + out_cap;
+    if (req->nin_ref || req->nout_ref || s->transport == GPUQ_TRANSPORT_SOCKET ||
+        (s->transport == GPUQ_TRANSPORT_AUTO && (!s->offered || bytes < GPUQ_SHM_MIN_BYTES)))
+        return 0;
+    gpuq_sizes sz;
+    char msg[256];
+    if (gpuq_request_check(req, (uint64_t)a_len + b_len, &gpuq_info(c)->limits, &sz, msg,
+                           sizeof msg) ||
+        sz.nin + sz.nout == 0 || sz.nin > REQ_MAX_IO || sz.nout > REQ_MAX_IO ||
+        sz.output != out_cap || (out_cap && !out))
+        return 0;
+    stage_io io = {.nin = sz.nin, .nout = sz.nout};
+    if (sz.nin == 2 && a_len == sz.in_bytes[0] && b_len == sz.in_bytes[1]) {
+        io.in[0] = a, io.in[1] = b;
+    } else if (b_len == 0) { /* A and B packed in a */
+        io.in[0] = a;
+        io.in[1] = sz.nin == 2 ? (const uint8_t *)a + sz.in_bytes[0] : NULL;
+    } else {
+        return 0;
+    }
+    io.in_len[0] = sz.in_bytes[0], io.in_len[1] = sz.in_bytes[1];
+    io.out[0] = out;
+    io.out[1] = sz.nout == 2 ? (uint8_t *)out + sz.out[0].bytes : NULL;
+    io.out_len[0] = sz.out[0].bytes, io.out_len[1] = sz.out[1].bytes;
+    int rc = stage_begin(c, &io, req->in_ref, req->out_ref, staged);
+    if (rc == 0 && *staged) {
+        req->nin_ref = io.nin;
+        req->nout_ref = io.nout;
+    }
+    return rc;
+}
+
+int gpuq_stage_area(gpuq_conn *c, uint64_t bytes, uint64_t need, void **base, uint64_t *arena_id)
+{
+    *base = NULL;
+    *arena_id = 0;
+    if (!conn_broken(c) && gpuq_pending(c))
+        return conn_set_err(c, GPUQ_E_BUSY, "busy: %u requests outstanding: wait first",
+                            gpuq_pending(c));
+    return stage_area(c, bytes, need, base, arena_id);
+}
+
+int gpuq_set_transport(gpuq_conn *c, gpuq_transport t)
+{
+    conn_stage *s = conn_stage_of(c);
+    if (t != GPUQ_TRANSPORT_AUTO && t != GPUQ_TRANSPORT_SOCKET && t != GPUQ_TRANSPORT_SHM)
+        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT,
+                            "bad_argument: transport %d is none of auto (0), socket (1), shm (2)",
+                            (int)t);
+    if (t == GPUQ_TRANSPORT_SHM && !s->offered)
+        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT,
+                            "bad_argument: transport shm: gpuqd offers this session no "
+                            "shared-memory arenas (session_arena 0, or a gpuqd without them)");
+    s->transport = t;
+    s->failed_at = 0; /* a new choice asks again */
+    if (t == GPUQ_TRANSPORT_SOCKET && s->arena && gpuq_pending(c) == 0 && !conn_broken(c)) {
+        gpuq_arena_close(s->arena);
+        s->arena = NULL;
+    }
+    return 0;
+}
