@@ -12,7 +12,9 @@
  * float32, haversine of 10^6 float64 points to one point, pairwise
  * euclidean (4096 x 4096, d = 64, float32), the grid (1000 x 1000 float64)
  * and kNN (m = 4096 queries, n = 10^6 rows, d = 64, k = 10, float32: a 256
- * MB payload, within the default max_payload of 1 GiB). Ceilings: the flat
+ * MB payload, within the default max_payload of 1 GiB); the flat normalize
+ * also as a plain call with libgpuq's default transport (", auto": its
+ * staging arena and two copies). Ceilings: the flat
  * normalize by socket against a socketpair echo of the same bytes to a
  * forked process (request in, reply out: what the socket allows); 4 client
  * processes with 2 flat normalizes each in flight from their own arenas,
@@ -1317,9 +1319,13 @@ int main(int argc, char **argv)
     else if ((d = daemon_start(&b, gpuqd, device, dir)) < 0)
         return 1;
 
-    /* b.c NULL on failure: every gpuq request of every row fails */
+    /* b.c NULL on failure: every gpuq request of every row fails. Its
+     * rows by socket go by socket: libgpuq's default (AUTO) would put large
+     * arrays in its staging arena (the ", auto" row measures that). */
     if (bench_connect(b.sock, &b.c, b.conn_why, sizeof b.conn_why))
         fprintf(stderr, "bench: %s: %s\n", b.sock, b.conn_why);
+    else if (gpuq_set_transport(b.c, GPUQ_TRANSPORT_SOCKET))
+        fprintf(stderr, "bench: transport socket: %s\n", gpuq_errmsg(b.c));
     const gpuq_server_info *info = b.c ? gpuq_info(b.c) : NULL;
     const char *backend = info ? info->backend : device;
     int rc = bench_peer_open(!strcmp(backend, "cuda"), info ? info->device : -1, &b.peer,
@@ -1394,8 +1400,23 @@ int main(int argc, char **argv)
         j.rows = large[k].rows;
         j.method = large[k].method;
         bench_latency(&b, what, &j, large[k].reps, true);
-        if (k == 0) /* the socket's own ceiling for the same bytes */
+        if (k == 0) {
+            /* the socket's own ceiling for the same bytes */
             bench_socket_ceiling(&b, &j, large[k].reps);
+            /* a plain call with plain buffers, libgpuq choosing (AUTO): its
+             * staging arena, a copy in and a copy out around the request */
+            char what_auto[112];
+            snprintf(what_auto, sizeof what_auto, "%s, auto", what);
+            if (b.c && gpuq_set_transport(b.c, GPUQ_TRANSPORT_AUTO) == 0) {
+                bench_latency(&b, what_auto, &j, large[k].reps, true);
+                if (gpuq_set_transport(b.c, GPUQ_TRANSPORT_SOCKET))
+                    fprintf(stderr, "bench: back to the socket: %s\n", gpuq_errmsg(b.c));
+            } else {
+                row r = {.what = what_auto};
+                row_error(&r, "gpuq", b.c ? gpuq_errmsg(b.c) : b.conn_why);
+                row_print(&b, &r, "n/a", "n/a", "n/a");
+            }
+        }
         /* the same with gpuq's arrays in an arena: no array byte on the socket */
         char what_shm[112];
         snprintf(what_shm, sizeof what_shm, "%s, shm", what);

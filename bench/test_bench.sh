@@ -103,11 +103,12 @@ while IFS='|' read -r what ours peer ratio errors; do
         fail "normal: $what: ratio '$ratio'"
     fi
 done < <(rows "$OUTPUT")
-[[ $n -eq 18 ]] || fail "normal: $n rows, want 18"
-grep -qx 'bench: 0 errors in 0 of 18 rows' "$OUTPUT" || fail "normal: no 'bench: 0 errors' line"
+[[ $n -eq 19 ]] || fail "normal: $n rows, want 19"
+grep -qx 'bench: 0 errors in 0 of 19 rows' "$OUTPUT" || fail "normal: no 'bench: 0 errors' line"
 # the target rows bench/targets.py reads, each by socket and by arena
 for want in "normalize f32 sum, n = 100000" "normalize f32 sum, n = 100000, shm" \
-    "normalize f32 sum, n = 100000, socket vs echo" "normalize f32 l2 rows, 64x512, shm" \
+    "normalize f32 sum, n = 100000, socket vs echo" "normalize f32 sum, n = 100000, auto" \
+    "normalize f32 l2 rows, 64x512, shm" \
     "haversine f64 to a point, n = 10000, shm" "pairwise euclidean f32, 256x256, d = 16, shm" \
     "grid f64, 200x200, shm" "normalize f32 sum, n = 100000, 4 clients x 2 in flight, shm"; do
     rows "$OUTPUT" | cut -d'|' -f1 | grep -qxF "$want" || fail "normal: no row '$want'"
@@ -136,7 +137,7 @@ if start_daemon refuse --max-output 1; then
                 fail "refuse: $what: figure '$ours', ratio '$ratio' from failed requests"
         fi
     done < <(rows "$OUTPUT")
-    grep -qE '^bench: [1-9][0-9]* errors in 17 of 18 rows$' "$OUTPUT" || fail "refuse: no error total"
+    grep -qE '^bench: [1-9][0-9]* errors in 18 of 19 rows$' "$OUTPUT" || fail "refuse: no error total"
     grep -q 'too_large' "$T/refuse.err" || fail "refuse: the error reply is not shown"
     # the daemon still serves
     run_bench refuse_after --socket "$SOCK"
@@ -150,7 +151,7 @@ run_bench nodaemon --socket "$T/none.sock"
 while IFS='|' read -r what ours peer ratio errors; do
     [[ $errors =~ ^[1-9][0-9]*$ && $ours == n/a ]] || fail "nodaemon: $what: '$ours', $errors errors"
 done < <(rows "$OUTPUT")
-grep -qE '^bench: [1-9][0-9]* errors in 18 of 18 rows$' "$OUTPUT" || fail "nodaemon: no error total"
+grep -qE '^bench: [1-9][0-9]* errors in 19 of 19 rows$' "$OUTPUT" || fail "nodaemon: no error total"
 
 # 4. clients refused at connect
 if start_daemon sessions --max-sessions 2; then

@@ -168,64 +168,18 @@ op_bufs op_bufs_make(const gpuq_request *r, const gpuq_sizes *sz, const void *in
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl_xfer.h"
 #include "op_ctl.h"
 #include "op_def.h"
 
 int op_ctl_run_outs(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_array *b,
                     const op_ctl_out *outs, unsigned nout, bool timing)
 {
-    uint64_t out_bytes = 0, bytes[2] = {0, 0};
-    for (unsigned o = 0; o < nout && o < 2; o++) {
-        bytes[o] = gpuq_dtype_size(outs[o].dtype);
-        for (int k = 0; k < outs[o].ndim; k++) {
-            if (__builtin_mul_overflow(bytes[o], outs[o].shape[k], &bytes[o]))
-                return ctl_fail(GPUQ_E_TOO_LARGE, "result size overflows");
-        }
-        if (__builtin_add_overflow(out_bytes, bytes[o], &out_bytes))
-            return ctl_fail(GPUQ_E_TOO_LARGE, "result size overflows");
-    }
-    gpuq_conn *c;
-    int rc = ctl_connect(ctx, &c);
-    if (rc)
-        return rc;
-    void *out = NULL;
-    size_t cap = 0;
-    if (out_bytes <= gpuq_info(c)->limits.max_output && out_bytes <= SIZE_MAX) {
-        out = malloc(out_bytes ? (size_t)out_bytes : 1);
-        if (!out) {
-            rc = ctl_failf(GPUQ_E_NO_MEMORY, "cannot allocate %llu result bytes",
-                           (unsigned long long)out_bytes);
-            goto out_close;
-        }
-        cap = (size_t)out_bytes;
-    }
-    req->timing = timing;
-    gpuq_reply rep;
-    int crc = gpuq_call(c, req, a ? a->data : NULL, a ? a->nbytes : 0, b ? b->data : NULL,
-                        b ? b->nbytes : 0, out, cap, &rep);
-    if (crc) {
-        rc = ctl_fail(crc, gpuq_errmsg(c));
-        goto out_free;
-    }
-    if (timing && rep.has_timing)
-        fprintf(stderr,
-                "timing: queue %.1f us, h2d %.1f us, kernel %.1f us, d2h %.1f us, total %.1f us\n",
-                rep.timing.queue_us, rep.timing.h2d_us, rep.timing.kernel_us, rep.timing.d2h_us,
-                rep.timing.total_us);
-    size_t at = 0;
-    for (unsigned o = 0; o < nout && o < 2 && rc == 0; o++) {
-        char err[512];
-        int wrc = npy_write(outs[o].path, outs[o].dtype, outs[o].ndim, outs[o].shape,
-                            (const char *)out + at, err, sizeof err);
-        if (wrc)
-            rc = ctl_fail(wrc, err);
-        at += (size_t)bytes[o];
-    }
-out_free:
-    free(out);
-out_close:
-    gpuq_close(c);
-    return rc;
+    ctl_out o[2];
+    for (unsigned k = 0; k < nout && k < 2; k++)
+        o[k] = (ctl_out){
+            outs[k].dtype, outs[k].ndim, {outs[k].shape[0], outs[k].shape[1]}, outs[k].path};
+    return ctl_run_op(ctx, req, a, b, o, nout, timing);
 }
 
 int op_ctl_run(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_array *b,
@@ -240,7 +194,7 @@ int op_ctl_run(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_ar
 int op_ctl_load(const char *path, npy_array *a)
 {
     char err[512];
-    int rc = npy_read(path, a, err, sizeof err);
+    int rc = npy_open(path, a, err, sizeof err); /* the data: ctl_run_op */
     if (rc)
         return ctl_fail(rc, err);
     return 0;

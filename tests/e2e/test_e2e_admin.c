@@ -616,7 +616,10 @@ static int caps_body(void)
     if (si->limits.max_inflight != 2 || si->limits.session_staging != (1u << 20))
         return child_fail("caps in hello: max_inflight %u, session_staging %llu",
                           si->limits.max_inflight, (unsigned long long)si->limits.session_staging);
-    /* a request needing more than 1 MiB of staging: too_large */
+    /* a request needing more than 1 MiB of staging: too_large (by socket:
+     * through an arena it would need no staging) */
+    if (gpuq_set_transport(c, GPUQ_TRANSPORT_SOCKET))
+        return child_fail("set_transport: %s", gpuq_errmsg(c));
     static double x[100000], y[100000];
     for (int i = 0; i < 100000; i++)
         x[i] = 1;
