@@ -677,8 +677,11 @@ START_TEST(test_big_join_and_timing)
     gpuq_timing tm = t.job.timing;
     ck_assert_msg(tm.h2d_us > 0 && tm.kernel_us > 0 && tm.d2h_us > 0,
                   "timing h2d %g kernel %g d2h %g", tm.h2d_us, tm.kernel_us, tm.d2h_us);
-    /* the upload hid most of the kernels: the last chunk's kernel is what is left */
-    ck_assert_double_lt(tm.kernel_us, tm.h2d_us);
+    /* the upload hid most of the kernels: the last chunk's kernel is what is
+     * left (not under compute-sanitizer, GPUQ_SANITIZER_SMALL: it slows the
+     * kernels many times over and not the copies) */
+    if (!getenv("GPUQ_SANITIZER_SMALL"))
+        ck_assert_double_lt(tm.kernel_us, tm.h2d_us);
     be_stop();
     free(x), free(in), free(out);
 }
