@@ -221,6 +221,8 @@ static void print_rule(const policy_rule *r, FILE *f)
         fprintf(f, "max_inflight = %u\n", r->max_inflight);
     if (r->session_staging)
         fprintf(f, "session_staging = %llu\n", (unsigned long long)r->session_staging);
+    if (r->has_session_arena)
+        fprintf(f, "session_arena = %llu\n", (unsigned long long)r->session_arena);
 }
 
 void config_print(const config *c, FILE *f)
@@ -275,6 +277,16 @@ static const char *rule_prio_str(int prio, char *buf, size_t cap)
     return prio == GPUQ_PRIO_UNSET ? "unset" : config_prio_str(prio, buf, cap);
 }
 
+/* A rule's session_arena as the reload log says it: "unset", or the bytes
+ * (0 is a value there: arenas off). */
+static const char *rule_arena_str(const policy_rule *r, char *buf, size_t cap)
+{
+    if (!r->has_session_arena)
+        return "unset";
+    snprintf(buf, cap, "%llu", (unsigned long long)r->session_arena);
+    return buf;
+}
+
 /* One info line per field of a rule present before and after. */
 static int log_rule_changes(const policy_rule *o, const policy_rule *n)
 {
@@ -295,6 +307,12 @@ static int log_rule_changes(const policy_rule *o, const policy_rule *n)
     if (o->session_staging != n->session_staging) {
         log_info("reload: policy: [%s %s] session_staging %llu -> %llu (0: unset)", what, n->name,
                  (unsigned long long)o->session_staging, (unsigned long long)n->session_staging);
+        count++;
+    }
+    if (o->has_session_arena != n->has_session_arena ||
+        (n->has_session_arena && o->session_arena != n->session_arena)) {
+        log_info("reload: policy: [%s %s] session_arena %s -> %s (0: arenas off)", what, n->name,
+                 rule_arena_str(o, a, sizeof a), rule_arena_str(n, b, sizeof b));
         count++;
     }
     return count;

@@ -27,7 +27,10 @@
 #define GPUQ_NAME_MAX 64
 
 /* Caps for the peers a [user NAME] or [group NAME] section names. A field
- * left unset keeps the global value (max_priority: PRIO_UNSET). */
+ * left unset keeps the global value (max_priority: PRIO_UNSET; max_inflight,
+ * session_staging: 0). session_arena 0 is a value (arenas off), so whether
+ * it is set is its own flag: has_session_arena false means unset, whatever
+ * session_arena holds (a rule zeroed with memset is a rule with nothing set). */
 #define GPUQ_PRIO_UNSET (-100)
 typedef struct policy_rule {
     bool is_group;            /* [group NAME] (else [user NAME]) */
@@ -36,6 +39,8 @@ typedef struct policy_rule {
     int max_priority;         /* a level (GPUQ_PRIO_*) or GPUQ_PRIO_UNSET */
     uint32_t max_inflight;    /* 0: unset */
     uint64_t session_staging; /* 0: unset */
+    bool has_session_arena;   /* session_arena is set */
+    uint64_t session_arena;   /* arena bytes (0: arenas off), if has_session_arena */
     int line;                 /* line of the section header */
 } policy_rule;
 

@@ -54,6 +54,7 @@ static const config_key keys[KEY_COUNT] = {
     {KEY_RULE_MAX_PRIORITY, "rule", "max_priority", KIND_PRIO, 0, 0},
     {KEY_RULE_MAX_INFLIGHT, "rule", "max_inflight", KIND_COUNT, 1, 1u << 20},
     {KEY_RULE_SESSION_STAGING, "rule", "session_staging", KIND_SIZE, 1, U64},
+    {KEY_RULE_SESSION_ARENA, "rule", "session_arena", KIND_SIZE, 0, U64}, /* 0: arenas off */
 };
 
 int config_parse_size(const char *s, uint64_t *out)
@@ -425,6 +426,10 @@ int config_key_set(config *c, policy_rule *rule, const config_key *k, const char
         break;
     case KEY_RULE_SESSION_STAGING:
         rule->session_staging = v;
+        break;
+    case KEY_RULE_SESSION_ARENA:
+        rule->session_arena = v;
+        rule->has_session_arena = true;
         break;
     default:
         snprintf(why, cap, "internal error: key %s", k->name);

@@ -32,7 +32,7 @@ void policy_caps_for(const config *cfg, uid_t uid, gid_t gid, const gid_t *group
     if (!known)
         return;
     const policy_rule *user = NULL;
-    const policy_rule *prio = NULL, *infl = NULL, *stg = NULL;
+    const policy_rule *prio = NULL, *infl = NULL, *stg = NULL, *arn = NULL;
     for (int i = 0; i < pol->nrules; i++) {
         const policy_rule *r = &pol->rules[i];
         if (!r->is_group) {
@@ -48,6 +48,8 @@ void policy_caps_for(const config *cfg, uid_t uid, gid_t gid, const gid_t *group
             infl = r;
         if (!stg && r->session_staging)
             stg = r;
+        if (!arn && r->has_session_arena)
+            arn = r;
     }
     if (user && user->max_priority != GPUQ_PRIO_UNSET)
         prio = user;
@@ -55,10 +57,14 @@ void policy_caps_for(const config *cfg, uid_t uid, gid_t gid, const gid_t *group
         infl = user;
     if (user && user->session_staging)
         stg = user;
+    if (user && user->has_session_arena)
+        arn = user;
     if (prio)
         out->max_priority = prio->max_priority;
     if (infl && infl->max_inflight < out->max_inflight)
         out->max_inflight = infl->max_inflight;
     if (stg && stg->session_staging < out->session_staging)
         out->session_staging = stg->session_staging;
+    if (arn && arn->session_arena < out->session_arena)
+        out->session_arena = arn->session_arena; /* 0: arenas off for this peer */
 }

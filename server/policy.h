@@ -3,12 +3,16 @@
  * [policy], [user NAME] and [group NAME] sections.
  *
  * An admin is root, or a member (primary or supplementary group) of
- * policy.admin_group. Caps: for each of max_priority, max_inflight and
- * session_staging, a [user] section naming the peer wins, else the first
- * [group] section (in file order) the peer is a member of that sets it,
- * else the global value: the limits for max_inflight/session_staging, and
- * policy.max_priority for non-admins (admins are not capped by it). A rule
- * never raises max_inflight or session_staging above the global limit.
+ * policy.admin_group. Caps: for each of max_priority, max_inflight,
+ * session_staging and session_arena, a [user] section naming the peer wins,
+ * else the first [group] section (in file order) the peer is a member of
+ * that sets it, else the global value: the limits for max_inflight,
+ * session_staging and session_arena, and policy.max_priority for non-admins
+ * (admins are not capped by it). A rule never raises max_inflight,
+ * session_staging or session_arena above the global limit. A rule's
+ * session_arena 0 is a cap like any other (arenas off for the peer); a rule
+ * that does not set it (has_session_arena false) leaves it to the next.
+ * An unknown peer (uid -1) gets the global values, whatever the rules.
  */
 #ifndef GPUQ_SERVER_POLICY_H
 #define GPUQ_SERVER_POLICY_H
@@ -24,7 +28,7 @@ typedef struct policy_caps {
     int max_priority;         /* highest level the session may get (GPUQ_PRIO_*) */
     uint32_t max_inflight;    /* requests in flight */
     uint64_t session_staging; /* staging bytes */
-    uint64_t session_arena;   /* arena bytes (the global limit; no per-rule cap yet) */
+    uint64_t session_arena;   /* arena bytes (0: arenas off); what arena_open/import check */
 } policy_caps;
 
 /* The peer: uid/gid from SO_PEERCRED (uid (uid_t)-1: unknown, no rights

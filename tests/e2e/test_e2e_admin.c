@@ -1,6 +1,7 @@
 /* test_e2e_admin.c - sessions, metrics and the admin ops (drain, shutdown,
  * kill_session, set_limit) against a real gpuqd, as an admin and as a
- * non-admin.
+ * non-admin; and the caps of [user]/[group] rules (priority, max_inflight,
+ * session_staging, session_arena), also after a SIGHUP reload.
  *
  * Admin: root (CI runs as root), else the daemon is started with
  * --admin-group set to our primary group. Non-admin: as root, a forked child
@@ -11,6 +12,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -762,10 +765,9 @@ static int child_io(int fd, void *buf, size_t len, bool out)
     return 0;
 }
 
-/* Send a hello asking *a on fd and read its reply: *status, the message,
- * and on success the granted level and stream priority. 0 or -1. */
-static int child_hello(int fd, const prio_ask *a, int *status, char *msg, size_t cap, int64_t *prio,
-                       int64_t *stream)
+/* Send a hello asking *a on fd and decode its reply into *rep (its
+ * strings and info point into hbuf[hcap]). 0 or -1. */
+static int child_hello_reply(int fd, const prio_ask *a, uint8_t *hbuf, size_t hcap, gpuq_reply *rep)
 {
     gpuq_mpw *w = gpuq_mpw_new();
     if (!w)
@@ -794,17 +796,27 @@ static int child_hello(int fd, const prio_ask *a, int *status, char *msg, size_t
                      .kind = GPUQ_KIND_REQUEST,
                      .header_len = (uint32_t)hl,
                      .payload_len = 0};
-    uint8_t pre[GPUQ_PREFIX_SIZE], hbuf[8192];
+    uint8_t pre[GPUQ_PREFIX_SIZE];
     gpuq_prefix_encode(&p, pre);
     rc = child_io(fd, pre, sizeof pre, true) || child_io(fd, h, hl, true);
     free(h);
     if (rc || child_io(fd, pre, sizeof pre, false) || gpuq_prefix_decode(pre, sizeof pre, &p) ||
-        p.kind != GPUQ_KIND_REPLY || p.header_len > sizeof hbuf || p.payload_len != 0 ||
+        p.kind != GPUQ_KIND_REPLY || p.header_len > hcap || p.payload_len != 0 ||
         child_io(fd, hbuf, p.header_len, false))
         return -1;
-    gpuq_reply rep;
     char why[128];
-    if (gpuq_reply_decode(hbuf, p.header_len, &rep, why, sizeof why))
+    return gpuq_reply_decode(hbuf, p.header_len, rep, why, sizeof why) ? -1 : 0;
+}
+
+/* Send a hello asking *a on fd and read its reply: *status, the message,
+ * and on success the granted level and stream priority. 0 or -1. */
+static int child_hello(int fd, const prio_ask *a, int *status, char *msg, size_t cap, int64_t *prio,
+                       int64_t *stream)
+{
+    uint8_t hbuf[8192];
+    gpuq_reply rep;
+    int rc;
+    if (child_hello_reply(fd, a, hbuf, sizeof hbuf, &rep))
         return -1;
     *status = rep.status;
     snprintf(msg, cap, "%s", rep.message);
@@ -935,6 +947,274 @@ START_TEST(priority_cap_holds)
 }
 END_TEST
 
+/* ---- session_arena from [user] and [group] rules ----
+ * The helpers below run in the non-admin child and in the parent alike:
+ * they report with child_fail, never ck_assert. */
+
+/* A hello on a fresh socket: its limits.session_arena and info.arenas
+ * (libgpuq keeps no "arenas"). 0 or -1. */
+static int hello_arena_caps(uint64_t *session_arena, bool *arenas)
+{
+    static const prio_ask normal = {"normal", 0};
+    uint8_t hbuf[8192];
+    gpuq_reply rep;
+    int fd = child_socket();
+    if (fd < 0)
+        return -1;
+    int rc = child_hello_reply(fd, &normal, hbuf, sizeof hbuf, &rep);
+    close(fd);
+    if (rc || rep.status != 0 || !rep.info)
+        return -1;
+    bool got_sa = false, got_on = false;
+    gpuq_mpr r;
+    gpuq_mpr_init(&r, rep.info, rep.info_len);
+    uint32_t n, m;
+    if (gpuq_mpr_map(&r, &n))
+        return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *k;
+        uint32_t kl;
+        if (gpuq_mpr_str(&r, &k, &kl))
+            return -1;
+        if (kl == 6 && !memcmp(k, "arenas", 6)) {
+            rc = gpuq_mpr_bool(&r, arenas);
+            got_on = true;
+        } else if (kl == 6 && !memcmp(k, "limits", 6)) {
+            rc = gpuq_mpr_map(&r, &m);
+            for (uint32_t j = 0; !rc && j < m; j++) {
+                if ((rc = gpuq_mpr_str(&r, &k, &kl)) != 0)
+                    break;
+                if (kl == 13 && !memcmp(k, "session_arena", 13)) {
+                    rc = gpuq_mpr_uint(&r, session_arena);
+                    got_sa = true;
+                } else {
+                    rc = gpuq_mpr_skip(&r);
+                }
+            }
+        } else {
+            rc = gpuq_mpr_skip(&r);
+        }
+        if (rc)
+            return -1;
+    }
+    return got_sa && got_on ? 0 : -1;
+}
+
+/* A memfd of size bytes sealed against shrinking and growing, as
+ * arena_import wants it; -1 on failure. */
+static int sealed_memfd(size_t size)
+{
+    int fd = memfd_create("gpuq-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0)
+        return -1;
+    if (ftruncate(fd, (off_t)size) || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The session_arena the child's rule gives it (set before as_nonadmin; the
+ * fork copies it). */
+static uint64_t want_arena;
+
+/* The child, capped at want_arena by a rule: the hello says so (limits and
+ * "arenas"), and arena_open / arena_import are held to it with the errors
+ * the global limit gives (arena.c): over the cap or with arenas off,
+ * too_large; the session and the daemon go on. */
+static int arena_cap_body(void)
+{
+    const uint64_t cap = want_arena;
+    uint64_t sa = 0;
+    bool on = false;
+    if (hello_arena_caps(&sa, &on))
+        return child_fail("raw hello: no session_arena/arenas in the reply");
+    if (sa != cap || on != (cap > 0))
+        return child_fail("hello: limits.session_arena %llu, arenas %d (want %llu, %d)",
+                          (unsigned long long)sa, on, (unsigned long long)cap, cap > 0);
+    gpuq_conn *c = connect_plain("arena-capped");
+    if (!c)
+        return child_fail("connect failed");
+    if (gpuq_info(c)->limits.session_arena != cap)
+        return child_fail("libgpuq: limits.session_arena %llu (want %llu)",
+                          (unsigned long long)gpuq_info(c)->limits.session_arena,
+                          (unsigned long long)cap);
+    gpuq_arena *a = NULL, *b = NULL;
+    char want[160];
+    int rc, fd;
+    if (cap == 0) {
+        rc = gpuq_arena_open(c, 4096, &a);
+        if (rc != GPUQ_E_TOO_LARGE || !strstr(gpuq_errmsg(c), "arenas are off (session_arena 0)"))
+            return child_fail("arena_open with arenas off: %d (%s)", rc, gpuq_errmsg(c));
+        if ((fd = sealed_memfd(8192)) < 0)
+            return child_fail("memfd: %s", strerror(errno));
+        rc = gpuq_arena_import(c, fd, &b);
+        close(fd);
+        if (rc != GPUQ_E_TOO_LARGE || !strstr(gpuq_errmsg(c), "arenas are off"))
+            return child_fail("arena_import with arenas off: %d (%s)", rc, gpuq_errmsg(c));
+    } else {
+        /* one page over the cap (arenas are whole pages) */
+        rc = gpuq_arena_open(c, cap + 1, &a);
+        snprintf(want, sizeof want,
+                 "arena of %llu bytes: the session holds 0 of session_arena %llu",
+                 (unsigned long long)(cap + 4096), (unsigned long long)cap);
+        if (rc != GPUQ_E_TOO_LARGE || !strstr(gpuq_errmsg(c), want))
+            return child_fail("arena_open(cap + 1): %d (%s), want too_large '%s'", rc,
+                              gpuq_errmsg(c), want);
+        if ((rc = gpuq_arena_open(c, cap, &a)) != 0)
+            return child_fail("arena_open(cap): %d (%s)", rc, gpuq_errmsg(c));
+        rc = gpuq_arena_open(c, 4096, &b);
+        snprintf(want, sizeof want, "the session holds %llu of session_arena %llu",
+                 (unsigned long long)cap, (unsigned long long)cap);
+        if (rc != GPUQ_E_TOO_LARGE || !strstr(gpuq_errmsg(c), want))
+            return child_fail("a page over a full cap: %d (%s)", rc, gpuq_errmsg(c));
+        /* the arena at the cap works */
+        double *x = gpuq_arena_alloc(a, 16 * sizeof(double));
+        double *y = gpuq_arena_alloc(a, 16 * sizeof(double));
+        if (!x || !y)
+            return child_fail("gpuq_arena_alloc failed");
+        for (int i = 0; i < 16; i++)
+            x[i] = 1;
+        rc = gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, x, 16, y);
+        if (rc || y[15] != 1.0 / 16)
+            return child_fail("normalize in the arena: %d (%s)", rc, gpuq_errmsg(c));
+        if (gpuq_arena_close(a))
+            return child_fail("arena_close: %s", gpuq_errmsg(c));
+        /* arena_import is held to the same cap: twice it is refused, a page fits */
+        if ((fd = sealed_memfd((size_t)cap * 2)) < 0)
+            return child_fail("memfd: %s", strerror(errno));
+        rc = gpuq_arena_import(c, fd, &b);
+        close(fd);
+        snprintf(want, sizeof want,
+                 "arena of %llu bytes: the session holds 0 of session_arena %llu",
+                 (unsigned long long)cap * 2, (unsigned long long)cap);
+        if (rc != GPUQ_E_TOO_LARGE || !strstr(gpuq_errmsg(c), want))
+            return child_fail("arena_import(2 * cap): %d (%s)", rc, gpuq_errmsg(c));
+        if ((fd = sealed_memfd(4096)) < 0)
+            return child_fail("memfd: %s", strerror(errno));
+        rc = gpuq_arena_import(c, fd, &b);
+        close(fd);
+        if (rc || gpuq_arena_close(b))
+            return child_fail("arena_import of a page: %d (%s)", rc, gpuq_errmsg(c));
+    }
+    /* the session goes on */
+    if (gpuq_ping(c))
+        return child_fail("ping after: %s", gpuq_errmsg(c));
+    static double x[64], y[64];
+    for (int i = 0; i < 64; i++)
+        x[i] = 1;
+    rc = gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, x, 64, y);
+    if (rc || y[0] != 1.0 / 64)
+        return child_fail("normalize after: %d (%s)", rc, gpuq_errmsg(c));
+    gpuq_close(c);
+    return 0;
+}
+
+/* A [user] rule of 1M for the non-admin peer; a [group] rule of 0 for this
+ * process's primary group. Run as root, the group rule names root's group:
+ * root, an admin, is capped by it (arenas off) and the test user, not a
+ * member, gets its 1M. Run as a plain user, both name this process: the
+ * [user] rule wins. */
+START_TEST(arena_cap_from_user_rule)
+{
+    char fmt[256];
+    snprintf(fmt, sizeof fmt,
+             "[limits]\nsession_arena = 8M\n\n[group %u]\nsession_arena = 0\n\n"
+             "[user %%s]\nsession_arena = 1M\n",
+             (unsigned)getgid());
+    const char *dir = start_with_user_rule(fmt);
+    want_arena = 1u << 20;
+    as_nonadmin(arena_cap_body);
+    if (getuid() == 0) {
+        uint64_t sa = 1;
+        bool on = true;
+        ck_assert_int_eq(hello_arena_caps(&sa, &on), 0);
+        ck_assert_uint_eq(sa, 0);
+        ck_assert(!on);
+        gpuq_conn *r = e2e_connect("root-arena", GPUQ_PRIO_NORMAL);
+        ck_assert(gpuq_info(r)->admin);
+        ck_assert_uint_eq(gpuq_info(r)->limits.session_arena, 0);
+        gpuq_arena *a = NULL;
+        ck_assert_int_eq(gpuq_arena_open(r, 4096, &a), GPUQ_E_TOO_LARGE);
+        ck_assert_msg(strstr(gpuq_errmsg(r), "arenas are off (session_arena 0)"), "%s",
+                      gpuq_errmsg(r));
+        ck_assert_int_eq(gpuq_ping(r), 0);
+        gpuq_close(r);
+    }
+    e2e_assert_serves();
+    tu_rmtree(dir);
+}
+END_TEST
+
+/* The daemon's log holds want within 10 s; fails the test otherwise. */
+static void wait_daemon_log(const char *want)
+{
+    for (int i = 0; i < 200; i++) {
+        size_t len = 0;
+        char *text = tu_read_file(e2e_d.log, &len);
+        bool found = text && strstr(text, want);
+        free(text);
+        if (found)
+            return;
+        usleep(50 * 1000);
+    }
+    ck_abort_msg("the daemon's log (%s) never said '%s'", e2e_d.log, want);
+}
+
+/* A [group] rule of 0 for the non-admin peer's primary group turns its
+ * arenas off (its [user] rule sets only max_inflight, so the group's
+ * session_arena applies); root, not a member, keeps the global limit. A
+ * SIGHUP after the rule changed to 2M: new sessions get 2M, and the log
+ * says what changed. */
+START_TEST(arena_off_from_group_rule)
+{
+    gid_t gid = getgid();
+    if (getuid() == 0) {
+        struct passwd *pw = getpwnam(TEST_USER);
+        ck_assert_ptr_nonnull(pw);
+        gid = pw->pw_gid;
+        ck_assert_uint_ne(gid, 0); /* else root would be a member too */
+    }
+    static const char text[] = "[limits]\nsession_arena = 8M\n\n[group %u]\nsession_arena = %s\n"
+                               "\n[user %%s]\nmax_inflight = 4\n";
+    char fmt[256];
+    snprintf(fmt, sizeof fmt, text, (unsigned)gid, "0");
+    const char *dir = start_with_user_rule(fmt);
+    want_arena = 0;
+    as_nonadmin(arena_cap_body);
+    if (getuid() == 0) {
+        uint64_t sa = 0;
+        bool on = false;
+        ck_assert_int_eq(hello_arena_caps(&sa, &on), 0);
+        ck_assert_uint_eq(sa, 8u << 20);
+        ck_assert(on);
+        gpuq_conn *r = e2e_connect("root-arena", GPUQ_PRIO_NORMAL);
+        gpuq_arena *a = NULL;
+        ck_assert_msg(gpuq_arena_open(r, 8u << 20, &a) == 0, "%s", gpuq_errmsg(r));
+        ck_assert_int_eq(gpuq_arena_close(a), 0);
+        gpuq_close(r);
+    }
+    /* the rule changes to 2M; SIGHUP */
+    char path[320], conf[512], rule[64], want[160];
+    snprintf(path, sizeof path, "%s/gpuqd.conf", dir);
+    if (getuid() == 0)
+        snprintf(rule, sizeof rule, "%s", TEST_USER);
+    else
+        snprintf(rule, sizeof rule, "%u", (unsigned)getuid());
+    snprintf(fmt, sizeof fmt, text, (unsigned)gid, "2M");
+    int n = snprintf(conf, sizeof conf, fmt, rule);
+    ck_assert_int_eq(tu_write_file(path, conf, (size_t)n), 0);
+    tu_daemon_kill(&e2e_d, SIGHUP);
+    snprintf(want, sizeof want, "reload: policy: [group %u] session_arena 0 -> 2097152",
+             (unsigned)gid);
+    wait_daemon_log(want);
+    want_arena = 2u << 20;
+    as_nonadmin(arena_cap_body);
+    e2e_assert_serves();
+    tu_rmtree(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("e2e_admin");
@@ -962,6 +1242,8 @@ static Suite *suite(void)
     tcase_add_test(na, caps_from_config);
     tcase_add_test(na, caps_never_above_limits);
     tcase_add_test(na, priority_cap_holds);
+    tcase_add_test(na, arena_cap_from_user_rule);
+    tcase_add_test(na, arena_off_from_group_rule);
     suite_add_tcase(s, na);
     return s;
 }

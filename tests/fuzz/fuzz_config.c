@@ -33,7 +33,8 @@
  * Built with -DGPUQ_FUZZ_REPLAY (fuzz_config_replay, a unit test) it gets a
  * main() that replays built-in inputs and the files named on the command
  * line, each cut at every byte; after --corpus it then fails unless the
- * files brought an accepted file with a rule of each kind and a refused one.
+ * files brought an accepted file with a rule of each kind, a rule with
+ * session_arena 0 (arenas off: a value, not "unset"), and a refused one.
  */
 #include "config.h"
 #include "config_keys.h"
@@ -57,7 +58,7 @@ static int in_fd = -1, out_fd = -1;
 static char in_path[64], out_path[64];
 
 /* What the inputs reached (the replay test's floor). */
-static unsigned long n_ok, n_refused, n_user_rules, n_group_rules;
+static unsigned long n_ok, n_refused, n_user_rules, n_group_rules, n_arena_off_rules;
 
 /* ---- the fields of a config, and what a print + parse keeps ---- */
 
@@ -95,8 +96,14 @@ static const fuzz_field pol_fields[] = {
 };
 #define RF(m, r) FUZZ_FIELD(policy_rule, m, r, 0)
 static const fuzz_field rule_fields[] = {
-    RF(is_group, CF_SAME),     RF(id, CF_SAME),           RF(name, CF_STR),
-    RF(max_priority, CF_SAME), RF(max_inflight, CF_SAME), RF(session_staging, CF_SAME),
+    RF(is_group, CF_SAME),
+    RF(id, CF_SAME),
+    RF(name, CF_STR),
+    RF(max_priority, CF_SAME),
+    RF(max_inflight, CF_SAME),
+    RF(session_staging, CF_SAME),
+    RF(has_session_arena, CF_SAME),
+    RF(session_arena, CF_SAME),
     RF(line, CF_SKIP),
 };
 /* gpuq_limits, compared as bytes above: both sides start from memset 0 */
@@ -229,6 +236,11 @@ static void bounds(const config *c)
             fuzz_fail("[%s] max_priority %d accepted", r->name, r->max_priority);
         if (r->max_inflight != 0)
             count_in("rule max_inflight", r->max_inflight, 1, 1u << 20);
+        if (!r->has_session_arena && r->session_arena != 0)
+            fuzz_fail("[%s] session_arena %llu while unset", r->name,
+                      (unsigned long long)r->session_arena);
+        if (r->has_session_arena && r->session_arena == 0)
+            n_arena_off_rules++;
         if (r->id == UINT32_MAX)
             fuzz_fail("[%s] has id -1", r->name);
         for (int j = 0; j < i; j++)
@@ -359,6 +371,7 @@ static const struct {
     IN("[server]\nsocket_mode = 0777\n"),
     IN("[limits]\nsession_staging = 8G\ntotal_staging = 1K\n"),
     IN("[user 0]\nmax_inflight = 1\n[group 0]\nmax_priority = low\n"),
+    IN("[user 0]\nsession_arena = 0\n[group 0]\nsession_arena = 1M\n"),
     IN("[server\n"),
     IN("\xef\xbb\xbf[policy]\nadmin_group =\n"),
 };
@@ -369,7 +382,7 @@ int main(int argc, char **argv)
     LLVMFuzzerInitialize(&argc, &argv);
     for (size_t k = 0; k < n; k++)
         fuzz_replay_input((const uint8_t *)builtin[k].b, builtin[k].len, 1);
-    n_ok = n_refused = n_user_rules = n_group_rules = 0;
+    n_ok = n_refused = n_user_rules = n_group_rules = n_arena_off_rules = 0;
     bool corpus = argc > 1 && !strcmp(argv[1], "--corpus");
     if (corpus) {
         argv[1] = argv[0];
@@ -380,11 +393,12 @@ int main(int argc, char **argv)
     if (files < 0)
         return 1;
     int missing = 0;
-    if (corpus && (!n_ok || !n_refused || !n_user_rules || !n_group_rules)) {
+    if (corpus && (!n_ok || !n_refused || !n_user_rules || !n_group_rules || !n_arena_off_rules)) {
         fprintf(stderr,
                 "fuzz_config_replay: the files brought %lu accepted and %lu refused configs, "
-                "%lu [user] and %lu [group] rules; each must be more than 0\n",
-                n_ok, n_refused, n_user_rules, n_group_rules);
+                "%lu [user] and %lu [group] rules, %lu rules with session_arena 0; each must be "
+                "more than 0\n",
+                n_ok, n_refused, n_user_rules, n_group_rules, n_arena_off_rules);
         missing++;
     }
     printf("fuzz_config_replay: %zu built-in inputs and %d files: %s\n", n, files,

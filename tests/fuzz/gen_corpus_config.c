@@ -7,8 +7,9 @@
  * default, each size spelling (K, KiB, KB, M, G, plain), seconds with
  * fractions and exponents, both priority spellings, both separators and
  * comment styles, a BOM, [user]/[group] rules by number and by the name
- * root (which every system has), 64 rules (the cap), and the file
- * config_print writes for the defaults. Refused files break one rule each:
+ * root (which every system has), 64 rules (the cap), a rule's
+ * session_arena at 0 (arenas off), at the global limit and above it, and
+ * the file config_print writes for the defaults. Refused files break one rule each:
  * every range edge just over, bad numbers and words, unknown sections and
  * keys, a key outside a section or in the wrong one, empty values, unknown
  * and repeated users and groups, 65 rules, names too long, a line too
@@ -54,6 +55,8 @@ static void gen_accepted(void)
                          "session_staging = 16M\n"
                          "total_staging = 64M\n"
                          "max_sessions = 1\n"
+                         "session_arena = 32M\n"
+                         "total_arena = 1G\n"
                          "\n"
                          "[policy]\n"
                          "admin_group = root\n"
@@ -63,10 +66,12 @@ static void gen_accepted(void)
                          "max_priority = high\n"
                          "max_inflight = 16\n"
                          "session_staging = 512M\n"
+                         "session_arena = 8M\n"
                          "\n"
                          "[group 0]\n"
                          "max_priority = -1\n"
                          "max_inflight = 1\n"
+                         "session_arena = 0\n"
                          "\n"
                          "[user 4242]\n"
                          "session_staging = 1\n");
@@ -82,6 +87,11 @@ static void gen_accepted(void)
     conf("ok-bom", "\xef\xbb\xbf[server]\nlog_level = error\n");
     conf("ok-spaces-in-headers", "  [ server ]  \n\tdevice = cuda\n[ user\t4243 ]\n");
     conf("ok-session-over-total", "[limits]\nsession_staging = 8G\ntotal_staging = 1G\n");
+    conf("ok-arena-rules", "[limits]\nsession_arena = 1M\n[user root]\nsession_arena = 4G\n"
+                           "[group root]\nsession_arena = 0\n[user 1]\nsession_arena = 1M\n"
+                           "[group 1]\nsession_arena = 18446744073709551615\n"
+                           "[user 2]\nsession_arena = 4KiB\nmax_inflight = 2\n");
+    conf("ok-arena-off-globally", "[limits]\nsession_arena = 0\n[group 0]\nsession_arena = 1G\n");
     conf("ok-admin-group-empty", "[policy]\nadmin_group =\n");
     conf("ok-admin-group-number", "[policy]\nadmin_group = 4244\n");
     conf("ok-socket-mode-zero", "[server]\nsocket_mode = 0\n");
@@ -111,6 +121,8 @@ static void gen_accepted(void)
          "session_staging = 2147483648\n"
          "total_staging = 4294967296\n"
          "max_sessions = 256\n"
+         "session_arena = 4294967296\n"
+         "total_arena = 17179869184\n"
          "\n[policy]\n"
          "admin_group =\n"
          "max_priority = high\n");
@@ -169,6 +181,12 @@ static void gen_refused(void)
         {"bad-rule-inflight-0", "[user root]\nmax_inflight = 0\n"},
         {"bad-rule-inflight-over", "[user root]\nmax_inflight = 1048577\n"},
         {"bad-rule-staging-0", "[user root]\nsession_staging = 0\n"},
+        {"bad-rule-arena-negative", "[group root]\nsession_arena = -1\n"},
+        {"bad-rule-arena-word", "[user root]\nsession_arena = off\n"},
+        {"bad-rule-arena-over", "[user root]\nsession_arena = 18446744073709551616\n"},
+        {"bad-rule-arena-shift-over", "[user root]\nsession_arena = 17179869184G\n"},
+        {"bad-rule-arena-empty", "[group 0]\nsession_arena =\n"},
+        {"bad-rule-arena-unset-word", "[group 0]\nsession_arena = unset\n"},
         {"bad-unknown-user", "[user no-such-user-gpuq]\n"},
         {"bad-unknown-group", "[group no-such-group-gpuq]\n"},
         {"bad-unknown-admin-group", "[policy]\nadmin_group = no-such-group-gpuq\n"},
@@ -208,7 +226,8 @@ static void gen_flags(void)
     conf("args-more-flags",
          "#ARGS --device-memory-limit 1G --admin-group 0 --max-priority low --hello-timeout 2 "
          "--idle-timeout 3 --frame-timeout 4 --staging-keep 1M --staging-release-after 6 "
-         "--staging-headroom 2M\n");
+         "--staging-headroom 2M --session-arena 0 --total-arena 1G\n"
+         "[user 6]\nsession_arena = 1M\n");
     conf("args-bad-value", "#ARGS --max-inflight 0\n[server]\ndevice = cpu\n");
     conf("args-unknown-flag", "#ARGS --max-speed 3\n");
     conf("args-missing-value", "#ARGS --device\n");
@@ -221,6 +240,10 @@ static void gen_flags(void)
                                     "session_staging = 1M\n[user 4]\n[policy]\nadmin_group = 0\n"
                                     "max_priority = normal\n[limits]\nmax_header = 1K\n"
                                     "[server]\nsocket_mode = 0600\nstaging_keep = 1M\n");
+    conf("two-files-arena-rules", "[user 1]\nsession_arena = 0\n[group 2]\nsession_arena = 1M\n"
+                                  "[user 3]\n[group 4]\nsession_arena = 2M\n#---\n"
+                                  "[user 1]\nsession_arena = 1M\n[group 2]\n"
+                                  "[user 3]\nsession_arena = 0\n[group 4]\nsession_arena = 2M\n");
     conf("two-files-second-bad", "#ARGS --device cpu\n[server]\nlog_level = warn\n#---\n"
                                  "[server]\nlog_level = loud\n");
 }

@@ -1,11 +1,13 @@
 /* test_config.c - gpuqd's settings: the config file (every key, every error
  * class with its line), flags over the file in either order, the example
  * systemd/gpuqd.conf, config_print round trips, user/group resolution, and
- * what config_log_changes counts. */
+ * what config_log_changes counts; the session_arena rule key (0 a value,
+ * unset its own state) through parse, print and the reload log. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "config_keys.h"
@@ -64,6 +66,8 @@ static void assert_same(const config *a, const config *b)
     ck_assert_uint_eq(a->lim.session_staging, b->lim.session_staging);
     ck_assert_uint_eq(a->lim.total_staging, b->lim.total_staging);
     ck_assert_uint_eq(a->lim.max_sessions, b->lim.max_sessions);
+    ck_assert_uint_eq(a->lim.session_arena, b->lim.session_arena);
+    ck_assert_uint_eq(a->lim.total_arena, b->lim.total_arena);
     ck_assert_int_eq(a->log_level, b->log_level);
     ck_assert(a->drain_timeout_s == b->drain_timeout_s);
     ck_assert(a->hello_timeout_s == b->hello_timeout_s);
@@ -85,6 +89,8 @@ static void assert_same(const config *a, const config *b)
         ck_assert_int_eq(x->max_priority, y->max_priority);
         ck_assert_uint_eq(x->max_inflight, y->max_inflight);
         ck_assert_uint_eq(x->session_staging, y->session_staging);
+        ck_assert_int_eq(x->has_session_arena, y->has_session_arena);
+        ck_assert_uint_eq(x->session_arena, y->session_arena);
     }
 }
 
@@ -116,6 +122,24 @@ static const char full_conf[] = "# every key\n"                                 
                                 "max_priority = -1\n"                           /* 26 */
                                 "max_inflight = 4\n"                            /* 27 */
                                 "[user 4242]\n";                                /* 28 */
+
+/* Rules with session_arena (arena_rules, the round trip). */
+static const char arena_conf[] = "[limits]\n"              /* 1 */
+                                 "session_arena = 16M\n"   /* 2 */
+                                 "[user root]\n"           /* 3 */
+                                 "session_arena = 0\n"     /* 4 */
+                                 "[group 0]\n"             /* 5 */
+                                 "session_arena = 1M\n"    /* 6 */
+                                 "max_inflight = 3\n"      /* 7 */
+                                 "[user 4242]\n"           /* 8 */
+                                 "max_priority = low\n"    /* 9 */
+                                 "[group 4243]\n"          /* 10 */
+                                 "session_arena = 64G\n"   /* 11 */
+                                 "[user 4244]\n"           /* 12 */
+                                 "session_arena = 3KiB\n"  /* 13 */
+                                 "session_arena = 0K\n"    /* 14 */
+                                 "[group 4245]\n"          /* 15 */
+                                 "session_arena = 4096\n"; /* 16 */
 
 START_TEST(every_key)
 {
@@ -305,6 +329,16 @@ static const struct {
     {"[user root]\nmax_priority = -5\n", 2, "[user root] max_priority", "bad priority '-5'"},
     {"[group root]\n\nmax_priority = 2\n", 3, "[group root] max_priority", "bad priority '2'"},
     {"[group root]\nmax_priority = urgent\n", 2, "max_priority", "low, normal or high"},
+    {"[user root]\nsession_arena = -1\n", 2, "[user root] session_arena", "bad size '-1'"},
+    {"[group root]\n\nsession_arena = off\n", 3, "[group root] session_arena", "bad size 'off'"},
+    {"[group 0]\nsession_arena = unset\n", 2, "[group 0] session_arena", "bad size 'unset'"},
+    {"[user 0]\nsession_arena = 18446744073709551616\n", 2, "[user 0] session_arena",
+     "bad size '18446744073709551616'"},
+    {"[user 0]\nsession_arena = 17179869184G\n", 2, "session_arena", "bad size"},
+    {"[user 0]\nsession_arena = 1T\n", 2, "session_arena", "bad size '1T'"},
+    {"[user root]\nsession_arena = 1M\nsession_arena =\n", 3, "session_arena", "empty value"},
+    {"[policy]\nsession_arena = 1M\n", 2, "unknown key 'session_arena'", "[policy]"},
+    {"[server]\nsession_arena = 1M\n", 2, "unknown key 'session_arena'", "[server]"},
     {"[server]\ndevice =\n", 2, "device", "empty value"},
     {"[user no-such-user-gpuq]\n", 1, "unknown user 'no-such-user-gpuq'", ""},
     {"[group no-such-group-gpuq]\n", 1, "unknown group 'no-such-group-gpuq'", ""},
@@ -406,11 +440,15 @@ END_TEST
 START_TEST(print_round_trip)
 {
     static const char *const texts[] = {
-        full_conf, "", "[policy]\nmax_priority = 1\n",
+        full_conf,
+        "",
+        "[policy]\nmax_priority = 1\n",
         "[server]\nhello_timeout = 2.5\nidle_timeout = 600\nframe_timeout = 0\n"
         "staging_keep = 3M\nstaging_release_after = 0.25\nstaging_headroom = 12345\n"
-        "device_memory_limit = 1G\n"};
-    for (int i = 0; i < 4; i++) {
+        "device_memory_limit = 1G\n",
+        arena_conf,
+        "[limits]\nsession_arena = 0\ntotal_arena = 1M\n"};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         config a, b;
         write_conf(path, texts[i]);
         ck_assert_msg(load_file(&a, path) == 0, "%s", a.error);
@@ -496,6 +534,132 @@ START_TEST(reload_rereads)
 }
 END_TEST
 
+/* session_arena in [user]/[group]: every size spelling, 0 (arenas off) kept
+ * apart from unset, a value above [limits] session_arena accepted as
+ * written (policy clamps it), and the last of a repeated key wins. */
+START_TEST(arena_rules)
+{
+    config c;
+    write_conf(path, arena_conf);
+    ck_assert_msg(load_file(&c, path) == 0, "%s", c.error);
+    ck_assert_uint_eq(c.lim.session_arena, 16u << 20);
+    ck_assert_int_eq(c.pol.nrules, 6);
+    const policy_rule *r = c.pol.rules;
+    ck_assert_int_eq(r[0].line, 3);
+    ck_assert_int_eq(r[4].line, 12);
+    ck_assert(r[0].has_session_arena); /* 0 is set, not unset */
+    ck_assert_uint_eq(r[0].session_arena, 0);
+    ck_assert(r[1].has_session_arena);
+    ck_assert_uint_eq(r[1].session_arena, 1u << 20);
+    ck_assert_uint_eq(r[1].max_inflight, 3);
+    ck_assert(!r[2].has_session_arena); /* a rule that does not name it */
+    ck_assert_uint_eq(r[2].session_arena, 0);
+    ck_assert_int_eq(r[2].max_priority, GPUQ_PRIO_LOW);
+    ck_assert(r[3].has_session_arena); /* above the global: kept as written */
+    ck_assert_uint_eq(r[3].session_arena, 64ull << 30);
+    ck_assert(r[4].has_session_arena); /* repeated: the last wins, 0 too */
+    ck_assert_uint_eq(r[4].session_arena, 0);
+    ck_assert_uint_eq(r[5].session_arena, 4096);
+    /* the file's rules without session_arena have it unset */
+    write_conf(path, full_conf);
+    ck_assert_msg(load_file(&c, path) == 0, "%s", c.error);
+    for (int i = 0; i < c.pol.nrules; i++)
+        ck_assert(!c.pol.rules[i].has_session_arena);
+    /* a flag cannot set a rule key: --session-arena is [limits]' */
+    const char *args[] = {"--config", path, "--session-arena", "0", NULL};
+    write_conf(path, arena_conf);
+    ck_assert_msg(load(&c, args) == 0, "%s", c.error);
+    ck_assert_uint_eq(c.lim.session_arena, 0);
+    ck_assert_uint_eq(c.pol.rules[1].session_arena, 1u << 20);
+}
+END_TEST
+
+/* config_print writes a rule's session_arena only when set, 0 included,
+ * and what it writes reads back the same (set/unset and value). */
+START_TEST(arena_rules_print)
+{
+    config a, b;
+    write_conf(path, arena_conf);
+    ck_assert_msg(load_file(&a, path) == 0, "%s", a.error);
+    char out[400];
+    snprintf(out, sizeof out, "%s/printed.conf", dir);
+    FILE *f = fopen(out, "w");
+    ck_assert_ptr_nonnull(f);
+    config_print(&a, f);
+    ck_assert_int_eq(fclose(f), 0);
+    size_t len = 0;
+    char *text = tu_read_file(out, &len);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_msg(strstr(text, "[user root]\nsession_arena = 0\n") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "[group 0]\nmax_inflight = 3\nsession_arena = 1048576\n"), "%s",
+                  text);
+    ck_assert_msg(strstr(text, "[user 4242]\nmax_priority = low\n\n"), "%s", text);
+    ck_assert_msg(strstr(text, "[group 4243]\nsession_arena = 68719476736\n"), "%s", text);
+    ck_assert_msg(strstr(text, "[user 4244]\nsession_arena = 0\n"), "%s", text);
+    free(text);
+    ck_assert_msg(load_file(&b, out) == 0, "%s", b.error);
+    assert_same(&a, &b);
+    ck_assert_int_eq(config_log_changes(&a, &b), 0);
+}
+END_TEST
+
+/* Run config_log_changes(o, n) with stderr (the logger's) caught into
+ * dir/log.txt; returns its count and the text in log[cap]. */
+static int log_changes_caught(const config *o, const config *n, char *log, size_t cap)
+{
+    char lp[400];
+    snprintf(lp, sizeof lp, "%s/log.txt", dir);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    ck_assert_int_ge(saved, 0);
+    FILE *f = fopen(lp, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_ge(dup2(fileno(f), STDERR_FILENO), 0);
+    int count = config_log_changes(o, n);
+    fflush(stderr);
+    ck_assert_int_ge(dup2(saved, STDERR_FILENO), 0);
+    close(saved);
+    fclose(f);
+    size_t len = 0;
+    char *text = tu_read_file(lp, &len);
+    ck_assert_ptr_nonnull(text);
+    snprintf(log, cap, "%s", text);
+    free(text);
+    return count;
+}
+
+/* A reload logs each session_arena rule change, with "unset" apart from 0,
+ * and counts it; the same settings written otherwise ([user 0] for
+ * [user root], 0K for 0) are no change. */
+START_TEST(arena_rules_log_changes)
+{
+    config a, b, c;
+    char log[2048];
+    log_set_level(LOG_LVL_INFO);
+    write_conf(path, "[user root]\nsession_arena = 0\n[group 0]\nsession_arena = 1M\n"
+                     "[user 4242]\n[group 4243]\nsession_arena = 2M\n");
+    ck_assert_msg(load_file(&a, path) == 0, "%s", a.error);
+    write_conf(path, "[user root]\nsession_arena = 1M\n[group 0]\n"
+                     "[user 4242]\nsession_arena = 0\n[group 4243]\nsession_arena = 2048K\n");
+    ck_assert_msg(load_file(&b, path) == 0, "%s", b.error);
+    ck_assert_int_eq(log_changes_caught(&a, &b, log, sizeof log), 3);
+    ck_assert_msg(strstr(log, "reload: policy: [user root] session_arena 0 -> 1048576 "
+                              "(0: arenas off)"),
+                  "%s", log);
+    ck_assert_msg(strstr(log, "reload: policy: [group 0] session_arena 1048576 -> unset"), "%s",
+                  log);
+    ck_assert_msg(strstr(log, "reload: policy: [user 4242] session_arena unset -> 0"), "%s", log);
+    ck_assert_msg(!strstr(log, "4243"), "%s", log);
+    ck_assert_int_eq(log_changes_caught(&b, &a, log, sizeof log), 3);
+    ck_assert_msg(strstr(log, "[user 4242] session_arena 0 -> unset"), "%s", log);
+    write_conf(path, "[user 0]\nsession_arena = 0K\n[group root]\nsession_arena = 1024K\n"
+                     "[user 4242]\n[group 4243]\nsession_arena = 2M\n");
+    ck_assert_msg(load_file(&c, path) == 0, "%s", c.error);
+    ck_assert_int_eq(log_changes_caught(&a, &c, log, sizeof log), 0);
+    ck_assert_int_eq(log_changes_caught(&a, &a, log, sizeof log), 0);
+}
+END_TEST
+
 START_TEST(parse_priority)
 {
     int p = 99;
@@ -542,6 +706,9 @@ static Suite *suite(void)
     tcase_add_test(tc, check_config_flag);
     tcase_add_test(tc, log_changes_counts);
     tcase_add_test(tc, reload_rereads);
+    tcase_add_test(tc, arena_rules);
+    tcase_add_test(tc, arena_rules_print);
+    tcase_add_test(tc, arena_rules_log_changes);
     tcase_add_test(tc, parse_priority);
     suite_add_tcase(s, tc);
     return s;

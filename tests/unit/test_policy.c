@@ -1,5 +1,6 @@
 /* test_policy.c - policy_caps_for: who is an admin and which caps apply,
- * from uid, primary gid, supplementary groups and the config's rules; and
+ * from uid, primary gid, supplementary groups and the config's rules
+ * (session_arena, where a rule's 0 is a value, on its own); and
  * policy_grant_priority, the cap applied to a hello's level. */
 #include <check.h>
 #include <stdlib.h>
@@ -147,6 +148,112 @@ START_TEST(rules_never_raise_limits)
 }
 END_TEST
 
+static policy_rule *arena_rule(policy_rule *r, uint64_t bytes)
+{
+    r->has_session_arena = true;
+    r->session_arena = bytes;
+    return r;
+}
+
+/* session_arena rules: a [user] rule wins, else the first [group] rule in
+ * file order (not in the order of the peer's groups) that sets it; a rule
+ * that sets other fields but not this one is passed over; 0 from a rule
+ * turns arenas off; unset everywhere gives the global limit. */
+START_TEST(arena_precedence)
+{
+    policy_caps c;
+    cfg.lim.session_arena = 8u << 20;
+    arena_rule(add_rule(true, 300, GPUQ_PRIO_UNSET, 0, 0), 2u << 20); /* [group labs] 2M */
+    arena_rule(add_rule(true, 301, GPUQ_PRIO_UNSET, 0, 0), 0);        /* [group guests] 0 */
+    add_rule(true, 302, GPUQ_PRIO_LOW, 4, 1u << 20);                  /* [group other]: no arena */
+    arena_rule(add_rule(false, 1000, GPUQ_PRIO_UNSET, 0, 0), 6u << 20); /* [user alice] 6M */
+    arena_rule(add_rule(false, 1006, GPUQ_PRIO_UNSET, 0, 0), 0);        /* [user mallory] 0 */
+    add_rule(false, 1007, GPUQ_PRIO_UNSET, 3, 0);                       /* [user bob]: no arena */
+    gid_t labs_guests[] = {300, 301}, guests_labs[] = {301, 300};
+    gid_t guests[] = {301}, other_guests[] = {302, 301}, other[] = {302}, labs[] = {300};
+    /* the user rule beats both groups, also when it is higher than theirs */
+    policy_caps_for(&cfg, 1000, 1000, labs_guests, 2, &c);
+    ck_assert_uint_eq(c.session_arena, 6u << 20);
+    policy_caps_for(&cfg, 1000, 301, NULL, 0, &c); /* guests as the primary group */
+    ck_assert_uint_eq(c.session_arena, 6u << 20);
+    /* the first group in file order, whatever order the peer lists them */
+    policy_caps_for(&cfg, 1001, 1001, labs_guests, 2, &c);
+    ck_assert_uint_eq(c.session_arena, 2u << 20);
+    policy_caps_for(&cfg, 1001, 1001, guests_labs, 2, &c);
+    ck_assert_uint_eq(c.session_arena, 2u << 20);
+    policy_caps_for(&cfg, 1001, 301, labs, 1, &c); /* primary guests, supplementary labs */
+    ck_assert_uint_eq(c.session_arena, 2u << 20);
+    /* 0 from a group rule: arenas off; the other caps are untouched */
+    policy_caps_for(&cfg, 1002, 1002, guests, 1, &c);
+    ck_assert_uint_eq(c.session_arena, 0);
+    ck_assert_uint_eq(c.session_staging, cfg.lim.session_staging);
+    ck_assert_uint_eq(c.max_inflight, cfg.lim.max_inflight);
+    /* a group that sets other fields but not session_arena is passed over */
+    policy_caps_for(&cfg, 1003, 1003, other_guests, 2, &c);
+    ck_assert_uint_eq(c.session_arena, 0);
+    ck_assert_uint_eq(c.session_staging, 1u << 20); /* from [group other] */
+    policy_caps_for(&cfg, 1004, 1004, other, 1, &c);
+    ck_assert_uint_eq(c.session_arena, 8u << 20);
+    /* 0 from a user rule beats a group's 2M */
+    policy_caps_for(&cfg, 1006, 1006, labs, 1, &c);
+    ck_assert_uint_eq(c.session_arena, 0);
+    /* a user rule without session_arena leaves it to the groups */
+    policy_caps_for(&cfg, 1007, 1007, labs, 1, &c);
+    ck_assert_uint_eq(c.session_arena, 2u << 20);
+    ck_assert_uint_eq(c.max_inflight, 3);
+    policy_caps_for(&cfg, 1007, 1007, NULL, 0, &c);
+    ck_assert_uint_eq(c.session_arena, 8u << 20);
+    /* nobody matched, and an unknown peer whatever its groups: the global */
+    policy_caps_for(&cfg, 1005, 1005, NULL, 0, &c);
+    ck_assert_uint_eq(c.session_arena, 8u << 20);
+    policy_caps_for(&cfg, (uid_t)-1, 301, guests, 1, &c);
+    ck_assert_uint_eq(c.session_arena, 8u << 20);
+    /* admins are capped by a rule that names them too */
+    arena_rule(add_rule(true, 0, GPUQ_PRIO_UNSET, 0, 0), 0); /* [group root] 0 */
+    policy_caps_for(&cfg, 0, 0, NULL, 0, &c);
+    ck_assert(c.admin);
+    ck_assert_uint_eq(c.session_arena, 0);
+}
+END_TEST
+
+/* A session_arena rule above the global limit is clamped to it, at and
+ * below it applies as written, and with the global limit 0 (arenas off for
+ * everyone) no rule turns them back on. */
+START_TEST(arena_never_above_limit)
+{
+    policy_caps c;
+    cfg.lim.session_arena = 1u << 20;
+    policy_rule *user = arena_rule(add_rule(false, 1000, GPUQ_PRIO_UNSET, 0, 0), (1u << 20) + 1);
+    policy_rule *grp = arena_rule(add_rule(true, 300, GPUQ_PRIO_UNSET, 0, 0), UINT64_MAX);
+    gid_t g300[] = {300};
+    policy_caps_for(&cfg, 1000, 1000, NULL, 0, &c);
+    ck_assert_uint_eq(c.session_arena, 1u << 20);
+    policy_caps_for(&cfg, 1001, 1001, g300, 1, &c);
+    ck_assert_uint_eq(c.session_arena, 1u << 20);
+    policy_caps_for(&cfg, 1000, 1000, g300, 1, &c);
+    ck_assert_uint_eq(c.session_arena, 1u << 20);
+    user->session_arena = 1u << 20;
+    grp->session_arena = (1u << 20) - 4096;
+    policy_caps_for(&cfg, 1000, 1000, g300, 1, &c);
+    ck_assert_uint_eq(c.session_arena, 1u << 20);
+    policy_caps_for(&cfg, 1001, 1001, g300, 1, &c);
+    ck_assert_uint_eq(c.session_arena, (1u << 20) - 4096);
+    /* arenas off globally: every rule's cap is 0 */
+    cfg.lim.session_arena = 0;
+    policy_caps_for(&cfg, 1000, 1000, g300, 1, &c);
+    ck_assert_uint_eq(c.session_arena, 0);
+    policy_caps_for(&cfg, 1001, 1001, g300, 1, &c);
+    ck_assert_uint_eq(c.session_arena, 0);
+    /* a rule's unset value is the flag, not the number: a stale number
+     * without has_session_arena caps nothing */
+    cfg.lim.session_arena = 1u << 20;
+    user->has_session_arena = false;
+    user->session_arena = 4096;
+    policy_caps_for(&cfg, 1000, 1000, NULL, 0, &c);
+    ck_assert_uint_eq(c.session_arena, 1u << 20);
+}
+END_TEST
+
 /* Every level asked under every cap: the grant is the lower of the two on
  * the one scale low < normal < high, never more urgent than the cap. */
 START_TEST(grant_is_capped)
@@ -186,6 +293,8 @@ int main(void)
     tcase_add_test(tc, admins);
     tcase_add_test(tc, rules_merge_by_field);
     tcase_add_test(tc, rules_never_raise_limits);
+    tcase_add_test(tc, arena_precedence);
+    tcase_add_test(tc, arena_never_above_limit);
     tcase_add_test(tc, grant_is_capped);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
