@@ -302,6 +302,7 @@ static int peer_copy_rate(bench_peer *p, void *h, size_t bytes, int reps, double
 }
 #endif
 
+#ifdef GPUQ_HAVE_CUDA
 /* GB/s each way of bytes up from h and bytes down into h2 at the same
  * time, on two streams (the best of reps): can both copy directions run at
  * full speed together (PCIe is full duplex; the copy engines are separate)? */
@@ -342,6 +343,7 @@ static int peer_duplex_rate(bench_peer *p, void *h, void *h2, size_t bytes, int 
         (void)cudaStreamDestroy(s2);
     return rc;
 }
+#endif
 
 int bench_peer_copy_ceiling(bench_peer *p, void *pinned, size_t bytes, int reps,
                             bench_copy_rates *r)
