@@ -628,13 +628,41 @@ static void large_fmt(char *buf, size_t cap, double *v, int n, double gb, double
     snprintf(buf, cap, "%.2f ms, %.*f GB/s", *p50 * 1e3, rate < 0.1 ? 4 : 2, rate);
 }
 
+/* reps runs of gpuq's side of j, seconds each into ours (successes only;
+ * returns their count). check: against the peer's result in j->ref. */
+static int gpuq_samples(bench *b, row *r, job *j, int reps, double *ours, bool check)
+{
+    char why[300];
+    int no = 0;
+    if (check)
+        memset(j->gout, 0xff, j->out_bytes); /* NaN: the first run is checked whole */
+    for (int i = 0; i < reps; i++) {
+        if (!b->c) {
+            row_error(r, "gpuq", b->conn_why);
+            continue;
+        }
+        if (check)
+            job_poison(j);
+        double t = now_s();
+        int rc = job_gpuq(b->c, j);
+        double dt = now_s() - t;
+        if (rc)
+            row_error(r, "gpuq", gpuq_errmsg(b->c));
+        else if (check && job_check(j, why, sizeof why))
+            row_error(r, "gpuq", why);
+        else
+            ours[no++] = dt;
+    }
+    return no;
+}
+
 /* reps runs of j on each side, one at a time; the peer first, as its result
  * is the reference. large: figures in ms and GB/s (payload plus result). */
 static void bench_latency(bench *b, const char *what, job *j, int reps, bool large)
 {
     row r = {.what = what};
     double *ours = samples_alloc(reps), *peer = samples_alloc(reps);
-    int no = 0, np = 0;
+    int np = 0;
     for (int i = 0; i < reps; i++) {
         if (!b->peer) {
             row_error(&r, "in-process", b->peer_why);
@@ -649,24 +677,7 @@ static void bench_latency(bench *b, const char *what, job *j, int reps, bool lar
             peer[np++] = dt;
     }
     bool have_ref = np == reps;
-    char why[300];
-    memset(j->gout, 0xff, j->out_bytes); /* NaN: the first run is checked whole */
-    for (int i = 0; i < reps; i++) {
-        if (!b->c) {
-            row_error(&r, "gpuq", b->conn_why);
-            continue;
-        }
-        job_poison(j);
-        double t = now_s();
-        int rc = job_gpuq(b->c, j);
-        double dt = now_s() - t;
-        if (rc)
-            row_error(&r, "gpuq", gpuq_errmsg(b->c));
-        else if (have_ref && job_check(j, why, sizeof why))
-            row_error(&r, "gpuq", why);
-        else
-            ours[no++] = dt;
-    }
+    int no = gpuq_samples(b, &r, j, reps, ours, have_ref);
     char so[64], sp[64], sr[16];
     double o50 = 0, p50 = 0;
     double gb = (double)(j->in_bytes + j->out_bytes) / 1e9;
@@ -926,23 +937,11 @@ static void bench_socket_ceiling(bench *b, job *j, int reps)
              (unsigned long long)j->n);
     row r = {.what = what};
     double *ours = samples_alloc(reps), *peer = samples_alloc(reps);
-    int no = 0, np = 0;
+    int np = 0;
     char why[300];
     if (echo_bulk(j->in_bytes, j->out_bytes, reps, peer, &np, why, sizeof why))
         row_error(&r, "socketpair echo", why);
-    for (int i = 0; i < reps; i++) {
-        if (!b->c) {
-            row_error(&r, "gpuq", b->conn_why);
-            continue;
-        }
-        double t = now_s();
-        int rc = job_gpuq(b->c, j);
-        double dt = now_s() - t;
-        if (rc)
-            row_error(&r, "gpuq", gpuq_errmsg(b->c));
-        else
-            ours[no++] = dt;
-    }
+    int no = gpuq_samples(b, &r, j, reps, ours, false);
     char so[64], sp[64], sr[16];
     double o50, p50, gb = (double)(j->in_bytes + j->out_bytes) / 1e9;
     large_fmt(so, sizeof so, ours, no, gb, &o50);

@@ -13,31 +13,27 @@
 #include <stdint.h>
 
 #include "ctl.h"
+#include "ctl_xfer.h"
 #include "npy.h"
 
 /* The i-th command of the op table (ops without one skipped), or NULL. */
 const ctl_entry *op_ctl_at(unsigned i);
 
 /* One output of a command: its dtype, shape and .npy file. */
-typedef struct op_ctl_out {
-    gpuq_dtype dtype;
-    int ndim;
-    uint64_t shape[2];
-    const char *path;
-} op_ctl_out;
+typedef ctl_out op_ctl_out;
 
-/* Connect, send req with inputs a/b (either may be NULL), write each of the
- * nout (1 or 2) outputs to its .npy file; the reply's payload holds them
- * packed, in order. The result buffer is allocated only when it fits the
- * server's max_output, so an oversized request gets the server's error, not
- * a huge malloc here. --timing prints the server's timing to stderr.
- * Returns an exit status. */
+/* ctl_run_op (client/ctl_xfer.h): connect, send req with inputs a/b (either
+ * may be NULL; opened by op_ctl_load, their data read on the way), write
+ * each of the nout (1 or 2) outputs to its .npy file. Returns an exit
+ * status. */
 int op_ctl_run_outs(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_array *b,
                     const op_ctl_out *outs, unsigned nout, bool timing);
 /* The same with one output of req's dtype. */
 int op_ctl_run(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_array *b,
                int out_ndim, const uint64_t *out_shape, const char *out_path, bool timing);
-/* npy_read with the error printed; returns an exit status. */
+/* npy_open (the header; the data is read by ctl_run_op, into the
+ * connection's staging arena when the transport puts the arrays there)
+ * with the error printed; returns an exit status. */
 int op_ctl_load(const char *path, npy_array *a);
 /* Shapes of an .npy array into req's A or B. */
 void op_ctl_shape_a(gpuq_request *req, const npy_array *a);

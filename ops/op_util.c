@@ -175,11 +175,7 @@ op_bufs op_bufs_make(const gpuq_request *r, const gpuq_sizes *sz, const void *in
 int op_ctl_run_outs(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_array *b,
                     const op_ctl_out *outs, unsigned nout, bool timing)
 {
-    ctl_out o[2];
-    for (unsigned k = 0; k < nout && k < 2; k++)
-        o[k] = (ctl_out){
-            outs[k].dtype, outs[k].ndim, {outs[k].shape[0], outs[k].shape[1]}, outs[k].path};
-    return ctl_run_op(ctx, req, a, b, o, nout, timing);
+    return ctl_run_op(ctx, req, a, b, outs, nout, timing);
 }
 
 int op_ctl_run(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_array *b,
