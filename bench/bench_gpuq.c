@@ -195,50 +195,15 @@ static int io_full(int fd, void *buf, size_t len, bool wr)
     return 0;
 }
 
+static int echo_bulk(size_t in_bytes, size_t out_bytes, int reps, double *lat, int *n, char *why,
+                     size_t cap);
+
 /* reps round trips of ECHO_BYTES to a forked echo process; lat[*n] in us. */
 static int echo_peer(int reps, double *lat, int *n, char *why, size_t cap)
 {
-    int sv[2];
-    *n = 0;
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
-        snprintf(why, cap, "socketpair: %s", strerror(errno));
-        return GPUQ_E_IO;
-    }
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(why, cap, "fork: %s", strerror(errno));
-        close(sv[0]);
-        close(sv[1]);
-        return GPUQ_E_IO;
-    }
-    if (pid == 0) {
-        close(sv[0]);
-        char buf[ECHO_BYTES];
-        int rc;
-        while ((rc = io_full(sv[1], buf, sizeof buf, false)) == 0)
-            if (io_full(sv[1], buf, sizeof buf, true))
-                _exit(1);
-        _exit(rc == GPUQ_E_CLOSED ? 0 : 1);
-    }
-    close(sv[1]);
-    char buf[ECHO_BYTES] = {0};
-    int rc = 0;
-    for (int i = 0; i < reps && rc == 0; i++) {
-        double t = now_s();
-        if ((rc = io_full(sv[0], buf, sizeof buf, true)) ||
-            (rc = io_full(sv[0], buf, sizeof buf, false)))
-            snprintf(why, cap, "echo: %s", gpuq_strerror(rc));
-        else
-            lat[(*n)++] = (now_s() - t) * 1e6;
-    }
-    close(sv[0]);
-    int st;
-    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        if (!rc)
-            snprintf(why, cap, "echo process failed");
-        rc = rc ? rc : GPUQ_E_IO;
-    }
+    int rc = echo_bulk(ECHO_BYTES, ECHO_BYTES, reps, lat, n, why, cap);
+    for (int i = 0; i < *n; i++)
+        lat[i] *= 1e6;
     return rc;
 }
 

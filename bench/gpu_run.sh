@@ -169,12 +169,29 @@ main() {
             "exit $rc; $(grep -E 'tests passed|tests failed' "$LOGS/ctest.log" | tail -1)"
     fi
 
+    # cs_gpuqd CS TOOL TEST SECONDS: the CUDA end-to-end suite TEST
+    # (tests/TEST) with each daemon it starts under compute-sanitizer TOOL;
+    # a report exits 9 and fails the case that stops that daemon. Cases
+    # tagged "fault" (a faulting kernel on purpose) are left out.
+    cs_gpuqd() {
+        local cs=$1 tool=$2 t=$3 secs=$4 name log rc
+        name=$(basename "$t")
+        log=$LOGS/cs_${tool}_gpuqd_$name.log
+        echo "-- $tool gpuqd under $name ($(date -u +%T))"
+        GPUQ_TEST_DEVICE=cuda CK_DEFAULT_TIMEOUT=600 CK_EXCLUDE_TAGS=fault \
+            GPUQ_TEST_DAEMON_WRAPPER="$cs --tool $tool --error-exitcode 9" \
+            timeout "$secs" "build-gpu/tests/$t" >"$log" 2>&1
+        rc=$?
+        row "$(okfail "$rc")" "compute-sanitizer $tool gpuqd ($name)" \
+            "exit $rc; $(grep -E '^[0-9]+%: Checks' "$log" | tail -1); $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sort | uniq -c | tr -d '=' | xargs)"
+    }
+
     # compute-sanitizer over the gpu kernel suite, then the daemon itself
     # driven by the CUDA end-to-end suites: --error-exitcode makes any
     # sanitizer report fail the test case that stops that daemon (not
     # test_e2e_cuda: its injected faults are errors by design).
     if want sanitize; then
-        local CS tool t name log
+        local CS tool t log
         CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
         if [[ -z $CS ]]; then
             row FAIL "compute-sanitizer" "not found"
@@ -193,15 +210,7 @@ main() {
             done
             for tool in memcheck racecheck; do
                 for t in e2e/test_e2e_flow e2e/test_e2e_bad; do
-                    name=$(basename $t)
-                    log=$LOGS/cs_${tool}_gpuqd_$name.log
-                    echo "-- $tool gpuqd under $name ($(date -u +%T))"
-                    GPUQ_TEST_DEVICE=cuda CK_DEFAULT_TIMEOUT=600 \
-                        GPUQ_TEST_DAEMON_WRAPPER="$CS --tool $tool --error-exitcode 9" \
-                        timeout 300 "build-gpu/tests/$t" >"$log" 2>&1
-                    rc=$?
-                    row "$(okfail "$rc")" "compute-sanitizer $tool gpuqd ($name)" \
-                        "exit $rc; $(grep -E '^[0-9]+%: Checks' "$log" | tail -1); $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sort | uniq -c | tr -d '=' | xargs)"
+                    cs_gpuqd "$CS" "$tool" "$t" 300
                 done
             done
         fi
@@ -228,14 +237,7 @@ main() {
             row "$(okfail "$rc2")" "compute-sanitizer memcheck test_gpu_pipe" \
                 "exit $rc2; $(grep -E 'ERROR SUMMARY' "$lg" | tr -d '=' | xargs)"
             for t in e2e/test_e2e_shm gpu/test_e2e_pipe; do
-                lg=$LOGS/cs_memcheck_gpuqd_$(basename $t).log
-                echo "-- memcheck gpuqd under $t ($(date -u +%T))"
-                GPUQ_TEST_DEVICE=cuda CK_DEFAULT_TIMEOUT=600 CK_EXCLUDE_TAGS=fault \
-                    GPUQ_TEST_DAEMON_WRAPPER="$CS2 --tool memcheck --error-exitcode 9" \
-                    timeout 240 "build-gpu/tests/$t" >"$lg" 2>&1
-                rc2=$?
-                row "$(okfail "$rc2")" "compute-sanitizer memcheck gpuqd ($(basename $t))" \
-                    "exit $rc2; $(grep -E '^[0-9]+%: Checks' "$lg" | tail -1); $(grep -hE 'ERROR SUMMARY' "$lg" | sort | uniq -c | tr -d '=' | xargs)"
+                cs_gpuqd "$CS2" memcheck "$t" 240
             done
         fi
     fi
