@@ -29,7 +29,8 @@
 # debootstrap and systemd-container (apt-get installed when missing).
 # Environment: GPUQ_BOOT_CACHE, GPUQ_BOOT_MIRROR (http://deb.debian.org/debian),
 # GPUQ_BOOT_TIMEOUT (seconds the booted container may run, 300),
-# GPUQ_BOOT_MAX_EXPOSURE (2.5), GPUQ_BOOT_KEEP=1 (keep the booted copy).
+# GPUQ_BOOT_MAX_EXPOSURE (2.5), GPUQ_BOOT_KEEP=1 (keep the booted copy),
+# GPUQ_BOOT_REFRESH=1 (debootstrap again even when cached).
 set -euo pipefail
 has() { grep "$@" >/dev/null; }
 
@@ -77,6 +78,11 @@ base=$CACHE/root-$key
 mkdir -p "$CACHE"
 exec 9>"$CACHE/lock"
 flock 9 # one run at a time builds or copies the cache
+# Copies left by runs that were killed (a run takes minutes, not hours).
+find "$CACHE" -mindepth 1 -maxdepth 1 -name 'run.*' -mmin +120 -exec rm -rf {} +
+if [[ "${GPUQ_BOOT_REFRESH:-}" == 1 ]]; then
+    rm -rf "$base"
+fi
 if [[ -f "$base/.complete" ]]; then
     echo "== cached root $base ($pkgs)"
 else
@@ -150,7 +156,7 @@ ln -sf /dev/null "$root/etc/systemd/system/console-getty.service"
 nspawn=(systemd-nspawn --quiet --register=no --keep-unit -D "$root" -M "gpuq-boot-$$")
 echo "== apt-get install the package (container not booted)"
 if ! timeout 300 "${nspawn[@]}" --as-pid2 --pipe -- "${APT[@]}" install /boot-test/package.deb \
-    >"$work/install.log" 2>&1; then
+    >"$work/install.log" 2>&1 </dev/null; then
     cat "$work/install.log" >&2
     echo "boot_test: FAILED: apt-get install in the container" >&2
     exit 1
