@@ -2,7 +2,7 @@
 # shellcheck disable=SC2317 # functions run through check and wait_for
 # tests/pkg/boot_checks.sh - the checks of tests/pkg/boot_test.sh, run INSIDE
 # the booted container (systemd as PID 1) by the oneshot unit
-# gpuq-boot-checks.service, with the gpuq .deb installed before boot. Not for
+# boot-test-checks.service, with the gpuq .deb installed before boot. Not for
 # running anywhere else: it adds users, edits /etc/gpuq/gpuqd.conf, kills
 # gpuqd and purges the package.
 #
@@ -284,7 +284,8 @@ if out=$(DEBIAN_FRONTEND=noninteractive timeout 300 apt-get purge -y -q gpuq 2>&
 else
     bad "apt-get purge gpuq: $out"
 fi
-want "dpkg status" "$(dpkg-query -W -f='${Status}' gpuq 2>/dev/null)" ""
+dpkg_status=$(dpkg-query -W -f='${Status}' gpuq 2>/dev/null)
+want "dpkg status after purge" "${dpkg_status:-none}" none
 want "gpuqd.socket unit" "$(prop gpuqd.socket LoadState)/$(prop gpuqd.socket ActiveState)" not-found/inactive
 want "gpuqd.service unit" "$(prop gpuqd.service LoadState)/$(prop gpuqd.service ActiveState)" not-found/inactive
 if [[ -n "$(gpuqd_pids)" ]]; then bad "gpuqd still running: $(gpuqd_pids)"; else ok "no gpuqd process"; fi

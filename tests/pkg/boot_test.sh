@@ -10,12 +10,15 @@
 #     in $GPUQ_BOOT_CACHE (default /var/cache/gpuq-boot-test), keyed by
 #     suite, mirror and package list; each run boots a copy.
 #  2. The copy gets the .deb installed with apt-get (in systemd-nspawn, not
-#     booted), tests/pkg/boot_checks.sh, and gpuq-boot-checks.service, a
+#     booted), tests/pkg/boot_checks.sh, and boot-test-checks.service, a
 #     oneshot unit enabled in multi-user.target that runs the checks and
 #     powers the container off, whatever happens (SuccessAction=,
-#     FailureAction=, TimeoutStartSec=).
+#     FailureAction=, TimeoutStartSec=, JobTimeoutSec=: a boot that never
+#     gets there ends too). The test's files and users are not named
+#     *gpuq*, so that the purge check can look for that name everywhere.
 #  3. systemd-nspawn -b --register=no --keep-unit (no systemd is needed on
-#     this host), under timeout(1): the container always ends.
+#     this host; cgroup v1 hybrid hosts work), under timeout(1): the
+#     container always ends. Its journal is kept in the copy.
 #  4. The checks' results file is read back: any "FAIL:" line, or no
 #     "DONE rc=0" line, fails this test, with the gpuq units' journal and the
 #     console's tail printed.
