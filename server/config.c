@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,26 +41,29 @@ static void usage(FILE *f)
                "             [--max-priority low|normal|high] [--hello-timeout SEC]\n"
                "             [--idle-timeout SEC] [--frame-timeout SEC] [--staging-keep N]\n"
                "             [--staging-release-after SEC] [--staging-headroom N]\n"
-               "             [--version] [--help]\n"
+               "             [--reload PID] [--version] [--help]\n"
                "Settings: the defaults, then the --config FILE (INI), then the flags.\n"
                "--check-config FILE prints the settings FILE and the flags give, and exits.\n"
+               "--reload PID checks the settings like --check-config, then sends SIGHUP to\n"
+               "the gpuqd with that process id and exits (the unit's ExecReload=).\n"
                "Sizes accept K, M, G suffixes. Socket: --socket, else $GPUQ_SOCKET, else\n"
                "$XDG_RUNTIME_DIR/gpuq/gpuqd.sock, else /run/gpuq/gpuqd.sock.\n"
                "SIGHUP re-reads the file and flags (limits, log level, drain timeout, policy).\n");
 }
 
-enum { O_CONFIG = 256, O_CHECK, O_VERSION, O_HELP, O_KEY = 512 };
+enum { O_CONFIG = 256, O_CHECK, O_RELOAD, O_VERSION, O_HELP, O_KEY = 512 };
 
-/* The flags: --config, --check-config, --version, --help, and one per
+/* The flags: --config, --check-config, --reload, --version, --help, and one per
  * global setting, named after its key with '-' for '_' (config_keys.c), so
  * the two can never disagree. Built once. */
-static struct option opts[KEY_COUNT + 5];
+static struct option opts[KEY_COUNT + 6];
 static char opt_names[KEY_COUNT][40];
 
 static void config_build_opts(void)
 {
     static const struct option fixed[] = {{"config", required_argument, 0, O_CONFIG},
                                           {"check-config", required_argument, 0, O_CHECK},
+                                          {"reload", required_argument, 0, O_RELOAD},
                                           {"version", no_argument, 0, O_VERSION},
                                           {"help", no_argument, 0, O_HELP}};
     if (opts[0].name)
@@ -111,6 +115,22 @@ static int next_opt(int argc, char **argv, bool restart)
     return getopt_long(argc, argv, "+:", opts, NULL);
 }
 
+/* --reload's PID: a whole decimal number, 1 .. INT_MAX. 0 and negative
+ * numbers are refused: kill(2) would take them for a process group or for
+ * every process. */
+static int parse_pid(const char *s, pid_t *pid)
+{
+    if (*s < '0' || *s > '9')
+        return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < 1 || v > INT_MAX)
+        return -1;
+    *pid = (pid_t)v;
+    return 0;
+}
+
 /* 0: run; 1: --help/--version (printed when print); -1: bad setting; -2: bad
  * usage (unknown option, missing argument, stray argument). */
 static int config_parse(config *c, int argc, char **argv, bool print)
@@ -130,6 +150,12 @@ static int config_parse(config *c, int argc, char **argv, bool print)
             }
             path = optarg;
             c->check_only = o == O_CHECK;
+            break;
+        case O_RELOAD:
+            if (parse_pid(optarg, &c->reload_pid) < 0) {
+                snprintf(c->error, sizeof c->error, "--reload: '%s' is not a process id", optarg);
+                return -2;
+            }
             break;
         case O_VERSION:
             if (print)
@@ -154,6 +180,10 @@ static int config_parse(config *c, int argc, char **argv, bool print)
     }
     if (optind < argc) {
         snprintf(c->error, sizeof c->error, "unexpected argument '%s'", argv[optind]);
+        return -2;
+    }
+    if (c->check_only && c->reload_pid) {
+        snprintf(c->error, sizeof c->error, "give --check-config or --reload, not both");
         return -2;
     }
     if (path) {

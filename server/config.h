@@ -75,14 +75,16 @@ typedef struct config {
     double staging_release_s;
     uint64_t staging_headroom;
     gpuq_policy pol;
-    bool check_only; /* --check-config FILE: print and exit */
-    char error[512]; /* last error, one line */
+    bool check_only;  /* --check-config FILE: print and exit */
+    pid_t reload_pid; /* --reload PID: SIGHUP to that gpuqd and exit; 0: none */
+    char error[512];  /* last error, one line */
 } config;
 
 /* Defaults, then --config FILE (or --check-config FILE), then the flags.
- * Returns 0 to run, 1 to exit 0 (--help/--version printed, or --check-config
- * printed the effective settings), -1 on an error (message on stderr and in
- * c->error; exit 2). argv is not kept. */
+ * Returns 0 to run (or, with c->reload_pid set, to signal that gpuqd: the
+ * settings given are valid), 1 to exit 0 (--help/--version printed, or
+ * --check-config printed the effective settings), -1 on an error (message on
+ * stderr and in c->error; exit 2). argv is not kept. */
 int config_load(config *c, int argc, char **argv);
 
 /* Re-read for SIGHUP: the same file and flags. Returns 0 or -1 (c->error). */

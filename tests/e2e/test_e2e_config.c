@@ -1,6 +1,8 @@
 /* test_e2e_config.c - gpuqd started with --config FILE: the hello reply shows
  * the file's limits and the daemon enforces them; SIGHUP applies a changed
  * file, and a broken one changes nothing and is logged with its line;
+ * `gpuqd --config FILE --reload PID` (the unit's ExecReload=) checks the file
+ * and sends that SIGHUP, or fails with FILE:LINE and sends nothing;
  * --check-config prints the settings (exit 0) or FILE:LINE (exit 2). CPU
  * backend. */
 #include <check.h>
@@ -175,6 +177,74 @@ START_TEST(sighup_restart_only)
 }
 END_TEST
 
+/* A file's text (malloc'd; tu_read_file adds the NUL). */
+static char *slurp(const char *p)
+{
+    size_t len = 0;
+    char *text = tu_read_file(p, &len);
+    ck_assert_ptr_nonnull(text);
+    return text;
+}
+
+/* gpuqd --config FILE --reload PID: what `systemctl reload gpuqd` runs. */
+START_TEST(reload_flag)
+{
+    char out[340], err[340], pid[32];
+    snprintf(out, sizeof out, "%s/out", cdir);
+    snprintf(err, sizeof err, "%s/err", cdir);
+    write_conf("[limits]\nmax_inflight = 7\n");
+    start_with_conf();
+    ck_assert_uint_eq(hello_max_inflight(), 7);
+    snprintf(pid, sizeof pid, "%ld", (long)e2e_d.pid);
+    const char *argv[] = {GPUQD_PATH, "--config", conf, "--reload", pid, NULL};
+
+    /* a good file: exit 0, and the daemon applies it */
+    write_conf("[limits]\nmax_inflight = 9\n");
+    ck_assert_int_eq(tu_run(argv, out, err), 0);
+    char *text = slurp(err);
+    ck_assert_msg(strstr(text, "--reload: sent SIGHUP to pid") != NULL, "%s", text);
+    free(text);
+    wait_max_inflight(9);
+    free(wait_log("reload: max_inflight 7 -> 9"));
+
+    /* a broken file: exit 2 with FILE:LINE, and no signal reaches the
+     * daemon (its log never says "reload failed") */
+    write_conf("[limits]\nmax_inflight = 3\nmax_payload = lots\n");
+    ck_assert_int_eq(tu_run(argv, out, err), 2);
+    text = slurp(err);
+    char want[400];
+    snprintf(want, sizeof want, "gpuqd: %s:3: [limits] max_payload", conf);
+    ck_assert_msg(strstr(text, want) != NULL, "%s", text);
+    free(text);
+    /* a later good reload shows the broken one was never seen */
+    write_conf("[limits]\nmax_inflight = 5\n");
+    ck_assert_int_eq(tu_run(argv, out, err), 0);
+    wait_max_inflight(5);
+    text = wait_log("reload: max_inflight 9 -> 5");
+    ck_assert_msg(strstr(text, "reload failed") == NULL, "%s", text);
+    free(text);
+
+    /* not a process id: usage error, nothing sent; 0 and negative ids would
+     * signal process groups */
+    static const char *const bad[] = {"0", "-1", "x", "", "12x", "99999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *a[] = {GPUQD_PATH, "--reload", bad[i], NULL};
+        ck_assert_int_eq(tu_run(a, out, err), 2);
+        text = slurp(err);
+        ck_assert_msg(strstr(text, "is not a process id") != NULL, "'%s': %s", bad[i], text);
+        free(text);
+    }
+    const char *both[] = {GPUQD_PATH, "--check-config", conf, "--reload", pid, NULL};
+    ck_assert_int_eq(tu_run(both, out, err), 2);
+    /* a process that is gone: exit 1 with the reason */
+    e2e_teardown();
+    ck_assert_int_eq(tu_run(argv, out, err), 1);
+    text = slurp(err);
+    ck_assert_msg(strstr(text, "No such process") != NULL, "%s", text);
+    free(text);
+}
+END_TEST
+
 START_TEST(check_config_cli)
 {
     char out[340], err[340];
@@ -222,6 +292,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 90);
     tcase_add_test(tc, file_limits_and_sighup);
     tcase_add_test(tc, sighup_restart_only);
+    tcase_add_test(tc, reload_flag);
     tcase_add_test(tc, check_config_cli);
     suite_add_tcase(s, tc);
     return s;

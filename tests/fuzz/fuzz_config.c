@@ -67,7 +67,7 @@ enum cfg_rule {
     CF_STR,    /* the same string */
     CF_POLICY, /* pol_fields */
     CF_RULES,  /* rule_fields, for the first nrules */
-    CF_SKIP,   /* not a setting: config_path, error, the line a rule was read from */
+    CF_SKIP,   /* not a setting: config_path, reload_pid, error, the line a rule was read from */
 };
 #define CF(m, r) FUZZ_FIELD(config, m, r, 0)
 static const fuzz_field cfg_fields[] = {
@@ -87,6 +87,7 @@ static const fuzz_field cfg_fields[] = {
     CF(staging_headroom, CF_SAME),
     CF(pol, CF_POLICY),
     CF(check_only, CF_SAME),
+    CF(reload_pid, CF_SKIP),
     CF(error, CF_SKIP),
 };
 #define PF(m, r) FUZZ_FIELD(gpuq_policy, m, r, 0)

@@ -6,8 +6,8 @@
 #   ROOT/usr/lib/systemd/system   the build host's system units (sysinit.target,
 #                                 sockets.target, ...: every service depends on them)
 #   ROOT/etc/systemd/system       our two units, unchanged
-#   ROOT/usr/sbin/gpuqd           the gpuqd just built, where ExecStart= says
-#   ROOT/usr/bin/kill             the host's kill, for ExecReload=/bin/kill
+#   ROOT/usr/sbin/gpuqd           the gpuqd just built, where ExecStart= and
+#                                 ExecReload= say (the only binary they run)
 #   ROOT/etc/passwd, group        made by systemd-sysusers from gpuq.sysusers.conf
 # verify checks that every Exec*= binary exists and is executable inside the
 # root, so a unit naming another path than the one gpuqd is installed to fails.
@@ -54,7 +54,6 @@ for d in /usr/lib/systemd/system /lib/systemd/system; do
     fi
 done
 [ -n "$sysunits" ] || fail "no system unit directory with sysinit.target"
-[ -x /bin/kill ] || fail "no /bin/kill on this host (ExecReload= uses it)"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/gpuq-verify-XXXXXX") || fail "mktemp"
 trap 'rm -rf "$work"' EXIT
@@ -69,8 +68,7 @@ stage() {
     cp -a "$sysunits/." "$root/usr/lib/systemd/system/" || fail "copy $sysunits"
     cp "$units/gpuqd.service" "$units/gpuqd.socket" "$root/etc/systemd/system/" ||
         fail "copy units"
-    cp "$gpuqd" "$root/usr/sbin/gpuqd" && cp /bin/kill "$root/usr/bin/kill" ||
-        fail "copy binaries"
+    cp "$gpuqd" "$root/usr/sbin/gpuqd" || fail "copy gpuqd"
 }
 
 # verify: run systemd-analyze verify on the root's two units; sets $out and

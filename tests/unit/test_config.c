@@ -478,6 +478,35 @@ START_TEST(check_config_flag)
 }
 END_TEST
 
+/* --reload PID: a positive pid is kept (the caller signals it); anything
+ * else is a usage error, never a pid kill(2) would read as a group. */
+START_TEST(reload_flag)
+{
+    write_conf(path, full_conf);
+    config c;
+    const char *args[] = {"--config", path, "--reload", "4242", NULL};
+    ck_assert_msg(load(&c, args) == 0, "%s", c.error);
+    ck_assert_int_eq(c.reload_pid, 4242);
+    ck_assert_uint_eq(c.lim.max_inflight, 7);
+    const char *none[] = {"--config", path, NULL};
+    ck_assert_int_eq(load(&c, none), 0);
+    ck_assert_int_eq(c.reload_pid, 0);
+    static const char *const bad_pids[] = {"0",  "-1",   "-0",         " 5", "5 ",
+                                           "+5", "0x10", "2147483648", ""};
+    for (size_t i = 0; i < sizeof bad_pids / sizeof bad_pids[0]; i++) {
+        const char *a[] = {"--reload", bad_pids[i], NULL};
+        ck_assert_msg(load(&c, a) == -1, "--reload '%s' accepted", bad_pids[i]);
+        ck_assert_msg(strstr(c.error, "is not a process id") != NULL, "%s", c.error);
+    }
+    const char *both[] = {"--check-config", path, "--reload", "4242", NULL};
+    ck_assert_int_eq(load(&c, both), -1);
+    ck_assert_str_eq(c.error, "give --check-config or --reload, not both");
+    /* a bad file with --reload: the error, so nothing is signalled */
+    write_conf(path, "[limits]\nmax_inflight = none\n");
+    ck_assert_int_eq(load(&c, args), -1);
+}
+END_TEST
+
 START_TEST(log_changes_counts)
 {
     config a, b;
@@ -704,6 +733,7 @@ static Suite *suite(void)
     tcase_add_test(tc, example_is_defaults);
     tcase_add_test(tc, print_round_trip);
     tcase_add_test(tc, check_config_flag);
+    tcase_add_test(tc, reload_flag);
     tcase_add_test(tc, log_changes_counts);
     tcase_add_test(tc, reload_rereads);
     tcase_add_test(tc, arena_rules);
