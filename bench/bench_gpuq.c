@@ -980,6 +980,7 @@ static void shm_client(const char *sock, const char *what, uint64_t n, int depth
     gpuq_arena *a = NULL;
     float *want = NULL, *in[8] = {0}, *out[8] = {0};
     char why[200], ch = 'r';
+    bool ready_sent;
     size_t bytes = n * sizeof(float);
     rep->ok = 0;
     if (bench_connect(sock, &c, why, sizeof why)) {
@@ -1006,7 +1007,7 @@ static void shm_client(const char *sock, const char *what, uint64_t n, int depth
     if (gpuq_cpu_normalize(GPUQ_K_F32, GPUQ_K_SUM, 0, in[0], want, 1, n) != GPUQ_K_OK)
         row_error(&r, "client", "CPU reference failed");
 ready:
-    bool ready_sent = io_full(ready_fd, &ch, 1, true) == 0;
+    ready_sent = io_full(ready_fd, &ch, 1, true) == 0;
     close(ready_fd); /* the parent's count of ready clients ends at EOF too */
     if (ready_sent && r.errors == 0 && read(go_fd, &ch, 1) == 0) { /* EOF: go */
         /* the builder: an array that lies in an arena of the connection goes
