@@ -41,15 +41,9 @@ if [[ $(id -u) -ne 0 ]]; then
     echo "boot_test: needs root (debootstrap, systemd-nspawn)" >&2
     exit 2
 fi
-arg=${1:?usage: boot_test.sh DEB|DIR}
-if [[ -d "$arg" ]]; then
-    debs=("$arg"/gpuq_*.deb)
-    [[ ${#debs[@]} -eq 1 && -f "${debs[0]}" ]] ||
-        { echo "boot_test: want exactly one gpuq_*.deb in $arg" >&2; exit 2; }
-    arg=${debs[0]}
-fi
-deb=$(cd "$(dirname "$arg")" && pwd)/$(basename "$arg")
-[[ -f "$deb" ]] || { echo "boot_test: no $deb" >&2; exit 2; }
+# shellcheck source=tests/pkg/deb_arg.sh
+. "$(dirname "$0")/deb_arg.sh"
+deb_arg boot_test "${1:?usage: boot_test.sh DEB|DIR}"
 here=$(cd "$(dirname "$0")" && pwd)
 
 SUITE=bookworm

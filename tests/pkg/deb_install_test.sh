@@ -29,15 +29,9 @@ if [[ $(id -u) -ne 0 || "${GPUQ_CI_INSTALL_TEST:-}" != 1 ]]; then
         "runs only as root with GPUQ_CI_INSTALL_TEST=1 (CI)" >&2
     exit 2
 fi
-arg=${1:?usage: deb_install_test.sh DEB|DIR}
-if [[ -d "$arg" ]]; then
-    debs=("$arg"/gpuq_*.deb)
-    [[ ${#debs[@]} -eq 1 && -f "${debs[0]}" ]] ||
-        { echo "deb_install_test: want exactly one gpuq_*.deb in $arg" >&2; exit 2; }
-    arg=${debs[0]}
-fi
-deb=$(cd "$(dirname "$arg")" && pwd)/$(basename "$arg")
-[[ -f "$deb" ]] || { echo "deb_install_test: no $deb" >&2; exit 2; }
+# shellcheck source=tests/pkg/deb_arg.sh
+. "$(dirname "$0")/deb_arg.sh"
+deb_arg deb_install_test "${1:?usage: deb_install_test.sh DEB|DIR}"
 
 SOCK=/run/gpuq/gpuqd.sock
 MEMBER=gpuqci-member
