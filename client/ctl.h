@@ -4,8 +4,9 @@
  * (names may be two words: "distance grid"). The op commands live with
  * their ops (ops/<op>.c, side GPUQ_OP_CTL); the others in ctl_basic.c and
  * ctl_admin.c. ctl_main.c lists them in op_list.h's order.
- * exec returns the process exit status: 0, CTL_EXIT_FAIL (1) for errors,
- * CTL_EXIT_USAGE (2) for usage errors. Errors are one line on stderr:
+ * exec returns the process exit status: 0, CTL_EXIT_FAIL (1) for server and
+ * op errors, CTL_EXIT_USAGE (2) for usage errors, CTL_EXIT_UNREACHABLE (3)
+ * when no gpuqd answers on any socket tried. Errors are one line on stderr:
  * "gpuqctl: <error_name>: <message>".
  */
 #ifndef GPUQ_CLIENT_CTL_H
@@ -19,6 +20,7 @@
 
 #define CTL_EXIT_FAIL 1
 #define CTL_EXIT_USAGE 2
+#define CTL_EXIT_UNREACHABLE 3
 
 typedef struct ctl_ctx {
     const char *socket; /* NULL: the default socket */
