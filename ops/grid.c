@@ -12,17 +12,32 @@ enum { K_LAT, K_LON, K_TO, K_RADIUS, K_COUNT_ };
 #include "op_def.h"
 
 static const gpuq_key_def keys[K_COUNT_] = {
-    [K_LAT] =
-        {"lat", GPUQ_ARG_RANGE, GPUQ_KEYF_ENCODE_DEFAULT, {.range = {-90.0, 90.0, 1000}}, NULL, 0},
+    [K_LAT] = {"lat",
+               GPUQ_ARG_RANGE,
+               GPUQ_KEYF_ENCODE_DEFAULT,
+               {.range = {-90.0, 90.0, 1000}},
+               NULL,
+               0,
+               NULL,
+               0},
     [K_LON] = {"lon",
                GPUQ_ARG_RANGE,
                GPUQ_KEYF_ENCODE_DEFAULT,
                {.range = {-180.0, 180.0, 1000}},
                NULL,
+               0,
+               NULL,
                0},
-    [K_TO] = {"to", GPUQ_ARG_PAIR, GPUQ_KEYF_ENCODE_DEFAULT, {.pair = {30.0, 101.0}}, NULL, 0},
-    [K_RADIUS] =
-        {"radius", GPUQ_ARG_DOUBLE, GPUQ_KEYF_ENCODE_DEFAULT, {.d = GPUQ_EARTH_RADIUS_KM}, NULL, 0},
+    [K_TO] =
+        {"to", GPUQ_ARG_PAIR, GPUQ_KEYF_ENCODE_DEFAULT, {.pair = {30.0, 101.0}}, NULL, 0, NULL, 0},
+    [K_RADIUS] = {"radius",
+                  GPUQ_ARG_DOUBLE,
+                  GPUQ_KEYF_ENCODE_DEFAULT,
+                  {.d = GPUQ_EARTH_RADIUS_KM},
+                  NULL,
+                  0,
+                  NULL,
+                  0},
 };
 
 static int check(const gpuq_request *req, uint64_t payload_len, const gpuq_limits *lim,

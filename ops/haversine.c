@@ -11,9 +11,15 @@ enum { K_TO, K_RADIUS, K_COUNT_ };
 #include "op_def.h"
 
 static const gpuq_key_def keys[K_COUNT_] = {
-    [K_TO] = {"to", GPUQ_ARG_PAIR, 0, {.pair = {30.0, 101.0}}, NULL, 0},
-    [K_RADIUS] =
-        {"radius", GPUQ_ARG_DOUBLE, GPUQ_KEYF_ENCODE_DEFAULT, {.d = GPUQ_EARTH_RADIUS_KM}, NULL, 0},
+    [K_TO] = {"to", GPUQ_ARG_PAIR, 0, {.pair = {30.0, 101.0}}, NULL, 0, NULL, 0},
+    [K_RADIUS] = {"radius",
+                  GPUQ_ARG_DOUBLE,
+                  GPUQ_KEYF_ENCODE_DEFAULT,
+                  {.d = GPUQ_EARTH_RADIUS_KM},
+                  NULL,
+                  0,
+                  NULL,
+                  0},
 };
 
 static int check(const gpuq_request *req, uint64_t payload_len, const gpuq_limits *lim,

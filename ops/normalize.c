@@ -28,9 +28,11 @@ static const gpuq_key_def keys[K_COUNT_] = {
                   GPUQ_KEYF_ENCODE_DEFAULT,
                   {.e = GPUQ_K_SUM},
                   method_names,
-                  GPUQ_K_METHOD_COUNT},
-    [K_FLAT] = {"flat", GPUQ_ARG_BOOL, 0, {.b = false}, NULL, 0},
-    [K_ON_ZERO] = {"on_zero", GPUQ_ARG_ENUM, 0, {.e = 0}, op_on_zero_names, 2},
+                  GPUQ_K_METHOD_COUNT,
+                  NULL,
+                  0},
+    [K_FLAT] = {"flat", GPUQ_ARG_BOOL, 0, {.b = false}, NULL, 0, NULL, 0},
+    [K_ON_ZERO] = {"on_zero", GPUQ_ARG_ENUM, 0, {.e = 0}, op_on_zero_names, 2, NULL, 0},
 };
 
 const char *gpuq_norm_method_name(gpuq_norm_method m)

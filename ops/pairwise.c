@@ -18,10 +18,26 @@ _Static_assert((int)GPUQ_METRIC_COUNT == GPUQ_K_METRIC_COUNT &&
                    (int)GPUQ_METRIC_MANHATTAN == GPUQ_K_MANHATTAN,
                "proto/header.h's GPUQ_METRIC_* differ from the kernels' GPUQ_K_* metrics");
 
+/* Names other libraries give the metrics: scipy's cdist "cityblock", and
+ * scikit-learn's "l1" and "l2" (its pairwise_distances also takes
+ * "cityblock"). Only unambiguous ones: scipy's one-letter forms ("c", "e")
+ * are not taken, and nor is "minkowski" (it needs p). */
+const gpuq_enum_alias op_metric_aliases[OP_METRIC_NALIASES] = {
+    {"cityblock", GPUQ_K_MANHATTAN},
+    {"l1", GPUQ_K_MANHATTAN},
+    {"l2", GPUQ_K_EUCLIDEAN},
+};
+
 static const gpuq_key_def keys[K_COUNT_] = {
-    [K_METRIC] =
-        {"metric", GPUQ_ARG_ENUM, 0, {.e = GPUQ_K_EUCLIDEAN}, op_metric_names, GPUQ_K_METRIC_COUNT},
-    [K_ON_ZERO] = {"on_zero", GPUQ_ARG_ENUM, 0, {.e = 0}, op_on_zero_names, 2},
+    [K_METRIC] = {"metric",
+                  GPUQ_ARG_ENUM,
+                  0,
+                  {.e = GPUQ_K_EUCLIDEAN},
+                  op_metric_names,
+                  GPUQ_K_METRIC_COUNT,
+                  op_metric_aliases,
+                  OP_METRIC_NALIASES},
+    [K_ON_ZERO] = {"on_zero", GPUQ_ARG_ENUM, 0, {.e = 0}, op_on_zero_names, 2, NULL, 0},
 };
 
 const char *gpuq_metric_name(gpuq_metric m)
@@ -31,7 +47,7 @@ const char *gpuq_metric_name(gpuq_metric m)
 
 int gpuq_metric_parse(const char *s, size_t len)
 {
-    return hdr_lookup(op_metric_names, GPUQ_K_METRIC_COUNT, s, len);
+    return op_enum_lookup(&keys[K_METRIC], s, len);
 }
 
 static int check(const gpuq_request *req, uint64_t payload_len, const gpuq_limits *lim,
