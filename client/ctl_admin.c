@@ -236,15 +236,86 @@ static int set_limit_exec(ctl_ctx *ctx, int argc, const char **argv)
     return admin_run(ctx, argc, argv, pos, &npos, set_limit_call);
 }
 
-const ctl_entry ctl_sessions_entry = {"sessions", "[--json]",    0,
-                                      0,          sessions_exec, "Connected sessions."};
+const ctl_entry ctl_sessions_entry = {
+    .name = "sessions",
+    .usage = "",
+    .min_args = 0,
+    .max_args = 0,
+    .exec = sessions_exec,
+    .help = "The connected sessions, one row each.",
+    .desc = "Print one row per session connected to gpuqd: id, pid, user, client name (* marks "
+            "this gpuqctl's own), priority, device, requests in flight and done, bytes in and "
+            "out, errors and age. With --json, a JSON array of one object per session.",
+    .opts = NULL,
+    .example = "gpuqctl sessions\ngpuqctl --json sessions",
+};
+
 const ctl_entry ctl_metrics_entry = {
-    "metrics", "", 0, 0, metrics_exec, "The daemon's metrics (Prometheus text)."};
+    .name = "metrics",
+    .usage = "",
+    .min_args = 0,
+    .max_args = 0,
+    .exec = metrics_exec,
+    .help = "The daemon's metrics (Prometheus text).",
+    .desc = "Print gpuqd's counters and gauges in the Prometheus text exposition format 0.0.4, "
+            "as it sent them (for a scraper's textfile collector, say).",
+    .opts = NULL,
+    .example = "gpuqctl metrics\ngpuqctl metrics | grep gpuq_requests_total",
+};
+
 const ctl_entry ctl_drain_entry = {
-    "drain", "", 0, 0, drain_exec, "Refuse new work, finish what is queued (admin)."};
+    .name = "drain",
+    .usage = "",
+    .min_args = 0,
+    .max_args = 0,
+    .exec = drain_exec,
+    .help = "Refuse new sessions, exit once the open ones close (admin).",
+    .desc = "Ask gpuqd to drain: it accepts no new connections, serves the open ones as usual "
+            "and exits once the last has closed. Only an admin may: root, or a member of "
+            "gpuqd's admin_group; anyone else gets permission_denied (exit status 1).",
+    .opts = NULL,
+    .example = "sudo gpuqctl drain",
+};
+
 const ctl_entry ctl_shutdown_entry = {
-    "shutdown", "", 0, 0, shutdown_exec, "Drain, then exit (admin)."};
+    .name = "shutdown",
+    .usage = "",
+    .min_args = 0,
+    .max_args = 0,
+    .exec = shutdown_exec,
+    .help = "Answer the accepted requests, then exit (admin).",
+    .desc = "Ask gpuqd to shut down, as SIGTERM does: requests it has read are answered, "
+            "later ones refused (shutting_down), then it exits. "
+            "Only an admin may (root, or a member of gpuqd's admin_group).",
+    .opts = NULL,
+    .example = "sudo gpuqctl shutdown",
+};
+
 const ctl_entry ctl_kill_session_entry = {
-    "kill-session", "ID", 1, 1, kill_exec, "Close session ID (admin)."};
+    .name = "kill-session",
+    .usage = "ID",
+    .min_args = 1,
+    .max_args = 1,
+    .exec = kill_exec,
+    .help = "Close session ID (admin).",
+    .desc = "Close the session with id ID (the ID column of 'gpuqctl sessions'); its work in "
+            "flight is dropped. Only an admin may (root, or a member of gpuqd's admin_group).",
+    .opts = NULL,
+    .example = "gpuqctl sessions\nsudo gpuqctl kill-session 12",
+};
+
 const ctl_entry ctl_set_limit_entry = {
-    "set-limit", "NAME VALUE", 2, 2, set_limit_exec, "Change a server limit at run time (admin)."};
+    .name = "set-limit",
+    .usage = "NAME VALUE",
+    .min_args = 2,
+    .max_args = 2,
+    .exec = set_limit_exec,
+    .help = "Change one of the daemon's limits while it runs (admin).",
+    .desc = "Set gpuqd's limit NAME to VALUE (a number, or with a K, M or G suffix) until it "
+            "restarts or reloads its settings, and print the old and new values. NAME is one "
+            "of max_header, max_payload, max_output, max_inflight, session_staging, "
+            "total_staging, max_sessions, session_arena and total_arena (gpuqd --help says "
+            "what each is). Only an admin may (root, or a member of gpuqd's admin_group).",
+    .opts = NULL,
+    .example = "sudo gpuqctl set-limit max_inflight 128\nsudo gpuqctl set-limit max_payload 2G",
+};

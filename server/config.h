@@ -21,8 +21,9 @@
 #include <sys/types.h>
 
 #include "gpuq_limits.h"
+#include "gpuq_version.h"
 
-#define GPUQD_VERSION "0.1.0"
+#define GPUQD_VERSION GPUQ_VERSION
 #define GPUQ_POLICY_MAX_RULES 64
 #define GPUQ_NAME_MAX 64
 
