@@ -232,8 +232,8 @@ static const ctl_entry entry = {
             "input file: the grid is made on gpuqd.",
     .opts = opts_doc,
     .example = "gpuqctl distance grid -o grid.npy\n"
-               "gpuqctl distance grid --lat=-45:60:106 --lon=10:170:161 --to 30,101 --dtype f32 "
-               "-o grid.npy",
+               "gpuqctl distance grid --lat=-45:60:106 --lon=10:170:161 --dtype f32 -o g.npy\n"
+               "gpuqctl distance grid --to 48.85,2.35 --radius=3958.8 -o miles.npy",
 };
 const ctl_entry *const op_ctl_grid = &entry;
 #endif
