@@ -128,12 +128,12 @@ static const page pages[] = {
 
 /* What every page says besides its own options. */
 static const char *const on_every_page[] = {"--socket PATH",    "$GPUQ_SOCKET",
-                                         "--json",           "--priority P",
-                                         "Default: normal.", "--transport T",
-                                         "Default: auto.",   "exit status:",
-                                         "0 success",        "1 gpuqd refused",
-                                         "2 usage error",    "3 cannot reach gpuqd",
-                                         "example",          NULL};
+                                            "--json",           "--priority P",
+                                            "Default: normal.", "--transport T",
+                                            "Default: auto.",   "exit status:",
+                                            "0 success",        "1 gpuqd refused",
+                                            "2 usage error",    "3 cannot reach gpuqd",
+                                            "example",          NULL};
 
 START_TEST(every_page)
 {
