@@ -236,6 +236,51 @@ START_TEST(overview)
 }
 END_TEST
 
+/* Every command the overview lists has a page with the global options
+ * and an example, and is one of pages[] (whose checks a new command then
+ * gets). */
+START_TEST(every_command_listed)
+{
+    run_out o = CTL("--help");
+    ck_assert_int_eq(o.rc, 0);
+    const char *at = strstr(o.out, "\ncommands:\n");
+    ck_assert_ptr_nonnull(at);
+    at += 11;
+    int seen = 0;
+    while (strncmp(at, "  ", 2) == 0) {
+        size_t len = strcspn(at, "\n");
+        char line[160], name[64];
+        snprintf(line, sizeof line, "%.*s", (int)len, at);
+        at += len + 1;
+        if (line[2] == ' ')
+            continue; /* a wrapped line */
+        char *end = strstr(line + 2, "  ");
+        snprintf(name, sizeof name, "%.*s", end ? (int)(end - line - 2) : (int)strlen(line + 2),
+                 line + 2);
+        if (!strcmp(name, "help [COMMAND]"))
+            continue;
+        seen++;
+        bool known = false;
+        for (size_t k = 0; k < NPAGES && !known; k++) {
+            char pn[64];
+            snprintf(pn, sizeof pn, "%s%s%s", pages[k].words[0], pages[k].words[1] ? " " : "",
+                     pages[k].words[1] ? pages[k].words[1] : "");
+            known = !strcmp(pn, name);
+        }
+        ck_assert_msg(known, "'%s' is not in test_e2e_help's pages[]", name);
+        char *sp = strchr(name, ' ');
+        if (sp)
+            *sp = '\0';
+        run_out h = sp ? CTL("help", name, sp + 1) : CTL("help", name);
+        ck_assert_msg(h.rc == 0 && strstr(h.out, "\nexample") && strstr(h.out, "--priority P"),
+                      "help %s: %d %s", name, h.rc, h.out);
+        run_free(&h);
+    }
+    ck_assert_int_eq(seen, (int)NPAGES);
+    run_free(&o);
+}
+END_TEST
+
 START_TEST(version)
 {
     run_out a = CTL("--version"), b = CTL("-V");
@@ -612,6 +657,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, every_page, 0, (int)NPAGES);
     tcase_add_test(tc, overview);
+    tcase_add_test(tc, every_command_listed);
     tcase_add_test(tc, version);
     tcase_add_loop_test(tc, usage_errors, 0, (int)(sizeof misuses / sizeof misuses[0]));
     suite_add_tcase(s, tc);
