@@ -134,6 +134,8 @@ int ctl_parse_transport(const char *s, int *t)
 
 /* ---- global options ---- */
 
+_Static_assert(GPUQ_SHM_MIN_BYTES == 1u << 20, "--transport's help says 1 MiB");
+
 const ctl_optdoc ctl_global_opts[] = {
     {"--socket", NULL, "PATH", NULL,
      "gpuqd's socket. Default: $GPUQ_SOCKET if set, else the first that answers of "
