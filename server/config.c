@@ -33,7 +33,8 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: gpuqd [--config FILE | --check-config FILE] [--socket PATH]\n"
-               "             [--socket-mode OCTAL] [--device auto|cuda|cpu]\n"
+               "             [--socket-mode OCTAL] [--socket-group NAME]\n"
+               "             [--device auto|cuda|cpu]\n"
                "             [--log-level error|warn|info|debug] [--drain-timeout SEC]\n"
                "             [--max-header N] [--max-payload N] [--max-output N]\n"
                "             [--max-inflight N] [--session-staging N] [--total-staging N]\n"
@@ -48,7 +49,11 @@ static void usage(FILE *f)
                "the gpuqd with that process id and exits (the unit's ExecReload=).\n"
                "Sizes accept K, M, G suffixes. Socket: --socket, else $GPUQ_SOCKET, else\n"
                "$XDG_RUNTIME_DIR/gpuq/gpuqd.sock, else /run/gpuq/gpuqd.sock.\n"
-               "SIGHUP re-reads the file and flags (limits, log level, drain timeout, policy).\n");
+               "--socket-group NAME gives the socket gpuqd binds, and the directory it makes\n"
+               "for it (then mode 0750), to group NAME: as root, --socket-group gpuq lets\n"
+               "the members of gpuq connect. (systemd's socket has its own SocketGroup=.)\n"
+               "SIGHUP re-reads the file and flags (limits, log level, drain timeout, policy);\n"
+               "socket, socket_mode, socket_group, device, device_memory_limit need a restart.\n");
 }
 
 enum { O_CONFIG = 256, O_CHECK, O_RELOAD, O_VERSION, O_HELP, O_KEY = 512 };
@@ -88,6 +93,7 @@ static void config_defaults(config *c)
 {
     memset(c, 0, sizeof *c);
     c->socket_mode = 0660;
+    c->socket_gid = (gid_t)-1;
     snprintf(c->device, sizeof c->device, "auto");
     gpuq_limits_default(&c->lim);
     c->log_level = LOG_LVL_INFO;
@@ -267,6 +273,10 @@ void config_print(const config *c, FILE *f)
         fprintf(f, "# socket: not set, so $GPUQ_SOCKET, else $XDG_RUNTIME_DIR/gpuq/gpuqd.sock, "
                    "else /run/gpuq/gpuqd.sock\n");
     fprintf(f, "socket_mode = %04o\n", c->socket_mode);
+    if (c->socket_group[0])
+        fprintf(f, "socket_group = %s\n", c->socket_group);
+    else
+        fprintf(f, "# socket_group: not set, so gpuqd's own group\n");
     fprintf(f, "device = %s\n", c->device);
     fprintf(f, "log_level = %s\n", config_log_level_str(c->log_level));
     for (int i = 0; i < KEY_COUNT; i++) {
@@ -400,6 +410,10 @@ int config_log_changes(const config *o, const config *n)
     if (o->socket_mode != n->socket_mode)
         log_warn("reload: socket_mode %04o -> %04o needs a restart; ignored", o->socket_mode,
                  n->socket_mode);
+    if (strcmp(o->socket_group, n->socket_group) || o->socket_gid != n->socket_gid)
+        log_warn("reload: socket_group %s -> %s needs a restart; ignored",
+                 o->socket_group[0] ? o->socket_group : "(none)",
+                 n->socket_group[0] ? n->socket_group : "(none)");
     if (strcmp(o->device, n->device))
         log_warn("reload: device %s -> %s needs a restart; ignored", o->device, n->device);
     LOG_CHANGED(max_header, "%u", unsigned);
