@@ -306,29 +306,34 @@ static void server_status_line(void *arg, char *buf, size_t cap)
 }
 
 /* --device auto tries CUDA and falls back to the CPU; cuda without a usable
- * device is an error (exit 2). */
+ * device is an error (exit 2). This is gpuqd's first log line, so it says
+ * in plain words why the CPU backend runs ("no NVIDIA driver: using the CPU
+ * backend"), not the CUDA runtime's wording. */
 static int server_pick_backend(server *srv)
 {
     const char *dev = srv->cfg.device;
     bool want_cuda = !strcmp(dev, "cuda"), try_cuda = want_cuda || !strcmp(dev, "auto");
-    char reason[256] = "requested";
+    char fallback[256] = ""; /* auto without CUDA: why */
     if (try_cuda) {
 #ifdef GPUQ_HAVE_CUDA
         char why[200] = "";
-        srv->b = backend_cuda_create(srv->loop, request_complete, srv->cfg.device_memory_limit, why,
-                                     sizeof why);
+        int probe = backend_cuda_probe(why, sizeof why);
+        if (probe == BACKEND_CUDA_OK)
+            srv->b = backend_cuda_create(srv->loop, request_complete, srv->cfg.device_memory_limit,
+                                         why, sizeof why);
         if (!srv->b && want_cuda) {
-            log_error("--device cuda: %s", why);
+            log_error("--device cuda: %s; --device auto would use the CPU backend", why);
             return 2;
         }
-        if (!want_cuda)
-            snprintf(reason, sizeof reason, "auto: %s", srv->b ? "CUDA device found" : why);
+        if (!srv->b)
+            snprintf(fallback, sizeof fallback, "%s",
+                     probe == BACKEND_CUDA_NO_DRIVER ? "no NVIDIA driver" : why);
 #else
         if (want_cuda) {
             log_error("--device cuda: gpuqd was built without CUDA");
             return 2;
         }
-        snprintf(reason, sizeof reason, "auto: built without CUDA");
+        snprintf(fallback, sizeof fallback, "built without CUDA");
 #endif
     }
     if (!srv->b) {
@@ -339,7 +344,11 @@ static int server_pick_backend(server *srv)
             return 1;
         }
     }
-    log_tagged(LOG_LVL_INFO, "gpuqd " GPUQD_VERSION, "backend %s (%s)", srv->b->ops->name, reason);
+    if (fallback[0])
+        log_tagged(LOG_LVL_INFO, "gpuqd " GPUQD_VERSION, "%s: using the CPU backend", fallback);
+    else
+        log_tagged(LOG_LVL_INFO, "gpuqd " GPUQD_VERSION, "backend %s (%s)", srv->b->ops->name,
+                   try_cuda && !want_cuda ? "auto: CUDA device found" : "requested");
     return 0;
 }
 
