@@ -96,7 +96,8 @@ int ctl_fail(int code, const char *msg);
 int ctl_failf(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Connect with ctx's socket and priority, and set its transport (shm
  * against a gpuqd that offers no arenas fails here); prints the error
- * itself. */
+ * itself. Returns 0, CTL_EXIT_UNREACHABLE when no socket tried accepted
+ * (the message names each, with why), else CTL_EXIT_FAIL. */
 int ctl_connect(const ctl_ctx *ctx, gpuq_conn **c);
 /* For commands without options or arguments: parse (only --json/--priority)
  * and connect. Returns 0 or the exit status (message printed). */

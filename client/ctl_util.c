@@ -71,10 +71,12 @@ int ctl_connect(const ctl_ctx *ctx, gpuq_conn **c)
     if (rc == 0)
         rc = gpuq_set_transport(*c, (gpuq_transport)ctx->transport);
     if (rc) {
+        /* no daemon at all (every socket tried named in the message): 3 */
+        int st = gpuq_unreachable(*c) ? CTL_EXIT_UNREACHABLE : CTL_EXIT_FAIL;
         ctl_fail(rc, *c ? gpuq_errmsg(*c) : NULL);
         gpuq_close(*c);
         *c = NULL;
-        return CTL_EXIT_FAIL;
+        return st;
     }
     return 0;
 }

@@ -47,6 +47,10 @@ static const opt_doc opt_docs[] = {
      "$GPUQ_SOCKET, else $XDG_RUNTIME_DIR/gpuq/gpuqd.sock, else /run/gpuq/gpuqd.sock",
      "The Unix socket to listen on when systemd passes none."},
     {"socket_mode", "OCTAL", NULL, "Mode of the socket file gpuqd binds itself."},
+    {"socket_group", "GROUP", "gpuqd's own group",
+     "Group of the socket gpuqd binds and of the directory it makes for it (then mode 0750): "
+     "as root, --socket-group gpuq lets the members of gpuq connect (systemd's socket has "
+     "SocketGroup=)."},
     {"device", "auto|cuda|cpu", NULL,
      "Backend: auto (CUDA when a GPU is usable, else the CPU), cuda (fail without a GPU) or "
      "cpu."},
@@ -184,7 +188,8 @@ static void usage(FILE *f)
                "config file key with '-' for '_' (--max-inflight is [limits] max_inflight).\n"
                "Flags take their value as --name VALUE or --name=VALUE. Sizes (N) take K, M\n"
                "or G suffixes (1K = 1024); SEC is decimal seconds. SIGHUP re-reads the file\n"
-               "and flags (all but socket, socket_mode, device and device_memory_limit).\n"
+               "and flags (all but socket, socket_mode, socket_group, device and\n"
+               "device_memory_limit).\n"
                "\n"
                "options:\n");
     for (size_t i = 0; i < sizeof fixed_docs / sizeof fixed_docs[0]; i++)
@@ -256,6 +261,7 @@ static void config_defaults(config *c)
 {
     memset(c, 0, sizeof *c);
     c->socket_mode = 0660;
+    c->socket_gid = (gid_t)-1;
     snprintf(c->device, sizeof c->device, "auto");
     gpuq_limits_default(&c->lim);
     c->log_level = LOG_LVL_INFO;
@@ -439,6 +445,10 @@ void config_print(const config *c, FILE *f)
         fprintf(f, "# socket: not set, so $GPUQ_SOCKET, else $XDG_RUNTIME_DIR/gpuq/gpuqd.sock, "
                    "else /run/gpuq/gpuqd.sock\n");
     fprintf(f, "socket_mode = %04o\n", c->socket_mode);
+    if (c->socket_group[0])
+        fprintf(f, "socket_group = %s\n", c->socket_group);
+    else
+        fprintf(f, "# socket_group: not set, so gpuqd's own group\n");
     fprintf(f, "device = %s\n", c->device);
     fprintf(f, "log_level = %s\n", config_log_level_str(c->log_level));
     for (int i = 0; i < KEY_COUNT; i++) {
@@ -572,6 +582,10 @@ int config_log_changes(const config *o, const config *n)
     if (o->socket_mode != n->socket_mode)
         log_warn("reload: socket_mode %04o -> %04o needs a restart; ignored", o->socket_mode,
                  n->socket_mode);
+    if (strcmp(o->socket_group, n->socket_group) || o->socket_gid != n->socket_gid)
+        log_warn("reload: socket_group %s -> %s needs a restart; ignored",
+                 o->socket_group[0] ? o->socket_group : "(none)",
+                 n->socket_group[0] ? n->socket_group : "(none)");
     if (strcmp(o->device, n->device))
         log_warn("reload: device %s -> %s needs a restart; ignored", o->device, n->device);
     LOG_CHANGED(max_header, "%u", unsigned);

@@ -59,6 +59,8 @@ static void assert_same(const config *a, const config *b)
 {
     ck_assert_str_eq(a->socket, b->socket);
     ck_assert_uint_eq(a->socket_mode, b->socket_mode);
+    ck_assert_str_eq(a->socket_group, b->socket_group);
+    ck_assert_uint_eq(a->socket_gid, b->socket_gid);
     ck_assert_str_eq(a->device, b->device);
     ck_assert_uint_eq(a->lim.max_header, b->lim.max_header);
     ck_assert_uint_eq(a->lim.max_payload, b->lim.max_payload);
@@ -204,6 +206,8 @@ START_TEST(defaults_without_file)
     ck_assert_uint_eq(c.lim.total_staging, d.total_staging);
     ck_assert_str_eq(c.pol.admin_group, "");
     ck_assert_uint_eq(c.pol.admin_gid, (gid_t)-1);
+    ck_assert_str_eq(c.socket_group, "");
+    ck_assert_uint_eq(c.socket_gid, (gid_t)-1);
     ck_assert_int_eq(c.pol.max_priority, GPUQ_PRIO_HIGH);
     ck_assert_int_eq(c.pol.nrules, 0);
 }
@@ -275,6 +279,14 @@ START_TEST(flag_errors)
     const char *grp[] = {"--admin-group", "no-such-group-gpuq", NULL};
     ck_assert_int_eq(load(&c, grp), -1);
     ck_assert_msg(strstr(c.error, "unknown group 'no-such-group-gpuq'") != NULL, "%s", c.error);
+    const char *sgrp[] = {"--socket-group", "no-such-group-gpuq", NULL};
+    ck_assert_int_eq(load(&c, sgrp), -1);
+    ck_assert_str_eq(c.error, "--socket-group: unknown group 'no-such-group-gpuq'");
+    const char *sgrp_ok[] = {"--socket-group", "root", NULL};
+    ck_assert_msg(load(&c, sgrp_ok) == 0, "%s", c.error);
+    ck_assert_str_eq(c.socket_group, "root");
+    ck_assert_uint_eq(c.socket_gid, 0);
+    ck_assert_str_eq(c.pol.admin_group, ""); /* the other group key untouched */
     static const char *const prios[] = {"5", "-5", "2", "urgent"};
     for (int i = 0; i < 4; i++) {
         const char *prio[] = {"--max-priority", prios[i], NULL};
@@ -344,6 +356,9 @@ static const struct {
     {"[user no-such-user-gpuq]\n", 1, "unknown user 'no-such-user-gpuq'", ""},
     {"[group no-such-group-gpuq]\n", 1, "unknown group 'no-such-group-gpuq'", ""},
     {"[policy]\nadmin_group = no-such-group-gpuq\n", 2, "admin_group", "unknown group"},
+    {"[server]\nsocket_group = no-such-group-gpuq\n", 2, "socket_group",
+     "unknown group 'no-such-group-gpuq'"},
+    {"[policy]\nsocket_group = root\n", 2, "unknown key 'socket_group'", "[policy]"},
     {"[user]\n", 1, "[user] needs", "NAME"},
     {"[user root]\nmax_inflight = 2\n[user 0]\n", 3, "named twice", "first at line 1"},
     {"[group 0]\n[user 0]\n[group root]\n", 3, "named twice", "gid 0"},
@@ -448,7 +463,8 @@ START_TEST(print_round_trip)
         "staging_keep = 3M\nstaging_release_after = 0.25\nstaging_headroom = 12345\n"
         "device_memory_limit = 1G\n",
         arena_conf,
-        "[limits]\nsession_arena = 0\ntotal_arena = 1M\n"};
+        "[limits]\nsession_arena = 0\ntotal_arena = 1M\n",
+        "[server]\nsocket_group = root\n"};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         config a, b;
         write_conf(path, texts[i]);
@@ -518,6 +534,8 @@ START_TEST(log_changes_counts)
     snprintf(b.socket, sizeof b.socket, "/tmp/elsewhere.sock");
     b.socket_mode = 0600;
     snprintf(b.device, sizeof b.device, "cpu");
+    snprintf(b.socket_group, sizeof b.socket_group, "root");
+    b.socket_gid = 0;
     ck_assert_int_eq(config_log_changes(&a, &b), 0);
     write_conf(path, "[limits]\nmax_inflight = 32\ntotal_staging = 1G\n"
                      "[server]\nlog_level = debug\ndrain_timeout = 5\n"
