@@ -39,13 +39,13 @@ so that the README's admin examples work). GPUQ_SOCKET points at it, PATH
 starts with the build's gpuqctl and gpuqd and a `python3` with numpy (the
 build's GPUQ_PYTHON), XDG_RUNTIME_DIR is unset, LC_ALL=C.
 
---update runs the README twice (each with a fresh daemon and directory) and
-rewrites every output block that does not match: a line that still matches
-its old README line keeps it (with its `...`), a new or changed line is
-written as printed, with `...` where the two runs differ, and the exit status
-line follows the command's. Review the diff (git diff README.md), put `...`
-where a field varies that the two runs happened to agree on, and run the test
-again.
+--update runs the README three times (each with a fresh daemon and directory)
+and rewrites every output block that does not match: a line that still
+matches its old README line keeps it (with its `...`), a new or changed line
+is written as printed, with `...` for each word or number that differs between
+the runs, and the exit status line follows the command's. Review the diff
+(git diff README.md), put `...` where a field varies that the runs happened
+to agree on, and run the test again.
 """
 
 import argparse
@@ -61,6 +61,7 @@ import tempfile
 import time
 
 CMD_TIMEOUT = 60  # seconds per README command
+UPDATE_RUNS = 3  # --update: a token that differs between these runs becomes `...`
 EXIT_RE = re.compile(r"^\(exit status (\d+)\)$")
 
 
@@ -280,22 +281,32 @@ def check(args, lines, quiet=False):
     return failed
 
 
-def merge_line(old, new, other):
-    """new (a printed line) with `...` where old had one over the same text,
-    or where the other run printed something else there."""
-    tok = re.compile(r"\s+|[^\s]+")
-    nt = tok.findall(new)
-    if other is not None and other != new:
-        ot = tok.findall(other)
-        sm = difflib.SequenceMatcher(None, nt, ot, autojunk=False)
-        out = []
+TOKEN = re.compile(r"\s+|[/,;:()\[\]{}=\"']|[^\s/,;:()\[\]{}=\"']+")
+
+
+def merge_line(old, new, others):
+    """new (a printed line) with `...` for each token that another run
+    printed differently (others: those runs' lines at the same place), and
+    with old's `...` kept where it still covers the same text."""
+    nt = TOKEN.findall(new)
+    varies = [False] * len(nt)
+    for other in others:
+        sm = difflib.SequenceMatcher(None, nt, TOKEN.findall(other), autojunk=False)
         for op, a0, a1, _, _ in sm.get_opcodes():
-            out += nt[a0:a1] if op == "equal" else (["..."] if a1 > a0 else [])
-        nt = out
-        new = "".join(nt)
+            if op != "equal":
+                for k in range(a0, a1):
+                    varies[k] = True
+    out = []
+    for k, t in enumerate(nt):
+        if not varies[k]:
+            out.append(t)
+        elif not (out and out[-1] == "..."):
+            out.append("...")
+    nt = out
+    new = "".join(nt)
     if old is None or "..." not in old:
         return new
-    ot = tok.findall(old)
+    ot = TOKEN.findall(old)
     sm = difflib.SequenceMatcher(None, ot, nt, autojunk=False)
     out = []
     for op, a0, a1, b0, b1 in sm.get_opcodes():
@@ -337,19 +348,22 @@ def align(expected, actual):
 
 def update(args, lines):
     examples = parse(lines)
-    first = run_all(args, examples)
-    second = run_all(args, examples)
+    runs = [run_all(args, examples) for _ in range(UPDATE_RUNS)]
     new_lines = list(lines)
     changed = 0
-    for ex, (st1, out1), (st2, out2) in reversed(list(zip(examples, first, second))):
+    for k in reversed(range(len(examples))):
+        ex = examples[k]
+        st1, out1 = runs[0][k]
         if matches(ex.expected, out1) and st1 == ex.status:
             continue
         changed += 1
         if st1 is None:
             print("test_readme: %r timed out; its block is left as it was" % ex, file=sys.stderr)
             continue
-        if st1 != st2:
-            print("test_readme: %r exits %s, then %s" % (ex, st1, st2), file=sys.stderr)
+        statuses = sorted(set(str(r[k][0]) for r in runs))
+        if len(statuses) > 1:
+            print("test_readme: %r exits %s in different runs" % (ex, ", ".join(statuses)),
+                  file=sys.stderr)
         if matches(ex.expected, out1):
             block = [l.rstrip() for l in lines[ex.out_start:ex.out_end]]
             if block and EXIT_RE.match(block[-1]):
@@ -357,14 +371,14 @@ def update(args, lines):
         else:
             keep = align(ex.expected, out1)
             olds = [l for l in ex.expected if l.strip() != "..."]
+            others = [r[k][1] for r in runs[1:] if len(r[k][1]) == len(out1)]
             block = []
             for j, line in enumerate(out1):
                 if keep[j] is not None:
                     block.append(keep[j])
                     continue
-                other = out2[j] if len(out2) == len(out1) else None
-                model = olds[j] if j < len(olds) and len(olds) == len(out1) else None
-                block.append(merge_line(model, line, other))
+                model = olds[j] if len(olds) == len(out1) else None
+                block.append(merge_line(model, line, [o[j] for o in others]))
         if st1:
             block.append("(exit status %d)" % st1)
         new_lines[ex.out_start:ex.out_end] = block
