@@ -26,7 +26,8 @@ line that is only `...` matches any number of lines (doctest's ELLIPSIS). In
 a line with a `...`, a run of spaces matches any run of spaces, so that a
 table row can keep its columns aligned under its header.
 Blocks with another info string (```sh, ```c, plain ```) are not run: use
-```sh for commands shown without output.
+```sh for commands shown without output. A `$ ` line in such a block is an
+error, so that no terminal session in the README escapes the test.
 
 All blocks of the README form one session, top to bottom: one scratch
 directory (files made by one example are there for the next) and one gpuqd
@@ -105,6 +106,9 @@ def parse(lines):
             i += 1
             continue
         if not checked:
+            if line.startswith("$ "):
+                raise SystemExit("README.md:%d: a '$ ' line outside a ```console block: make the "
+                                 "block ```console (it is run then), or drop the '$ '" % (i + 1))
             i += 1
             continue
         if line.startswith("$ "):
