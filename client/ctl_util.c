@@ -127,13 +127,15 @@ int ctl_parse_transport(const char *s, int *t)
 int ctl_parse_args(ctl_ctx *ctx, int argc, const char **argv, const ctl_opt *opts, int nopts,
                    const char **pos, int *npos, bool *timing)
 {
-    int n = 0;
+    int n = 0, stdin_args = 0;
     bool only_pos = false;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (only_pos || a[0] != '-' || a[1] == '\0') {
             if (n >= ctx->entry->max_args)
                 return ctl_usage_error(ctx, "unexpected argument '%s'", a);
+            if (strcmp(a, "-") == 0 && ++stdin_args > 1) /* "-" is stdin (npy.h) */
+                return ctl_usage_error(ctx, "only one input may be '-' (stdin)");
             pos[n++] = a;
             continue;
         }
