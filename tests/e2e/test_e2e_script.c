@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -135,6 +136,10 @@ static const char **ctl_argv(const char *const *args)
     return argv;
 }
 
+/* RLIMIT_FSIZE for the next children (0: none): a write past it fails
+ * with EFBIG (SIGXFSZ ignored), the way a full disk fails a write. */
+static rlim_t child_fsize;
+
 /* gpuqctl args, stdin from in_fd (-1: /dev/null), stdout and stderr into
  * files (NULL: /dev/null), env "NAME=VALUE" (may be NULL) set first;
  * returns the child's pid. */
@@ -156,6 +161,12 @@ static pid_t spawn(const char *const *args, int in_fd, const char *out, const ch
             unsetenv("GPUQ_PROGRESS");
         signal(SIGINT, SIG_DFL);
         signal(SIGPIPE, SIG_DFL);
+        if (child_fsize) {
+            struct rlimit rl = {child_fsize, child_fsize};
+            signal(SIGXFSZ, SIG_IGN);
+            if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+                _exit(126);
+        }
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }
@@ -430,6 +441,55 @@ START_TEST(outputs_whole_or_not_at_all)
 }
 END_TEST
 
+/* A write that fails midway (a full disk; here RLIMIT_FSIZE) leaves no
+ * part of a file: not the new one, and the old one as it was; with two
+ * outputs, neither when one fails. */
+START_TEST(outputs_when_a_write_fails)
+{
+    make_npy("x.npy", 1000, 300); /* 2.4 MB out */
+    DPATH(err, "err.txt");
+    DPATH(keep, "keep.npy");
+    ck_assert_int_eq(tu_write_file(keep, "precious", 8), 0);
+    child_fsize = 1 << 20;
+    for (int t = 0; t < 2; t++) {
+        const char *args[] = {
+            "--transport", t ? "shm" : "socket", "normalize", dpath("x.npy"), "-o", keep, NULL};
+        ck_assert_int_eq(ctl_run(args, NULL, NULL, err), 1);
+        one_line(err, "keep.npy: write failed: File too large");
+        size_t len;
+        char *k = slurp(keep, &len);
+        ck_assert(len == 8 && memcmp(k, "precious", 8) == 0);
+        free(k);
+        const char *fresh[] = {"--transport", t ? "shm" : "socket", "normalize", dpath("x.npy"),
+                               "-o",          dpath("new.npy"),     NULL};
+        ck_assert_int_eq(ctl_run(fresh, NULL, NULL, err), 1);
+        ck_assert(!exists(dpath("new.npy")));
+        no_temp_files();
+    }
+    /* knn: float32 distances (256 KB) fit, int64 indices (512 KB) do not */
+    float *x = malloc(2000 * 4 * sizeof *x);
+    ck_assert_ptr_nonnull(x);
+    for (int i = 0; i < 2000 * 4; i++)
+        x[i] = (float)((i * 37) % 101) / 10.0f;
+    char e[512];
+    const uint64_t sx[2] = {1000, 4}, sy[2] = {2000, 4};
+    ck_assert_int_eq(npy_write(dpath("kx.npy"), GPUQ_DT_F32, 2, sx, x, e, sizeof e), 0);
+    ck_assert_int_eq(npy_write(dpath("ky.npy"), GPUQ_DT_F32, 2, sy, x, e, sizeof e), 0);
+    free(x);
+    child_fsize = 400 << 10;
+    const char *knn[] = {
+        "distance",     "knn", "--k",          "64", dpath("kx.npy"), dpath("ky.npy"), "-o",
+        dpath("d.npy"), "-i",  dpath("i.npy"), NULL};
+    ck_assert_int_eq(ctl_run(knn, NULL, NULL, err), 1);
+    one_line(err, "i.npy: write failed: File too large");
+    ck_assert(!exists(dpath("d.npy")) && !exists(dpath("i.npy")));
+    no_temp_files();
+    child_fsize = 0;
+    ck_assert_int_eq(ctl_run(knn, NULL, NULL, err), 0);
+    ck_assert(exists(dpath("d.npy")) && exists(dpath("i.npy")));
+}
+END_TEST
+
 /* ---- progress ---- */
 
 /* gpuqctl normalize NAME with its data arriving after delay_s, stderr into
@@ -698,6 +758,7 @@ static Suite *suite(void)
     tcase_add_test(tc, json_every_command);
     tcase_add_test(tc, dash_mistakes);
     tcase_add_test(tc, outputs_whole_or_not_at_all);
+    tcase_add_test(tc, outputs_when_a_write_fails);
     tcase_add_test(tc, progress_off_a_terminal);
     tcase_add_test(tc, progress_while_the_daemon_works);
     tcase_add_test(tc, progress_on_a_terminal);
