@@ -313,8 +313,9 @@ static int out_close(out_file *o, bool ok, const char *path, char *err, size_t c
     return rc;
 }
 
-/* outs[o] from out + off[o], o < nout: all written, then all committed (or
- * none, if one fails). */
+/* outs[o] from out + off[o], o < nout: all written, then each renamed into
+ * place; none is when a write fails (knn's indices failing leave no
+ * distances either). */
 static int write_outs(const ctl_out *outs, unsigned nout, const uint8_t *out, const uint64_t *off,
                       char *err, size_t cap)
 {
