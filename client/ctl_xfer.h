@@ -6,15 +6,8 @@
 #include <stdint.h>
 
 #include "ctl.h"
+#include "ctl_outfile.h"
 #include "npy.h"
-
-/* One output of a command: its dtype, shape and .npy file. */
-typedef struct ctl_out {
-    gpuq_dtype dtype;
-    int ndim;
-    uint64_t shape[2];
-    const char *path;
-} ctl_out;
 
 /* Connect (ctx's socket, priority and transport), send req with the
  * inputs a and b (either may be NULL; each read whole by npy_read, or only
@@ -36,17 +29,8 @@ typedef struct ctl_out {
  * --timing timing.server), and is a usage error with an output "-". A
  * progress line (ctl_progress.h) shows on stderr while the op takes more
  * than a second. SIGINT, SIGTERM and SIGHUP are handled meanwhile
- * (ctl_xfer_signals_on). Returns an exit status (errors printed). */
+ * (ctl_outfile_signals_on). Returns an exit status (errors printed). */
 int ctl_run_op(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_array *b,
                const ctl_out *outs, unsigned nout, bool timing);
-
-/* From now on SIGINT, SIGTERM and SIGHUP remove the op's unfinished output
- * files, print "gpuqctl: interrupted" (terminated, hangup) and end the
- * process by that signal (exit status 128 + signal in a shell: 130 for
- * Ctrl-C); a signal already ignored stays ignored. Returns true when it
- * installed the handlers, false when they were already on.
- * ctl_xfer_signals_off puts back what was there before. */
-bool ctl_xfer_signals_on(void);
-void ctl_xfer_signals_off(void);
 
 #endif
