@@ -194,12 +194,9 @@ static void print_json(const ctl_ctx *ctx, const xfer *x, bool shm, double wall_
         const npy_array *a = x->in[k];
         if (!a)
             continue;
+        const char *path = a->stream ? "-" : a->path ? a->path : ""; /* stdin: as given */
         fputs(n++ ? "," : "", f);
-        json_array(f,
-                   a->stream ? "-"
-                   : a->path ? a->path
-                             : "",
-                   a->dtype, a->ndim, a->shape, a->nbytes);
+        json_array(f, path, a->dtype, a->ndim, a->shape, a->nbytes);
     }
     fputs("],\"outputs\":[", f);
     for (unsigned o = 0; o < x->nout; o++) {
