@@ -18,26 +18,38 @@
 #include "ctl.h"
 #include "ctl_json.h"
 
+/* The sessions document as one JSON array; into a buffer first, so a
+ * malformed document prints no half array. */
 static int sessions_json(const uint8_t *doc, size_t len)
 {
     size_t cap = 64 + len * 4;
-    char *one = malloc(cap);
-    if (!one)
+    char *one = malloc(cap), *buf = NULL;
+    size_t blen = 0;
+    FILE *f = one ? open_memstream(&buf, &blen) : NULL;
+    if (!f) {
+        free(one);
         return ctl_fail(GPUQ_E_NO_MEMORY, "out of memory");
+    }
     gpuq_mpr r;
     gpuq_mpr_init(&r, doc, len);
-    printf("[");
-    for (int i = 0; gpuq_mpr_left(&r) > 0; i++) {
-        if (gpuq_mpr_to_json(&r, one, cap)) {
-            free(one);
-            printf("]\n");
-            return ctl_fail(GPUQ_E_BAD_HEADER, "malformed sessions document");
-        }
-        printf("%s%s", i ? "," : "", one);
+    int bad = 0;
+    fputc('[', f);
+    for (int i = 0; gpuq_mpr_left(&r) > 0 && !bad; i++) {
+        bad = gpuq_mpr_to_json(&r, one, cap) != 0;
+        if (!bad)
+            fprintf(f, "%s%s", i ? "," : "", one);
     }
-    printf("]\n");
+    fputs("]\n", f);
+    int rc = 0;
+    if (fclose(f) != 0)
+        rc = ctl_fail(GPUQ_E_NO_MEMORY, "out of memory");
+    else if (bad)
+        rc = ctl_fail(GPUQ_E_BAD_HEADER, "malformed sessions document");
+    else
+        fwrite(buf, 1, blen, stdout);
+    free(buf);
     free(one);
-    return 0;
+    return rc;
 }
 
 static void user_name(double uid, char *buf, size_t cap)
