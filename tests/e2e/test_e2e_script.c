@@ -520,7 +520,7 @@ START_TEST(progress_off_a_terminal)
     empty_file(err);
     /* GPUQ_PROGRESS=1: after a second, lines rewritten with \r, ended with
      * a newline; waiting on stdin is "reading the inputs" */
-    late_run("x.npy", 1.6, "GPUQ_PROGRESS=1", err);
+    late_run("x.npy", 2.2, "GPUQ_PROGRESS=1", err);
     size_t len;
     char *e = slurp(err, &len);
     ck_assert_msg(strncmp(e, "\rgpuqctl: 1.", 12) == 0, "stderr: %s", e);
@@ -550,10 +550,10 @@ START_TEST(progress_while_the_daemon_works)
         ck_assert_int_eq(wait_exit(pid, 60), 0);
         char *e = slurp(err, NULL);
         /* the inputs sent, the results not yet received */
-        ck_assert_msg(
-            strstr(e, "\rgpuqctl: 1.0 s, sent 46.9 KiB/46.9 KiB, received 0 B/46.9 KiB") &&
-                strstr(e, t ? " (shared memory)" : " (socket)"),
-            "stderr: %s", e);
+        ck_assert_msg(strncmp(e, "\rgpuqctl: 1.", 12) == 0 &&
+                          strstr(e, " s, sent 46.9 KiB/46.9 KiB, received 0 B/46.9 KiB") &&
+                          strstr(e, t ? " (shared memory)" : " (socket)"),
+                      "stderr: %s", e);
         free(e);
         const char *again[] = {"normalize", dpath("x.npy"), "-o", dpath("plain.npy"), NULL};
         ck_assert_int_eq(ctl_run(again, NULL, NULL, err), 0);
@@ -615,7 +615,7 @@ START_TEST(progress_on_a_terminal)
     int m = open_pty(tty, sizeof tty);
     for (int forced_off = 0; forced_off < 2; forced_off++) {
         pid_t writer;
-        int fd = late_input("x.npy", 1.6, &writer);
+        int fd = late_input("x.npy", 2.2, &writer);
         const char *args[] = {"normalize", "-", "-o", dpath("late.npy"), NULL};
         pid_t pid = spawn(args, fd, NULL, tty, forced_off ? "GPUQ_PROGRESS=0" : NULL);
         close(fd);
