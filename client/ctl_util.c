@@ -372,11 +372,13 @@ int ctl_parse_args(ctl_ctx *ctx, int argc, const char **argv, const ctl_opt *opt
         fprintf(stderr, "gpuqctl: internal: %s's option table\n", e->name);
         abort();
     }
-    int n = 0, extra = -1;
+    int n = 0, extra = -1, stdin_args = 0;
     bool only_pos = false;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *eqval, *v = NULL;
         if (only_pos || a[0] != '-' || a[1] == '\0') {
+            if (n < e->max_args && strcmp(a, "-") == 0 && ++stdin_args > 1)
+                return ctl_usage_error(ctx, "only one input may be '-' (stdin)");
             if (n < e->max_args)
                 pos[n++] = a;
             else if (extra < 0)
