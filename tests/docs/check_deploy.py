@@ -8,8 +8,8 @@
 Every packaging/kubernetes/*.yaml parses (PyYAML's safe loader) into objects
 with apiVersion, kind and metadata.name. The gpuqd DaemonSet's container
 binds `--socket P` where P is the socket path gpuqd uses by itself (read
-from the build: the one fixed path in `gpuqd --check-config /dev/null` and
-`gpuqd --help`) and systemd/gpuqd.socket's ListenStream=; P's folder is a
+from the build: the one fixed path on the "# socket:" line of
+`gpuqd --check-config /dev/null`) and systemd/gpuqd.socket's ListenStream=; P's folder is a
 hostPath volume mounted at the same path; its probes ping P; its selector
 matches its labels; it asks the device plugin for GPUs (or sets
 NVIDIA_VISIBLE_DEVICES); it runs as a non-root uid and gid with a group
@@ -36,12 +36,13 @@ except ImportError:
 def gpuqd_facts(gpuqd):
     """(socket path, drain_timeout) that this gpuqd uses by default."""
     env = {"PATH": "/usr/bin:/bin"}  # no GPUQ_SOCKET, no XDG_RUNTIME_DIR
-    texts = []
-    for argv in ([gpuqd, "--check-config", "/dev/null"], [gpuqd, "--help"]):
-        p = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           universal_newlines=True, timeout=30)
-        texts.append(p.stdout)
-    paths = set(re.findall(r"(?<![\w$/.])(/[\w./-]+\.sock)\b", "\n".join(texts)))
+    p = subprocess.run([gpuqd, "--check-config", "/dev/null"], env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, universal_newlines=True, timeout=30)
+    texts = [p.stdout]
+    # Its "# socket: not set, so ..." line names the fixed path last (--help's
+    # examples name other paths, so only this line is read).
+    line = re.search(r"^# socket: .*$", p.stdout, re.M)
+    paths = set(re.findall(r"(?<![\w$/.])(/[\w./-]+\.sock)\b", line.group(0) if line else ""))
     if len(paths) != 1:
         sys.exit("check_deploy: cannot tell gpuqd's socket path from its output (%s):\n%s" %
                  (sorted(paths) or "none", "\n".join(texts)))

@@ -850,8 +850,8 @@ START_TEST(help_defaults_are_defaults)
     for (int k = 0; k < KEY_COUNT; k++) {
         const config_key *key = config_key_by_id((enum config_key_id)k);
         if (!strcmp(key->section, "rule") || !strcmp(key->name, "socket") ||
-            !strcmp(key->name, "admin_group"))
-            continue; /* their defaults are words: no value, root only */
+            !strcmp(key->name, "admin_group") || !strcmp(key->name, "socket_group"))
+            continue; /* their defaults are words: no value, root only, gpuqd's group */
         char flag[48], line[1024], arg[200];
         snprintf(flag, sizeof flag, "--%s", key->name);
         for (char *p = flag; *p; p++)
