@@ -121,16 +121,21 @@ static int help_command(int argc, const char **argv)
     return unknown_command(argc, argv);
 }
 
-/* Is --help or -h among the arguments (before a "--")? */
-static bool wants_help(int argc, const char **argv)
+/* Is flag a (or b, may be NULL) among the arguments (before a "--")? */
+static bool has_flag(int argc, const char **argv, const char *a, const char *b)
 {
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0)
             return false;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+        if (strcmp(argv[i], a) == 0 || (b && strcmp(argv[i], b) == 0))
             return true;
     }
     return false;
+}
+
+static bool wants_help(int argc, const char **argv)
+{
+    return has_flag(argc, argv, "--help", "-h");
 }
 
 int main(int argc, char **argv_)
@@ -142,6 +147,11 @@ int main(int argc, char **argv_)
                    .transport = GPUQ_TRANSPORT_AUTO,
                    .entry = NULL};
     int i = 1;
+    /* --json with a help page is refused (the pages are text only); with
+     * --version it is honoured. */
+    bool json = has_flag(argc - 1, argv + 1, "--json", NULL);
+    if (json && wants_help(argc - 1, argv + 1))
+        return ctl_usage_error(NULL, "--json: the help pages are text only");
     for (; i < argc && argv[i][0] == '-'; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -149,7 +159,10 @@ int main(int argc, char **argv_)
             return 0;
         }
         if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
-            printf("gpuqctl %s\n", GPUQ_VERSION);
+            if (json)
+                printf("{\"command\":\"version\",\"version\":\"%s\"}\n", GPUQ_VERSION);
+            else
+                printf("gpuqctl %s\n", GPUQ_VERSION);
             return 0;
         }
         int rc = ctl_parse_global(&ctx, argc, argv, &i);
@@ -176,8 +189,11 @@ int main(int argc, char **argv_)
     }
     int left = argc - i;
     const char **args = argv + i;
-    if (strcmp(args[0], "help") == 0)
+    if (strcmp(args[0], "help") == 0) {
+        if (json)
+            return ctl_usage_error(NULL, "--json: the help pages are text only");
         return help_command(left - 1, args + 1);
+    }
     int words = 0;
     const ctl_entry *e = find_command(left, args, &words);
     if (!e) {

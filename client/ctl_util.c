@@ -142,7 +142,9 @@ const ctl_optdoc ctl_global_opts[] = {
     {"--socket", NULL, "PATH", NULL,
      "gpuqd's socket. Default: $GPUQ_SOCKET if set, else the first that answers of "
      "$XDG_RUNTIME_DIR/gpuq/gpuqd.sock and /run/gpuq/gpuqd.sock."},
-    {"--json", NULL, NULL, NULL, "Print JSON instead of text (ping, status, sessions)."},
+    {"--json", NULL, NULL, NULL,
+     "Print one line of JSON on stdout instead of text: every command (an op: a summary of its "
+     "outputs and timing); refused with help pages and with an output of '-'."},
     {"--priority", NULL, "P", "normal",
      "The session's priority: low, normal or high (or -1, 0, 1); gpuqd caps it by its policy."},
     {"--transport", NULL, "T", "auto",

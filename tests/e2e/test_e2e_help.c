@@ -145,8 +145,8 @@ START_TEST(every_page)
     run_out a = w1 ? CTL("help", w0, w1) : CTL("help", w0);
     run_out b = w1 ? CTL(w0, w1, "--help") : CTL(w0, "--help");
     run_out c = w1 ? CTL(w0, w1, "-h") : CTL(w0, "-h");
-    run_out d = w1 ? CTL("--json", w0, w1, "-o", "x.npy", "--help")
-                   : CTL("--json", w0, "--bogus", "--help");
+    run_out d = w1 ? CTL("--priority", "low", w0, w1, "-o", "x.npy", "--help")
+                   : CTL("--priority=low", w0, "--bogus", "--help");
     run_out *all[] = {&a, &b, &c, &d};
     for (int k = 0; k < 4; k++) {
         ck_assert_msg(all[k]->rc == 0, "%s form %d: exit %d: %s", name, k, all[k]->rc, all[k]->err);

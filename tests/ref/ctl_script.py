@@ -206,9 +206,16 @@ def commands_in_help():
     """Command names in gpuqctl --help: 'ping', 'distance knn', ..."""
     p = subprocess.run([CTL, "--help"], capture_output=True, timeout=30)
     names = set()
+    in_list = False
     for line in p.stdout.decode(errors="replace").splitlines():
-        m = re.match(r"\s+gpuqctl ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?(?=\s|$)", line)
-        if m:
+        if line == "commands:":
+            in_list = True
+            continue
+        if in_list and not line.strip():
+            break
+        # "  distance grid           Great-circle ..." ("help [COMMAND]" too)
+        m = re.match(r"  ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?(?: \[[A-Z]+\])?(?=  |$)", line)
+        if in_list and m:
             names.add(" ".join(g for g in m.groups() if g))
     return names
 
@@ -343,6 +350,17 @@ def json_all():
     p = run(["kill-session", "--json", "999999"], check=False)
     if p.returncode != 1 or p.stdout:
         failures.append(f"kill-session of no session with --json: {p.returncode} {p.stdout!r}")
+
+    # help pages are text only; --version is honoured
+    for args in (["help", "ping", "--json"], ["--json", "help"], ["ping", "--help", "--json"]):
+        p = run(args, check=False)
+        if p.returncode != 2 or p.stdout or b"--json" not in p.stderr:
+            failures.append(f"{' '.join(args)}: exit {p.returncode}, {p.stdout[:50]!r}, "
+                            f"{p.stderr!r}")
+    covered.add("help")
+    v = one_json("--json --version", run(["--json", "--version"], check=False))
+    if v is not None and (v.get("command") != "version" or not v.get("version")):
+        failures.append(f"--json --version: {v!r}")
 
     # every command --help lists is covered here (shutdown: mode "shutdown")
     covered.update({"drain", "shutdown"})
