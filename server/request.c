@@ -27,6 +27,8 @@ static void request_set_compute(request *r, bool on)
     if (r->compute == on)
         return;
     r->compute = on;
+    if (r->replied) /* lowered already by request_uncount */
+        return;
     if (on) {
         s->inflight++;
         s->srv->inflight++;
@@ -34,6 +36,19 @@ static void request_set_compute(request *r, bool on)
         s->inflight--;
         s->srv->inflight--;
     }
+}
+
+/* r's reply is encoded and about to be written: it no longer counts
+ * against max_inflight. A client may send its next request as soon as it
+ * has read a reply (PROTOCOL.md); the write's completion, where r is freed,
+ * can come after that request is read, within the same loop turn. */
+static void request_uncount(request *r)
+{
+    if (r->compute && !r->replied) {
+        r->s->inflight--;
+        r->s->srv->inflight--;
+    }
+    r->replied = true;
 }
 
 /* Give r's slot back (if any); waiting sessions retry on the next turn. */
@@ -128,6 +143,7 @@ static int request_encode(session_frame *f, uv_buf_t bufs[2], unsigned *nbufs)
     int rc = gpuq_reply_frame(&rep, plen, &r->wbuf, &wlen);
     if (rc < 0)
         return rc;
+    request_uncount(r);
     bufs[0] = uv_buf_init((char *)r->wbuf, (unsigned)wlen);
     *nbufs = 1;
     f->send_handle = (uv_stream_t *)r->fd_pipe; /* arena_open's memfd, if any */

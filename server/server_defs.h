@@ -68,7 +68,8 @@ struct request {
     uint8_t *doc; /* owned reply payload of sessions/metrics */
     size_t doc_len;
     uint64_t t0_ns; /* when the request was read (metrics latency) */
-    bool compute;   /* counts as in flight */
+    bool compute;   /* a compute request (counts as in flight until replied) */
+    bool replied;   /* its reply is encoded: no longer counted in flight */
     bool in_backend;
     uint8_t *wbuf;      /* owned prefix+header while writing */
     arena *held[4];     /* arenas its refs name (in 0, 1, out 0, 1): one reference each */
