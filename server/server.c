@@ -349,6 +349,10 @@ static int server_pick_backend(server *srv)
     else
         log_tagged(LOG_LVL_INFO, "gpuqd " GPUQD_VERSION, "backend %s (%s)", srv->b->ops->name,
                    try_cuda && !want_cuda ? "auto: CUDA device found" : "requested");
+#ifdef GPUQ_HAVE_CUDA
+    if (!fallback[0] && strcmp(srv->b->ops->name, "cuda") == 0)
+        backend_cuda_load_blas();
+#endif
     return 0;
 }
 

@@ -269,9 +269,9 @@ END_TEST
 
 /* A reply read frees its request's slot: a client that keeps max_inflight
  * requests outstanding, and sends the next one the moment a reply arrives,
- * is never refused busy (the slot is released when the reply is encoded,
- * not when its write completes, which can come after the next request is
- * read). */
+ * is never refused busy: a request whose reply bytes are all with the
+ * kernel no longer counts, although its write callback may come after the
+ * next request is read in the same loop turn. */
 START_TEST(inflight_slot_free_once_reply_read)
 {
     enum { WINDOW = 3, N = 3000 };
