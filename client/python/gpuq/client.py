@@ -1,0 +1,595 @@
+"""The blocking client: gpuq.connect() and gpuq.Client.
+
+A Client is one connection (one session) to gpuqd. Its op methods send a
+request and wait for the reply; ``submit()`` sends one and returns a
+:class:`Future` at once, so many requests can be in flight (pipelined, up to
+the server's ``max_inflight``; replies come in request order). A Client may
+be shared by threads: one lock serializes its socket, and whichever thread
+waits reads the replies of all.
+
+Failures: a server error reply raises its :mod:`gpuq.errors` class and the
+connection stays usable; a broken stream (the server closed it, a socket
+error, a malformed reply) fails every request still waiting and every later
+call with the error that broke it.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket as _socket
+import sys
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+import msgpack
+import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
+
+from . import _convert as cv
+from . import _docs, _ops, _socketpath, errors
+from ._arena import Pool, block_of
+from ._ops import EARTH_RADIUS_KM, Call, Timed, Timing  # noqa: F401 - re-exported
+from ._session import SHM_MIN_BYTES, Pending, Session
+
+PRIORITIES = {"low": "low", "normal": "normal", "high": "high", -1: "low", 0: "normal", 1: "high"}
+_LEVEL_NAMES = {-1: "low", 0: "normal", 1: "high"}
+_SEND_FLAGS = getattr(_socket, "MSG_DONTWAIT", 0) | getattr(_socket, "MSG_NOSIGNAL", 0)
+_ANC = _socket.CMSG_SPACE(4 * 4)
+
+
+def _default_name() -> str:
+    base = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return base if base and base != "-c" else "python"
+
+
+def _client_name(name: Optional[str]) -> str:
+    s = _default_name() if name is None else str(name)
+    s = s.replace("\0", "")
+    b = s.encode("utf-8", "replace")[:64]
+    return b.decode("utf-8", "ignore")  # cut on a character boundary
+
+
+def _priority(p: Any) -> str:
+    key = p.lower() if isinstance(p, str) else p
+    if isinstance(key, bool) or key not in PRIORITIES:
+        raise errors.BadArgumentError(f'priority "{p}" is not low, normal or high (or -1, 0, 1)')
+    return PRIORITIES[key]
+
+
+class Future:
+    """A request in flight: ``result()`` waits for its reply (reading the
+    connection meanwhile) and returns the op's value or raises its error."""
+
+    __slots__ = ("_client", "_done", "_value", "_exc", "_callbacks", "id")
+
+    def __init__(self, client: "Client"):
+        self._client = client
+        self._done = False
+        self._value: Any = None
+        self._exc: Optional[BaseException] = None
+        self._callbacks: List[Callable[["Future"], Any]] = []
+        self.id = 0
+
+    def _set(self, value: Any, exc: Optional[BaseException]) -> None:
+        self._value, self._exc, self._done = value, exc, True
+        if self._callbacks:
+            self._client._ready.append(self)
+
+    def done(self) -> bool:
+        """Whether the reply has been read (this never reads the socket)."""
+        return self._done
+
+    def result(self, timeout: Optional[float] = None) -> Any:
+        """The op's value, once the reply came; raises its error. timeout
+        (seconds): gpuq.TimeoutError when it runs out (the request stays
+        in flight, and a later result() may still get it)."""
+        if not self._done:
+            self._client._wait(self, timeout)
+        if self._exc is not None:
+            raise self._exc
+        return self._value
+
+    def exception(self, timeout: Optional[float] = None) -> Optional[BaseException]:
+        """The error the request ended with, or None."""
+        if not self._done:
+            self._client._wait(self, timeout)
+        return self._exc
+
+    def add_done_callback(self, fn: Callable[["Future"], Any]) -> None:
+        """Call fn(future) once the reply has been read (at once if it has);
+        callbacks run in the thread that read it, outside the client's lock."""
+        if self._done:
+            fn(self)
+        else:
+            self._callbacks.append(fn)
+
+    def cancel(self) -> bool:
+        """Requests cannot be taken back once sent: always False."""
+        return False
+
+    def cancelled(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        state = "pending" if not self._done else ("error" if self._exc else "done")
+        return f"<gpuq.Future id={self.id} {state}>"
+
+
+class Client:
+    """A session with gpuqd; make one with :func:`gpuq.connect`.
+
+    Attributes after the hello: ``info`` (the hello reply's map), ``limits``,
+    ``backend`` ("cuda" or "cpu"), ``session`` (its id), ``priority`` (the
+    level granted: "low", "normal" or "high"), ``device``, ``max_inflight``,
+    ``shm`` (whether gpuqd offers this session shared-memory arenas),
+    ``path`` (the socket) and ``transport``.
+    """
+
+    def __init__(self, sock: _socket.socket, path: str, transport: str = "auto",
+                 shm_min_bytes: int = SHM_MIN_BYTES):
+        self._sock = sock
+        self.path = path
+        self._s = Session(transport, shm_min_bytes)
+        self._lock = threading.RLock()
+        self._ready: List[Future] = []
+        self._closed = False
+        self._send_failed: Optional[OSError] = None
+        self.info: Dict[str, Any] = {}
+        self.limits: Dict[str, int] = {}
+
+    # ---- connection ----
+
+    def _hello(self, name: Optional[str], priority: Any, device: Optional[int]) -> None:
+        keys: Dict[str, Any] = {"version": 1, "client": _client_name(name),
+                                "priority": _priority(priority)}
+        if device is not None:
+            if isinstance(device, bool) or not isinstance(device, int) or device < -1:
+                raise errors.BadArgumentError(f"device {device!r} must be an int >= -1 (-1: any)")
+            keys["device"] = device
+        hdr, _, _ = self._control("hello", keys)
+        info = hdr.get("info") or {}
+        self._apply_hello(info)
+
+    def _apply_hello(self, info: dict) -> None:
+        self.info = info
+        self.limits = dict(info.get("limits") or {})
+        self._s.info = info
+        self._s.max_inflight = max(1, int(self.limits.get("max_inflight", 1)))
+        if info.get("arenas") and self.limits.get("session_arena", 0) > 0:
+            self._s.pool = Pool(int(self.limits["session_arena"]))
+
+    @property
+    def backend(self) -> str:
+        return str(self.info.get("backend", ""))
+
+    @property
+    def session(self) -> int:
+        return int(self.info.get("session", 0))
+
+    @property
+    def priority(self) -> str:
+        return _LEVEL_NAMES.get(self.info.get("priority"), str(self.info.get("priority")))
+
+    @property
+    def device(self) -> int:
+        return int(self.info.get("device", -1))
+
+    @property
+    def max_inflight(self) -> int:
+        return self._s.max_inflight
+
+    @property
+    def shm(self) -> bool:
+        """Whether this session may use shared-memory arenas."""
+        return self._s.pool is not None
+
+    @property
+    def transport(self) -> str:
+        """How arrays travel: "auto", "socket" or "shm" (see gpuq._session)."""
+        return self._s.transport
+
+    @transport.setter
+    def transport(self, t: str) -> None:
+        if t not in ("auto", "socket", "shm"):
+            raise errors.BadArgumentError(f'transport "{t}" is not auto, socket or shm')
+        if t == "shm" and self._s.pool is None:
+            raise errors.BadArgumentError("transport shm: gpuqd offers this session no "
+                                          "shared-memory arenas")
+        self._s.transport = t
+        if self._s.pool is not None:
+            self._s.pool.refused_at = None
+
+    def close(self) -> None:
+        """Close the connection. Requests still in flight fail with
+        ClosedError; arrays in arenas stay valid (they are no longer shared)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._s.pool is not None:
+                self._s.pool.close()
+            try:
+                self._sock.close()
+            finally:
+                self._s.fail_all(errors.ClosedError("the client closed the connection"))
+                while self._s.fds:
+                    os.close(self._s.fds.popleft())
+        self._run_callbacks()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            if not self._closed:
+                self._sock.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"session {self.session}"
+        return f"<gpuq.Client {self.path} {self.backend} {state}>"
+
+    # ---- I/O ----
+
+    def _check(self) -> None:
+        if self._s.broken is not None:
+            raise self._s.broken
+        if self._closed:
+            raise errors.ClosedError("the connection is closed")
+
+    def _break(self, exc: BaseException) -> None:
+        if self._s.broken is None:
+            self._s.broken = exc
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+        self._s.fail_all(self._s.broken)
+        if self._s.pool is not None:
+            self._s.pool.close()
+
+    def _recv_once(self) -> None:
+        """One receive into the reader (blocks until bytes come)."""
+        buf = self._s.reader.target()
+        try:
+            if self._s.fd_wanted:
+                n, anc, _, _ = self._sock.recvmsg_into([buf], _ANC, _socket.MSG_CMSG_CLOEXEC)
+                for level, typ, data in anc:
+                    if level == _socket.SOL_SOCKET and typ == _socket.SCM_RIGHTS:
+                        k = len(data) - len(data) % 4
+                        self._s.fds.extend(int.from_bytes(data[i:i + 4], sys.byteorder)
+                                           for i in range(0, k, 4))
+            else:
+                n = self._sock.recv_into(buf)
+        except InterruptedError:
+            return
+        except OSError as e:
+            self._break(errors.IoError(f"reading a reply: {e.strerror or e}"))
+            return
+        if n == 0:
+            self._break(errors.ClosedError("gpuqd closed the connection"))
+            return
+        try:
+            self._s.reader.feed(n)
+        except errors.Error as e:
+            self._break(e)
+
+    def _wait(self, fut: Future, timeout: Optional[float]) -> None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            while not fut._done:
+                if self._s.broken is not None or self._closed:
+                    break
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    r = select.select([self._sock], [], [], max(0.0, left))[0] if left > 0 else []
+                    if not r:
+                        raise errors.TimeoutError(f"no reply to request {fut.id} within "
+                                                  f"{timeout} s (it is still in flight)")
+                self._recv_once()
+        self._run_callbacks()
+
+    def _run_callbacks(self) -> None:
+        while self._ready:
+            f = self._ready.pop(0)
+            cbs, f._callbacks = f._callbacks, []
+            for cb in cbs:
+                cb(f)
+
+    def _send(self, bufs: List[Any]) -> None:
+        """Send a frame's buffers whole. While the socket is full, replies are
+        read (gpuqd stops reading a session whose replies pile up unread)."""
+        views = [memoryview(b) if not isinstance(b, memoryview) else b for b in bufs]
+        while views:
+            try:
+                n = self._sock.sendmsg(views, (), _SEND_FLAGS)
+            except (BlockingIOError, InterruptedError):
+                n = 0
+            except OSError as e:
+                self._hung_up(e)
+                return
+            while n and views:
+                k = min(n, len(views[0]))
+                n -= k
+                views[0] = views[0][k:]
+                if not len(views[0]):
+                    views.pop(0)
+            if views:
+                rd = [self._sock] if self._s.pending else []
+                r, _, _ = select.select(rd, [self._sock], [])
+                if r:
+                    self._recv_once()
+                    if self._s.broken is not None:
+                        raise self._s.broken
+
+    def _hung_up(self, e: OSError) -> None:
+        """A send failed: gpuqd may have closed after leaving a reply (busy
+        over max_sessions, a timeout). Read what is there; requests it does
+        not answer fail with ClosedError."""
+        self._send_failed = e
+        try:
+            self._sock.settimeout(1.0)
+            while self._s.broken is None:
+                self._recv_once()
+        except OSError:
+            pass
+        self._break(errors.ClosedError(f"gpuqd closed the connection ({e.strerror or e})"))
+
+    def _control(self, op: str, keys: Optional[dict] = None, want_fd: bool = False,
+                 payload: bytes = b"") -> Tuple[dict, Optional[bytearray], Optional[int]]:
+        fut = Future(self)
+        with self._lock:
+            self._check()
+            bufs, p = self._s.control(op, keys or {}, fut._set, payload, want_fd)
+            fut.id = p.id
+            self._send(bufs)
+        return fut.result()
+
+    # ---- compute requests ----
+
+    def _ensure_room(self, nbytes: int) -> None:
+        pool = self._s.pool
+        if pool is None or nbytes <= 0 or pool.has_room(nbytes):
+            return
+        size = pool.want(nbytes)
+        if size is None:
+            return
+        try:
+            hdr, _, fd = self._control("arena_open", {"size": size}, want_fd=True)
+        except (errors.TooLargeError, errors.BusyError, errors.NoMemoryError):
+            if size > nbytes:  # the extra may be what did not fit
+                pool.refused_at = None
+                try:
+                    hdr, _, fd = self._control("arena_open", {"size": nbytes}, want_fd=True)
+                except (errors.TooLargeError, errors.BusyError, errors.NoMemoryError):
+                    pool.refused_at = nbytes
+                    return
+            else:
+                pool.refused_at = nbytes
+                return
+        info = hdr.get("info") or {}
+        pool.add(int(info["arena"]), fd, int(info["size"]))
+
+    def _submit(self, call: Call) -> Future:
+        fut = Future(self)
+        with self._lock:
+            self._check()
+            s = self._s
+            while len(s.pending) >= s.max_inflight and s.broken is None:
+                self._recv_once()
+            self._check()
+            plan = s.plan(call)
+            if plan.use and plan.blocks:
+                self._ensure_room(plan.blocks)
+            bufs, p = s.compute(call, plan, fut._set)
+            fut.id = p.id
+            self._send(bufs)
+        return fut
+
+    def _run(self, call: Call) -> Any:
+        return self._submit(call).result()
+
+    def submit(self, op: Union[str, Callable], *args: Any, **kwargs: Any) -> Future:
+        """Send an op and return a Future at once: submit("normalize", a,
+        method="l2") is normalize(a, method="l2") without the wait. Keep
+        many in flight; replies come in order. When max_inflight requests
+        are already in flight, submit first reads the oldest reply."""
+        name = op if isinstance(op, str) else getattr(op, "__name__", "")
+        builder = _BUILDERS.get(name)
+        if builder is None:
+            raise errors.UnknownOpError(f'no op "{name}" to submit (normalize, haversine, '
+                                        f'grid, pairwise or knn)')
+        return self._submit(builder(*args, **kwargs))
+
+    # ---- arrays in shared memory ----
+
+    def empty(self, shape: Union[int, Sequence[int]], dtype: DTypeLike = np.float64, *,
+              strict: bool = False) -> np.ndarray:
+        """An uninitialized array that lives in this session's shared arena:
+        passed to an op (as input or out=), its bytes are not sent; gpuqd
+        reads and writes it in place. Without arenas (gpuqd offers none, or
+        its quota is full) a plain numpy.empty, unless strict=True
+        (TooLargeError)."""
+        dt = np.dtype(dtype)
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        pool = self._s.pool
+        if pool is None or nbytes == 0:
+            if strict and pool is None:
+                raise errors.TooLargeError("gpuqd offers this session no shared-memory arenas")
+            return np.empty(shape, dt)
+        with self._lock:
+            self._check()
+            self._ensure_room(nbytes)
+            blk = pool.alloc(nbytes)
+        if blk is None:
+            if strict:
+                raise errors.TooLargeError(f"no arena room for {nbytes} bytes (session_arena "
+                                           f"{pool.limit}, 16 arenas at most)")
+            return np.empty(shape, dt)
+        return blk.array(shape, dt)
+
+    def asarray(self, a: ArrayLike, dtype: DTypeLike = None, *, strict: bool = False
+                ) -> np.ndarray:
+        """a copied into this session's arena (a itself when it already lives
+        there with that dtype). dtype=None converts as the ops do (float32
+        and float64 kept, integers to float64, ...)."""
+        arr = cv.asarray(a, "a")
+        dt = cv.natural(arr, "a") if dtype is None else np.dtype(dtype)
+        if self.in_arena(arr) and arr.dtype == dt:
+            return arr
+        out = self.empty(arr.shape, dt, strict=strict)
+        np.copyto(out, arr, casting="unsafe" if dtype is None else "same_kind")
+        return out
+
+    def in_arena(self, a: Any) -> bool:
+        """Whether a is an array that this session shares with gpuqd (an op
+        sends it by reference when it is C-contiguous)."""
+        pool = self._s.pool
+        if pool is None or not isinstance(a, np.ndarray):
+            return False
+        b = block_of(a)
+        return b is not None and b.pool is pool and b.arena.open
+
+    # ---- the ops ----
+
+    def normalize(self, a: ArrayLike, method: str = "sum", *, flat: bool = False,
+                  on_zero: str = "error", dtype: DTypeLike = None, out: Optional[np.ndarray] = None,
+                  timing: bool = False) -> Any:
+        return self._run(_ops.normalize(a, method, flat, on_zero, dtype, out, timing))
+
+    def haversine(self, a: ArrayLike, b: Optional[ArrayLike] = None, *,
+                  to: Optional[Tuple[float, float]] = None, radius: float = EARTH_RADIUS_KM,
+                  dtype: DTypeLike = None, out: Optional[np.ndarray] = None,
+                  timing: bool = False) -> Any:
+        return self._run(_ops.haversine(a, b, to, radius, dtype, out, timing))
+
+    def grid(self, lat: Tuple[float, float, int] = (-90.0, 90.0, 1000),
+             lon: Tuple[float, float, int] = (-180.0, 180.0, 1000), *,
+             to: Tuple[float, float] = (30.0, 101.0), radius: float = EARTH_RADIUS_KM,
+             dtype: DTypeLike = np.float64, out: Optional[np.ndarray] = None,
+             timing: bool = False) -> Any:
+        return self._run(_ops.grid(lat, lon, to, radius, dtype, out, timing))
+
+    def pairwise(self, x: ArrayLike, y: Optional[ArrayLike] = None, metric: str = "euclidean",
+                 *, on_zero: str = "error", dtype: DTypeLike = None,
+                 out: Optional[np.ndarray] = None, timing: bool = False) -> Any:
+        return self._run(_ops.pairwise(x, y, metric, on_zero, dtype, out, timing))
+
+    def knn(self, x: ArrayLike, y: ArrayLike, k: int, metric: str = "euclidean", *,
+            on_zero: str = "error", dtype: DTypeLike = None,
+            out: Optional[Tuple[np.ndarray, np.ndarray]] = None, timing: bool = False) -> Any:
+        return self._run(_ops.knn(x, y, k, metric, on_zero, dtype, out, timing))
+
+    normalize.__doc__ = _docs.NORMALIZE
+    haversine.__doc__ = _docs.HAVERSINE
+    grid.__doc__ = _docs.GRID
+    pairwise.__doc__ = _docs.PAIRWISE
+    knn.__doc__ = _docs.KNN
+
+    # ---- the daemon ----
+
+    def ping(self) -> float:
+        """One round trip; returns its time in seconds."""
+        t0 = time.perf_counter()
+        self._control("ping")
+        return time.perf_counter() - t0
+
+    def status(self) -> Dict[str, Any]:
+        """The daemon's status map (PROTOCOL.md 3.3 "status"): version,
+        backend, devices, state, sessions, in_flight, staging, arenas,
+        requests and errors by name, bytes in and out, ..."""
+        return self._control("status")[0].get("info") or {}
+
+    def sessions(self) -> List[Dict[str, Any]]:
+        """Open sessions, one map each (all for an admin, else your own
+        uid's); ``self`` marks this one."""
+        hdr, payload, _ = self._control("sessions")
+        if not payload:
+            return []
+        unp = msgpack.Unpacker(raw=False, strict_map_key=False)
+        unp.feed(payload)
+        return list(unp)
+
+    def metrics(self) -> str:
+        """The Prometheus text exposition (format 0.0.4)."""
+        _, payload, _ = self._control("metrics")
+        return bytes(payload or b"").decode("utf-8")
+
+    def drain(self) -> Dict[str, Any]:
+        """(admin) Accept no new sessions; gpuqd exits once the open ones close."""
+        return self._control("drain")[0].get("info") or {}
+
+    def shutdown(self) -> Dict[str, Any]:
+        """(admin) As SIGTERM: answer what was accepted, then exit."""
+        return self._control("shutdown")[0].get("info") or {}
+
+    def kill_session(self, session: int) -> Dict[str, Any]:
+        """(admin) Close another session now."""
+        return self._control("kill_session", {"session": _ops._uint("session", session)})[0] \
+            .get("info") or {}
+
+    def set_limit(self, name: str, value: int) -> Dict[str, Any]:
+        """(admin) Set a limit (max_inflight, session_staging, ...) until
+        gpuqd restarts or reloads; returns {"old": ..., "value": ...}."""
+        return self._control("set_limit", {"limit": str(name),
+                                           "value": _ops._uint("value", value)})[0] \
+            .get("info") or {}
+
+    def request(self, op: str, payload: bytes = b"", **keys: Any
+                ) -> Tuple[Dict[str, Any], Optional[bytes]]:
+        """A raw request, for ops this client has no method for: the header
+        {"op": op, **keys} (id added) and payload bytes as given; returns
+        the reply header and its payload (or None). Server errors raise."""
+        hdr, pl, fd = self._control(op, keys, payload=bytes(payload))
+        if fd is not None:
+            os.close(fd)
+        return hdr, (bytes(pl) if pl is not None else None)
+
+
+_BUILDERS = {"normalize": _ops.normalize, "haversine": _ops.haversine, "grid": _ops.grid,
+             "pairwise": _ops.pairwise, "knn": _ops.knn}
+
+
+def connect(socket: Optional[str] = None, priority: Union[str, int] = "normal",
+            device: Optional[int] = None, name: Optional[str] = None, *,
+            transport: str = "auto", shm_min_bytes: int = SHM_MIN_BYTES,
+            timeout: Optional[float] = None) -> Client:
+    """Connect to gpuqd and say hello; returns a :class:`Client` (a context
+    manager: ``with gpuq.connect() as c: ...``).
+
+    socket: the socket's path; None finds it as libgpuq does:
+    ``$GPUQ_SOCKET`` alone when set, else ``$XDG_RUNTIME_DIR/gpuq/gpuqd.sock``
+    then ``/run/gpuq/gpuqd.sock``, the first that answers. When none does,
+    :class:`gpuq.ConnectError` (a ConnectionError) names each path tried,
+    why it failed and what to do.
+    priority: "low", "normal" or "high" (or -1, 0, 1); gpuqd may grant less
+    (see ``Client.priority``). device: the GPU index, None for any. name:
+    the client name gpuqd shows in its logs and ``gpuqctl sessions``
+    (default: the program's name).
+    transport: "auto", "socket" or "shm" (how arrays travel; see
+    ``Client.empty``). timeout: seconds for the connect itself.
+    """
+    pri = _priority(priority)
+    sock, path = _socketpath.open_socket(socket, timeout)
+    try:
+        c = Client(sock, path, transport, shm_min_bytes)
+        c._hello(name, pri, device)
+    except BaseException:
+        sock.close()
+        raise
+    if transport == "shm" and not c.shm:
+        c.close()
+        raise errors.BadArgumentError("transport shm: gpuqd offers this session no shared-memory "
+                                      "arenas (session_arena 0)")
+    return c
