@@ -273,6 +273,9 @@ class Client:
                 n = self._sock.recv_into(buf)
         except InterruptedError:
             return
+        except (ConnectionResetError, BrokenPipeError) as e:
+            self._break(errors.ClosedError(f"gpuqd closed the connection ({e.strerror})"))
+            return
         except OSError as e:
             self._break(errors.IoError(f"reading a reply: {e.strerror or e}"))
             return
