@@ -37,6 +37,11 @@ from ._arena import Pool
 from ._ops import Call, Timed, Timing
 
 SHM_MIN_BYTES = 1 << 20
+# A compute request refused busy is sent again (new id) this many times. gpuqd
+# counts a request in flight until the write of its reply has completed on its
+# side, which can be after the client has read that reply: a client that keeps
+# exactly max_inflight requests outstanding may get busy now and then.
+BUSY_RETRIES = 1000
 TRANSPORTS = ("auto", "socket", "shm")
 
 Resolve = Callable[[Any, Optional[BaseException]], None]
@@ -46,7 +51,8 @@ class Pending:
     """A request sent (or being sent) and not yet answered."""
 
     __slots__ = ("id", "op", "call", "resolve", "results", "dests", "copies", "copy_out",
-                 "keep", "by_ref_out", "hdr", "error", "payload", "want_fd", "fd")
+                 "keep", "by_ref_out", "hdr", "error", "payload", "want_fd", "fd", "req",
+                 "req_payload", "tries")
 
     def __init__(self, rid: int, op: str, resolve: Resolve, call: Optional[Call] = None):
         self.id = rid
@@ -64,6 +70,9 @@ class Pending:
         self.payload: Optional[bytearray] = None
         self.want_fd = False
         self.fd: Optional[int] = None
+        self.req: Optional[dict] = None  # the compute request's header, kept to send it again
+        self.req_payload: List[memoryview] = []
+        self.tries = 0
 
 
 def _byteviews(arrays) -> List[memoryview]:
@@ -105,6 +114,7 @@ class Session:
         self.info: dict = {}
         self.max_inflight = 1
         self._cur: Optional[Pending] = None
+        self.retry: collections.deque = collections.deque()  # busy, to be sent again
 
     # ---- requests ----
 
@@ -202,10 +212,27 @@ class Session:
                     p.dests.append(arr)
                     p.results[j] = arr
         p.keep.append(call.inputs)
+        p.req = h
+        p.req_payload = payload
         plen = sum(len(b) for b in payload)
         bufs = [_wire.encode_head(h, plen)] + payload
         self.pending.append(p)
         return bufs, p
+
+    def resend(self) -> Optional[list]:
+        """The buffers of the oldest busy-refused request, sent again with a
+        new id, or None (none waiting, or max_inflight in flight)."""
+        if not self.retry or len(self.pending) >= self.max_inflight:
+            return None
+        p = self.retry.popleft()
+        p.id = self.next_id
+        self.next_id += 1
+        p.req["id"] = p.id
+        p.error = None
+        p.hdr = None
+        plen = sum(len(b) for b in p.req_payload)
+        self.pending.append(p)
+        return [_wire.encode_head(p.req, plen)] + p.req_payload
 
     def _stage_inputs(self, call: Call, plan: Plan, p: Pending):
         refs = list(plan.refs)
@@ -306,6 +333,11 @@ class Session:
             else:
                 p.error = errors.ProtocolError(f"{p.op} reply carried no file descriptor")
         if p.error is not None:
+            if isinstance(p.error, errors.BusyError) and p.req is not None and \
+                    p.tries < BUSY_RETRIES:
+                p.tries += 1
+                self.retry.append(p)
+                return
             p.keep = []
             p.resolve(None, p.error)
             return
@@ -330,9 +362,10 @@ class Session:
         """The stream is gone: every request still waiting gets exc."""
         if self.broken is None:
             self.broken = exc
-        waiting = ([self._cur] if self._cur else []) + list(self.pending)
+        waiting = ([self._cur] if self._cur else []) + list(self.pending) + list(self.retry)
         self._cur = None
         self.pending.clear()
+        self.retry.clear()
         self.fd_wanted = 0
         for p in waiting:
             p.keep = []

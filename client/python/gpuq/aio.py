@@ -195,6 +195,11 @@ class AsyncClient:
             except errors.Error as e:
                 self._shut(e)
                 return
+            while True:  # frames are queued whole: a resend can go at any time
+                bufs = self._s.resend()
+                if bufs is None:
+                    break
+                self._write(bufs)
 
     def _write(self, bufs: List[Any]) -> None:
         """Queue a whole frame; it goes out in order, whoever awaits what."""

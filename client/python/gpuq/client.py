@@ -135,6 +135,7 @@ class Client:
         self._lock = threading.RLock()
         self._ready: List[Future] = []
         self._closed = False
+        self._sending = False  # a frame is partly sent
         self._send_failed: Optional[OSError] = None
         self.info: Dict[str, Any] = {}
         self.limits: Dict[str, int] = {}
@@ -287,10 +288,21 @@ class Client:
         except errors.Error as e:
             self._break(e)
 
+    def _resend(self) -> None:
+        """Send again what was refused busy (never in the middle of a frame)."""
+        while not self._sending and self._s.broken is None:
+            bufs = self._s.resend()
+            if bufs is None:
+                return
+            self._send(bufs)
+
     def _wait(self, fut: Future, timeout: Optional[float]) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
             while not fut._done:
+                self._resend()
+                if fut._done:
+                    break
                 if self._s.broken is not None or self._closed:
                     break
                 if deadline is not None:
@@ -313,6 +325,13 @@ class Client:
         """Send a frame's buffers whole. While the socket is full, replies are
         read (gpuqd stops reading a session whose replies pile up unread)."""
         views = [memoryview(b) if not isinstance(b, memoryview) else b for b in bufs]
+        self._sending = True
+        try:
+            self._send_views(views)
+        finally:
+            self._sending = False
+
+    def _send_views(self, views: List[memoryview]) -> None:
         while views:
             try:
                 n = self._sock.sendmsg(views, (), _SEND_FLAGS)
@@ -388,8 +407,10 @@ class Client:
         with self._lock:
             self._check()
             s = self._s
+            self._resend()
             while len(s.pending) >= s.max_inflight and s.broken is None:
                 self._recv_once()
+                self._resend()
             self._check()
             plan = s.plan(call)
             if plan.use and plan.blocks:
