@@ -22,6 +22,7 @@ ROOT=$(pwd)
 JOBS=$(nproc 2>/dev/null || echo 2)
 
 PKGS=(cmake make gcc g++ pkg-config libuv1-dev libmsgpack-dev check python3-numpy python3-scipy
+      python3-msgpack python3-pytest python3-venv
       libinih-dev libsystemd-dev systemd python3-prometheus-client dpkg-dev file)
 [[ "${1:-}" == test ]] && PKGS+=(clang libclang-rt-14-dev)
 
