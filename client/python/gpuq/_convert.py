@@ -51,9 +51,16 @@ def parse_dtype(dtype: Any, what: str = "dtype") -> np.dtype:
     raise errors.BadDtypeError(f"{what} {dt} is not float32 or float64 (gpuq computes in those)")
 
 
+_NATURAL = {np.dtype(t): w for t, w in (("<f4", F32), ("<f8", F64), (">f4", F32),
+                                         (">f8", F64), ("<f2", F32), (">f2", F32))}
+
+
 def natural(arr: np.ndarray, name: str) -> np.dtype:
     """The wire type an array converts to on its own (see the module text)."""
     dt = arr.dtype
+    w = _NATURAL.get(dt)
+    if w is not None:
+        return w
     k = dt.kind
     if k == "f":
         if dt.itemsize == 4:

@@ -68,9 +68,20 @@ class Timed(NamedTuple):
     timing: Timing
 
 
-class Out(NamedTuple):
-    shape: Tuple[int, ...]  # as sent on the wire
-    dtype: np.dtype
+class Out:
+    """One output as it comes on the wire."""
+
+    __slots__ = ("shape", "dtype", "wshape", "dname", "nbytes")
+
+    def __init__(self, shape: Tuple[int, ...], dtype: np.dtype):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.wshape = list(self.shape)  # as the reply's "shape" decodes
+        self.dname = cv.NAME[dtype]
+        n = dtype.itemsize
+        for d in self.shape:
+            n *= d
+        self.nbytes = n
 
 
 class Call:
@@ -109,7 +120,7 @@ class Call:
 # ---- argument checks shared by the builders ----
 
 def _enum(key: str, value: Any, names: Sequence[str]) -> str:
-    if isinstance(value, str) and value in names:
+    if value in names and isinstance(value, str):
         return value
     alts = ", ".join(names[:-1]) + " or " + names[-1]
     raise errors.BadArgumentError(f'{key} "{value}" is not {alts}')
@@ -170,7 +181,9 @@ def _radius(v: Any) -> float:
 
 
 def _inputs(arrays: Sequence[Any], names: Sequence[str], dtype: Any):
-    arrs = [cv.asarray(a, n) for a, n in zip(arrays, names)]
+    arrs = [a if type(a) is np.ndarray else cv.asarray(a, n) for a, n in zip(arrays, names)]
+    if dtype is None and len(arrs) == 1:
+        return arrs, cv.natural(arrs[0], names[0])
     dt = cv.target(arrs, names, dtype)
     return arrs, dt
 
@@ -197,8 +210,10 @@ def _shaped(r: np.ndarray, shape: tuple) -> np.ndarray:
 
 def normalize(a: Any, method: str = "sum", flat: bool = False, on_zero: str = "error",
               dtype: Any = None, out: Any = None, timing: bool = False) -> Call:
-    method = _enum("method", method, METHODS)
-    on_zero = _enum("on_zero", on_zero, ON_ZERO)
+    if method not in METHODS or not isinstance(method, str):
+        _enum("method", method, METHODS)
+    if on_zero != "error":
+        on_zero = _enum("on_zero", on_zero, ON_ZERO)
     (arr,), dt = _inputs([a], ["a"], dtype)
     shape = arr.shape
     if arr.ndim == 0:

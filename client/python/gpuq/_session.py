@@ -48,35 +48,29 @@ Resolve = Callable[[Any, Optional[BaseException]], None]
 
 
 class Pending:
-    """A request sent (or being sent) and not yet answered."""
+    """A request sent (or being sent) and not yet answered. The class
+    attributes are the defaults (lists are set per instance where used)."""
 
-    __slots__ = ("id", "op", "call", "resolve", "results", "dests", "copies", "copy_out",
-                 "keep", "by_ref_out", "hdr", "error", "payload", "want_fd", "fd", "req",
-                 "req_payload", "tries")
+    call: Optional[Call] = None
+    results: List[Optional[np.ndarray]] = ()  # the arrays the value is made of
+    dests: List[np.ndarray] = ()  # where the reply payload goes, in order
+    copies: List[Tuple[np.ndarray, np.ndarray]] = ()  # (from, to) once answered
+    copy_out: Optional[List[bool]] = None  # results[j] must leave its staging block
+    keep: Any = None  # staged blocks and inputs, alive until answered
+    by_ref_out = False
+    hdr: Optional[dict] = None
+    error: Optional[BaseException] = None
+    payload: Optional[bytearray] = None
+    want_fd = False
+    fd: Optional[int] = None
+    req: Optional[dict] = None  # a compute request's header, kept to send it again
+    req_payload: List[memoryview] = ()
+    tries = 0
 
-    def __init__(self, rid: int, op: str, resolve: Resolve, call: Optional[Call] = None):
+    def __init__(self, rid: int, op: str, resolve: Resolve):
         self.id = rid
         self.op = op
-        self.call = call
         self.resolve = resolve
-        self.results: List[Optional[np.ndarray]] = []
-        self.dests: List[np.ndarray] = []  # where the reply payload goes, in order
-        self.copies: List[Tuple[np.ndarray, np.ndarray]] = []  # (from, to) once answered
-        self.copy_out: List[bool] = []  # results[j] must leave its (staging) arena block
-        self.keep: List[Any] = []  # staged blocks and inputs, alive until answered
-        self.by_ref_out = False
-        self.hdr: Optional[dict] = None
-        self.error: Optional[BaseException] = None
-        self.payload: Optional[bytearray] = None
-        self.want_fd = False
-        self.fd: Optional[int] = None
-        self.req: Optional[dict] = None  # the compute request's header, kept to send it again
-        self.req_payload: List[memoryview] = []
-        self.tries = 0
-
-
-def _byteviews(arrays) -> List[memoryview]:
-    return [memoryview(a).cast("B") for a in arrays if a.nbytes]
 
 
 def _overlaps(ref, refs) -> bool:
@@ -96,6 +90,9 @@ class Plan:
         self.out_ref: List[Optional[Tuple[int, int]]] = []  # per output: caller's arena out
         self.blocks = 0  # bytes of arena blocks the request needs
         self.zero_copy = False  # results may stay in the arena (the caller uses arenas)
+
+
+NO_ARENA = Plan()  # the socket's plan (never changed)
 
 
 class Session:
@@ -118,8 +115,8 @@ class Session:
 
     # ---- requests ----
 
-    def _new(self, op: str, resolve: Resolve, call: Optional[Call] = None) -> Pending:
-        p = Pending(self.next_id, op, resolve, call)
+    def _new(self, op: str, resolve: Resolve) -> Pending:
+        p = Pending(self.next_id, op, resolve)
         self.next_id += 1
         return p
 
@@ -139,13 +136,12 @@ class Session:
         return bufs, p
 
     def plan(self, call: Call) -> Plan:
-        pl = Plan()
         pool = self.pool
-        n_in = len(call.inputs)
-        pl.refs = [None] * n_in
-        pl.out_ref = [None] * len(call.outs)
         if pool is None or self.transport == "socket":
-            return pl
+            return NO_ARENA
+        pl = Plan()
+        pl.refs = [None] * len(call.inputs)
+        pl.out_ref = [None] * len(call.outs)
         pl.refs = [pool.lookup(x) for x in call.inputs]
         for j, (o, uo) in enumerate(zip(call.outs, call.user_out)):
             if uo is not None and cv.receivable(uo, o.dtype):
@@ -158,7 +154,7 @@ class Session:
                 seen.add(id(x))
                 pl.stage.append(i)
                 plain += x.nbytes
-        out_bytes = [int(np.prod(o.shape)) * o.dtype.itemsize for o in call.outs]
+        out_bytes = [o.nbytes for o in call.outs]
         in_refs = [(r[0], r[1], x.nbytes) for r, x in zip(pl.refs, call.inputs) if r is not None]
         for j, r in enumerate(pl.out_ref):
             if r is not None and _overlaps((r[0], r[1], out_bytes[j]), in_refs):
@@ -175,49 +171,60 @@ class Session:
     def compute(self, call: Call, plan: Plan, resolve: Resolve) -> Tuple[list, Pending]:
         """The buffers of a compute request (prefix and header, then the
         payload unless it goes by reference) and its queue entry."""
-        p = self._new(call.op, resolve, call)
+        p = self._new(call.op, resolve)
+        p.call = call
         h = call.header()
         h["id"] = p.id
         nout = len(call.outs)
-        p.results = [None] * nout
-        p.copy_out = [False] * nout
-        in_refs = self._stage_inputs(call, plan, p) if plan.use and call.inputs else None
-        out_refs = self._arena_outputs(call, plan, p, in_refs or []) if plan.use else None
-        if self.transport == "shm" and (out_refs is None or (call.inputs and in_refs is None)):
-            raise errors.TooLargeError(
-                f"shm transport: no arena room for the {plan.blocks} bytes this {call.op} needs "
-                f"(session_arena {self.pool.limit if self.pool else 0} bytes, 16 arenas at most)")
+        in_refs = out_refs = None
+        if plan.use:
+            p.results = [None] * nout
+            p.copies = []
+            p.keep = [call.inputs]  # arena inputs must outlive the request
+            in_refs = self._stage_inputs(call, plan, p) if call.inputs else None
+            out_refs = self._arena_outputs(call, plan, p)
+            if self.transport == "shm" and (out_refs is None or
+                                            (call.inputs and in_refs is None)):
+                raise errors.TooLargeError(
+                    f"shm transport: no arena room for the {plan.blocks} bytes this {call.op} "
+                    f"needs (session_arena {self.pool.limit if self.pool else 0} bytes, 16 "
+                    f"arenas at most)")
         if in_refs is not None:
             h["in"] = [list(r) for r in in_refs]
             payload: List[memoryview] = []
         else:
-            payload = _byteviews(call.inputs)
+            payload = [memoryview(a).cast("B") for a in call.inputs if a.nbytes]
         if out_refs is not None:
             h["out"] = [list(r) for r in out_refs]
             p.by_ref_out = True
         else:
-            p.copies = []
-            p.copy_out = [False] * nout
-            for j, (o, uo) in enumerate(zip(call.outs, call.user_out)):
-                if uo is not None and cv.receivable(uo, o.dtype):
-                    p.dests.append(uo.reshape(o.shape))
-                    p.results[j] = uo
-                elif uo is not None:
-                    tmp = np.empty(o.shape, o.dtype)
-                    p.dests.append(tmp)
-                    p.copies.append((tmp, uo))
-                    p.results[j] = uo
+            p.copy_out = None
+            results = p.results = [None] * nout
+            dests = p.dests = []
+            uos = call.user_out
+            for j, o in enumerate(call.outs):
+                uo = uos[j]
+                if uo is None:
+                    arr = results[j] = np.empty(o.shape, o.dtype)
+                    dests.append(arr)
+                elif cv.receivable(uo, o.dtype):
+                    dests.append(uo.reshape(o.shape))
+                    results[j] = uo
                 else:
-                    arr = np.empty(o.shape, o.dtype)
-                    p.dests.append(arr)
-                    p.results[j] = arr
-        p.keep.append(call.inputs)
+                    tmp = np.empty(o.shape, o.dtype)
+                    dests.append(tmp)
+                    if not p.copies:
+                        p.copies = []
+                    p.copies.append((tmp, uo))
+                    results[j] = uo
         p.req = h
         p.req_payload = payload
-        plen = sum(len(b) for b in payload)
-        bufs = [_wire.encode_head(h, plen)] + payload
+        plen = 0
+        for b in payload:
+            plen += b.nbytes
+        payload.insert(0, _wire.encode_head(h, plen))
         self.pending.append(p)
-        return bufs, p
+        return payload, p
 
     def resend(self) -> Optional[list]:
         """The buffers of the oldest busy-refused request, sent again with a
@@ -230,9 +237,10 @@ class Session:
         p.req["id"] = p.id
         p.error = None
         p.hdr = None
-        plen = sum(len(b) for b in p.req_payload)
+        body = p.req_payload[1:]
+        plen = sum(b.nbytes for b in body)
         self.pending.append(p)
-        return [_wire.encode_head(p.req, plen)] + p.req_payload
+        return [_wire.encode_head(p.req, plen)] + body
 
     def _stage_inputs(self, call: Call, plan: Plan, p: Pending):
         refs = list(plan.refs)
@@ -251,10 +259,11 @@ class Session:
                 refs[i] = staged[id(x)]
         return [(r[0], r[1], x.nbytes) for r, x in zip(refs, call.inputs)]
 
-    def _arena_outputs(self, call: Call, plan: Plan, p: Pending, in_refs):
+    def _arena_outputs(self, call: Call, plan: Plan, p: Pending):
         refs = []
+        p.copy_out = [False] * len(call.outs)
         for j, (o, uo) in enumerate(zip(call.outs, call.user_out)):
-            nbytes = int(np.prod(o.shape)) * o.dtype.itemsize
+            nbytes = o.nbytes
             r = plan.out_ref[j]
             if r is not None:
                 refs.append((r[0], r[1], nbytes))
@@ -264,6 +273,7 @@ class Session:
             if blk is None:
                 p.results = [None] * len(call.outs)
                 p.copies = []
+                p.copy_out = None
                 return None
             arr = blk.array(o.shape, o.dtype)
             p.keep.append(arr)
@@ -300,27 +310,36 @@ class Session:
             p.error = errors.from_reply(hdr) if status == "error" else errors.ProtocolError(
                 f"reply status {status!r}")
             return [memoryview(bytearray(plen))] if plen else []
-        if p.call is None:
+        call = p.call
+        if call is None:
             if plen:
                 p.payload = bytearray(plen)
                 return [memoryview(p.payload)]
             return []
-        bad = self._check_reply(p, hdr, plen)
-        if bad:
-            p.error = errors.ProtocolError(f"{p.op} reply: {bad}")
-            return [memoryview(bytearray(plen))] if plen else []
-        return _byteviews(p.dests)
-
-    def _check_reply(self, p: Pending, hdr: dict, plen: int) -> str:
-        outs = p.call.outs
-        for o, dk, sk in zip(outs, ("dtype", "dtype_b"), ("shape", "shape_b")):
-            if cv.WIRE.get(hdr.get(dk)) != o.dtype or tuple(hdr.get(sk) or ()) != o.shape:
-                return (f"{dk} {hdr.get(dk)} {sk} {hdr.get(sk)}, expected {cv.NAME[o.dtype]} "
-                        f"{list(o.shape)}")
-        want = 0 if p.by_ref_out else sum(d.nbytes for d in p.dests)
+        outs = call.outs
+        o = outs[0]
+        if hdr.get("dtype") != o.dname or hdr.get("shape") != o.wshape or (
+                len(outs) > 1 and (hdr.get("dtype_b") != outs[1].dname or
+                                   hdr.get("shape_b") != outs[1].wshape)):
+            return self._bad_reply(p, plen, f"dtype {hdr.get('dtype')} shape {hdr.get('shape')} "
+                                            f"(dtype_b {hdr.get('dtype_b')} shape_b "
+                                            f"{hdr.get('shape_b')}), expected "
+                                            f"{[(x.dname, x.wshape) for x in outs]}")
+        if p.by_ref_out:
+            if plen:
+                return self._bad_reply(p, plen, f"payload of {plen} bytes, expected none")
+            return []
+        want = 0
+        for x in outs:
+            want += x.nbytes
         if plen != want:
-            return f"payload of {plen} bytes, expected {want}"
-        return ""
+            return self._bad_reply(p, plen, f"payload of {plen} bytes, expected {want}")
+        return [memoryview(d).cast("B") for d in p.dests if d.nbytes]
+
+    @staticmethod
+    def _bad_reply(p: Pending, plen: int, what: str) -> List[memoryview]:
+        p.error = errors.ProtocolError(f"{p.op} reply: {what}")
+        return [memoryview(bytearray(plen))] if plen else []
 
     def _on_frame(self) -> None:
         p = self._cur
@@ -338,24 +357,27 @@ class Session:
                 p.tries += 1
                 self.retry.append(p)
                 return
-            p.keep = []
+            p.keep = None
             p.resolve(None, p.error)
             return
-        if p.call is None:
+        call = p.call
+        if call is None:
             p.resolve((p.hdr, p.payload, p.fd), None)
             return
         try:
             for src, dst in p.copies:
                 np.copyto(dst, src.reshape(dst.shape), casting="same_kind")
-            res = [np.array(r) if c else r for r, c in zip(p.results, p.copy_out)]
-            value = p.call.finish(res)
-            if p.call.timing:
+            res = p.results
+            if p.copy_out is not None:
+                res = [np.array(r) if c else r for r, c in zip(res, p.copy_out)]
+            value = call.finish(res)
+            if call.timing:
                 value = Timed(value, Timing.from_reply(p.hdr.get("timing")))
         except Exception as e:  # pragma: no cover - a bug here must not kill the reader
-            p.keep = []
+            p.keep = None
             p.resolve(None, e)
             return
-        p.keep = []
+        p.keep = None
         p.resolve(value, None)
 
     def fail_all(self, exc: BaseException) -> None:
@@ -368,5 +390,5 @@ class Session:
         self.retry.clear()
         self.fd_wanted = 0
         for p in waiting:
-            p.keep = []
+            p.keep = None
             p.resolve(None, exc)

@@ -34,6 +34,7 @@ MAX_REPLY_HEADER = 1 << 20
 DIRECT_MIN = 64 * 1024
 
 _packb = msgpack.Packer(use_bin_type=True).pack
+_unpackb = msgpack.unpackb
 
 
 def encode_head(header: dict, payload_len: int) -> bytes:
@@ -145,14 +146,20 @@ class Reader:
                 return
             h0 = self._start + PREFIX_SIZE
             try:
-                hdr = decode_header(self._mv[h0:h0 + hlen])
-            except errors.Error:
-                raise
+                hdr = _unpackb(self._mv[h0:h0 + hlen], raw=False, strict_map_key=False)
             except Exception as e:  # msgpack's errors (ValueError, ExtraData, ...)
                 raise errors.ProtocolError(f"bad reply header: {e}") from None
-            self._start = h0 + hlen
+            if type(hdr) is not dict:
+                raise errors.ProtocolError("reply header is not a msgpack map")
+            self._start = p0 = h0 + hlen
             dests = self._on_head(hdr, plen)
             if plen == 0:
+                self._on_frame()
+                continue
+            if len(dests) == 1 and avail - PREFIX_SIZE - hlen >= plen:
+                # the whole payload is here, for one array: one copy
+                dests[0][:] = self._mv[p0:p0 + plen]
+                self._start = p0 + plen
                 self._on_frame()
                 continue
             self._dests = [d for d in dests if len(d)]

@@ -324,7 +324,26 @@ class Client:
     def _send(self, bufs: List[Any]) -> None:
         """Send a frame's buffers whole. While the socket is full, replies are
         read (gpuqd stops reading a session whose replies pile up unread)."""
-        views = [memoryview(b) if not isinstance(b, memoryview) else b for b in bufs]
+        try:  # the usual case: it all fits in the socket's buffer at once
+            n = self._sock.sendmsg(bufs, (), _SEND_FLAGS)
+        except (BlockingIOError, InterruptedError):
+            n = 0
+        except OSError as e:
+            self._hung_up(e)
+            return
+        total = 0
+        for b in bufs:
+            total += len(b) if isinstance(b, bytes) else b.nbytes
+        if n == total:
+            return
+        views = []
+        for b in bufs:  # what is left of the frame
+            v = memoryview(b) if not isinstance(b, memoryview) else b
+            if n >= v.nbytes:
+                n -= v.nbytes
+                continue
+            views.append(v[n:] if n else v)
+            n = 0
         self._sending = True
         try:
             self._send_views(views)
@@ -421,7 +440,33 @@ class Client:
         return fut
 
     def _run(self, call: Call) -> Any:
-        return self._submit(call).result()
+        """submit + result, without a Future: the blocking ops' path."""
+        box: List[Any] = []
+        with self._lock:
+            self._check()
+            s = self._s
+            if s.retry:
+                self._resend()
+            while len(s.pending) >= s.max_inflight and s.broken is None:
+                self._recv_once()
+                self._resend()
+            self._check()
+            plan = s.plan(call)
+            if plan.use and plan.blocks:
+                self._ensure_room(plan.blocks)
+            bufs, p = s.compute(call, plan, lambda v, e: box.extend((v, e)))
+            self._send(bufs)
+            while not box:
+                if s.broken is not None or self._closed:
+                    self._check()
+                if s.retry:
+                    self._resend()
+                self._recv_once()
+        if self._ready:
+            self._run_callbacks()
+        if box[1] is not None:
+            raise box[1]
+        return box[0]
 
     def submit(self, op: Union[str, Callable], *args: Any, **kwargs: Any) -> Future:
         """Send an op and return a Future at once: submit("normalize", a,
