@@ -135,7 +135,26 @@ class Session:
             self.fd_wanted += 1
         return bufs, p
 
+    def check_limits(self, call: Call) -> None:
+        """What gpuqd would refuse for size, refused before sending (a
+        payload over max_payload would also make gpuqd close the connection)."""
+        lim = self.info.get("limits")
+        if not lim:
+            return
+        mp, mo = lim.get("max_payload"), lim.get("max_output")
+        n = 0
+        for x in call.inputs:
+            n += x.nbytes
+        if mp is not None and n > mp:
+            raise errors.TooLargeError(f"input needs {n} bytes, over max_payload {mp}")
+        n = 0
+        for o in call.outs:
+            n += o.nbytes
+        if mo is not None and n > mo:
+            raise errors.TooLargeError(f"output needs {n} bytes, over max_output {mo}")
+
     def plan(self, call: Call) -> Plan:
+        self.check_limits(call)
         pool = self.pool
         if pool is None or self.transport == "socket":
             return NO_ARENA

@@ -274,7 +274,14 @@ class AsyncClient:
             except (errors.TooLargeError, errors.BusyError, errors.NoMemoryError):
                 continue
             info = hdr.get("info") or {}
-            pool.add(int(info["arena"]), fd, int(info["size"]))
+            try:
+                pool.add(int(info["arena"]), fd, int(info["size"]))
+            except (OSError, ValueError, KeyError):  # cannot map it: give it back
+                pool.refused_at = nbytes
+                try:
+                    await self._control("arena_close", {"arena": int(info.get("arena", 0))})
+                except errors.Error:
+                    pass
             return
         pool.refused_at = nbytes
 

@@ -419,7 +419,14 @@ class Client:
                 pool.refused_at = nbytes
                 return
         info = hdr.get("info") or {}
-        pool.add(int(info["arena"]), fd, int(info["size"]))
+        try:
+            pool.add(int(info["arena"]), fd, int(info["size"]))
+        except (OSError, ValueError, KeyError):  # cannot map it: give it back, use the socket
+            pool.refused_at = nbytes
+            try:
+                self._control("arena_close", {"arena": int(info.get("arena", 0))})
+            except errors.Error:
+                pass
 
     def _submit(self, call: Call) -> Future:
         fut = Future(self)

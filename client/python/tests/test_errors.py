@@ -108,16 +108,23 @@ def test_too_large_output_keeps_session(make_daemon):
     d = make_daemon("--max-output", "1K")
     with gpuq.connect(d.path) as c:
         assert c.limits["max_output"] == 1024
-        with pytest.raises(gpuq.TooLargeError):
+        with pytest.raises(gpuq.TooLargeError, match="over max_output 1024"):
             c.grid(lat=(0, 1, 100), lon=(0, 1, 100))
+        with pytest.raises(gpuq.TooLargeError):  # the server's own check
+            c.request("grid", lat=[0, 1, 100], lon=[0, 1, 100])
         assert c.grid(lat=(0, 1, 4), lon=(0, 1, 4)).shape == (4, 4)
 
 
-def test_too_large_payload_closes(make_daemon):
+def test_too_large_payload(make_daemon):
     d = make_daemon("--max-payload", "1K")
     with gpuq.connect(d.path, transport="socket") as c:
-        with pytest.raises(gpuq.TooLargeError):
+        # refused before sending, as gpuqd would: the connection stays
+        with pytest.raises(gpuq.TooLargeError, match="over max_payload 1024"):
             c.normalize(np.ones(1000))
+        assert c.normalize(np.ones(100)).tolist() == [0.01] * 100
+        # sent anyway (raw): gpuqd refuses, then closes the connection
+        with pytest.raises(gpuq.TooLargeError):
+            c.request("normalize", b"\0" * 8000, dtype="f64", shape=[1000])
         with pytest.raises(gpuq.ClosedError):
             c.ping()
     with gpuq.connect(d.path) as c2:  # the daemon serves on

@@ -204,3 +204,21 @@ def test_timing(client):
     assert i[0, 0] == 0 and t.total_us > 0
     r = client.grid(lat=(0, 1, 2), lon=(0, 1, 2), timing=True)
     assert isinstance(r, gpuq.Timed) and r.value.shape == (2, 2)
+
+
+def test_large_results_by_socket(sock_client):
+    # results over the reader's direct-receive threshold, one array and two
+    rng = np.random.default_rng(12)
+    x = rng.random((20000, 4))
+    y = rng.random((100, 4))
+    dist, idx = sock_client.knn(x, y, 10)  # 1.6 MB of distances, then 1.6 MB of indices
+    ref = cdist(x, y)
+    np.testing.assert_allclose(dist, np.sort(ref, axis=1)[:, :10], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(np.take_along_axis(ref, idx, 1), dist, rtol=1e-12, atol=1e-15)
+    d32, i32 = sock_client.knn(x[:4999].astype(np.float32), y.astype(np.float32), 3)
+    assert d32.dtype == np.float32 and i32.dtype == np.int64 and i32.shape == (4999, 3)
+    np.testing.assert_allclose(d32, dist[:4999, :3], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.take_along_axis(ref[:4999], i32, 1), d32, rtol=1e-5, atol=1e-6)
+    p = sock_client.pairwise(x[:2000], x[:1500], "sqeuclidean")  # 24 MB
+    np.testing.assert_allclose(p, cdist(x[:2000], x[:1500], "sqeuclidean"), rtol=1e-12,
+                               atol=1e-15)
