@@ -76,7 +76,7 @@ HAVERSINE = f"""Great-circle distances: haversine(points, to=(lat, lon)) from ev
         array([ 8127.32480494,  8150.91340943, 12135.38640565])
     """
 
-GRID = f"""Distances from every point of a latitude x longitude grid to one point:
+GRID = """Distances from every point of a latitude x longitude grid to one point:
     result[i, j] = haversine((lat_i, lon_j), to), computed by gpuqd (nothing
     is sent but the grid's description).
 

@@ -30,8 +30,8 @@ from numpy.typing import ArrayLike, DTypeLike
 from . import _convert as cv
 from . import _docs, _ops, _socketpath, errors
 from ._arena import Pool, block_of
-from ._ops import EARTH_RADIUS_KM, Call, Timed, Timing  # noqa: F401 - re-exported
-from ._session import SHM_MIN_BYTES, Pending, Session
+from ._ops import EARTH_RADIUS_KM, Call
+from ._session import SHM_MIN_BYTES, Session
 
 PRIORITIES = {"low": "low", "normal": "normal", "high": "high", -1: "low", 0: "normal", 1: "high"}
 _LEVEL_NAMES = {-1: "low", 0: "normal", 1: "high"}
