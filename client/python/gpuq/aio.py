@@ -23,16 +23,14 @@ import socket as _socket
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-import msgpack
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
+from . import _base
 from . import _convert as cv
 from . import _docs, _ops, _socketpath, errors
-from ._arena import Pool, block_of
 from ._ops import EARTH_RADIUS_KM, Call
-from ._session import SHM_MIN_BYTES, Session
-from .client import _LEVEL_NAMES, _client_name, _priority
+from ._session import SHM_MIN_BYTES
 
 __all__ = ["connect", "AsyncClient"]
 
@@ -41,9 +39,9 @@ _NOSIGNAL = getattr(_socket, "MSG_NOSIGNAL", 0)
 _IOV = 512
 
 
-class AsyncClient:
-    """A session with gpuqd for asyncio code; make one with
-    :func:`gpuq.aio.connect`. Attributes as :class:`gpuq.Client`'s."""
+class AsyncClient(_base.Base):
+    __doc__ = "A session with gpuqd for asyncio code; make one with " \
+        ":func:`gpuq.aio.connect`.\n\n    " + _base.Base.__doc__
 
     def __init__(self, sock: _socket.socket, path: str, transport: str = "auto",
                  shm_min_bytes: int = SHM_MIN_BYTES):
@@ -51,81 +49,15 @@ class AsyncClient:
         sock.setblocking(False)
         self._sock = sock
         self._fd = sock.fileno()
-        self.path = path
-        self._s = Session(transport, shm_min_bytes)
+        self._init_base(path, transport, shm_min_bytes)
         self._out: collections.deque = collections.deque()
         self._writing = False
         self._slot_waiters: collections.deque = collections.deque()
-        self._closed = False
-        self.info: Dict[str, Any] = {}
-        self.limits: Dict[str, int] = {}
         self._loop.add_reader(self._fd, self._on_readable)
 
-    # ---- attributes ----
-
-    @property
-    def backend(self) -> str:
-        return str(self.info.get("backend", ""))
-
-    @property
-    def session(self) -> int:
-        return int(self.info.get("session", 0))
-
-    @property
-    def priority(self) -> str:
-        return _LEVEL_NAMES.get(self.info.get("priority"), str(self.info.get("priority")))
-
-    @property
-    def device(self) -> int:
-        return int(self.info.get("device", -1))
-
-    @property
-    def max_inflight(self) -> int:
-        return self._s.max_inflight
-
-    @property
-    def shm(self) -> bool:
-        return self._s.pool is not None
-
-    @property
-    def transport(self) -> str:
-        return self._s.transport
-
-    @transport.setter
-    def transport(self, t: str) -> None:
-        if t not in ("auto", "socket", "shm"):
-            raise errors.BadArgumentError(f'transport "{t}" is not auto, socket or shm')
-        if t == "shm" and self._s.pool is None:
-            raise errors.BadArgumentError("transport shm: gpuqd offers this session no "
-                                          "shared-memory arenas")
-        self._s.transport = t
-        if self._s.pool is not None:
-            self._s.pool.refused_at = None
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def __repr__(self) -> str:
-        state = "closed" if self._closed else f"session {self.session}"
-        return f"<gpuq.aio.AsyncClient {self.path} {self.backend} {state}>"
-
-    # ---- connection ----
-
-    async def _hello(self, name: Optional[str], priority: str, device: Optional[int]) -> None:
-        keys: Dict[str, Any] = {"version": 1, "client": _client_name(name), "priority": priority}
-        if device is not None:
-            if isinstance(device, bool) or not isinstance(device, int) or device < -1:
-                raise errors.BadArgumentError(f"device {device!r} must be an int >= -1 (-1: any)")
-            keys["device"] = device
-        hdr, _, _ = await self._control("hello", keys)
-        info = hdr.get("info") or {}
-        self.info = info
-        self.limits = dict(info.get("limits") or {})
-        self._s.info = info
-        self._s.max_inflight = max(1, int(self.limits.get("max_inflight", 1)))
-        if info.get("arenas") and self.limits.get("session_arena", 0) > 0:
-            self._s.pool = Pool(int(self.limits["session_arena"]))
+    async def _hello(self, name: Optional[str], priority: Any, device: Optional[int]) -> None:
+        hdr, _, _ = await self._control("hello", _base.hello_keys(name, priority, device))
+        self._apply_hello(hdr)
 
     async def close(self) -> None:
         """Close the connection; requests still in flight fail with ClosedError."""
@@ -155,12 +87,6 @@ class AsyncClient:
 
     async def __aexit__(self, *exc) -> None:
         await self.close()
-
-    def _check(self) -> None:
-        if self._s.broken is not None:
-            raise self._s.broken
-        if self._closed:
-            raise errors.ClosedError("the connection is closed")
 
     # ---- I/O, driven by the loop ----
 
@@ -268,7 +194,7 @@ class AsyncClient:
         size = pool.want(nbytes)
         if size is None:
             return
-        for ask in ((size, nbytes) if size > nbytes else (size,)):
+        for ask in ((size, nbytes) if size > nbytes else (size,)):  # the extra may not fit
             try:
                 hdr, _, fd = await self._control("arena_open", {"size": ask}, want_fd=True)
             except (errors.TooLargeError, errors.BusyError, errors.NoMemoryError):
@@ -277,13 +203,13 @@ class AsyncClient:
             try:
                 pool.add(int(info["arena"]), fd, int(info["size"]))
             except (OSError, ValueError, KeyError):  # cannot map it: give it back
-                pool.refused_at = nbytes
+                self._arena_refused(nbytes)
                 try:
                     await self._control("arena_close", {"arena": int(info.get("arena", 0))})
                 except errors.Error:
                     pass
             return
-        pool.refused_at = nbytes
+        self._arena_refused(nbytes)
 
     async def _submit(self, call: Call) -> asyncio.Future:
         self._check()
@@ -308,12 +234,7 @@ class AsyncClient:
     async def submit(self, op: Union[str, Callable], *args: Any, **kwargs: Any) -> asyncio.Future:
         """Send an op now; returns an asyncio.Future of its value (await it
         later). ``await c.submit("normalize", a)`` is sent once this returns."""
-        name = op if isinstance(op, str) else getattr(op, "__name__", "")
-        builder = _BUILDERS.get(name)
-        if builder is None:
-            raise errors.UnknownOpError(f'no op "{name}" to submit (normalize, haversine, '
-                                        f'grid, pairwise or knn)')
-        return await self._submit(builder(*args, **kwargs))
+        return await self._submit(_base.builder(op)(*args, **kwargs))
 
     # ---- arrays in shared memory ----
 
@@ -321,21 +242,19 @@ class AsyncClient:
                     strict: bool = False) -> np.ndarray:
         """As Client.empty: an array in this session's shared arena (or a
         plain one when there is none and strict is False)."""
-        dt = np.dtype(dtype)
-        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        shape, dt, nbytes = _base.empty_size(shape, dtype)
         pool = self._s.pool
-        if pool is None or nbytes == 0:
-            if strict and pool is None:
-                raise errors.TooLargeError("gpuqd offers this session no shared-memory arenas")
+        if pool is None:
+            return self._no_arena(shape, dt, strict, "gpuqd offers this session no "
+                                                     "shared-memory arenas")
+        if nbytes == 0:
             return np.empty(shape, dt)
         self._check()
         await self._ensure_room(nbytes)
         blk = pool.alloc(nbytes)
         if blk is None:
-            if strict:
-                raise errors.TooLargeError(f"no arena room for {nbytes} bytes")
-            return np.empty(shape, dt)
+            return self._no_arena(shape, dt, strict, f"no arena room for {nbytes} bytes "
+                                                     f"(session_arena {pool.limit}, 16 arenas)")
         return blk.array(shape, dt)
 
     async def asarray(self, a: ArrayLike, dtype: DTypeLike = None, *, strict: bool = False
@@ -348,13 +267,6 @@ class AsyncClient:
         out = await self.empty(arr.shape, dt, strict=strict)
         np.copyto(out, arr, casting="unsafe" if dtype is None else "same_kind")
         return out
-
-    def in_arena(self, a: Any) -> bool:
-        pool = self._s.pool
-        if pool is None or not isinstance(a, np.ndarray):
-            return False
-        b = block_of(a)
-        return b is not None and b.pool is pool and b.arena.open
 
     # ---- the ops ----
 
@@ -408,12 +320,7 @@ class AsyncClient:
 
     async def sessions(self) -> List[Dict[str, Any]]:
         """Open sessions, one map each (see Client.sessions)."""
-        _, payload, _ = await self._control("sessions")
-        if not payload:
-            return []
-        unp = msgpack.Unpacker(raw=False, strict_map_key=False)
-        unp.feed(payload)
-        return list(unp)
+        return _base.sessions_doc((await self._control("sessions"))[1])
 
     async def metrics(self) -> str:
         """The Prometheus text exposition."""
@@ -427,10 +334,6 @@ class AsyncClient:
         if fd is not None:
             os.close(fd)
         return hdr, (bytes(pl) if pl is not None else None)
-
-
-_BUILDERS = {"normalize": _ops.normalize, "haversine": _ops.haversine, "grid": _ops.grid,
-             "pairwise": _ops.pairwise, "knn": _ops.knn}
 
 
 class _Connecting:
@@ -453,7 +356,7 @@ class _Connecting:
 
 
 async def _connect(socket, priority, device, name, transport, shm_min_bytes, timeout):
-    pri = _priority(priority)
+    _base.hello_keys(name, priority, device)  # bad arguments before connecting
     sock, path = _socketpath.open_socket(socket, timeout)
     try:
         c = AsyncClient(sock, path, transport, shm_min_bytes)
@@ -461,7 +364,7 @@ async def _connect(socket, priority, device, name, transport, shm_min_bytes, tim
         sock.close()
         raise
     try:
-        await c._hello(name, pri, device)
+        await c._hello(name, priority, device)
     except BaseException:
         c._shut(errors.ClosedError("connect failed"))
         raise

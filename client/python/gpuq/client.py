@@ -23,39 +23,17 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-import msgpack
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
+from . import _base
 from . import _convert as cv
 from . import _docs, _ops, _socketpath, errors
-from ._arena import Pool, block_of
 from ._ops import EARTH_RADIUS_KM, Call
-from ._session import SHM_MIN_BYTES, Session
+from ._session import SHM_MIN_BYTES
 
-PRIORITIES = {"low": "low", "normal": "normal", "high": "high", -1: "low", 0: "normal", 1: "high"}
-_LEVEL_NAMES = {-1: "low", 0: "normal", 1: "high"}
 _SEND_FLAGS = getattr(_socket, "MSG_DONTWAIT", 0) | getattr(_socket, "MSG_NOSIGNAL", 0)
 _ANC = _socket.CMSG_SPACE(4 * 4)
-
-
-def _default_name() -> str:
-    base = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
-    return base if base and base != "-c" else "python"
-
-
-def _client_name(name: Optional[str]) -> str:
-    s = _default_name() if name is None else str(name)
-    s = s.replace("\0", "")
-    b = s.encode("utf-8", "replace")[:64]
-    return b.decode("utf-8", "ignore")  # cut on a character boundary
-
-
-def _priority(p: Any) -> str:
-    key = p.lower() if isinstance(p, str) else p
-    if isinstance(key, bool) or key not in PRIORITIES:
-        raise errors.BadArgumentError(f'priority "{p}" is not low, normal or high (or -1, 0, 1)')
-    return PRIORITIES[key]
 
 
 class Future:
@@ -117,90 +95,21 @@ class Future:
         return f"<gpuq.Future id={self.id} {state}>"
 
 
-class Client:
-    """A session with gpuqd; make one with :func:`gpuq.connect`.
-
-    Attributes after the hello: ``info`` (the hello reply's map), ``limits``,
-    ``backend`` ("cuda" or "cpu"), ``session`` (its id), ``priority`` (the
-    level granted: "low", "normal" or "high"), ``device``, ``max_inflight``,
-    ``shm`` (whether gpuqd offers this session shared-memory arenas),
-    ``path`` (the socket) and ``transport``.
-    """
+class Client(_base.Base):
+    __doc__ = "A session with gpuqd; make one with :func:`gpuq.connect`.\n\n    " + \
+        _base.Base.__doc__
 
     def __init__(self, sock: _socket.socket, path: str, transport: str = "auto",
                  shm_min_bytes: int = SHM_MIN_BYTES):
         self._sock = sock
-        self.path = path
-        self._s = Session(transport, shm_min_bytes)
+        self._init_base(path, transport, shm_min_bytes)
         self._lock = threading.RLock()
         self._ready: List[Future] = []
-        self._closed = False
         self._sending = False  # a frame is partly sent
-        self._send_failed: Optional[OSError] = None
-        self.info: Dict[str, Any] = {}
-        self.limits: Dict[str, int] = {}
-
-    # ---- connection ----
 
     def _hello(self, name: Optional[str], priority: Any, device: Optional[int]) -> None:
-        keys: Dict[str, Any] = {"version": 1, "client": _client_name(name),
-                                "priority": _priority(priority)}
-        if device is not None:
-            if isinstance(device, bool) or not isinstance(device, int) or device < -1:
-                raise errors.BadArgumentError(f"device {device!r} must be an int >= -1 (-1: any)")
-            keys["device"] = device
-        hdr, _, _ = self._control("hello", keys)
-        info = hdr.get("info") or {}
-        self._apply_hello(info)
-
-    def _apply_hello(self, info: dict) -> None:
-        self.info = info
-        self.limits = dict(info.get("limits") or {})
-        self._s.info = info
-        self._s.max_inflight = max(1, int(self.limits.get("max_inflight", 1)))
-        if info.get("arenas") and self.limits.get("session_arena", 0) > 0:
-            self._s.pool = Pool(int(self.limits["session_arena"]))
-
-    @property
-    def backend(self) -> str:
-        return str(self.info.get("backend", ""))
-
-    @property
-    def session(self) -> int:
-        return int(self.info.get("session", 0))
-
-    @property
-    def priority(self) -> str:
-        return _LEVEL_NAMES.get(self.info.get("priority"), str(self.info.get("priority")))
-
-    @property
-    def device(self) -> int:
-        return int(self.info.get("device", -1))
-
-    @property
-    def max_inflight(self) -> int:
-        return self._s.max_inflight
-
-    @property
-    def shm(self) -> bool:
-        """Whether this session may use shared-memory arenas."""
-        return self._s.pool is not None
-
-    @property
-    def transport(self) -> str:
-        """How arrays travel: "auto", "socket" or "shm" (see gpuq._session)."""
-        return self._s.transport
-
-    @transport.setter
-    def transport(self, t: str) -> None:
-        if t not in ("auto", "socket", "shm"):
-            raise errors.BadArgumentError(f'transport "{t}" is not auto, socket or shm')
-        if t == "shm" and self._s.pool is None:
-            raise errors.BadArgumentError("transport shm: gpuqd offers this session no "
-                                          "shared-memory arenas")
-        self._s.transport = t
-        if self._s.pool is not None:
-            self._s.pool.refused_at = None
+        hdr, _, _ = self._control("hello", _base.hello_keys(name, priority, device))
+        self._apply_hello(hdr)
 
     def close(self) -> None:
         """Close the connection. Requests still in flight fail with
@@ -219,10 +128,6 @@ class Client:
                     os.close(self._s.fds.popleft())
         self._run_callbacks()
 
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
     def __enter__(self) -> "Client":
         return self
 
@@ -236,17 +141,7 @@ class Client:
         except Exception:
             pass
 
-    def __repr__(self) -> str:
-        state = "closed" if self._closed else f"session {self.session}"
-        return f"<gpuq.Client {self.path} {self.backend} {state}>"
-
     # ---- I/O ----
-
-    def _check(self) -> None:
-        if self._s.broken is not None:
-            raise self._s.broken
-        if self._closed:
-            raise errors.ClosedError("the connection is closed")
 
     def _break(self, exc: BaseException) -> None:
         if self._s.broken is None:
@@ -377,7 +272,6 @@ class Client:
         """A send failed: gpuqd may have closed after leaving a reply (busy
         over max_sessions, a timeout). Read what is there; requests it does
         not answer fail with ClosedError."""
-        self._send_failed = e
         try:
             self._sock.settimeout(1.0)
             while self._s.broken is None:
@@ -405,64 +299,47 @@ class Client:
         size = pool.want(nbytes)
         if size is None:
             return
-        try:
-            hdr, _, fd = self._control("arena_open", {"size": size}, want_fd=True)
-        except (errors.TooLargeError, errors.BusyError, errors.NoMemoryError):
-            if size > nbytes:  # the extra may be what did not fit
-                pool.refused_at = None
-                try:
-                    hdr, _, fd = self._control("arena_open", {"size": nbytes}, want_fd=True)
-                except (errors.TooLargeError, errors.BusyError, errors.NoMemoryError):
-                    pool.refused_at = nbytes
-                    return
-            else:
-                pool.refused_at = nbytes
-                return
-        info = hdr.get("info") or {}
-        try:
-            pool.add(int(info["arena"]), fd, int(info["size"]))
-        except (OSError, ValueError, KeyError):  # cannot map it: give it back, use the socket
-            pool.refused_at = nbytes
+        for ask in ((size, nbytes) if size > nbytes else (size,)):  # the extra may not fit
             try:
-                self._control("arena_close", {"arena": int(info.get("arena", 0))})
-            except errors.Error:
-                pass
+                hdr, _, fd = self._control("arena_open", {"size": ask}, want_fd=True)
+            except (errors.TooLargeError, errors.BusyError, errors.NoMemoryError):
+                continue
+            info = hdr.get("info") or {}
+            try:
+                pool.add(int(info["arena"]), fd, int(info["size"]))
+            except (OSError, ValueError, KeyError):  # cannot map it: give it back
+                self._arena_refused(nbytes)
+                try:
+                    self._control("arena_close", {"arena": int(info.get("arena", 0))})
+                except errors.Error:
+                    pass
+            return
+        self._arena_refused(nbytes)
 
-    def _submit(self, call: Call) -> Future:
-        fut = Future(self)
-        with self._lock:
-            self._check()
-            s = self._s
+    def _start(self, call: Call, resolve) -> None:
+        """Send a compute request (the lock held): first make room under
+        max_inflight (reading replies), and an arena when it needs one."""
+        self._check()
+        s = self._s
+        if s.retry:
             self._resend()
-            while len(s.pending) >= s.max_inflight and s.broken is None:
-                self._recv_once()
-                self._resend()
-            self._check()
-            plan = s.plan(call)
-            if plan.use and plan.blocks:
-                self._ensure_room(plan.blocks)
-            bufs, p = s.compute(call, plan, fut._set)
-            fut.id = p.id
-            self._send(bufs)
-        return fut
+        while len(s.pending) >= s.max_inflight and s.broken is None:
+            self._recv_once()
+            self._resend()
+        self._check()
+        plan = s.plan(call)
+        if plan.use and plan.blocks:
+            self._ensure_room(plan.blocks)
+        bufs, p = s.compute(call, plan, resolve)
+        self._send(bufs)
+        return p
 
     def _run(self, call: Call) -> Any:
         """submit + result, without a Future: the blocking ops' path."""
         box: List[Any] = []
         with self._lock:
-            self._check()
+            self._start(call, lambda v, e: box.extend((v, e)))
             s = self._s
-            if s.retry:
-                self._resend()
-            while len(s.pending) >= s.max_inflight and s.broken is None:
-                self._recv_once()
-                self._resend()
-            self._check()
-            plan = s.plan(call)
-            if plan.use and plan.blocks:
-                self._ensure_room(plan.blocks)
-            bufs, p = s.compute(call, plan, lambda v, e: box.extend((v, e)))
-            self._send(bufs)
             while not box:
                 if s.broken is not None or self._closed:
                     self._check()
@@ -480,12 +357,11 @@ class Client:
         method="l2") is normalize(a, method="l2") without the wait. Keep
         many in flight; replies come in order. When max_inflight requests
         are already in flight, submit first reads the oldest reply."""
-        name = op if isinstance(op, str) else getattr(op, "__name__", "")
-        builder = _BUILDERS.get(name)
-        if builder is None:
-            raise errors.UnknownOpError(f'no op "{name}" to submit (normalize, haversine, '
-                                        f'grid, pairwise or knn)')
-        return self._submit(builder(*args, **kwargs))
+        call = _base.builder(op)(*args, **kwargs)
+        fut = Future(self)
+        with self._lock:
+            fut.id = self._start(call, fut._set).id
+        return fut
 
     # ---- arrays in shared memory ----
 
@@ -496,23 +372,20 @@ class Client:
         reads and writes it in place. Without arenas (gpuqd offers none, or
         its quota is full) a plain numpy.empty, unless strict=True
         (TooLargeError)."""
-        dt = np.dtype(dtype)
-        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        shape, dt, nbytes = _base.empty_size(shape, dtype)
         pool = self._s.pool
-        if pool is None or nbytes == 0:
-            if strict and pool is None:
-                raise errors.TooLargeError("gpuqd offers this session no shared-memory arenas")
+        if pool is None:
+            return self._no_arena(shape, dt, strict, "gpuqd offers this session no "
+                                                     "shared-memory arenas")
+        if nbytes == 0:
             return np.empty(shape, dt)
         with self._lock:
             self._check()
             self._ensure_room(nbytes)
             blk = pool.alloc(nbytes)
         if blk is None:
-            if strict:
-                raise errors.TooLargeError(f"no arena room for {nbytes} bytes (session_arena "
-                                           f"{pool.limit}, 16 arenas at most)")
-            return np.empty(shape, dt)
+            return self._no_arena(shape, dt, strict, f"no arena room for {nbytes} bytes "
+                                                     f"(session_arena {pool.limit}, 16 arenas)")
         return blk.array(shape, dt)
 
     def asarray(self, a: ArrayLike, dtype: DTypeLike = None, *, strict: bool = False
@@ -527,15 +400,6 @@ class Client:
         out = self.empty(arr.shape, dt, strict=strict)
         np.copyto(out, arr, casting="unsafe" if dtype is None else "same_kind")
         return out
-
-    def in_arena(self, a: Any) -> bool:
-        """Whether a is an array that this session shares with gpuqd (an op
-        sends it by reference when it is C-contiguous)."""
-        pool = self._s.pool
-        if pool is None or not isinstance(a, np.ndarray):
-            return False
-        b = block_of(a)
-        return b is not None and b.pool is pool and b.arena.open
 
     # ---- the ops ----
 
@@ -590,12 +454,7 @@ class Client:
     def sessions(self) -> List[Dict[str, Any]]:
         """Open sessions, one map each (all for an admin, else your own
         uid's); ``self`` marks this one."""
-        hdr, payload, _ = self._control("sessions")
-        if not payload:
-            return []
-        unp = msgpack.Unpacker(raw=False, strict_map_key=False)
-        unp.feed(payload)
-        return list(unp)
+        return _base.sessions_doc(self._control("sessions")[1])
 
     def metrics(self) -> str:
         """The Prometheus text exposition (format 0.0.4)."""
@@ -633,10 +492,6 @@ class Client:
         return hdr, (bytes(pl) if pl is not None else None)
 
 
-_BUILDERS = {"normalize": _ops.normalize, "haversine": _ops.haversine, "grid": _ops.grid,
-             "pairwise": _ops.pairwise, "knn": _ops.knn}
-
-
 def connect(socket: Optional[str] = None, priority: Union[str, int] = "normal",
             device: Optional[int] = None, name: Optional[str] = None, *,
             transport: str = "auto", shm_min_bytes: int = SHM_MIN_BYTES,
@@ -656,11 +511,11 @@ def connect(socket: Optional[str] = None, priority: Union[str, int] = "normal",
     transport: "auto", "socket" or "shm" (how arrays travel; see
     ``Client.empty``). timeout: seconds for the connect itself.
     """
-    pri = _priority(priority)
+    _base.hello_keys(name, priority, device)  # bad arguments before connecting
     sock, path = _socketpath.open_socket(socket, timeout)
     try:
         c = Client(sock, path, transport, shm_min_bytes)
-        c._hello(name, pri, device)
+        c._hello(name, priority, device)
     except BaseException:
         sock.close()
         raise
