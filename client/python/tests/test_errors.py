@@ -205,24 +205,36 @@ def test_future_timeout(make_daemon):
 
 def test_shutting_down(make_daemon):
     d = make_daemon()
-    a = gpuq.connect(d.path)
+    a = gpuq.connect(d.path, transport="socket")
     b = gpuq.connect(d.path)
-    big = a.submit("grid", lat=(-80, 80, 4000), lon=(-180, 180, 4000))
-    time.sleep(0.05)
+    # Replies of 72 MB that a does not read yet keep its session (and the
+    # daemon) up after the shutdown, on any backend.
+    big = [a.submit("grid", lat=(-80, 80, 3000), lon=(-180, 180, 3000)) for _ in range(2)]
+    time.sleep(0.1)
     info = b.shutdown()
     assert "sessions" in info
-    with pytest.raises((gpuq.ShuttingDownError, gpuq.ClosedError)) as ei:
-        a.ping()
-    assert big.result().shape == (4000, 4000)  # what was accepted is answered
-    assert isinstance(ei.value, gpuq.ShuttingDownError), ei.value
+    with pytest.raises(gpuq.ShuttingDownError):
+        a.ping()  # sent after the shutdown: refused
+    for f in big:  # what was accepted is answered
+        assert f.result().shape == (3000, 3000)
     a.close()
     b.close()
     d.proc.wait(30)
     assert d.proc.returncode == 0
 
 
+def as_nobody_ok() -> bool:
+    """Whether a process of user nobody can import the package from the tree."""
+    r = subprocess.run([sys.executable, "-c", "import gpuq"], capture_output=True,
+                       env=dict(os.environ, PYTHONPATH=PKG_ROOT), user=65534, group=65534,
+                       timeout=60)
+    return r.returncode == 0
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a client as another user")
 def test_permission_denied_for_non_admin(make_daemon):
+    if not as_nobody_ok():
+        pytest.skip(f"user nobody cannot read {PKG_ROOT}")
     d = make_daemon(socket_mode="0666")
     os.chmod(d.dir, 0o755)
     code = ("import gpuq, sys\n"

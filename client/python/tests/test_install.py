@@ -14,10 +14,11 @@ from conftest import PKG_ROOT
 
 def test_pip_install_in_a_venv(gpuqd):
     try:
+        import ensurepip  # noqa: F401 - what venv needs
+        import setuptools  # noqa: F401 - what --no-build-isolation needs
         import venv  # noqa: F401
-        import ensurepip  # noqa: F401
-    except ImportError:
-        pytest.skip("no venv/ensurepip (apt-get install python3-venv)")
+    except ImportError as e:
+        pytest.skip(f"{e.name} is missing (apt-get install python3-venv python3-setuptools)")
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "src")  # a copy: pip builds in the tree it is given
         shutil.copytree(PKG_ROOT, src, ignore=shutil.ignore_patterns(

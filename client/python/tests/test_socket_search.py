@@ -104,6 +104,9 @@ def test_permission_denied_message():
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a client as another user")
 def test_permission_denied_for_real(make_daemon):
+    from test_errors import as_nobody_ok
+    if not as_nobody_ok():
+        pytest.skip(f"user nobody cannot read {PKG_ROOT}")
     d = make_daemon(socket_mode="0600")
     os.chmod(d.dir, 0o755)
     code = ("import gpuq, sys\n"
