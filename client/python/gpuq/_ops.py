@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -66,6 +66,11 @@ class Timed(NamedTuple):
     being what it returns without (an array, or ``(dist, idx)`` for knn)."""
     value: Any
     timing: Timing
+
+
+# What an op returns: its array, or (array, Timing) with timing=True.
+Result = Union[np.ndarray, Timed]
+KnnResult = Union[Tuple[np.ndarray, np.ndarray], Timed]
 
 
 class Out:

@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike, DTypeLike
 from . import _base
 from . import _convert as cv
 from . import _docs, _ops, _socketpath, errors
-from ._ops import EARTH_RADIUS_KM, Call
+from ._ops import EARTH_RADIUS_KM, Call, KnnResult, Result
 from ._session import SHM_MIN_BYTES
 
 __all__ = ["connect", "AsyncClient"]
@@ -272,32 +272,32 @@ class AsyncClient(_base.Base):
 
     async def normalize(self, a: ArrayLike, method: str = "sum", *, flat: bool = False,
                         on_zero: str = "error", dtype: DTypeLike = None,
-                        out: Optional[np.ndarray] = None, timing: bool = False) -> Any:
+                        out: Optional[np.ndarray] = None, timing: bool = False) -> Result:
         return await self._run(_ops.normalize(a, method, flat, on_zero, dtype, out, timing))
 
     async def haversine(self, a: ArrayLike, b: Optional[ArrayLike] = None, *,
                         to: Optional[Tuple[float, float]] = None,
                         radius: float = EARTH_RADIUS_KM, dtype: DTypeLike = None,
-                        out: Optional[np.ndarray] = None, timing: bool = False) -> Any:
+                        out: Optional[np.ndarray] = None, timing: bool = False) -> Result:
         return await self._run(_ops.haversine(a, b, to, radius, dtype, out, timing))
 
     async def grid(self, lat: Tuple[float, float, int] = (-90.0, 90.0, 1000),
                    lon: Tuple[float, float, int] = (-180.0, 180.0, 1000), *,
                    to: Tuple[float, float] = (30.0, 101.0), radius: float = EARTH_RADIUS_KM,
                    dtype: DTypeLike = np.float64, out: Optional[np.ndarray] = None,
-                   timing: bool = False) -> Any:
+                   timing: bool = False) -> Result:
         return await self._run(_ops.grid(lat, lon, to, radius, dtype, out, timing))
 
     async def pairwise(self, x: ArrayLike, y: Optional[ArrayLike] = None,
                        metric: str = "euclidean", *, on_zero: str = "error",
                        dtype: DTypeLike = None, out: Optional[np.ndarray] = None,
-                       timing: bool = False) -> Any:
+                       timing: bool = False) -> Result:
         return await self._run(_ops.pairwise(x, y, metric, on_zero, dtype, out, timing))
 
     async def knn(self, x: ArrayLike, y: ArrayLike, k: int, metric: str = "euclidean", *,
                   on_zero: str = "error", dtype: DTypeLike = None,
                   out: Optional[Tuple[np.ndarray, np.ndarray]] = None,
-                  timing: bool = False) -> Any:
+                  timing: bool = False) -> KnnResult:
         return await self._run(_ops.knn(x, y, k, metric, on_zero, dtype, out, timing))
 
     normalize.__doc__ = _docs.NORMALIZE
