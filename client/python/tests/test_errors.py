@@ -48,7 +48,8 @@ def test_a_class_per_protocol_error():
             assert issubclass(cls, BUILTIN[name])
         e = errors.from_reply({"id": 7, "status": "error", "error": name, "message": "m"})
         assert type(e) is cls and e.code == code and e.request_id == 7 and str(e) == f"{name}: m"
-    e = errors.from_reply({"id": 1, "status": "error", "code": -99, "error": "later", "message": "x"})
+    e = errors.from_reply({"id": 1, "status": "error", "code": -99, "error": "later",
+                           "message": "x"})
     assert type(e) is gpuq.Error and e.code == -99 and e.name == "later"
     assert issubclass(gpuq.ConnectError, gpuq.Error) and issubclass(gpuq.ConnectError,
                                                                     ConnectionError)
