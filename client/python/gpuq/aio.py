@@ -270,7 +270,7 @@ class AsyncClient(_base.Base):
 
     # ---- the ops ----
 
-    async def normalize(self, a: ArrayLike, method: str = "sum", *, flat: bool = False,
+    async def normalize(self, a: ArrayLike, method: str = "sum", flat: bool = False, *,
                         on_zero: str = "error", dtype: DTypeLike = None,
                         out: Optional[np.ndarray] = None, timing: bool = False) -> Result:
         return await self._run(_ops.normalize(a, method, flat, on_zero, dtype, out, timing))

@@ -403,7 +403,7 @@ class Client(_base.Base):
 
     # ---- the ops ----
 
-    def normalize(self, a: ArrayLike, method: str = "sum", *, flat: bool = False,
+    def normalize(self, a: ArrayLike, method: str = "sum", flat: bool = False, *,
                   on_zero: str = "error", dtype: DTypeLike = None, out: Optional[np.ndarray] = None,
                   timing: bool = False) -> Result:
         return self._run(_ops.normalize(a, method, flat, on_zero, dtype, out, timing))
