@@ -53,6 +53,7 @@ class AsyncClient(_base.Base):
         self._out: collections.deque = collections.deque()
         self._writing = False
         self._slot_waiters: collections.deque = collections.deque()
+        self._arena_lock = asyncio.Lock()
         self._loop.add_reader(self._fd, self._on_readable)
 
     async def _hello(self, name: Optional[str], priority: Any, device: Optional[int]) -> None:
@@ -191,6 +192,11 @@ class AsyncClient(_base.Base):
         pool = self._s.pool
         if pool is None or nbytes <= 0 or pool.has_room(nbytes):
             return
+        async with self._arena_lock:  # one arena_open at a time: concurrent calls share it
+            if not pool.has_room(nbytes):
+                await self._open_arena(pool, nbytes)
+
+    async def _open_arena(self, pool, nbytes: int) -> None:
         size = pool.want(nbytes)
         if size is None:
             return

@@ -95,3 +95,15 @@ def test_connect_error():
         with pytest.raises(gpuq.ConnectError, match="directory .* does not exist"):
             await gpuq.aio.connect("/nonexistent-gpuq-dir-x/none.sock")
     run(main())
+
+
+def test_concurrent_arena_use(gpuqd):
+    async def main():
+        async with gpuq.aio.connect(gpuqd.path) as c:
+            rng = np.random.default_rng(22)
+            xs = [rng.random(1 << 17) + 0.5 for _ in range(16)]  # 1 MiB each: staged
+            ys = await asyncio.gather(*(c.normalize(x) for x in xs))
+            for x, y in zip(xs, ys):
+                np.testing.assert_allclose(y, x / x.sum(), rtol=1e-12)
+            assert len(c._s.pool.arenas) == 1  # one arena_open, shared
+    run(main())
