@@ -42,6 +42,7 @@
 #include "utf8.h"
 #include "arena.h"
 #include "hello.h"
+#include "sockpath.h"
 #include "stage.h"
 
 typedef struct pending_req {
@@ -57,9 +58,10 @@ struct gpuq_conn {
     int broken; /* 0, or the code that broke the stream */
     uint64_t next_id;
     gpuq_server_info info;
-    char path[256];
-    char err[512];
-    pending_req *q; /* ring buffer */
+    char path[SOCKPATH_LEN];
+    bool unreachable; /* gpuq_connect found no socket that accepts */
+    char err[1024];   /* room for every socket path tried and why (sockpath.c) */
+    pending_req *q;   /* ring buffer */
     size_t q_cap, q_head, q_len;
     uint8_t *hbuf; /* last reply header; reply.info points here */
     size_t hbuf_cap;
@@ -119,18 +121,18 @@ static int conn_break(gpuq_conn *c, int code, const char *what)
 
 int gpuq_default_socket(char *buf, size_t cap)
 {
-    const char *s = getenv("GPUQ_SOCKET");
-    int n;
-    if (s && *s) {
-        n = snprintf(buf, cap, "%s", s);
-    } else if ((s = getenv("XDG_RUNTIME_DIR")) && *s) {
-        n = snprintf(buf, cap, "%s/gpuq/gpuqd.sock", s);
-    } else {
-        n = snprintf(buf, cap, "/run/gpuq/gpuqd.sock");
-    }
+    sockpath_list l;
+    if (sockpath_candidates(&l) != 0 && l.n == 0)
+        return GPUQ_E_TOO_LARGE;
+    int n = snprintf(buf, cap, "%s", l.path[0]);
     if (n < 0 || (size_t)n >= cap)
         return GPUQ_E_TOO_LARGE;
     return 0;
+}
+
+bool gpuq_unreachable(const gpuq_conn *c)
+{
+    return c && c->unreachable;
 }
 
 const gpuq_server_info *gpuq_info(const gpuq_conn *c)
@@ -707,22 +709,20 @@ int gpuq_connect(const gpuq_connect_opts *opts, gpuq_conn **out)
     c->info.device = -1;
     gpuq_limits_default(&c->info.limits);
     int rc;
-    if (opts && opts->socket_path) {
-        if (strlen(opts->socket_path) >= sizeof c->path) {
-            rc = conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "socket path too long");
-            goto err_after_alloc;
-        }
-        strcpy(c->path, opts->socket_path);
-    } else if (gpuq_default_socket(c->path, sizeof c->path)) {
-        rc = conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "default socket path too long");
+    sockpath_list l;
+    if (opts && opts->socket_path ? sockpath_single(&l, opts->socket_path)
+                                  : sockpath_candidates(&l)) {
+        rc = conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "socket path too long: %.200s...",
+                          opts && opts->socket_path ? opts->socket_path : l.path[l.n]);
         goto err_after_alloc;
     }
-    rc = sockio_connect(c->path, &c->fd);
+    unsigned used = 0;
+    rc = sockpath_connect(&l, &c->fd, &used, c->err, sizeof c->err);
     if (rc) {
-        conn_set_err(c, GPUQ_E_IO, "cannot connect to %s: %s", c->path, strerror(errno));
-        rc = GPUQ_E_IO;
+        c->unreachable = true;
         goto err_after_alloc;
     }
+    memcpy(c->path, l.path[used], sizeof c->path);
     rc = hello(c, opts);
     if (rc)
         goto err_after_alloc;

@@ -1,9 +1,11 @@
 /* ctl.h - gpuqctl's command table and the helpers every command uses.
  *
- * A command is a { name, usage, min_args, max_args, exec, help } entry
- * (names may be two words: "distance grid"). The op commands live with
- * their ops (ops/<op>.c, side GPUQ_OP_CTL); the others in ctl_basic.c and
- * ctl_admin.c. ctl_main.c lists them in op_list.h's order.
+ * A command is a { name, usage, min_args, max_args, exec, help, desc, opts,
+ * example } entry (names may be two words: "distance grid"). The op
+ * commands live with their ops (ops/<op>.c, side GPUQ_OP_CTL); the others
+ * in ctl_basic.c and ctl_admin.c. ctl_main.c lists them in op_list.h's
+ * order. An entry's opts table is what `gpuqctl CMD --help` shows and what
+ * ctl_parse_args accepts: an option it does not document is unknown.
  * exec returns the process exit status: 0, CTL_EXIT_FAIL (1) for server and
  * op errors, CTL_EXIT_USAGE (2) for usage errors, CTL_EXIT_UNREACHABLE (3)
  * when no gpuqd answers on any socket tried. Errors are one line on stderr:
@@ -30,15 +32,30 @@ typedef struct ctl_ctx {
     const struct ctl_entry *entry; /* the command being run */
 } ctl_ctx;
 
+/* One option as --help shows it and ctl_parse_args knows it. A long
+ * option takes its value as "--name VALUE" or "--name=VALUE", a short one
+ * (alias) as "-o VALUE". */
+typedef struct ctl_optdoc {
+    const char *name;  /* "--method" */
+    const char *alias; /* "-m", or NULL */
+    const char *arg;   /* "NAME", "LAT,LON", "START:STOP:N"; NULL for a flag */
+    const char *def;   /* the default as one would type it; NULL: none */
+    const char *help;  /* what it does (wrapped by --help) */
+} ctl_optdoc;
+
 typedef struct ctl_entry {
     const char *name;
     const char *usage;      /* arguments after the name */
     int min_args, max_args; /* positional arguments */
     int (*exec)(ctl_ctx *ctx, int argc, const char **argv);
-    const char *help; /* one sentence, or NULL */
+    const char *help;       /* one sentence (the command list) */
+    const char *desc;       /* what CMD --help says it does; NULL: help */
+    const ctl_optdoc *opts; /* its options, ended by a NULL name; NULL: none */
+    const char *example;    /* command lines, one a line, each "gpuqctl ..." */
 } ctl_entry;
 
-/* One option of a command: a flag (val NULL) or an option with a value. */
+/* One option of a command as exec receives it: a flag (val NULL) or an
+ * option with a value. name is the entry's ctl_optdoc name or alias. */
 typedef struct ctl_opt {
     const char *name; /* "--method", "-o" */
     const char **val; /* set to the value; NULL for a flag */
@@ -46,11 +63,32 @@ typedef struct ctl_opt {
 } ctl_opt;
 
 /* Split argv into options (any order) and positionals; checks the entry's
- * min/max. --json, --priority, --transport and --timing are always
- * understood (timing may be NULL). Returns 0 or CTL_EXIT_USAGE (message
- * printed). */
+ * min/max. The options are the entry's opts (each must be in opts[nopts],
+ * where its value goes) and the global ones (ctl_global_opts; --timing
+ * when timing is not NULL, which the entry then documents). Mistakes are
+ * diagnosed by what they look like: "--to 30 101" is a point without its
+ * comma, "--metric -o" a missing value, "--methd" a misspelled --method.
+ * Returns 0 or CTL_EXIT_USAGE (message printed). An opts[] name that the
+ * entry does not document is a bug: it aborts. */
 int ctl_parse_args(ctl_ctx *ctx, int argc, const char **argv, const ctl_opt *opts, int nopts,
                    const char **pos, int *npos, bool *timing);
+
+/* The options every command takes, before or after its name (--socket,
+ * --json, --priority, --transport), ended by a NULL name. */
+extern const ctl_optdoc ctl_global_opts[];
+/* If argv[*i] is a global option, apply it to ctx (its value: "=VALUE" or
+ * argv[*i + 1], *i advanced past it) and return 1; 0 if it is not one; or
+ * CTL_EXIT_USAGE (message printed). */
+int ctl_parse_global(ctl_ctx *ctx, int argc, const char **argv, int *i);
+/* The closest of names[n] to s (a typo's distance), or NULL. */
+const char *ctl_suggest(const char *s, const char *const *names, int n);
+/* Set enum key of req from the command line's value for option opt
+ * ("--metric"): a name or an alias; else a usage error listing them. */
+int ctl_set_enum(const ctl_ctx *ctx, gpuq_request *req, const char *key, const char *opt,
+                 const char *s);
+/* Each of pos[n] must be a file argument: a number that names no file is
+ * a usage error ("'101' is a number, not an .npy file"). */
+int ctl_check_files(const ctl_ctx *ctx, const char *const *pos, int n);
 
 int ctl_usage_error(const ctl_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Print "gpuqctl: name: msg" (msg's own "name: " prefix dropped); returns 1. */
@@ -58,7 +96,8 @@ int ctl_fail(int code, const char *msg);
 int ctl_failf(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Connect with ctx's socket and priority, and set its transport (shm
  * against a gpuqd that offers no arenas fails here); prints the error
- * itself. */
+ * itself. Returns 0, CTL_EXIT_UNREACHABLE when no socket tried accepted
+ * (the message names each, with why), else CTL_EXIT_FAIL. */
 int ctl_connect(const ctl_ctx *ctx, gpuq_conn **c);
 /* For commands without options or arguments: parse (only --json/--priority)
  * and connect. Returns 0 or the exit status (message printed). */

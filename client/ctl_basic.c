@@ -188,8 +188,36 @@ out_close:
     return rc;
 }
 
-const ctl_entry ctl_ping_entry = {"ping",    "[--count N] [--json]",
-                                  0,         0,
-                                  ping_exec, "Round-trip time to the daemon (--count times)."};
+static const ctl_optdoc ping_opts[] = {
+    {"--count", "-c", "N", "1", "Pings to send on the one session, 1 .. 1000000."},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+const ctl_entry ctl_ping_entry = {
+    .name = "ping",
+    .usage = "[--count N]",
+    .min_args = 0,
+    .max_args = 0,
+    .exec = ping_exec,
+    .help = "Round-trip time to the daemon.",
+    .desc = "Connect to gpuqd and send it N pings on one session; print each round trip in "
+            "microseconds and the min/avg/max, or with --json one object: count, rtt_us (each "
+            "ping), min_us, avg_us, max_us.",
+    .opts = ping_opts,
+    .example = "gpuqctl ping\ngpuqctl ping --count=10\ngpuqctl --json ping -c 3",
+};
+
 const ctl_entry ctl_status_entry = {
-    "status", "[--json]", 0, 0, status_exec, "The daemon's version, limits and devices."};
+    .name = "status",
+    .usage = "",
+    .min_args = 0,
+    .max_args = 0,
+    .exec = status_exec,
+    .help = "The daemon's version, backend, sessions, traffic and devices.",
+    .desc = "Print gpuqd's version and protocol, pid, uptime and state, its backend, the "
+            "sessions, requests in flight, staging memory, traffic, request and error counts, "
+            "and a table of its devices (memory, sessions, work in flight). With --json, the "
+            "whole status document as one JSON object.",
+    .opts = NULL,
+    .example = "gpuqctl status\ngpuqctl --json status",
+};

@@ -1,32 +1,226 @@
-/* ctl_xfer.c - an op command's arrays: .npy files in, one blocking
- * request, .npy files out (ctl_xfer.h).
+/* ctl_xfer.c - an op command's arrays: .npy files (or stdin) in, one
+ * blocking request, .npy files (or stdout) out (ctl_xfer.h).
  *
  * Happy path with shared memory: the arena layout is A, B, output 0,
  * output 1, each on a 64-byte boundary; gpuq_stage_area gives that many
  * bytes of the connection's staging arena when the transport says so (shm;
  * auto when gpuqd offers arenas and the arrays come to GPUQ_SHM_MIN_BYTES);
- * npy_load reads each input's data from its file into its place (one
- * read(2) copy, from the page cache to the shared pages); gpuq_call sends
- * the request with "in"/"out" references; npy_write writes the outputs from
- * the arena. By socket: inputs not yet read are read into the heap, the
+ * npy_load reads each input's data from its file (or stdin) into its place
+ * (one read(2) copy, from the page cache or the pipe to the shared pages);
+ * gpuq_call sends the request with "in"/"out" references; the outputs are
+ * written from the arena (ctl_outfile.c: a temporary file each, renamed
+ * into place). By socket: inputs not yet read are read into the heap, the
  * result comes into a heap buffer, and libgpuq decides nothing more (the
- * same rules already said socket).
+ * same rules already said socket). A progress line (ctl_progress.c) shows
+ * while it takes more than a second; --json prints a summary at the end.
  *
- * Failures are one line each (ctl_fail) and an exit status of 1: the
- * transport's (shm without arenas: at connect; no staging arena to be had
- * under shm: here), a file that cannot be read or written, the server's.
+ * Failures are one line each (ctl_fail), printed once the progress line
+ * is gone, and an exit status of 1: the transport's (shm without arenas:
+ * at connect; no staging arena to be had under shm: here), a file that
+ * cannot be read or written, the server's. Misuse of "-" and --json is a
+ * usage error (2), found before connecting.
  */
 #include "ctl_xfer.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl_json.h"
+#include "ctl_outfile.h"
+#include "ctl_progress.h"
 
 #define XFER_ALIGN 64u
 
 static uint64_t align_up(uint64_t v)
 {
     return (v + XFER_ALIGN - 1) / XFER_ALIGN * XFER_ALIGN;
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* ---- the request ---- */
+
+/* One op's run, for its messages and summary. */
+typedef struct xfer {
+    gpuq_conn *c;
+    gpuq_request *req;
+    const npy_array *in[2];
+    const ctl_out *outs;
+    unsigned nout;
+    uint64_t out_bytes[2];
+    bool timing;
+    ctl_progress *prog;
+    gpuq_reply rep;
+    char err[1024]; /* the failure's message */
+} xfer;
+
+static int xfer_fail(xfer *x, int code, const char *msg)
+{
+    snprintf(x->err, sizeof x->err, "%s", msg ? msg : "");
+    return code;
+}
+
+/* The arrays in the staging arena at base (arena id): inputs at off[0..1],
+ * outputs at off[2..3]. */
+static int run_shm(xfer *x, uint8_t *base, uint64_t id, const uint64_t *off)
+{
+    gpuq_request *req = x->req;
+    uint32_t nin = 0;
+    for (unsigned k = 0; k < 2; k++) {
+        const npy_array *in = x->in[k];
+        if (!in)
+            continue;
+        int lrc = 0;
+        if (in->data)
+            memcpy(base + off[k], in->data, in->nbytes);
+        else
+            lrc = npy_load(in, base + off[k], x->err, sizeof x->err);
+        if (lrc)
+            return lrc;
+        req->in_ref[nin++] = (gpuq_ref){id, off[k], in->nbytes};
+    }
+    req->nin_ref = nin;
+    req->nout_ref = x->nout;
+    for (unsigned o = 0; o < x->nout; o++)
+        req->out_ref[o] = (gpuq_ref){id, off[2 + o], x->out_bytes[o]};
+    req->timing = x->timing;
+    ctl_progress_phase(x->prog, CTL_PHASE_CALL);
+    int crc = gpuq_call(x->c, req, NULL, 0, NULL, 0, NULL, 0, &x->rep);
+    req->nin_ref = req->nout_ref = 0;
+    if (crc)
+        return xfer_fail(x, crc, gpuq_errmsg(x->c));
+    ctl_progress_phase(x->prog, CTL_PHASE_WRITE);
+    return ctl_outfile_write(x->outs, x->nout, base, off + 2, x->err, sizeof x->err);
+}
+
+/* By socket: inputs not yet read into the heap, the result into the heap
+ * (when it fits max_output; else no buffer and the server's error). */
+static int run_socket(xfer *x)
+{
+    int rc = 0;
+    void *heap[2] = {NULL, NULL}, *out = NULL;
+    const void *data[2] = {NULL, NULL};
+    size_t len[2] = {0, 0};
+    for (unsigned k = 0; k < 2 && rc == 0; k++) {
+        const npy_array *in = x->in[k];
+        if (!in)
+            continue;
+        len[k] = in->nbytes;
+        data[k] = in->data;
+        if (data[k])
+            continue;
+        heap[k] = malloc(len[k] ? len[k] : 1);
+        if (!heap[k]) {
+            snprintf(x->err, sizeof x->err, "cannot allocate %zu input bytes", len[k]);
+            rc = GPUQ_E_NO_MEMORY;
+        } else {
+            rc = npy_load(in, heap[k], x->err, sizeof x->err);
+        }
+        data[k] = heap[k];
+    }
+    uint64_t total = x->out_bytes[0] + x->out_bytes[1];
+    size_t cap = 0;
+    if (rc == 0 && total <= gpuq_info(x->c)->limits.max_output && total <= SIZE_MAX) {
+        cap = (size_t)total;
+        if (!(out = malloc(cap ? cap : 1))) {
+            snprintf(x->err, sizeof x->err, "cannot allocate %llu result bytes",
+                     (unsigned long long)total);
+            rc = GPUQ_E_NO_MEMORY;
+        }
+    }
+    if (rc == 0) {
+        x->req->timing = x->timing;
+        ctl_progress_phase(x->prog, CTL_PHASE_CALL);
+        int crc = gpuq_call(x->c, x->req, data[0], len[0], data[1], len[1], out, cap, &x->rep);
+        if (crc) {
+            rc = xfer_fail(x, crc, gpuq_errmsg(x->c));
+        } else {
+            ctl_progress_phase(x->prog, CTL_PHASE_WRITE);
+            const uint64_t off[2] = {0, x->out_bytes[0]};
+            rc = ctl_outfile_write(x->outs, x->nout, out, off, x->err, sizeof x->err);
+        }
+    }
+    free(out);
+    free(heap[0]);
+    free(heap[1]);
+    return rc;
+}
+
+/* ---- what the user sees ---- */
+
+static const char *numpy_dtype(gpuq_dtype dt)
+{
+    switch (dt) {
+    case GPUQ_DT_F32:
+        return "float32";
+    case GPUQ_DT_F64:
+        return "float64";
+    case GPUQ_DT_I64:
+        return "int64";
+    default:
+        return "?";
+    }
+}
+
+static void json_array(FILE *f, const char *path, gpuq_dtype dt, int ndim, const uint64_t *shape,
+                       uint64_t bytes)
+{
+    fputs("{\"path\":", f);
+    ctl_json_str(f, path);
+    fputs(",\"shape\":[", f);
+    for (int k = 0; k < ndim && k < 2; k++)
+        fprintf(f, "%s%llu", k ? "," : "", (unsigned long long)shape[k]);
+    fprintf(f, "],\"dtype\":\"%s\",\"bytes\":%llu}", numpy_dtype(dt), (unsigned long long)bytes);
+}
+
+/* The one-line summary of a successful op (--json). */
+static void print_json(const ctl_ctx *ctx, const xfer *x, bool shm, double wall_us)
+{
+    FILE *f = stdout;
+    fputs("{\"command\":", f);
+    ctl_json_str(f, ctx->entry ? ctx->entry->name : "");
+    fprintf(f, ",\"transport\":\"%s\",\"inputs\":[", shm ? "shm" : "socket");
+    unsigned n = 0;
+    for (unsigned k = 0; k < 2; k++) {
+        const npy_array *a = x->in[k];
+        if (!a)
+            continue;
+        const char *path = a->stream ? "-" : a->path ? a->path : ""; /* stdin: as given */
+        fputs(n++ ? "," : "", f);
+        json_array(f, path, a->dtype, a->ndim, a->shape, a->nbytes);
+    }
+    fputs("],\"outputs\":[", f);
+    for (unsigned o = 0; o < x->nout; o++) {
+        fputs(o ? "," : "", f);
+        json_array(f, x->outs[o].path, x->outs[o].dtype, x->outs[o].ndim, x->outs[o].shape,
+                   x->out_bytes[o]);
+    }
+    fputs("],\"timing\":{\"wall_us\":", f);
+    ctl_json_num(f, round(wall_us * 1e3) / 1e3); /* to the nanosecond: no 17-digit noise */
+    if (x->rep.has_timing) {
+        const gpuq_timing *t = &x->rep.timing;
+        fputs(",\"server\":{\"queue_us\":", f);
+        ctl_json_num(f, t->queue_us);
+        fputs(",\"h2d_us\":", f);
+        ctl_json_num(f, t->h2d_us);
+        fputs(",\"kernel_us\":", f);
+        ctl_json_num(f, t->kernel_us);
+        fputs(",\"d2h_us\":", f);
+        ctl_json_num(f, t->d2h_us);
+        fputs(",\"total_us\":", f);
+        ctl_json_num(f, t->total_us);
+        fputc('}', f);
+    }
+    fputs("}}\n", f);
 }
 
 static void print_timing(const gpuq_reply *rep)
@@ -38,149 +232,80 @@ static void print_timing(const gpuq_reply *rep)
                 rep->timing.total_us);
 }
 
-/* outs[o] from out + off[o], o < nout. */
-static int write_outs(const ctl_out *outs, unsigned nout, const uint8_t *out, const uint64_t *off)
+/* "-" and --json: found before anything is sent. */
+static int check_outs(const ctl_ctx *ctx, const ctl_out *outs, unsigned nout)
 {
-    for (unsigned o = 0; o < nout; o++) {
-        char err[512];
-        int wrc = npy_write(outs[o].path, outs[o].dtype, outs[o].ndim, outs[o].shape, out + off[o],
-                            err, sizeof err);
-        if (wrc)
-            return ctl_fail(wrc, err);
-    }
-    return 0;
-}
-
-/* The arrays in the staging arena at base (arena id): inputs at off[0..1],
- * outputs at off[2..3]. */
-static int run_shm(gpuq_conn *c, gpuq_request *req, const npy_array *const in[2], uint8_t *base,
-                   uint64_t id, const uint64_t *off, const ctl_out *outs, unsigned nout,
-                   const uint64_t *out_bytes, bool timing)
-{
-    uint32_t nin = 0;
-    for (unsigned k = 0; k < 2; k++) {
-        if (!in[k])
-            continue;
-        char err[512];
-        int lrc = 0;
-        if (in[k]->data)
-            memcpy(base + off[k], in[k]->data, in[k]->nbytes);
-        else
-            lrc = npy_load(in[k], base + off[k], err, sizeof err);
-        if (lrc)
-            return ctl_fail(lrc, err);
-        req->in_ref[nin++] = (gpuq_ref){id, off[k], in[k]->nbytes};
-    }
-    req->nin_ref = nin;
-    req->nout_ref = nout;
+    unsigned dash = 0;
     for (unsigned o = 0; o < nout; o++)
-        req->out_ref[o] = (gpuq_ref){id, off[2 + o], out_bytes[o]};
-    req->timing = timing;
-    gpuq_reply rep;
-    int crc = gpuq_call(c, req, NULL, 0, NULL, 0, NULL, 0, &rep);
-    req->nin_ref = req->nout_ref = 0;
-    if (crc)
-        return ctl_fail(crc, gpuq_errmsg(c));
-    if (timing)
-        print_timing(&rep);
-    return write_outs(outs, nout, base, off + 2);
-}
-
-/* By socket: inputs not yet read into the heap, the result into the heap
- * (when it fits max_output; else no buffer and the server's error). */
-static int run_socket(gpuq_conn *c, gpuq_request *req, const npy_array *const in[2],
-                      const ctl_out *outs, unsigned nout, const uint64_t *out_bytes, bool timing)
-{
-    int rc = 0;
-    void *heap[2] = {NULL, NULL}, *out = NULL;
-    const void *data[2] = {NULL, NULL};
-    size_t len[2] = {0, 0};
-    for (unsigned k = 0; k < 2 && rc == 0; k++) {
-        if (!in[k])
-            continue;
-        len[k] = in[k]->nbytes;
-        data[k] = in[k]->data;
-        if (data[k])
-            continue;
-        char err[512];
-        heap[k] = malloc(len[k] ? len[k] : 1);
-        int lrc = heap[k] ? npy_load(in[k], heap[k], err, sizeof err) : GPUQ_E_NO_MEMORY;
-        if (lrc)
-            rc = heap[k] ? ctl_fail(lrc, err)
-                         : ctl_failf(lrc, "cannot allocate %zu input bytes", len[k]);
-        data[k] = heap[k];
-    }
-    uint64_t total = out_bytes[0] + out_bytes[1];
-    size_t cap = 0;
-    if (rc == 0 && total <= gpuq_info(c)->limits.max_output && total <= SIZE_MAX) {
-        cap = (size_t)total;
-        if (!(out = malloc(cap ? cap : 1)))
-            rc = ctl_failf(GPUQ_E_NO_MEMORY, "cannot allocate %llu result bytes",
-                           (unsigned long long)total);
-    }
-    if (rc == 0) {
-        req->timing = timing;
-        gpuq_reply rep;
-        int crc = gpuq_call(c, req, data[0], len[0], data[1], len[1], out, cap, &rep);
-        if (crc) {
-            rc = ctl_fail(crc, gpuq_errmsg(c));
-        } else {
-            if (timing)
-                print_timing(&rep);
-            const uint64_t off[2] = {0, out_bytes[0]};
-            rc = write_outs(outs, nout, out, off);
-        }
-    }
-    free(out);
-    free(heap[0]);
-    free(heap[1]);
-    return rc;
+        dash += strcmp(outs[o].path, "-") == 0;
+    if (dash > 1)
+        return ctl_usage_error(ctx, "only one output may be '-' (stdout)");
+    if (dash && ctx->json)
+        return ctl_usage_error(ctx, "--json prints its summary on stdout, where the output '-' "
+                                    "goes: use one or the other");
+    if (dash && isatty(STDOUT_FILENO))
+        return ctl_usage_error(ctx, "'-' would write binary .npy data to a terminal: redirect "
+                                    "or pipe stdout");
+    return 0;
 }
 
 int ctl_run_op(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_array *b,
                const ctl_out *outs, unsigned nout, bool timing)
 {
-    const npy_array *const in[2] = {a, b};
-    uint64_t out_bytes[2] = {0, 0}, total = 0;
+    double t0 = now_us();
     if (nout > 2)
         nout = 2;
+    int rc = check_outs(ctx, outs, nout);
+    if (rc)
+        return rc;
+    xfer x = {.req = req, .in = {a, b}, .outs = outs, .nout = nout, .timing = timing};
+    uint64_t total = 0;
     for (unsigned o = 0; o < nout; o++) {
-        out_bytes[o] = gpuq_dtype_size(outs[o].dtype);
+        x.out_bytes[o] = gpuq_dtype_size(outs[o].dtype);
         for (int k = 0; k < outs[o].ndim && k < 2; k++) {
-            if (__builtin_mul_overflow(out_bytes[o], outs[o].shape[k], &out_bytes[o]))
+            if (__builtin_mul_overflow(x.out_bytes[o], outs[o].shape[k], &x.out_bytes[o]))
                 return ctl_fail(GPUQ_E_TOO_LARGE, "result size overflows");
         }
-        if (__builtin_add_overflow(total, out_bytes[o], &total))
+        if (__builtin_add_overflow(total, x.out_bytes[o], &total))
             return ctl_fail(GPUQ_E_TOO_LARGE, "result size overflows");
     }
     /* the layout in shared memory: A, B, output 0, output 1 */
     uint64_t off[4], need = 0, bytes = total;
     for (unsigned k = 0; k < 4; k++) {
-        uint64_t n = k < 2 ? (in[k] ? in[k]->nbytes : 0) : out_bytes[k - 2];
+        uint64_t n = k < 2 ? (x.in[k] ? x.in[k]->nbytes : 0) : x.out_bytes[k - 2];
         off[k] = need;
         if (__builtin_add_overflow(need, align_up(n), &need) ||
             (k < 2 && __builtin_add_overflow(bytes, n, &bytes)))
             return ctl_fail(GPUQ_E_TOO_LARGE, "array sizes overflow");
     }
-    gpuq_conn *c;
-    int rc = ctl_connect(ctx, &c);
-    if (rc)
-        return rc;
+    bool own_handlers = ctl_outfile_signals_on();
+    if ((rc = ctl_connect(ctx, &x.c)))
+        goto out_signals;
     void *base = NULL;
     uint64_t id = 0;
     /* a result over max_output goes by socket, for the server's error */
-    if (total <= gpuq_info(c)->limits.max_output) {
-        int src = gpuq_stage_area(c, bytes, need, &base, &id);
+    if (total <= gpuq_info(x.c)->limits.max_output) {
+        int src = gpuq_stage_area(x.c, bytes, need, &base, &id);
         if (src) {
-            rc = ctl_fail(src, gpuq_errmsg(c));
+            rc = ctl_fail(src, gpuq_errmsg(x.c));
             goto out_close;
         }
     }
-    if (base)
-        rc = run_shm(c, req, in, base, id, off, outs, nout, out_bytes, timing);
-    else
-        rc = run_socket(c, req, in, outs, nout, out_bytes, timing);
+    x.prog = ctl_progress_start(bytes - total, total, base != NULL);
+    int orc = base ? run_shm(&x, base, id, off) : run_socket(&x);
+    ctl_progress_stop(x.prog); /* before any line of ours */
+    if (orc) {
+        rc = ctl_fail(orc, x.err);
+    } else if (ctx->json) {
+        print_json(ctx, &x, base != NULL, now_us() - t0);
+        rc = fflush(stdout) == 0 ? 0 : ctl_fail(GPUQ_E_IO, "stdout: write failed");
+    } else if (timing) {
+        print_timing(&x.rep);
+    }
 out_close:
-    gpuq_close(c);
+    gpuq_close(x.c);
+out_signals:
+    if (own_handlers)
+        ctl_outfile_signals_off();
     return rc;
 }

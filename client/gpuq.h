@@ -73,8 +73,7 @@ typedef enum gpuq_metric {
 typedef struct gpuq_conn gpuq_conn;
 
 typedef struct gpuq_connect_opts {
-    const char *socket_path; /* NULL: $GPUQ_SOCKET, $XDG_RUNTIME_DIR/gpuq/gpuqd.sock,
-                                /run/gpuq/gpuqd.sock */
+    const char *socket_path; /* NULL: the default sockets (gpuq_default_socket) */
     const char *client_name; /* NULL: "libgpuq"; UTF-8 (else GPUQ_E_BAD_ARGUMENT), cut to 64 bytes
                                 on a character boundary */
     int priority;            /* GPUQ_PRIO_LOW/NORMAL/HIGH (-1/0/1); else bad_argument */
@@ -94,12 +93,25 @@ typedef struct gpuq_server_info {
     gpuq_limits limits;   /* max_inflight and session_staging: this session's caps */
 } gpuq_server_info;
 
-/* Resolve the default socket path into buf. Returns 0 or GPUQ_E_TOO_LARGE. */
+/* The default sockets, tried in this order by gpuq_connect when
+ * socket_path is NULL, the first that accepts kept:
+ *   $GPUQ_SOCKET, alone, when it is set and not empty; else
+ *   $XDG_RUNTIME_DIR/gpuq/gpuqd.sock (a per-user gpuqd), when
+ *     XDG_RUNTIME_DIR is set and not empty, then
+ *   /run/gpuq/gpuqd.sock (the system gpuqd, gpuqd.socket).
+ * gpuq_default_socket writes the first of them into buf: the only one with
+ * GPUQ_SOCKET set, else the per-user path (when XDG_RUNTIME_DIR is set),
+ * else the system path. Returns 0 or GPUQ_E_TOO_LARGE. */
 int gpuq_default_socket(char *buf, size_t cap);
 
 /* Connect and do the hello exchange. *out is owned by the caller (gpuq_close).
  * On failure *out is NULL (out of memory) or a dead connection kept only so
- * gpuq_errmsg(*out) can explain ("cannot connect to PATH: ..."); close it too.
+ * gpuq_errmsg(*out) can explain; close it too. When no socket tried accepts,
+ * the code is GPUQ_E_IO and the message names every path tried, what was
+ * wrong there and what to do, on one line: "cannot connect to gpuqd: PATH:
+ * directory DIR does not exist; PATH: no such file; is gpuqd running? ..."
+ * (other reasons: "stale socket (...)", "permission denied: join group gpuq
+ * (...)").
  * A connection the server refuses returns the server's code and message
  * (GPUQ_E_BUSY, "busy: 256 sessions open (the limit)"), also when the server
  * closed before the hello could be sent. */

@@ -53,6 +53,20 @@ int gpuq_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, cons
  * outstanding) the error. */
 int gpuq_stage_area(gpuq_conn *c, uint64_t bytes, uint64_t need, void **base, uint64_t *arena_id);
 
+/* c (may be NULL) is what a gpuq_connect that reached no gpuqd handed back:
+ * no socket tried accepted a connection (gpuq_errmsg says why for each).
+ * False once any socket accepted, even when the hello then failed: gpuqctl
+ * tells "no daemon" (exit 3) from "the daemon said no" (exit 1) by it. */
+bool gpuq_unreachable(const gpuq_conn *c);
+
+/* The bytes that this process's libgpuq sockets have sent and received
+ * so far, all connections together (frames: prefixes, headers and arrays).
+ * Safe to call from another thread while a call blocks (relaxed atomic
+ * loads): gpuqctl's progress line reads them while gpuq_call waits. Sends
+ * go out in pieces of at most 4 MiB (sockio.h), so the count moves during
+ * a large request. */
+void gpuq_io_counts(uint64_t *sent, uint64_t *received);
+
 /* Raw frames, for tests: send arbitrary bytes; read one reply frame (the
  * payload into out[out_cap]) outside the request queue. */
 int gpuq_send_raw(gpuq_conn *c, const void *buf, size_t len);

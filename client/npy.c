@@ -6,6 +6,9 @@
  * npy_open reads and checks the header and keeps the file open; npy_load
  * then reads the data with pread(2) wherever the caller says (gpuqctl: a
  * shared-memory arena), and npy_read is the two into a malloc'd buffer.
+ * Standard input ("-") is a stream: the same header checks on bytes read in
+ * order (read_header's npy_src), then npy_load reads the data once and
+ * checks that the stream ends there, which is what a file's size told.
  * Failure modes: unreadable file (GPUQ_E_IO), malformed header
  * (GPUQ_E_BAD_ARGUMENT), unsupported dtype (GPUQ_E_BAD_DTYPE), order or rank
  * (GPUQ_E_BAD_SHAPE), data size differing from the shape (GPUQ_E_SIZE_MISMATCH).
@@ -204,93 +207,156 @@ static int pread_full(int fd, void *dst, uint64_t len, uint64_t off)
     return 0;
 }
 
-int npy_open(const char *path, npy_array *a, char *err, size_t errcap)
+/* The same from a stream's current position (read(2)). */
+static int read_full(int fd, void *dst, uint64_t len)
 {
-    memset(a, 0, sizeof *a);
-    a->fd = -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return fail(err, errcap, GPUQ_E_IO, "%s: %s", path, strerror(errno));
-    int rc;
-    char *hdr = NULL;
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        rc = fail(err, errcap, GPUQ_E_IO, "%s: %s", path, strerror(errno));
-        goto err_after_open;
+    uint8_t *p = dst;
+    while (len > 0) {
+        size_t chunk = len > (1u << 30) ? (1u << 30) : (size_t)len;
+        ssize_t n = read(fd, p, chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0)
+                errno = 0;
+            return -1;
+        }
+        p += n;
+        len -= (uint64_t)n;
     }
-    uint64_t fsize = st.st_size > 0 ? (uint64_t)st.st_size : 0;
+    return 0;
+}
+
+/* Where npy_open reads a header from: a file (pread at offsets, its size
+ * known) or a stream (read in order, its size unknown: UINT64_MAX). */
+typedef struct npy_src {
+    int fd;
+    bool stream;
+    uint64_t size;
+} npy_src;
+
+static int src_read(const npy_src *s, void *dst, uint64_t len, uint64_t off)
+{
+    return s->stream ? read_full(s->fd, dst, len) : pread_full(s->fd, dst, len, off);
+}
+
+/* The header at the start of s, checked; on success a is filled (not yet
+ * marked open) and *data_off is where the data starts. */
+static int read_header(const npy_src *s, const char *path, npy_array *a, uint64_t *data_off,
+                       char *err, size_t errcap)
+{
+    uint64_t fsize = s->size;
     uint8_t pre[12];
-    if (fsize < 10 || pread_full(fd, pre, 10, 0) != 0 || memcmp(pre, "\x93NUMPY", 6) != 0) {
-        rc = fail(err, errcap, GPUQ_E_BAD_ARGUMENT, "%s: not a .npy file", path);
-        goto err_after_open;
-    }
+    if (fsize < 10 || src_read(s, pre, 10, 0) != 0 || memcmp(pre, "\x93NUMPY", 6) != 0)
+        return fail(err, errcap, GPUQ_E_BAD_ARGUMENT, "%s: not a .npy file", path);
     uint8_t major = pre[6];
     uint64_t hlen, off;
     if (major == 1) {
         hlen = (uint64_t)pre[8] | (uint64_t)pre[9] << 8;
         off = 10;
     } else if (major == 2 || major == 3) {
-        if (fsize < 12 || pread_full(fd, pre + 10, 2, 10) != 0) {
-            rc = fail(err, errcap, GPUQ_E_BAD_ARGUMENT, "%s: truncated .npy header", path);
-            goto err_after_open;
-        }
+        if (fsize < 12 || src_read(s, pre + 10, 2, 10) != 0)
+            return fail(err, errcap, GPUQ_E_BAD_ARGUMENT, "%s: truncated .npy header", path);
         hlen = (uint64_t)pre[8] | (uint64_t)pre[9] << 8 | (uint64_t)pre[10] << 16 |
                (uint64_t)pre[11] << 24;
         off = 12;
     } else {
-        rc = fail(err, errcap, GPUQ_E_BAD_ARGUMENT,
-                  "%s: .npy format version %u.%u is not supported", path, major, pre[7]);
-        goto err_after_open;
+        return fail(err, errcap, GPUQ_E_BAD_ARGUMENT,
+                    "%s: .npy format version %u.%u is not supported", path, major, pre[7]);
     }
-    if (hlen > NPY_MAX_HEADER || off + hlen > fsize) {
-        rc = fail(err, errcap, GPUQ_E_BAD_ARGUMENT, "%s: .npy header length %llu out of bounds",
-                  path, (unsigned long long)hlen);
-        goto err_after_open;
+    if (hlen > NPY_MAX_HEADER || off + hlen > fsize)
+        return fail(err, errcap, GPUQ_E_BAD_ARGUMENT, "%s: .npy header length %llu out of bounds",
+                    path, (unsigned long long)hlen);
+    char *hdr = malloc(hlen + 1);
+    if (!hdr)
+        return fail(err, errcap, GPUQ_E_NO_MEMORY, "%s: out of memory", path);
+    int rc = 0;
+    if (src_read(s, hdr, hlen, off) != 0) {
+        rc = fail(err, errcap, s->stream ? GPUQ_E_BAD_ARGUMENT : GPUQ_E_IO,
+                  s->stream ? "%s: truncated .npy header" : "%s: short read", path);
+        goto out_hdr;
     }
-    hdr = malloc(hlen + 1);
-    if (!hdr) {
-        rc = fail(err, errcap, GPUQ_E_NO_MEMORY, "%s: out of memory", path);
-        goto err_after_open;
-    }
-    if (pread_full(fd, hdr, hlen, off) != 0) {
-        rc = fail(err, errcap, GPUQ_E_IO, "%s: short read", path);
-        goto err_after_hdr;
-    }
-    rc = npy_parse_header(hdr, hlen, path, a, err, errcap);
-    if (rc)
-        goto err_after_hdr;
+    if ((rc = npy_parse_header(hdr, hlen, path, a, err, errcap)) != 0)
+        goto out_hdr;
     uint64_t esize = gpuq_dtype_size(a->dtype);
-    uint64_t have = fsize - off - hlen;
     uint64_t n = a->shape[0];
     if (a->shape[1] && n > UINT64_MAX / a->shape[1] / esize) {
         rc = fail(err, errcap, GPUQ_E_BAD_SHAPE, "%s: shape too large", path);
-        goto err_after_hdr;
+        goto out_hdr;
     }
     uint64_t need = n * a->shape[1] * esize;
-    if (need != have) {
+    if (!s->stream && need != fsize - off - hlen) {
         rc = fail(err, errcap, GPUQ_E_SIZE_MISMATCH,
                   "%s: shape needs %llu data bytes but the file has %llu", path,
-                  (unsigned long long)need, (unsigned long long)have);
-        goto err_after_hdr;
+                  (unsigned long long)need, (unsigned long long)(fsize - off - hlen));
+        goto out_hdr;
     }
     if (need > SIZE_MAX) {
         rc = fail(err, errcap, GPUQ_E_TOO_LARGE, "%s: too large for this machine", path);
-        goto err_after_hdr;
+        goto out_hdr;
     }
-    free(hdr);
     a->nbytes = (size_t)need;
+    *data_off = off + hlen;
+out_hdr:
+    free(hdr);
+    return rc;
+}
+
+int npy_open(const char *path, npy_array *a, char *err, size_t errcap)
+{
+    if (strcmp(path, "-") == 0)
+        return npy_open_stream(STDIN_FILENO, NPY_STDIN_NAME, a, err, errcap);
+    memset(a, 0, sizeof *a);
+    a->fd = -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return fail(err, errcap, GPUQ_E_IO, "%s: %s", path, strerror(errno));
+    int rc;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        rc = fail(err, errcap, GPUQ_E_IO, "%s: %s", path, strerror(errno));
+        goto err_after_open;
+    }
+    npy_src s = {fd, false, st.st_size > 0 ? (uint64_t)st.st_size : 0};
+    uint64_t data_off = 0;
+    if ((rc = read_header(&s, path, a, &data_off, err, errcap)) != 0)
+        goto err_after_open;
     a->open = true;
     a->fd = fd;
-    a->data_off = off + hlen;
+    a->data_off = data_off;
     a->path = path;
     return 0;
 
-err_after_hdr:
-    free(hdr);
 err_after_open:
     close(fd);
     a->fd = -1;
     return rc;
+}
+
+int npy_open_stream(int fd, const char *name, npy_array *a, char *err, size_t errcap)
+{
+    memset(a, 0, sizeof *a);
+    a->fd = -1;
+    if (isatty(fd))
+        return fail(err, errcap, GPUQ_E_BAD_ARGUMENT,
+                    "%s is a terminal: pipe or redirect an .npy file into it", name);
+    /* a descriptor of our own: npy_free closes it, never the caller's */
+    int own = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (own < 0)
+        return fail(err, errcap, GPUQ_E_IO, "%s: %s", name, strerror(errno));
+    npy_src s = {own, true, UINT64_MAX};
+    uint64_t data_off = 0;
+    int rc = read_header(&s, name, a, &data_off, err, errcap);
+    if (rc) {
+        close(own);
+        return rc;
+    }
+    a->open = true;
+    a->stream = true;
+    a->fd = own;
+    a->data_off = data_off;
+    a->path = name;
+    return 0;
 }
 
 int npy_load(const npy_array *a, void *dst, char *err, size_t errcap)
@@ -298,9 +364,30 @@ int npy_load(const npy_array *a, void *dst, char *err, size_t errcap)
     const char *path = a->path ? a->path : "(npy)";
     if (!a->open)
         return fail(err, errcap, GPUQ_E_INTERNAL, "%s: not open", path);
-    if (pread_full(a->fd, dst, a->nbytes, a->data_off) != 0)
-        return fail(err, errcap, GPUQ_E_IO, "%s: %s", path,
-                    errno ? strerror(errno) : "short read (the file shrank)");
+    if (!a->stream) {
+        if (pread_full(a->fd, dst, a->nbytes, a->data_off) != 0)
+            return fail(err, errcap, GPUQ_E_IO, "%s: %s", path,
+                        errno ? strerror(errno) : "short read (the file shrank)");
+        return 0;
+    }
+    /* a stream: its data once, in order, then nothing more (as a file
+     * holds exactly what its shape says) */
+    if (read_full(a->fd, dst, a->nbytes) != 0) {
+        if (errno)
+            return fail(err, errcap, GPUQ_E_IO, "%s: %s", path, strerror(errno));
+        return fail(err, errcap, GPUQ_E_SIZE_MISMATCH,
+                    "%s: ended before the %zu data bytes its shape needs", path, a->nbytes);
+    }
+    uint8_t extra;
+    ssize_t n;
+    do
+        n = read(a->fd, &extra, 1);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return fail(err, errcap, GPUQ_E_IO, "%s: %s", path, strerror(errno));
+    if (n > 0)
+        return fail(err, errcap, GPUQ_E_SIZE_MISMATCH,
+                    "%s: more bytes follow the %zu data bytes its shape needs", path, a->nbytes);
     return 0;
 }
 
@@ -321,7 +408,7 @@ int npy_read(const char *path, npy_array *a, char *err, size_t errcap)
     }
     close(a->fd);
     a->fd = -1;
-    a->open = false;
+    a->open = a->stream = false;
     a->path = NULL;
     a->data = data;
     return 0;
@@ -331,8 +418,25 @@ err_after_open:
     return rc;
 }
 
-int npy_write(const char *path, gpuq_dtype dt, int ndim, const uint64_t *shape, const void *data,
-              char *err, size_t errcap)
+/* Write all of buf[len] to fd. 0 or -1 (errno set). */
+static int write_full(int fd, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+    while (len > 0) {
+        size_t chunk = len > (1u << 30) ? (1u << 30) : len;
+        ssize_t n = write(fd, p, chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int npy_write_fd(int fd, const char *name, gpuq_dtype dt, int ndim, const uint64_t *shape,
+                 const void *data, char *err, size_t errcap)
 {
     char dict[256];
     const char *descr = dt == GPUQ_DT_F32 ? "<f4" : dt == GPUQ_DT_I64 ? "<i8" : "<f8";
@@ -346,7 +450,7 @@ int npy_write(const char *path, gpuq_dtype dt, int ndim, const uint64_t *shape, 
                      "{'descr': '%s', 'fortran_order': False, 'shape': (%llu, %llu), }", descr,
                      (unsigned long long)shape[0], (unsigned long long)shape[1]);
     if (n < 0 || (size_t)n > sizeof dict - 70)
-        return fail(err, errcap, GPUQ_E_INTERNAL, "%s: header too long", path);
+        return fail(err, errcap, GPUQ_E_INTERNAL, "%s: header too long", name);
     /* Pad so the data starts on a 64-byte boundary; the header ends in '\n'. */
     size_t total = 10 + (size_t)n + 1;
     size_t pad = (64 - total % 64) % 64;
@@ -360,19 +464,23 @@ int npy_write(const char *path, gpuq_dtype dt, int ndim, const uint64_t *shape, 
     head[10 + n + pad] = '\n';
     uint64_t count = shape[0] * (ndim == 2 ? shape[1] : 1);
     size_t bytes = (size_t)(count * gpuq_dtype_size(dt));
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return fail(err, errcap, GPUQ_E_IO, "%s: %s", path, strerror(errno));
-    bool ok = fwrite(head, 1, 10 + hlen, f) == 10 + hlen;
-    ok = ok && (bytes == 0 || fwrite(data, 1, bytes, f) == bytes);
-    int e = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        e = errno;
-    }
-    if (!ok)
-        return fail(err, errcap, GPUQ_E_IO, "%s: write failed: %s", path, strerror(e));
+    if (write_full(fd, head, 10 + hlen) != 0 || (bytes && write_full(fd, data, bytes) != 0))
+        return fail(err, errcap, GPUQ_E_IO, "%s: write failed: %s", name, strerror(errno));
     return 0;
+}
+
+int npy_write(const char *path, gpuq_dtype dt, int ndim, const uint64_t *shape, const void *data,
+              char *err, size_t errcap)
+{
+    if (strcmp(path, "-") == 0)
+        return npy_write_fd(STDOUT_FILENO, NPY_STDOUT_NAME, dt, ndim, shape, data, err, errcap);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return fail(err, errcap, GPUQ_E_IO, "%s: %s", path, strerror(errno));
+    int rc = npy_write_fd(fd, path, dt, ndim, shape, data, err, errcap);
+    if (close(fd) != 0 && rc == 0)
+        rc = fail(err, errcap, GPUQ_E_IO, "%s: write failed: %s", path, strerror(errno));
+    return rc;
 }
 
 void npy_free(npy_array *a)
@@ -381,6 +489,6 @@ void npy_free(npy_array *a)
     a->data = NULL;
     if (a->open)
         close(a->fd);
-    a->open = false;
+    a->open = a->stream = false;
     a->fd = -1;
 }

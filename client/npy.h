@@ -3,7 +3,10 @@
  * Reads format versions 1.0, 2.0 and 3.0; writes 1.0. The header dict is
  * parsed as bounded Python-literal text, and the data size implied by the
  * shape is checked against the file's size before anything is allocated.
- * Errors return a GPUQ_E_* code with "PATH: reason" in err.
+ * The path "-" is standard input (read) or standard output (write): a
+ * stream, whose size is not known ahead, so its data is checked as it is
+ * read instead (npy_load: exactly the bytes the shape needs, then EOF).
+ * Errors return a GPUQ_E_* code with "PATH: reason" in err ("stdin: ...").
  */
 #ifndef GPUQ_CLIENT_NPY_H
 #define GPUQ_CLIENT_NPY_H
@@ -15,6 +18,9 @@
 #include "header.h"
 
 #define NPY_MAX_HEADER (1u << 16)
+/* The names "-" goes by in messages. */
+#define NPY_STDIN_NAME "stdin"
+#define NPY_STDOUT_NAME "stdout"
 
 typedef struct npy_array {
     gpuq_dtype dtype;
@@ -24,6 +30,7 @@ typedef struct npy_array {
     size_t nbytes;     /* the data's size */
     /* npy_open: the file, open until npy_free, and where its data starts */
     bool open;
+    bool stream; /* fd is a pipe or the like: its data read once, in order */
     int fd;
     uint64_t data_off;
     const char *path; /* borrowed, for messages */
@@ -34,15 +41,28 @@ int npy_read(const char *path, npy_array *a, char *err, size_t errcap);
 /* The header only, checked as npy_read checks it (dtype, order, rank, and
  * the data size the shape implies equal to what the file holds); a->data
  * stays NULL and the file stays open (a->open) for npy_load. path is
- * borrowed until npy_free. On failure nothing is left open. */
+ * borrowed until npy_free. On failure nothing is left open. "-" is
+ * npy_open_stream(STDIN_FILENO, "stdin", ...). */
 int npy_open(const char *path, npy_array *a, char *err, size_t errcap);
+/* The header of an .npy stream on fd (borrowed; a duplicate of it is kept
+ * until npy_free), read in order; the data size cannot be checked yet, so
+ * npy_load does it. A terminal is refused (GPUQ_E_BAD_ARGUMENT) rather than
+ * waited on. name (borrowed, static) is for messages. */
+int npy_open_stream(int fd, const char *name, npy_array *a, char *err, size_t errcap);
 /* An opened array's a->nbytes of data read(2) straight into dst (the
  * caller's memory: a shared-memory arena, say), with no copy in between.
- * GPUQ_E_IO when the file cannot be read or is shorter than it was. */
+ * GPUQ_E_IO when the file cannot be read or is shorter than it was. A
+ * stream is read once: GPUQ_E_SIZE_MISMATCH when it ends early or has
+ * bytes after the data (read to its end to know). */
 int npy_load(const npy_array *a, void *dst, char *err, size_t errcap);
-/* Write data (borrowed) as an .npy 1.0 file. */
+/* Write data (borrowed) as an .npy 1.0 file ("-": standard output). The
+ * file is created or truncated in place; gpuqctl's outputs go through a
+ * temporary file and a rename instead (ctl_xfer.c). */
 int npy_write(const char *path, gpuq_dtype dt, int ndim, const uint64_t *shape, const void *data,
               char *err, size_t errcap);
+/* The same to an open descriptor (borrowed); name is for messages. */
+int npy_write_fd(int fd, const char *name, gpuq_dtype dt, int ndim, const uint64_t *shape,
+                 const void *data, char *err, size_t errcap);
 /* Free the data and close the file, whichever a holds. */
 void npy_free(npy_array *a);
 

@@ -3,12 +3,28 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "errors.h"
+#include "gpuq_internal.h"
+
+/* Bytes moved by every socket of this process (gpuq_io_counts). */
+static _Atomic uint64_t io_sent, io_received;
+
+static void count_received(ssize_t n)
+{
+    atomic_fetch_add_explicit(&io_received, (uint64_t)n, memory_order_relaxed);
+}
+
+void gpuq_io_counts(uint64_t *sent, uint64_t *received)
+{
+    *sent = atomic_load_explicit(&io_sent, memory_order_relaxed);
+    *received = atomic_load_explicit(&io_received, memory_order_relaxed);
+}
 
 int sockio_connect(const char *path, int *fd)
 {
@@ -50,6 +66,7 @@ int sockio_read_full(int fd, void *buf, size_t n)
                 continue;
             return errno == ECONNRESET ? GPUQ_E_CLOSED : GPUQ_E_IO;
         }
+        count_received(r);
         p += r;
         n -= (size_t)r;
     }
@@ -80,6 +97,7 @@ int sockio_read_full_fd(int fd, void *buf, size_t n, int *rx_fd)
         return GPUQ_E_CLOSED;
     if (r < 0)
         return errno == ECONNRESET ? GPUQ_E_CLOSED : GPUQ_E_IO;
+    count_received(r);
     for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); h; h = CMSG_NXTHDR(&mh, h)) {
         if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
             continue;
@@ -131,10 +149,21 @@ int sockio_writev_full_fd(int fd, struct iovec *iov, int cnt, int send_fd)
             cnt--;
             continue;
         }
+        /* at most SOCKIO_SEND_CHUNK bytes a call, so that io_sent moves
+         * while a large array goes out (a blocking sendmsg on a Unix
+         * stream socket returns only once it has sent everything) */
+        struct iovec part[SOCKIO_MAX_IOV];
+        size_t room = SOCKIO_SEND_CHUNK;
+        int np = 0;
+        for (int k = 0; k < cnt && np < SOCKIO_MAX_IOV && room > 0; k++) {
+            size_t l = iov[k].iov_len < room ? iov[k].iov_len : room;
+            part[np++] = (struct iovec){iov[k].iov_base, l};
+            room -= l;
+        }
         struct msghdr mh;
         memset(&mh, 0, sizeof mh);
-        mh.msg_iov = iov;
-        mh.msg_iovlen = (size_t)cnt;
+        mh.msg_iov = part;
+        mh.msg_iovlen = (size_t)np;
         if (send_fd >= 0) { /* with the frame's first byte, once */
             memset(&cm, 0, sizeof cm);
             mh.msg_control = cm.space;
@@ -146,8 +175,10 @@ int sockio_writev_full_fd(int fd, struct iovec *iov, int cnt, int send_fd)
             memcpy(CMSG_DATA(h), &send_fd, sizeof(int));
         }
         ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
-        if (w > 0)
+        if (w > 0) {
             send_fd = -1;
+            atomic_fetch_add_explicit(&io_sent, (uint64_t)w, memory_order_relaxed);
+        }
         if (w < 0) {
             if (errno == EINTR)
                 continue;

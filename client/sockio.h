@@ -3,6 +3,8 @@
  * Every function loops over EINTR and short transfers. Sends use MSG_NOSIGNAL
  * so a closed peer gives GPUQ_E_CLOSED instead of SIGPIPE. Returns 0,
  * GPUQ_E_CLOSED (peer gone: EOF, EPIPE, ECONNRESET) or GPUQ_E_IO (errno kept).
+ * Every byte sent or received is counted, for the whole process
+ * (gpuq_io_counts, gpuq_internal.h).
  */
 #ifndef GPUQ_CLIENT_SOCKIO_H
 #define GPUQ_CLIENT_SOCKIO_H
@@ -10,6 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
+
+/* A send passes at most this many bytes to one sendmsg, and at most
+ * SOCKIO_MAX_IOV pieces (the rest go in the next call). */
+#define SOCKIO_SEND_CHUNK (4u << 20)
+#define SOCKIO_MAX_IOV 8
 
 /* Connect a blocking SOCK_STREAM socket to path. *fd owned by the caller. */
 int sockio_connect(const char *path, int *fd);

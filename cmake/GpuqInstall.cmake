@@ -1,48 +1,73 @@
 # GpuqInstall.cmake - what `cmake --install` puts beside the targets (their
 # own rules are in server/ and client/): the systemd units, the sysusers
-# file, the example config and the docs.
+# file, the example config, the man pages (cmake/GpuqMan.cmake) and the docs.
 #
-# `cmake --install build --prefix /usr` (and CPack, which installs with
-# prefix /usr) gives the layout of the Debian package. Three places do not
-# follow the prefix, because systemd and the units look for them there:
-#   GPUQ_SYSTEMD_UNITDIR  systemd's system unit dir (pkg-config systemd,
-#                         systemdsystemunitdir: /lib/systemd/system on
-#                         Debian 12), else lib/systemd/system in the prefix
-#   GPUQ_SYSUSERSDIR      likewise sysusersdir (/usr/lib/sysusers.d), else
-#                         lib/sysusers.d in the prefix
-#   GPUQ_SYSCONFDIR       /etc: gpuqd.service reads /etc/gpuq/gpuqd.conf
-# Install into a staging root with DESTDIR to keep them inside it.
+# `cmake --install build --prefix P` writes nothing outside P. Three things
+# have a system place that does not follow the prefix, and go there only
+# when P is /usr (the Debian package's layout: CPack installs with prefix
+# /usr), else under P:
+#
+#   what              prefix /usr                        any other prefix P
+#   units             systemd's systemdsystemunitdir     P/lib/systemd/system
+#                     (/lib/systemd/system on Debian 12)
+#   sysusers file     systemd's sysusersdir              P/lib/sysusers.d
+#                     (/usr/lib/sysusers.d)
+#   gpuq/gpuqd.conf   /etc                               P/etc
+#
+# (systemd reads units and sysusers files from /usr/local/lib too; the units
+# run /usr/sbin/gpuqd --config /etc/gpuq/gpuqd.conf, the package's layout.)
+# The prefix is the one of the install, not of the configure step, so the
+# choice is made when installing (gpuq_install_system.cmake). To put one
+# of them elsewhere, opt in with its cache variable: an absolute directory
+# is used as it is, whatever the prefix (e.g. -DGPUQ_SYSCONFDIR=/etc); a
+# relative one is taken in the prefix. DESTDIR applies to all of them.
 
 option(GPUQ_INSTALL_SYSTEMD "Install the systemd units and the sysusers file" ON)
+# A build directory configured before this rule cached the system places as
+# these settings (absolute, so they would now be opt-ins): forget those
+# values, once.
+if(NOT GPUQ_INSTALL_DIRS_RULE EQUAL 2)
+  foreach(_v GPUQ_SYSTEMD_UNITDIR GPUQ_SYSUSERSDIR GPUQ_SYSCONFDIR)
+    if(DEFINED CACHE{${_v}} AND "$CACHE{${_v}}" MATCHES
+       "^(/lib/systemd/system|/usr/lib/systemd/system|lib/systemd/system|/usr/lib/sysusers.d|lib/sysusers.d|/etc)$")
+      set(${_v} "" CACHE STRING "" FORCE)
+    endif()
+  endforeach()
+  set(GPUQ_INSTALL_DIRS_RULE 2 CACHE INTERNAL "how GpuqInstall.cmake places units and config")
+endif()
+set(GPUQ_SYSTEMD_UNITDIR "" CACHE STRING
+    "systemd unit directory: empty = the system's for prefix /usr, else lib/systemd/system in the prefix; absolute = there; relative = in the prefix")
+set(GPUQ_SYSUSERSDIR "" CACHE STRING
+    "sysusers.d directory: empty = the system's for prefix /usr, else lib/sysusers.d in the prefix; absolute = there; relative = in the prefix")
+set(GPUQ_SYSCONFDIR "" CACHE STRING
+    "directory of gpuq/gpuqd.conf: empty = /etc for prefix /usr, else etc in the prefix; absolute = there; relative = in the prefix")
 
+# The system's places, for prefix /usr.
+set(GPUQ_SYSTEM_UNITDIR /usr/lib/systemd/system)
+set(GPUQ_SYSTEM_SYSUSERSDIR /usr/lib/sysusers.d)
 find_package(PkgConfig QUIET)
-set(_gpuq_unitdir lib/systemd/system)
-set(_gpuq_sysusersdir lib/sysusers.d)
 if(PKG_CONFIG_FOUND)
   pkg_get_variable(_gpuq_pc_unitdir systemd systemdsystemunitdir)
   pkg_get_variable(_gpuq_pc_sysusersdir systemd sysusersdir)
   if(_gpuq_pc_unitdir)
-    set(_gpuq_unitdir ${_gpuq_pc_unitdir})
+    set(GPUQ_SYSTEM_UNITDIR ${_gpuq_pc_unitdir})
   endif()
   if(_gpuq_pc_sysusersdir)
-    set(_gpuq_sysusersdir ${_gpuq_pc_sysusersdir})
+    set(GPUQ_SYSTEM_SYSUSERSDIR ${_gpuq_pc_sysusersdir})
   endif()
 endif()
-set(GPUQ_SYSTEMD_UNITDIR ${_gpuq_unitdir} CACHE STRING
-    "systemd system unit directory (absolute, or relative to the install prefix)")
-set(GPUQ_SYSUSERSDIR ${_gpuq_sysusersdir} CACHE STRING
-    "sysusers.d directory (absolute, or relative to the install prefix)")
-set(GPUQ_SYSCONFDIR /etc CACHE STRING
-    "where gpuq/gpuqd.conf is installed (absolute: the unit reads /etc/gpuq/gpuqd.conf)")
-message(STATUS "gpuq: units in ${GPUQ_SYSTEMD_UNITDIR}, sysusers in ${GPUQ_SYSUSERSDIR}, "
-               "config in ${GPUQ_SYSCONFDIR}/gpuq")
+set(GPUQ_SYSTEM_SYSCONFDIR /etc)
 
-if(GPUQ_INSTALL_SYSTEMD)
-  install(FILES systemd/gpuqd.service systemd/gpuqd.socket
-          DESTINATION ${GPUQ_SYSTEMD_UNITDIR})
-  install(FILES systemd/gpuq.sysusers.conf DESTINATION ${GPUQ_SYSUSERSDIR} RENAME gpuq.conf)
-endif()
-install(FILES systemd/gpuqd.conf DESTINATION ${GPUQ_SYSCONFDIR}/gpuq)
+include(${CMAKE_CURRENT_LIST_DIR}/GpuqSystemDirs.cmake)
+# Where they land with prefix /usr (the .deb: conffiles, tests/pkg).
+gpuq_system_dirs(/usr GPUQ_USR_UNITDIR GPUQ_USR_SYSUSERSDIR GPUQ_USR_SYSCONFDIR)
+message(STATUS "gpuq: with prefix /usr: units in ${GPUQ_USR_UNITDIR}, sysusers in "
+               "${GPUQ_USR_SYSUSERSDIR}, config in ${GPUQ_USR_SYSCONFDIR}/gpuq; "
+               "with another prefix: under it, unless set absolute")
+
+configure_file(${CMAKE_CURRENT_LIST_DIR}/GpuqInstallSystem.cmake.in
+               ${PROJECT_BINARY_DIR}/gpuq_install_system.cmake @ONLY)
+install(SCRIPT ${PROJECT_BINARY_DIR}/gpuq_install_system.cmake)
 install(FILES README.md proto/PROTOCOL.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 # The Python client (client/python/gpuq, pure Python) for the system Python:

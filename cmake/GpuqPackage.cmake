@@ -2,8 +2,9 @@
 # makes gpuq_<version>_<arch>.deb from the install rules, with prefix /usr.
 #
 # One package: gpuqd, gpuqctl, libgpuq (shared and static), headers, pkg-config
-# and CMake files, units, sysusers file, /etc/gpuq/gpuqd.conf (a conffile)
-# and docs. Depends comes from dpkg-shlibdeps (dpkg-dev) on the installed
+# and CMake files, units, sysusers file, /etc/gpuq/gpuqd.conf (a conffile),
+# man pages (GPUQ_MAN; tests/dev.sh test requires them), docs, copyright
+# and changelog. `lintian` on it reports no error (tests/pkg/test_deb.sh). Depends comes from dpkg-shlibdeps (dpkg-dev) on the installed
 # binaries, plus what the maintainer scripts need: systemd-sysusers (systemd)
 # or adduser. deb-systemd-helper and deb-systemd-invoke come from
 # init-system-helpers, which is Essential in Debian 12. The CUDA driver and
@@ -50,6 +51,31 @@ set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libmsgpack-dev")
 # A shlibs file, so that packages built against libgpuq.so.1 get a Depends.
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
+
+# /usr/share/doc/gpuq: copyright (machine-readable, DEP-5) and, gzipped -9n,
+# the Debian changelog (a native package's changelog.gz; its first entry's
+# version is the package's, which tests/pkg/test_deb.sh checks). Installed
+# by `cmake --install` too.
+configure_file(${PROJECT_SOURCE_DIR}/packaging/debian/copyright.in
+               ${PROJECT_BINARY_DIR}/packaging/debian/copyright @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/packaging/debian/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR})
+if(GPUQ_GZIP)
+  set(_gpuq_changelog ${PROJECT_BINARY_DIR}/packaging/debian/changelog.gz)
+  add_custom_command(OUTPUT ${_gpuq_changelog}
+    COMMAND ${CMAKE_COMMAND} -DGZIP=${GPUQ_GZIP} -DIN=${PROJECT_SOURCE_DIR}/packaging/debian/changelog
+            -DOUT=${_gpuq_changelog} -P ${PROJECT_SOURCE_DIR}/cmake/GpuqGzip.cmake
+    DEPENDS ${PROJECT_SOURCE_DIR}/packaging/debian/changelog ${PROJECT_SOURCE_DIR}/cmake/GpuqGzip.cmake
+    COMMENT "changelog.gz"
+    VERBATIM)
+  add_custom_target(gpuq_changelog ALL DEPENDS ${_gpuq_changelog})
+  install(FILES ${_gpuq_changelog} DESTINATION ${CMAKE_INSTALL_DOCDIR})
+else()
+  message(STATUS "gpuq: no gzip, so no changelog.gz (the .deb needs it)")
+endif()
+# Lintian's overrides: the warnings that are so by design, each with its
+# reason (packaging/debian/gpuq.lintian-overrides).
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/debian/gpuq.lintian-overrides
+        DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides RENAME gpuq)
 
 configure_file(${PROJECT_SOURCE_DIR}/packaging/debian/conffiles.in
                ${PROJECT_BINARY_DIR}/packaging/debian/conffiles @ONLY)

@@ -12,17 +12,32 @@ enum { K_LAT, K_LON, K_TO, K_RADIUS, K_COUNT_ };
 #include "op_def.h"
 
 static const gpuq_key_def keys[K_COUNT_] = {
-    [K_LAT] =
-        {"lat", GPUQ_ARG_RANGE, GPUQ_KEYF_ENCODE_DEFAULT, {.range = {-90.0, 90.0, 1000}}, NULL, 0},
+    [K_LAT] = {"lat",
+               GPUQ_ARG_RANGE,
+               GPUQ_KEYF_ENCODE_DEFAULT,
+               {.range = {-90.0, 90.0, 1000}},
+               NULL,
+               0,
+               NULL,
+               0},
     [K_LON] = {"lon",
                GPUQ_ARG_RANGE,
                GPUQ_KEYF_ENCODE_DEFAULT,
                {.range = {-180.0, 180.0, 1000}},
                NULL,
+               0,
+               NULL,
                0},
-    [K_TO] = {"to", GPUQ_ARG_PAIR, GPUQ_KEYF_ENCODE_DEFAULT, {.pair = {30.0, 101.0}}, NULL, 0},
-    [K_RADIUS] =
-        {"radius", GPUQ_ARG_DOUBLE, GPUQ_KEYF_ENCODE_DEFAULT, {.d = GPUQ_EARTH_RADIUS_KM}, NULL, 0},
+    [K_TO] =
+        {"to", GPUQ_ARG_PAIR, GPUQ_KEYF_ENCODE_DEFAULT, {.pair = {30.0, 101.0}}, NULL, 0, NULL, 0},
+    [K_RADIUS] = {"radius",
+                  GPUQ_ARG_DOUBLE,
+                  GPUQ_KEYF_ENCODE_DEFAULT,
+                  {.d = GPUQ_EARTH_RADIUS_KM},
+                  NULL,
+                  0,
+                  NULL,
+                  0},
 };
 
 static int check(const gpuq_request *req, uint64_t payload_len, const gpuq_limits *lim,
@@ -161,13 +176,14 @@ static int exec(ctl_ctx *ctx, int argc, const char **argv)
     double lat, lon, radius = GPUQ_EARTH_RADIUS_KM;
     gpuq_request_get_pair(&r, "to", &lat, &lon);
     if (lat_s && op_ctl_parse_range(lat_s, &la.start, &la.stop, &la.n))
-        return ctl_usage_error(ctx, "bad --lat '%s' (START:STOP:N)", lat_s);
+        return ctl_usage_error(ctx, "bad --lat '%s' (START:STOP:N, e.g. --lat -90:90:1000)", lat_s);
     if (lon_s && op_ctl_parse_range(lon_s, &lo.start, &lo.stop, &lo.n))
-        return ctl_usage_error(ctx, "bad --lon '%s' (START:STOP:N)", lon_s);
+        return ctl_usage_error(ctx, "bad --lon '%s' (START:STOP:N, e.g. --lon -180:180:1000)",
+                               lon_s);
     if (to_s && op_ctl_parse_point(to_s, &lat, &lon))
-        return ctl_usage_error(ctx, "bad --to '%s' (LAT,LON)", to_s);
+        return ctl_usage_error(ctx, "bad --to '%s' (LAT,LON: two numbers, e.g. --to 30,101)", to_s);
     if (radius_s && ctl_parse_double(radius_s, &radius))
-        return ctl_usage_error(ctx, "bad --radius '%s'", radius_s);
+        return ctl_usage_error(ctx, "bad --radius '%s' (a number, e.g. 6371.0088)", radius_s);
     if (dtype_s) {
         if (strcmp(dtype_s, "f32") == 0 || strcmp(dtype_s, "float32") == 0)
             r.dtype = GPUQ_DT_F32;
@@ -184,14 +200,40 @@ static int exec(ctl_ctx *ctx, int argc, const char **argv)
     return op_ctl_run(ctx, &r, NULL, NULL, 2, out_shape, out_path, timing);
 }
 
+static const ctl_optdoc opts_doc[] = {
+    {"--lat", NULL, "START:STOP:N", "-90:90:1000",
+     "The grid's latitudes: N values from START to STOP, both included (numpy.linspace), "
+     "within -90 .. 90."},
+    {"--lon", NULL, "START:STOP:N", "-180:180:1000",
+     "The grid's longitudes, the same way (any finite values)."},
+    {"--to", NULL, "LAT,LON", "30,101", "The point every distance is to, in degrees."},
+    {"--radius", NULL, "KM", "6371.0088",
+     "The sphere's radius, in the unit the distances come in; the default is the Earth's "
+     "mean radius in km."},
+    {"--dtype", NULL, "f32|f64", "f64", "The result's element type (float32 or float64)."},
+    {"--timing", NULL, NULL, NULL,
+     "Print gpuqd's timing of the request on stderr: queue, copies to and from the device, "
+     "kernel, total."},
+    {"--output", "-o", "OUT.npy", NULL, "Where to write the distances [lat N, lon N] (required)."},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static const ctl_entry entry = {
-    "distance grid",
-    "[--lat START:STOP:N] [--lon START:STOP:N] [--to LAT,LON] [--radius KM] [--dtype f32|f64] "
-    "[--timing] -o OUT.npy",
-    0,
-    0,
-    exec,
-    "Distances from each point of a lat x lon grid (ends included; -90:90:1000 and "
-    "-180:180:1000 by default) to --to (30,101 by default)."};
+    .name = "distance grid",
+    .usage = "[--lat START:STOP:N] [--lon START:STOP:N] [--to LAT,LON] [--radius KM] [--dtype "
+             "f32|f64] [--timing] -o OUT.npy",
+    .min_args = 0,
+    .max_args = 0,
+    .exec = exec,
+    .help = "Great-circle distances from every point of a lat x lon grid to one point.",
+    .desc = "Compute on gpuqd the great-circle (haversine) distance from every point of a "
+            "latitude x longitude grid to the point --to, and write them to OUT.npy: "
+            "OUT[i,j] is the distance from (lat[i], lon[j]), an array [lat N, lon N]. No "
+            "input file: the grid is made on gpuqd.",
+    .opts = opts_doc,
+    .example = "gpuqctl distance grid -o grid.npy\n"
+               "gpuqctl distance grid --lat=-45:60:106 --lon=10:170:161 --dtype f32 -o g.npy\n"
+               "gpuqctl distance grid --to 48.85,2.35 --radius=3958.8 -o miles.npy",
+};
 const ctl_entry *const op_ctl_grid = &entry;
 #endif

@@ -11,9 +11,15 @@ enum { K_TO, K_RADIUS, K_COUNT_ };
 #include "op_def.h"
 
 static const gpuq_key_def keys[K_COUNT_] = {
-    [K_TO] = {"to", GPUQ_ARG_PAIR, 0, {.pair = {30.0, 101.0}}, NULL, 0},
-    [K_RADIUS] =
-        {"radius", GPUQ_ARG_DOUBLE, GPUQ_KEYF_ENCODE_DEFAULT, {.d = GPUQ_EARTH_RADIUS_KM}, NULL, 0},
+    [K_TO] = {"to", GPUQ_ARG_PAIR, 0, {.pair = {30.0, 101.0}}, NULL, 0, NULL, 0},
+    [K_RADIUS] = {"radius",
+                  GPUQ_ARG_DOUBLE,
+                  GPUQ_KEYF_ENCODE_DEFAULT,
+                  {.d = GPUQ_EARTH_RADIUS_KM},
+                  NULL,
+                  0,
+                  NULL,
+                  0},
 };
 
 static int check(const gpuq_request *req, uint64_t payload_len, const gpuq_limits *lim,
@@ -141,15 +147,18 @@ static int exec(ctl_ctx *ctx, int argc, const char **argv)
         return rc;
     if (!out_path)
         return ctl_usage_error(ctx, "-o OUT.npy is required");
+    if ((rc = ctl_check_files(ctx, pos, npos)))
+        return rc;
     if (npos == 1 && !to_s)
         return ctl_usage_error(ctx, "one points file needs --to LAT,LON");
     if (npos == 2 && to_s)
-        return ctl_usage_error(ctx, "--to goes with one points file, not two");
+        return ctl_usage_error(ctx, "--to goes with one points file, not two (%s and %s)", pos[0],
+                               pos[1]);
     double lat = 0, lon = 0, radius = GPUQ_EARTH_RADIUS_KM;
     if (to_s && op_ctl_parse_point(to_s, &lat, &lon))
-        return ctl_usage_error(ctx, "bad --to '%s' (LAT,LON)", to_s);
+        return ctl_usage_error(ctx, "bad --to '%s' (LAT,LON: two numbers, e.g. --to 30,101)", to_s);
     if (radius_s && ctl_parse_double(radius_s, &radius))
-        return ctl_usage_error(ctx, "bad --radius '%s'", radius_s);
+        return ctl_usage_error(ctx, "bad --radius '%s' (a number, e.g. 6371.0088)", radius_s);
     npy_array a, b;
     if ((rc = op_ctl_load(pos[0], &a)))
         return rc;
@@ -179,13 +188,35 @@ out_a:
     return rc;
 }
 
+static const ctl_optdoc opts_doc[] = {
+    {"--to", NULL, "LAT,LON", NULL,
+     "The point every distance is to, in degrees (latitude -90 .. 90); with one points file "
+     "(required then), not with two."},
+    {"--radius", NULL, "KM", "6371.0088",
+     "The sphere's radius, in the unit the distances come in; the default is the Earth's "
+     "mean radius in km."},
+    {"--timing", NULL, NULL, NULL,
+     "Print gpuqd's timing of the request on stderr: queue, copies to and from the device, "
+     "kernel, total."},
+    {"--output", "-o", "OUT.npy", NULL, "Where to write the distances [n] (required)."},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static const ctl_entry entry = {
-    "distance haversine",
-    "(--to LAT,LON [--radius KM] POINTS.npy | A.npy B.npy) [--timing] -o OUT.npy",
-    1,
-    2,
-    exec,
-    "Great-circle distances from each (lat, lon) row of POINTS.npy to --to, or between the rows "
-    "of A.npy and B.npy; --radius 6371.0088 km by default."};
+    .name = "distance haversine",
+    .usage = "(--to LAT,LON POINTS.npy | A.npy B.npy) [--radius KM] [--timing] -o OUT.npy",
+    .min_args = 1,
+    .max_args = 2,
+    .exec = exec,
+    .help = "Great-circle distances from points to one point, or between pairs of points.",
+    .desc = "Compute on gpuqd the great-circle (haversine) distance from each (lat, lon) row of "
+            "POINTS.npy [n, 2] to the point --to, or from each row of A.npy [n, 2] to the same "
+            "row of B.npy [n, 2], in degrees (float32 or float64), and write them, [n] in that "
+            "dtype, to OUT.npy. A latitude beyond 90 or a coordinate that is not finite is the "
+            "error out_of_range.",
+    .opts = opts_doc,
+    .example = "gpuqctl distance haversine --to 30,101 points.npy -o km.npy\n"
+               "gpuqctl distance haversine --radius=3958.8 a.npy b.npy -o miles.npy",
+};
 const ctl_entry *const op_ctl_haversine = &entry;
 #endif

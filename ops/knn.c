@@ -23,10 +23,16 @@ enum { K_METRIC, K_K, K_ON_ZERO, K_COUNT_ };
 #define KNN_K_MAX 1024
 
 static const gpuq_key_def keys[K_COUNT_] = {
-    [K_METRIC] =
-        {"metric", GPUQ_ARG_ENUM, 0, {.e = GPUQ_K_EUCLIDEAN}, op_metric_names, GPUQ_K_METRIC_COUNT},
-    [K_K] = {"k", GPUQ_ARG_UINT, 0, {.u = 0}, NULL, 0},
-    [K_ON_ZERO] = {"on_zero", GPUQ_ARG_ENUM, 0, {.e = 0}, op_on_zero_names, 2},
+    [K_METRIC] = {"metric",
+                  GPUQ_ARG_ENUM,
+                  0,
+                  {.e = GPUQ_K_EUCLIDEAN},
+                  op_metric_names,
+                  GPUQ_K_METRIC_COUNT,
+                  op_metric_aliases,
+                  OP_METRIC_NALIASES},
+    [K_K] = {"k", GPUQ_ARG_UINT, 0, {.u = 0}, NULL, 0, NULL, 0},
+    [K_ON_ZERO] = {"on_zero", GPUQ_ARG_ENUM, 0, {.e = 0}, op_on_zero_names, 2, NULL, 0},
 };
 
 static int check(const gpuq_request *req, uint64_t payload_len, const gpuq_limits *lim,
@@ -207,11 +213,13 @@ static int exec(ctl_ctx *ctx, int argc, const char **argv)
         return ctl_usage_error(ctx, "-o DIST.npy and -i IDX.npy are required");
     uint64_t k;
     if (ctl_parse_u64(k_s, &k))
-        return ctl_usage_error(ctx, "--k needs a whole number");
+        return ctl_usage_error(ctx, "bad --k '%s' (a whole number, 1 .. 1024)", k_s);
     gpuq_request r;
     gpuq_request_init(&r);
     r.op = GPUQ_OP_KNN;
-    if ((rc = op_ctl_set_enum(&r, "metric", metric_s ? metric_s : "euclidean")))
+    if ((rc = ctl_check_files(ctx, pos, npos)))
+        return rc;
+    if ((rc = ctl_set_enum(ctx, &r, "metric", "--metric", metric_s ? metric_s : "euclidean")))
         return rc;
     gpuq_request_set_uint(&r, "k", k);
     npy_array x, y;
@@ -236,14 +244,37 @@ out_x:
     return rc;
 }
 
+static const ctl_optdoc opts_doc[] = {
+    {"--k", NULL, "K", NULL, "Neighbours per row of X, 1 .. 1024 and at most n (required)."},
+    {"--metric", NULL, "NAME", "euclidean",
+     "euclidean, sqeuclidean (squared euclidean), cosine (1 - cosine similarity) or manhattan "
+     "(sum of |x - y|), as scipy's cdist computes them; scipy's name cityblock and "
+     "scikit-learn's l1 (both manhattan) and l2 (euclidean) are taken too."},
+    {"--timing", NULL, NULL, NULL,
+     "Print gpuqd's timing of the request on stderr: queue, copies to and from the device, "
+     "kernel, total."},
+    {"--output", "-o", "DIST.npy", NULL,
+     "Where to write the distances [m, K], X's dtype, nearest first (required)."},
+    {"--indices", "-i", "IDX.npy", NULL,
+     "Where to write the indices [m, K], int64 row numbers of Y (required)."},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static const ctl_entry entry = {
-    "distance knn",
-    "--k K [--metric euclidean|sqeuclidean|cosine|manhattan] X.npy Y.npy "
-    "[--timing] -o DIST.npy -i IDX.npy",
-    2,
-    2,
-    exec,
-    "For each row of X.npy the K nearest rows of Y.npy: distances (X's dtype) and int64 indices, "
-    "nearest first, ties by the lower index; euclidean by default."};
+    .name = "distance knn",
+    .usage = "--k K [--metric NAME] [--timing] X.npy Y.npy -o DIST.npy -i IDX.npy",
+    .min_args = 2,
+    .max_args = 2,
+    .exec = exec,
+    .help = "For each row of X, the K nearest rows of Y: distances and indices.",
+    .desc = "Find on gpuqd, for each row of X.npy [m, d], the K rows of Y.npy [n, d] nearest to "
+            "it (float32 or float64, the same dtype and d), and write their distances (X's "
+            "dtype) to DIST.npy and their row numbers in Y (int64) to IDX.npy, both [m, K], "
+            "nearest first; equal distances come by the lower index, NaN distances last. The "
+            "distances are those of 'distance pairwise' with the same metric.",
+    .opts = opts_doc,
+    .example = "gpuqctl distance knn --k 5 X.npy Y.npy -o D.npy -i I.npy\n"
+               "gpuqctl distance knn --k=10 --metric=cosine X.npy Y.npy -o D.npy -i I.npy",
+};
 const ctl_entry *const op_ctl_knn = &entry;
 #endif

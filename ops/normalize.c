@@ -28,9 +28,11 @@ static const gpuq_key_def keys[K_COUNT_] = {
                   GPUQ_KEYF_ENCODE_DEFAULT,
                   {.e = GPUQ_K_SUM},
                   method_names,
-                  GPUQ_K_METHOD_COUNT},
-    [K_FLAT] = {"flat", GPUQ_ARG_BOOL, 0, {.b = false}, NULL, 0},
-    [K_ON_ZERO] = {"on_zero", GPUQ_ARG_ENUM, 0, {.e = 0}, op_on_zero_names, 2},
+                  GPUQ_K_METHOD_COUNT,
+                  NULL,
+                  0},
+    [K_FLAT] = {"flat", GPUQ_ARG_BOOL, 0, {.b = false}, NULL, 0, NULL, 0},
+    [K_ON_ZERO] = {"on_zero", GPUQ_ARG_ENUM, 0, {.e = 0}, op_on_zero_names, 2, NULL, 0},
 };
 
 const char *gpuq_norm_method_name(gpuq_norm_method m)
@@ -227,7 +229,9 @@ static int exec(ctl_ctx *ctx, int argc, const char **argv)
     gpuq_request r;
     gpuq_request_init(&r);
     r.op = GPUQ_OP_NORMALIZE;
-    if (method_s && (rc = op_ctl_set_enum(&r, "method", method_s)))
+    if ((rc = ctl_check_files(ctx, pos, npos)))
+        return rc;
+    if (method_s && (rc = ctl_set_enum(ctx, &r, "method", "--method", method_s)))
         return rc;
     if (flat)
         gpuq_request_set_bool(&r, "flat", true);
@@ -241,14 +245,34 @@ static int exec(ctl_ctx *ctx, int argc, const char **argv)
     return rc;
 }
 
+static const ctl_optdoc opts_doc[] = {
+    {"--method", "-m", "NAME", "sum",
+     "sum (x / sum(x)), l1 (x / sum(|x|)), l2 (x / sqrt(sum(x^2))), minmax ((x - min) / (max - "
+     "min), into [0, 1]) or zscore ((x - mean) / std, numpy's std with ddof=0)."},
+    {"--flat", NULL, NULL, NULL,
+     "Normalize a 2-D array as one vector; without it each row is normalized on its own."},
+    {"--timing", NULL, NULL, NULL,
+     "Print gpuqd's timing of the request on stderr: queue, copies to and from the device, "
+     "kernel, total."},
+    {"--output", "-o", "OUT.npy", NULL, "Where to write the result (required)."},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static const ctl_entry entry = {
-    "normalize",
-    "[--method sum|l1|l2|minmax|zscore] [--flat] [--priority low|normal|high] [--timing] IN.npy "
-    "-o OUT.npy",
-    1,
-    1,
-    exec,
-    "Scale each row of IN.npy (or all of it with --flat) by its sum, L1 or L2 norm, to [0, 1] "
-    "(minmax) or to zero mean and unit deviation (zscore); method sum by default."};
+    .name = "normalize",
+    .usage = "[--method NAME] [--flat] [--timing] IN.npy -o OUT.npy",
+    .min_args = 1,
+    .max_args = 1,
+    .exec = exec,
+    .help = "Scale each row of an array by its sum or a norm, to [0, 1], or to z-scores.",
+    .desc = "Normalize IN.npy (float32 or float64, 1-D or 2-D, C order) on gpuqd and write the "
+            "result, of the same shape and dtype, to OUT.npy. Each row of a 2-D array is "
+            "normalized on its own (the whole array with --flat); a 1-D array is one row. A row "
+            "whose denominator is 0 (a zero sum or norm, a constant row under minmax or zscore) "
+            "is the error zero_norm, naming the row.",
+    .opts = opts_doc,
+    .example = "gpuqctl normalize in.npy -o out.npy\n"
+               "gpuqctl normalize --method=zscore --flat in.npy -o out.npy",
+};
 const ctl_entry *const op_ctl_normalize = &entry;
 #endif

@@ -29,6 +29,13 @@
 /* Key flags. */
 #define GPUQ_KEYF_ENCODE_DEFAULT 0x1u /* encoded even when unset (its default) */
 
+/* Another name an enum value is accepted under (scipy's "cityblock" for
+ * "manhattan"): decoded and set like the name itself, never encoded. */
+typedef struct gpuq_enum_alias {
+    const char *name;
+    int index; /* into the key's names */
+} gpuq_enum_alias;
+
 /* One op-specific header key. */
 typedef struct gpuq_key_def {
     const char *name; /* the map key on the wire */
@@ -37,6 +44,8 @@ typedef struct gpuq_key_def {
     gpuq_arg def;             /* the value when absent */
     const char *const *names; /* GPUQ_ARG_ENUM: wire names by index */
     int nnames;
+    const gpuq_enum_alias *aliases; /* GPUQ_ARG_ENUM: more accepted names, or NULL */
+    int naliases;
 } gpuq_key_def;
 
 /* An op's check: ranks, shapes, argument ranges -> *in_elems (input
@@ -68,6 +77,9 @@ typedef struct gpuq_op_def {
 const gpuq_op_def *op_def_of(gpuq_op op);
 /* Index of key in def's key table, or -1. */
 int op_key_index(const gpuq_op_def *def, const char *key, size_t len);
+/* Index of the enum name s[len] (a name or an alias) in kd's names, or -1.
+ * What the decoder and gpuq_request_set_enum accept. */
+int op_enum_lookup(const gpuq_key_def *kd, const char *s, size_t len);
 
 /* ---- helpers for op checks (ops/op_check.c) ---- */
 
@@ -92,6 +104,9 @@ void op_set_out(gpuq_sizes *sz, unsigned k, gpuq_dtype dtype, uint32_t ndim, uin
 extern const char *const op_on_zero_names[2];
 /* Pairwise metric names ("metric" of pairwise and knn), by GPUQ_K_* metric. */
 extern const char *const op_metric_names[4];
+/* Their aliases (ops/pairwise.c): scipy's and scikit-learn's names. */
+#define OP_METRIC_NALIASES 3
+extern const gpuq_enum_alias op_metric_aliases[OP_METRIC_NALIASES];
 
 /* Each op file's def (GPUQ_OP_PROTO). */
 #define GPUQ_OP_DECL_DEF_(e, n) extern const gpuq_op_def op_def_##n;

@@ -29,6 +29,16 @@ int op_key_index(const gpuq_op_def *def, const char *key, size_t len)
     }
     return -1;
 }
+
+int op_enum_lookup(const gpuq_key_def *kd, const char *s, size_t len)
+{
+    int idx = hdr_lookup(kd->names, kd->nnames, s, len);
+    for (int k = 0; idx < 0 && k < kd->naliases; k++) {
+        if (hdr_str_eq(s, len, kd->aliases[k].name))
+            idx = kd->aliases[k].index;
+    }
+    return idx;
+}
 #endif
 
 #ifdef GPUQ_OP_BACKEND

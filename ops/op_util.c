@@ -190,6 +190,7 @@ int op_ctl_run(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_ar
 int op_ctl_load(const char *path, npy_array *a)
 {
     char err[512];
+    (void)ctl_outfile_signals_on();              /* reading stdin may wait: Ctrl-C says so */
     int rc = npy_open(path, a, err, sizeof err); /* the data: ctl_run_op */
     if (rc)
         return ctl_fail(rc, err);

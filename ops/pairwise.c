@@ -18,10 +18,26 @@ _Static_assert((int)GPUQ_METRIC_COUNT == GPUQ_K_METRIC_COUNT &&
                    (int)GPUQ_METRIC_MANHATTAN == GPUQ_K_MANHATTAN,
                "proto/header.h's GPUQ_METRIC_* differ from the kernels' GPUQ_K_* metrics");
 
+/* Names other libraries give the metrics: scipy's cdist "cityblock", and
+ * scikit-learn's "l1" and "l2" (its pairwise_distances also takes
+ * "cityblock"). Only unambiguous ones: scipy's one-letter forms ("c", "e")
+ * are not taken, and nor is "minkowski" (it needs p). */
+const gpuq_enum_alias op_metric_aliases[OP_METRIC_NALIASES] = {
+    {"cityblock", GPUQ_K_MANHATTAN},
+    {"l1", GPUQ_K_MANHATTAN},
+    {"l2", GPUQ_K_EUCLIDEAN},
+};
+
 static const gpuq_key_def keys[K_COUNT_] = {
-    [K_METRIC] =
-        {"metric", GPUQ_ARG_ENUM, 0, {.e = GPUQ_K_EUCLIDEAN}, op_metric_names, GPUQ_K_METRIC_COUNT},
-    [K_ON_ZERO] = {"on_zero", GPUQ_ARG_ENUM, 0, {.e = 0}, op_on_zero_names, 2},
+    [K_METRIC] = {"metric",
+                  GPUQ_ARG_ENUM,
+                  0,
+                  {.e = GPUQ_K_EUCLIDEAN},
+                  op_metric_names,
+                  GPUQ_K_METRIC_COUNT,
+                  op_metric_aliases,
+                  OP_METRIC_NALIASES},
+    [K_ON_ZERO] = {"on_zero", GPUQ_ARG_ENUM, 0, {.e = 0}, op_on_zero_names, 2, NULL, 0},
 };
 
 const char *gpuq_metric_name(gpuq_metric m)
@@ -31,7 +47,7 @@ const char *gpuq_metric_name(gpuq_metric m)
 
 int gpuq_metric_parse(const char *s, size_t len)
 {
-    return hdr_lookup(op_metric_names, GPUQ_K_METRIC_COUNT, s, len);
+    return op_enum_lookup(&keys[K_METRIC], s, len);
 }
 
 static int check(const gpuq_request *req, uint64_t payload_len, const gpuq_limits *lim,
@@ -132,7 +148,9 @@ static int exec(ctl_ctx *ctx, int argc, const char **argv)
     gpuq_request r;
     gpuq_request_init(&r);
     r.op = GPUQ_OP_PAIRWISE;
-    if ((rc = op_ctl_set_enum(&r, "metric", metric_s ? metric_s : "euclidean")))
+    if ((rc = ctl_check_files(ctx, pos, npos)))
+        return rc;
+    if ((rc = ctl_set_enum(ctx, &r, "metric", "--metric", metric_s ? metric_s : "euclidean")))
         return rc;
     npy_array x, y;
     if ((rc = op_ctl_load(pos[0], &x)))
@@ -155,13 +173,33 @@ out_x:
     return rc;
 }
 
+static const ctl_optdoc opts_doc[] = {
+    {"--metric", NULL, "NAME", "euclidean",
+     "euclidean, sqeuclidean (squared euclidean), cosine (1 - cosine similarity) or manhattan "
+     "(sum of |x - y|), as scipy's cdist computes them; scipy's name cityblock and "
+     "scikit-learn's l1 (both manhattan) and l2 (euclidean) are taken too."},
+    {"--timing", NULL, NULL, NULL,
+     "Print gpuqd's timing of the request on stderr: queue, copies to and from the device, "
+     "kernel, total."},
+    {"--output", "-o", "OUT.npy", NULL, "Where to write the distances [m, n] (required)."},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static const ctl_entry entry = {
-    "distance pairwise",
-    "--metric euclidean|sqeuclidean|cosine|manhattan X.npy Y.npy [--timing] -o OUT.npy",
-    2,
-    2,
-    exec,
-    "Distances between every row of X.npy and every row of Y.npy (scipy cdist); euclidean by "
-    "default."};
+    .name = "distance pairwise",
+    .usage = "[--metric NAME] [--timing] X.npy Y.npy -o OUT.npy",
+    .min_args = 2,
+    .max_args = 2,
+    .exec = exec,
+    .help = "Distances between every row of X and every row of Y (scipy's cdist).",
+    .desc = "Compute on gpuqd the distance between every row of X.npy [m, d] and every row of "
+            "Y.npy [n, d] (float32 or float64, the same dtype and d) and write them, [m, n] in "
+            "that dtype, to OUT.npy: OUT[i, j] = dist(X[i], Y[j]), as "
+            "scipy.spatial.distance.cdist(X, Y, metric). A zero row under cosine is the error "
+            "zero_norm.",
+    .opts = opts_doc,
+    .example = "gpuqctl distance pairwise X.npy Y.npy -o D.npy\n"
+               "gpuqctl distance pairwise --metric=cityblock X.npy Y.npy -o D.npy",
+};
 const ctl_entry *const op_ctl_pairwise = &entry;
 #endif

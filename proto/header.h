@@ -265,6 +265,8 @@ int gpuq_op_parse(const char *s, size_t len);
 /* Any dtype name, i64 included (a request's "dtype" also refuses i64). */
 int gpuq_dtype_parse(const char *s, size_t len);
 int gpuq_norm_method_parse(const char *s, size_t len);
+/* A metric's name or one of its aliases ("cityblock", "l1": manhattan;
+ * "l2": euclidean; PROTOCOL.md). */
 int gpuq_metric_parse(const char *s, size_t len);
 /* Priority levels: "low", "normal", "high"; NULL for an int that is not a
  * level. gpuq_prio_from_name takes a name of len bytes (the wire's string

@@ -133,8 +133,7 @@ int gpuq_request_set_enum(gpuq_request *req, const char *key, const char *name)
     if (k < 0 || !name)
         return GPUQ_E_BAD_ARGUMENT;
     const gpuq_key_def *kd = &op_def_of(req->op)->keys[k];
-    return gpuq_request_set_enum_index(req, key,
-                                       hdr_lookup(kd->names, kd->nnames, name, strlen(name)));
+    return gpuq_request_set_enum_index(req, key, op_enum_lookup(kd, name, strlen(name)));
 }
 
 int gpuq_request_set_pair(gpuq_request *req, const char *key, double x, double y)

@@ -165,7 +165,7 @@ static int decode_arg(gpuq_mpr *r, const gpuq_key_def *kd, gpuq_arg *v, char *ms
     case GPUQ_ARG_ENUM:
         if ((rc = read_str(r, name, &s, &len, msg, cap)) != 0)
             return rc;
-        if ((idx = hdr_lookup(kd->names, kd->nnames, s, len)) < 0)
+        if ((idx = op_enum_lookup(kd, s, len)) < 0)
             return bad_enum(kd, s, len, msg, cap);
         v->e = idx;
         return 0;

@@ -107,6 +107,14 @@ struct backend {
  * On failure returns NULL and writes the reason into why. */
 backend *backend_cpu_create(uv_loop_t *loop, backend_complete_fn done, char *why, size_t cap);
 #ifdef GPUQ_HAVE_CUDA
+/* Can CUDA be used here? Asked before backend_cuda_create so that the log
+ * says plainly why not. BACKEND_CUDA_NO_DRIVER: no NVIDIA driver
+ * (libcuda.so.1 cannot be loaded, or CUDA finds no driver behind it);
+ * BACKEND_CUDA_NO_DEVICE: a driver, but no device CUDA can use (too old a
+ * driver, no device, any other error). why[cap] gets a one-line reason
+ * ("no NVIDIA driver (libcuda.so.1 not found)"). */
+enum { BACKEND_CUDA_OK = 0, BACKEND_CUDA_NO_DRIVER, BACKEND_CUDA_NO_DEVICE };
+int backend_cuda_probe(char *why, size_t cap);
 /* mem_limit: device bytes gpuqd may hold per device (0: no limit). */
 backend *backend_cuda_create(uv_loop_t *loop, backend_complete_fn done, uint64_t mem_limit,
                              char *why, size_t cap);

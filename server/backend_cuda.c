@@ -58,6 +58,7 @@
 #include "backend_cuda_pipe.h"
 #include "backend_run.h"
 
+#include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -374,6 +375,50 @@ static const backend_ops cuda_ops = {
     .inflight = cuda_inflight,
     .destroy = cuda_destroy,
 };
+
+/* The driver first: without libcuda.so.1 the runtime only says
+ * "CUDA driver version is insufficient for CUDA runtime version"
+ * (cudaErrorInsufficientDriver), which reads as if a driver were there. The
+ * handle stays open: the runtime loads the same library next, and
+ * unloading a driver library is not something it expects. */
+int backend_cuda_probe(char *why, size_t cap)
+{
+    static void *libcuda;
+    if (!libcuda && !(libcuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL))) {
+        const char *err = dlerror();
+        if (!err || strstr(err, "No such file"))
+            snprintf(why, cap, "no NVIDIA driver (libcuda.so.1 not found)");
+        else
+            snprintf(why, cap, "no NVIDIA driver (libcuda.so.1 cannot be loaded: %s)", err);
+        return BACKEND_CUDA_NO_DRIVER;
+    }
+    int n = 0, drv = 0, rt = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e == cudaErrorInsufficientDriver) {
+        if (cudaDriverGetVersion(&drv) != cudaSuccess || drv == 0) {
+            snprintf(why, cap,
+                     "no NVIDIA driver (libcuda.so.1 loads, but CUDA finds no driver: "
+                     "cudaErrorInsufficientDriver)");
+            return BACKEND_CUDA_NO_DRIVER;
+        }
+        if (cudaRuntimeGetVersion(&rt) != cudaSuccess)
+            rt = 0;
+        snprintf(why, cap,
+                 "NVIDIA driver too old: it supports CUDA %d.%d, gpuqd needs %d.%d "
+                 "(cudaErrorInsufficientDriver)",
+                 drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+        return BACKEND_CUDA_NO_DEVICE;
+    }
+    if (e != cudaSuccess) {
+        snprintf(why, cap, "no CUDA device: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+        return BACKEND_CUDA_NO_DEVICE;
+    }
+    if (n <= 0) {
+        snprintf(why, cap, "no CUDA device: the device count is 0");
+        return BACKEND_CUDA_NO_DEVICE;
+    }
+    return BACKEND_CUDA_OK;
+}
 
 backend *backend_cuda_create(uv_loop_t *loop, backend_complete_fn done, uint64_t mem_limit,
                              char *why, size_t cap)

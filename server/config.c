@@ -30,25 +30,198 @@
 #endif
 #define GPUQD_FEATURES GPUQD_FEAT_SYSTEMD ", " GPUQD_FEAT_CUDA
 
+/* What --help says of each setting's flag: its argument, its default
+ * when that is not simply the built-in value (config_defaults, printed as
+ * the config file spells it), and what it does. One row per key of
+ * config_keys.c ('rule' keys have no flag); a key without a row is still a
+ * flag and still listed, but test_config fails until it has one. */
+typedef struct opt_doc {
+    const char *key;  /* config_keys.c's name */
+    const char *arg;  /* "N", "SEC", ... */
+    const char *def;  /* NULL: the built-in value */
+    const char *help; /* one or two sentences */
+} opt_doc;
+
+static const opt_doc opt_docs[] = {
+    {"socket", "PATH",
+     "$GPUQ_SOCKET, else $XDG_RUNTIME_DIR/gpuq/gpuqd.sock, else /run/gpuq/gpuqd.sock",
+     "The Unix socket to listen on when systemd passes none."},
+    {"socket_mode", "OCTAL", NULL, "Mode of the socket file gpuqd binds itself."},
+    {"socket_group", "GROUP", "gpuqd's own group",
+     "Group of the socket gpuqd binds and of the directory it makes for it (then mode 0750): "
+     "as root, --socket-group gpuq lets the members of gpuq connect (systemd's socket has "
+     "SocketGroup=)."},
+    {"device", "auto|cuda|cpu", NULL,
+     "Backend: auto (CUDA when a GPU is usable, else the CPU), cuda (fail without a GPU) or "
+     "cpu."},
+    {"log_level", "LEVEL", NULL, "Logging to stderr: error, warn, info or debug."},
+    {"drain_timeout", "SEC", NULL,
+     "On SIGTERM, seconds to finish accepted work before closing what is left (0: wait as long "
+     "as it takes)."},
+    {"device_memory_limit", "N", NULL,
+     "Device memory gpuqd may hold on each GPU for requests (0: no limit beyond the GPU's own); "
+     "a request over it gets no_memory."},
+    {"hello_timeout", "SEC", NULL, "Close a connection that has not said hello by then (0: off)."},
+    {"idle_timeout", "SEC", NULL,
+     "Close a session with nothing in flight and no traffic for that long (0: off)."},
+    {"frame_timeout", "SEC", NULL,
+     "Close a connection whose frame's bytes stop arriving for that long (0: off)."},
+    {"staging_keep", "N", NULL, "Staging memory kept allocated when idle."},
+    {"staging_release_after", "SEC", NULL,
+     "Give staging memory beyond staging_keep back once no request has reserved any for that "
+     "long."},
+    {"staging_headroom", "N", NULL,
+     "The last bytes of total_staging, kept for sessions that hold no staging (at most half of "
+     "it)."},
+    {"max_header", "N", NULL, "Bytes of one request's header (1 .. 1G)."},
+    {"max_payload", "N", NULL, "Bytes of one request's payload (its input arrays)."},
+    {"max_output", "N", NULL, "Bytes of one request's result."},
+    {"max_inflight", "N", NULL, "Requests in flight per session (1 .. 1048576); more get busy."},
+    {"session_staging", "N", NULL,
+     "Staging memory (pinned host memory on CUDA) per session; over it, a session waits."},
+    {"total_staging", "N", NULL, "Staging memory over all sessions."},
+    {"max_sessions", "N", NULL, "Concurrent sessions (1 .. 1048576); more are refused (busy)."},
+    {"session_arena", "N", NULL, "Shared-memory arena bytes one session may map (0: no arenas)."},
+    {"total_arena", "N", NULL, "Shared-memory arena bytes over all sessions."},
+    {"admin_group", "GROUP", "none (root only)",
+     "Members of this group (and root) may drain, shut down, kill sessions and change limits."},
+    {"max_priority", "low|normal|high", NULL,
+     "The highest priority a non-admin session gets (also -1, 0, 1)."},
+};
+
+/* The flags that are not settings. */
+static const opt_doc fixed_docs[] = {
+    {"config", "FILE", "none", "Read the settings from FILE (INI), then apply the flags."},
+    {"check-config", "FILE", NULL,
+     "Print the settings FILE and the flags give (or FILE:LINE: what is wrong) and exit."},
+    {"reload", "PID", NULL,
+     "Check the settings as --check-config does, then send SIGHUP to the gpuqd with that "
+     "process id and exit (the unit's ExecReload=)."},
+};
+
+static const opt_doc *opt_doc_of(const char *key)
+{
+    for (size_t i = 0; i < sizeof opt_docs / sizeof opt_docs[0]; i++)
+        if (!strcmp(opt_docs[i].key, key))
+            return &opt_docs[i];
+    return NULL;
+}
+
+/* A setting's built-in value as --help shows it. */
+static const char *default_str(const config *d, const config_key *k, char *buf, size_t cap)
+{
+    uint64_t v;
+    if (config_key_is_server_number(k))
+        return config_key_value_str(d, k, buf, cap);
+    if (!strcmp(k->section, "limits") && gpuq_limits_get(&d->lim, k->name, &v) == 0) {
+        static const char suffix[] = "GMK";
+        for (unsigned i = 0; i < 3; i++) {
+            unsigned shift = 30u - 10u * i;
+            if (v && v % (1ull << shift) == 0) {
+                snprintf(buf, cap, "%llu%c", (unsigned long long)(v >> shift), suffix[i]);
+                return buf;
+            }
+        }
+        snprintf(buf, cap, "%llu", (unsigned long long)v);
+        return buf;
+    }
+    switch (k->id) {
+    case KEY_SOCKET_MODE:
+        snprintf(buf, cap, "%04o", d->socket_mode);
+        return buf;
+    case KEY_DEVICE:
+        return d->device;
+    case KEY_LOG_LEVEL:
+        return config_log_level_str(d->log_level);
+    case KEY_MAX_PRIORITY:
+        return config_prio_str(d->pol.max_priority, buf, cap);
+    default:
+        return NULL;
+    }
+}
+
+/* "  --name ARG            text Default: X." wrapped to 80 columns. */
+static void usage_opt(FILE *f, const char *name, const char *arg, const char *def, const char *help)
+{
+    enum { COL = 30, WIDTH = 79 };
+    char text[640];
+    snprintf(text, sizeof text, "%s%s%s%s", help, def ? " Default: " : "", def ? def : "",
+             def ? "." : "");
+    int col = fprintf(f, "  --%s%s%s", name, arg ? " " : "", arg ? arg : "");
+    if (col >= COL - 1) {
+        fprintf(f, "\n%*s", COL, "");
+    } else {
+        fprintf(f, "%*s", COL - col, "");
+    }
+    col = COL;
+    for (const char *p = text; *p;) {
+        while (*p == ' ')
+            p++;
+        size_t w = strcspn(p, " ");
+        if (col > COL && col + 1 + (int)w > WIDTH) {
+            fprintf(f, "\n%*s", COL, "");
+            col = COL;
+        } else if (col > COL) {
+            fputc(' ', f);
+            col++;
+        }
+        fwrite(p, 1, w, f);
+        col += (int)w;
+        p += w;
+    }
+    fputc('\n', f);
+}
+
+static void config_defaults(config *c);
+
+/* gpuqd --help: every flag with its argument, default and meaning. */
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: gpuqd [--config FILE | --check-config FILE] [--socket PATH]\n"
-               "             [--socket-mode OCTAL] [--device auto|cuda|cpu]\n"
-               "             [--log-level error|warn|info|debug] [--drain-timeout SEC]\n"
-               "             [--max-header N] [--max-payload N] [--max-output N]\n"
-               "             [--max-inflight N] [--session-staging N] [--total-staging N]\n"
-               "             [--max-sessions N] [--device-memory-limit N] [--admin-group NAME]\n"
-               "             [--max-priority low|normal|high] [--hello-timeout SEC]\n"
-               "             [--idle-timeout SEC] [--frame-timeout SEC] [--staging-keep N]\n"
-               "             [--staging-release-after SEC] [--staging-headroom N]\n"
-               "             [--reload PID] [--version] [--help]\n"
-               "Settings: the defaults, then the --config FILE (INI), then the flags.\n"
-               "--check-config FILE prints the settings FILE and the flags give, and exits.\n"
-               "--reload PID checks the settings like --check-config, then sends SIGHUP to\n"
-               "the gpuqd with that process id and exits (the unit's ExecReload=).\n"
-               "Sizes accept K, M, G suffixes. Socket: --socket, else $GPUQ_SOCKET, else\n"
-               "$XDG_RUNTIME_DIR/gpuq/gpuqd.sock, else /run/gpuq/gpuqd.sock.\n"
-               "SIGHUP re-reads the file and flags (limits, log level, drain timeout, policy).\n");
+    static config d;
+    char name[48], buf[48];
+    config_defaults(&d);
+    fprintf(f, "usage: gpuqd [OPTIONS]\n"
+               "\n"
+               "gpuqd serves GPU work (normalize, haversine, grid, pairwise, knn) to local\n"
+               "processes over a Unix socket. Settings: the built-in defaults, then the\n"
+               "--config FILE (INI), then the flags; every setting is a flag named after its\n"
+               "config file key with '-' for '_' (--max-inflight is [limits] max_inflight).\n"
+               "Flags take their value as --name VALUE or --name=VALUE. Sizes (N) take K, M\n"
+               "or G suffixes (1K = 1024); SEC is decimal seconds. SIGHUP re-reads the file\n"
+               "and flags (all but socket, socket_mode, socket_group, device and\n"
+               "device_memory_limit).\n"
+               "\n"
+               "options:\n");
+    for (size_t i = 0; i < sizeof fixed_docs / sizeof fixed_docs[0]; i++)
+        usage_opt(f, fixed_docs[i].key, fixed_docs[i].arg, fixed_docs[i].def, fixed_docs[i].help);
+    usage_opt(f, "help", NULL, NULL, "Print this help and exit (also -h).");
+    usage_opt(f, "version", NULL, NULL,
+              "Print gpuqd's version and what it was built with, and exit (also -V).");
+    const char *section = "";
+    for (int i = 0; i < KEY_COUNT; i++) {
+        const config_key *k = config_key_by_id((enum config_key_id)i);
+        if (!strcmp(k->section, "rule"))
+            continue;
+        if (strcmp(section, k->section)) {
+            section = k->section;
+            fprintf(f, "\n[%s] settings:\n", section);
+        }
+        snprintf(name, sizeof name, "%s", k->name);
+        for (char *p = name; *p; p++)
+            if (*p == '_')
+                *p = '-';
+        const opt_doc *o = opt_doc_of(k->name);
+        const char *def = o && o->def ? o->def : default_str(&d, k, buf, sizeof buf);
+        usage_opt(f, name, o ? o->arg : "VALUE", def, o ? o->help : "");
+    }
+    fprintf(f, "\nexit status: 0 ok (and after --help, --version, --check-config); 1 a\n"
+               "failure while running; 2 bad flags or settings (or --device cuda without a\n"
+               "usable GPU); 3 a lost GPU (device_lost).\n"
+               "\n"
+               "examples:\n"
+               "  gpuqd --device=cpu --socket /tmp/gpuqd.sock\n"
+               "  gpuqd --config /etc/gpuq/gpuqd.conf --log-level=debug\n"
+               "  gpuqd --check-config /etc/gpuq/gpuqd.conf\n");
 }
 
 enum { O_CONFIG = 256, O_CHECK, O_RELOAD, O_VERSION, O_HELP, O_KEY = 512 };
@@ -88,6 +261,7 @@ static void config_defaults(config *c)
 {
     memset(c, 0, sizeof *c);
     c->socket_mode = 0660;
+    c->socket_gid = (gid_t)-1;
     snprintf(c->device, sizeof c->device, "auto");
     gpuq_limits_default(&c->lim);
     c->log_level = LOG_LVL_INFO;
@@ -104,7 +278,9 @@ static void config_defaults(config *c)
 
 /* getopt_long from the start of argv: "+" stops at the first non-option, so
  * argv is never permuted (reload parses the same argv again); ":" reports a
- * missing argument as ':'. optind = 0 makes glibc re-initialise. */
+ * missing argument as ':'; -h and -V are --help and --version. optind = 0
+ * makes glibc re-initialise. getopt_long takes "--name=VALUE" as "--name
+ * VALUE" (and a unique prefix of a name for the name). */
 static int next_opt(int argc, char **argv, bool restart)
 {
     if (restart) {
@@ -112,7 +288,7 @@ static int next_opt(int argc, char **argv, bool restart)
         optind = 0;
         opterr = 0;
     }
-    return getopt_long(argc, argv, "+:", opts, NULL);
+    return getopt_long(argc, argv, "+:hV", opts, NULL);
 }
 
 /* --reload's PID: a whole decimal number, 1 .. INT_MAX. 0 and negative
@@ -157,10 +333,12 @@ static int config_parse(config *c, int argc, char **argv, bool print)
                 return -2;
             }
             break;
+        case 'V':
         case O_VERSION:
             if (print)
                 printf("gpuqd " GPUQD_VERSION " (%s)\n", GPUQD_FEATURES);
             return 1;
+        case 'h':
         case O_HELP:
             if (print)
                 usage(stdout);
@@ -218,7 +396,7 @@ int config_load(config *c, int argc, char **argv)
     if (rc < 0) {
         fprintf(stderr, "gpuqd: %s\n", c->error);
         if (rc == -2)
-            usage(stderr);
+            fprintf(stderr, "gpuqd --help lists the options.\n");
         return -1;
     }
     if (rc > 0)
@@ -267,6 +445,10 @@ void config_print(const config *c, FILE *f)
         fprintf(f, "# socket: not set, so $GPUQ_SOCKET, else $XDG_RUNTIME_DIR/gpuq/gpuqd.sock, "
                    "else /run/gpuq/gpuqd.sock\n");
     fprintf(f, "socket_mode = %04o\n", c->socket_mode);
+    if (c->socket_group[0])
+        fprintf(f, "socket_group = %s\n", c->socket_group);
+    else
+        fprintf(f, "# socket_group: not set, so gpuqd's own group\n");
     fprintf(f, "device = %s\n", c->device);
     fprintf(f, "log_level = %s\n", config_log_level_str(c->log_level));
     for (int i = 0; i < KEY_COUNT; i++) {
@@ -400,6 +582,10 @@ int config_log_changes(const config *o, const config *n)
     if (o->socket_mode != n->socket_mode)
         log_warn("reload: socket_mode %04o -> %04o needs a restart; ignored", o->socket_mode,
                  n->socket_mode);
+    if (strcmp(o->socket_group, n->socket_group) || o->socket_gid != n->socket_gid)
+        log_warn("reload: socket_group %s -> %s needs a restart; ignored",
+                 o->socket_group[0] ? o->socket_group : "(none)",
+                 n->socket_group[0] ? n->socket_group : "(none)");
     if (strcmp(o->device, n->device))
         log_warn("reload: device %s -> %s needs a restart; ignored", o->device, n->device);
     LOG_CHANGED(max_header, "%u", unsigned);

@@ -21,8 +21,9 @@
 #include <sys/types.h>
 
 #include "gpuq_limits.h"
+#include "gpuq_version.h"
 
-#define GPUQD_VERSION "0.1.0"
+#define GPUQD_VERSION GPUQ_VERSION
 #define GPUQ_POLICY_MAX_RULES 64
 #define GPUQ_NAME_MAX 64
 
@@ -57,7 +58,11 @@ typedef struct config {
     char config_path[4096]; /* the --config file; "" : none */
     char socket[108];       /* "" : resolve ($GPUQ_SOCKET, XDG, /run/gpuq) */
     unsigned socket_mode;   /* of a socket gpuqd binds itself (default 0660) */
-    char device[8];         /* "auto", "cuda", "cpu" */
+    /* Group of the socket gpuqd binds and of the directory it makes for it
+     * (then 0750): "" (socket_gid (gid_t)-1) leaves both to gpuqd's own. */
+    char socket_group[GPUQ_NAME_MAX];
+    gid_t socket_gid;
+    char device[8]; /* "auto", "cuda", "cpu" */
     gpuq_limits lim;
     uint64_t device_memory_limit; /* device bytes per GPU for gpuqd's pool; 0: none */
     int log_level;                /* LOG_LVL_* */
@@ -95,7 +100,7 @@ void config_print(const config *c, FILE *f);
 
 /* Log (info) each run-time setting that differs between old and new, in the
  * form "reload: max_inflight 64 -> 32"; warn for settings that need a restart
- * (socket, socket_mode, device: "... needs a restart; ignored"). Returns the
+ * (socket, socket_mode, socket_group, device: "... needs a restart; ignored"). Returns the
  * number of run-time changes (the ones the server applies; not the warnings). */
 int config_log_changes(const config *old_cfg, const config *new_cfg);
 

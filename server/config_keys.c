@@ -29,6 +29,7 @@ enum {
 static const config_key keys[KEY_COUNT] = {
     {KEY_SOCKET, "server", "socket", KIND_PATH, 0, 0},
     {KEY_SOCKET_MODE, "server", "socket_mode", KIND_MODE, 0, 0777},
+    {KEY_SOCKET_GROUP, "server", "socket_group", KIND_GROUP, 0, 0},
     {KEY_DEVICE, "server", "device", KIND_DEVICE, 0, 0},
     {KEY_LOG_LEVEL, "server", "log_level", KIND_LOG_LEVEL, 0, 0},
     {KEY_DRAIN_TIMEOUT, "server", "drain_timeout", KIND_SECONDS, 0, 86400},
@@ -156,8 +157,8 @@ bool config_key_is_server_number(const config_key *k)
 
 bool config_key_needs_restart(const config_key *k)
 {
-    return k->id == KEY_SOCKET || k->id == KEY_SOCKET_MODE || k->id == KEY_DEVICE ||
-           k->id == KEY_DEVICE_MEMORY_LIMIT;
+    return k->id == KEY_SOCKET || k->id == KEY_SOCKET_MODE || k->id == KEY_SOCKET_GROUP ||
+           k->id == KEY_DEVICE || k->id == KEY_DEVICE_MEMORY_LIMIT;
 }
 
 int config_resolve_id(const char *name, int is_group, uint32_t *id)
@@ -330,24 +331,28 @@ static int set_prio(const char *value, int *out, char *why, size_t cap)
     return 0;
 }
 
-static int set_group(config *c, const char *value, char *why, size_t cap)
+/* admin_group or socket_group (by k): a name or number, "" for none. */
+static int set_group(config *c, const config_key *k, const char *value, char *why, size_t cap)
 {
+    bool sock = k->id == KEY_SOCKET_GROUP;
+    char *name = sock ? c->socket_group : c->pol.admin_group;
+    gid_t *gid = sock ? &c->socket_gid : &c->pol.admin_gid;
     uint32_t id = 0;
     if (!*value) {
-        c->pol.admin_group[0] = '\0';
-        c->pol.admin_gid = (gid_t)-1;
+        name[0] = '\0';
+        *gid = (gid_t)-1;
         return 0;
     }
-    if (strlen(value) >= sizeof c->pol.admin_group) {
-        snprintf(why, cap, "group name longer than %zu bytes", sizeof c->pol.admin_group - 1);
+    if (strlen(value) >= GPUQ_NAME_MAX) {
+        snprintf(why, cap, "group name longer than %d bytes", GPUQ_NAME_MAX - 1);
         return -1;
     }
     if (config_resolve_id(value, 1, &id) < 0) {
         snprintf(why, cap, "unknown group '%s'", value);
         return -1;
     }
-    snprintf(c->pol.admin_group, sizeof c->pol.admin_group, "%s", value);
-    c->pol.admin_gid = (gid_t)id;
+    snprintf(name, GPUQ_NAME_MAX, "%s", value);
+    *gid = (gid_t)id;
     return 0;
 }
 
@@ -403,7 +408,7 @@ int config_key_set(config *c, policy_rule *rule, const config_key *k, const char
     case KIND_PRIO:
         return set_prio(value, rule ? &rule->max_priority : &c->pol.max_priority, why, cap);
     case KIND_GROUP:
-        return set_group(c, value, why, cap);
+        return set_group(c, k, value, why, cap);
     case KIND_COUNT:
     case KIND_SIZE:
         if (set_number(k, value, &v, why, cap) < 0)

@@ -20,6 +20,7 @@
 enum config_key_id {
     KEY_SOCKET,
     KEY_SOCKET_MODE,
+    KEY_SOCKET_GROUP,
     KEY_DEVICE,
     KEY_LOG_LEVEL,
     KEY_DRAIN_TIMEOUT,

@@ -12,12 +12,54 @@
 
 #include "log.h"
 #include "sdnotify.h"
+#include "socket_path.h"
 #include "uvx.h"
 
-int listener_resolve_path(const char *opt, char *out, size_t cap)
+/* The directory of a default socket path: made with mode dir_mode, or kept
+ * as it is. With a socket group, a directory of ours gets that group and
+ * mode 0750, so that the group's members may reach the socket in it (one
+ * that is not ours is left alone, with a warning). Returns 0 or -1 (logged);
+ * a directory that cannot be made is an error only when required. */
+static int listener_make_dir(const char *dir, unsigned dir_mode, bool required,
+                             const listener_perm *perm)
 {
-    const char *env = getenv("GPUQ_SOCKET");
+    if (mkdir(dir, (mode_t)dir_mode) < 0 && errno != EEXIST) {
+        if (required) {
+            log_error("mkdir %s: %s", dir, strerror(errno));
+            return -1;
+        }
+        log_warn("mkdir %s: %s", dir, strerror(errno));
+        return 0;
+    }
+    if (perm->gid == (gid_t)-1)
+        return 0;
+    struct stat sb;
+    if (stat(dir, &sb) < 0) {
+        log_error("stat %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (sb.st_uid != geteuid()) {
+        log_warn("%s belongs to uid %u, not to gpuqd: its group and mode stay as they are "
+                 "(socket_group %s)",
+                 dir, (unsigned)sb.st_uid, perm->group);
+        return 0;
+    }
+    if (chown(dir, (uid_t)-1, perm->gid) < 0) {
+        log_error("socket_group %s: chown %s: %s", perm->group, dir, strerror(errno));
+        return -1;
+    }
+    if (chmod(dir, 0750) < 0) {
+        log_error("chmod 0750 %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int listener_resolve_path(const char *opt, const listener_perm *perm, char *out, size_t cap)
+{
+    const char *env = getenv(GPUQ_SOCKET_ENV);
     const char *xdg = getenv("XDG_RUNTIME_DIR");
+    const char *sys = gpuq_system_socket_dir();
     int n;
     if (opt && *opt) {
         n = snprintf(out, cap, "%s", opt);
@@ -25,16 +67,14 @@ int listener_resolve_path(const char *opt, char *out, size_t cap)
         n = snprintf(out, cap, "%s", env);
     } else if (xdg && *xdg) {
         char dir[256];
-        snprintf(dir, sizeof dir, "%s/gpuq", xdg);
-        if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-            log_error("mkdir %s: %s", dir, strerror(errno));
+        snprintf(dir, sizeof dir, "%s/" GPUQ_SOCKET_USER_SUBDIR, xdg);
+        if (listener_make_dir(dir, 0700, true, perm) < 0)
             return -1;
-        }
-        n = snprintf(out, cap, "%s/gpuqd.sock", dir);
+        n = snprintf(out, cap, "%s/" GPUQ_SOCKET_FILE, dir);
     } else {
-        if (mkdir("/run/gpuq", 0750) < 0 && errno != EEXIST)
-            log_warn("mkdir /run/gpuq: %s", strerror(errno));
-        n = snprintf(out, cap, "/run/gpuq/gpuqd.sock");
+        if (listener_make_dir(sys, 0750, false, perm) < 0)
+            return -1;
+        n = snprintf(out, cap, "%s/" GPUQ_SOCKET_FILE, sys);
     }
     if (n < 0 || (size_t)n >= cap || (size_t)n >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
         log_error("socket path too long");
@@ -95,7 +135,7 @@ static void listener_log_passed(uv_pipe_t *pipe, int fd, const char *path)
         log_info("using the socket passed by systemd: fd %d, %s", fd, name);
 }
 
-int listener_open(uv_loop_t *loop, uv_pipe_t *pipe, const char *path, unsigned mode,
+int listener_open(uv_loop_t *loop, uv_pipe_t *pipe, const char *path, const listener_perm *perm,
                   uv_connection_cb cb, bool *owned)
 {
     int rc = uvx_pipe_init(loop, pipe, pipe->data);
@@ -113,6 +153,10 @@ int listener_open(uv_loop_t *loop, uv_pipe_t *pipe, const char *path, unsigned m
             goto err_after_init;
         }
         listener_log_passed(pipe, fd, path);
+        if (perm->gid != (gid_t)-1)
+            log_info("socket_group %s: not applied to the socket systemd passed (its "
+                     "SocketGroup= decides)",
+                     perm->group);
     } else {
         int p = listener_probe(path);
         if (p == 1) {
@@ -126,8 +170,12 @@ int listener_open(uv_loop_t *loop, uv_pipe_t *pipe, const char *path, unsigned m
             goto err_after_init;
         }
         *owned = true;
-        if (chmod(path, (mode_t)mode) < 0)
+        if (chmod(path, (mode_t)perm->mode) < 0)
             log_warn("chmod %s: %s", path, strerror(errno));
+        if (perm->gid != (gid_t)-1 && chown(path, (uid_t)-1, perm->gid) < 0) {
+            log_error("socket_group %s: chown %s: %s", perm->group, path, strerror(errno));
+            goto err_after_bind;
+        }
     }
     if ((rc = uv_listen((uv_stream_t *)pipe, 128, cb)) < 0) {
         log_error("listen %s: %s", path, uv_strerror(rc));

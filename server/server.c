@@ -242,19 +242,24 @@ void server_set_args(server *srv, int argc, char **argv)
     srv->argv = argv;
 }
 
-/* Take the run-time settings of a reloaded config; socket, socket_mode and
- * device stay as they were (they need a restart). */
+/* Take the run-time settings of a reloaded config; socket, socket_mode,
+ * socket_group and device stay as they were (they need a restart). */
 static void server_apply_config(server *srv, const config *nc)
 {
     /* everything but what needs a restart (config_key_needs_restart) */
     char socket[sizeof srv->cfg.socket], device[sizeof srv->cfg.device];
     memcpy(socket, srv->cfg.socket, sizeof socket);
     memcpy(device, srv->cfg.device, sizeof device);
+    char socket_group[sizeof srv->cfg.socket_group];
+    memcpy(socket_group, srv->cfg.socket_group, sizeof socket_group);
     unsigned socket_mode = srv->cfg.socket_mode;
+    gid_t socket_gid = srv->cfg.socket_gid;
     uint64_t device_memory_limit = srv->cfg.device_memory_limit;
     srv->cfg = *nc;
     memcpy(srv->cfg.socket, socket, sizeof socket);
     memcpy(srv->cfg.device, device, sizeof device);
+    memcpy(srv->cfg.socket_group, socket_group, sizeof socket_group);
+    srv->cfg.socket_gid = socket_gid;
     srv->cfg.socket_mode = socket_mode;
     srv->cfg.device_memory_limit = device_memory_limit;
     log_set_level(nc->log_level);
@@ -301,29 +306,34 @@ static void server_status_line(void *arg, char *buf, size_t cap)
 }
 
 /* --device auto tries CUDA and falls back to the CPU; cuda without a usable
- * device is an error (exit 2). */
+ * device is an error (exit 2). This is gpuqd's first log line, so it says
+ * in plain words why the CPU backend runs ("no NVIDIA driver: using the CPU
+ * backend"), not the CUDA runtime's wording. */
 static int server_pick_backend(server *srv)
 {
     const char *dev = srv->cfg.device;
     bool want_cuda = !strcmp(dev, "cuda"), try_cuda = want_cuda || !strcmp(dev, "auto");
-    char reason[256] = "requested";
+    char fallback[256] = ""; /* auto without CUDA: why */
     if (try_cuda) {
 #ifdef GPUQ_HAVE_CUDA
         char why[200] = "";
-        srv->b = backend_cuda_create(srv->loop, request_complete, srv->cfg.device_memory_limit, why,
-                                     sizeof why);
+        int probe = backend_cuda_probe(why, sizeof why);
+        if (probe == BACKEND_CUDA_OK)
+            srv->b = backend_cuda_create(srv->loop, request_complete, srv->cfg.device_memory_limit,
+                                         why, sizeof why);
         if (!srv->b && want_cuda) {
-            log_error("--device cuda: %s", why);
+            log_error("--device cuda: %s; --device auto would use the CPU backend", why);
             return 2;
         }
-        if (!want_cuda)
-            snprintf(reason, sizeof reason, "auto: %s", srv->b ? "CUDA device found" : why);
+        if (!srv->b)
+            snprintf(fallback, sizeof fallback, "%s",
+                     probe == BACKEND_CUDA_NO_DRIVER ? "no NVIDIA driver" : why);
 #else
         if (want_cuda) {
             log_error("--device cuda: gpuqd was built without CUDA");
             return 2;
         }
-        snprintf(reason, sizeof reason, "auto: built without CUDA");
+        snprintf(fallback, sizeof fallback, "built without CUDA");
 #endif
     }
     if (!srv->b) {
@@ -334,7 +344,11 @@ static int server_pick_backend(server *srv)
             return 1;
         }
     }
-    log_tagged(LOG_LVL_INFO, "gpuqd " GPUQD_VERSION, "backend %s (%s)", srv->b->ops->name, reason);
+    if (fallback[0])
+        log_tagged(LOG_LVL_INFO, "gpuqd " GPUQD_VERSION, "%s: using the CPU backend", fallback);
+    else
+        log_tagged(LOG_LVL_INFO, "gpuqd " GPUQD_VERSION, "backend %s (%s)", srv->b->ops->name,
+                   try_cuda && !want_cuda ? "auto: CUDA device found" : "requested");
     return 0;
 }
 
@@ -384,20 +398,25 @@ int server_init_with_backend(server *srv, uv_loop_t *loop, const config *cfg, ba
         code = 1;
         goto err_after_backend;
     }
-    if (listener_resolve_path(cfg->socket[0] ? cfg->socket : NULL, srv->socket_path,
+    listener_perm perm = {
+        .mode = cfg->socket_mode, .gid = cfg->socket_gid, .group = cfg->socket_group};
+    if (listener_resolve_path(cfg->socket[0] ? cfg->socket : NULL, &perm, srv->socket_path,
                               sizeof srv->socket_path) < 0) {
         code = 1;
         goto err_after_backend;
     }
     srv->listener.data = srv;
-    if (listener_open(loop, &srv->listener, srv->socket_path, cfg->socket_mode,
-                      server_on_connection, &srv->socket_owned) < 0) {
+    if (listener_open(loop, &srv->listener, srv->socket_path, &perm, server_on_connection,
+                      &srv->socket_owned) < 0) {
         code = 1;
         goto err_after_backend;
     }
     srv->listener.data = srv;
     srv->listener_open = true;
-    if (srv->socket_owned)
+    if (srv->socket_owned && cfg->socket_group[0])
+        log_info("listening on %s (mode %04o, group %s)", srv->socket_path, cfg->socket_mode,
+                 cfg->socket_group);
+    else if (srv->socket_owned)
         log_info("listening on %s", srv->socket_path);
     sdnotify_ready(&srv->sd);
     return 0;

@@ -4,7 +4,8 @@
 #   tests/dev.sh daemon   install what is missing, build, run gpuqd in the
 #                         foreground on its default socket (--device auto)
 #   tests/dev.sh test     install what is missing, build, run the suite:
-#                         normal build (ctest -LE gpu), ASan+UBSan build
+#                         normal build (Release, -Werror, CUDA kernels and
+#                         tests included; ctest -LE gpu), ASan+UBSan build
 #                         (ctest -LE gpu), the libFuzzer targets
 #                         (ctest -L fuzz: fixed seeds, bounded runs, the
 #                         checked-in corpora as read-only seeds; about 4
@@ -16,14 +17,28 @@
 #
 # Needs root (or sudo) only to install packages. The CUDA toolkit is used when
 # found (/usr/local/cuda); without it the CPU backend alone is built.
+#
+# build/ is shared by daemon, build and test, in either order: all three
+# configure it as Release, test (and build) with the tests on and -Werror
+# (GPUQ_WERROR, off for anyone else building from source), so the build the
+# suite runs on is CI's Release -Werror build and the one cpack packages.
+# daemon turns the tests off only in a fresh build/ (no check or numpy needed
+# to run the daemon); in one that has them it keeps them. Every ctest call
+# passes --no-tests=error: a run that finds no test fails
+# (tests/lint/quickstart.sh checks both).
+#
+# GPUQ_BUILD_ROOT (default: the checkout) is where build/, build-asan/ and
+# build-fuzz/ go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
+BROOT=${GPUQ_BUILD_ROOT:-$ROOT}
 JOBS=$(nproc 2>/dev/null || echo 2)
 
 PKGS=(cmake make gcc g++ pkg-config libuv1-dev libmsgpack-dev check python3-numpy python3-scipy
       python3-msgpack python3-pytest python3-venv
-      libinih-dev libsystemd-dev systemd python3-prometheus-client dpkg-dev file)
+      libinih-dev libsystemd-dev systemd python3-prometheus-client dpkg-dev file scdoc
+      python3-yaml)
 [[ "${1:-}" == test ]] && PKGS+=(clang libclang-rt-14-dev)
 
 install_deps() {
@@ -39,40 +54,43 @@ install_deps() {
     DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
-build() { # build DIR cmake-args...
-    local dir=$1
-    shift
-    cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+build() { # build DIR BUILD_TYPE cmake-args...
+    local dir=$1 type=$2
+    shift 2
+    cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE="$type" "$@" >/dev/null
     cmake --build "$dir" -j "$JOBS"
 }
 
 case "${1:-}" in
 daemon)
     install_deps
-    build "$ROOT/build" -DGPUQ_BUILD_TESTS=OFF
-    exec "$ROOT/build/server/gpuqd" --device auto "${@:2}"
+    # Tests off only in a fresh build/: one that 'dev.sh test' made keeps them.
+    tests=()
+    [[ -f "$BROOT/build/CMakeCache.txt" ]] || tests=(-DGPUQ_BUILD_TESTS=OFF)
+    build "$BROOT/build" Release "${tests[@]}"
+    exec "$BROOT/build/server/gpuqd" --device auto "${@:2}"
     ;;
 build)
     install_deps
-    build "$ROOT/build" -DGPUQ_BUILD_TESTS=ON
+    build "$BROOT/build" Release -DGPUQ_BUILD_TESTS=ON -DGPUQ_WERROR=ON
     ;;
 test)
     install_deps
-    echo "== normal build (CUDA kernels compiled when the toolkit is present)"
-    # ON explicitly: 'dev.sh daemon' may have cached OFF in build/.
-    build "$ROOT/build" -DGPUQ_BUILD_TESTS=ON
-    (cd "$ROOT/build" && ctest -LE gpu --no-tests=error --output-on-failure -j "$JOBS")
+    echo "== normal build: Release, -Werror, CUDA kernels when the toolkit is present, man pages"
+    # Tests ON explicitly: 'dev.sh daemon' may have cached OFF in build/.
+    build "$BROOT/build" Release -DGPUQ_BUILD_TESTS=ON -DGPUQ_WERROR=ON -DGPUQ_MAN=ON
+    (cd "$BROOT/build" && ctest -LE gpu --no-tests=error --output-on-failure -j "$JOBS")
     echo "== AddressSanitizer + UndefinedBehaviorSanitizer build"
-    build "$ROOT/build-asan" -DGPUQ_SANITIZE=ON -DGPUQ_WITH_CUDA=OFF
-    (cd "$ROOT/build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    build "$BROOT/build-asan" RelWithDebInfo -DGPUQ_SANITIZE=ON -DGPUQ_WITH_CUDA=OFF -DGPUQ_WERROR=ON
+    (cd "$BROOT/build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         ctest -LE 'gpu|fuzz' --no-tests=error --output-on-failure -j "$JOBS")
     echo "== libFuzzer: frame and header decoder, .npy reader, config file, session state machine"
-    CC=clang build "$ROOT/build-fuzz" -DGPUQ_FUZZ=ON -DGPUQ_WITH_CUDA=OFF
+    CC=clang build "$BROOT/build-fuzz" RelWithDebInfo -DGPUQ_FUZZ=ON -DGPUQ_WITH_CUDA=OFF -DGPUQ_WERROR=ON
     # The fuzz tests read their corpora and must write nothing into the
     # source tree (a crash leaves its input in build-fuzz/tests/fuzz).
     before=$(git -C "$ROOT" status --porcelain --untracked-files=all -- tests 2>/dev/null || true)
-    (cd "$ROOT/build-fuzz" && ctest -L fuzz --no-tests=error --output-on-failure)
+    (cd "$BROOT/build-fuzz" && ctest -L fuzz --no-tests=error --output-on-failure)
     after=$(git -C "$ROOT" status --porcelain --untracked-files=all -- tests 2>/dev/null || true)
     if [[ "$before" != "$after" ]]; then
         echo "dev.sh: the fuzz tests changed the source tree:" >&2

@@ -107,7 +107,7 @@ fi
 
 # The CI commands, as ctest runs them.
 for t in fuzz_header fuzz_npy fuzz_config; do
-    run "$t" ctest --test-dir "$B" -R "^$t\$" -V
+    run "$t" ctest --test-dir "$B" --no-tests=error -R "^$t\$" -V
 done
 report fuzz_header proto/header.c proto/mpread.c proto/frame.c proto/utf8.c
 report fuzz_npy client/npy.c

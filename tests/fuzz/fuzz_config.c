@@ -74,6 +74,8 @@ static const fuzz_field cfg_fields[] = {
     CF(config_path, CF_SKIP),
     CF(socket, CF_STR),
     CF(socket_mode, CF_SAME),
+    CF(socket_group, CF_STR),
+    CF(socket_gid, CF_SAME),
     CF(device, CF_STR),
     CF(lim, CF_SAME),
     CF(device_memory_limit, CF_SAME),

@@ -15,7 +15,10 @@
  *    data equal to those bytes;
  *  - npy_write of what was read makes a file (data on a 64-byte boundary)
  *    that npy_read reads back to the same dtype, rank, shape and data;
- *  - a dict npy_parse_header accepts has a supported dtype and rank.
+ *  - a dict npy_parse_header accepts has a supported dtype and rank;
+ *  - the same bytes as a stream (npy_open_stream and npy_load, as gpuqctl
+ *    reads stdin) are accepted exactly when the file is, as the same
+ *    array; refused with a "stream: reason" message.
  *
  * Built with -DGPUQ_FUZZ_REPLAY (fuzz_npy_replay, a unit test) it gets a
  * main() that replays built-in inputs and the files named on the command
@@ -129,6 +132,38 @@ static void accepted(const uint8_t *data, size_t size, const npy_array *a)
     npy_free(&b);
 }
 
+/* The same bytes read as a stream (stdin's way: npy_open_stream, then
+ * npy_load, in order, no size known ahead) are accepted exactly when the
+ * file was (file_a, or NULL when refused), as the same array. */
+static void as_stream(size_t size, const npy_array *file_a)
+{
+    npy_array s;
+    char err[512];
+    if (lseek(in_fd, 0, SEEK_SET) != 0)
+        fuzz_fail("lseek on the input memfd failed");
+    int rc = npy_open_stream(in_fd, "stream", &s, err, sizeof err);
+    uint8_t *buf = NULL;
+    if (rc == 0) {
+        /* a header that claims more than the input holds: the load fails
+         * after at most size bytes, so size + 1 of room is enough */
+        buf = malloc(s.nbytes <= size ? s.nbytes + 1 : size + 1);
+        if (!buf)
+            fuzz_fail("out of memory");
+        rc = npy_load(&s, buf, err, sizeof err);
+    }
+    if (rc != 0 && strncmp(err, "stream: ", 8) != 0)
+        fuzz_fail("stream error is not \"stream: reason\": %s", err);
+    if ((rc == 0) != (file_a != NULL))
+        fuzz_fail("the file was %s, the same bytes as a stream %s (%s)",
+                  file_a ? "accepted" : "refused", rc ? "refused" : "accepted", err);
+    if (rc == 0 && (s.dtype != file_a->dtype || s.ndim != file_a->ndim ||
+                    s.shape[0] != file_a->shape[0] || s.shape[1] != file_a->shape[1] ||
+                    s.nbytes != file_a->nbytes || memcmp(buf, file_a->data, s.nbytes) != 0))
+        fuzz_fail("the stream gives another array than the file");
+    free(buf);
+    npy_free(&s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     npy_array a;
@@ -143,6 +178,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         refused(in_path, rc, &a, err);
     else
         accepted(data, size, &a);
+    as_stream(size, rc == 0 ? &a : NULL);
     npy_free(&a);
 
     /* the bytes as a header dict on their own */

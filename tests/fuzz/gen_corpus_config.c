@@ -95,6 +95,8 @@ static void gen_accepted(void)
     conf("ok-admin-group-empty", "[policy]\nadmin_group =\n");
     conf("ok-admin-group-number", "[policy]\nadmin_group = 4244\n");
     conf("ok-socket-mode-zero", "[server]\nsocket_mode = 0\n");
+    conf("ok-socket-group-number", "[server]\nsocket_group = 0\n");
+    conf("ok-socket-group-empty", "[server]\nsocket_group =\n");
     conf("ok-repeated-keys", "[server]\nsocket = /tmp/a-much-longer-socket-path\nsocket = /x\n"
                              "[limits]\nmax_inflight = 3\n[limits]\nmax_inflight = 4\n");
     conf("ok-crlf", "[server]\r\nlog_level = info\r\n[user 9]\r\nmax_inflight = 2\r\n");
@@ -190,6 +192,7 @@ static void gen_refused(void)
         {"bad-unknown-user", "[user no-such-user-gpuq]\n"},
         {"bad-unknown-group", "[group no-such-group-gpuq]\n"},
         {"bad-unknown-admin-group", "[policy]\nadmin_group = no-such-group-gpuq\n"},
+        {"bad-unknown-socket-group", "[server]\nsocket_group = no-such-group-gpuq\n"},
         {"bad-user-no-name", "[user]\n"},
         {"bad-user-two-names", "[user root daemon]\n"},
         {"bad-user-id-max", "[user 4294967295]\n"},

@@ -989,6 +989,7 @@ static void gen_dict(void)
         dict_str(gpuq_norm_method_name((gpuq_norm_method)m));
     for (int m = 0; m < GPUQ_METRIC_COUNT; m++)
         dict_str(gpuq_metric_name((gpuq_metric)m));
+    dict_str("cityblock"); /* a metric alias; l1 and l2 are methods' names too */
     dict_str("error");
     dict_str("zero");
     for (int p = GPUQ_PRIO_LOW; p <= GPUQ_PRIO_HIGH; p++)

@@ -145,6 +145,15 @@ elif grep -qi 'permission denied' <<<"$out"; then
 else
     bad "$OUTSIDER refused, but not with a permission error: $out"
 fi
+# A login has XDG_RUNTIME_DIR set: the per-user path (no gpuqd there) is
+# tried first, then the system socket answers.
+XDG=/run/user/$(id -u "$MEMBER")
+if ! { mkdir -p "$XDG" && chown "$MEMBER:" "$XDG" && chmod 0700 "$XDG"; }; then bad "mkdir $XDG"; fi
+if out=$(as "$MEMBER" env XDG_RUNTIME_DIR="$XDG" gpuqctl ping 2>&1); then
+    ok "$MEMBER with XDG_RUNTIME_DIR=$XDG (no gpuqd there) served by $SOCK: $out"
+else
+    bad "$MEMBER with XDG_RUNTIME_DIR=$XDG not served: $out"
+fi
 for op in shutdown drain "set-limit max_inflight 3"; do
     # shellcheck disable=SC2086 # op is words
     if out=$(as "$MEMBER" gpuqctl $op 2>&1); then
@@ -246,6 +255,45 @@ want "stopped cleanly (Result, ExecMainCode, ExecMainStatus)" \
 check "gpuqd drained an in-flight request" journal_has -E "draining: [1-9][0-9]* requests in flight"
 want "gpuqd.service after stop" "$(prop gpuqd.service ActiveState)" inactive
 want "gpuqd.socket after stopping the service" "$(prop gpuqd.socket ActiveState)" active
+
+# ---- 7b. no gpuqd at all; then gpuqd run by hand with --socket-group ----
+say "== no gpuqd; gpuqd by hand"
+timeout 60 systemctl stop gpuqd.socket || bad "systemctl stop gpuqd.socket"
+# shellcheck disable=SC2016 # the backquotes are the message's own
+HINT='is gpuqd running? `systemctl start gpuqd.socket` or `gpuqd`'
+st=0
+out=$(as "$MEMBER" env XDG_RUNTIME_DIR="$XDG" gpuqctl ping 2>&1) || st=$?
+want "gpuqctl ping with nothing listening: exit" "$st" 3
+if grep -qF "$XDG/gpuq/gpuqd.sock: directory $XDG/gpuq does not exist" <<<"$out" &&
+    grep -qE "$SOCK: (no such file|directory /run/gpuq does not exist)" <<<"$out" &&
+    grep -qF "$HINT" <<<"$out"; then
+    ok "the error names both paths and what to do: $out"
+else
+    bad "the error with nothing listening: $out"
+fi
+# root starts gpuqd by hand: with --socket-group gpuq, members get in
+gpuqd --socket-group gpuq >"$DIR/byhand.log" 2>&1 &
+byhand=$!
+if wait_for 20 test -S "$SOCK"; then
+    want "by hand: $SOCK owner and mode" "$(stat -c '%U:%G %a' "$SOCK" 2>&1)" "root:gpuq 660"
+    want "by hand: /run/gpuq owner and mode" "$(stat -c '%U:%G %a' /run/gpuq 2>&1)" "root:gpuq 750"
+    if out=$(as "$MEMBER" gpuqctl ping 2>&1); then ok "by hand: $MEMBER served: $out"; else bad "by hand: $MEMBER not served: $out"; fi
+    if out=$(as "$OUTSIDER" gpuqctl ping 2>&1); then
+        bad "by hand: $OUTSIDER (not in gpuq) was served"
+    elif grep -qF "$SOCK: permission denied: join group gpuq" <<<"$out"; then
+        ok "by hand: $OUTSIDER refused: $out"
+    else
+        bad "by hand: $OUTSIDER refused, but not with a permission error: $out"
+    fi
+else
+    bad "gpuqd --socket-group gpuq did not listen on $SOCK: $(cat "$DIR/byhand.log")"
+fi
+kill -TERM "$byhand" 2>/dev/null
+wait "$byhand" || bad "gpuqd by hand: exit $? ($(tail -3 "$DIR/byhand.log"))"
+# as systemd made it, for what follows
+if ! { chgrp root /run/gpuq && chmod 0755 /run/gpuq; }; then bad "/run/gpuq back to root 0755"; fi
+timeout 60 systemctl start gpuqd.socket || bad "systemctl start gpuqd.socket"
+want "gpuqd.socket after the restart" "$(prop gpuqd.socket ActiveState)" active
 
 # ---- 8. the upgrade path (postinst configure VERSION) under systemd ----
 say "== apt-get install --reinstall"

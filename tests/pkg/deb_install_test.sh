@@ -14,7 +14,10 @@
 #     /run/gpuq/gpuqd.sock (root:gpuq 0660, as SocketGroup/SocketMode do) and
 #     runs the unit's ExecStart as user gpuq (setpriv execs, so LISTEN_PID
 #     holds). A new member of group gpuq pings it through gpuqctl; a user
-#     outside the group gets a permission error.
+#     outside the group gets a permission error. The README's C example,
+#     built by that member with the README's compile command against the
+#     installed package (pkg-config and the loader find libgpuq by
+#     themselves), runs against it with no environment of its own.
 #  4. apt-get remove, then purge: the units, their enablement links and
 #     deb-systemd-helper state, the config and /etc/gpuq are gone.
 # Users it created are deleted at exit, and so are user and group gpuq when
@@ -31,6 +34,9 @@ if [[ $(id -u) -ne 0 || "${GPUQ_CI_INSTALL_TEST:-}" != 1 ]]; then
 fi
 # shellcheck source=tests/pkg/deb_arg.sh
 . "$(dirname "$0")/deb_arg.sh"
+# shellcheck source=tests/pkg/readme_c.sh
+. "$(dirname "$0")/readme_c.sh"
+README=$(cd "$(dirname "$0")/../.." && pwd)/README.md
 deb_arg deb_install_test "${1:?usage: deb_install_test.sh DEB|DIR}"
 
 SOCK=/run/gpuq/gpuqd.sock
@@ -114,7 +120,7 @@ else
 fi
 for f in /usr/sbin/gpuqd /usr/bin/gpuqctl /usr/include/gpuq/gpuq.h /etc/gpuq/gpuqd.conf \
     "$UNITDIR/gpuqd.service" "$UNITDIR/gpuqd.socket" /usr/lib/sysusers.d/gpuq.conf \
-    /usr/share/doc/gpuq/README.md; do
+    /usr/share/doc/gpuq/README.md /usr/share/doc/gpuq/copyright; do
     [[ -e "$f" ]] || bad "missing $f"
 done
 [[ -n "$(find /usr/lib -maxdepth 2 -name libgpuq.so.1)" ]] || bad "no libgpuq.so.1 in /usr/lib"
@@ -179,6 +185,25 @@ if runuser -u "$MEMBER" -- gpuqctl --socket "$SOCK" ping >"$tmp/ping.out" 2>&1; 
 else
     cat "$tmp/ping.out" "$tmp/gpuqd.log" >&2
     bad "$MEMBER (group gpuq) cannot ping gpuqd"
+fi
+# The README's C example as a user of the package builds and runs it: the
+# default socket is /run/gpuq/gpuqd.sock for a user without XDG_RUNTIME_DIR
+# (runuser sets none).
+# (in the member's home, which userdel -r removes; $tmp is root's alone)
+cdir=$(getent passwd "$MEMBER" | cut -d: -f6)/readme-c
+install -d -o "$MEMBER" "$cdir"
+if readme_c_extract "$README" "$cdir"; then
+    chown "$MEMBER" "$cdir/$README_C_SRC"
+    if runuser -u "$MEMBER" -- env -u GPUQ_SOCKET -u XDG_RUNTIME_DIR -u LD_LIBRARY_PATH \
+        -u PKG_CONFIG_PATH bash -euc "cd '$cdir' && $README_C_CMD && ./$README_C_OUT" \
+        >"$tmp/readme-c.out" 2>&1; then
+        ok "the README's C example ($README_C_CMD): $(tail -1 "$tmp/readme-c.out")"
+    else
+        cat "$tmp/readme-c.out" >&2
+        bad "the README's C example does not build or run against the package"
+    fi
+else
+    bad "no C example or compile command in $README"
 fi
 if [[ "$(ps -o user= -p "$daemon_pid" 2>/dev/null | tr -d ' ')" == gpuq ]]; then
     ok "gpuqd runs as gpuq"

@@ -9,10 +9,16 @@
 # /etc/gpuq/gpuqd.conf, the ldconfig trigger and shlibs entry of
 # libgpuq.so.1, and postinst/prerm/postrm executable, POSIX sh that
 # passes `sh -n` (and shellcheck -s sh where installed). Also that the unit's
-# ExecStart names a program the package ships. Needs dpkg-dev, not root.
+# ExecStart names a program the package ships; the man pages (when the build
+# made them: GPUQ_MAN=ON), the DEP-5 copyright file and the changelog, whose
+# first entry is the package's version; and, where lintian is installed,
+# that `lintian` reports no error (its warnings are printed; the ones that
+# are so by design are overridden in packaging/debian/gpuq.lintian-overrides).
+# GPUQ_REQUIRE_LINTIAN=1 (CI) makes a missing lintian a failure. Needs
+# dpkg-dev, not root.
 #
-# GPUQ_LIBDIR (relative to /usr), GPUQ_SYSTEMD_UNITDIR, GPUQ_SYSUSERSDIR
-# (absolute or relative to /usr) come from tests/pkg/CMakeLists.txt.
+# GPUQ_LIBDIR (relative to /usr), GPUQ_USR_UNITDIR, GPUQ_USR_SYSUSERSDIR
+# (absolute: where they go with prefix /usr) come from tests/pkg/CMakeLists.txt.
 set -euo pipefail
 # grep that reads all its input: grep -q exits at the first match, and the
 # writer's SIGPIPE then fails the pipeline under pipefail.
@@ -23,7 +29,7 @@ for t in cpack dpkg-deb dpkg-shlibdeps; do
     command -v "$t" >/dev/null ||
         { echo "test_deb: $t not found (apt-get install dpkg-dev)" >&2; exit 1; }
 done
-for v in GPUQ_LIBDIR GPUQ_SYSTEMD_UNITDIR GPUQ_SYSUSERSDIR; do
+for v in GPUQ_LIBDIR GPUQ_USR_UNITDIR GPUQ_USR_SYSUSERSDIR; do
     [[ -n "${!v:-}" ]] || { echo "test_deb: $v is not set" >&2; exit 2; }
 done
 
@@ -63,13 +69,23 @@ expect=(
     "$lib/cmake/gpuq/gpuqConfig.cmake"
     "$lib/cmake/gpuq/gpuqConfigVersion.cmake"
     "$lib/cmake/gpuq/gpuqTargets.cmake"
-    "$(in_pkg "$GPUQ_SYSTEMD_UNITDIR")/gpuqd.service"
-    "$(in_pkg "$GPUQ_SYSTEMD_UNITDIR")/gpuqd.socket"
-    "$(in_pkg "$GPUQ_SYSUSERSDIR")/gpuq.conf"
+    "$(in_pkg "$GPUQ_USR_UNITDIR")/gpuqd.service"
+    "$(in_pkg "$GPUQ_USR_UNITDIR")/gpuqd.socket"
+    "$(in_pkg "$GPUQ_USR_SYSUSERSDIR")/gpuq.conf"
     ./etc/gpuq/gpuqd.conf
     ./usr/share/doc/gpuq/README.md
     ./usr/share/doc/gpuq/PROTOCOL.md
+    ./usr/share/doc/gpuq/copyright
+    ./usr/share/doc/gpuq/changelog.gz
+    ./usr/share/lintian/overrides/gpuq
 )
+if [[ "${GPUQ_MAN:-OFF}" == ON ]]; then
+    expect+=(
+        ./usr/share/man/man1/gpuqctl.1.gz
+        ./usr/share/man/man5/gpuqd.conf.5.gz
+        ./usr/share/man/man8/gpuqd.8.gz
+    )
+fi
 for p in "${expect[@]}"; do
     grep -qxF "$p" "$tmp/contents" || bad "not in the package: $p"
 done
@@ -117,11 +133,50 @@ done
 
 # ---- the unit runs what the package ships ----
 dpkg-deb -x "$deb" "$tmp/x"
-unit=$tmp/x/$(in_pkg "$GPUQ_SYSTEMD_UNITDIR")/gpuqd.service
+unit=$tmp/x/$(in_pkg "$GPUQ_USR_UNITDIR")/gpuqd.service
 exe=$(sed -n 's/^ExecStart=[-@:+!]*\([^ ]*\).*/\1/p' "$unit" | head -1)
 [[ -n "$exe" && -x "$tmp/x$exe" ]] || bad "gpuqd.service runs '$exe', which the package does not ship"
 if objdump -p "$tmp/x/usr/sbin/gpuqd" | has 'NEEDED.*libcublas'; then
     bad "packaged gpuqd needs libcublas"
+fi
+
+# ---- copyright, changelog, man pages ----
+doc=$tmp/x/usr/share/doc/gpuq
+if [[ -f "$doc/copyright" ]]; then
+    [[ "$(head -1 "$doc/copyright")" == "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/" ]] ||
+        bad "copyright is not machine-readable (DEP-5 Format: line)"
+    has -E '^Files: \*$' "$doc/copyright" || bad "copyright has no 'Files: *' paragraph"
+fi
+if [[ -f "$doc/changelog.gz" ]]; then
+    gzip -dc "$doc/changelog.gz" >"$tmp/changelog"
+    clv=$(dpkg-parsechangelog -l "$tmp/changelog" -S Version 2>/dev/null || true)
+    [[ "$clv" == "$(field Version)" ]] ||
+        bad "changelog's first entry is version '$clv', the package $(field Version) (packaging/debian/changelog)"
+fi
+for m in "$tmp"/x/usr/share/man/man*/*.gz; do
+    [[ -e "$m" ]] || continue
+    # gzip -n: no name and no time stamp in the header (bytes 4..9: flags, mtime)
+    [[ "$(od -An -tx1 -j3 -N5 "$m" | tr -d ' ')" == 0000000000 ]] || bad "${m#"$tmp/x"}: not gzip -n"
+    if command -v man >/dev/null; then
+        warn=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -E UTF-8 -l -Tutf8 -Z "$m" 2>&1 >/dev/null || true)
+        [[ -z "$warn" ]] || bad "${m#"$tmp/x"}: groff warns: $warn"
+    fi
+done
+
+# ---- lintian ----
+if command -v lintian >/dev/null; then
+    echo "--- lintian --fail-on error $(basename "$deb")"
+    if lintian --fail-on error --tag-display-limit 0 "$deb" >"$tmp/lintian.log" 2>&1; then
+        grep -v 'running with root privileges' "$tmp/lintian.log" || true
+        echo "lintian: no errors"
+    else
+        cat "$tmp/lintian.log" >&2
+        bad "lintian reports errors"
+    fi
+elif [[ "${GPUQ_REQUIRE_LINTIAN:-}" == 1 ]]; then
+    bad "lintian not found (apt-get install lintian) and GPUQ_REQUIRE_LINTIAN=1"
+else
+    echo "skip: lintian not installed (apt-get install lintian)"
 fi
 
 if [[ $fail -ne 0 ]]; then

@@ -3,16 +3,25 @@
 #
 # `cmake --install BUILD_DIR --prefix /usr` into a temporary DESTDIR, then:
 # every expected file is there (libgpuq's soname links, gpuqd without
-# libcublas), each installed header compiles on its own against that tree
-# alone, gpuq.pc names prefix /usr, and a small program using
-# <gpuq/gpuq.h> builds against that tree once with pkg-config and once with
-# find_package(gpuq) (gpuq::gpuq static, gpuq::gpuq_shared, and as C++), and
-# runs. Needs no daemon and no root.
+# libcublas, the units, sysusers file and config in the system's places),
+# each installed header compiles on its own against that tree alone, gpuq.pc
+# names prefix /usr, and a small program using <gpuq/gpuq.h> builds against
+# that tree once with pkg-config and once with find_package(gpuq)
+# (gpuq::gpuq is libgpuq.so, gpuq::gpuq_static libgpuq.a with msgpack-c
+# found by the config, and as C++), and runs; gpuq::gpuq builds and runs
+# with msgpack-c's CMake package out of sight too (a .deb user without
+# libmsgpack-dev).
+# Then `cmake --install BUILD_DIR --prefix TMP/p` with no DESTDIR: every
+# file of install_manifest.txt is under TMP/p (the units, sysusers file and
+# config included). Needs no daemon and no root.
 #
 # The directories come from the build (tests/pkg/CMakeLists.txt):
-# GPUQ_LIBDIR, GPUQ_BINDIR, GPUQ_SBINDIR, GPUQ_INCLUDEDIR, GPUQ_DOCDIR (in the
-# prefix), GPUQ_SYSTEMD_UNITDIR, GPUQ_SYSUSERSDIR (absolute or in the
-# prefix), GPUQ_SYSCONFDIR (absolute). GPUQ_INSTALL_SYSTEMD=OFF: no units.
+# GPUQ_LIBDIR, GPUQ_BINDIR, GPUQ_SBINDIR, GPUQ_INCLUDEDIR, GPUQ_DOCDIR,
+# GPUQ_MANDIR (in the prefix), GPUQ_USR_UNITDIR, GPUQ_USR_SYSUSERSDIR,
+# GPUQ_USR_SYSCONFDIR (absolute: where they go with prefix /usr), and the
+# settings GPUQ_SYSTEMD_UNITDIR, GPUQ_SYSUSERSDIR, GPUQ_SYSCONFDIR (empty
+# unless set: an absolute one is an opt-in to write there whatever the
+# prefix). GPUQ_INSTALL_SYSTEMD=OFF: no units. GPUQ_MAN=ON: man pages.
 set -euo pipefail
 # grep that reads all its input: grep -q exits at the first match, and the
 # writer's SIGPIPE then fails the pipeline under pipefail.
@@ -20,8 +29,8 @@ has() { grep "$@" >/dev/null; }
 
 build=$(cd "${1:?usage: test_install.sh BUILD_DIR}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
-for v in GPUQ_LIBDIR GPUQ_BINDIR GPUQ_SBINDIR GPUQ_INCLUDEDIR GPUQ_DOCDIR GPUQ_SYSTEMD_UNITDIR \
-    GPUQ_SYSUSERSDIR GPUQ_SYSCONFDIR; do
+for v in GPUQ_LIBDIR GPUQ_BINDIR GPUQ_SBINDIR GPUQ_INCLUDEDIR GPUQ_DOCDIR GPUQ_MANDIR \
+    GPUQ_USR_UNITDIR GPUQ_USR_SYSUSERSDIR GPUQ_USR_SYSCONFDIR; do
     [[ -n "${!v:-}" ]] || { echo "test_install: $v is not set" >&2; exit 2; }
 done
 
@@ -56,15 +65,23 @@ expect=(
     "$(at "$GPUQ_INCLUDEDIR")/gpuq/gpuq.h"
     "$(at "$GPUQ_INCLUDEDIR")/gpuq/errors.h"
     "$(at "$GPUQ_INCLUDEDIR")/gpuq/gpuq_limits.h"
-    "$(at "$GPUQ_SYSCONFDIR")/gpuq/gpuqd.conf"
+    "$(at "$GPUQ_USR_SYSCONFDIR")/gpuq/gpuqd.conf"
     "$(at "$GPUQ_DOCDIR")/README.md"
     "$(at "$GPUQ_DOCDIR")/PROTOCOL.md"
+    "$(at "$GPUQ_DOCDIR")/copyright"
 )
 if [[ "${GPUQ_INSTALL_SYSTEMD:-ON}" != OFF ]]; then
     expect+=(
-        "$(at "$GPUQ_SYSTEMD_UNITDIR")/gpuqd.service"
-        "$(at "$GPUQ_SYSTEMD_UNITDIR")/gpuqd.socket"
-        "$(at "$GPUQ_SYSUSERSDIR")/gpuq.conf"
+        "$(at "$GPUQ_USR_UNITDIR")/gpuqd.service"
+        "$(at "$GPUQ_USR_UNITDIR")/gpuqd.socket"
+        "$(at "$GPUQ_USR_SYSUSERSDIR")/gpuq.conf"
+    )
+fi
+if [[ "${GPUQ_MAN:-OFF}" == ON ]]; then
+    expect+=(
+        "$(at "$GPUQ_MANDIR")/man1/gpuqctl.1.gz"
+        "$(at "$GPUQ_MANDIR")/man5/gpuqd.conf.5.gz"
+        "$(at "$GPUQ_MANDIR")/man8/gpuqd.8.gz"
     )
 fi
 for f in "${expect[@]}"; do
@@ -121,22 +138,92 @@ else
 fi
 
 # ---- find_package(gpuq), against this tree only ----
-cargs=(-S "$here/consumer" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$root/usr"
-    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_BUILD_TYPE=Release)
-[[ -n "${CC:-}" ]] && cargs+=(-DCMAKE_C_COMPILER="$CC")
-if cmake "${cargs[@]}" >"$tmp/consumer.log" 2>&1 &&
-    cmake --build "$tmp/consumer" >>"$tmp/consumer.log" 2>&1; then
+# consumer DIR WITH_STATIC [cmake args]: configure and build tests/pkg/consumer.
+consumer() {
+    local dir=$1 with_static=$2
+    shift 2
+    local cargs=(-S "$here/consumer" -B "$dir" -DCMAKE_PREFIX_PATH="$root/usr"
+        -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_BUILD_TYPE=Release -DWITH_STATIC="$with_static" "$@")
+    [[ -n "${CC:-}" ]] && cargs+=(-DCMAKE_C_COMPILER="$CC")
+    cmake "${cargs[@]}" >"$dir.log" 2>&1 && cmake --build "$dir" >>"$dir.log" 2>&1
+}
+# the demo links libgpuq.so.1 of this tree and nothing of msgpack-c
+shared_only() {
+    local l
+    l=$(ldd "$1")
+    [[ "$l" == *"libgpuq.so.1 => $lib/libgpuq.so.1"* && "$l" != *msgpack* ]]
+}
+if consumer "$tmp/consumer" ON; then
     found=$(sed -n 's/^gpuq_DIR:PATH=//p' "$tmp/consumer/CMakeCache.txt")
     [[ "$found" == "$lib/cmake/gpuq" ]] || bad "find_package found $found, not $lib/cmake/gpuq"
     for t in demo_static demo_shared demo_cxx; do
-        "$tmp/consumer/$t" || bad "$t (find_package) failed"
+        LD_LIBRARY_PATH=$lib "$tmp/consumer/$t" || bad "$t (find_package) failed"
     done
     if ldd "$tmp/consumer/demo_static" | has libgpuq; then
-        bad "demo_static links libgpuq.so"
+        bad "demo_static (gpuq::gpuq_static) links libgpuq.so"
     fi
+    for t in demo_shared demo_cxx; do
+        LD_LIBRARY_PATH=$lib shared_only "$tmp/consumer/$t" ||
+            bad "$t (gpuq::gpuq): not libgpuq.so.1 of $lib alone: $(LD_LIBRARY_PATH=$lib ldd "$tmp/consumer/$t")"
+    done
 else
     cat "$tmp/consumer.log" >&2
     bad "demo does not build with find_package(gpuq)"
+fi
+# As a user of the .deb without libmsgpack-dev: gpuq::gpuq needs no msgpack-c,
+# and asking for the static component then fails with a clear message.
+nomsgpack=(-DCMAKE_DISABLE_FIND_PACKAGE_msgpack=ON -DCMAKE_DISABLE_FIND_PACKAGE_msgpack-c=ON)
+if consumer "$tmp/consumer-shared" OFF "${nomsgpack[@]}"; then
+    LD_LIBRARY_PATH=$lib "$tmp/consumer-shared/demo_shared" || bad "demo_shared (no msgpack-c) failed"
+    LD_LIBRARY_PATH=$lib shared_only "$tmp/consumer-shared/demo_shared" ||
+        bad "demo_shared (no msgpack-c) is not linked to libgpuq.so.1 alone"
+else
+    cat "$tmp/consumer-shared.log" >&2
+    bad "gpuq::gpuq does not build with msgpack-c's CMake package out of sight"
+fi
+if consumer "$tmp/consumer-static" ON "${nomsgpack[@]}"; then
+    bad "find_package(gpuq COMPONENTS static) succeeded without msgpack-c"
+elif ! has 'libmsgpack-dev' "$tmp/consumer-static.log"; then
+    cat "$tmp/consumer-static.log" >&2
+    bad "find_package(gpuq COMPONENTS static) without msgpack-c does not say what is missing"
+fi
+
+# ---- --prefix P without DESTDIR: nothing outside P ----
+p=$tmp/p
+cmake --install "$build" --prefix "$p" >"$tmp/install-p.log" 2>&1 ||
+    { cat "$tmp/install-p.log" >&2; bad "cmake --install --prefix $p"; }
+manifest=$build/install_manifest.txt
+if [[ -s "$manifest" ]]; then
+    # Outside P only where a setting opts in with an absolute directory.
+    optin=()
+    for v in GPUQ_SYSTEMD_UNITDIR GPUQ_SYSUSERSDIR GPUQ_SYSCONFDIR; do
+        [[ "${!v:-}" == /* ]] && optin+=("${!v}")
+    done
+    outside=0
+    while IFS= read -r f; do
+        [[ "$f" == "$p"/* ]] && continue
+        for o in "${optin[@]}"; do
+            [[ "$f" == "$o"/* ]] && continue 2
+        done
+        bad "installed outside the prefix $p: $f"
+        outside=$((outside + 1))
+    done <"$manifest"
+    n=$(wc -l <"$manifest")
+    [[ $outside -ne 0 ]] || echo "--prefix $p: all $n files of install_manifest.txt under it"
+    want=()
+    [[ -z "${GPUQ_SYSCONFDIR:-}" ]] && want+=("$p/etc/gpuq/gpuqd.conf")
+    if [[ "${GPUQ_INSTALL_SYSTEMD:-ON}" != OFF ]]; then
+        [[ -z "${GPUQ_SYSTEMD_UNITDIR:-}" ]] &&
+            want+=("$p/lib/systemd/system/gpuqd.service" "$p/lib/systemd/system/gpuqd.socket")
+        [[ -z "${GPUQ_SYSUSERSDIR:-}" ]] && want+=("$p/lib/sysusers.d/gpuq.conf")
+    fi
+    for f in "${want[@]}"; do
+        if ! grep -qxF "$f" "$manifest" || [[ ! -f "$f" ]]; then
+            bad "--prefix $p: $f not installed"
+        fi
+    done
+else
+    bad "no $manifest after cmake --install --prefix $p"
 fi
 
 if [[ $fail -ne 0 ]]; then

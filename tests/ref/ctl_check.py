@@ -109,7 +109,8 @@ for dt, tol_n, tol_p, tol_h in ((np.float32, 1e-6, 1e-5, 1e-6), (np.float64, 1e-
         a, b = pts.astype(np.float64), pts2.astype(np.float64)
         check(f"haversine pair {tag}", path("h2.npy"), hav(a[:, 0], a[:, 1], b[:, 0], b[:, 1]), dt, tol_h)
     # pairwise
-    for metric in ("euclidean", "sqeuclidean", "cosine", "manhattan"):
+    # cityblock and l1, l2: scipy's and scikit-learn's names (aliases on the wire)
+    for metric in ("euclidean", "sqeuclidean", "cosine", "manhattan", "cityblock", "l1", "l2"):
         X = rng.uniform(-1, 1, (41, 7)).astype(dt)
         Y = rng.uniform(-1, 1, (23, 7)).astype(dt)
         np.save(path("X.npy"), X)
@@ -117,7 +118,9 @@ for dt, tol_n, tol_p, tol_h in ((np.float32, 1e-6, 1e-5, 1e-6), (np.float64, 1e-
         if run("distance", "pairwise", "--metric", metric, path("X.npy"), path("Y.npy"),
                "-o", path("D.npy")).returncode == 0:
             check(f"pairwise {metric} {tag}", path("D.npy"),
-                  cdist(X.astype(np.float64), Y.astype(np.float64), "cityblock" if metric == "manhattan" else metric), dt, tol_p)
+                  cdist(X.astype(np.float64), Y.astype(np.float64),
+                        {"manhattan": "cityblock", "l1": "cityblock", "l2": "euclidean"}.get(metric, metric)),
+                  dt, tol_p)
     # knn: distances and int64 indices against a stable argsort of cdist;
     # m*k odd (f32 indices start 4 bytes off 8), X row 0 equals Y rows 0 and
     # 500 (an exact tie: lower index first); no --metric means euclidean

@@ -4,6 +4,7 @@
  * what config_log_changes counts; the session_arena rule key (0 a value,
  * unset its own state) through parse, print and the reload log. */
 #include <check.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,8 @@ static void assert_same(const config *a, const config *b)
 {
     ck_assert_str_eq(a->socket, b->socket);
     ck_assert_uint_eq(a->socket_mode, b->socket_mode);
+    ck_assert_str_eq(a->socket_group, b->socket_group);
+    ck_assert_uint_eq(a->socket_gid, b->socket_gid);
     ck_assert_str_eq(a->device, b->device);
     ck_assert_uint_eq(a->lim.max_header, b->lim.max_header);
     ck_assert_uint_eq(a->lim.max_payload, b->lim.max_payload);
@@ -203,6 +206,8 @@ START_TEST(defaults_without_file)
     ck_assert_uint_eq(c.lim.total_staging, d.total_staging);
     ck_assert_str_eq(c.pol.admin_group, "");
     ck_assert_uint_eq(c.pol.admin_gid, (gid_t)-1);
+    ck_assert_str_eq(c.socket_group, "");
+    ck_assert_uint_eq(c.socket_gid, (gid_t)-1);
     ck_assert_int_eq(c.pol.max_priority, GPUQ_PRIO_HIGH);
     ck_assert_int_eq(c.pol.nrules, 0);
 }
@@ -274,6 +279,14 @@ START_TEST(flag_errors)
     const char *grp[] = {"--admin-group", "no-such-group-gpuq", NULL};
     ck_assert_int_eq(load(&c, grp), -1);
     ck_assert_msg(strstr(c.error, "unknown group 'no-such-group-gpuq'") != NULL, "%s", c.error);
+    const char *sgrp[] = {"--socket-group", "no-such-group-gpuq", NULL};
+    ck_assert_int_eq(load(&c, sgrp), -1);
+    ck_assert_str_eq(c.error, "--socket-group: unknown group 'no-such-group-gpuq'");
+    const char *sgrp_ok[] = {"--socket-group", "root", NULL};
+    ck_assert_msg(load(&c, sgrp_ok) == 0, "%s", c.error);
+    ck_assert_str_eq(c.socket_group, "root");
+    ck_assert_uint_eq(c.socket_gid, 0);
+    ck_assert_str_eq(c.pol.admin_group, ""); /* the other group key untouched */
     static const char *const prios[] = {"5", "-5", "2", "urgent"};
     for (int i = 0; i < 4; i++) {
         const char *prio[] = {"--max-priority", prios[i], NULL};
@@ -343,6 +356,9 @@ static const struct {
     {"[user no-such-user-gpuq]\n", 1, "unknown user 'no-such-user-gpuq'", ""},
     {"[group no-such-group-gpuq]\n", 1, "unknown group 'no-such-group-gpuq'", ""},
     {"[policy]\nadmin_group = no-such-group-gpuq\n", 2, "admin_group", "unknown group"},
+    {"[server]\nsocket_group = no-such-group-gpuq\n", 2, "socket_group",
+     "unknown group 'no-such-group-gpuq'"},
+    {"[policy]\nsocket_group = root\n", 2, "unknown key 'socket_group'", "[policy]"},
     {"[user]\n", 1, "[user] needs", "NAME"},
     {"[user root]\nmax_inflight = 2\n[user 0]\n", 3, "named twice", "first at line 1"},
     {"[group 0]\n[user 0]\n[group root]\n", 3, "named twice", "gid 0"},
@@ -447,7 +463,8 @@ START_TEST(print_round_trip)
         "staging_keep = 3M\nstaging_release_after = 0.25\nstaging_headroom = 12345\n"
         "device_memory_limit = 1G\n",
         arena_conf,
-        "[limits]\nsession_arena = 0\ntotal_arena = 1M\n"};
+        "[limits]\nsession_arena = 0\ntotal_arena = 1M\n",
+        "[server]\nsocket_group = root\n"};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         config a, b;
         write_conf(path, texts[i]);
@@ -517,6 +534,8 @@ START_TEST(log_changes_counts)
     snprintf(b.socket, sizeof b.socket, "/tmp/elsewhere.sock");
     b.socket_mode = 0600;
     snprintf(b.device, sizeof b.device, "cpu");
+    snprintf(b.socket_group, sizeof b.socket_group, "root");
+    b.socket_gid = 0;
     ck_assert_int_eq(config_log_changes(&a, &b), 0);
     write_conf(path, "[limits]\nmax_inflight = 32\ntotal_staging = 1G\n"
                      "[server]\nlog_level = debug\ndrain_timeout = 5\n"
@@ -716,6 +735,225 @@ START_TEST(parse_priority)
 }
 END_TEST
 
+/* ---- gpuqd --help, -h, -V, --name=VALUE ---- */
+
+/* load(args) with stdout caught into a malloc'd string (*out); returns
+ * load's result. */
+static int load_caught(config *c, const char *const *args, char **out)
+{
+    char p[400];
+    snprintf(p, sizeof p, "%s/stdout", dir);
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ck_assert(saved >= 0 && fd >= 0);
+    ck_assert_int_ge(dup2(fd, STDOUT_FILENO), 0);
+    int rc = load(c, args);
+    fflush(stdout);
+    ck_assert_int_ge(dup2(saved, STDOUT_FILENO), 0);
+    close(saved);
+    close(fd);
+    size_t len;
+    *out = tu_read_file(p, &len);
+    ck_assert_ptr_nonnull(*out);
+    return rc;
+}
+
+/* The help text of flag "--name" as one line (its wrapped lines joined),
+ * into buf; NULL when the help has no such option. */
+static const char *help_of(const char *help, const char *flag, char *buf, size_t cap)
+{
+    char head[80];
+    snprintf(head, sizeof head, "\n  %s", flag);
+    const char *at = strstr(help, head);
+    while (at && at[strlen(head)] != ' ' && at[strlen(head)] != '\n')
+        at = strstr(at + 1, head);
+    if (!at)
+        return NULL;
+    at += 3;
+    size_t n = 0;
+    for (const char *p = at; *p && n + 1 < cap; p++) {
+        if (*p == '\n') {
+            if (strncmp(p + 1, "        ", 8) != 0) /* not a continuation */
+                break;
+            while (p[1] == ' ')
+                p++;
+            buf[n++] = ' ';
+            continue;
+        }
+        buf[n++] = *p;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+START_TEST(help_and_version)
+{
+    config c;
+    char *out;
+    static const char *const helps[] = {"--help", "-h"};
+    for (int i = 0; i < 2; i++) {
+        const char *args[] = {"--max-inflight", "7", helps[i], NULL};
+        ck_assert_int_eq(load_caught(&c, args, &out), 1);
+        ck_assert_msg(strncmp(out, "usage: gpuqd", 12) == 0, "%s: %s", helps[i], out);
+        /* every setting's flag, each with what it does and its default */
+        for (int k = 0; k < KEY_COUNT; k++) {
+            const config_key *key = config_key_by_id((enum config_key_id)k);
+            if (!strcmp(key->section, "rule"))
+                continue;
+            char flag[48], line[1024];
+            snprintf(flag, sizeof flag, "--%s", key->name);
+            for (char *p = flag; *p; p++)
+                if (*p == '_')
+                    *p = '-';
+            ck_assert_msg(help_of(out, flag, line, sizeof line), "--help lacks %s", flag);
+            ck_assert_msg(strstr(line, " Default: ") != NULL, "%s has no default: %s", flag, line);
+            ck_assert_msg(strlen(line) > strlen(flag) + 30, "%s says nothing: %s", flag, line);
+        }
+        static const char *const fixed[] = {"--config", "--check-config", "--reload", "--help",
+                                            "--version"};
+        for (int k = 0; k < 5; k++) {
+            char line[1024];
+            ck_assert_msg(help_of(out, fixed[k], line, sizeof line), "--help lacks %s", fixed[k]);
+        }
+        ck_assert_msg(strstr(out, "(also -h)") && strstr(out, "(also -V)"), "%s", out);
+        ck_assert_msg(strstr(out, "--name=VALUE") && strstr(out, "examples:"), "%s", out);
+        free(out);
+    }
+    static const char *const versions[] = {"--version", "-V"};
+    for (int i = 0; i < 2; i++) {
+        const char *args[] = {versions[i], NULL};
+        ck_assert_int_eq(load_caught(&c, args, &out), 1);
+        ck_assert_msg(strncmp(out, "gpuqd " GPUQ_VERSION " (", 8 + strlen(GPUQ_VERSION)) == 0,
+                      "%s: %s", versions[i], out);
+        free(out);
+    }
+    /* -h among bad flags: the bad flag is still an error when it comes first */
+    const char *bad_first[] = {"--no-such-flag", "-h", NULL};
+    ck_assert_int_eq(load(&c, bad_first), -1);
+    const char *short_bad[] = {"-x", NULL};
+    ck_assert_int_eq(load(&c, short_bad), -1);
+    ck_assert_msg(strstr(c.error, "unknown option '-x'"), "%s", c.error);
+}
+END_TEST
+
+/* The defaults --help states are the built-in values: each given back as
+ * --name=DEFAULT changes nothing. */
+START_TEST(help_defaults_are_defaults)
+{
+    config c, d;
+    char *out;
+    const char *hargs[] = {"--help", NULL};
+    ck_assert_int_eq(load_caught(&c, hargs, &out), 1);
+    ck_assert_int_eq(load(&d, NULL), 0);
+    int checked = 0;
+    for (int k = 0; k < KEY_COUNT; k++) {
+        const config_key *key = config_key_by_id((enum config_key_id)k);
+        if (!strcmp(key->section, "rule") || !strcmp(key->name, "socket") ||
+            !strcmp(key->name, "admin_group") || !strcmp(key->name, "socket_group"))
+            continue; /* their defaults are words: no value, root only, gpuqd's group */
+        char flag[48], line[1024], arg[200];
+        snprintf(flag, sizeof flag, "--%s", key->name);
+        for (char *p = flag; *p; p++)
+            if (*p == '_')
+                *p = '-';
+        ck_assert_ptr_nonnull(help_of(out, flag, line, sizeof line));
+        const char *def = strstr(line, " Default: ");
+        ck_assert_ptr_nonnull(def);
+        def += 10;
+        size_t n = strlen(def);
+        ck_assert_msg(n > 1 && def[n - 1] == '.', "%s: %s", flag, line);
+        snprintf(arg, sizeof arg, "%s=%.*s", flag, (int)(n - 1), def);
+        const char *args[] = {arg, NULL};
+        ck_assert_msg(load(&c, args) == 0, "%s: %s", arg, c.error);
+        assert_same(&c, &d);
+        checked++;
+    }
+    ck_assert_int_ge(checked, 20);
+    free(out);
+}
+END_TEST
+
+/* --name=VALUE is --name VALUE, for every kind of flag. */
+START_TEST(flags_with_equals)
+{
+    write_conf(path, "[limits]\nmax_inflight = 5\n");
+    char cfg[400];
+    snprintf(cfg, sizeof cfg, "--config=%s", path);
+    const char *eq[] = {cfg,
+                        "--socket=/tmp/gpuq-eq.sock",
+                        "--socket-mode=0600",
+                        "--device=cpu",
+                        "--log-level=debug",
+                        "--drain-timeout=2.5",
+                        "--max-payload=3M",
+                        "--max-sessions=9",
+                        "--max-priority=low",
+                        "--admin-group=root",
+                        "--idle-timeout=7",
+                        NULL};
+    const char *sp[] = {"--config",
+                        path,
+                        "--socket",
+                        "/tmp/gpuq-eq.sock",
+                        "--socket-mode",
+                        "0600",
+                        "--device",
+                        "cpu",
+                        "--log-level",
+                        "debug",
+                        "--drain-timeout",
+                        "2.5",
+                        "--max-payload",
+                        "3M",
+                        "--max-sessions",
+                        "9",
+                        "--max-priority",
+                        "low",
+                        "--admin-group",
+                        "root",
+                        "--idle-timeout",
+                        "7",
+                        NULL};
+    config a, b;
+    ck_assert_msg(load(&a, eq) == 0, "%s", a.error);
+    ck_assert_msg(load(&b, sp) == 0, "%s", b.error);
+    assert_same(&a, &b);
+    ck_assert_str_eq(a.socket, "/tmp/gpuq-eq.sock");
+    ck_assert_uint_eq(a.socket_mode, 0600);
+    ck_assert_str_eq(a.device, "cpu");
+    ck_assert_int_eq(a.log_level, LOG_LVL_DEBUG);
+    ck_assert(a.drain_timeout_s == 2.5);
+    ck_assert_uint_eq(a.lim.max_payload, 3u << 20);
+    ck_assert_uint_eq(a.lim.max_sessions, 9);
+    ck_assert_uint_eq(a.lim.max_inflight, 5); /* from the --config= file */
+    ck_assert_int_eq(a.pol.max_priority, GPUQ_PRIO_LOW);
+    ck_assert_str_eq(a.pol.admin_group, "root");
+    ck_assert(a.idle_timeout_s == 7.0);
+    /* --check-config=FILE and --reload=PID too */
+    char chk[400];
+    snprintf(chk, sizeof chk, "--check-config=%s", path);
+    const char *check[] = {chk, NULL};
+    char *out;
+    ck_assert_int_eq(load_caught(&a, check, &out), 1);
+    ck_assert_msg(strstr(out, "max_inflight = 5"), "%s", out);
+    free(out);
+    const char *reload[] = {"--reload=4242", NULL};
+    ck_assert_int_eq(load(&a, reload), 0);
+    ck_assert_int_eq(a.reload_pid, 4242);
+    /* errors name the flag as with a space */
+    const char *zero[] = {"--max-inflight=0", NULL};
+    ck_assert_int_eq(load(&a, zero), -1);
+    ck_assert_msg(strstr(a.error, "--max-inflight") && strstr(a.error, "1 .. 1048576"), "%s",
+                  a.error);
+    const char *empty[] = {"--log-level=", NULL};
+    ck_assert_int_eq(load(&a, empty), -1);
+    ck_assert_msg(strstr(a.error, "--log-level") && strstr(a.error, "empty value"), "%s", a.error);
+    const char *flag_val[] = {"--help=yes", NULL};
+    ck_assert_int_eq(load(&a, flag_val), -1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("config");
@@ -740,6 +978,9 @@ static Suite *suite(void)
     tcase_add_test(tc, arena_rules_print);
     tcase_add_test(tc, arena_rules_log_changes);
     tcase_add_test(tc, parse_priority);
+    tcase_add_test(tc, help_and_version);
+    tcase_add_test(tc, help_defaults_are_defaults);
+    tcase_add_test(tc, flags_with_equals);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -812,6 +812,88 @@ START_TEST(test_decode_on_zero)
 }
 END_TEST
 
+/* metric: the names and their aliases (PROTOCOL.md 3.1: scipy's
+ * "cityblock", scikit-learn's "l1" and "l2") decode to the metric, for
+ * pairwise and knn alike; near misses and scipy's short forms are refused
+ * with the names-only message; set_enum and gpuq_metric_parse take the same
+ * set; the encoder writes the name, never the alias. */
+static const char *metric_op, *metric_str;
+static void b_metric_alias(gpuq_mpw *w)
+{
+    KU(w, "id", 3);
+    KS(w, "op", metric_op);
+    KS(w, "metric", metric_str);
+}
+
+START_TEST(test_metric_aliases)
+{
+    static const struct {
+        const char *s;
+        int want; /* GPUQ_METRIC_*, or -1: bad_argument */
+    } cases[] = {
+        {"euclidean", GPUQ_METRIC_EUCLIDEAN},
+        {"sqeuclidean", GPUQ_METRIC_SQEUCLIDEAN},
+        {"cosine", GPUQ_METRIC_COSINE},
+        {"manhattan", GPUQ_METRIC_MANHATTAN},
+        {"cityblock", GPUQ_METRIC_MANHATTAN},
+        {"l1", GPUQ_METRIC_MANHATTAN},
+        {"l2", GPUQ_METRIC_EUCLIDEAN},
+        {"CityBlock", -1},
+        {"cityblock ", -1},
+        {"city", -1},
+        {"c", -1},
+        {"e", -1},
+        {"cos", -1},
+        {"sqe", -1},
+        {"minkowski", -1},
+        {"L1", -1},
+        {"l3", -1},
+        {"", -1},
+    };
+    static const char *const ops[] = {"pairwise", "knn"};
+    for (int o = 0; o < 2; o++) {
+        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+            gpuq_request q;
+            metric_op = ops[o];
+            metric_str = cases[k].s;
+            int rc = decode_built(3, b_metric_alias, &q);
+            if (cases[k].want < 0) {
+                ck_assert_msg(rc == GPUQ_E_BAD_ARGUMENT, "%s \"%s\": rc %d", ops[o], cases[k].s,
+                              rc);
+                char want[160];
+                snprintf(want, sizeof want,
+                         "metric \"%s\" is not euclidean, sqeuclidean, cosine or manhattan",
+                         cases[k].s);
+                ck_assert_str_eq(msg, want);
+            } else {
+                ck_assert_msg(rc == 0, "%s \"%s\": %s", ops[o], cases[k].s, msg);
+                ck_assert_int_eq(rq_metric(&q), cases[k].want);
+            }
+            gpuq_request r;
+            gpuq_request_init(&r);
+            r.op = o ? GPUQ_OP_KNN : GPUQ_OP_PAIRWISE;
+            int src = gpuq_request_set_enum(&r, "metric", cases[k].s);
+            ck_assert_int_eq(src, cases[k].want < 0 ? GPUQ_E_BAD_ARGUMENT : 0);
+            if (cases[k].want >= 0) {
+                ck_assert_int_eq(gpuq_request_get_enum(&r, "metric"), cases[k].want);
+                /* encoded under its name: what a server sends back or logs */
+                r.id = 9;
+                r.dtype = GPUQ_DT_F32;
+                uint8_t *b;
+                size_t len;
+                ck_assert_int_eq(gpuq_request_encode(&r, &b, &len), 0);
+                const char *name = gpuq_metric_name((gpuq_metric)cases[k].want);
+                ck_assert_ptr_nonnull(memmem(b, len, name, strlen(name)));
+                if (strcmp(name, cases[k].s) != 0)
+                    ck_assert_ptr_null(memmem(b, len, cases[k].s, strlen(cases[k].s)));
+                free(b);
+            }
+            ck_assert_int_eq(gpuq_metric_parse(cases[k].s, strlen(cases[k].s)), cases[k].want);
+        }
+    }
+}
+END_TEST
+
 /* The helpers the config file, gpuqctl and the server's documents use. */
 START_TEST(test_priority_names)
 {
@@ -1738,6 +1820,7 @@ static Suite *header_suite(void)
     tcase_add_loop_test(tc, test_decode_priority_int, -10, 11);
     tcase_add_test(tc, test_decode_priority_str);
     tcase_add_test(tc, test_decode_on_zero);
+    tcase_add_test(tc, test_metric_aliases);
     tcase_add_test(tc, test_priority_names);
     suite_add_tcase(s, tc);
     tc = tcase_create("reply");

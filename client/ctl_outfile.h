@@ -1,0 +1,38 @@
+/* ctl_outfile.h - gpuqctl's output .npy files, written whole or not at all,
+ * and the signal handlers that keep it so (ctl_outfile.c).
+ */
+#ifndef GPUQ_CLIENT_CTL_OUTFILE_H
+#define GPUQ_CLIENT_CTL_OUTFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "npy.h"
+
+/* One output of a command: its dtype, shape and .npy file ("-": stdout). */
+typedef struct ctl_out {
+    gpuq_dtype dtype;
+    int ndim;
+    uint64_t shape[2];
+    const char *path;
+} ctl_out;
+
+/* Write outs[o] (o < nout, at most 2) from out + off[o] (borrowed): each
+ * to a temporary file beside its path, renamed over it once written (see
+ * ctl_outfile.c for links, devices and stdout). When a write fails none of
+ * the outputs is renamed into place and the temporary files are removed.
+ * 0, or GPUQ_E_IO with "PATH: reason" in err. */
+int ctl_outfile_write(const ctl_out *outs, unsigned nout, const uint8_t *out, const uint64_t *off,
+                      char *err, size_t cap);
+
+/* From now on SIGINT, SIGTERM and SIGHUP remove the unfinished output
+ * files, print "gpuqctl: interrupted" (terminated, hangup) and end the
+ * process by that signal (exit status 128 + signal in a shell: 130 for
+ * Ctrl-C); a signal already ignored stays ignored. Returns true when it
+ * installed the handlers, false when they were already on.
+ * ctl_outfile_signals_off puts back what was there before. */
+bool ctl_outfile_signals_on(void);
+void ctl_outfile_signals_off(void);
+
+#endif

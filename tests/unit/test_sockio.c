@@ -1,0 +1,140 @@
+/* test_sockio.c - libgpuq's blocking socket I/O (client/sockio.c): whole
+ * transfers over short writes and reads, many pieces in one send, and the
+ * process-wide byte counts (gpuq_io_counts) that gpuqctl's progress line
+ * reads from another thread: exact, and moving while one large send is
+ * still blocked (sends go out in pieces of SOCKIO_SEND_CHUNK).
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "errors.h"
+#include "gpuq_internal.h"
+#include "sockio.h"
+#include "testutil.h"
+
+enum { BIG = 32 << 20 };
+
+typedef struct sender {
+    int fd;
+    struct iovec iov[16];
+    int cnt;
+    int rc;
+    volatile int done;
+} sender;
+
+static void *send_main(void *arg)
+{
+    sender *s = arg;
+    s->rc = sockio_writev_full(s->fd, s->iov, s->cnt);
+    s->done = 1;
+    return NULL;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+START_TEST(counts_move_during_a_large_send)
+{
+    int sv[2];
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    uint8_t *src = malloc(BIG), *dst = malloc(BIG);
+    ck_assert(src && dst);
+    for (size_t i = 0; i < BIG; i++)
+        src[i] = (uint8_t)(i * 131u + (i >> 13));
+    uint64_t sent0, recv0, sent, rcvd;
+    gpuq_io_counts(&sent0, &recv0);
+    sender s = {.fd = sv[0], .iov = {{src, BIG}}, .cnt = 1};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, send_main, &s), 0);
+    /* read a quarter, slowly: the sender is still blocked, yet its count
+     * has moved (one sendmsg of 32 MiB would return only at its end) */
+    size_t got = 0;
+    while (got < BIG / 4) {
+        ssize_t n = recv(sv[1], dst + got, BIG / 4 - got, 0);
+        ck_assert_int_gt(n, 0);
+        got += (size_t)n;
+    }
+    sleep_ms(50);
+    gpuq_io_counts(&sent, &rcvd);
+    ck_assert_int_eq(s.done, 0);
+    ck_assert_uint_ge(sent - sent0, SOCKIO_SEND_CHUNK);
+    ck_assert_uint_lt(sent - sent0, BIG);
+    ck_assert_int_eq(sockio_read_full(sv[1], dst + got, BIG - got), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_int_eq(s.rc, 0);
+    ck_assert(memcmp(src, dst, BIG) == 0);
+    gpuq_io_counts(&sent, &rcvd);
+    ck_assert_uint_eq(sent - sent0, BIG);
+    ck_assert_uint_eq(rcvd - recv0, BIG - got); /* recv() above is not sockio's */
+    close(sv[0]);
+    close(sv[1]);
+    free(src);
+    free(dst);
+}
+END_TEST
+
+START_TEST(many_pieces_in_one_send)
+{
+    /* more pieces than one sendmsg takes (SOCKIO_MAX_IOV), empty ones among
+     * them, and one larger than a chunk: all arrive, in order */
+    int sv[2];
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    enum { N = 13 };
+    size_t len[N] = {1, 0, 7, 4096, 0, 3, SOCKIO_SEND_CHUNK + 5, 100, 0, 1, 65536, 9, 2};
+    size_t total = 0;
+    for (int k = 0; k < N; k++)
+        total += len[k];
+    uint8_t *src = malloc(total), *dst = malloc(total);
+    ck_assert(src && dst);
+    for (size_t i = 0; i < total; i++)
+        src[i] = (uint8_t)(i * 7u + 3u);
+    sender s = {.fd = sv[0], .cnt = N};
+    size_t off = 0;
+    for (int k = 0; k < N; k++) {
+        s.iov[k] = (struct iovec){src + off, len[k]};
+        off += len[k];
+    }
+    uint64_t sent0, recv0, sent, rcvd;
+    gpuq_io_counts(&sent0, &recv0);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, send_main, &s), 0);
+    ck_assert_int_eq(sockio_read_full(sv[1], dst, total), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_int_eq(s.rc, 0);
+    ck_assert(memcmp(src, dst, total) == 0);
+    gpuq_io_counts(&sent, &rcvd);
+    ck_assert_uint_eq(sent - sent0, total);
+    ck_assert_uint_eq(rcvd - recv0, total);
+    /* the peer gone: closed, not a signal */
+    close(sv[1]);
+    struct iovec one = {src, 1};
+    ck_assert_int_eq(sockio_writev_full(sv[0], &one, 1), GPUQ_E_CLOSED);
+    close(sv[0]);
+    free(src);
+    free(dst);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("sockio");
+    TCase *tc = tcase_create("sockio");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, counts_move_during_a_large_send);
+    tcase_add_test(tc, many_pieces_in_one_send);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run_suite(suite());
+}
