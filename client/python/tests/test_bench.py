@@ -47,4 +47,4 @@ def test_refusals_are_errors(make_daemon):
 
 def test_no_daemon():
     r, _ = run("--socket", "/nonexistent-gpuq-dir/gpuqd.sock")
-    assert r.returncode == 2 and "cannot reach gpuqd" in r.stderr
+    assert r.returncode == 2 and "cannot connect to gpuqd" in r.stderr
