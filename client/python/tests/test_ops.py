@@ -1,5 +1,7 @@
 """Every op, in both dtypes, against numpy/scipy."""
 
+import os
+
 import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
@@ -149,6 +151,64 @@ def test_pairwise_aliases_and_self(client):
     np.testing.assert_allclose(client.pairwise(x), cdist(x, x), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(client.pairwise(x, metric="sqe"), cdist(x, x, "sqeuclidean"),
                                rtol=1e-12, atol=1e-15)
+
+
+def _libgpuq_metric_names():
+    """Every metric name libgpuq and gpuqctl take, read from the op table's
+    source (ops/op_util.c's names, ops/pairwise.c's aliases): name -> metric."""
+    import re
+    from conftest import REPO
+    with open(os.path.join(REPO, "ops", "op_util.c")) as f:
+        names = dict(re.findall(r'\[(GPUQ_K_[A-Z]+)\] = "([a-z0-9]+)"', f.read()))
+    with open(os.path.join(REPO, "ops", "pairwise.c")) as f:
+        src = f.read()
+    table = src[src.index("op_metric_aliases[OP_METRIC_NALIASES] = {"):]
+    table = table[:table.index("};")]
+    aliases = re.findall(r'\{"([a-z0-9]+)", (GPUQ_K_[A-Z]+)\}', table)
+    assert set(names.values()) == {"euclidean", "sqeuclidean", "cosine", "manhattan"}
+    assert len(aliases) >= 3, table
+    out = {n: n for n in names.values()}
+    out.update({a: names[k] for a, k in aliases})
+    return out
+
+
+def _scipy_metric_names():
+    """scipy's names and aliases of the four metrics: name -> gpuq's metric."""
+    from scipy.spatial import distance
+    canon = {"euclidean": "euclidean", "sqeuclidean": "sqeuclidean", "cosine": "cosine",
+             "cityblock": "manhattan"}
+    info = getattr(distance, "_METRICS", None)  # private; its aka sets
+    if info is None:
+        pytest.skip("this scipy has no _METRICS")
+    return {a: canon[m] for m in canon for a in info[m].aka}
+
+
+def test_metric_names_of_libgpuq_and_scipy(client):
+    """Every name libgpuq/gpuqctl accept and every scipy alias gives its
+    metric's bytes, and the request carries the metric's own name."""
+    from gpuq import _ops
+    names = dict(_libgpuq_metric_names())
+    names.update(_scipy_metric_names())
+    assert {"cityblock", "l1", "l2", "manhattan", "cblock", "cb", "c", "eu", "e",
+            "sqe", "cos"} <= set(names)
+    rng = np.random.default_rng(13)
+    x, y = rng.random((7, 4)), rng.random((5, 4))
+    ref = {m: client.pairwise(x, y, metric=m) for m in set(names.values())}
+    refk = {m: client.knn(x, y, 3, metric=m) for m in set(names.values())}
+    for name, m in sorted(names.items()):
+        for spelled in (name, name.upper()):  # scipy lowercases the name too
+            assert _ops.pairwise(x, y, metric=spelled).keys["metric"] == m, spelled
+            assert _ops.knn(x, y, 3, metric=spelled).keys["metric"] == m, spelled
+            assert client.pairwise(x, y, metric=spelled).tobytes() == ref[m].tobytes(), spelled
+            d, i = client.knn(x, y, 3, metric=spelled)
+            assert d.tobytes() == refk[m][0].tobytes() and (i == refk[m][1]).all(), spelled
+    scipy_name = {"manhattan": "cityblock"}
+    for name, m in names.items():
+        np.testing.assert_allclose(ref[m], cdist(x, y, scipy_name.get(m, m)), rtol=1e-12,
+                                   atol=1e-15)
+    for bad in ("minkowski", "l3", "", "euclidean ", None, 1):
+        with pytest.raises(gpuq.BadArgumentError, match="metric"):
+            client.pairwise(x, y, metric=bad)
 
 
 def test_pairwise_cosine_zero(client):
