@@ -4,6 +4,7 @@ still serving afterwards."""
 
 import os
 import re
+import select
 import socket
 import subprocess
 import sys
@@ -187,7 +188,9 @@ def test_server_timeout(make_daemon):
     s = socket.socket(socket.AF_UNIX)
     s.connect(d.path)
     c = gpuq.Client(s, d.path)
-    time.sleep(1.6)
+    # Once gpuqd's timeout reply is there (not after a fixed sleep: a loaded
+    # machine may fire the timer late, and the hello would then be in time).
+    assert select.select([s], [], [], 60)[0], "no timeout reply within 60 s"
     with pytest.raises((gpuq.TimeoutError, gpuq.ClosedError)) as ei:
         c.request("hello", version=1)
     assert isinstance(ei.value, gpuq.TimeoutError), ei.value  # the reply gpuqd left is read
@@ -211,7 +214,12 @@ def test_shutting_down(make_daemon):
     # Replies of 72 MB that a does not read yet keep its session (and the
     # daemon) up after the shutdown, on any backend.
     big = [a.submit("grid", lat=(-80, 80, 3000), lon=(-180, 180, 3000)) for _ in range(2)]
-    time.sleep(0.1)
+    # Both accepted before the shutdown (else a loaded machine may see it
+    # first and refuse them); their unread replies keep them in flight.
+    deadline = time.monotonic() + 60
+    while b.status()["in_flight"] < 2:
+        assert time.monotonic() < deadline, b.status()
+        time.sleep(0.01)
     info = b.shutdown()
     assert "sessions" in info
     with pytest.raises(gpuq.ShuttingDownError):
