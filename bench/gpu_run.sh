@@ -29,6 +29,8 @@
 # lease can take it in two calls: "ctest sanitize" then "bench timing".
 # "sanshm" (not in the default list) runs compute-sanitizer memcheck over
 # the data plane's suites (shared-memory arenas, pipelining).
+# The build has -DGPUQ_WERROR=ON (as CI's); GPUQ_BUILD_TYPE picks its type
+# (RelWithDebInfo by default; Release for the -O3 warnings).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$(pwd)
@@ -136,7 +138,8 @@ main() {
 
     [[ -n ${GPUQ_KEEP_CACHE:-} ]] || rm -rf build-gpu/CMakeCache.txt build-gpu/CMakeFiles
     if ! cmake -S "$ROOT" -B build-gpu -DCMAKE_CUDA_HOST_COMPILER="${CXX:-g++}" \
-        -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUQ_WITH_CUDA=ON -DCMAKE_PREFIX_PATH="$PREFIX/usr" \
+        -DCMAKE_BUILD_TYPE="${GPUQ_BUILD_TYPE:-RelWithDebInfo}" -DGPUQ_WERROR=ON -DGPUQ_WITH_CUDA=ON \
+        -DCMAKE_PREFIX_PATH="$PREFIX/usr" \
         -DGPUQ_PYTHON="$PY" >"$LOGS/configure.log" 2>&1; then
         tail -30 "$LOGS/configure.log"
         row FAIL configure "see logs/configure.log"

@@ -9,58 +9,19 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "text_wrap.h"
+
 #define HELP_WIDTH 79
 #define HELP_COL 26 /* where an option's text starts */
 
-/* The length of the word at p: up to a space or line break, but a
- * bracketed group ("[--to LAT,LON]") is one word when groups is set. */
-static size_t word_len(const char *p, bool groups)
-{
-    int depth = 0;
-    size_t w = 0;
-    for (; p[w] && p[w] != '\n' && (p[w] != ' ' || (groups && depth > 0)); w++) {
-        if (p[w] == '[' || p[w] == '(')
-            depth++;
-        else if ((p[w] == ']' || p[w] == ')') && depth > 0)
-            depth--;
-    }
-    return w;
-}
-
-/* text wrapped from column col (the cursor is there) with later lines
- * indented to indent; ends the line. groups: see word_len. */
 static void wrap_text(FILE *f, int col, int indent, const char *text, bool groups)
 {
-    const char *p = text;
-    while (*p) {
-        while (*p == ' ')
-            p++;
-        size_t w = word_len(p, groups);
-        if (w == 0) {
-            if (*p == '\n') { /* a forced break */
-                fprintf(f, "\n%*s", indent, "");
-                col = indent;
-                p++;
-            }
-            continue;
-        }
-        if (col > indent && col + 1 + (int)w > HELP_WIDTH) {
-            fprintf(f, "\n%*s", indent, "");
-            col = indent;
-        } else if (col > indent) {
-            fputc(' ', f);
-            col++;
-        }
-        fwrite(p, 1, w, f);
-        col += (int)w;
-        p += w;
-    }
-    fputc('\n', f);
+    text_wrap(f, col, indent, HELP_WIDTH, text, groups);
 }
 
 static void wrap(FILE *f, int col, int indent, const char *text)
 {
-    wrap_text(f, col, indent, text, false);
+    text_wrap(f, col, indent, HELP_WIDTH, text, false);
 }
 
 /* "  -o, --output OUT.npy   text Default: X." */
@@ -74,13 +35,7 @@ static void print_opt(FILE *f, const ctl_optdoc *d)
         snprintf(text, sizeof text, "%s Default: %s.", d->help, d->def);
     else
         snprintf(text, sizeof text, "%s", d->help);
-    int col = fprintf(f, "%s", left);
-    if (col >= HELP_COL - 1) {
-        fprintf(f, "\n%*s", HELP_COL, "");
-    } else {
-        fprintf(f, "%*s", HELP_COL - col, "");
-    }
-    wrap(f, HELP_COL, HELP_COL, text);
+    text_wrap_row(f, left, HELP_COL, HELP_WIDTH, text);
 }
 
 static void print_globals(FILE *f)
@@ -98,13 +53,9 @@ static const char *const exit_codes =
 /* "  name   one line" */
 static void print_command_line(FILE *f, const ctl_entry *e)
 {
-    int col = fprintf(f, "  %s", e->name);
-    if (col >= HELP_COL - 1) {
-        fprintf(f, "\n%*s", HELP_COL, "");
-    } else {
-        fprintf(f, "%*s", HELP_COL - col, "");
-    }
-    wrap(f, HELP_COL, HELP_COL, e->help ? e->help : "");
+    char left[64];
+    snprintf(left, sizeof left, "  %s", e->name);
+    text_wrap_row(f, left, HELP_COL, HELP_WIDTH, e->help ? e->help : "");
 }
 
 void ctl_help_overview(FILE *f, ctl_entry_at at)

@@ -23,14 +23,7 @@ enum { K_METRIC, K_K, K_ON_ZERO, K_COUNT_ };
 #define KNN_K_MAX 1024
 
 static const gpuq_key_def keys[K_COUNT_] = {
-    [K_METRIC] = {"metric",
-                  GPUQ_ARG_ENUM,
-                  0,
-                  {.e = GPUQ_K_EUCLIDEAN},
-                  op_metric_names,
-                  GPUQ_K_METRIC_COUNT,
-                  op_metric_aliases,
-                  OP_METRIC_NALIASES},
+    [K_METRIC] = OP_METRIC_KEY_DEF,
     [K_K] = {"k", GPUQ_ARG_UINT, 0, {.u = 0}, NULL, 0, NULL, 0},
     [K_ON_ZERO] = {"on_zero", GPUQ_ARG_ENUM, 0, {.e = 0}, op_on_zero_names, 2, NULL, 0},
 };

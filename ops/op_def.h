@@ -107,6 +107,13 @@ extern const char *const op_metric_names[4];
 /* Their aliases (ops/pairwise.c): scipy's and scikit-learn's names. */
 #define OP_METRIC_NALIASES 3
 extern const gpuq_enum_alias op_metric_aliases[OP_METRIC_NALIASES];
+/* The "metric" key of pairwise and knn: euclidean by default, scipy's
+ * aliases accepted. */
+#define OP_METRIC_KEY_DEF                                                                          \
+    {                                                                                              \
+        "metric", GPUQ_ARG_ENUM, 0, {.e = GPUQ_K_EUCLIDEAN}, op_metric_names, GPUQ_K_METRIC_COUNT, \
+            op_metric_aliases, OP_METRIC_NALIASES                                                  \
+    }
 
 /* Each op file's def (GPUQ_OP_PROTO). */
 #define GPUQ_OP_DECL_DEF_(e, n) extern const gpuq_op_def op_def_##n;

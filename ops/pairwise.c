@@ -29,14 +29,7 @@ const gpuq_enum_alias op_metric_aliases[OP_METRIC_NALIASES] = {
 };
 
 static const gpuq_key_def keys[K_COUNT_] = {
-    [K_METRIC] = {"metric",
-                  GPUQ_ARG_ENUM,
-                  0,
-                  {.e = GPUQ_K_EUCLIDEAN},
-                  op_metric_names,
-                  GPUQ_K_METRIC_COUNT,
-                  op_metric_aliases,
-                  OP_METRIC_NALIASES},
+    [K_METRIC] = OP_METRIC_KEY_DEF,
     [K_ON_ZERO] = {"on_zero", GPUQ_ARG_ENUM, 0, {.e = 0}, op_on_zero_names, 2, NULL, 0},
 };
 

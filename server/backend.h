@@ -118,6 +118,10 @@ int backend_cuda_probe(char *why, size_t cap);
 /* mem_limit: device bytes gpuqd may hold per device (0: no limit). */
 backend *backend_cuda_create(uv_loop_t *loop, backend_complete_fn done, uint64_t mem_limit,
                              char *why, size_t cap);
+/* Load cuBLAS (on the loop thread, at startup) and log which float64
+ * pairwise route it gives; called after the backend's own line, so that
+ * the first log line names the backend. */
+void backend_cuda_load_blas(void);
 #endif
 
 /* Run one job's op on the CPU reference (used by the CPU backend and as the

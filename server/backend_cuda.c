@@ -520,13 +520,6 @@ backend *backend_cuda_create(uv_loop_t *loop, backend_complete_fn done, uint64_t
     b->chunk_bytes =
         chunk && *chunk ? cuda_env_u64("GPUQ_CUDA_CHUNK_BYTES") : CUDA_CHUNK_BYTES_DEFAULT;
     gpuq_kernels_set_log(kernels_log);
-    /* Load cuBLAS now, on the loop thread, so that the log says once at
-     * startup which pairwise route float64 takes. */
-    char blas[512];
-    if (gpuq_cuda_gemm_status(blas, sizeof blas))
-        log_info("cuBLAS: loaded from %s", blas);
-    else
-        log_info("cuBLAS not available (%s): float64 pairwise uses the tiled kernel", blas);
     return &b->base;
 
 err_after_mutex:
@@ -539,4 +532,13 @@ err_after_devs:
 err_after_alloc:
     free(b);
     return NULL;
+}
+
+void backend_cuda_load_blas(void)
+{
+    char blas[512];
+    if (gpuq_cuda_gemm_status(blas, sizeof blas))
+        log_info("cuBLAS: loaded from %s", blas);
+    else
+        log_info("cuBLAS not available (%s): float64 pairwise uses the tiled kernel", blas);
 }

@@ -15,6 +15,7 @@
 #include "config_file.h"
 #include "config_keys.h"
 #include "header.h"
+#include "text_wrap.h"
 #include "log.h"
 
 /* What --version says was built in. */
@@ -147,29 +148,9 @@ static void usage_opt(FILE *f, const char *name, const char *arg, const char *de
     char text[640];
     snprintf(text, sizeof text, "%s%s%s%s", help, def ? " Default: " : "", def ? def : "",
              def ? "." : "");
-    int col = fprintf(f, "  --%s%s%s", name, arg ? " " : "", arg ? arg : "");
-    if (col >= COL - 1) {
-        fprintf(f, "\n%*s", COL, "");
-    } else {
-        fprintf(f, "%*s", COL - col, "");
-    }
-    col = COL;
-    for (const char *p = text; *p;) {
-        while (*p == ' ')
-            p++;
-        size_t w = strcspn(p, " ");
-        if (col > COL && col + 1 + (int)w > WIDTH) {
-            fprintf(f, "\n%*s", COL, "");
-            col = COL;
-        } else if (col > COL) {
-            fputc(' ', f);
-            col++;
-        }
-        fwrite(p, 1, w, f);
-        col += (int)w;
-        p += w;
-    }
-    fputc('\n', f);
+    char left[96];
+    snprintf(left, sizeof left, "  --%s%s%s", name, arg ? " " : "", arg ? arg : "");
+    text_wrap_row(f, left, COL, WIDTH, text);
 }
 
 static void config_defaults(config *c);

@@ -36,6 +36,41 @@ static void request_set_compute(request *r, bool on)
     }
 }
 
+/* s's compute requests still in flight as the client sees them: those
+ * whose reply bytes are all with the kernel no longer count, although
+ * their write callbacks (which free them) may come after the client's next
+ * request is read in the same loop turn. So a client that sends as soon
+ * as it reads a reply never finds that reply's slot taken (PROTOCOL.md). */
+static uint32_t request_inflight(session *s)
+{
+    uint32_t n = s->inflight;
+    if (!s->wq_head)
+        return n;
+    uint64_t written = s->bytes_out - uv_stream_get_write_queue_size((uv_stream_t *)&s->pipe);
+    for (const request *w = s->wq_head; w && w->wr_end <= written && n > 0; w = w->wnext)
+        n--;
+    return n;
+}
+
+static void request_wq_unlink(request *r)
+{
+    session *s = r->s;
+    request **pp = &s->wq_head, *prev = NULL;
+    if (!r->in_wq)
+        return;
+    while (*pp && *pp != r) {
+        prev = *pp;
+        pp = &(*pp)->wnext;
+    }
+    if (*pp) {
+        *pp = r->wnext;
+        if (s->wq_tail == r)
+            s->wq_tail = prev;
+    }
+    r->in_wq = false;
+    r->wnext = NULL;
+}
+
 /* Give r's slot back (if any); waiting sessions retry on the next turn. */
 static void request_release_slot(request *r)
 {
@@ -70,6 +105,7 @@ void request_free(request *r)
     session *s = r->s;
     server *srv = s->srv;
     request_release_slot(r);
+    request_wq_unlink(r);
     request_set_compute(r, false);
     arena_refs_drop(r->held);
     uvx_fd_handle_close(r->fd_pipe);
@@ -128,6 +164,16 @@ static int request_encode(session_frame *f, uv_buf_t bufs[2], unsigned *nbufs)
     int rc = gpuq_reply_frame(&rep, plen, &r->wbuf, &wlen);
     if (rc < 0)
         return rc;
+    if (r->compute) { /* session_write adds these bytes to bytes_out next */
+        r->wr_end = s->bytes_out + wlen + plen;
+        r->wnext = NULL;
+        if (s->wq_tail)
+            s->wq_tail->wnext = r;
+        else
+            s->wq_head = r;
+        s->wq_tail = r;
+        r->in_wq = true;
+    }
     bufs[0] = uv_buf_init((char *)r->wbuf, (unsigned)wlen);
     *nbufs = 1;
     f->send_handle = (uv_stream_t *)r->fd_pipe; /* arena_open's memfd, if any */
@@ -420,9 +466,10 @@ static void request_on_header(session *s)
         return;
     }
     if (gpuq_op_is_compute(r->req.op)) {
-        if (s->inflight >= s->caps.max_inflight) {
+        uint32_t inflight = request_inflight(s);
+        if (inflight >= s->caps.max_inflight) {
             request_refuse(r, GPUQ_E_BUSY, "%u requests in flight on this session (the limit)",
-                           s->inflight);
+                           inflight);
             return;
         }
         if ((r->req.nin_ref || r->req.nout_ref) &&

@@ -349,6 +349,10 @@ static int server_pick_backend(server *srv)
     else
         log_tagged(LOG_LVL_INFO, "gpuqd " GPUQD_VERSION, "backend %s (%s)", srv->b->ops->name,
                    try_cuda && !want_cuda ? "auto: CUDA device found" : "requested");
+#ifdef GPUQ_HAVE_CUDA
+    if (!fallback[0] && strcmp(srv->b->ops->name, "cuda") == 0)
+        backend_cuda_load_blas();
+#endif
     return 0;
 }
 
@@ -358,8 +362,12 @@ int server_init(server *srv, uv_loop_t *loop, const config *cfg)
     srv->loop = loop;
     srv->cfg = *cfg;
     int code = server_pick_backend(srv);
-    if (code)
+    if (code) { /* no backend: nothing of gpuqd's is on the loop */
+        int rc = uv_loop_close(loop);
+        if (rc < 0)
+            log_warn("uv_loop_close: %s", uv_strerror(rc));
         return code;
+    }
     return server_init_with_backend(srv, loop, cfg, srv->b);
 }
 

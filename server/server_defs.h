@@ -74,6 +74,12 @@ struct request {
     arena *held[4];     /* arenas its refs name (in 0, 1, out 0, 1): one reference each */
     uv_pipe_t *fd_pipe; /* arena_open: the memfd to send, as a handle (owned) */
     session_frame out;  /* its reply in the session's write queue */
+    /* A compute request whose reply is queued for writing is on its
+     * session's wq until freed: wr_end is the session's bytes_out once that
+     * reply is all written (request_inflight). */
+    request *wnext;
+    uint64_t wr_end;
+    bool in_wq;
 };
 
 enum session_rstate { RS_PREFIX, RS_HEADER, RS_PAYLOAD, RS_SKIP, RS_WAIT_STAGING };
@@ -123,9 +129,10 @@ struct session {
     uint8_t scratch[SESSION_SCRATCH];
     /* replies */
     uint64_t next_seq, next_write_seq;
-    session_frame *pending; /* done, sorted by seq, waiting their turn */
-    uint32_t inflight;      /* compute requests not yet answered */
-    uint32_t live;          /* requests alive */
+    session_frame *pending;     /* done, sorted by seq, waiting their turn */
+    uint32_t inflight;          /* compute requests not yet answered */
+    request *wq_head, *wq_tail; /* compute requests whose reply is queued, in write order */
+    uint32_t live;              /* requests alive */
     uint64_t staging_used;
     arena_table arenas; /* open shared-memory arenas */
     int rx_fd;          /* an fd that came with the current frame's first byte, or -1 */

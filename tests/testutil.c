@@ -241,6 +241,12 @@ static void tu_fill_log_uniform(double *x, size_t n, double lo, double hi)
     }
 }
 
+double tu_round_f32(double v)
+{
+    volatile float f = (float)v;
+    return (double)f;
+}
+
 void tu_norm_fill(int kind, int f32, double *x, size_t rows, size_t cols)
 {
     const double top = f32 ? 0x1.fffffep127 : 0x1.fffffffffffffp1023;
@@ -267,7 +273,7 @@ void tu_norm_fill(int kind, int f32, double *x, size_t rows, size_t cols)
             tu_fill_log_uniform(a, cols, 0.0, 6.0);
             for (size_t j = 0; j + 1 < cols; j++) {
                 if (f32)
-                    a[j] = (double)(float)a[j];
+                    a[j] = tu_round_f32(a[j]);
                 sum += a[j];
             }
             a[cols - 1] = 0.5 - sum;

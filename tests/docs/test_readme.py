@@ -204,7 +204,12 @@ class Session:
         self.sock = os.path.join(self.dir, "gpuqd.sock")
         shim = os.path.join(self.dir, ".bin")
         os.mkdir(shim)
-        os.symlink(args.python, os.path.join(shim, "python3"))
+        # a wrapper, not a symlink: a venv's or pyenv's python finds its
+        # packages from its own path
+        py = os.path.join(shim, "python3")
+        with open(py, "w") as f:
+            f.write("#!/bin/sh\nexec '%s' \"$@\"\n" % args.python.replace("'", "'\\''"))
+        os.chmod(py, 0o755)
         env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "GPUQ_SOCKET")}
         env.update(PATH=":".join([shim, args.bindir, args.gpuqd_dir, "/usr/bin", "/bin"]),
                    GPUQ_SOCKET=self.sock, LC_ALL="C", HOME=self.dir,

@@ -267,6 +267,44 @@ START_TEST(max_inflight_on_the_wire)
 }
 END_TEST
 
+/* A reply read frees its request's slot: a client that keeps max_inflight
+ * requests outstanding, and sends the next one the moment a reply arrives,
+ * is never refused busy: a request whose reply bytes are all with the
+ * kernel no longer counts, although its write callback may come after the
+ * next request is read in the same loop turn. */
+START_TEST(inflight_slot_free_once_reply_read)
+{
+    enum { WINDOW = 3, N = 3000 };
+    const char *extra[] = {"--max-inflight", "3", NULL};
+    e2e_restart(extra);
+    static uint8_t hb[65536];
+    int fd = e2e_hello_socket("window", hb, sizeof hb);
+    double small[3] = {1, 2, 5}, y[3];
+    uint64_t sent = 0;
+    for (; sent < WINDOW; sent++) {
+        gpuq_request r = e2e_norm_req(3);
+        r.id = sent + 1;
+        e2e_send_req(fd, &r, small, sizeof small);
+    }
+    for (uint64_t got = 1; got <= N; got++) {
+        gpuq_reply rep;
+        size_t len = 0;
+        ck_assert_int_eq(e2e_read_reply_data(fd, &rep, hb, sizeof hb, y, sizeof y, &len), 0);
+        ck_assert_uint_eq(rep.id, got);
+        ck_assert_msg(rep.status == 0, "request %llu of %d: %s (%s)", (unsigned long long)got, N,
+                      gpuq_errname(rep.status), rep.message);
+        ck_assert(len == sizeof y && y[0] == 0.125 && y[1] == 0.25 && y[2] == 0.625);
+        if (sent < N) {
+            gpuq_request r = e2e_norm_req(3);
+            r.id = ++sent;
+            e2e_send_req(fd, &r, small, sizeof small);
+        }
+    }
+    close(fd);
+    e2e_assert_serves();
+}
+END_TEST
+
 /* SIGTERM with work in flight: every accepted request is answered, exit 0. */
 START_TEST(sigterm_answers_in_flight)
 {
@@ -356,6 +394,7 @@ static Suite *suite(void)
     tcase_add_test(tc, disconnect_in_flight);
     tcase_add_test(tc, slow_reader_bounded);
     tcase_add_test(tc, max_inflight_on_the_wire);
+    tcase_add_test(tc, inflight_slot_free_once_reply_read);
     tcase_add_test(tc, sigterm_answers_in_flight);
     tcase_add_test(tc, large_payload_yields);
     suite_add_tcase(s, tc);

@@ -306,9 +306,9 @@ END_TEST
 /* ---- usage errors: exit 2, one line, the right diagnosis ---- */
 
 typedef struct misuse {
-    const char *args[12];
-    const char *say;     /* in stderr */
-    const char *not_say; /* not in stderr, or NULL */
+    const char *args[14]; /* NULL-terminated */
+    const char *say;      /* in stderr */
+    const char *not_say;  /* not in stderr, or NULL */
 } misuse;
 
 static const misuse misuses[] = {

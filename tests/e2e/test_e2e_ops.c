@@ -57,7 +57,7 @@ static void round_to(gpuq_dtype dt, double *x, size_t n)
 {
     if (dt == GPUQ_DT_F32)
         for (size_t i = 0; i < n; i++)
-            x[i] = (double)(float)x[i];
+            x[i] = tu_round_f32(x[i]);
 }
 
 static void *alloc_out(gpuq_dtype dt, size_t n)
