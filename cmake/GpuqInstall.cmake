@@ -69,3 +69,15 @@ configure_file(${CMAKE_CURRENT_LIST_DIR}/GpuqInstallSystem.cmake.in
                ${PROJECT_BINARY_DIR}/gpuq_install_system.cmake @ONLY)
 install(SCRIPT ${PROJECT_BINARY_DIR}/gpuq_install_system.cmake)
 install(FILES README.md proto/PROTOCOL.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
+# The Python client (client/python/gpuq, pure Python) for the system Python:
+# with prefix /usr (cmake --install --prefix /usr, and CPack) that is
+# Debian's /usr/lib/python3/dist-packages/gpuq, so `import gpuq` works
+# (it needs python3-numpy and python3-msgpack). Relative to the prefix, or
+# absolute; empty: not installed.
+set(GPUQ_PYTHON_INSTALL_DIR lib/python3/dist-packages CACHE STRING
+    "where the gpuq Python package is installed (relative to the prefix; empty: not at all)")
+if(GPUQ_PYTHON_INSTALL_DIR)
+  file(GLOB _gpuq_py_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/client/python/gpuq/*.py)
+  install(FILES ${_gpuq_py_sources} DESTINATION ${GPUQ_PYTHON_INSTALL_DIR}/gpuq)
+endif()

@@ -4,12 +4,24 @@
 # One package: gpuqd, gpuqctl, libgpuq (shared and static), headers, pkg-config
 # and CMake files, units, sysusers file, /etc/gpuq/gpuqd.conf (a conffile),
 # man pages (GPUQ_MAN; tests/dev.sh test requires them), docs, copyright
-# and changelog. `lintian` on it reports no error (tests/pkg/test_deb.sh). Depends comes from dpkg-shlibdeps (dpkg-dev) on the installed
-# binaries, plus what the maintainer scripts need: systemd-sysusers (systemd)
+# and changelog, and the Python client for the system Python
+# (/usr/lib/python3/dist-packages/gpuq, GPUQ_PYTHON_INSTALL_DIR). `lintian`
+# on it reports no error (tests/pkg/test_deb.sh). Depends comes from
+# dpkg-shlibdeps (dpkg-dev) on the installed binaries, plus what the maintainer scripts need: systemd-sysusers (systemd)
 # or adduser. deb-systemd-helper and deb-systemd-invoke come from
 # init-system-helpers, which is Essential in Debian 12. The CUDA driver and
 # cuBLAS are loaded at run time when present, so they are not dependencies:
 # without them gpuqd serves on the CPU backend.
+#
+# The Python client needs python3, python3-numpy and python3-msgpack; the
+# daemon, gpuqctl and libgpuq do not, so they are Recommends, not Depends:
+# apt installs Recommends by default (`import gpuq` works after `apt install
+# ./gpuq_*.deb`), and a daemon-only host or container can leave the Python
+# stack out with --no-install-recommends. (lintian's
+# python-package-missing-depends-on-python counts a python3 in Recommends.)
+# postinst byte-compiles the package with py3compile when python3 is there;
+# prerm removes the bytecode (py3clean, and gpuq/__pycache__ whatever made
+# it), so that nothing named gpuq stays after a purge.
 #
 # The maintainer scripts in packaging/debian are written as debhelper would
 # generate them (dh_installsysusers, dh_installsystemd); triggers runs
@@ -47,6 +59,7 @@ gpuqctl command line client, and the C client library libgpuq with its
 headers, pkg-config and CMake files.")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "systemd | adduser")
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3:any, python3-numpy, python3-msgpack")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libmsgpack-dev")
 # A shlibs file, so that packages built against libgpuq.so.1 get a Depends.
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)

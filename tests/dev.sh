@@ -36,6 +36,7 @@ BROOT=${GPUQ_BUILD_ROOT:-$ROOT}
 JOBS=$(nproc 2>/dev/null || echo 2)
 
 PKGS=(cmake make gcc g++ pkg-config libuv1-dev libmsgpack-dev check python3-numpy python3-scipy
+      python3-msgpack python3-pytest python3-venv
       libinih-dev libsystemd-dev systemd python3-prometheus-client dpkg-dev file scdoc
       python3-yaml)
 [[ "${1:-}" == test ]] && PKGS+=(clang libclang-rt-14-dev)

@@ -38,7 +38,8 @@ that the test starts before the first command with
 (--admin-group names the caller's group when the test does not run as root,
 so that the README's admin examples work). GPUQ_SOCKET points at it, PATH
 starts with the build's gpuqctl and gpuqd and a `python3` with numpy (the
-build's GPUQ_PYTHON), XDG_RUNTIME_DIR is unset, LC_ALL=C.
+build's GPUQ_PYTHON), PYTHONPATH is the tree's client/python (the `gpuq`
+package; no bytecode is written there), XDG_RUNTIME_DIR is unset, LC_ALL=C.
 
 --update runs the README three times (each with a fresh daemon and directory)
 and rewrites every output block that does not match: a line that still
@@ -62,6 +63,9 @@ import tempfile
 import time
 
 CMD_TIMEOUT = 60  # seconds per README command
+# The Python client of this tree (the README's `import gpuq` examples).
+PYTHON_CLIENT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "client", "python")
 UPDATE_RUNS = 3  # --update: a token that differs between these runs becomes `...`
 EXIT_RE = re.compile(r"^\(exit status (\d+)\)$")
 
@@ -208,7 +212,8 @@ class Session:
         os.chmod(py, 0o755)
         env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "GPUQ_SOCKET")}
         env.update(PATH=":".join([shim, args.bindir, args.gpuqd_dir, "/usr/bin", "/bin"]),
-                   GPUQ_SOCKET=self.sock, LC_ALL="C", HOME=self.dir)
+                   GPUQ_SOCKET=self.sock, LC_ALL="C", HOME=self.dir,
+                   PYTHONPATH=PYTHON_CLIENT, PYTHONDONTWRITEBYTECODE="1")
         env.pop("TERM", None)
         self.env = env
         gpuqd = os.path.join(args.gpuqd_dir, "gpuqd")

@@ -14,8 +14,10 @@
 # $RESULTS: no DONE line is a failure.
 #
 # What a minimal Debian 12 has, and no more: bash, coreutils, grep, sed,
-# mawk, findutils, util-linux (runuser), passwd (useradd), apt, systemd.
-# No procps (no ps, no /bin/kill: bash's kill builtin is used) and no python.
+# mawk, findutils, util-linux (runuser), passwd (useradd), apt, systemd,
+# and the package's Recommends (python3, python3-numpy, python3-msgpack:
+# the Python client). No procps (no ps, no /bin/kill: bash's kill builtin is
+# used).
 set -uo pipefail
 DIR=/boot-test
 RESULTS=$DIR/results.txt
@@ -27,6 +29,7 @@ MEMBER=bt-member     # in group gpuq
 OUTSIDER=bt-outsider # not in group gpuq
 SOCK=/run/gpuq/gpuqd.sock
 CONF=/etc/gpuq/gpuqd.conf
+PYPKG=/usr/lib/python3/dist-packages/gpuq
 unset GPUQ_SOCKET XDG_RUNTIME_DIR # gpuqctl's default socket: $SOCK
 export LC_ALL=C
 : >"$RESULTS"
@@ -78,6 +81,8 @@ gpuqd_pids() {
         [[ "$(cat "$f" 2>/dev/null)" == gpuqd ]] && basename "$(dirname "$f")"
     done
 }
+# The Python client's bytecode, as postinst's py3compile makes it.
+compiled() { compgen -G "$PYPKG/__pycache__/client.cpython-*.pyc" >/dev/null; }
 # journal_has [-E] TEXT: gpuqd's journal of this boot has TEXT (fixed, or -E regex).
 journal_has() {
     local how=-F
@@ -154,6 +159,25 @@ if out=$(as "$MEMBER" env XDG_RUNTIME_DIR="$XDG" gpuqctl ping 2>&1); then
 else
     bad "$MEMBER with XDG_RUNTIME_DIR=$XDG not served: $out"
 fi
+# The Python client: what the package installs for the system Python,
+# finding the socket as libgpuq does, and saying the same when it cannot.
+say "== the Python client"
+PY='import gpuq; c = gpuq.connect(); print(c.normalize([[1.0, 3.0]]))'
+if out=$(as "$MEMBER" python3 -c "$PY" 2>&1); then
+    want "python3 as $MEMBER: gpuq.connect().normalize([[1.0, 3.0]])" "$out" "[[0.25 0.75]]"
+else
+    bad "python3 as $MEMBER: $out"
+fi
+PYERR='import gpuq
+try:
+    gpuq.connect()
+except gpuq.ConnectError as e:
+    print(e)'
+py_out=$(as "$OUTSIDER" python3 -c "$PYERR" 2>&1)
+ctl_out=$(as "$OUTSIDER" gpuqctl ping 2>&1)
+want "python3 as $OUTSIDER: the words of gpuqctl's" "$py_out" "${ctl_out#gpuqctl: io: }"
+check "python3 as $OUTSIDER: permission denied" grep -qF "$SOCK: permission denied: join group gpuq" <<<"$py_out"
+check "the Python client byte-compiled by postinst ($PYPKG/__pycache__)" compiled
 for op in shutdown drain "set-limit max_inflight 3"; do
     # shellcheck disable=SC2086 # op is words
     if out=$(as "$MEMBER" gpuqctl $op 2>&1); then
@@ -302,6 +326,12 @@ if out=$(reinstall); then ok "reinstall, service stopped"; else bad "reinstall: 
 want "after it: socket, service (a stopped service stays stopped)" \
     "$(prop gpuqd.socket ActiveState) $(prop gpuqd.service ActiveState)" "active inactive"
 if out=$(as "$MEMBER" gpuqctl ping 2>&1); then ok "served after the reinstall"; else bad "not served after the reinstall: $out"; fi
+check "the Python client byte-compiled again after the reinstall" compiled
+if out=$(as "$MEMBER" python3 -c "$PY" 2>&1); then
+    want "python3 after the reinstall" "$out" "[[0.25 0.75]]"
+else
+    bad "python3 after the reinstall: $out"
+fi
 pid=$(prop gpuqd.service MainPID)
 if out=$(reinstall); then ok "reinstall, service running (pid $pid)"; else bad "reinstall: $out"; fi
 restarted_new() { is_state active && [[ "$(prop gpuqd.service MainPID)" != "$pid" ]]; }

@@ -6,7 +6,7 @@
 # the build dir after `cpack -G DEB`).
 #
 #  1. debootstrap --variant=minbase bookworm with systemd, systemd-sysv, dbus
-#     and the .deb's dependencies: no procps, nothing else. The root is cached
+#     and the .deb's Depends and Recommends: no procps, nothing else. The root is cached
 #     in $GPUQ_BOOT_CACHE (default /var/cache/gpuq-boot-test), keyed by
 #     suite, mirror and package list; each run boots a copy.
 #  2. The copy gets the .deb installed with apt-get (in systemd-nspawn, not
@@ -26,7 +26,8 @@
 # readiness, the watchdog, user gpuq, group access, admin operations refused
 # to others, restart after a crash, systemctl reload, systemctl stop
 # draining in-flight work, the upgrade path (apt-get install --reinstall),
-# the systemd-analyze security exposure, and apt purge leaving nothing.
+# the systemd-analyze security exposure, the Python client (import gpuq as
+# a member, byte-compiled by postinst), and apt purge leaving nothing.
 #
 # Needs root, network access to the Debian archive on a cache miss, and
 # debootstrap and systemd-container (apt-get installed when missing).
@@ -65,10 +66,13 @@ if ! command -v debootstrap >/dev/null || ! command -v systemd-nspawn >/dev/null
 fi
 
 # ---- 1. the cached minimal root ----
-# The .deb's Depends (first alternative of each, no versions) plus systemd as
-# PID 1 and the bus systemctl talks over.
-mapfile -t deps < <(dpkg-deb -f "$deb" Depends | tr ',' '\n' |
-    sed 's/|.*//; s/(.*)//; s/[[:space:]]//g; /^$/d')
+# The .deb's Depends and Recommends (first alternative of each, no versions,
+# no :any) plus systemd as PID 1 and the bus systemctl talks over. The
+# Recommends (python3, python3-numpy, python3-msgpack: the Python client)
+# because apt-get installs them with the package, and from the cached root
+# it needs no network; the checks use them.
+mapfile -t deps < <({ dpkg-deb -f "$deb" Depends; echo ,; dpkg-deb -f "$deb" Recommends; } |
+    tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/:any//; s/[[:space:]]//g; /^$/d')
 pkgs=$(printf '%s\n' systemd systemd-sysv dbus "${deps[@]}" | sort -u | paste -sd, -)
 key=$(printf '%s\n' "$ROOT_FORMAT" "$SUITE" "$MIRROR" minbase "$pkgs" | sha256sum | cut -c1-16)
 base=$CACHE/root-$key

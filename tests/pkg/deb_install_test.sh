@@ -17,9 +17,13 @@
 #     outside the group gets a permission error. The README's C example,
 #     built by that member with the README's compile command against the
 #     installed package (pkg-config and the loader find libgpuq by
-#     themselves), runs against it with no environment of its own.
+#     themselves), runs against it with no environment of its own; so does
+#     `import gpuq` in the system Python (the package's
+#     /usr/lib/python3/dist-packages/gpuq, byte-compiled by postinst), and
+#     for the outsider it says what gpuqctl says.
 #  4. apt-get remove, then purge: the units, their enablement links and
-#     deb-systemd-helper state, the config and /etc/gpuq are gone.
+#     deb-systemd-helper state, the config, /etc/gpuq and the Python
+#     package (bytecode included) are gone.
 # Users it created are deleted at exit, and so are user and group gpuq when
 # they did not exist before (Debian's purge leaves system users in place).
 set -euo pipefail
@@ -42,6 +46,7 @@ deb_arg deb_install_test "${1:?usage: deb_install_test.sh DEB|DIR}"
 SOCK=/run/gpuq/gpuqd.sock
 MEMBER=gpuqci-member
 OUTSIDER=gpuqci-outsider
+PYPKG=/usr/lib/python3/dist-packages/gpuq
 UNITDIR=$(pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null || echo /lib/systemd/system)
 export DEBIAN_FRONTEND=noninteractive
 APT=(apt-get -y -q -o DPkg::Lock::Timeout=300)
@@ -78,6 +83,7 @@ check() {
     shift
     if "$@"; then ok "$what"; else bad "$what"; fi
 }
+compiled() { compgen -G "$PYPKG/__pycache__/client.cpython-*.pyc" >/dev/null; }
 conffile_listed() { dpkg-query -W -f='${Conffiles}\n' gpuq | has '^ /etc/gpuq/gpuqd.conf '; }
 
 cleanup() {
@@ -129,6 +135,10 @@ check "libgpuq.so.1 in the loader cache (ldconfig trigger)" in_ld_cache
 check "/etc/gpuq/gpuqd.conf is a conffile" conffile_listed
 check "gpuqd.socket enabled (sockets.target.wants)" \
     test -L /etc/systemd/system/sockets.target.wants/gpuqd.socket
+[[ -f "$PYPKG/__init__.py" ]] || bad "missing $PYPKG/__init__.py"
+if command -v py3compile >/dev/null; then
+    check "the Python client byte-compiled by postinst" compiled
+fi
 gpuqd --version || bad "gpuqd --version"
 if gpuqd --help 2>&1 | has -- '--check-config'; then
     if gpuqd --check-config /etc/gpuq/gpuqd.conf >"$tmp/check.log" 2>&1; then
@@ -205,6 +215,14 @@ if readme_c_extract "$README" "$cdir"; then
 else
     bad "no C example or compile command in $README"
 fi
+# The Python client of the package, in the system Python, as that member.
+PY='import gpuq; c = gpuq.connect(); print(c.normalize([[1.0, 3.0]]))'
+if out=$(runuser -u "$MEMBER" -- env -u GPUQ_SOCKET -u XDG_RUNTIME_DIR -u PYTHONPATH \
+    /usr/bin/python3 -c "$PY" 2>&1) && [[ "$out" == "[[0.25 0.75]]" ]]; then
+    ok "python3 as $MEMBER: gpuq.connect().normalize([[1.0, 3.0]]) = $out"
+else
+    bad "python3 as $MEMBER: $out"
+fi
 if [[ "$(ps -o user= -p "$daemon_pid" 2>/dev/null | tr -d ' ')" == gpuq ]]; then
     ok "gpuqd runs as gpuq"
 else
@@ -216,6 +234,19 @@ elif grep -qi 'permission denied' "$tmp/ping.out"; then
     ok "$OUTSIDER (not in gpuq) refused: $(head -1 "$tmp/ping.out")"
 else
     bad "$OUTSIDER failed, but not with a permission error: $(cat "$tmp/ping.out")"
+fi
+PYERR='import gpuq
+try:
+    gpuq.connect()
+except gpuq.ConnectError as e:
+    print(e)'
+py_out=$(runuser -u "$OUTSIDER" -- env -u GPUQ_SOCKET -u XDG_RUNTIME_DIR -u PYTHONPATH \
+    /usr/bin/python3 -c "$PYERR" 2>&1)
+ctl_out=$(runuser -u "$OUTSIDER" -- env -u GPUQ_SOCKET -u XDG_RUNTIME_DIR gpuqctl ping 2>&1)
+if [[ "$py_out" == "${ctl_out#gpuqctl: io: }" && "$py_out" == *"permission denied"* ]]; then
+    ok "python3 as $OUTSIDER says what gpuqctl says: $py_out"
+else
+    bad "python3 as $OUTSIDER: '$py_out'; gpuqctl: '$ctl_out'"
 fi
 kill -TERM "$daemon_pid"
 st=0
@@ -238,6 +269,7 @@ for f in /usr/sbin/gpuqd /usr/bin/gpuqctl "$UNITDIR/gpuqd.service" "$UNITDIR/gpu
     [[ ! -e "$f" ]] || bad "$f still there after remove"
 done
 check "config kept after remove" test -e /etc/gpuq/gpuqd.conf
+[[ ! -e "$PYPKG" ]] || bad "$PYPKG still there after remove: $(find "$PYPKG" | head -5 | tr '\n' ' ')"
 echo "== apt-get purge"
 if "${APT[@]}" purge gpuq >"$tmp/apt.log" 2>&1; then
     ok "purge"

@@ -79,6 +79,10 @@ expect=(
     ./usr/share/doc/gpuq/changelog.gz
     ./usr/share/lintian/overrides/gpuq
 )
+# The Python client for the system Python (GPUQ_PYTHON_INSTALL_DIR's default).
+for m in __init__ client aio errors _socketpath; do
+    expect+=("./usr/lib/python3/dist-packages/gpuq/$m.py")
+done
 if [[ "${GPUQ_MAN:-OFF}" == ON ]]; then
     expect+=(
         ./usr/share/man/man1/gpuqctl.1.gz
@@ -109,6 +113,13 @@ for d in 'libc6 (' 'systemd | adduser'; do
 done
 [[ "$depends" != *cublas* && "$depends" != *cuda* ]] || bad "Depends names CUDA: $depends"
 [[ $(field Description | wc -l) -ge 3 ]] || bad "Description has no long text"
+# What the Python client needs, recommended (the daemon does not need it).
+recommends=$(field Recommends)
+for d in python3:any python3-numpy python3-msgpack; do
+    [[ ", $recommends," == *", $d,"* ]] || bad "Recommends lacks $d: $recommends"
+done
+[[ "$depends" != *python* ]] || bad "Depends names Python (the daemon does not need it): $depends"
+if grep -q '__pycache__\|\.pyc$' "$tmp/contents"; then bad "bytecode in the package"; fi
 
 dpkg-deb -e "$deb" "$tmp/control"
 grep -qxF /etc/gpuq/gpuqd.conf "$tmp/control/conffiles" 2>/dev/null ||
@@ -126,6 +137,11 @@ for s in postinst prerm postrm; do
     [[ "$(head -1 "$f")" == "#!/bin/sh" ]] || bad "$s: not #!/bin/sh"
     grep -qx 'set -e' "$f" || bad "$s: no 'set -e'"
     sh -n "$f" || bad "$s: sh -n"
+    case $s in
+    postinst) has -x '[[:space:]]*py3compile -p gpuq' "$f" || bad "postinst does not py3compile the Python client" ;;
+    prerm) has -xF 'rm -rf /usr/lib/python3/dist-packages/gpuq/__pycache__' "$f" ||
+        bad "prerm does not remove the Python client's bytecode" ;;
+    esac
     if command -v shellcheck >/dev/null; then
         shellcheck -s sh "$f" || bad "$s: shellcheck"
     fi

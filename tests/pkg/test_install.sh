@@ -22,6 +22,9 @@
 # settings GPUQ_SYSTEMD_UNITDIR, GPUQ_SYSUSERSDIR, GPUQ_SYSCONFDIR (empty
 # unless set: an absolute one is an opt-in to write there whatever the
 # prefix). GPUQ_INSTALL_SYSTEMD=OFF: no units. GPUQ_MAN=ON: man pages.
+# GPUQ_PYTHON_INSTALL_DIR (relative: in the prefix; empty: none): the Python
+# client's directory, whose gpuq package GPUQ_PYTHON (with numpy and msgpack)
+# imports from the /usr tree and from the --prefix tree.
 set -euo pipefail
 # grep that reads all its input: grep -q exits at the first match, and the
 # writer's SIGPIPE then fails the pipeline under pipefail.
@@ -84,9 +87,26 @@ if [[ "${GPUQ_MAN:-OFF}" == ON ]]; then
         "$(at "$GPUQ_MANDIR")/man8/gpuqd.8.gz"
     )
 fi
+pydir=${GPUQ_PYTHON_INSTALL_DIR:-}
+if [[ -n "$pydir" ]]; then
+    for m in __init__ client aio errors _socketpath; do
+        expect+=("$(at "$pydir")/gpuq/$m.py")
+    done
+fi
 for f in "${expect[@]}"; do
     [[ -e "$f" ]] || bad "missing ${f#"$root"}"
 done
+# import gpuq from an install tree's Python directory: the package there,
+# whole (every module it imports was installed).
+py_imports() {
+    local dir=$1 got
+    [[ -n "${GPUQ_PYTHON:-}" ]] || return 0
+    got=$(cd / && PYTHONPATH=$dir PYTHONDONTWRITEBYTECODE=1 "$GPUQ_PYTHON" -c \
+        'import gpuq, gpuq.aio; print(gpuq.__file__)' 2>&1) ||
+        { bad "import gpuq from $dir: $got"; return 0; }
+    [[ "$got" == "$dir/gpuq/__init__.py" ]] || bad "import gpuq from $dir found $got"
+}
+[[ -z "$pydir" || "$pydir" == /* ]] || py_imports "$(at "$pydir")"
 for f in "$(at "$GPUQ_SBINDIR")/gpuqd" "$(at "$GPUQ_BINDIR")/gpuqctl"; do
     [[ -x "$f" ]] || bad "not executable: ${f#"$root"}"
 done
@@ -217,11 +237,15 @@ if [[ -s "$manifest" ]]; then
             want+=("$p/lib/systemd/system/gpuqd.service" "$p/lib/systemd/system/gpuqd.socket")
         [[ -z "${GPUQ_SYSUSERSDIR:-}" ]] && want+=("$p/lib/sysusers.d/gpuq.conf")
     fi
+    [[ -n "${GPUQ_PYTHON_INSTALL_DIR:-}" && "$GPUQ_PYTHON_INSTALL_DIR" != /* ]] &&
+        want+=("$p/$GPUQ_PYTHON_INSTALL_DIR/gpuq/__init__.py")
     for f in "${want[@]}"; do
         if ! grep -qxF "$f" "$manifest" || [[ ! -f "$f" ]]; then
             bad "--prefix $p: $f not installed"
         fi
     done
+    [[ -z "${GPUQ_PYTHON_INSTALL_DIR:-}" || "$GPUQ_PYTHON_INSTALL_DIR" == /* ]] ||
+        py_imports "$p/$GPUQ_PYTHON_INSTALL_DIR"
 else
     bad "no $manifest after cmake --install --prefix $p"
 fi

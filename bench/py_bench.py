@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""py_bench.py - the Python client's figures beside libgpuq's (issue 13's targets).
+
+    bench/py_bench.py [--gpuqd PATH] [--device auto|cuda|cpu] [--socket PATH]
+                      [--peer PATH] [--quick] [--small-n N] [--large-n N]
+                      [--small-reps R] [--large-reps R]
+
+Starts its own gpuqd (--gpuqd, default build/server/gpuqd; --device, default
+auto) on a temporary socket, or uses the one at --socket. Rows, each beside
+libgpuq's figure for the same work on the same daemon in the same run
+(bench/py_peer.c, built as build/bench/gpuq_py_peer; --peer):
+
+  1. float32 sum normalize of 1024 values, one request at a time, by socket:
+     p50 of gpuq.Client.normalize(x) against libgpuq's gpuq_normalize_1d.
+     Target: <= 1.3x libgpuq's p50. (Also shown: with out= given.)
+  2. the same of 2^24 values (64 MiB) with input and output in the session's
+     arena (Client.asarray / Client.empty, out=): no array byte on the
+     socket. Target: <= 1.1x libgpuq's p50 with its arrays in an arena.
+     (Also shown: without out=, the result a new arena array each time.)
+
+Ours and libgpuq's samples are taken in alternating rounds, so drift on a
+shared machine hits both. --quick: fewer repetitions and a 2^20-value large
+row (for the CPU backend and CI). Every result is checked (its sum is 1 to
+within float32 rounding); the exit status is 1 when any call of either side
+failed or returned a wrong result, 2 on bad usage or no daemon. The table
+says, per target row, whether it was met on this run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(REPO, "client", "python"))
+
+import numpy as np  # noqa: E402
+
+import gpuq  # noqa: E402
+
+
+def start_daemon(path: str, device: str, sock: str):
+    log = open(sock + ".log", "wb")
+    p = subprocess.Popen([path, "--device", device, "--socket", sock, "--log-level", "warn"],
+                         stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if p.poll() is not None:
+            sys.exit(f"py_bench: gpuqd exited {p.returncode} (log {sock}.log)")
+        try:
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(sock)
+            s.close()
+            return p
+        except OSError:
+            time.sleep(0.05)
+    p.kill()
+    sys.exit("py_bench: gpuqd did not listen within 60 s")
+
+
+def peer(exe: str, sock: str, mode: str, n: int, reps: int, warmup: int):
+    """libgpuq's samples' summary: dict of p50_us, ..., errors."""
+    r = subprocess.run([exe, "--socket", sock, "--mode", mode, "--n", str(n), "--reps",
+                        str(reps), "--warmup", str(warmup)], capture_output=True, text=True)
+    if r.stderr:
+        sys.stderr.write(r.stderr)
+    vals = dict(re.findall(r"(\w+)=(\S+)", r.stdout))
+    if r.returncode not in (0, 1) or "p50_us" not in vals:
+        return {"errors": 1, "failed": f"gpuq_py_peer exit {r.returncode}: {r.stdout.strip()}"}
+    out = {k: float(v) for k, v in vals.items() if k != "backend"}
+    out["errors"] = int(out.get("errors", 0)) + (1 if r.returncode else 0)
+    return out
+
+
+def check(y: np.ndarray) -> bool:
+    return abs(float(np.sum(y, dtype=np.float64)) - 1.0) < 1e-3
+
+
+def timed(fn, reps: int, warmup: int, errors: list, prep=None):
+    ts = []
+    for k in range(-warmup, reps):
+        if prep is not None:
+            prep()
+        t0 = time.perf_counter_ns()
+        try:
+            y = fn()
+        except gpuq.Error as e:
+            errors.append(str(e))
+            continue
+        dt = (time.perf_counter_ns() - t0) / 1e3
+        if not check(y):
+            errors.append("wrong result")
+            continue
+        if k >= 0:
+            ts.append(dt)
+    return ts
+
+
+def summary(ts):
+    if not ts:
+        return {"p50_us": float("nan")}
+    a = np.sort(np.asarray(ts))
+    return {"p50_us": float(a[len(a) // 2]), "p10_us": float(a[len(a) // 10]),
+            "p90_us": float(a[len(a) * 9 // 10]), "min_us": float(a[0]), "ok": len(a)}
+
+
+def fmt_us(v: float) -> str:
+    if v != v:
+        return "n/a"
+    return f"{v:.1f} us" if v < 1e4 else f"{v / 1e3:.2f} ms"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--gpuqd", default=os.path.join(REPO, "build", "server", "gpuqd"))
+    ap.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
+    ap.add_argument("--socket", help="use the gpuqd listening here")
+    ap.add_argument("--peer", default=os.path.join(REPO, "build", "bench", "gpuq_py_peer"))
+    ap.add_argument("--quick", action="store_true", help="small sizes and counts (CPU, CI)")
+    ap.add_argument("--small-n", type=int, default=1024)
+    ap.add_argument("--large-n", type=int)
+    ap.add_argument("--small-reps", type=int)
+    ap.add_argument("--large-reps", type=int)
+    ap.add_argument("--rounds", type=int, default=4, help="alternating rounds per row")
+    a = ap.parse_args()
+    large_n = a.large_n or (1 << 20 if a.quick else 1 << 24)
+    small_reps = a.small_reps or (400 if a.quick else 4000)
+    large_reps = a.large_reps or (4 if a.quick else 20)
+    if not os.access(a.peer, os.X_OK):
+        print(f"py_bench: no {a.peer} (cmake --build build --target gpuq_py_peer, or --peer)",
+              file=sys.stderr)
+        return 2
+
+    tmp = None
+    proc = None
+    sock = a.socket
+    if sock is None:
+        tmp = tempfile.mkdtemp(prefix="gpuq-pybench-")
+        sock = os.path.join(tmp, "gpuqd.sock")
+        proc = start_daemon(a.gpuqd, a.device, sock)
+    status = 0
+    try:
+        c = gpuq.connect(sock, name="py_bench", transport="socket")
+    except gpuq.Error as e:
+        print(f"py_bench: {e}", file=sys.stderr)
+        return 2
+    rows = []
+    try:
+        rounds = max(1, a.rounds)
+        # ---- 1: small serial normalize, socket ----
+        x = (1 + np.arange(a.small_n) % 1000).astype(np.float32)
+        out = np.empty_like(x)
+        ours, ours_out, theirs, errs = [], [], [], []
+        per = max(1, small_reps // rounds)
+        for _ in range(rounds):
+            p = peer(a.peer, sock, "small", a.small_n, per, 50)
+            theirs.append(p)
+            ours += timed(lambda: c.normalize(x), per, 50, errs)
+            ours_out += timed(lambda: c.normalize(x, out=out), per, 50, errs)
+        rows.append(("normalize f32 sum, n = %d, 1 in flight, socket" % a.small_n,
+                     summary(ours), theirs, 1.3, errs))
+        rows.append(("  the same with out=", summary(ours_out), theirs, None, []))
+
+        # ---- 2: large normalize through arenas ----
+        c.transport = "auto"
+        errs2 = []
+        if not c.shm:
+            rows.append((f"normalize f32 sum, n = {large_n}, shm", {"p50_us": float("nan")},
+                         [], 1.1, ["gpuqd offers this session no arenas"]))
+        else:
+            data = (1 + np.arange(large_n) % 1000).astype(np.float32)
+            xs = c.asarray(data)
+            ys = c.empty(large_n, np.float32, strict=True)
+            if not c.in_arena(xs):
+                errs2.append("the input is not in an arena")
+            ours2, ours2_new, theirs2 = [], [], []
+            per = max(1, large_reps // rounds)
+
+            def clear():
+                ys.fill(0)
+            for _ in range(rounds):
+                theirs2.append(peer(a.peer, sock, "shm", large_n, per, 1))
+                ours2 += timed(lambda: c.normalize(xs, out=ys), per, 1, errs2, prep=clear)
+                ours2_new += timed(lambda: c.normalize(xs), per, 1, errs2)
+            rows.append((f"normalize f32 sum, n = {large_n}, shm (out= in the arena)",
+                         summary(ours2), theirs2, 1.1, errs2))
+            rows.append(("  the same, result a new arena array", summary(ours2_new), theirs2,
+                         None, []))
+    finally:
+        c.close()
+        if proc is not None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                rc = proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                rc = -1
+            if rc != 0:
+                print(f"py_bench: gpuqd exited {rc}", file=sys.stderr)
+                status = 1
+
+    backend = c.backend
+    print(f"| py_bench{' --quick' if a.quick else ''} ({backend}) | gpuq Python p50 | "
+          f"libgpuq p50 | Python / libgpuq | target | met | errors |")
+    print("|---|---:|---:|---:|---:|---|---:|")
+    for what, ours, theirs, target, errs in rows:
+        peer_errs = sum(int(t.get("errors", 0)) for t in theirs)
+        p50s = [t["p50_us"] for t in theirs if "p50_us" in t]
+        peer_p50 = float(np.median(p50s)) if p50s else float("nan")
+        ratio = ours["p50_us"] / peer_p50 if peer_p50 == peer_p50 and peer_p50 else float("nan")
+        met = "" if target is None else ("yes" if ratio <= target else "NO")
+        nerr = len(errs) + peer_errs
+        print(f"| {what} | {fmt_us(ours['p50_us'])} | {fmt_us(peer_p50)} | "
+              f"{ratio:.2f}x | {'' if target is None else f'<= {target}x'} | {met} | {nerr} |")
+        for e in errs[:3]:
+            print(f"py_bench: {what.strip()}: {e}", file=sys.stderr)
+        for t in theirs:
+            if "failed" in t:
+                print(f"py_bench: {what.strip()}: {t['failed']}", file=sys.stderr)
+        if nerr:
+            status = 1
+    print("libgpuq p50: the median of its rounds' p50s; ours: the p50 of all our samples. "
+          "Ratios are of times (lower is faster).")
+    print(f"py_bench: {'FAILED (errors above)' if status else 'ok'}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

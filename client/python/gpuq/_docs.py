@@ -1,0 +1,145 @@
+"""The text of each op's method, shared by gpuq.Client and gpuq.aio.AsyncClient."""
+
+_INPUTS = """\
+    Inputs: anything NumPy accepts (lists, views, any byte order). float32
+    and float64 keep their type, float16 becomes float32, integers and
+    booleans float64; complex, float128, strings and objects are refused
+    (BadDtypeError, a TypeError). dtype= (numpy.float32/"f32",
+    numpy.float64/"f64") computes in that type instead. With two inputs the
+    op computes in the type NumPy promotes both to."""
+
+_COMMON = """\
+    out: an array of the result's shape to write into (returned). When it
+    lives in this session's arena (Client.empty), gpuqd writes it in place.
+    timing: return Timed(value, Timing) instead of value: the server's
+    queue, upload, kernel, download and total microseconds.
+
+    Arrays made by Client.empty/Client.asarray (and views of them) are not
+    sent: gpuqd reads them in the shared arena, and the result is returned
+    as an arena array too (zero-copy both ways)."""
+
+NORMALIZE = f"""Normalize each row of a: a 1-D array is one row, a 2-D array's rows
+    are normalized each on its own (flat=True: the whole array as one row),
+    and an array of more dimensions is normalized along its last axis.
+
+    method:
+      "sum"     a / sum(a)
+      "l1"      a / sum(|a|)
+      "l2"      a / sqrt(sum(a**2))
+      "minmax"  (a - min(a)) / (max(a) - min(a))
+      "zscore"  (a - mean(a)) / std(a), population std (ddof=0)
+
+    Every sum is accumulated in float64, compensated (Neumaier), whatever
+    the dtype; float64 rows are scaled as LAPACK's dnrm2 does, so nothing
+    overflows or underflows on the way. NaN and Inf propagate by IEEE rules.
+
+    on_zero: a zero denominator (zero sum or norm, a constant row for
+    minmax, std 0 for zscore) raises ZeroNormError ("error", the default),
+    or gives that row all zeros ("zero"). A sum-normalized value beyond the
+    dtype's range raises OutOfRangeError.
+
+{_INPUTS}
+
+    Returns an array of a's shape and the computed dtype.
+
+{_COMMON}
+
+    Example:
+        >>> c.normalize([[1, 2, 3, 4], [10, 20, 30, 40]], method="l2")
+        array([[0.18257419, 0.36514837, 0.54772256, 0.73029674],
+               [0.18257419, 0.36514837, 0.54772256, 0.73029674]])
+    """
+
+HAVERSINE = f"""Great-circle distances: haversine(points, to=(lat, lon)) from every
+    point to one point, or haversine(a, b) from row i of a to row i of b.
+
+    points, a, b: arrays of shape (n, 2) (or (..., 2)), rows of (latitude,
+    longitude) in degrees; a and b of the same shape. Exactly one of b and
+    to. radius: the sphere's radius, > 0 (default 6371.0088, the mean
+    Earth radius in km); the result is in its unit.
+
+        d = 2 R asin(sqrt(sin^2((phi2 - phi1)/2)
+                          + cos(phi1) cos(phi2) sin^2((lambda2 - lambda1)/2)))
+
+    A coordinate that is not finite, or a latitude beyond +-90, raises
+    OutOfRangeError for the whole request (as does such a point to).
+
+{_INPUTS}
+
+    Returns an array of shape (n,) (points' shape without its last axis).
+
+{_COMMON}
+
+    Example (Paris, London, New York to 30N 101E, km):
+        >>> c.haversine([[48.8566, 2.3522], [51.5074, -0.1278],
+        ...              [40.7128, -74.0060]], to=(30, 101))
+        array([ 8127.32480494,  8150.91340943, 12135.38640565])
+    """
+
+GRID = """Distances from every point of a latitude x longitude grid to one point:
+    result[i, j] = haversine((lat_i, lon_j), to), computed by gpuqd (nothing
+    is sent but the grid's description).
+
+    lat, lon: (start, stop, n), as numpy.linspace: n points, stop
+    included (n = 1 gives start alone). Defaults: lat (-90, 90, 1000), lon
+    (-180, 180, 1000). lat's ends within [-90, 90], lon's finite, else
+    OutOfRangeError; n = 0 raises EmptyError.
+    to: the point (lat, lon) in degrees, default (30, 101).
+    radius: as for haversine (default 6371.0088 km).
+    dtype: numpy.float64 (default) or numpy.float32.
+
+    Returns an array of shape (lat n, lon n).
+
+    out, timing: as for the other ops.
+
+    Example:
+        >>> g = c.grid(lat=(-90, 90, 1000), lon=(-180, 180, 1000), to=(30, 101))
+        >>> g.shape, round(g.min(), 3), round(g.max(), 3)
+        ((1000, 1000), 7.808, 20005.571)
+    """
+
+PAIRWISE = f"""Distances between the rows of x and the rows of y, as
+    scipy.spatial.distance.cdist(x, y, metric): result[i, j] = dist(x[i], y[j]).
+
+    x: (m, d), y: (n, d) (the same d); y=None compares x with itself.
+    metric (scipy's names; their aliases and manhattan/l1/l2 work too):
+      "euclidean"    sqrt(sum((u - v)**2))   (the default)
+      "sqeuclidean"  sum((u - v)**2)
+      "cityblock"    sum(|u - v|)            (the protocol's "manhattan")
+      "cosine"       1 - u.v / (|u| |v|)
+    on_zero: a zero vector under "cosine" raises ZeroNormError ("error",
+    the default), or gives 1.0 for that pair ("zero").
+
+{_INPUTS}
+
+    Returns an array of shape (m, n).
+
+{_COMMON}
+
+    Example:
+        >>> c.pairwise([[0, 0], [3, 4]], [[0, 0]], metric="euclidean")
+        array([[0.],
+               [5.]])
+    """
+
+KNN = f"""The k nearest rows of y to each row of x: (dist, idx).
+
+    x: (m, d) queries, y: (n, d) rows to search (the same d); 1 <= k <=
+    min(n, 1024) (else BadArgumentError). metric and on_zero as for
+    pairwise, with the same distances (a cosine zero vector fails the whole
+    request with ZeroNormError, or counts as distance 1.0 with on_zero="zero").
+
+    dist: (m, k) of the computed dtype, nearest first; idx: (m, k) int64 row
+    numbers of y in the same order. Exactly equal distances come lowest
+    index first; NaN distances after every number. out=(dist, idx) writes
+    into two arrays of those shapes.
+
+{_INPUTS}
+
+{_COMMON}
+
+    Example:
+        >>> d, i = c.knn([[0.0, 0.0]], [[5, 5], [1, 0], [0, 2]], k=2)
+        >>> d, i
+        (array([[1., 2.]]), array([[1, 2]]))
+    """

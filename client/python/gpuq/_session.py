@@ -1,0 +1,413 @@
+"""One connection's protocol state, shared by the blocking and asyncio clients.
+
+The session numbers requests, keeps the queue of those awaiting a reply
+(replies come in request order, PROTOCOL.md section 2), decides how each
+compute request's arrays travel, and turns reply frames into return
+values or exceptions. It does no I/O: the clients send the buffers it
+returns, receive into ``session.reader.target()``, and report received file
+descriptors (``session.fds``).
+
+How arrays travel (``transport``):
+
+* ``"socket"``: in the request's payload, results in the reply's.
+* ``"auto"`` (default): an input that lives in an arena of this session
+  (``Client.empty``/``Client.asarray``, or a view of one) goes by reference;
+  so do the others then, copied into arena blocks for the request
+  ("staged"), and the results are written into the arena: into the
+  caller's ``out=`` when it lives there too, else into new arena arrays
+  that are returned as they are (zero-copy both ways). Plain arrays whose
+  inputs and results come to ``shm_min`` bytes (1 MiB) or more are staged
+  too, with the results copied out of the arena, as libgpuq's blocking
+  calls do. No arena offered, or no room: the socket.
+* ``"shm"``: always by arena; no room is an error (``TooLargeError``).
+
+Results are the same bytes whichever way they went.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any, Callable, List, Optional, Tuple
+
+import numpy as np
+
+from . import _convert as cv
+from . import _wire, errors
+from ._arena import Pool
+from ._ops import Call, Timed, Timing
+
+SHM_MIN_BYTES = 1 << 20
+# A compute request refused busy is sent again (new id) this many times. gpuqd
+# counts a request in flight until the write of its reply has completed on its
+# side, which can be after the client has read that reply: a client that keeps
+# exactly max_inflight requests outstanding may get busy now and then.
+BUSY_RETRIES = 1000
+TRANSPORTS = ("auto", "socket", "shm")
+
+Resolve = Callable[[Any, Optional[BaseException]], None]
+
+
+class Pending:
+    """A request sent (or being sent) and not yet answered. The class
+    attributes are the defaults (lists are set per instance where used)."""
+
+    call: Optional[Call] = None
+    results: List[Optional[np.ndarray]] = ()  # the arrays the value is made of
+    dests: List[np.ndarray] = ()  # where the reply payload goes, in order
+    copies: List[Tuple[np.ndarray, np.ndarray]] = ()  # (from, to) once answered
+    copy_out: Optional[List[bool]] = None  # results[j] must leave its staging block
+    keep: Any = None  # staged blocks and inputs, alive until answered
+    by_ref_out = False
+    hdr: Optional[dict] = None
+    error: Optional[BaseException] = None
+    payload: Optional[bytearray] = None
+    want_fd = False
+    fd: Optional[int] = None
+    req: Optional[dict] = None  # a compute request's header, kept to send it again
+    req_payload: List[memoryview] = ()
+    tries = 0
+
+    def __init__(self, rid: int, op: str, resolve: Resolve):
+        self.id = rid
+        self.op = op
+        self.resolve = resolve
+
+
+def _overlaps(ref, refs) -> bool:
+    a, off, n = ref
+    return any(r[0] == a and off < r[1] + r[2] and r[1] < off + n for r in refs)
+
+
+class Plan:
+    """How one compute request's arrays travel (see the module text)."""
+
+    __slots__ = ("use", "refs", "stage", "out_ref", "blocks", "zero_copy")
+
+    def __init__(self):
+        self.use = False  # through arenas at all
+        self.refs: List[Optional[Tuple[int, int]]] = []  # per input: (arena, offset) or None
+        self.stage: List[int] = []  # inputs to copy into blocks (indices, duplicates removed)
+        self.out_ref: List[Optional[Tuple[int, int]]] = []  # per output: caller's arena out
+        self.blocks = 0  # bytes of arena blocks the request needs
+        self.zero_copy = False  # results may stay in the arena (the caller uses arenas)
+
+
+NO_ARENA = Plan()  # the socket's plan (never changed)
+
+
+class Session:
+    def __init__(self, transport: str = "auto", shm_min: int = SHM_MIN_BYTES):
+        if transport not in TRANSPORTS:
+            raise errors.BadArgumentError(f'transport "{transport}" is not auto, socket or shm')
+        self.transport = transport
+        self.shm_min = shm_min
+        self.pending: collections.deque = collections.deque()
+        self.next_id = 1
+        self.reader = _wire.Reader(self._on_head, self._on_frame)
+        self.pool: Optional[Pool] = None
+        self.fds: collections.deque = collections.deque()
+        self.fd_wanted = 0  # arena_open requests awaiting their reply
+        self.broken: Optional[BaseException] = None
+        self.info: dict = {}
+        self.max_inflight = 1
+        self._cur: Optional[Pending] = None
+        self.retry: collections.deque = collections.deque()  # busy, to be sent again
+
+    # ---- requests ----
+
+    def _new(self, op: str, resolve: Resolve) -> Pending:
+        p = Pending(self.next_id, op, resolve)
+        self.next_id += 1
+        return p
+
+    def control(self, op: str, keys: dict, resolve: Resolve, payload: bytes = b"",
+                want_fd: bool = False) -> Tuple[list, Pending]:
+        """A non-compute request; its value is (reply header, payload or None)."""
+        p = self._new(op, resolve)
+        h = {"id": p.id, "op": op}
+        h.update(keys)
+        bufs = [_wire.encode_head(h, len(payload))]
+        if payload:
+            bufs.append(payload)
+        p.want_fd = want_fd
+        self.pending.append(p)
+        if want_fd:
+            self.fd_wanted += 1
+        return bufs, p
+
+    def check_limits(self, call: Call) -> None:
+        """What gpuqd would refuse for size, refused before sending (a
+        payload over max_payload would also make gpuqd close the connection)."""
+        lim = self.info.get("limits")
+        if not lim:
+            return
+        mp, mo = lim.get("max_payload"), lim.get("max_output")
+        n = 0
+        for x in call.inputs:
+            n += x.nbytes
+        if mp is not None and n > mp:
+            raise errors.TooLargeError(f"input needs {n} bytes, over max_payload {mp}")
+        n = 0
+        for o in call.outs:
+            n += o.nbytes
+        if mo is not None and n > mo:
+            raise errors.TooLargeError(f"output needs {n} bytes, over max_output {mo}")
+
+    def plan(self, call: Call) -> Plan:
+        self.check_limits(call)
+        pool = self.pool
+        if pool is None or self.transport == "socket":
+            return NO_ARENA
+        pl = Plan()
+        pl.refs = [None] * len(call.inputs)
+        pl.out_ref = [None] * len(call.outs)
+        pl.refs = [pool.lookup(x) for x in call.inputs]
+        for j, (o, uo) in enumerate(zip(call.outs, call.user_out)):
+            if uo is not None and cv.receivable(uo, o.dtype):
+                pl.out_ref[j] = pool.lookup(uo)
+        resident = any(r is not None for r in pl.refs) or any(r is not None for r in pl.out_ref)
+        seen = set()
+        plain = 0
+        for i, (x, r) in enumerate(zip(call.inputs, pl.refs)):
+            if r is None and id(x) not in seen:
+                seen.add(id(x))
+                pl.stage.append(i)
+                plain += x.nbytes
+        out_bytes = [o.nbytes for o in call.outs]
+        in_refs = [(r[0], r[1], x.nbytes) for r, x in zip(pl.refs, call.inputs) if r is not None]
+        for j, r in enumerate(pl.out_ref):
+            if r is not None and _overlaps((r[0], r[1], out_bytes[j]), in_refs):
+                pl.out_ref[j] = None  # normalize(x, out=x): the result comes through a block
+        out_plain = sum(b for b, r in zip(out_bytes, pl.out_ref) if r is None)
+        pl.use = self.transport == "shm" or resident or plain + out_plain >= self.shm_min
+        if not pl.use:
+            return pl
+        pl.zero_copy = resident
+        pl.blocks = sum(((call.inputs[i].nbytes + 63) // 64 * 64 for i in pl.stage)) + \
+            sum((b + 63) // 64 * 64 for b, r in zip(out_bytes, pl.out_ref) if r is None)
+        return pl
+
+    def compute(self, call: Call, plan: Plan, resolve: Resolve) -> Tuple[list, Pending]:
+        """The buffers of a compute request (prefix and header, then the
+        payload unless it goes by reference) and its queue entry."""
+        p = self._new(call.op, resolve)
+        p.call = call
+        h = call.header()
+        h["id"] = p.id
+        nout = len(call.outs)
+        in_refs = out_refs = None
+        if plan.use:
+            p.results = [None] * nout
+            p.copies = []
+            p.keep = [call.inputs]  # arena inputs must outlive the request
+            in_refs = self._stage_inputs(call, plan, p) if call.inputs else None
+            out_refs = self._arena_outputs(call, plan, p)
+            if self.transport == "shm" and (out_refs is None or
+                                            (call.inputs and in_refs is None)):
+                raise errors.TooLargeError(
+                    f"shm transport: no arena room for the {plan.blocks} bytes this {call.op} "
+                    f"needs (session_arena {self.pool.limit if self.pool else 0} bytes, 16 "
+                    f"arenas at most)")
+        if in_refs is not None:
+            h["in"] = [list(r) for r in in_refs]
+            payload: List[memoryview] = []
+        else:
+            payload = [memoryview(a).cast("B") for a in call.inputs if a.nbytes]
+        if out_refs is not None:
+            h["out"] = [list(r) for r in out_refs]
+            p.by_ref_out = True
+        else:
+            p.copy_out = None
+            results = p.results = [None] * nout
+            dests = p.dests = []
+            uos = call.user_out
+            for j, o in enumerate(call.outs):
+                uo = uos[j]
+                if uo is None:
+                    arr = results[j] = np.empty(o.shape, o.dtype)
+                    dests.append(arr)
+                elif cv.receivable(uo, o.dtype):
+                    dests.append(uo.reshape(o.shape))
+                    results[j] = uo
+                else:
+                    tmp = np.empty(o.shape, o.dtype)
+                    dests.append(tmp)
+                    if not p.copies:
+                        p.copies = []
+                    p.copies.append((tmp, uo))
+                    results[j] = uo
+        p.req = h
+        p.req_payload = payload
+        plen = 0
+        for b in payload:
+            plen += b.nbytes
+        payload.insert(0, _wire.encode_head(h, plen))
+        self.pending.append(p)
+        return payload, p
+
+    def resend(self) -> Optional[list]:
+        """The buffers of the oldest busy-refused request, sent again with a
+        new id, or None (none waiting, or max_inflight in flight)."""
+        if not self.retry or len(self.pending) >= self.max_inflight:
+            return None
+        p = self.retry.popleft()
+        p.id = self.next_id
+        self.next_id += 1
+        p.req["id"] = p.id
+        p.error = None
+        p.hdr = None
+        body = p.req_payload[1:]
+        plen = sum(b.nbytes for b in body)
+        self.pending.append(p)
+        return [_wire.encode_head(p.req, plen)] + body
+
+    def _stage_inputs(self, call: Call, plan: Plan, p: Pending):
+        refs = list(plan.refs)
+        staged = {}
+        for i in plan.stage:
+            x = call.inputs[i]
+            blk = self.pool.alloc(x.nbytes) if x.nbytes else None
+            if blk is None:
+                return None
+            arr = blk.array(x.shape, x.dtype)
+            np.copyto(arr, x)
+            p.keep.append(arr)
+            staged[id(x)] = self.pool.lookup(arr)
+        for i, x in enumerate(call.inputs):
+            if refs[i] is None:
+                refs[i] = staged[id(x)]
+        return [(r[0], r[1], x.nbytes) for r, x in zip(refs, call.inputs)]
+
+    def _arena_outputs(self, call: Call, plan: Plan, p: Pending):
+        refs = []
+        p.copy_out = [False] * len(call.outs)
+        for j, (o, uo) in enumerate(zip(call.outs, call.user_out)):
+            nbytes = o.nbytes
+            r = plan.out_ref[j]
+            if r is not None:
+                refs.append((r[0], r[1], nbytes))
+                p.results[j] = uo
+                continue
+            blk = self.pool.alloc(nbytes) if nbytes else None
+            if blk is None:
+                p.results = [None] * len(call.outs)
+                p.copies = []
+                p.copy_out = None
+                return None
+            arr = blk.array(o.shape, o.dtype)
+            p.keep.append(arr)
+            r = self.pool.lookup(arr)
+            refs.append((r[0], r[1], nbytes))
+            if uo is not None:
+                p.copies.append((arr, uo))
+                p.results[j] = uo
+            else:
+                p.results[j] = arr
+                p.copy_out[j] = not plan.zero_copy
+        return refs
+
+    # ---- replies ----
+
+    def _on_head(self, hdr: dict, plen: int) -> List[memoryview]:
+        rid = hdr.get("id")
+        status = hdr.get("status")
+        if not self.pending:
+            if status == "error":  # e.g. a timeout reply before the server closes
+                self.broken = errors.from_reply(hdr)
+                self._cur = None
+                return [memoryview(bytearray(plen))]
+            raise errors.ProtocolError(f"a reply (id {rid}) to no request")
+        p = self.pending[0]
+        if rid != p.id and not (rid == 0 and status == "error"):
+            raise errors.ProtocolError(f"reply id {rid}, expected {p.id} (replies come in order)")
+        self.pending.popleft()
+        if p.want_fd:
+            self.fd_wanted -= 1
+        self._cur = p
+        p.hdr = hdr
+        if status != "ok":
+            p.error = errors.from_reply(hdr) if status == "error" else errors.ProtocolError(
+                f"reply status {status!r}")
+            return [memoryview(bytearray(plen))] if plen else []
+        call = p.call
+        if call is None:
+            if plen:
+                p.payload = bytearray(plen)
+                return [memoryview(p.payload)]
+            return []
+        outs = call.outs
+        o = outs[0]
+        if hdr.get("dtype") != o.dname or hdr.get("shape") != o.wshape or (
+                len(outs) > 1 and (hdr.get("dtype_b") != outs[1].dname or
+                                   hdr.get("shape_b") != outs[1].wshape)):
+            return self._bad_reply(p, plen, f"dtype {hdr.get('dtype')} shape {hdr.get('shape')} "
+                                            f"(dtype_b {hdr.get('dtype_b')} shape_b "
+                                            f"{hdr.get('shape_b')}), expected "
+                                            f"{[(x.dname, x.wshape) for x in outs]}")
+        if p.by_ref_out:
+            if plen:
+                return self._bad_reply(p, plen, f"payload of {plen} bytes, expected none")
+            return []
+        want = 0
+        for x in outs:
+            want += x.nbytes
+        if plen != want:
+            return self._bad_reply(p, plen, f"payload of {plen} bytes, expected {want}")
+        return [memoryview(d).cast("B") for d in p.dests if d.nbytes]
+
+    @staticmethod
+    def _bad_reply(p: Pending, plen: int, what: str) -> List[memoryview]:
+        p.error = errors.ProtocolError(f"{p.op} reply: {what}")
+        return [memoryview(bytearray(plen))] if plen else []
+
+    def _on_frame(self) -> None:
+        p = self._cur
+        self._cur = None
+        if p is None:
+            return
+        if p.error is None and p.want_fd:
+            if self.fds:
+                p.fd = self.fds.popleft()
+            else:
+                p.error = errors.ProtocolError(f"{p.op} reply carried no file descriptor")
+        if p.error is not None:
+            if isinstance(p.error, errors.BusyError) and p.req is not None and \
+                    p.tries < BUSY_RETRIES:
+                p.tries += 1
+                self.retry.append(p)
+                return
+            p.keep = None
+            p.resolve(None, p.error)
+            return
+        call = p.call
+        if call is None:
+            p.resolve((p.hdr, p.payload, p.fd), None)
+            return
+        try:
+            for src, dst in p.copies:
+                np.copyto(dst, src.reshape(dst.shape), casting="same_kind")
+            res = p.results
+            if p.copy_out is not None:
+                res = [np.array(r) if c else r for r, c in zip(res, p.copy_out)]
+            value = call.finish(res)
+            if call.timing:
+                value = Timed(value, Timing.from_reply(p.hdr.get("timing")))
+        except Exception as e:  # pragma: no cover - a bug here must not kill the reader
+            p.keep = None
+            p.resolve(None, e)
+            return
+        p.keep = None
+        p.resolve(value, None)
+
+    def fail_all(self, exc: BaseException) -> None:
+        """The stream is gone: every request still waiting gets exc."""
+        if self.broken is None:
+            self.broken = exc
+        waiting = ([self._cur] if self._cur else []) + list(self.pending) + list(self.retry)
+        self._cur = None
+        self.pending.clear()
+        self.retry.clear()
+        self.fd_wanted = 0
+        for p in waiting:
+            p.keep = None
+            p.resolve(None, exc)

@@ -1,0 +1,527 @@
+"""The blocking client: gpuq.connect() and gpuq.Client.
+
+A Client is one connection (one session) to gpuqd. Its op methods send a
+request and wait for the reply; ``submit()`` sends one and returns a
+:class:`Future` at once, so many requests can be in flight (pipelined, up to
+the server's ``max_inflight``; replies come in request order). A Client may
+be shared by threads: one lock serializes its socket, and whichever thread
+waits reads the replies of all.
+
+Failures: a server error reply raises its :mod:`gpuq.errors` class and the
+connection stays usable; a broken stream (the server closed it, a socket
+error, a malformed reply) fails every request still waiting and every later
+call with the error that broke it.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket as _socket
+import sys
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
+
+from . import _base
+from . import _convert as cv
+from . import _docs, _ops, _socketpath, errors
+from ._ops import EARTH_RADIUS_KM, Call, KnnResult, Result
+from ._session import SHM_MIN_BYTES
+
+_SEND_FLAGS = getattr(_socket, "MSG_DONTWAIT", 0) | getattr(_socket, "MSG_NOSIGNAL", 0)
+_ANC = _socket.CMSG_SPACE(4 * 4)
+
+
+class Future:
+    """A request in flight: ``result()`` waits for its reply (reading the
+    connection meanwhile) and returns the op's value or raises its error."""
+
+    __slots__ = ("_client", "_done", "_value", "_exc", "_callbacks", "id")
+
+    def __init__(self, client: "Client"):
+        self._client = client
+        self._done = False
+        self._value: Any = None
+        self._exc: Optional[BaseException] = None
+        self._callbacks: List[Callable[["Future"], Any]] = []
+        self.id = 0
+
+    def _set(self, value: Any, exc: Optional[BaseException]) -> None:
+        self._value, self._exc, self._done = value, exc, True
+        if self._callbacks:
+            self._client._ready.append(self)
+
+    def done(self) -> bool:
+        """Whether the reply has been read (this never reads the socket)."""
+        return self._done
+
+    def result(self, timeout: Optional[float] = None) -> Any:
+        """The op's value, once the reply came; raises its error. timeout
+        (seconds): gpuq.TimeoutError when it runs out (the request stays
+        in flight, and a later result() may still get it)."""
+        if not self._done:
+            self._client._wait(self, timeout)
+        if self._exc is not None:
+            raise self._exc
+        return self._value
+
+    def exception(self, timeout: Optional[float] = None) -> Optional[BaseException]:
+        """The error the request ended with, or None."""
+        if not self._done:
+            self._client._wait(self, timeout)
+        return self._exc
+
+    def add_done_callback(self, fn: Callable[["Future"], Any]) -> None:
+        """Call fn(future) once the reply has been read (at once if it has);
+        callbacks run in the thread that read it, outside the client's lock."""
+        if self._done:
+            fn(self)
+        else:
+            self._callbacks.append(fn)
+
+    def cancel(self) -> bool:
+        """Requests cannot be taken back once sent: always False."""
+        return False
+
+    def cancelled(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        state = "pending" if not self._done else ("error" if self._exc else "done")
+        return f"<gpuq.Future id={self.id} {state}>"
+
+
+class Client(_base.Base):
+    __doc__ = "A session with gpuqd; make one with :func:`gpuq.connect`.\n\n    " + \
+        _base.Base.__doc__
+
+    def __init__(self, sock: _socket.socket, path: str, transport: str = "auto",
+                 shm_min_bytes: int = SHM_MIN_BYTES):
+        self._sock = sock
+        self._init_base(path, transport, shm_min_bytes)
+        self._lock = threading.RLock()
+        self._ready: List[Future] = []
+        self._sending = False  # a frame is partly sent
+
+    def _hello(self, name: Optional[str], priority: Any, device: Optional[int]) -> None:
+        hdr, _, _ = self._control("hello", _base.hello_keys(name, priority, device))
+        self._apply_hello(hdr)
+
+    def close(self) -> None:
+        """Close the connection. Requests still in flight fail with
+        ClosedError; arrays in arenas stay valid (they are no longer shared)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._s.pool is not None:
+                self._s.pool.close()
+            try:
+                self._sock.close()
+            finally:
+                self._s.fail_all(errors.ClosedError("the client closed the connection"))
+                while self._s.fds:
+                    os.close(self._s.fds.popleft())
+        self._run_callbacks()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            if not self._closed:
+                self._sock.close()
+        except Exception:
+            pass
+
+    # ---- I/O ----
+
+    def _break(self, exc: BaseException) -> None:
+        if self._s.broken is None:
+            self._s.broken = exc
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+        self._s.fail_all(self._s.broken)
+        if self._s.pool is not None:
+            self._s.pool.close()
+
+    def _recv_once(self) -> None:
+        """One receive into the reader (blocks until bytes come)."""
+        buf = self._s.reader.target()
+        try:
+            if self._s.fd_wanted:
+                n, anc, _, _ = self._sock.recvmsg_into([buf], _ANC, _socket.MSG_CMSG_CLOEXEC)
+                for level, typ, data in anc:
+                    if level == _socket.SOL_SOCKET and typ == _socket.SCM_RIGHTS:
+                        k = len(data) - len(data) % 4
+                        self._s.fds.extend(int.from_bytes(data[i:i + 4], sys.byteorder)
+                                           for i in range(0, k, 4))
+            else:
+                n = self._sock.recv_into(buf)
+        except InterruptedError:
+            return
+        except (ConnectionResetError, BrokenPipeError) as e:
+            self._break(errors.ClosedError(f"gpuqd closed the connection ({e.strerror})"))
+            return
+        except OSError as e:
+            self._break(errors.IoError(f"reading a reply: {e.strerror or e}"))
+            return
+        if n == 0:
+            self._break(errors.ClosedError("gpuqd closed the connection"))
+            return
+        try:
+            self._s.reader.feed(n)
+        except errors.Error as e:
+            self._break(e)
+
+    def _resend(self) -> None:
+        """Send again what was refused busy (never in the middle of a frame)."""
+        while not self._sending and self._s.broken is None:
+            bufs = self._s.resend()
+            if bufs is None:
+                return
+            self._send(bufs)
+
+    def _wait(self, fut: Future, timeout: Optional[float]) -> None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            while not fut._done:
+                self._resend()
+                if fut._done:
+                    break
+                if self._s.broken is not None or self._closed:
+                    break
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    r = select.select([self._sock], [], [], max(0.0, left))[0] if left > 0 else []
+                    if not r:
+                        raise errors.TimeoutError(f"no reply to request {fut.id} within "
+                                                  f"{timeout} s (it is still in flight)")
+                self._recv_once()
+        self._run_callbacks()
+
+    def _run_callbacks(self) -> None:
+        while self._ready:
+            f = self._ready.pop(0)
+            cbs, f._callbacks = f._callbacks, []
+            for cb in cbs:
+                cb(f)
+
+    def _send(self, bufs: List[Any]) -> None:
+        """Send a frame's buffers whole. While the socket is full, replies are
+        read (gpuqd stops reading a session whose replies pile up unread)."""
+        try:  # the usual case: it all fits in the socket's buffer at once
+            n = self._sock.sendmsg(bufs, (), _SEND_FLAGS)
+        except (BlockingIOError, InterruptedError):
+            n = 0
+        except OSError as e:
+            self._hung_up(e)
+            return
+        total = 0
+        for b in bufs:
+            total += len(b) if isinstance(b, bytes) else b.nbytes
+        if n == total:
+            return
+        views = []
+        for b in bufs:  # what is left of the frame
+            v = memoryview(b) if not isinstance(b, memoryview) else b
+            if n >= v.nbytes:
+                n -= v.nbytes
+                continue
+            views.append(v[n:] if n else v)
+            n = 0
+        self._sending = True
+        try:
+            self._send_views(views)
+        finally:
+            self._sending = False
+
+    def _send_views(self, views: List[memoryview]) -> None:
+        while views:
+            try:
+                n = self._sock.sendmsg(views, (), _SEND_FLAGS)
+            except (BlockingIOError, InterruptedError):
+                n = 0
+            except OSError as e:
+                self._hung_up(e)
+                return
+            while n and views:
+                k = min(n, len(views[0]))
+                n -= k
+                views[0] = views[0][k:]
+                if not len(views[0]):
+                    views.pop(0)
+            if views:
+                rd = [self._sock] if self._s.pending else []
+                r, _, _ = select.select(rd, [self._sock], [])
+                if r:
+                    self._recv_once()
+                    if self._s.broken is not None:
+                        raise self._s.broken
+
+    def _hung_up(self, e: OSError) -> None:
+        """A send failed: gpuqd may have closed after leaving a reply (busy
+        over max_sessions, a timeout). Read what is there; requests it does
+        not answer fail with ClosedError."""
+        try:
+            self._sock.settimeout(1.0)
+            while self._s.broken is None:
+                self._recv_once()
+        except OSError:
+            pass
+        self._break(errors.ClosedError(f"gpuqd closed the connection ({e.strerror or e})"))
+
+    def _control(self, op: str, keys: Optional[dict] = None, want_fd: bool = False,
+                 payload: bytes = b"") -> Tuple[dict, Optional[bytearray], Optional[int]]:
+        fut = Future(self)
+        with self._lock:
+            self._check()
+            bufs, p = self._s.control(op, keys or {}, fut._set, payload, want_fd)
+            fut.id = p.id
+            self._send(bufs)
+        return fut.result()
+
+    # ---- compute requests ----
+
+    def _ensure_room(self, nbytes: int) -> None:
+        pool = self._s.pool
+        if pool is None or nbytes <= 0 or pool.has_room(nbytes):
+            return
+        size = pool.want(nbytes)
+        if size is None:
+            return
+        for ask in ((size, nbytes) if size > nbytes else (size,)):  # the extra may not fit
+            try:
+                hdr, _, fd = self._control("arena_open", {"size": ask}, want_fd=True)
+            except (errors.TooLargeError, errors.BusyError, errors.NoMemoryError):
+                continue
+            info = hdr.get("info") or {}
+            try:
+                pool.add(int(info["arena"]), fd, int(info["size"]))
+            except (OSError, ValueError, KeyError):  # cannot map it: give it back
+                self._arena_refused(nbytes)
+                try:
+                    self._control("arena_close", {"arena": int(info.get("arena", 0))})
+                except errors.Error:
+                    pass
+            return
+        self._arena_refused(nbytes)
+
+    def _start(self, call: Call, resolve) -> None:
+        """Send a compute request (the lock held): first make room under
+        max_inflight (reading replies), and an arena when it needs one."""
+        self._check()
+        s = self._s
+        if s.retry:
+            self._resend()
+        while len(s.pending) >= s.max_inflight and s.broken is None:
+            self._recv_once()
+            self._resend()
+        self._check()
+        plan = s.plan(call)
+        if plan.use and plan.blocks:
+            self._ensure_room(plan.blocks)
+        bufs, p = s.compute(call, plan, resolve)
+        self._send(bufs)
+        return p
+
+    def _run(self, call: Call) -> Any:
+        """submit + result, without a Future: the blocking ops' path."""
+        box: List[Any] = []
+        with self._lock:
+            self._start(call, lambda v, e: box.extend((v, e)))
+            s = self._s
+            while not box:
+                if s.broken is not None or self._closed:
+                    self._check()
+                if s.retry:
+                    self._resend()
+                self._recv_once()
+        if self._ready:
+            self._run_callbacks()
+        if box[1] is not None:
+            raise box[1]
+        return box[0]
+
+    def submit(self, op: Union[str, Callable], *args: Any, **kwargs: Any) -> Future:
+        """Send an op and return a Future at once: submit("normalize", a,
+        method="l2") is normalize(a, method="l2") without the wait. Keep
+        many in flight; replies come in order. When max_inflight requests
+        are already in flight, submit first reads the oldest reply."""
+        call = _base.builder(op)(*args, **kwargs)
+        fut = Future(self)
+        with self._lock:
+            fut.id = self._start(call, fut._set).id
+        return fut
+
+    # ---- arrays in shared memory ----
+
+    def empty(self, shape: Union[int, Sequence[int]], dtype: DTypeLike = np.float64, *,
+              strict: bool = False) -> np.ndarray:
+        """An uninitialized array that lives in this session's shared arena:
+        passed to an op (as input or out=), its bytes are not sent; gpuqd
+        reads and writes it in place. Without arenas (gpuqd offers none, or
+        its quota is full) a plain numpy.empty, unless strict=True
+        (TooLargeError)."""
+        shape, dt, nbytes = _base.empty_size(shape, dtype)
+        pool = self._s.pool
+        if pool is None:
+            return self._no_arena(shape, dt, strict, "gpuqd offers this session no "
+                                                     "shared-memory arenas")
+        if nbytes == 0:
+            return np.empty(shape, dt)
+        with self._lock:
+            self._check()
+            self._ensure_room(nbytes)
+            blk = pool.alloc(nbytes)
+        if blk is None:
+            return self._no_arena(shape, dt, strict, f"no arena room for {nbytes} bytes "
+                                                     f"(session_arena {pool.limit}, 16 arenas)")
+        return blk.array(shape, dt)
+
+    def asarray(self, a: ArrayLike, dtype: DTypeLike = None, *, strict: bool = False
+                ) -> np.ndarray:
+        """a copied into this session's arena (a itself when it already lives
+        there with that dtype). dtype=None converts as the ops do (float32
+        and float64 kept, integers to float64, ...)."""
+        arr = cv.asarray(a, "a")
+        dt = cv.natural(arr, "a") if dtype is None else np.dtype(dtype)
+        if self.in_arena(arr) and arr.dtype == dt:
+            return arr
+        out = self.empty(arr.shape, dt, strict=strict)
+        np.copyto(out, arr, casting="unsafe" if dtype is None else "same_kind")
+        return out
+
+    # ---- the ops ----
+
+    def normalize(self, a: ArrayLike, method: str = "sum", flat: bool = False, *,
+                  on_zero: str = "error", dtype: DTypeLike = None, out: Optional[np.ndarray] = None,
+                  timing: bool = False) -> Result:
+        return self._run(_ops.normalize(a, method, flat, on_zero, dtype, out, timing))
+
+    def haversine(self, a: ArrayLike, b: Optional[ArrayLike] = None, *,
+                  to: Optional[Tuple[float, float]] = None, radius: float = EARTH_RADIUS_KM,
+                  dtype: DTypeLike = None, out: Optional[np.ndarray] = None,
+                  timing: bool = False) -> Result:
+        return self._run(_ops.haversine(a, b, to, radius, dtype, out, timing))
+
+    def grid(self, lat: Tuple[float, float, int] = (-90.0, 90.0, 1000),
+             lon: Tuple[float, float, int] = (-180.0, 180.0, 1000), *,
+             to: Tuple[float, float] = (30.0, 101.0), radius: float = EARTH_RADIUS_KM,
+             dtype: DTypeLike = np.float64, out: Optional[np.ndarray] = None,
+             timing: bool = False) -> Result:
+        return self._run(_ops.grid(lat, lon, to, radius, dtype, out, timing))
+
+    def pairwise(self, x: ArrayLike, y: Optional[ArrayLike] = None, metric: str = "euclidean",
+                 *, on_zero: str = "error", dtype: DTypeLike = None,
+                 out: Optional[np.ndarray] = None, timing: bool = False) -> Result:
+        return self._run(_ops.pairwise(x, y, metric, on_zero, dtype, out, timing))
+
+    def knn(self, x: ArrayLike, y: ArrayLike, k: int, metric: str = "euclidean", *,
+            on_zero: str = "error", dtype: DTypeLike = None,
+            out: Optional[Tuple[np.ndarray, np.ndarray]] = None,
+            timing: bool = False) -> KnnResult:
+        return self._run(_ops.knn(x, y, k, metric, on_zero, dtype, out, timing))
+
+    normalize.__doc__ = _docs.NORMALIZE
+    haversine.__doc__ = _docs.HAVERSINE
+    grid.__doc__ = _docs.GRID
+    pairwise.__doc__ = _docs.PAIRWISE
+    knn.__doc__ = _docs.KNN
+
+    # ---- the daemon ----
+
+    def ping(self) -> float:
+        """One round trip; returns its time in seconds."""
+        t0 = time.perf_counter()
+        self._control("ping")
+        return time.perf_counter() - t0
+
+    def status(self) -> Dict[str, Any]:
+        """The daemon's status map (PROTOCOL.md 3.3 "status"): version,
+        backend, devices, state, sessions, in_flight, staging, arenas,
+        requests and errors by name, bytes in and out, ..."""
+        return self._control("status")[0].get("info") or {}
+
+    def sessions(self) -> List[Dict[str, Any]]:
+        """Open sessions, one map each (all for an admin, else your own
+        uid's); ``self`` marks this one."""
+        return _base.sessions_doc(self._control("sessions")[1])
+
+    def metrics(self) -> str:
+        """The Prometheus text exposition (format 0.0.4)."""
+        _, payload, _ = self._control("metrics")
+        return bytes(payload or b"").decode("utf-8")
+
+    def drain(self) -> Dict[str, Any]:
+        """(admin) Accept no new sessions; gpuqd exits once the open ones close."""
+        return self._control("drain")[0].get("info") or {}
+
+    def shutdown(self) -> Dict[str, Any]:
+        """(admin) As SIGTERM: answer what was accepted, then exit."""
+        return self._control("shutdown")[0].get("info") or {}
+
+    def kill_session(self, session: int) -> Dict[str, Any]:
+        """(admin) Close another session now."""
+        return self._control("kill_session", {"session": _ops._uint("session", session)})[0] \
+            .get("info") or {}
+
+    def set_limit(self, name: str, value: int) -> Dict[str, Any]:
+        """(admin) Set a limit (max_inflight, session_staging, ...) until
+        gpuqd restarts or reloads; returns {"old": ..., "value": ...}."""
+        return self._control("set_limit", {"limit": str(name),
+                                           "value": _ops._uint("value", value)})[0] \
+            .get("info") or {}
+
+    def request(self, op: str, payload: bytes = b"", **keys: Any
+                ) -> Tuple[Dict[str, Any], Optional[bytes]]:
+        """A raw request, for ops this client has no method for: the header
+        {"op": op, **keys} (id added) and payload bytes as given; returns
+        the reply header and its payload (or None). Server errors raise."""
+        hdr, pl, fd = self._control(op, keys, payload=bytes(payload))
+        if fd is not None:
+            os.close(fd)
+        return hdr, (bytes(pl) if pl is not None else None)
+
+
+def connect(socket: Optional[str] = None, priority: Union[str, int] = "normal",
+            device: Optional[int] = None, name: Optional[str] = None, *,
+            transport: str = "auto", shm_min_bytes: int = SHM_MIN_BYTES,
+            timeout: Optional[float] = None) -> Client:
+    """Connect to gpuqd and say hello; returns a :class:`Client` (a context
+    manager: ``with gpuq.connect() as c: ...``).
+
+    socket: the socket's path; None finds it as libgpuq does:
+    ``$GPUQ_SOCKET`` alone when set, else ``$XDG_RUNTIME_DIR/gpuq/gpuqd.sock``
+    then ``/run/gpuq/gpuqd.sock``, the first that answers. When none does,
+    :class:`gpuq.ConnectError` (a ConnectionError) names each path tried,
+    why it failed and what to do.
+    priority: "low", "normal" or "high" (or -1, 0, 1); gpuqd may grant less
+    (see ``Client.priority``). device: the GPU index, None for any. name:
+    the client name gpuqd shows in its logs and ``gpuqctl sessions``
+    (default: the program's name).
+    transport: "auto", "socket" or "shm" (how arrays travel; see
+    ``Client.empty``). timeout: seconds for the connect itself.
+    """
+    _base.hello_keys(name, priority, device)  # bad arguments before connecting
+    sock, path = _socketpath.open_socket(socket, timeout)
+    try:
+        c = Client(sock, path, transport, shm_min_bytes)
+        c._hello(name, priority, device)
+    except BaseException:
+        sock.close()
+        raise
+    if transport == "shm" and not c.shm:
+        c.close()
+        raise errors.BadArgumentError("transport shm: gpuqd offers this session no shared-memory "
+                                      "arenas (session_arena 0)")
+    return c
