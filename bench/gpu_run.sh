@@ -28,7 +28,9 @@
 # GPUQ_STEPS picks what runs after the (incremental) build, so a short device
 # lease can take it in two calls: "ctest sanitize" then "bench timing".
 # "sanshm" (not in the default list) runs compute-sanitizer memcheck over
-# the data plane's suites (shared-memory arenas, pipelining).
+# the data plane's suites (shared-memory arenas, pipelining). "py" (not in
+# the default list either) runs bench/py_bench.py: the Python client beside
+# libgpuq on a CUDA gpuqd.
 # The build has -DGPUQ_WERROR=ON (as CI's); GPUQ_BUILD_TYPE picks its type
 # (RelWithDebInfo by default; Release for the -O3 warnings).
 set -uo pipefail
@@ -302,6 +304,16 @@ main() {
         else
             row "$(okfail "$rc")" "PyTorch peer" "exit $rc; $(grep -E '^peer_torch: [0-9]+ errors' "$LOGS/peer_torch.txt" | tail -1)"
         fi
+    fi
+
+    # The Python client beside libgpuq (issue 13's targets), on a CUDA gpuqd.
+    if want py; then
+        echo "== bench/py_bench.py"
+        "$PY" bench/py_bench.py --gpuqd build-gpu/server/gpuqd --device cuda \
+            --peer build-gpu/bench/gpuq_py_peer 2>&1 | tee "$LOGS/py_bench.txt"
+        rc=${PIPESTATUS[0]}
+        row "$(okfail "$rc")" "Python client vs libgpuq" \
+            "exit $rc; targets met: $(grep -cE '\| yes \|' "$LOGS/py_bench.txt") of $(grep -cE '\| (yes|NO) \|' "$LOGS/py_bench.txt")"
     fi
 
     # Where the time of one large request goes (CUDA events), through gpuqctl.
