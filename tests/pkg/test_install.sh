@@ -173,14 +173,25 @@ shared_only() {
     l=$(ldd "$1")
     [[ "$l" == *"libgpuq.so.1 => $lib/libgpuq.so.1"* && "$l" != *msgpack* ]]
 }
-if consumer "$tmp/consumer" ON; then
+# gpuq::gpuq_static needs libmsgpack-dev installed (its CMake package names
+# files under /usr): where it is only unpacked into a prefix (the GPU
+# machine's carried .debs), the consumer is built without the static demo.
+with_static=ON
+if ! dpkg-query -W -f='${Status}' libmsgpack-dev 2>/dev/null | has "install ok installed"; then
+    echo "note: libmsgpack-dev is not installed here: gpuq::gpuq_static is not tried"
+    with_static=OFF
+fi
+if consumer "$tmp/consumer" "$with_static"; then
     found=$(sed -n 's/^gpuq_DIR:PATH=//p' "$tmp/consumer/CMakeCache.txt")
     [[ "$found" == "$lib/cmake/gpuq" ]] || bad "find_package found $found, not $lib/cmake/gpuq"
-    for t in demo_static demo_shared demo_cxx; do
+    for t in demo_shared demo_cxx; do
         LD_LIBRARY_PATH=$lib "$tmp/consumer/$t" || bad "$t (find_package) failed"
     done
-    if ldd "$tmp/consumer/demo_static" | has libgpuq; then
-        bad "demo_static (gpuq::gpuq_static) links libgpuq.so"
+    if [[ $with_static == ON ]]; then
+        "$tmp/consumer/demo_static" || bad "demo_static (find_package) failed"
+        if ldd "$tmp/consumer/demo_static" | has libgpuq; then
+            bad "demo_static (gpuq::gpuq_static) links libgpuq.so"
+        fi
     fi
     for t in demo_shared demo_cxx; do
         LD_LIBRARY_PATH=$lib shared_only "$tmp/consumer/$t" ||

@@ -94,8 +94,8 @@ GRID = """Distances from every point of a latitude x longitude grid to one point
 
     Example:
         >>> g = c.grid(lat=(-90, 90, 1000), lon=(-180, 180, 1000), to=(30, 101))
-        >>> g.shape, round(g.min(), 3), round(g.max(), 3)
-        ((1000, 1000), 7.808, 20005.571)
+        >>> print(g.shape, g.min().round(3), g.max().round(3))
+        (1000, 1000) 7.808 20005.571
     """
 
 PAIRWISE = f"""Distances between the rows of x and the rows of y, as
