@@ -33,7 +33,7 @@ import numpy as np
 
 from . import _convert as cv
 from . import _wire, errors
-from ._arena import Pool
+from ._arena import Pool, block_of
 from ._ops import Call, Timed, Timing
 
 SHM_MIN_BYTES = 1 << 20
@@ -153,11 +153,28 @@ class Session:
         if mo is not None and n > mo:
             raise errors.TooLargeError(f"output needs {n} bytes, over max_output {mo}")
 
+    def _small_plain(self, call: Call) -> bool:
+        """No array of call lives in an arena and all of them (inputs, each
+        counted however often it appears, and outputs) come to less than
+        shm_min: what the full plan would send by socket, found cheaply."""
+        n = 0
+        for x in call.inputs:
+            if block_of(x) is not None:
+                return False
+            n += x.nbytes
+        for o, uo in zip(call.outs, call.user_out):
+            if uo is not None and block_of(uo) is not None:
+                return False
+            n += o.nbytes
+        return n < self.shm_min
+
     def plan(self, call: Call) -> Plan:
         self.check_limits(call)
         pool = self.pool
         if pool is None or self.transport == "socket":
             return NO_ARENA
+        if self.transport == "auto" and self._small_plain(call):
+            return NO_ARENA  # the common small request, decided without the full plan
         pl = Plan()
         pl.refs = [None] * len(call.inputs)
         pl.out_ref = [None] * len(call.outs)
