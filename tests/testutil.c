@@ -241,6 +241,20 @@ static void tu_fill_log_uniform(double *x, size_t n, double lo, double hi)
     }
 }
 
+double tu_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void tu_sleep_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
 double tu_round_f32(double v)
 {
     volatile float f = (float)v;

@@ -32,6 +32,9 @@ void tu_rand_fill_f64(double *x, size_t n, double lo, double hi);
  * x[i] = (double)(float)x[i] over a constant 903 elements and leaves two of
  * them unrounded; the volatile keeps every rounding. */
 double tu_round_f32(double v);
+/* CLOCK_MONOTONIC in seconds; sleep s seconds (through EINTR). */
+double tu_now_s(void);
+void tu_sleep_s(double s);
 uint64_t tu_seed(void);
 /* ||a - ref|| / ||ref|| in double; NaN anywhere -> +inf. */
 double tu_rel_err_f64(const double *a, const double *ref, size_t n);

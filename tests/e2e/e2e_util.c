@@ -98,13 +98,6 @@ static int recv_all(int fd, void *buf, size_t len)
     return 0;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void set_rcvtimeo(int fd, double seconds)
 {
     struct timeval tv = {.tv_sec = (time_t)seconds,
@@ -230,9 +223,9 @@ void e2e_expect_closed(int fd, double seconds)
 
 void e2e_expect_closed_promptly(int fd)
 {
-    double t0 = now_s();
+    double t0 = tu_now_s();
     e2e_expect_closed(fd, 5);
-    double dt = now_s() - t0;
+    double dt = tu_now_s() - t0;
     ck_assert_msg(dt < E2E_PROMPT_CLOSE_S,
                   "closed %.2f s after the final reply: by the linger, not right after the reply",
                   dt);

@@ -49,13 +49,6 @@ static void start_with_conf(void)
     e2e_start(extra);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static unsigned hello_max_inflight(void)
 {
     gpuq_conn *c = e2e_connect("conf", GPUQ_PRIO_NORMAL);
@@ -67,9 +60,9 @@ static unsigned hello_max_inflight(void)
 /* Poll until a new connection's hello shows max_inflight == want. */
 static void wait_max_inflight(unsigned want)
 {
-    double deadline = now_s() + 20;
+    double deadline = tu_now_s() + 20;
     unsigned got;
-    while ((got = hello_max_inflight()) != want && now_s() < deadline)
+    while ((got = hello_max_inflight()) != want && tu_now_s() < deadline)
         usleep(20000);
     ck_assert_msg(got == want, "max_inflight %u after SIGHUP, want %u", got, want);
 }
@@ -77,7 +70,7 @@ static void wait_max_inflight(unsigned want)
 /* Poll until the daemon's log contains needle; returns the log (malloc'd). */
 static char *wait_log(const char *needle)
 {
-    double deadline = now_s() + 20;
+    double deadline = tu_now_s() + 20;
     for (;;) {
         size_t len = 0;
         char *log = tu_read_file(e2e_d.log, &len);
@@ -87,7 +80,7 @@ static char *wait_log(const char *needle)
         z[len] = '\0';
         if (strstr(z, needle))
             return z;
-        ck_assert_msg(now_s() < deadline, "'%s' not in the log:\n%s", needle, z);
+        ck_assert_msg(tu_now_s() < deadline, "'%s' not in the log:\n%s", needle, z);
         free(z);
         usleep(20000);
     }

@@ -49,20 +49,6 @@ static const char *dpath(const char *name)
     char var[320];                                                                                 \
     snprintf(var, sizeof var, "%s/%s", e2e_d.dir, name)
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void sleep_s(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
 static bool is_cpu(void)
 {
     return strcmp(tu_test_device(), "cpu") == 0;
@@ -176,19 +162,19 @@ static pid_t spawn(const char *const *args, int in_fd, const char *out, const ch
 /* Wait for pid at most timeout_s; its exit status, or 128 + signal. */
 static int wait_exit(pid_t pid, double timeout_s)
 {
-    double end = now_s() + timeout_s;
+    double end = tu_now_s() + timeout_s;
     for (;;) {
         int st;
         pid_t r = waitpid(pid, &st, WNOHANG);
         if (r == pid)
             return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         ck_assert_int_eq(r, 0);
-        if (now_s() > end) {
+        if (tu_now_s() > end) {
             kill(pid, SIGKILL);
             waitpid(pid, &st, 0);
             ck_abort_msg("gpuqctl (pid %d) still running after %.1f s", (int)pid, timeout_s);
         }
-        sleep_s(0.01);
+        tu_sleep_s(0.01);
     }
 }
 
@@ -258,12 +244,12 @@ static long long status_int(const char *key)
 /* Wait up to timeout_s for status key to be want. */
 static void wait_status(const char *key, long long want, double timeout_s)
 {
-    double end = now_s() + timeout_s;
+    double end = tu_now_s() + timeout_s;
     long long v;
     while ((v = status_int(key)) != want) {
-        ck_assert_msg(now_s() < end, "status %s is %lld, not %lld after %.1f s", key, v, want,
+        ck_assert_msg(tu_now_s() < end, "status %s is %lld, not %lld after %.1f s", key, v, want,
                       timeout_s);
-        sleep_s(0.02);
+        tu_sleep_s(0.02);
     }
 }
 
@@ -285,7 +271,7 @@ static int late_input(const char *name, double delay_s, pid_t *writer)
         size_t off = 0;
         while (off < len) {
             if (off == 128)
-                sleep_s(delay_s);
+                tu_sleep_s(delay_s);
             size_t n = off < 128 ? 128 - off : len - off;
             ssize_t w = write(p[1], data + off, n);
             if (w <= 0)
@@ -583,7 +569,7 @@ static size_t drain_pty(int m, pid_t pid, char *buf, size_t cap, int *status)
     size_t n = 0;
     int flags = fcntl(m, F_GETFL);
     ck_assert_int_eq(fcntl(m, F_SETFL, flags | O_NONBLOCK), 0);
-    double end = now_s() + 60;
+    double end = tu_now_s() + 60;
     bool done = false;
     while (!done || n == 0) {
         ssize_t r = read(m, buf + n, cap - 1 - n);
@@ -597,11 +583,11 @@ static size_t drain_pty(int m, pid_t pid, char *buf, size_t cap, int *status)
         if (waitpid(pid, &st, WNOHANG) == pid) {
             *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
             done = true;
-            sleep_s(0.05); /* what the child wrote last */
+            tu_sleep_s(0.05); /* what the child wrote last */
             continue;
         }
-        ck_assert_msg(now_s() < end, "gpuqctl on a terminal did not end");
-        sleep_s(0.01);
+        ck_assert_msg(tu_now_s() < end, "gpuqctl on a terminal did not end");
+        tu_sleep_s(0.01);
     }
     buf[n] = '\0';
     return n;
@@ -655,10 +641,10 @@ END_TEST
  * what in one line of stderr. */
 static void interrupt(pid_t pid, int sig, const char *err, const char *line)
 {
-    double t0 = now_s();
+    double t0 = tu_now_s();
     ck_assert_int_eq(kill(pid, sig), 0);
     int st = wait_exit(pid, 10);
-    ck_assert_msg(now_s() - t0 < 1.0, "took %.2f s to stop", now_s() - t0);
+    ck_assert_msg(tu_now_s() - t0 < 1.0, "took %.2f s to stop", tu_now_s() - t0);
     ck_assert_int_eq(st, 128 + sig); /* 130 for SIGINT, as a shell shows it */
     char *e = slurp(err, NULL);
     ck_assert_msg(strcmp(e, line) == 0, "stderr: %s", e);
@@ -680,7 +666,7 @@ START_TEST(interrupt_waiting_on_stdin)
         const char *args[] = {"normalize", "-", "-o", o, NULL};
         pid_t pid = spawn(args, fd, NULL, err, NULL);
         close(fd);
-        sleep_s(0.3);
+        tu_sleep_s(0.3);
         interrupt(pid, sigs[k], err, lines[k]);
         kill(writer, SIGKILL);
         wait_exit(writer, 10);
@@ -704,7 +690,7 @@ START_TEST(interrupt_writing_stdout)
     const char *args[] = {"normalize", dpath("x.npy"), "-o", "-", NULL};
     pid_t pid = spawn(args, -1, out, err, NULL);
     close(p[1]);
-    sleep_s(1.0);
+    tu_sleep_s(1.0);
     ck_assert_int_eq(waitpid(pid, NULL, WNOHANG), 0); /* still writing */
     interrupt(pid, SIGINT, err, "gpuqctl: interrupted\n");
     close(p[0]);
@@ -726,7 +712,7 @@ START_TEST(interrupt_while_the_daemon_works)
             "--transport", t ? "shm" : "socket", "normalize", dpath("x.npy"), "-o", o, NULL};
         pid_t pid = spawn(args, -1, NULL, err, NULL);
         wait_status("in_flight", 1, 10); /* the job is on the backend */
-        double t0 = now_s();
+        double t0 = tu_now_s();
         interrupt(pid, SIGINT, err, "gpuqctl: interrupted\n");
         ck_assert(!exists(o));
         no_temp_files();
@@ -738,7 +724,7 @@ START_TEST(interrupt_while_the_daemon_works)
         /* the job runs to its end; then its result is dropped, unsent, and
          * its staging (socket) or arena (shm) is given back */
         wait_status("in_flight", 0, 10);
-        ck_assert_msg(now_s() - t0 > 1.5, "the job ended early: cancelled?");
+        ck_assert_msg(tu_now_s() - t0 > 1.5, "the job ended early: cancelled?");
         ck_assert_int_eq(status_int("staging_bytes"), 0);
         ck_assert_int_eq(status_int("arenas"), 0);
         /* the status calls' replies, not the 2.4 MB */

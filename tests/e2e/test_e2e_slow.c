@@ -18,20 +18,6 @@
 
 static uint8_t hbuf[65536];
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void sleep_s(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
 static long long status_int(const char *key)
 {
     static char json[65536];
@@ -77,7 +63,7 @@ START_TEST(idle_connections_do_not_lock_out)
     int fds[N];
     for (int i = 0; i < N; i++)
         fds[i] = e2e_raw_socket();
-    sleep_s(0.3);
+    tu_sleep_s(0.3);
     /* full: a newcomer is refused now (the start-up probe's session may
      * have left one place free) */
     gpuq_conn *extra_c[2] = {NULL, NULL};
@@ -86,19 +72,19 @@ START_TEST(idle_connections_do_not_lock_out)
         crc = gpuq_connect(&(gpuq_connect_opts){.socket_path = e2e_d.socket, .device = -1},
                            &extra_c[k]);
     ck_assert_int_ne(crc, 0);
-    double t0 = now_s();
+    double t0 = tu_now_s();
     /* after hello_timeout, a gpuqctl status succeeds */
     char out[320], err[320];
     snprintf(out, sizeof out, "%s/ctl.out", e2e_d.dir);
     snprintf(err, sizeof err, "%s/ctl.err", e2e_d.dir);
     const char *argv[] = {GPUQCTL_PATH, "--socket", e2e_d.socket, "--json", "status", NULL};
     int ok = -1;
-    while (ok != 0 && now_s() - t0 < 4.0) {
-        sleep_s(0.25);
+    while (ok != 0 && tu_now_s() - t0 < 4.0) {
+        tu_sleep_s(0.25);
         ok = tu_run(argv, out, err);
     }
-    ck_assert_msg(ok == 0, "gpuqctl status still fails %.1f s later", now_s() - t0);
-    ck_assert_msg(now_s() - t0 > 1.0, "served before hello_timeout (%.2f s)", now_s() - t0);
+    ck_assert_msg(ok == 0, "gpuqctl status still fails %.1f s later", tu_now_s() - t0);
+    ck_assert_msg(tu_now_s() - t0 > 1.0, "served before hello_timeout (%.2f s)", tu_now_s() - t0);
     /* each silent connection got one reply, busy (over max_sessions) or
      * timeout, and was closed */
     int busy = 0, timeouts = 0;
@@ -145,9 +131,9 @@ START_TEST(stalled_frames)
     gpuq_prefix_encode(&p, pre);
     ck_assert_int_eq(write(fd, pre, sizeof pre), (ssize_t)sizeof pre);
     ck_assert_int_eq(write(fd, "\x85", 1), 1);
-    double t0 = now_s();
+    double t0 = tu_now_s();
     expect_timeout_close(fd, "frame_timeout");
-    double dt = now_s() - t0;
+    double dt = tu_now_s() - t0;
     ck_assert_msg(dt > 0.4 && dt < 2.5, "closed after %.2f s", dt);
     close(fd);
     /* stalled in the payload: 10 of 80 bytes */
@@ -164,7 +150,7 @@ START_TEST(stalled_frames)
     close(fd);
     /* quiet between frames: still open after 3 frame_timeouts */
     fd = e2e_hello_socket("quiet", hbuf, sizeof hbuf);
-    sleep_s(1.5);
+    tu_sleep_s(1.5);
     gpuq_request ping;
     gpuq_request_init(&ping);
     ping.op = GPUQ_OP_PING;
@@ -192,7 +178,7 @@ START_TEST(idle_sessions)
     gpuq_request_init(&ping);
     ping.op = GPUQ_OP_PING;
     for (int i = 0; i < 8; i++) {
-        sleep_s(0.2);
+        tu_sleep_s(0.2);
         ping.id = 100 + (uint64_t)i;
         e2e_send_req(busy, &ping, NULL, 0);
         gpuq_reply rep;
@@ -229,13 +215,13 @@ START_TEST(stalled_giant_headers)
     }
     /* until the first hog holds its 2 GiB (pinning it takes a while on CUDA) */
     for (int k = 0; k < 100 && status_int("staging_bytes") < 2ll << 30; k++)
-        sleep_s(0.1);
+        tu_sleep_s(0.1);
     ck_assert_int_ge(status_int("staging_bytes"), 2ll << 30);
-    double t0 = now_s();
+    double t0 = tu_now_s();
     gpuq_conn *c = e2e_connect("small", GPUQ_PRIO_NORMAL);
     double x[4] = {1, 2, 3, -2}, y[4];
     ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, x, 4, y), 0);
-    double dt = now_s() - t0;
+    double dt = tu_now_s() - t0;
     ck_assert_double_eq_tol(y[3], -0.5, 1e-15);
     ck_assert_msg(dt < 1.0, "the small request took %.2f s", dt);
     gpuq_close(c);
@@ -319,16 +305,16 @@ START_TEST(unread_replies)
     /* until the hogs hold what they can */
     long long used = 0, prev = -1;
     for (int k = 0; k < 100 && used != prev; k++) {
-        sleep_s(0.3);
+        tu_sleep_s(0.3);
         prev = used;
         used = status_int("staging_bytes");
     }
     ck_assert_msg(used >= 256ll << 20, "the hogs hold only %lld bytes of staging", used);
-    double t0 = now_s();
+    double t0 = tu_now_s();
     gpuq_conn *c = e2e_connect("small", GPUQ_PRIO_NORMAL);
     double v[4] = {1, 2, 3, -2}, y[4];
     ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, v, 4, y), 0);
-    double dt = now_s() - t0;
+    double dt = tu_now_s() - t0;
     ck_assert_double_eq_tol(y[0], 0.25, 1e-15);
     ck_assert_msg(dt < 1.0, "the small request took %.2f s", dt);
     gpuq_close(c);
@@ -341,7 +327,7 @@ START_TEST(unread_replies)
     free(x);
     /* everything comes back once the hogs are gone */
     for (int k = 0; k < 100 && status_int("staging_bytes") != 0; k++)
-        sleep_s(0.1);
+        tu_sleep_s(0.1);
     ck_assert_int_eq(status_int("staging_bytes"), 0);
 }
 END_TEST
@@ -375,7 +361,7 @@ START_TEST(staging_given_back)
     long long cap = status_int("staging_capacity");
     ck_assert_msg(cap >= 64ll << 20, "capacity after the burst: %lld", cap);
     for (int k = 0; k < 40 && status_int("staging_capacity") > 16ll << 20; k++)
-        sleep_s(0.1);
+        tu_sleep_s(0.1);
     long long after = status_int("staging_capacity");
     ck_assert_msg(after <= 16ll << 20, "capacity %lld not given back (was %lld)", after, cap);
     ck_assert_int_ge(status_int("staging_released"), cap - (16ll << 20));

@@ -67,13 +67,6 @@ static void teardown(void)
     tu_rmtree(tdir);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int can_connect(const char *path)
 {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -111,7 +104,7 @@ static void start_daemon(const char *const *extra, const char *wait_path)
         _exit(127);
     }
     d.pid = pid;
-    double deadline = now_s() + 60;
+    double deadline = tu_now_s() + 60;
     while (!can_connect(wait_path)) {
         int st;
         if (waitpid(pid, &st, WNOHANG) == pid) {
@@ -120,7 +113,7 @@ static void start_daemon(const char *const *extra, const char *wait_path)
             char *log = tu_read_file(d.log, &len);
             ck_abort_msg("gpuqd exited during start-up:\n%s", log ? log : "");
         }
-        ck_assert_msg(now_s() < deadline, "gpuqd did not listen on %s", wait_path);
+        ck_assert_msg(tu_now_s() < deadline, "gpuqd did not listen on %s", wait_path);
         usleep(20000);
     }
 }
@@ -282,9 +275,9 @@ START_TEST(refused_is_not_unreachable)
     gpuq_connect_opts o = {.socket_path = syssock, .client_name = "holder", .device = -1};
     gpuq_conn *hold = NULL;
     /* start_daemon's probe may still hold the one session for a moment */
-    double deadline = now_s() + 10;
+    double deadline = tu_now_s() + 10;
     int rc;
-    while ((rc = gpuq_connect(&o, &hold)) == GPUQ_E_BUSY && now_s() < deadline) {
+    while ((rc = gpuq_connect(&o, &hold)) == GPUQ_E_BUSY && tu_now_s() < deadline) {
         gpuq_close(hold);
         usleep(20000);
     }
@@ -503,7 +496,7 @@ START_TEST(socket_group_reload_needs_restart)
     ck_assert_int_eq(kill(d.pid, SIGHUP), 0);
     char want[200];
     snprintf(want, sizeof want, "reload: socket_group %s -> root needs a restart; ignored", group);
-    double deadline = now_s() + 20;
+    double deadline = tu_now_s() + 20;
     for (;;) {
         size_t len = 0;
         char *log = tu_read_file(d.log, &len);
@@ -511,7 +504,7 @@ START_TEST(socket_group_reload_needs_restart)
         free(log);
         if (found)
             break;
-        ck_assert_msg(now_s() < deadline, "'%s' not logged", want);
+        ck_assert_msg(tu_now_s() < deadline, "'%s' not logged", want);
         usleep(20000);
     }
     struct stat ss;

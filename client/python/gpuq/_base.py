@@ -24,6 +24,14 @@ BUILDERS: Dict[str, Callable[..., Call]] = {
     "pairwise": _ops.pairwise, "knn": _ops.knn}
 
 
+def recv_failure(e: OSError) -> errors.Error:
+    """What a failed receive of a reply means (the connection is then
+    unusable)."""
+    if isinstance(e, (ConnectionResetError, BrokenPipeError)):
+        return errors.ClosedError(f"gpuqd closed the connection ({e.strerror})")
+    return errors.IoError(f"reading a reply: {e.strerror or e}")
+
+
 def client_name(name: Optional[str]) -> str:
     """The hello's "client": at most 64 bytes of UTF-8, no NUL (default: the
     program's name)."""

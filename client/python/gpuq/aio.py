@@ -108,11 +108,8 @@ class AsyncClient(_base.Base):
                     n = self._sock.recv_into(buf)
             except (BlockingIOError, InterruptedError):
                 return
-            except (ConnectionResetError, BrokenPipeError) as e:
-                self._shut(errors.ClosedError(f"gpuqd closed the connection ({e.strerror})"))
-                return
             except OSError as e:
-                self._shut(errors.IoError(f"reading a reply: {e.strerror or e}"))
+                self._shut(_base.recv_failure(e))
                 return
             if n == 0:
                 self._shut(errors.ClosedError("gpuqd closed the connection"))

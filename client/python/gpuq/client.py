@@ -169,11 +169,8 @@ class Client(_base.Base):
                 n = self._sock.recv_into(buf)
         except InterruptedError:
             return
-        except (ConnectionResetError, BrokenPipeError) as e:
-            self._break(errors.ClosedError(f"gpuqd closed the connection ({e.strerror})"))
-            return
         except OSError as e:
-            self._break(errors.IoError(f"reading a reply: {e.strerror or e}"))
+            self._break(_base.recv_failure(e))
             return
         if n == 0:
             self._break(errors.ClosedError("gpuqd closed the connection"))
