@@ -65,6 +65,12 @@ if [[ -e "$SOCK" ]]; then
     echo "deb_install_test: $SOCK exists (a gpuqd running?)" >&2
     exit 2
 fi
+if [[ -e /etc/gpuq ]] && ! dpkg-query -W -f='${Status}' gpuq 2>/dev/null | has 'install ok'; then
+    # dpkg would stop at the conffile prompt: not the package's own file
+    echo "deb_install_test: /etc/gpuq exists but gpuq is not installed (a cmake --install" \
+        "--prefix /usr without DESTDIR?); remove it first" >&2
+    exit 2
+fi
 had_user=0
 had_group=0
 rundir_mode=$(stat -c %a /run/gpuq 2>/dev/null || true)
