@@ -5,6 +5,7 @@ no I/O, and the ops by name. The I/O (blocking or asyncio) is theirs."""
 from __future__ import annotations
 
 import os
+import socket as _socket
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -90,6 +91,24 @@ class Base:
     ``priority`` (the level granted: "low", "normal" or "high"), ``device``,
     ``max_inflight``, ``shm`` (whether gpuqd offers this session
     shared-memory arenas), ``path`` (the socket) and ``transport``."""
+
+    _ANC = _socket.CMSG_SPACE(4 * 4)  # room for the fds of one receive
+
+    def _receive(self) -> int:
+        """One receive into the reply reader's buffer; returns the bytes read
+        (0: gpuqd closed). File descriptors that come with them (only while
+        a reply carrying one is awaited) queue in the session. Raises
+        OSError."""
+        buf = self._s.reader.target()
+        if not self._s.fd_wanted:
+            return self._sock.recv_into(buf)
+        n, anc, _, _ = self._sock.recvmsg_into([buf], self._ANC, _socket.MSG_CMSG_CLOEXEC)
+        for level, typ, data in anc:
+            if level == _socket.SOL_SOCKET and typ == _socket.SCM_RIGHTS:
+                k = len(data) - len(data) % 4
+                self._s.fds.extend(int.from_bytes(data[i:i + 4], sys.byteorder)
+                                   for i in range(0, k, 4))
+        return n
 
     _s: Session
     _closed: bool

@@ -20,7 +20,6 @@ import asyncio
 import collections
 import os
 import socket as _socket
-import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -34,7 +33,6 @@ from ._session import SHM_MIN_BYTES
 
 __all__ = ["connect", "AsyncClient"]
 
-_ANC = _socket.CMSG_SPACE(4 * 4)
 _NOSIGNAL = getattr(_socket, "MSG_NOSIGNAL", 0)
 _IOV = 512
 
@@ -95,17 +93,8 @@ class AsyncClient(_base.Base):
         for _ in range(64):  # then let other callbacks run
             if self._fd < 0:
                 return
-            buf = self._s.reader.target()
             try:
-                if self._s.fd_wanted:
-                    n, anc, _, _ = self._sock.recvmsg_into([buf], _ANC, _socket.MSG_CMSG_CLOEXEC)
-                    for level, typ, data in anc:
-                        if level == _socket.SOL_SOCKET and typ == _socket.SCM_RIGHTS:
-                            k = len(data) - len(data) % 4
-                            self._s.fds.extend(int.from_bytes(data[i:i + 4], sys.byteorder)
-                                               for i in range(0, k, 4))
-                else:
-                    n = self._sock.recv_into(buf)
+                n = self._receive()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as e:

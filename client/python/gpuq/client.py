@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import select
 import socket as _socket
-import sys
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -33,7 +32,6 @@ from ._ops import EARTH_RADIUS_KM, Call, KnnResult, Result
 from ._session import SHM_MIN_BYTES
 
 _SEND_FLAGS = getattr(_socket, "MSG_DONTWAIT", 0) | getattr(_socket, "MSG_NOSIGNAL", 0)
-_ANC = _socket.CMSG_SPACE(4 * 4)
 
 
 class Future:
@@ -156,17 +154,8 @@ class Client(_base.Base):
 
     def _recv_once(self) -> None:
         """One receive into the reader (blocks until bytes come)."""
-        buf = self._s.reader.target()
         try:
-            if self._s.fd_wanted:
-                n, anc, _, _ = self._sock.recvmsg_into([buf], _ANC, _socket.MSG_CMSG_CLOEXEC)
-                for level, typ, data in anc:
-                    if level == _socket.SOL_SOCKET and typ == _socket.SCM_RIGHTS:
-                        k = len(data) - len(data) % 4
-                        self._s.fds.extend(int.from_bytes(data[i:i + 4], sys.byteorder)
-                                           for i in range(0, k, 4))
-            else:
-                n = self._sock.recv_into(buf)
+            n = self._receive()
         except InterruptedError:
             return
         except OSError as e:
