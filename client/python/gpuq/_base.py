@@ -110,6 +110,27 @@ class Base:
                                    for i in range(0, k, 4))
         return n
 
+    def _pump(self, fail: Callable[[BaseException], None]) -> Optional[bool]:
+        """One receive, fed to the reply reader: True when bytes were read,
+        None when none were there (would block, or interrupted), False when
+        the connection failed (fail got the error: it is then unusable)."""
+        try:
+            n = self._receive()
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError as e:
+            fail(recv_failure(e))
+            return False
+        if n == 0:
+            fail(errors.ClosedError("gpuqd closed the connection"))
+            return False
+        try:
+            self._s.reader.feed(n)
+        except errors.Error as e:
+            fail(e)
+            return False
+        return True
+
     _s: Session
     _closed: bool
     path: str

@@ -93,20 +93,7 @@ class AsyncClient(_base.Base):
         for _ in range(64):  # then let other callbacks run
             if self._fd < 0:
                 return
-            try:
-                n = self._receive()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as e:
-                self._shut(_base.recv_failure(e))
-                return
-            if n == 0:
-                self._shut(errors.ClosedError("gpuqd closed the connection"))
-                return
-            try:
-                self._s.reader.feed(n)
-            except errors.Error as e:
-                self._shut(e)
+            if not self._pump(self._shut):
                 return
             while True:  # frames are queued whole: a resend can go at any time
                 bufs = self._s.resend()

@@ -154,20 +154,7 @@ class Client(_base.Base):
 
     def _recv_once(self) -> None:
         """One receive into the reader (blocks until bytes come)."""
-        try:
-            n = self._receive()
-        except InterruptedError:
-            return
-        except OSError as e:
-            self._break(_base.recv_failure(e))
-            return
-        if n == 0:
-            self._break(errors.ClosedError("gpuqd closed the connection"))
-            return
-        try:
-            self._s.reader.feed(n)
-        except errors.Error as e:
-            self._break(e)
+        self._pump(self._break)
 
     def _resend(self) -> None:
         """Send again what was refused busy (never in the middle of a frame)."""
