@@ -19,7 +19,10 @@ libgpuq's figure for the same work on the same daemon in the same run
      (Also shown: without out=, the result a new arena array each time.)
 
 Ours and libgpuq's samples are taken in alternating rounds, so drift on a
-shared machine hits both. --quick: fewer repetitions and a 2^20-value large
+shared machine hits both; each round of either side is a new process with
+its own connection (ours: this script run as --worker), so each side gets
+as many fresh placements on the machine's cores as the other, and each
+side's figure is the median of its rounds' p50s. --quick: fewer repetitions and a 2^20-value large
 row (for the CPU backend and CI). Every result is checked (its sum is 1 to
 within float32 rounding); the exit status is 1 when any call of either side
 failed or returned a wrong result, 2 on bad usage or no daemon. The table
@@ -66,18 +69,30 @@ def start_daemon(path: str, device: str, sock: str):
     sys.exit("py_bench: gpuqd did not listen within 60 s")
 
 
-def peer(exe: str, sock: str, mode: str, n: int, reps: int, warmup: int):
-    """libgpuq's samples' summary: dict of p50_us, ..., errors."""
-    r = subprocess.run([exe, "--socket", sock, "--mode", mode, "--n", str(n), "--reps",
-                        str(reps), "--warmup", str(warmup)], capture_output=True, text=True)
+def samples(cmd, what: str):
+    """One round's summary from a sampling process (libgpuq's peer or our
+    --worker): dict of p50_us, ..., errors."""
+    r = subprocess.run(cmd, capture_output=True, text=True)
     if r.stderr:
         sys.stderr.write(r.stderr)
     vals = dict(re.findall(r"(\w+)=(\S+)", r.stdout))
     if r.returncode not in (0, 1) or "p50_us" not in vals:
-        return {"errors": 1, "failed": f"gpuq_py_peer exit {r.returncode}: {r.stdout.strip()}"}
+        return {"errors": 1, "failed": f"{what} exit {r.returncode}: {r.stdout.strip()}"}
     out = {k: float(v) for k, v in vals.items() if k != "backend"}
+    out["backend"] = vals.get("backend", "?")
     out["errors"] = int(out.get("errors", 0)) + (1 if r.returncode else 0)
     return out
+
+
+def peer(exe: str, sock: str, mode: str, n: int, reps: int, warmup: int):
+    return samples([exe, "--socket", sock, "--mode", mode, "--n", str(n), "--reps", str(reps),
+                    "--warmup", str(warmup)], "gpuq_py_peer")
+
+
+def ours(mode: str, sock: str, n: int, reps: int, warmup: int):
+    return samples([sys.executable, os.path.abspath(__file__), "--worker", mode, "--socket",
+                    sock, "--n", str(n), "--reps", str(reps), "--warmup", str(warmup)],
+                   "py_bench --worker")
 
 
 def check(y: np.ndarray) -> bool:
@@ -112,6 +127,52 @@ def summary(ts):
             "p90_us": float(a[len(a) * 9 // 10]), "min_us": float(a[0]), "ok": len(a)}
 
 
+WORKER_MODES = ("small", "small-out", "shm", "shm-new")
+
+
+def worker(mode: str, sock: str, n: int, reps: int, warmup: int) -> int:
+    """One round of our samples, in this process: prints one line as
+    gpuq_py_peer does (p50_us=... errors=E); exit 1 when a call failed."""
+    try:
+        c = gpuq.connect(sock, name="py_bench", transport="socket" if mode.startswith("small")
+                         else "auto")
+    except gpuq.Error as e:
+        print(f"py_bench --worker: {e}", file=sys.stderr)
+        return 2
+    errs: list = []
+    with c:
+        data = (1 + np.arange(n) % 1000).astype(np.float32)
+        if mode == "small":
+            ts = timed(lambda: c.normalize(data), reps, warmup, errs)
+        elif mode == "small-out":
+            out = np.empty_like(data)
+            ts = timed(lambda: c.normalize(data, out=out), reps, warmup, errs)
+        elif not c.shm:
+            ts, errs = [], ["gpuqd offers this session no arenas"]
+        else:
+            xs = c.asarray(data)
+            if not c.in_arena(xs):
+                errs.append("the input is not in an arena")
+            if mode == "shm":
+                ys = c.empty(n, np.float32, strict=True)
+                ts = timed(lambda: c.normalize(xs, out=ys), reps, warmup, errs,
+                           prep=lambda: ys.fill(0))
+            else:
+                ts = timed(lambda: c.normalize(xs), reps, warmup, errs)
+        backend = c.backend
+    for e in errs[:3]:
+        print(f"py_bench --worker {mode}: {e}", file=sys.stderr)
+    line = " ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}"
+                    for k, v in summary(ts).items())
+    print(f"{line} errors={len(errs)} backend={backend}")
+    return 1 if errs else 0
+
+
+def median_p50(rounds) -> float:
+    p50s = [t["p50_us"] for t in rounds if "p50_us" in t]
+    return float(np.median(p50s)) if p50s else float("nan")
+
+
 def fmt_us(v: float) -> str:
     if v != v:
         return "n/a"
@@ -130,7 +191,15 @@ def main() -> int:
     ap.add_argument("--small-reps", type=int)
     ap.add_argument("--large-reps", type=int)
     ap.add_argument("--rounds", type=int, default=4, help="alternating rounds per row")
+    ap.add_argument("--worker", choices=WORKER_MODES, help=argparse.SUPPRESS)
+    ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--reps", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--warmup", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.worker:
+        if not a.socket or not a.n or not a.reps or a.warmup is None:
+            ap.error("--worker needs --socket, --n, --reps and --warmup")
+        return worker(a.worker, a.socket, a.n, a.reps, a.warmup)
     large_n = a.large_n or (1 << 20 if a.quick else 1 << 24)
     small_reps = a.small_reps or (400 if a.quick else 4000)
     large_reps = a.large_reps or (4 if a.quick else 20)
@@ -148,54 +217,39 @@ def main() -> int:
         proc = start_daemon(a.gpuqd, a.device, sock)
     status = 0
     try:
-        c = gpuq.connect(sock, name="py_bench", transport="socket")
+        with gpuq.connect(sock, name="py_bench") as c:
+            backend = c.backend
     except gpuq.Error as e:
         print(f"py_bench: {e}", file=sys.stderr)
+        if proc is not None:
+            proc.kill()
+            proc.wait()
         return 2
     rows = []
     try:
         rounds = max(1, a.rounds)
         # ---- 1: small serial normalize, socket ----
-        x = (1 + np.arange(a.small_n) % 1000).astype(np.float32)
-        out = np.empty_like(x)
-        ours, ours_out, theirs, errs = [], [], [], []
+        mine, mine_out, theirs = [], [], []
         per = max(1, small_reps // rounds)
         for _ in range(rounds):
-            p = peer(a.peer, sock, "small", a.small_n, per, 50)
-            theirs.append(p)
-            ours += timed(lambda: c.normalize(x), per, 50, errs)
-            ours_out += timed(lambda: c.normalize(x, out=out), per, 50, errs)
+            theirs.append(peer(a.peer, sock, "small", a.small_n, per, 50))
+            mine.append(ours("small", sock, a.small_n, per, 50))
+            mine_out.append(ours("small-out", sock, a.small_n, per, 50))
         rows.append(("normalize f32 sum, n = %d, 1 in flight, socket" % a.small_n,
-                     summary(ours), theirs, 1.3, errs))
-        rows.append(("  the same with out=", summary(ours_out), theirs, None, []))
+                     mine, theirs, 1.3))
+        rows.append(("  the same with out=", mine_out, theirs, None))
 
         # ---- 2: large normalize through arenas ----
-        c.transport = "auto"
-        errs2 = []
-        if not c.shm:
-            rows.append((f"normalize f32 sum, n = {large_n}, shm", {"p50_us": float("nan")},
-                         [], 1.1, ["gpuqd offers this session no arenas"]))
-        else:
-            data = (1 + np.arange(large_n) % 1000).astype(np.float32)
-            xs = c.asarray(data)
-            ys = c.empty(large_n, np.float32, strict=True)
-            if not c.in_arena(xs):
-                errs2.append("the input is not in an arena")
-            ours2, ours2_new, theirs2 = [], [], []
-            per = max(1, large_reps // rounds)
-
-            def clear():
-                ys.fill(0)
-            for _ in range(rounds):
-                theirs2.append(peer(a.peer, sock, "shm", large_n, per, 1))
-                ours2 += timed(lambda: c.normalize(xs, out=ys), per, 1, errs2, prep=clear)
-                ours2_new += timed(lambda: c.normalize(xs), per, 1, errs2)
-            rows.append((f"normalize f32 sum, n = {large_n}, shm (out= in the arena)",
-                         summary(ours2), theirs2, 1.1, errs2))
-            rows.append(("  the same, result a new arena array", summary(ours2_new), theirs2,
-                         None, []))
+        mine, mine_new, theirs = [], [], []
+        per = max(1, large_reps // rounds)
+        for _ in range(rounds):
+            theirs.append(peer(a.peer, sock, "shm", large_n, per, 1))
+            mine.append(ours("shm", sock, large_n, per, 1))
+            mine_new.append(ours("shm-new", sock, large_n, per, 1))
+        rows.append((f"normalize f32 sum, n = {large_n}, shm (out= in the arena)",
+                     mine, theirs, 1.1))
+        rows.append(("  the same, result a new arena array", mine_new, theirs, None))
     finally:
-        c.close()
         if proc is not None:
             proc.send_signal(signal.SIGTERM)
             try:
@@ -207,28 +261,28 @@ def main() -> int:
                 print(f"py_bench: gpuqd exited {rc}", file=sys.stderr)
                 status = 1
 
-    backend = c.backend
     print(f"| py_bench{' --quick' if a.quick else ''} ({backend}) | gpuq Python p50 | "
           f"libgpuq p50 | Python / libgpuq | target | met | errors |")
     print("|---|---:|---:|---:|---:|---|---:|")
-    for what, ours, theirs, target, errs in rows:
-        peer_errs = sum(int(t.get("errors", 0)) for t in theirs)
-        p50s = [t["p50_us"] for t in theirs if "p50_us" in t]
-        peer_p50 = float(np.median(p50s)) if p50s else float("nan")
-        ratio = ours["p50_us"] / peer_p50 if peer_p50 == peer_p50 and peer_p50 else float("nan")
+    for what, mine, theirs, target in rows:
+        our_p50, peer_p50 = median_p50(mine), median_p50(theirs)
+        ratio = our_p50 / peer_p50 if peer_p50 == peer_p50 and peer_p50 else float("nan")
         met = "" if target is None else ("yes" if ratio <= target else "NO")
-        nerr = len(errs) + peer_errs
-        print(f"| {what} | {fmt_us(ours['p50_us'])} | {fmt_us(peer_p50)} | "
+        nerr = sum(int(t.get("errors", 0)) for t in mine + theirs)
+        print(f"| {what} | {fmt_us(our_p50)} | {fmt_us(peer_p50)} | "
               f"{ratio:.2f}x | {'' if target is None else f'<= {target}x'} | {met} | {nerr} |")
-        for e in errs[:3]:
-            print(f"py_bench: {what.strip()}: {e}", file=sys.stderr)
-        for t in theirs:
+        for t in mine + theirs:
             if "failed" in t:
                 print(f"py_bench: {what.strip()}: {t['failed']}", file=sys.stderr)
         if nerr:
             status = 1
-    print("libgpuq p50: the median of its rounds' p50s; ours: the p50 of all our samples. "
-          "Ratios are of times (lower is faster).")
+    for what, mine, theirs, target in rows:
+        if target is not None:
+            pairs = [f"{m.get('p50_us', float('nan')):.1f}/{t.get('p50_us', float('nan')):.1f}"
+                     for m, t in zip(mine, theirs)]
+            print(f"rounds' p50s, ours/libgpuq (us), {what}: {' '.join(pairs)}")
+    print("Each side's p50: the median of its rounds' p50s (a new process and connection "
+          "per round). Ratios are of times (lower is faster).")
     print(f"py_bench: {'FAILED (errors above)' if status else 'ok'}")
     return status
 

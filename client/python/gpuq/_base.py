@@ -110,10 +110,12 @@ class Base:
                                    for i in range(0, k, 4))
         return n
 
-    def _pump(self, fail: Callable[[BaseException], None]) -> Optional[bool]:
+    def _pump(self, fail: Callable[[BaseException], None], lone: Any = None) -> Optional[bool]:
         """One receive, fed to the reply reader: True when bytes were read,
         None when none were there (would block, or interrupted), False when
-        the connection failed (fail got the error: it is then unusable)."""
+        the connection failed (fail got the error: it is then unusable).
+        lone: the request alone in flight, whose whole reply these bytes
+        may be (Session.quick)."""
         try:
             n = self._receive()
         except (BlockingIOError, InterruptedError):
@@ -124,6 +126,8 @@ class Base:
         if n == 0:
             fail(errors.ClosedError("gpuqd closed the connection"))
             return False
+        if lone is not None and self._s.quick(lone, n):
+            return True
         try:
             self._s.reader.feed(n)
         except errors.Error as e:

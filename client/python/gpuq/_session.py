@@ -207,24 +207,26 @@ class Session:
     def compute(self, call: Call, plan: Plan, resolve: Resolve) -> Tuple[list, Pending]:
         """The buffers of a compute request (prefix and header, then the
         payload unless it goes by reference) and its queue entry."""
+        if not plan.use:
+            p = self._new(call.op, resolve)
+            bufs = self._socket_request(call, p)
+            self.pending.append(p)
+            return bufs, p
         p = self._new(call.op, resolve)
         p.call = call
         h = call.header()
         h["id"] = p.id
         nout = len(call.outs)
-        in_refs = out_refs = None
-        if plan.use:
-            p.results = [None] * nout
-            p.copies = []
-            p.keep = [call.inputs]  # arena inputs must outlive the request
-            in_refs = self._stage_inputs(call, plan, p) if call.inputs else None
-            out_refs = self._arena_outputs(call, plan, p)
-            if self.transport == "shm" and (out_refs is None or
-                                            (call.inputs and in_refs is None)):
-                raise errors.TooLargeError(
-                    f"shm transport: no arena room for the {plan.blocks} bytes this {call.op} "
-                    f"needs (session_arena {self.pool.limit if self.pool else 0} bytes, 16 "
-                    f"arenas at most)")
+        p.results = [None] * nout
+        p.copies = []
+        p.keep = [call.inputs]  # arena inputs must outlive the request
+        in_refs = self._stage_inputs(call, plan, p) if call.inputs else None
+        out_refs = self._arena_outputs(call, plan, p)
+        if self.transport == "shm" and (out_refs is None or (call.inputs and in_refs is None)):
+            raise errors.TooLargeError(
+                f"shm transport: no arena room for the {plan.blocks} bytes this {call.op} "
+                f"needs (session_arena {self.pool.limit if self.pool else 0} bytes, 16 "
+                f"arenas at most)")
         if in_refs is not None:
             h["in"] = [list(r) for r in in_refs]
             payload: List[memoryview] = []
@@ -234,25 +236,7 @@ class Session:
             h["out"] = [list(r) for r in out_refs]
             p.by_ref_out = True
         else:
-            p.copy_out = None
-            results = p.results = [None] * nout
-            dests = p.dests = []
-            uos = call.user_out
-            for j, o in enumerate(call.outs):
-                uo = uos[j]
-                if uo is None:
-                    arr = results[j] = np.empty(o.shape, o.dtype)
-                    dests.append(arr)
-                elif cv.receivable(uo, o.dtype):
-                    dests.append(uo.reshape(o.shape))
-                    results[j] = uo
-                else:
-                    tmp = np.empty(o.shape, o.dtype)
-                    dests.append(tmp)
-                    if not p.copies:
-                        p.copies = []
-                    p.copies.append((tmp, uo))
-                    results[j] = uo
+            self._socket_outputs(call, p)
         p.req = h
         p.req_payload = payload
         plen = 0
@@ -261,6 +245,80 @@ class Session:
         payload.insert(0, _wire.encode_head(h, plen))
         self.pending.append(p)
         return payload, p
+
+    def _socket_request(self, call: Call, p: Pending) -> list:
+        """p as a request whose arrays all travel in the payloads: its
+        buffers (p is not queued)."""
+        p.call = call
+        h = call.header()
+        h["id"] = p.id
+        bufs: List[Any] = [None]
+        plen = 0
+        for a in call.inputs:
+            if a.nbytes:
+                bufs.append(memoryview(a).cast("B"))
+                plen += a.nbytes
+        bufs[0] = _wire.encode_head(h, plen)
+        p.req = h
+        p.req_payload = bufs
+        self._socket_outputs(call, p)
+        return bufs
+
+    @staticmethod
+    def _socket_outputs(call: Call, p: Pending) -> None:
+        """Where a reply payload's arrays go (p.dests) and what the value is
+        made of (p.results): the caller's out= when the bytes can land in it,
+        else new arrays (copied into out= once answered)."""
+        p.copy_out = None
+        results = p.results = [None] * len(call.outs)
+        dests = p.dests = []
+        uos = call.user_out
+        for j, o in enumerate(call.outs):
+            uo = uos[j]
+            if uo is None:
+                arr = results[j] = np.empty(o.shape, o.dtype)
+                dests.append(arr)
+            elif cv.receivable(uo, o.dtype):
+                dests.append(uo.reshape(o.shape))
+                results[j] = uo
+            else:
+                tmp = np.empty(o.shape, o.dtype)
+                dests.append(tmp)
+                if not p.copies:
+                    p.copies = []
+                p.copies.append((tmp, uo))
+                results[j] = uo
+
+    # ---- a request alone on the connection, by socket ----
+
+    def quick(self, p: Pending, n: int) -> bool:
+        """n bytes were just received into an idle reader: when they are
+        exactly p's whole reply, and a plain success that matches the
+        request, resolve p and return True, without the general reader.
+        Otherwise change nothing and return False (feed the reader the n
+        bytes as usual)."""
+        if not self.pending or self.pending[0] is not p:
+            return False
+        whole = self.reader.whole(n)
+        if whole is None:
+            return False
+        hdr, payload = whole
+        call = p.call
+        if hdr.get("id") != p.id or hdr.get("status") != "ok" or \
+                self._mismatch(call, hdr) is not None:
+            return False
+        off = 0
+        for d in p.dests:
+            k = d.nbytes
+            if k:
+                memoryview(d).cast("B")[:] = payload[off:off + k]
+                off += k
+        if off != len(payload):
+            return False
+        self.pending.popleft()
+        p.hdr = hdr
+        self._resolve_ok(p)
+        return True
 
     def resend(self) -> Optional[list]:
         """The buffers of the oldest busy-refused request, sent again with a
@@ -352,15 +410,10 @@ class Session:
                 p.payload = bytearray(plen)
                 return [memoryview(p.payload)]
             return []
+        bad = self._mismatch(call, hdr)
+        if bad is not None:
+            return self._bad_reply(p, plen, bad)
         outs = call.outs
-        o = outs[0]
-        if hdr.get("dtype") != o.dname or hdr.get("shape") != o.wshape or (
-                len(outs) > 1 and (hdr.get("dtype_b") != outs[1].dname or
-                                   hdr.get("shape_b") != outs[1].wshape)):
-            return self._bad_reply(p, plen, f"dtype {hdr.get('dtype')} shape {hdr.get('shape')} "
-                                            f"(dtype_b {hdr.get('dtype_b')} shape_b "
-                                            f"{hdr.get('shape_b')}), expected "
-                                            f"{[(x.dname, x.wshape) for x in outs]}")
         if p.by_ref_out:
             if plen:
                 return self._bad_reply(p, plen, f"payload of {plen} bytes, expected none")
@@ -371,6 +424,20 @@ class Session:
         if plen != want:
             return self._bad_reply(p, plen, f"payload of {plen} bytes, expected {want}")
         return [memoryview(d).cast("B") for d in p.dests if d.nbytes]
+
+    @staticmethod
+    def _mismatch(call: Call, hdr: dict) -> Optional[str]:
+        """What in a success reply's header does not match the request's
+        outputs, or None."""
+        outs = call.outs
+        o = outs[0]
+        if hdr.get("dtype") == o.dname and hdr.get("shape") == o.wshape and (
+                len(outs) == 1 or (hdr.get("dtype_b") == outs[1].dname and
+                                   hdr.get("shape_b") == outs[1].wshape)):
+            return None
+        return (f"dtype {hdr.get('dtype')} shape {hdr.get('shape')} (dtype_b "
+                f"{hdr.get('dtype_b')} shape_b {hdr.get('shape_b')}), expected "
+                f"{[(x.dname, x.wshape) for x in outs]}")
 
     @staticmethod
     def _bad_reply(p: Pending, plen: int, what: str) -> List[memoryview]:
@@ -396,10 +463,16 @@ class Session:
             p.keep = None
             p.resolve(None, p.error)
             return
-        call = p.call
-        if call is None:
+        if p.call is None:
             p.resolve((p.hdr, p.payload, p.fd), None)
             return
+        self._resolve_ok(p)
+
+    @staticmethod
+    def _resolve_ok(p: Pending) -> None:
+        """A compute request answered with success, its arrays received:
+        resolve it with the op's value."""
+        call = p.call
         try:
             for src, dst in p.copies:
                 np.copyto(dst, src.reshape(dst.shape), casting="same_kind")

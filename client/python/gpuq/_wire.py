@@ -90,6 +90,27 @@ class Reader:
             self._start, self._end = 0, n
         return self._mv[self._end:]
 
+    def whole(self, n: int):
+        """n bytes were received into target() of a reader holding nothing:
+        when they are exactly one whole, well-formed reply frame, return its
+        (header, payload memoryview) without taking them (the reader stays
+        empty; the view holds until the next receive). Otherwise None:
+        feed(n) then takes the bytes (and reports what is wrong with them)."""
+        if self._dests is not None or self._end != 0 or n < PREFIX_SIZE:
+            return None
+        magic, ver, kind, flags, hlen, plen = PREFIX.unpack_from(self._buf, 0)
+        h1 = PREFIX_SIZE + hlen
+        if magic != MAGIC or ver != VERSION or kind != KIND_REPLY or flags != 0 or \
+                hlen == 0 or h1 + plen != n:
+            return None
+        try:
+            hdr = _unpackb(self._mv[PREFIX_SIZE:h1], raw=False, strict_map_key=False)
+        except Exception:
+            return None
+        if type(hdr) is not dict:
+            return None
+        return hdr, self._mv[h1:n]
+
     def feed(self, n: int) -> None:
         """n bytes were received into the last target(); parse what is complete.
         Raises ProtocolError on a broken stream (the connection is then unusable)."""

@@ -289,9 +289,12 @@ class Client(_base.Base):
             return
         self._arena_refused(nbytes)
 
-    def _start(self, call: Call, resolve) -> None:
+    def _start(self, call: Call, resolve) -> Tuple[Any, bool]:
         """Send a compute request (the lock held): first make room under
-        max_inflight (reading replies), and an arena when it needs one."""
+        max_inflight (reading replies), and an arena when it needs one.
+        Returns its queue entry, and whether it is alone on the connection
+        with its arrays in the payloads (its reply may then be read by
+        Session.quick)."""
         self._check()
         s = self._s
         if s.retry:
@@ -303,22 +306,24 @@ class Client(_base.Base):
         plan = s.plan(call)
         if plan.use and plan.blocks:
             self._ensure_room(plan.blocks)
+        lone = not plan.use and not s.pending and not s.retry
         bufs, p = s.compute(call, plan, resolve)
         self._send(bufs)
-        return p
+        return p, lone
 
     def _run(self, call: Call) -> Any:
         """submit + result, without a Future: the blocking ops' path."""
         box: List[Any] = []
         with self._lock:
-            self._start(call, lambda v, e: box.extend((v, e)))
+            p, lone = self._start(call, lambda v, e: box.extend((v, e)))
             s = self._s
             while not box:
                 if s.broken is not None or self._closed:
                     self._check()
                 if s.retry:
                     self._resend()
-                self._recv_once()
+                self._pump(self._break, p if lone else None)
+                lone = False
         if self._ready:
             self._run_callbacks()
         if box[1] is not None:
@@ -333,7 +338,7 @@ class Client(_base.Base):
         call = _base.builder(op)(*args, **kwargs)
         fut = Future(self)
         with self._lock:
-            fut.id = self._start(call, fut._set).id
+            fut.id = self._start(call, fut._set)[0].id
         return fut
 
     # ---- arrays in shared memory ----
