@@ -203,6 +203,10 @@ def _outs(out: Any, n: int) -> List[Optional[np.ndarray]]:
     return list(out)
 
 
+# Input types that the wire carries as they are.
+_PLAIN = {cv.F32: cv.F32, cv.F64: cv.F64}
+
+
 def _first(res: List[np.ndarray]) -> np.ndarray:
     return res[0]
 
@@ -219,6 +223,15 @@ def normalize(a: Any, method: str = "sum", flat: bool = False, on_zero: str = "e
         _enum("method", method, METHODS)
     if on_zero != "error":
         on_zero = _enum("on_zero", on_zero, ON_ZERO)
+    keys = {"method": method}
+    if flat:
+        keys["flat"] = True
+    if on_zero != "error":
+        keys["on_zero"] = on_zero
+    dt = _PLAIN.get(a.dtype) if type(a) is np.ndarray and dtype is None else None
+    if dt is not None and 1 <= a.ndim <= 2 and a.flags.c_contiguous and a.flags.aligned \
+            and out is None:  # the common case: the array goes on the wire as it is
+        return Call("normalize", keys, dt, [a], [Out(a.shape, dt)], [None], _first, timing)
     (arr,), dt = _inputs([a], ["a"], dtype)
     shape = arr.shape
     if arr.ndim == 0:
@@ -229,11 +242,6 @@ def normalize(a: Any, method: str = "sum", flat: bool = False, on_zero: str = "e
     uo = _outs(out, 1)[0]
     if uo is not None:
         uo = cv.check_out(uo, shape, dt)
-    keys = {"method": method}
-    if flat:
-        keys["flat"] = True
-    if on_zero != "error":
-        keys["on_zero"] = on_zero
 
     def finish(res):
         return _shaped(res[0], shape)

@@ -297,25 +297,32 @@ class Session:
         request, resolve p and return True, without the general reader.
         Otherwise change nothing and return False (feed the reader the n
         bytes as usual)."""
-        if not self.pending or self.pending[0] is not p:
+        pending = self.pending
+        if not pending or pending[0] is not p:
             return False
         whole = self.reader.whole(n)
         if whole is None:
             return False
         hdr, payload = whole
-        call = p.call
         if hdr.get("id") != p.id or hdr.get("status") != "ok" or \
-                self._mismatch(call, hdr) is not None:
+                self._mismatch(p.call, hdr) is not None:
             return False
-        off = 0
-        for d in p.dests:
-            k = d.nbytes
-            if k:
-                memoryview(d).cast("B")[:] = payload[off:off + k]
-                off += k
-        if off != len(payload):
-            return False
-        self.pending.popleft()
+        dests = p.dests
+        if len(dests) == 1:
+            if dests[0].nbytes != len(payload):
+                return False
+            if payload:
+                memoryview(dests[0]).cast("B")[:] = payload
+        else:
+            off = 0
+            for d in dests:
+                k = d.nbytes
+                if k:
+                    memoryview(d).cast("B")[:] = payload[off:off + k]
+                    off += k
+            if off != len(payload):
+                return False
+        pending.popleft()
         p.hdr = hdr
         self._resolve_ok(p)
         return True

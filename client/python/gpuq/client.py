@@ -199,10 +199,7 @@ class Client(_base.Base):
         except OSError as e:
             self._hung_up(e)
             return
-        total = 0
-        for b in bufs:
-            total += len(b) if isinstance(b, bytes) else b.nbytes
-        if n == total:
+        if n == sum(map(len, bufs)):  # bytes, and memoryviews of format "B"
             return
         views = []
         for b in bufs:  # what is left of the frame
@@ -295,18 +292,23 @@ class Client(_base.Base):
         Returns its queue entry, and whether it is alone on the connection
         with its arrays in the payloads (its reply may then be read by
         Session.quick)."""
-        self._check()
         s = self._s
-        if s.retry:
-            self._resend()
-        while len(s.pending) >= s.max_inflight and s.broken is None:
-            self._recv_once()
-            self._resend()
-        self._check()
+        if s.retry or len(s.pending) >= s.max_inflight:
+            self._check()
+            if s.retry:
+                self._resend()
+            while len(s.pending) >= s.max_inflight and s.broken is None:
+                self._recv_once()
+                self._resend()
+        if s.broken is not None or self._closed:
+            self._check()
         plan = s.plan(call)
-        if plan.use and plan.blocks:
-            self._ensure_room(plan.blocks)
-        lone = not plan.use and not s.pending and not s.retry
+        if plan.use:
+            if plan.blocks:
+                self._ensure_room(plan.blocks)
+            lone = False
+        else:
+            lone = not s.pending and not s.retry
         bufs, p = s.compute(call, plan, resolve)
         self._send(bufs)
         return p, lone
