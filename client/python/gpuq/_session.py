@@ -304,8 +304,11 @@ class Session:
         if whole is None:
             return False
         hdr, payload = whole
-        if hdr.get("id") != p.id or hdr.get("status") != "ok" or \
-                self._mismatch(p.call, hdr) is not None:
+        call = p.call
+        o = call.outs[0]
+        if hdr.get("id") != p.id or hdr.get("status") != "ok" or hdr.get("dtype") != o.dname \
+                or hdr.get("shape") != o.wshape or \
+                (len(call.outs) > 1 and self._mismatch(call, hdr) is not None):
             return False
         dests = p.dests
         if len(dests) == 1:
@@ -324,7 +327,10 @@ class Session:
                 return False
         pending.popleft()
         p.hdr = hdr
-        self._resolve_ok(p)
+        if p.copies or call.timing:
+            self._resolve_ok(p)
+        else:
+            p.resolve(call.finish(p.results), None)
         return True
 
     def resend(self) -> Optional[list]:
