@@ -18,15 +18,17 @@ libgpuq's figure for the same work on the same daemon in the same run
      socket. Target: <= 1.1x libgpuq's p50 with its arrays in an arena.
      (Also shown: without out=, the result a new arena array each time.)
 
-Ours and libgpuq's samples are taken in alternating rounds, so drift on a
-shared machine hits both; each round of either side is a new process with
-its own connection (ours: this script run as --worker), so each side gets
-as many fresh placements on the machine's cores as the other, and each
-side's figure is the median of its rounds' p50s. --quick: fewer repetitions and a 2^20-value large
-row (for the CPU backend and CI). Every result is checked (its sum is 1 to
-within float32 rounding); the exit status is 1 when any call of either side
-failed or returned a wrong result, 2 on bad usage or no daemon. The table
-says, per target row, whether it was met on this run.
+Ours and libgpuq's samples are taken in alternating rounds (--rounds, 8),
+so drift on a shared machine hits both. Each round of either side is a new
+process with its own connection (ours: this script run as --worker), so
+both sides get as many fresh placements on the machine's cores, and each
+side's figure is the median of its rounds' p50s. Repetitions in all
+(--small-reps 8000, --large-reps 48) are split over the rounds. --quick:
+fewer repetitions and a 2^20-value large row (for the CPU backend and CI).
+Every result is checked (its sum is 1 to within float32 rounding); the
+exit status is 1 when any call of either side failed or returned a wrong
+result, 2 on bad usage or no daemon. The table says, per target row,
+whether it was met on this run.
 """
 
 from __future__ import annotations
@@ -190,7 +192,7 @@ def main() -> int:
     ap.add_argument("--large-n", type=int)
     ap.add_argument("--small-reps", type=int)
     ap.add_argument("--large-reps", type=int)
-    ap.add_argument("--rounds", type=int, default=4, help="alternating rounds per row")
+    ap.add_argument("--rounds", type=int, default=8, help="alternating rounds per row (default 8)")
     ap.add_argument("--worker", choices=WORKER_MODES, help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--reps", type=int, help=argparse.SUPPRESS)
@@ -201,8 +203,8 @@ def main() -> int:
             ap.error("--worker needs --socket, --n, --reps and --warmup")
         return worker(a.worker, a.socket, a.n, a.reps, a.warmup)
     large_n = a.large_n or (1 << 20 if a.quick else 1 << 24)
-    small_reps = a.small_reps or (400 if a.quick else 4000)
-    large_reps = a.large_reps or (4 if a.quick else 20)
+    small_reps = a.small_reps or (400 if a.quick else 8000)
+    large_reps = a.large_reps or (4 if a.quick else 48)
     if not os.access(a.peer, os.X_OK):
         print(f"py_bench: no {a.peer} (cmake --build build --target gpuq_py_peer, or --peer)",
               file=sys.stderr)
@@ -243,9 +245,9 @@ def main() -> int:
         mine, mine_new, theirs = [], [], []
         per = max(1, large_reps // rounds)
         for _ in range(rounds):
-            theirs.append(peer(a.peer, sock, "shm", large_n, per, 1))
-            mine.append(ours("shm", sock, large_n, per, 1))
-            mine_new.append(ours("shm-new", sock, large_n, per, 1))
+            theirs.append(peer(a.peer, sock, "shm", large_n, per, 2))
+            mine.append(ours("shm", sock, large_n, per, 2))
+            mine_new.append(ours("shm-new", sock, large_n, per, 2))
         rows.append((f"normalize f32 sum, n = {large_n}, shm (out= in the arena)",
                      mine, theirs, 1.1))
         rows.append(("  the same, result a new arena array", mine_new, theirs, None))

@@ -104,7 +104,7 @@ class Reader:
                 hlen == 0 or h1 + plen != n:
             return None
         try:
-            hdr = _unpackb(self._mv[PREFIX_SIZE:h1], raw=False, strict_map_key=False)
+            hdr = _unpackb(self._mv[PREFIX_SIZE:h1])  # str keys only (else: None)
         except Exception:
             return None
         if type(hdr) is not dict:
