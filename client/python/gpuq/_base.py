@@ -110,24 +110,28 @@ class Base:
                                    for i in range(0, k, 4))
         return n
 
-    def _pump(self, fail: Callable[[BaseException], None], lone: Any = None) -> Optional[bool]:
+    def _pump(self, fail: Callable[[BaseException], None]) -> Optional[bool]:
         """One receive, fed to the reply reader: True when bytes were read,
         None when none were there (would block, or interrupted), False when
-        the connection failed (fail got the error: it is then unusable).
-        lone: the request alone in flight, whose whole reply these bytes
-        may be (Session.quick)."""
+        the connection failed (fail got the error: it is then unusable)."""
         try:
             n = self._receive()
-        except (BlockingIOError, InterruptedError):
-            return None
         except OSError as e:
-            fail(recv_failure(e))
+            return self._take(e, fail)
+        return self._take(n, fail)
+
+    def _take(self, n: Union[int, OSError], fail: Callable[[BaseException], None]
+              ) -> Optional[bool]:
+        """What one receive gave (its byte count, or the OSError it raised),
+        fed to the reply reader; returns as _pump does."""
+        if type(n) is not int:
+            if isinstance(n, (BlockingIOError, InterruptedError)):
+                return None
+            fail(recv_failure(n))
             return False
         if n == 0:
             fail(errors.ClosedError("gpuqd closed the connection"))
             return False
-        if lone is not None and self._s.quick(lone, n):
-            return True
         try:
             self._s.reader.feed(n)
         except errors.Error as e:

@@ -45,6 +45,7 @@ BUSY_RETRIES = 1000
 TRANSPORTS = ("auto", "socket", "shm")
 
 Resolve = Callable[[Any, Optional[BaseException]], None]
+MISS = object()  # express_reply(): not answered that way
 
 
 class Pending:
@@ -208,7 +209,8 @@ class Session:
         """The buffers of a compute request (prefix and header, then the
         payload unless it goes by reference) and its queue entry."""
         if not plan.use:
-            return self._socket_request(call, resolve)
+            bufs, h = self.express(call)
+            return bufs, self.adopt(call, h, bufs, resolve)
         p = self._new(call.op, resolve)
         p.call = call
         h = call.header()
@@ -233,7 +235,8 @@ class Session:
             h["out"] = [list(r) for r in out_refs]
             p.by_ref_out = True
         else:
-            self._socket_outputs(call, p)
+            p.copy_out = None
+            p.results, p.dests, p.copies = self._socket_outputs(call)
         p.req = h
         p.req_payload = payload
         plen = 0
@@ -243,13 +246,12 @@ class Session:
         self.pending.append(p)
         return payload, p
 
-    def _socket_request(self, call: Call, resolve: Resolve) -> Tuple[list, Pending]:
-        """compute() for a request whose arrays all travel in the payloads
-        (the common small request: kept short)."""
+    def express(self, call: Call) -> Tuple[list, dict]:
+        """A request whose arrays all travel in its payload: its buffers and
+        header (id assigned), without a queue entry: adopt() makes one when
+        express_reply() does not answer it."""
         rid = self.next_id
         self.next_id = rid + 1
-        p = Pending(rid, call.op, resolve)
-        p.call = call
         h = call.header()
         h["id"] = rid
         bufs: List[Any] = [None]
@@ -259,68 +261,38 @@ class Session:
                 bufs.append(memoryview(a).cast("B"))
                 plen += a.nbytes
         bufs[0] = _wire.encode_head(h, plen)
+        return bufs, h
+
+    def adopt(self, call: Call, h: dict, bufs: list, resolve: Resolve) -> Pending:
+        """The queue entry of a request made by express() (and sent)."""
+        p = Pending(h["id"], call.op, resolve)
+        p.call = call
         p.req = h
         p.req_payload = bufs
-        if len(call.outs) == 1 and call.user_out[0] is None:
-            o = call.outs[0]
-            arr = np.empty(o.shape, o.dtype)
-            p.results = [arr]
-            p.dests = [arr]
-        else:
-            self._socket_outputs(call, p)
+        p.results, p.dests, p.copies = self._socket_outputs(call)
         self.pending.append(p)
-        return bufs, p
+        return p
 
-    @staticmethod
-    def _socket_outputs(call: Call, p: Pending) -> None:
-        """Where a reply payload's arrays go (p.dests) and what the value is
-        made of (p.results): the caller's out= when the bytes can land in it,
-        else new arrays (copied into out= once answered)."""
-        p.copy_out = None
-        results = p.results = [None] * len(call.outs)
-        dests = p.dests = []
-        uos = call.user_out
-        for j, o in enumerate(call.outs):
-            uo = uos[j]
-            if uo is None:
-                arr = results[j] = np.empty(o.shape, o.dtype)
-                dests.append(arr)
-            elif cv.receivable(uo, o.dtype):
-                dests.append(uo.reshape(o.shape))
-                results[j] = uo
-            else:
-                tmp = np.empty(o.shape, o.dtype)
-                dests.append(tmp)
-                if not p.copies:
-                    p.copies = []
-                p.copies.append((tmp, uo))
-                results[j] = uo
-
-    # ---- a request alone on the connection, by socket ----
-
-    def quick(self, p: Pending, n: int) -> bool:
-        """n bytes were just received into an idle reader: when they are
-        exactly p's whole reply, and a plain success that matches the
-        request, resolve p and return True, without the general reader.
-        Otherwise change nothing and return False (feed the reader the n
-        bytes as usual)."""
-        pending = self.pending
-        if not pending or pending[0] is not p:
-            return False
+    def express_reply(self, call: Call, rid: int, n: int) -> Any:
+        """n bytes were just received into the idle reader while request rid
+        (made by express()) is alone in flight: when they are exactly its
+        whole reply, a plain success that matches call, return the op's
+        value. Otherwise MISS, with nothing changed (adopt the request and
+        feed the reader the n bytes: it makes the same value, or the error)."""
         whole = self.reader.whole(n)
         if whole is None:
-            return False
+            return MISS
         hdr, payload = whole
-        call = p.call
-        o = call.outs[0]
-        if hdr.get("id") != p.id or hdr.get("status") != "ok" or hdr.get("dtype") != o.dname \
+        outs = call.outs
+        o = outs[0]
+        if hdr.get("id") != rid or hdr.get("status") != "ok" or hdr.get("dtype") != o.dname \
                 or hdr.get("shape") != o.wshape or \
-                (len(call.outs) > 1 and self._mismatch(call, hdr) is not None):
-            return False
-        dests = p.dests
+                (len(outs) > 1 and self._mismatch(call, hdr) is not None):
+            return MISS
+        if (o.nbytes if len(outs) == 1 else sum(x.nbytes for x in outs)) != len(payload):
+            return MISS
+        results, dests, copies = self._socket_outputs(call)
         if len(dests) == 1:
-            if dests[0].nbytes != len(payload):
-                return False
             if payload:
                 memoryview(dests[0]).cast("B")[:] = payload
         else:
@@ -330,15 +302,35 @@ class Session:
                 if k:
                     memoryview(d).cast("B")[:] = payload[off:off + k]
                     off += k
-            if off != len(payload):
-                return False
-        pending.popleft()
-        p.hdr = hdr
-        if p.copies or call.timing:
-            self._resolve_ok(p)
-        else:
-            p.resolve(call.finish(p.results), None)
-        return True
+        return self._value(call, hdr, results, copies)
+
+    @staticmethod
+    def _socket_outputs(call: Call) -> Tuple[list, list, list]:
+        """Where a reply payload's arrays go (dests), what the value is made
+        of (results: the caller's out= when the bytes can land in it, else
+        new arrays) and the (received, out=) pairs to copy once answered."""
+        uos = call.user_out
+        if len(uos) == 1 and uos[0] is None:  # the usual case
+            o = call.outs[0]
+            arr = np.empty(o.shape, o.dtype)
+            return [arr], [arr], []
+        results: List[Any] = []
+        dests: List[np.ndarray] = []
+        copies: List[Tuple[np.ndarray, np.ndarray]] = []
+        for o, uo in zip(call.outs, uos):
+            if uo is None:
+                arr = np.empty(o.shape, o.dtype)
+                dests.append(arr)
+                results.append(arr)
+            elif cv.receivable(uo, o.dtype):
+                dests.append(uo.reshape(o.shape))
+                results.append(uo)
+            else:
+                tmp = np.empty(o.shape, o.dtype)
+                dests.append(tmp)
+                copies.append((tmp, uo))
+                results.append(uo)
+        return results, dests, copies
 
     def resend(self) -> Optional[list]:
         """The buffers of the oldest busy-refused request, sent again with a
@@ -486,28 +478,27 @@ class Session:
         if p.call is None:
             p.resolve((p.hdr, p.payload, p.fd), None)
             return
-        self._resolve_ok(p)
-
-    @staticmethod
-    def _resolve_ok(p: Pending) -> None:
-        """A compute request answered with success, its arrays received:
-        resolve it with the op's value."""
-        call = p.call
         try:
-            for src, dst in p.copies:
-                np.copyto(dst, src.reshape(dst.shape), casting="same_kind")
             res = p.results
             if p.copy_out is not None:
                 res = [np.array(r) if c else r for r, c in zip(res, p.copy_out)]
-            value = call.finish(res)
-            if call.timing:
-                value = Timed(value, Timing.from_reply(p.hdr.get("timing")))
+            value = self._value(p.call, p.hdr, res, p.copies)
         except Exception as e:  # pragma: no cover - a bug here must not kill the reader
             p.keep = None
             p.resolve(None, e)
             return
         p.keep = None
         p.resolve(value, None)
+
+    @staticmethod
+    def _value(call: Call, hdr: dict, results: list, copies) -> Any:
+        """A successful compute request's value, its arrays received."""
+        for src, dst in copies:
+            np.copyto(dst, src.reshape(dst.shape), casting="same_kind")
+        value = call.finish(results)
+        if call.timing:
+            value = Timed(value, Timing.from_reply(hdr.get("timing")))
+        return value
 
     def fail_all(self, exc: BaseException) -> None:
         """The stream is gone: every request still waiting gets exc."""

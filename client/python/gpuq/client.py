@@ -29,7 +29,7 @@ from . import _base
 from . import _convert as cv
 from . import _docs, _ops, _socketpath, errors
 from ._ops import EARTH_RADIUS_KM, Call, KnnResult, Result
-from ._session import SHM_MIN_BYTES
+from ._session import MISS, SHM_MIN_BYTES, Pending, Plan
 
 _SEND_FLAGS = getattr(_socket, "MSG_DONTWAIT", 0) | getattr(_socket, "MSG_NOSIGNAL", 0)
 
@@ -194,12 +194,19 @@ class Client(_base.Base):
         read (gpuqd stops reading a session whose replies pile up unread)."""
         try:  # the usual case: it all fits in the socket's buffer at once
             n = self._sock.sendmsg(bufs, (), _SEND_FLAGS)
-        except (BlockingIOError, InterruptedError):
-            n = 0
         except OSError as e:
-            self._hung_up(e)
-            return
-        if n == sum(map(len, bufs)):  # bytes, and memoryviews of format "B"
+            n = e
+        self._send_rest(bufs, n)
+
+    def _send_rest(self, bufs: List[Any], n: Union[int, OSError]) -> None:
+        """After a first sendmsg of bufs that sent n bytes (or raised n),
+        send the rest."""
+        if type(n) is not int:
+            if not isinstance(n, (BlockingIOError, InterruptedError)):
+                self._hung_up(n)
+                return
+            n = 0
+        elif n == sum(map(len, bufs)):  # bytes, and memoryviews of format "B"
             return
         views = []
         for b in bufs:  # what is left of the frame
@@ -286,12 +293,10 @@ class Client(_base.Base):
             return
         self._arena_refused(nbytes)
 
-    def _start(self, call: Call, resolve) -> Tuple[Any, bool]:
+    def _start(self, call: Call, resolve, plan: Optional[Plan] = None) -> Pending:
         """Send a compute request (the lock held): first make room under
         max_inflight (reading replies), and an arena when it needs one.
-        Returns its queue entry, and whether it is alone on the connection
-        with its arrays in the payloads (its reply may then be read by
-        Session.quick)."""
+        plan: the request's, when made already."""
         s = self._s
         if s.retry or len(s.pending) >= s.max_inflight:
             self._check()
@@ -300,32 +305,67 @@ class Client(_base.Base):
             while len(s.pending) >= s.max_inflight and s.broken is None:
                 self._recv_once()
                 self._resend()
+            plan = None
         if s.broken is not None or self._closed:
             self._check()
-        plan = s.plan(call)
-        if plan.use:
-            if plan.blocks:
-                self._ensure_room(plan.blocks)
-            lone = False
-        else:
-            lone = not s.pending and not s.retry
+        if plan is None:
+            plan = s.plan(call)
+        if plan.use and plan.blocks:
+            self._ensure_room(plan.blocks)
         bufs, p = s.compute(call, plan, resolve)
         self._send(bufs)
-        return p, lone
+        return p
+
+    def _express(self, call: Call, resolve) -> Any:
+        """A request alone on the connection whose arrays go by socket (the
+        blocking ops' usual case), in the fewest steps: sent, and when the
+        first receive brings its whole reply as a plain success, answered
+        here (Session.express_reply). Anything else (a partial send or
+        receive, an error reply, a broken connection) queues it for the
+        general reader, which resolve then tells; returns MISS then."""
+        s = self._s
+        bufs, h = s.express(call)
+        try:
+            n = self._sock.sendmsg(bufs, (), _SEND_FLAGS)
+        except OSError as e:
+            n = e
+        got: Any = None
+        if n == sum(map(len, bufs)):
+            try:
+                got = self._receive()
+            except OSError as e:
+                got = e
+            if type(got) is int and got:
+                v = s.express_reply(call, h["id"], got)
+                if v is not MISS:
+                    return v
+        s.adopt(call, h, bufs, resolve)
+        if got is None:
+            self._send_rest(bufs, n)
+        else:
+            self._take(got, self._break)
+        return MISS
 
     def _run(self, call: Call) -> Any:
         """submit + result, without a Future: the blocking ops' path."""
         box: List[Any] = []
         with self._lock:
-            p, lone = self._start(call, lambda v, e: box.extend((v, e)))
             s = self._s
+            plan = None
+            if not s.pending and not s.retry and s.broken is None and not self._closed:
+                plan = s.plan(call)
+                if not plan.use:
+                    v = self._express(call, lambda v, e: box.extend((v, e)))
+                    if v is not MISS:
+                        return v
+            if plan is None or plan.use:
+                self._start(call, lambda v, e: box.extend((v, e)), plan)
             while not box:
                 if s.broken is not None or self._closed:
                     self._check()
                 if s.retry:
                     self._resend()
-                self._pump(self._break, p if lone else None)
-                lone = False
+                self._recv_once()
         if self._ready:
             self._run_callbacks()
         if box[1] is not None:
@@ -340,7 +380,7 @@ class Client(_base.Base):
         call = _base.builder(op)(*args, **kwargs)
         fut = Future(self)
         with self._lock:
-            fut.id = self._start(call, fut._set)[0].id
+            fut.id = self._start(call, fut._set).id
         return fut
 
     # ---- arrays in shared memory ----

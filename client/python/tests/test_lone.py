@@ -1,5 +1,5 @@
 """The blocking client's short path for a request alone in flight
-(Session.quick): a whole plain success in the first receive is taken there;
+(Client._express, Session.express_reply): a whole plain success in the first receive is taken there;
 every other reply (split over receives, an error, a mismatch, a wrong id,
 bytes beyond the frame, a header the short path does not read) goes through
 the general reader with the same result or error as before. A scripted
@@ -33,13 +33,13 @@ def pair(monkeypatch):
     c._apply_hello({"info": {"limits": {"max_inflight": 4, "max_payload": 1 << 30,
                                         "max_output": 1 << 30}}})
     taken = []
-    orig = _session.Session.quick
+    orig = _session.Session.express_reply
 
-    def quick(self, p, n):
-        r = orig(self, p, n)
-        taken.append(r)
+    def express_reply(self, call, rid, n):
+        r = orig(self, call, rid, n)
+        taken.append(r is not _session.MISS)
         return r
-    monkeypatch.setattr(_session.Session, "quick", quick)
+    monkeypatch.setattr(_session.Session, "express_reply", express_reply)
     yield c, b, taken
     c.close()
     b.close()
