@@ -210,7 +210,7 @@ class Session:
         payload unless it goes by reference) and its queue entry."""
         if not plan.use:
             bufs, h = self.express(call)
-            return bufs, self.adopt(call, h, bufs, resolve)
+            return bufs, self.adopt(call, h, bufs, resolve, self.outputs(call))
         p = self._new(call.op, resolve)
         p.call = call
         h = call.header()
@@ -236,7 +236,7 @@ class Session:
             p.by_ref_out = True
         else:
             p.copy_out = None
-            p.results, p.dests, p.copies = self._socket_outputs(call)
+            p.results, p.dests, p.copies = self.outputs(call)
         p.req = h
         p.req_payload = payload
         plen = 0
@@ -263,22 +263,24 @@ class Session:
         bufs[0] = _wire.encode_head(h, plen)
         return bufs, h
 
-    def adopt(self, call: Call, h: dict, bufs: list, resolve: Resolve) -> Pending:
-        """The queue entry of a request made by express() (and sent)."""
+    def adopt(self, call: Call, h: dict, bufs: list, resolve: Resolve, outs: tuple) -> Pending:
+        """The queue entry of a request made by express() (and sent); outs:
+        outputs(call)."""
         p = Pending(h["id"], call.op, resolve)
         p.call = call
         p.req = h
         p.req_payload = bufs
-        p.results, p.dests, p.copies = self._socket_outputs(call)
+        p.results, p.dests, p.copies = outs
         self.pending.append(p)
         return p
 
-    def express_reply(self, call: Call, rid: int, n: int) -> Any:
+    def express_reply(self, call: Call, rid: int, n: int, arrays: tuple) -> Any:
         """n bytes were just received into the idle reader while request rid
         (made by express()) is alone in flight: when they are exactly its
         whole reply, a plain success that matches call, return the op's
-        value. Otherwise MISS, with nothing changed (adopt the request and
-        feed the reader the n bytes: it makes the same value, or the error)."""
+        value (its arrays received into arrays: outputs(call)). Otherwise
+        MISS, with nothing changed (adopt the request and feed the reader the
+        n bytes: it makes the same value, or the error)."""
         whole = self.reader.whole(n)
         if whole is None:
             return MISS
@@ -291,7 +293,7 @@ class Session:
             return MISS
         if (o.nbytes if len(outs) == 1 else sum(x.nbytes for x in outs)) != len(payload):
             return MISS
-        results, dests, copies = self._socket_outputs(call)
+        results, dests, copies = arrays
         if len(dests) == 1:
             if payload:
                 memoryview(dests[0]).cast("B")[:] = payload
@@ -305,7 +307,7 @@ class Session:
         return self._value(call, hdr, results, copies)
 
     @staticmethod
-    def _socket_outputs(call: Call) -> Tuple[list, list, list]:
+    def outputs(call: Call) -> Tuple[list, list, list]:
         """Where a reply payload's arrays go (dests), what the value is made
         of (results: the caller's out= when the bytes can land in it, else
         new arrays) and the (received, out=) pairs to copy once answered."""

@@ -329,6 +329,7 @@ class Client(_base.Base):
             n = self._sock.sendmsg(bufs, (), _SEND_FLAGS)
         except OSError as e:
             n = e
+        outs = s.outputs(call)  # made while gpuqd works
         got: Any = None
         if n == sum(map(len, bufs)):
             try:
@@ -336,10 +337,10 @@ class Client(_base.Base):
             except OSError as e:
                 got = e
             if type(got) is int and got:
-                v = s.express_reply(call, h["id"], got)
+                v = s.express_reply(call, h["id"], got, outs)
                 if v is not MISS:
                     return v
-        s.adopt(call, h, bufs, resolve)
+        s.adopt(call, h, bufs, resolve, outs)
         if got is None:
             self._send_rest(bufs, n)
         else:

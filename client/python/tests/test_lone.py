@@ -35,8 +35,8 @@ def pair(monkeypatch):
     taken = []
     orig = _session.Session.express_reply
 
-    def express_reply(self, call, rid, n):
-        r = orig(self, call, rid, n)
+    def express_reply(self, call, rid, n, outs):
+        r = orig(self, call, rid, n, outs)
         taken.append(r is not _session.MISS)
         return r
     monkeypatch.setattr(_session.Session, "express_reply", express_reply)
