@@ -229,9 +229,12 @@ def normalize(a: Any, method: str = "sum", flat: bool = False, on_zero: str = "e
     if on_zero != "error":
         keys["on_zero"] = on_zero
     dt = _PLAIN.get(a.dtype) if type(a) is np.ndarray and dtype is None else None
-    if dt is not None and 1 <= a.ndim <= 2 and a.flags.c_contiguous and a.flags.aligned \
-            and out is None:  # the common case: the array goes on the wire as it is
-        return Call("normalize", keys, dt, [a], [Out(a.shape, dt)], [None], _first, timing)
+    if dt is not None and 1 <= a.ndim <= 2 and a.flags.c_contiguous and a.flags.aligned and (
+            out is None or (type(out) is np.ndarray and out.shape == a.shape and
+                            out.dtype == dt and out.flags.writeable)):
+        # the common case: the array goes on the wire as it is (and out= can
+        # take the result as it comes)
+        return Call("normalize", keys, dt, [a], [Out(a.shape, dt)], [out], _first, timing)
     (arr,), dt = _inputs([a], ["a"], dtype)
     shape = arr.shape
     if arr.ndim == 0:

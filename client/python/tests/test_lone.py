@@ -163,8 +163,19 @@ def test_timing_and_out_through_the_short_path(pair):
     b.sendall(ok(2))
     r = c.normalize(X, out=out)
     assert r is out and np.array_equal(out, Y.astype(np.float64))
-    assert taken == [True, True]
-    assert [h.get("timing") for h in requests(b)] == [True, None]
+    strided = np.full(6, -1.0, np.float32)[::2]  # out= of the result's type, not contiguous
+    b.sendall(ok(3))
+    r = c.normalize(X, out=strided)
+    assert r is strided and np.array_equal(strided, Y)
+    same = np.empty(3, np.float32)  # out= the bytes land in as they come
+    b.sendall(ok(4))
+    assert c.normalize(X, out=same) is same and np.array_equal(same, Y)
+    ro = np.empty(3, np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(gpuq.BadArgumentError, match="read-only"):
+        c.normalize(X, out=ro)  # refused before sending
+    assert taken == [True, True, True, True]
+    assert [h.get("timing") for h in requests(b)] == [True, None, None, None]
 
 
 def test_not_alone_no_short_path(pair):
