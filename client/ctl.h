@@ -135,5 +135,7 @@ const char *ctl_fmt_age(double s, char *buf, size_t cap);
 extern const ctl_entry ctl_ping_entry, ctl_status_entry;
 extern const ctl_entry ctl_sessions_entry, ctl_metrics_entry, ctl_drain_entry, ctl_shutdown_entry,
     ctl_kill_session_entry, ctl_set_limit_entry;
+/* Commands that are no op's (ctl_main.c lists them after the op table's). */
+extern const ctl_entry ctl_bench_entry;
 
 #endif

@@ -15,12 +15,29 @@
 #include "gpuq_version.h"
 #include "op_ctl.h"
 
+/* Commands that are no op's, listed after the op table's. */
+static const ctl_entry *const other_commands[] = {&ctl_bench_entry};
+
+/* The i-th command: the op table's (op_ctl_at), then other_commands; NULL
+ * past the end. */
+static const ctl_entry *command_at(unsigned i)
+{
+    const ctl_entry *e = op_ctl_at(i);
+    if (e)
+        return e;
+    unsigned nops = 0;
+    while (op_ctl_at(nops))
+        nops++;
+    i -= nops;
+    return i < sizeof other_commands / sizeof other_commands[0] ? other_commands[i] : NULL;
+}
+
 /* The command named by argv[0] (and argv[1] for a two-word name), or NULL;
  * *words says how many words it took. */
 static const ctl_entry *find_command(int argc, const char **argv, int *words)
 {
     const ctl_entry *e;
-    for (unsigned k = 0; argc > 0 && (e = op_ctl_at(k)) != NULL; k++) {
+    for (unsigned k = 0; argc > 0 && (e = command_at(k)) != NULL; k++) {
         const char *sp = strchr(e->name, ' ');
         if (!sp) {
             if (strcmp(argv[0], e->name) == 0) {
@@ -48,7 +65,7 @@ static int unknown_command(int argc, const char **argv)
     int n = 0;
     const ctl_entry *e;
     bool group = false;
-    for (unsigned k = 0; (e = op_ctl_at(k)) != NULL && n < 63; k++) {
+    for (unsigned k = 0; (e = command_at(k)) != NULL && n < 63; k++) {
         const char *sp = strchr(e->name, ' ');
         size_t l1 = sp ? (size_t)(sp - e->name) : strlen(e->name);
         if (sp && strlen(argv[0]) == l1 && strncmp(argv[0], e->name, l1) == 0)
@@ -101,7 +118,7 @@ static int unknown_command(int argc, const char **argv)
 static int help_command(int argc, const char **argv)
 {
     if (argc == 0) {
-        ctl_help_overview(stdout, op_ctl_at);
+        ctl_help_overview(stdout, command_at);
         return 0;
     }
     int words = 0;
@@ -110,12 +127,12 @@ static int help_command(int argc, const char **argv)
         ctl_help_command(stdout, e);
         return 0;
     }
-    if (!e && argc == 1 && ctl_help_group(stdout, argv[0], op_ctl_at) > 0)
+    if (!e && argc == 1 && ctl_help_group(stdout, argv[0], command_at) > 0)
         return 0;
     if (e) /* "help ping extra" */
         return ctl_usage_error(NULL, "help takes one command, not '%s'", argv[words]);
     if (argc == 1 && strcmp(argv[0], "help") == 0) {
-        ctl_help_overview(stdout, op_ctl_at);
+        ctl_help_overview(stdout, command_at);
         return 0;
     }
     return unknown_command(argc, argv);
@@ -155,7 +172,7 @@ int main(int argc, char **argv_)
     for (; i < argc && argv[i][0] == '-'; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            ctl_help_overview(stdout, op_ctl_at);
+            ctl_help_overview(stdout, command_at);
             return 0;
         }
         if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
@@ -184,7 +201,7 @@ int main(int argc, char **argv_)
         return ctl_usage_error(NULL, "unknown option '%s'", opt);
     }
     if (i >= argc) {
-        ctl_help_overview(stderr, op_ctl_at);
+        ctl_help_overview(stderr, command_at);
         return CTL_EXIT_USAGE;
     }
     int left = argc - i;
@@ -198,7 +215,7 @@ int main(int argc, char **argv_)
     const ctl_entry *e = find_command(left, args, &words);
     if (!e) {
         if (left >= 2 && wants_help(left - 1, args + 1) &&
-            ctl_help_group(stdout, args[0], op_ctl_at) > 0)
+            ctl_help_group(stdout, args[0], command_at) > 0)
             return 0;
         return unknown_command(left, args);
     }

@@ -70,7 +70,7 @@ void ctl_progress_end_line_signal(void)
     }
 }
 
-static bool wanted(void)
+bool ctl_progress_wanted(void)
 {
     const char *e = getenv("GPUQ_PROGRESS");
     if (e && strcmp(e, "1") == 0)
@@ -159,7 +159,7 @@ static void *progress_main(void *arg)
 
 ctl_progress *ctl_progress_start(uint64_t in_bytes, uint64_t out_bytes, bool shm)
 {
-    if (!wanted())
+    if (!ctl_progress_wanted())
         return NULL;
     ctl_progress *p = calloc(1, sizeof *p);
     if (!p)

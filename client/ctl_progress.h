@@ -31,6 +31,10 @@ typedef enum ctl_phase { CTL_PHASE_READ, CTL_PHASE_CALL, CTL_PHASE_WRITE } ctl_p
 
 typedef struct ctl_progress ctl_progress;
 
+/* Whether a progress line is wanted at all: GPUQ_PROGRESS=1 yes, =0 no,
+ * else whether stderr is a terminal (gpuqctl bench's live line too). */
+bool ctl_progress_wanted(void);
+
 /* Start showing progress for an op whose arrays come to in_bytes and
  * out_bytes, sent by shared memory (shm) or the socket. NULL when there is
  * nothing to show (not a terminal, GPUQ_PROGRESS=0) or the thread cannot
