@@ -16,9 +16,9 @@
  *
  * Latency: each client stores its samples (microseconds, doubles), at most
  * BENCH_SAMPLES_TOTAL over all clients (and BENCH_SAMPLES_CLIENT_MAX for
- * one); past its share a client keeps a uniform reservoir (Vitter's
- * algorithm R), and the merge weights each client's samples by how many
- * they stand for, so the percentiles stay those of all the replies. max is
+ * one); past its share a client keeps a uniform reservoir, and the merge
+ * weights each client's samples by how many they stand for, so the
+ * percentiles stay those of all the replies (ctl_bench_stats.h). max is
  * exact. The live line's percentiles come from a histogram of ~5 % buckets.
  *
  * Failures: a reply with an error, or a result that fails its check, is an
@@ -44,6 +44,7 @@
 
 #include "ctl.h"
 #include "ctl_bench_op.h"
+#include "ctl_bench_stats.h"
 #include "ctl_json.h"
 #include "ctl_progress.h"
 
@@ -90,12 +91,8 @@ typedef struct bench_client {
     pthread_t thread;
     bool started;
     /* what it measured, read after the join */
-    double *samples; /* owned: in-window latencies (us), or a reservoir of them */
-    size_t nsamples, cap, cap_max;
-    uint64_t ok;      /* in-window successes, each offered to samples */
-    uint64_t rng;     /* the reservoir's */
-    uint64_t replies; /* every reply read: one in 64 is scanned whole */
-    double max_us;
+    bench_samples lat; /* in-window successes' latencies (us) */
+    uint64_t replies;  /* every reply read: one in 64 is scanned whole */
     uint64_t errors;
     int first_code;
     int64_t first_ns;
@@ -118,42 +115,6 @@ static double hist_value(int b)
     return exp(((double)b + 0.5) / BENCH_HIST_SCALE);
 }
 
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t x = *s; /* xorshift64 */
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
-}
-
-/* Keep one in-window latency: stored while the client's share lasts (the
- * array grows), then a uniform reservoir of all of them. */
-static void sample_add(bench_client *cl, double us)
-{
-    cl->ok++;
-    if (cl->nsamples < cl->cap_max) {
-        if (cl->nsamples == cl->cap) {
-            size_t nc = cl->cap ? cl->cap * 2 : 4096;
-            nc = nc < cl->cap_max ? nc : cl->cap_max;
-            double *ns = realloc(cl->samples, nc * sizeof *ns);
-            if (ns) {
-                cl->samples = ns;
-                cl->cap = nc;
-            } else {
-                cl->cap_max = cl->cap; /* no more memory: a reservoir of what there is */
-            }
-        }
-        if (cl->nsamples < cl->cap) {
-            cl->samples[cl->nsamples++] = us;
-            return;
-        }
-    }
-    uint64_t j = rng_next(&cl->rng) % cl->ok;
-    if (j < cl->nsamples)
-        cl->samples[j] = us;
-}
-
 static void client_error(bench_client *cl, int code, int64_t t, const char *msg, uint64_t n)
 {
     if (cl->errors == 0) {
@@ -172,8 +133,7 @@ static void client_ok(bench_client *cl, int64_t t_sub, int64_t t)
     if (t < run->ws_ns || t >= atomic_load_explicit(&run->we_ns, memory_order_relaxed))
         return;
     double us = (double)(t - t_sub) / 1e3;
-    sample_add(cl, us);
-    cl->max_us = us > cl->max_us ? us : cl->max_us;
+    bench_samples_add(&cl->lat, us);
     atomic_fetch_add_explicit(&cl->live_ok, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&cl->hist[hist_bucket(us)], 1, memory_order_relaxed);
 }
@@ -296,8 +256,7 @@ static int client_setup(bench_client *cl, int transport, size_t cap_max, uint64_
                         size_t cap)
 {
     const bench_plan *p = cl->run->plan;
-    cl->cap_max = cap_max;
-    cl->rng = seed * 0x9E3779B97F4A7C15ull + 1;
+    bench_samples_init(&cl->lat, cap_max, seed);
     if (!(cl->res = gpuq_result_new()) || !(cl->slots = calloc(cl->depth, sizeof *cl->slots))) {
         snprintf(why, cap, "out of memory");
         return GPUQ_E_NO_MEMORY;
@@ -333,7 +292,7 @@ static void client_free(bench_client *cl)
     free(cl->slots);
     gpuq_result_free(cl->res);
     gpuq_close(cl->c); /* and its arena */
-    free(cl->samples);
+    bench_samples_free(&cl->lat);
 }
 
 /* ---- signals ---- */
@@ -454,68 +413,21 @@ typedef struct bench_sum {
     const char *first; /* NULL: none */
     int first_code;
     double req_s, mb_s;
-    double p50, p90, p99, p999, max, mean;
+    bench_pct lat;
 } bench_sum;
 
-typedef struct wsample {
-    double v, w;
-} wsample;
-
-static int wsample_cmp(const void *a, const void *b)
-{
-    double x = ((const wsample *)a)->v, y = ((const wsample *)b)->v;
-    return (x > y) - (x < y);
-}
-
-/* Percentiles over every client's samples, each weighted by the replies it
- * stands for (1 unless the client kept a reservoir). -1: no memory. */
-static int percentiles(const bench_client *cls, unsigned n, bench_sum *s)
-{
-    size_t total = 0;
-    for (unsigned i = 0; i < n; i++)
-        total += cls[i].nsamples;
-    s->p50 = s->p90 = s->p99 = s->p999 = s->mean = NAN;
-    if (total == 0)
-        return 0;
-    wsample *ws = malloc(total * sizeof *ws);
-    if (!ws)
-        return -1;
-    size_t k = 0;
-    double wsum = 0, vsum = 0;
-    for (unsigned i = 0; i < n; i++) {
-        double w = cls[i].nsamples ? (double)cls[i].ok / (double)cls[i].nsamples : 0;
-        for (size_t j = 0; j < cls[i].nsamples; j++) {
-            ws[k].v = cls[i].samples[j];
-            ws[k++].w = w;
-            wsum += w;
-            vsum += w * cls[i].samples[j];
-        }
-    }
-    qsort(ws, total, sizeof *ws, wsample_cmp);
-    const double q[4] = {0.50, 0.90, 0.99, 0.999};
-    double *out[4] = {&s->p50, &s->p90, &s->p99, &s->p999};
-    double cum = 0;
-    size_t j = 0;
-    for (int t = 0; t < 4; t++) { /* nearest rank: the first with cum >= q * total */
-        double want = q[t] * wsum * (1 - 1e-12);
-        while (j < total - 1 && cum + ws[j].w < want)
-            cum += ws[j++].w;
-        *out[t] = ws[j].v;
-    }
-    s->mean = vsum / wsum;
-    free(ws);
-    return 0;
-}
-
-static void summarize(const bench_client *cls, unsigned n, const bench_run *run, bench_sum *s)
+/* cls[n] after the join; -1: no memory for the percentiles (said). */
+static int summarize(const bench_client *cls, unsigned n, const bench_run *run, bench_sum *s)
 {
     memset(s, 0, sizeof *s);
     int64_t first_ns = 0;
+    bench_samples *sets = malloc(n * sizeof *sets);
     for (unsigned i = 0; i < n; i++) {
         const bench_client *cl = &cls[i];
-        s->ok += cl->ok;
+        s->ok += cl->lat.count;
         s->errors += cl->errors;
-        s->max = cl->max_us > s->max ? cl->max_us : s->max;
+        if (sets)
+            sets[i] = cl->lat; /* a shallow copy: the samples stay the client's */
         if (cl->errors && (!s->first || cl->first_ns < first_ns)) {
             s->first = cl->first;
             s->first_code = cl->first_code;
@@ -526,10 +438,13 @@ static void summarize(const bench_client *cls, unsigned n, const bench_run *run,
     s->duration_s = we > run->ws_ns ? (double)(we - run->ws_ns) / 1e9 : 0;
     s->req_s = s->duration_s > 0 ? (double)s->ok / s->duration_s : 0;
     s->mb_s = s->req_s * (double)bench_plan_bytes(run->plan) / 1e6;
-    if (percentiles(cls, n, s))
+    int rc = sets ? bench_percentiles(sets, n, &s->lat) : -1;
+    free(sets);
+    if (rc) {
+        s->lat.p50 = s->lat.p90 = s->lat.p99 = s->lat.p999 = s->lat.max = s->lat.mean = NAN;
         fprintf(stderr, "gpuqctl: bench: no memory to sort the latencies; percentiles left out\n");
-    if (s->ok == 0)
-        s->max = NAN;
+    }
+    return rc;
 }
 
 typedef struct bench_args {
@@ -573,9 +488,9 @@ static void print_json(const ctl_ctx *ctx, const bench_args *a, const char *tran
     const struct {
         const char *key;
         double v;
-    } nums[] = {{"req_s", s->req_s}, {"mb_s", s->mb_s},   {"p50_us", s->p50},
-                {"p90_us", s->p90},  {"p99_us", s->p99},  {"p999_us", s->p999},
-                {"max_us", s->max},  {"mean_us", s->mean}};
+    } nums[] = {{"req_s", s->req_s},    {"mb_s", s->mb_s},       {"p50_us", s->lat.p50},
+                {"p90_us", s->lat.p90}, {"p99_us", s->lat.p99},  {"p999_us", s->lat.p999},
+                {"max_us", s->lat.max}, {"mean_us", s->lat.mean}};
     for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
         fprintf(f, ",\"%s\":", nums[k].key);
         ctl_json_num(f, round(nums[k].v * 1e3) / 1e3); /* NaN: null */
@@ -608,8 +523,8 @@ static void print_text(const ctl_ctx *ctx, const bench_args *a, const char *tran
         printf("%-11s 0\n", "errors");
     printf("%-11s %.0f req/s, %.1f MB/s\n", "throughput", s->req_s, s->mb_s);
     if (s->ok)
-        printf("%-11s p50 %.1f, p90 %.1f, p99 %.1f, p99.9 %.1f, max %.1f us\n", "latency", s->p50,
-               s->p90, s->p99, s->p999, s->max);
+        printf("%-11s p50 %.1f, p90 %.1f, p99 %.1f, p99.9 %.1f, max %.1f us\n", "latency",
+               s->lat.p50, s->lat.p90, s->lat.p99, s->lat.p999, s->lat.max);
     else
         printf("%-11s - (no request completed in the measured time)\n", "latency");
 }
@@ -825,7 +740,7 @@ static int bench_exec(ctl_ctx *ctx, int argc, const char **argv)
     if (rc)
         goto out_clients;
     bench_sum s;
-    summarize(cls, a.clients, &run, &s);
+    (void)summarize(cls, a.clients, &run, &s); /* without memory: no percentiles, said */
     if (ctx->json)
         print_json(ctx, &a, transport, si->priority_granted, si->backend, &s, sig);
     else
