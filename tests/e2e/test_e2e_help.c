@@ -123,6 +123,10 @@ static const page pages[] = {
     {{"shutdown", NULL}, {"admin"}},
     {{"kill-session", NULL}, {"ID", "admin"}},
     {{"set-limit", NULL}, {"NAME VALUE", "max_inflight", "admin"}},
+    {{"bench", NULL},
+     {"--op NAME", "Default: normalize.", "--size N", "Default: 1024.", "--dtype f32|f64",
+      "Default: f32.", "--clients C", "--depth D", "--duration SEC", "Default: 5.", "--warmup SEC",
+      "Default: 0.5."}},
 };
 #define NPAGES (sizeof pages / sizeof pages[0])
 
