@@ -8,7 +8,7 @@
  * under shm (so no array byte crosses the socket) or in the heap. Then C
  * threads each keep D requests in flight (gpuq_submit_req / gpuq_wait_req,
  * replies in order), check every reply (ctl_bench_op.h) and time it from
- * submit to its reply read. Replies read in the measured window (after
+ * submit to its reply read (ctl_bench_client.c). Replies read in the measured window (after
  * --warmup, for --duration) are counted and timed; the main thread draws a
  * live line a second on a terminal (ctl_progress_wanted). At the end of the
  * window the clients stop submitting, read what is outstanding, and the
@@ -43,257 +43,16 @@
 #include <unistd.h>
 
 #include "ctl.h"
-#include "ctl_bench_op.h"
-#include "ctl_bench_stats.h"
+#include "ctl_bench_client.h"
 #include "ctl_json.h"
 #include "ctl_progress.h"
 
-#define BENCH_HIST_BUCKETS 400
-#define BENCH_HIST_SCALE 20.0 /* buckets per e-fold of microseconds: ~5 % wide */
 #define BENCH_SAMPLES_TOTAL (8u << 20)
 #define BENCH_SAMPLES_CLIENT_MAX (4u << 20)
 #define BENCH_SAMPLES_CLIENT_MIN (64u << 10)
 #define BENCH_MAX_CLIENTS 1024u
 #define BENCH_MAX_SIZE (1ull << 31)
 #define BENCH_MAX_DIM 65536u
-#define BENCH_NS 1000000000LL
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * BENCH_NS + ts.tv_nsec;
-}
-
-/* ---- the run, shared by the clients ---- */
-
-typedef struct bench_run {
-    const bench_plan *plan;
-    int64_t ws_ns;         /* the measured window starts (after the warm-up) */
-    _Atomic int64_t we_ns; /* and ends: ws + duration, or when stopped */
-    atomic_bool stop;      /* submit no more */
-    atomic_int running;    /* clients not yet finished */
-} bench_run;
-
-typedef struct bench_slot {
-    gpuq_req *req; /* owned */
-    void *out[2];  /* heap (owned) or the client's arena */
-    int64_t t_sub;
-} bench_slot;
-
-typedef struct bench_client {
-    bench_run *run; /* borrowed */
-    gpuq_conn *c;   /* owned */
-    bool shm;       /* its arrays in an arena of c (owned by c) */
-    unsigned depth;
-    bench_slot *slots; /* owned, depth of them */
-    gpuq_result *res;  /* owned */
-    pthread_t thread;
-    bool started;
-    /* what it measured, read after the join */
-    bench_samples lat; /* in-window successes' latencies (us) */
-    uint64_t replies;  /* every reply read: one in 64 is scanned whole */
-    uint64_t errors;
-    int first_code;
-    int64_t first_ns;
-    char first[512];
-    /* for the live line, read while it runs */
-    _Atomic uint64_t live_ok, live_err;
-    _Atomic uint64_t hist[BENCH_HIST_BUCKETS];
-} bench_client;
-
-static int hist_bucket(double us)
-{
-    if (!(us > 1))
-        return 0;
-    double b = log(us) * BENCH_HIST_SCALE;
-    return b >= BENCH_HIST_BUCKETS - 1 ? BENCH_HIST_BUCKETS - 1 : (int)b;
-}
-
-static double hist_value(int b)
-{
-    return exp(((double)b + 0.5) / BENCH_HIST_SCALE);
-}
-
-static void client_error(bench_client *cl, int code, int64_t t, const char *msg, uint64_t n)
-{
-    if (cl->errors == 0) {
-        cl->first_code = code;
-        cl->first_ns = t;
-        snprintf(cl->first, sizeof cl->first, "%s", msg && *msg ? msg : gpuq_strerror(code));
-    }
-    cl->errors += n;
-    atomic_fetch_add_explicit(&cl->live_err, n, memory_order_relaxed);
-}
-
-/* A successful reply read at t: counted when in the window. */
-static void client_ok(bench_client *cl, int64_t t_sub, int64_t t)
-{
-    bench_run *run = cl->run;
-    if (t < run->ws_ns || t >= atomic_load_explicit(&run->we_ns, memory_order_relaxed))
-        return;
-    double us = (double)(t - t_sub) / 1e3;
-    bench_samples_add(&cl->lat, us);
-    atomic_fetch_add_explicit(&cl->live_ok, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&cl->hist[hist_bucket(us)], 1, memory_order_relaxed);
-}
-
-static bool client_may_submit(const bench_client *cl)
-{
-    bench_run *run = cl->run;
-    return !atomic_load_explicit(&run->stop, memory_order_relaxed) &&
-           now_ns() < atomic_load_explicit(&run->we_ns, memory_order_relaxed);
-}
-
-/* One client's thread: depth requests in flight until the window ends. */
-static void *client_main(void *arg)
-{
-    bench_client *cl = arg;
-    const bench_plan *p = cl->run->plan;
-    uint64_t sent = 0, got = 0;
-    bool sending = true;
-    char why[512];
-    for (;;) {
-        while (sending && sent - got < cl->depth) {
-            if (!client_may_submit(cl)) {
-                sending = false;
-                break;
-            }
-            bench_slot *s = &cl->slots[sent % cl->depth];
-            s->t_sub = now_ns();
-            int rc = gpuq_submit_req(cl->c, s->req, NULL);
-            if (rc) { /* nothing sent; it would be refused again */
-                client_error(cl, rc, s->t_sub, gpuq_errmsg(cl->c), 1);
-                sending = false;
-                break;
-            }
-            sent++;
-        }
-        if (got == sent)
-            break;
-        bench_slot *s = &cl->slots[got % cl->depth];
-        unsigned before = gpuq_pending(cl->c);
-        int rc = gpuq_wait_req(cl->c, cl->res);
-        int64_t t = now_ns();
-        got++;
-        if (rc) {
-            client_error(cl, rc, t, gpuq_errmsg(cl->c), 1);
-            if (gpuq_pending(cl->c) == before) { /* the connection broke: the rest with it */
-                client_error(cl, rc, t, NULL, sent - got);
-                break;
-            }
-            continue;
-        }
-        bool full = p->scan_every || cl->replies++ % 64 == 0;
-        if (bench_check(p, cl->res, s->out[0], s->out[1], full, why, sizeof why)) {
-            client_error(cl, GPUQ_E_INTERNAL, t, why, 1);
-            continue;
-        }
-        client_ok(cl, s->t_sub, t);
-    }
-    atomic_fetch_sub(&cl->run->running, 1);
-    return NULL;
-}
-
-/* ---- setting a client up ---- */
-
-static uint64_t align64(uint64_t n)
-{
-    return (n + 63) / 64 * 64;
-}
-
-/* The arena for shm (or auto, when the arrays come to GPUQ_SHM_MIN_BYTES
- * and gpuqd offers arenas): inputs, then depth x outputs. 0, 1 (auto, no
- * arena to be had: the socket), or an error code (message in why). */
-static int client_arena(bench_client *cl, int transport, const void **in, char *why, size_t cap)
-{
-    const bench_plan *p = cl->run->plan;
-    const gpuq_server_info *si = gpuq_info(cl->c);
-    uint64_t bytes = bench_plan_bytes(p);
-    if (transport == GPUQ_TRANSPORT_SOCKET ||
-        (transport == GPUQ_TRANSPORT_AUTO &&
-         (si->limits.session_arena == 0 || bytes < GPUQ_SHM_MIN_BYTES)))
-        return 1;
-    uint64_t need = 4096, per = align64(p->out_bytes[0]) + align64(p->out_bytes[1]), all;
-    if (__builtin_mul_overflow(per, (uint64_t)cl->depth, &all) ||
-        __builtin_add_overflow(need, all, &need) ||
-        __builtin_add_overflow(need, align64(p->in_bytes[0]) + align64(p->in_bytes[1]), &need)) {
-        snprintf(why, cap, "too_large: the arena would overflow");
-        return GPUQ_E_TOO_LARGE;
-    }
-    gpuq_arena *a = NULL;
-    int rc = gpuq_arena_open(cl->c, need, &a);
-    if (rc) {
-        if (transport == GPUQ_TRANSPORT_AUTO)
-            return 1;
-        snprintf(why, cap, "transport shm: an arena of %llu bytes: %s", (unsigned long long)need,
-                 gpuq_errmsg(cl->c));
-        return rc;
-    }
-    cl->shm = true; /* c owns a and frees it at gpuq_close */
-    for (unsigned k = 0; k < p->nin; k++) {
-        void *d = gpuq_arena_alloc(a, p->in_bytes[k]);
-        if (!d)
-            goto err_full;
-        memcpy(d, bench_plan_input(p, k), (size_t)p->in_bytes[k]);
-        in[k] = d;
-    }
-    for (unsigned s = 0; s < cl->depth; s++) {
-        for (unsigned o = 0; o < p->nout; o++)
-            if (!(cl->slots[s].out[o] = gpuq_arena_alloc(a, p->out_bytes[o])))
-                goto err_full;
-    }
-    return 0;
-
-err_full:
-    snprintf(why, cap, "no_memory: the arena of %llu bytes is full", (unsigned long long)need);
-    return GPUQ_E_NO_MEMORY;
-}
-
-/* Buffers and requests of a connected client. 0 or an error code (message
- * in why). */
-static int client_setup(bench_client *cl, int transport, size_t cap_max, uint64_t seed, char *why,
-                        size_t cap)
-{
-    const bench_plan *p = cl->run->plan;
-    bench_samples_init(&cl->lat, cap_max, seed);
-    if (!(cl->res = gpuq_result_new()) || !(cl->slots = calloc(cl->depth, sizeof *cl->slots))) {
-        snprintf(why, cap, "out of memory");
-        return GPUQ_E_NO_MEMORY;
-    }
-    const void *in[2] = {bench_plan_input(p, 0), bench_plan_input(p, 1)};
-    int rc = client_arena(cl, transport, in, why, cap);
-    if (rc < 0)
-        return rc;
-    for (unsigned s = 0; s < cl->depth; s++) {
-        bench_slot *sl = &cl->slots[s];
-        for (unsigned o = 0; !cl->shm && o < p->nout; o++) {
-            if (!(sl->out[o] = malloc((size_t)p->out_bytes[o]))) {
-                snprintf(why, cap, "cannot allocate %llu bytes of results",
-                         (unsigned long long)p->out_bytes[o]);
-                return GPUQ_E_NO_MEMORY;
-            }
-        }
-        if (!(sl->req = bench_req_make(p, in[0], in[1], sl->out[0], sl->out[1], why, cap)))
-            return GPUQ_E_NO_MEMORY;
-    }
-    return 0;
-}
-
-static void client_free(bench_client *cl)
-{
-    for (unsigned s = 0; cl->slots && s < cl->depth; s++) {
-        gpuq_req_free(cl->slots[s].req);
-        if (!cl->shm) {
-            free(cl->slots[s].out[0]);
-            free(cl->slots[s].out[1]);
-        }
-    }
-    free(cl->slots);
-    gpuq_result_free(cl->res);
-    gpuq_close(cl->c); /* and its arena */
-    bench_samples_free(&cl->lat);
-}
 
 /* ---- signals ---- */
 
@@ -356,7 +115,7 @@ static double hist_pct(const uint64_t *h, uint64_t total, double q)
     for (int b = 0; b < BENCH_HIST_BUCKETS; b++) {
         cum += h[b];
         if (cum >= want && cum > 0)
-            return hist_value(b);
+            return bench_hist_value(b);
     }
     return NAN;
 }
@@ -366,7 +125,7 @@ static double hist_pct(const uint64_t *h, uint64_t total, double q)
 static void live_draw(bench_live *lv, bench_client *cls, unsigned n, const bench_run *run,
                       uint64_t req_bytes)
 {
-    int64_t t = now_ns();
+    int64_t t = bench_now_ns();
     uint64_t ok = 0, err = 0, h[BENCH_HIST_BUCKETS] = {0};
     for (unsigned i = 0; i < n; i++) {
         ok += atomic_load_explicit(&cls[i].live_ok, memory_order_relaxed);
@@ -615,7 +374,7 @@ static int start_clients(bench_client *cls, unsigned n, bench_run *run)
     int fail = 0;
     for (unsigned i = 0; i < n; i++) {
         atomic_fetch_add(&run->running, 1);
-        rc = pthread_create(&cls[i].thread, NULL, client_main, &cls[i]);
+        rc = pthread_create(&cls[i].thread, NULL, bench_client_main, &cls[i]);
         if (rc != 0) {
             atomic_fetch_sub(&run->running, 1);
             fail = ctl_failf(GPUQ_E_NO_MEMORY, "cannot start client thread %u: %s", i + 1,
@@ -638,7 +397,7 @@ static int run_window(bench_client *cls, unsigned n, bench_run *run, int64_t we)
     int64_t next = run->ws_ns + BENCH_NS;
     uint64_t req_bytes = bench_plan_bytes(run->plan);
     while (bench_sig == 0 && atomic_load(&run->running) > 0 && !atomic_load(&run->stop)) {
-        int64_t t = now_ns();
+        int64_t t = bench_now_ns();
         if (t >= we)
             break;
         if (lv.on && t >= next) {
@@ -650,7 +409,7 @@ static int run_window(bench_client *cls, unsigned n, bench_run *run, int64_t we)
         sleep_until(wake < we ? wake : we);
     }
     int sig = bench_sig;
-    int64_t t = now_ns();
+    int64_t t = bench_now_ns();
     if (t < we) /* stopped early: the window ends now */
         atomic_store(&run->we_ns, t > run->ws_ns ? t : run->ws_ns);
     atomic_store(&run->stop, true);
@@ -715,7 +474,7 @@ static int bench_exec(ctl_ctx *ctx, int argc, const char **argv)
                                  maxin);
             goto out_clients;
         }
-        int src = client_setup(cl, ctx->transport, share, i + 1, why, sizeof why);
+        int src = bench_client_setup(cl, ctx->transport, share, i + 1, why, sizeof why);
         if (src) {
             rc = ctl_failf(src, "client %u: %s", i + 1, why);
             goto out_clients;
@@ -728,7 +487,7 @@ static int bench_exec(ctl_ctx *ctx, int argc, const char **argv)
     const gpuq_server_info *si = gpuq_info(cls[0].c);
     struct sigaction old[BENCH_NSIG];
     signals_on(old);
-    int64_t t0 = now_ns();
+    int64_t t0 = bench_now_ns();
     run.ws_ns = t0 + (int64_t)(a.warmup * 1e9);
     int64_t we = run.ws_ns + (int64_t)(a.duration * 1e9);
     atomic_store(&run.we_ns, we);
@@ -764,7 +523,7 @@ static int bench_exec(ctl_ctx *ctx, int argc, const char **argv)
     }
 out_clients:
     for (unsigned i = 0; i < a.clients; i++)
-        client_free(&cls[i]);
+        bench_client_free(&cls[i]);
     free(cls);
 out_plan:
     bench_plan_free(&plan);
