@@ -351,6 +351,13 @@ def json_all():
     if p.returncode != 1 or p.stdout:
         failures.append(f"kill-session of no session with --json: {p.returncode} {p.stdout!r}")
 
+    # bench: one object for the whole run (test_e2e_bench checks its fields)
+    v = cmd("bench", ["bench", "--json", "--clients", "2", "--duration", "0.2", "--warmup", "0"])
+    if v is not None and (v.get("command") != "bench" or v.get("errors") != 0
+                          or not v.get("requests") or v.get("first_error") is not None
+                          or not v["p50_us"] <= v["p99_us"] <= v["max_us"]):
+        failures.append(f"bench --json: {v!r}")
+
     # help pages are text only; --version is honoured
     for args in (["help", "ping", "--json"], ["--json", "help"], ["ping", "--help", "--json"]):
         p = run(args, check=False)
