@@ -23,7 +23,8 @@
  *
  * Failures: a reply with an error, or a result that fails its check, is an
  * error (counted in the warm-up and the drain too; exit 1, the first named
- * on stderr); req/s, MB/s and the latencies count successes only. A submit
+ * on stderr); req/s, MB/s and the latencies count successes only; a run in
+ * which no request finished inside the window exits 1 as well. A submit
  * that libgpuq refuses (nothing sent: the same request would be refused
  * again) or a connection that breaks ends that client. Usage errors (2) are
  * found before connecting, but for --depth over max_inflight; no gpuqd (3)
@@ -504,11 +505,6 @@ static int bench_exec(ctl_ctx *ctx, int argc, const char **argv)
         print_json(ctx, &a, transport, si->priority_granted, si->backend, &s, sig);
     else
         print_text(ctx, &a, transport, si->priority_granted, si->backend, &s);
-    if (s.ok == 0 && s.errors == 0 && !sig)
-        fprintf(stderr,
-                "gpuqctl: bench: no request finished within the %.3g s measured: one takes "
-                "longer (a longer --duration, or a smaller --size)\n",
-                s.duration_s);
     if (fflush(stdout) != 0) {
         rc = ctl_fail(GPUQ_E_IO, "stdout: write failed");
     } else if (sig) {
@@ -518,6 +514,11 @@ static int bench_exec(ctl_ctx *ctx, int argc, const char **argv)
         rc = ctl_failf(s.first_code, "%llu request%s failed or gave a wrong result; the first: %s",
                        (unsigned long long)s.errors, s.errors == 1 ? "" : "s",
                        err_text(s.first_code, s.first));
+    } else if (s.ok == 0) { /* measured nothing: no figure a script should take */
+        rc = ctl_failf(GPUQ_E_TIMEOUT,
+                       "no request finished within the %.3g s measured: one takes longer (a "
+                       "longer --duration, or a smaller --size)",
+                       s.duration_s);
     } else {
         rc = 0;
     }
@@ -569,7 +570,8 @@ const ctl_entry ctl_bench_entry = {
             "p90_us, p99_us, p999_us, max_us, mean_us, interrupted. --priority sets the "
             "sessions' priority; --transport shm puts each client's arrays in a shared-memory "
             "arena of its session (auto does so when they come to 1 MiB). Exit status 1 when any "
-            "request failed; Ctrl-C stops, prints what was measured and exits 130.",
+            "request failed, or when none finished within the measured time; Ctrl-C stops, "
+            "prints what was measured and exits 130.",
     .opts = bench_opts,
     .example = "gpuqctl bench --duration 0.3\n"
                "gpuqctl bench --op pairwise --size 128 --clients 2 --depth 4 --duration 0.3\n"

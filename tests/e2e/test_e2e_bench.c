@@ -307,6 +307,21 @@ END_TEST
 
 /* Results over max_output: libgpuq refuses before sending; each client
  * stops at its first refusal, and that is an error too. */
+/* Requests that take longer than the window (a 36 MB result: longer than
+ * 1 ms on either backend): nothing measured is a failure
+ * (exit 1, said), not a table of zeros that a script would take. */
+START_TEST(nothing_finished)
+{
+    run_out r = BENCH("--json", "--op", "pairwise", "--size", "3000", "--duration", "0.001",
+                      "--warmup", "0");
+    ck_assert_msg(r.rc == 1, "exit %d: %s\n%s", r.rc, r.out, r.err);
+    assert_one_object(r.out);
+    ck_assert_msg(jnum(r.out, "requests") == 0 && jnum(r.out, "errors") == 0, "%s", r.out);
+    ck_assert_msg(strstr(r.err, "no request finished within"), "%s", r.err);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(refused_before_sending)
 {
     const char *extra[] = {"--max-output", "64", NULL};
@@ -477,6 +492,7 @@ static Suite *suite(void)
     tcase_add_test(tc, priority_echoed);
     tcase_add_test(tc, daemon_refuses_all);
     tcase_add_test(tc, refused_before_sending);
+    tcase_add_test(tc, nothing_finished);
     tcase_add_loop_test(tc, usage_errors, 0, (int)(sizeof misuses / sizeof misuses[0]));
     tcase_add_test(tc, unreachable);
     tcase_add_test(tc, text_summary);
