@@ -94,6 +94,9 @@ int ctl_usage_error(const ctl_ctx *ctx, const char *fmt, ...) __attribute__((for
 /* Print "gpuqctl: name: msg" (msg's own "name: " prefix dropped); returns 1. */
 int ctl_fail(int code, const char *msg);
 int ctl_failf(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Write n bytes to stderr with write(2) alone, through EINTR (so a signal
+ * handler may call it); gives up quietly when stderr is gone. */
+void ctl_write_stderr(const char *s, size_t n);
 /* Connect with ctx's socket and priority, and set its transport (shm
  * against a gpuqd that offers no arenas fails here); prints the error
  * itself. Returns 0, CTL_EXIT_UNREACHABLE when no socket tried accepted

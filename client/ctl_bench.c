@@ -97,19 +97,6 @@ typedef struct bench_live {
     uint64_t last_hist[BENCH_HIST_BUCKETS];
 } bench_live;
 
-static void write_err(const char *s, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(STDERR_FILENO, s, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return; /* stderr gone: nothing to be done about a live line */
-        s += w;
-        n -= (size_t)w;
-    }
-}
-
 static double hist_pct(const uint64_t *h, uint64_t total, double q)
 {
     uint64_t want = (uint64_t)ceil(q * (double)total), cum = 0;
@@ -151,7 +138,7 @@ static void live_draw(bench_live *lv, bench_client *cls, unsigned n, const bench
                        d ? hist_pct(h, d, 0.99) : 0.0, (unsigned long long)err,
                        lv->tty ? "\033[K" : "\n");
     if (len > 0 && (size_t)len < sizeof line) {
-        write_err(line, (size_t)len);
+        ctl_write_stderr(line, (size_t)len);
         lv->shown = lv->tty;
     }
     lv->last_ns = t;
@@ -161,7 +148,7 @@ static void live_draw(bench_live *lv, bench_client *cls, unsigned n, const bench
 static void live_clear(bench_live *lv)
 {
     if (lv->shown)
-        write_err("\r\033[K", 4);
+        ctl_write_stderr("\r\033[K", 4);
     lv->shown = false;
 }
 

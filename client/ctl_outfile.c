@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ctl.h"
 #include "ctl_progress.h"
 #include "errors.h"
 
@@ -54,19 +55,6 @@ static const int out_signals[] = {SIGINT, SIGTERM, SIGHUP};
 static struct sigaction old_action[OUT_NSIG];
 static bool handlers_on;
 
-static void say(const char *s, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(STDERR_FILENO, s, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return;
-        s += w;
-        n -= (size_t)w;
-    }
-}
-
 static void on_signal(int sig)
 {
     static const char intr[] = "gpuqctl: interrupted\n", term[] = "gpuqctl: terminated\n",
@@ -76,11 +64,11 @@ static void on_signal(int sig)
             (void)unlink(tmp_path[k]);
     ctl_progress_end_line_signal();
     if (sig == SIGINT)
-        say(intr, sizeof intr - 1);
+        ctl_write_stderr(intr, sizeof intr - 1);
     else if (sig == SIGTERM)
-        say(term, sizeof term - 1);
+        ctl_write_stderr(term, sizeof term - 1);
     else
-        say(hup, sizeof hup - 1);
+        ctl_write_stderr(hup, sizeof hup - 1);
     /* die of the signal itself, as a shell expects of a program it
      * interrupted (it then stops a script or loop, too) */
     struct sigaction dfl;

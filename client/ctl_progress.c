@@ -41,25 +41,12 @@ struct ctl_progress {
  * handler, which has no ctl_progress to read). */
 static volatile sig_atomic_t line_shown, line_tty;
 
-static void write_all(const char *s, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(STDERR_FILENO, s, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return; /* stderr gone: nothing to be done about a progress line */
-        s += w;
-        n -= (size_t)w;
-    }
-}
-
 static void end_line(bool tty)
 {
     if (tty)
-        write_all("\r\033[K", 4);
+        ctl_write_stderr("\r\033[K", 4);
     else
-        write_all("\n", 1);
+        ctl_write_stderr("\n", 1);
 }
 
 void ctl_progress_end_line_signal(void)
@@ -124,7 +111,7 @@ static void draw(ctl_progress *p)
     if (n > 0 && (size_t)n < sizeof line) {
         line_tty = p->tty;
         line_shown = 1;
-        write_all(line, (size_t)n);
+        ctl_write_stderr(line, (size_t)n);
     }
 }
 

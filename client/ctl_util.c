@@ -51,6 +51,19 @@ int ctl_fail(int code, const char *msg)
     return CTL_EXIT_FAIL;
 }
 
+void ctl_write_stderr(const char *s, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(STDERR_FILENO, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return; /* stderr gone: nothing to be done about it */
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
 int ctl_failf(int code, const char *fmt, ...)
 {
     char msg[1024];

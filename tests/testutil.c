@@ -97,6 +97,39 @@ int tu_run(const char *const *argv, const char *out_path, const char *err_path)
     return 128 + WTERMSIG(st);
 }
 
+tu_output tu_capture(const char *const *pre, const char *const *args, const char *dir,
+                     const char *name)
+{
+    const char *argv[48];
+    int n = 0;
+    for (int i = 0; pre && pre[i]; i++) {
+        ck_assert_int_lt(n, 47);
+        argv[n++] = pre[i];
+    }
+    for (int i = 0; args && args[i]; i++) {
+        ck_assert_int_lt(n, 47);
+        argv[n++] = args[i];
+    }
+    argv[n] = NULL;
+    char o[512], e[512];
+    snprintf(o, sizeof o, "%s/%s.out", dir, name);
+    snprintf(e, sizeof e, "%s/%s.err", dir, name);
+    tu_output r;
+    r.rc = tu_run(argv, o, e);
+    size_t len;
+    r.out = tu_read_file(o, &len);
+    r.err = tu_read_file(e, &len);
+    ck_assert_msg(r.out && r.err, "cannot read %s or %s", o, e);
+    return r;
+}
+
+void tu_output_free(tu_output *o)
+{
+    free(o->out);
+    free(o->err);
+    o->out = o->err = NULL;
+}
+
 int tu_python(const char *script, const char *const *args)
 {
     const char *argv[64];

@@ -24,6 +24,17 @@ int tu_python(const char *script, const char *const *args);
 /* Run a program with args (argv[0] is the path), stdout/stderr to the given
  * files (NULL: /dev/null); returns exit status, or 128+signal. */
 int tu_run(const char *const *argv, const char *out_path, const char *err_path);
+/* A program's exit status and what it wrote (each malloc'd, NUL-ended). */
+typedef struct tu_output {
+    int rc;
+    char *out, *err;
+} tu_output;
+/* tu_run with pre (NULL-terminated, may be NULL) then args (NULL-terminated)
+ * as its argv, stdout and stderr through dir/name.out and dir/name.err, read
+ * back. At most 47 arguments; aborts the test on a failure to run or read. */
+tu_output tu_capture(const char *const *pre, const char *const *args, const char *dir,
+                     const char *name);
+void tu_output_free(tu_output *o);
 /* Fill with deterministic-but-fresh random values: seeded from time and pid;
  * the seed is printed so a failure can be reproduced (TU_SEED env overrides). */
 void tu_rand_fill_f64(double *x, size_t n, double lo, double hi);

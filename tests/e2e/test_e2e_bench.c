@@ -27,16 +27,8 @@
 
 #include "e2e_util.h"
 
-typedef struct run_out {
-    int rc;
-    char *out, *err; /* malloc'd */
-} run_out;
-
-static void run_free(run_out *r)
-{
-    free(r->out);
-    free(r->err);
-}
+typedef tu_output run_out;
+#define run_free tu_output_free
 
 static const char *dpath(const char *name)
 {
@@ -50,24 +42,8 @@ static const char *dpath(const char *name)
 /* gpuqctl --socket <the daemon's> args... (NULL-terminated). */
 static run_out bench_argv(const char *const *args)
 {
-    const char *argv[48];
-    int n = 0;
-    argv[n++] = GPUQCTL_PATH;
-    argv[n++] = "--socket";
-    argv[n++] = e2e_d.socket;
-    for (int i = 0; args[i]; i++) {
-        ck_assert_int_lt(n, 47);
-        argv[n++] = args[i];
-    }
-    argv[n] = NULL;
-    run_out r;
-    const char *o = dpath("bench.out"), *e = dpath("bench.err");
-    r.rc = tu_run(argv, o, e);
-    size_t len;
-    r.out = tu_read_file(o, &len);
-    r.err = tu_read_file(e, &len);
-    ck_assert(r.out && r.err);
-    return r;
+    const char *pre[] = {GPUQCTL_PATH, "--socket", e2e_d.socket, NULL};
+    return tu_capture(pre, args, e2e_d.dir, "bench");
 }
 
 #define BENCH(...) bench_argv((const char *const[]){"bench", __VA_ARGS__, NULL})
@@ -376,16 +352,12 @@ END_TEST
 
 START_TEST(unreachable)
 {
-    const char *argv[] = {GPUQCTL_PATH, "--socket", dpath("nobody.sock"),
-                          "--json",     "bench",    "--duration",
-                          "0.2",        NULL};
-    int rc = tu_run(argv, dpath("u.out"), dpath("u.err"));
-    size_t len;
-    char *out = tu_read_file(dpath("u.out"), &len), *err = tu_read_file(dpath("u.err"), &len);
-    ck_assert_msg(rc == 3 && out && out[0] == '\0' && err && strstr(err, "cannot connect"), "%d %s",
-                  rc, err ? err : "");
-    free(out);
-    free(err);
+    const char *pre[] = {GPUQCTL_PATH, "--socket", dpath("nobody.sock"), NULL};
+    const char *args[] = {"--json", "bench", "--duration", "0.2", NULL};
+    run_out r = tu_capture(pre, args, e2e_d.dir, "u");
+    ck_assert_msg(r.rc == 3 && r.out[0] == '\0' && strstr(r.err, "cannot connect"), "%d %s", r.rc,
+                  r.err);
+    run_free(&r);
 }
 END_TEST
 

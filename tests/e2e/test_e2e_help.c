@@ -56,36 +56,14 @@ static char *squeeze(char *s)
     return s;
 }
 
-typedef struct run_out {
-    int rc;
-    char *out, *err; /* malloc'd */
-} run_out;
-
-static void run_free(run_out *r)
-{
-    free(r->out);
-    free(r->err);
-}
+typedef tu_output run_out;
+#define run_free tu_output_free
 
 /* gpuqctl args... (NULL-terminated, no --socket added). */
 static run_out ctl_argv(const char *const *args)
 {
-    const char *argv[48];
-    int n = 0;
-    argv[n++] = GPUQCTL_PATH;
-    for (int i = 0; args[i]; i++) {
-        ck_assert_int_lt(n, 47);
-        argv[n++] = args[i];
-    }
-    argv[n] = NULL;
-    run_out r;
-    const char *o = wpath("ctl.out"), *e = wpath("ctl.err");
-    r.rc = tu_run(argv, o, e);
-    size_t len;
-    r.out = tu_read_file(o, &len);
-    r.err = tu_read_file(e, &len);
-    ck_assert(r.out && r.err);
-    return r;
+    const char *pre[] = {GPUQCTL_PATH, NULL};
+    return tu_capture(pre, args, workdir(), "ctl");
 }
 
 #define CTL(...) ctl_argv((const char *const[]){__VA_ARGS__, NULL})
