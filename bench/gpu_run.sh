@@ -30,7 +30,8 @@
 # "sanshm" (not in the default list) runs compute-sanitizer memcheck over
 # the data plane's suites (shared-memory arenas, pipelining). "py" (not in
 # the default list either) runs bench/py_bench.py: the Python client beside
-# libgpuq on a CUDA gpuqd.
+# libgpuq on a CUDA gpuqd; "load" (nor that) runs bench/load.py, issue 12's
+# load table through gpuqctl bench.
 # The build has -DGPUQ_WERROR=ON (as CI's); GPUQ_BUILD_TYPE picks its type
 # (RelWithDebInfo by default; Release for the -O3 warnings).
 set -uo pipefail
@@ -314,6 +315,16 @@ main() {
         rc=${PIPESTATUS[0]}
         row "$(okfail "$rc")" "Python client vs libgpuq" \
             "exit $rc; targets met: $(grep -cE '\| yes \|' "$LOGS/py_bench.txt") of $(grep -cE '\| (yes|NO) \|' "$LOGS/py_bench.txt")"
+    fi
+
+    # Issue 12's load table (bench/load.py: gpuqctl bench on a CUDA gpuqd).
+    if want load; then
+        echo "== bench/load.py"
+        "$PY" bench/load.py --gpuqd build-gpu/server/gpuqd --gpuqctl build-gpu/client/gpuqctl \
+            --device cuda 2>&1 | tee "$LOGS/load.txt"
+        rc=${PIPESTATUS[0]}
+        row "$(okfail "$rc")" "load table (gpuqctl bench)" \
+            "exit $rc; targets met: $(grep -cE '\| yes \|$' "$LOGS/load.txt") of $(grep -cE '\| (yes|NO) \|$' "$LOGS/load.txt")"
     fi
 
     # Where the time of one large request goes (CUDA events), through gpuqctl.
