@@ -10,8 +10,8 @@ uses the one at --socket, and runs `gpuqctl --json bench` (--gpuqctl,
 default build/client/gpuqctl) for each row:
 
   1. normalize of 1024 float32 by socket, 1 client, 1 in flight (the serial
-     round trip; issue 12 compares its p50 with PyTorch in-process, which
-     bench/peer_torch.py measures in the same gpu_run.sh run);
+     round trip; on a CUDA gpuqd its p50 is set beside PyTorch's in-process,
+     bench/peer_torch.py --small-only run by this Python: target <= 1.0x);
   2. the same, 1 client x 8 in flight;
   3. 16 clients x 8 in flight (target: >= 150k req/s);
   4. 64 clients x 8 in flight (target: >= 150k req/s);
@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -87,6 +88,20 @@ class Bench:
         return self.parse(what, r.returncode, r.stdout, r.stderr)
 
 
+def torch_serial_p50():
+    """PyTorch's p50 (us) for the same serial normalize, in-process
+    (bench/peer_torch.py --small-only); None without torch or a GPU."""
+    r = subprocess.run([sys.executable, os.path.join(HERE, "peer_torch.py"), "--small-only"],
+                       capture_output=True, text=True)
+    m = re.search(r"^\| normalize 4 KiB f32, 1 in flight \| p50 ([\d.]+) (us|ms)", r.stdout,
+                  re.M)
+    if r.returncode != 0 or not m:
+        print(f"load: no PyTorch figure (peer_torch.py exit {r.returncode}: "
+              f"{(r.stdout.strip().splitlines() or [''])[0]})", file=sys.stderr)
+        return None
+    return float(m.group(1)) * (1000.0 if m.group(2) == "ms" else 1.0)
+
+
 def fmt_us(v) -> str:
     if not isinstance(v, (int, float)):
         return "n/a"
@@ -129,8 +144,17 @@ def main() -> int:
             print(f"load: {probe.stderr.strip()}", file=sys.stderr)
             return 2
         small = ["--size", "1024", "--duration", dur, "--warmup", warm]
-        for what, c, d, target in (("1 client x 1 in flight", 1, 1, None),
-                                   ("1 client x 8 in flight", 1, 8, None),
+        r = b.run("1 client x 1 in flight", small + ["--clients", "1", "--depth", "1"])
+        torch_p50 = torch_serial_p50() if r.get("backend") == "cuda" else None
+        if torch_p50 is None:
+            rows.append(("normalize 1024 f32, 1 client x 1 in flight", r, "", None))
+        else:
+            ratio = r["p50_us"] / torch_p50 if isinstance(r.get("p50_us"), (int, float)) else None
+            rows.append((f"normalize 1024 f32, 1 client x 1 in flight (PyTorch in-process "
+                         f"p50 {torch_p50:.1f} us; x{ratio:.2f})" if ratio is not None else
+                         "normalize 1024 f32, 1 client x 1 in flight", r,
+                         "p50 <= 1.0x PyTorch", None if ratio is None else ratio <= 1.0))
+        for what, c, d, target in (("1 client x 8 in flight", 1, 8, None),
                                    ("16 clients x 8 in flight", 16, 8, 150e3),
                                    ("64 clients x 8 in flight", 64, 8, 150e3)):
             r = b.run(what, small + ["--clients", str(c), "--depth", str(d)])

@@ -11,7 +11,10 @@ against numpy in float64 on the CPU; a wrong result or any exception makes
 the row an error and the script exit 1. Without torch or a GPU it prints
 why and exits 3 (bench/gpu_run.sh marks the step skipped).
 
-  python3 bench/peer_torch.py [--quick]
+  python3 bench/peer_torch.py [--quick] [--small-only]
+
+--small-only: the first row alone (the 4 KiB serial normalize; bench/load.py
+sets it beside gpuqctl bench's serial row).
 """
 import sys
 import time
@@ -30,6 +33,7 @@ def fmt_us(t):
 
 def main():
     quick = "--quick" in sys.argv[1:]
+    small_only = "--small-only" in sys.argv[1:]
     try:
         import torch
     except Exception as e:  # noqa: BLE001 - any import failure means no peer
@@ -226,26 +230,27 @@ def main():
             check)
 
     normalize_row("normalize 4 KiB f32, 1 in flight", 1024, 200 if quick else 2000)
-    # gpuq_bench's large rows, by the same names (bench/targets.py joins them)
-    n = 100000 if quick else 16777216
-    normalize_row(f"normalize f32 sum, n = {n}", n, 3 if quick else 7)
-    r, c = (64, 512) if quick else (4096, 4096)
-    normalize_row(f"normalize f32 l2 rows, {r}x{c}", r * c, 3 if quick else 7, rows=r)
-    haversine_row(10000 if quick else 1000000, 3 if quick else 7)
-    # cdist's direct form (as accurate as gpuq's tiled kernel: the row that
-    # compares), and its default for large inputs, the matmul identity
-    # |x|^2 + |y|^2 - 2 x.y: faster, with float32 cancellation (0.003 for a
-    # zero distance on this data on an H100; checked to 1e-2, the error shown).
-    pn, pd = (256, 16) if quick else (4096, 64)
-    pairwise_row(pn, pd, 3, "donot_use_mm_for_euclid_dist", 1e-4)
-    pairwise_row(pn, pd, 3 if quick else 7, "use_mm_for_euclid_dist_if_necessary", 1e-2)
-    pairwise_kernel_row(pn, pd, 3 if quick else 20, "donot_use_mm_for_euclid_dist", 1e-4)
-    pairwise_kernel_row(pn, pd, 3 if quick else 20, "use_mm_for_euclid_dist_if_necessary", 1e-2)
-    grid_row(200 if quick else 1000, 3 if quick else 9)
-    if quick:
-        knn_row(256, 20000, 16, 10, 3)
-    else:
-        knn_row(4096, 1000000, 64, 10, 3)
+    if not small_only:
+        # gpuq_bench's large rows, by the same names (bench/targets.py joins them)
+        n = 100000 if quick else 16777216
+        normalize_row(f"normalize f32 sum, n = {n}", n, 3 if quick else 7)
+        r, c = (64, 512) if quick else (4096, 4096)
+        normalize_row(f"normalize f32 l2 rows, {r}x{c}", r * c, 3 if quick else 7, rows=r)
+        haversine_row(10000 if quick else 1000000, 3 if quick else 7)
+        # cdist's direct form (as accurate as gpuq's tiled kernel: the row that
+        # compares), and its default for large inputs, the matmul identity
+        # |x|^2 + |y|^2 - 2 x.y: faster, with float32 cancellation (0.003 for a
+        # zero distance on this data on an H100; checked to 1e-2, the error shown).
+        pn, pd = (256, 16) if quick else (4096, 64)
+        pairwise_row(pn, pd, 3, "donot_use_mm_for_euclid_dist", 1e-4)
+        pairwise_row(pn, pd, 3 if quick else 7, "use_mm_for_euclid_dist_if_necessary", 1e-2)
+        pairwise_kernel_row(pn, pd, 3 if quick else 20, "donot_use_mm_for_euclid_dist", 1e-4)
+        pairwise_kernel_row(pn, pd, 3 if quick else 20, "use_mm_for_euclid_dist_if_necessary", 1e-2)
+        grid_row(200 if quick else 1000, 3 if quick else 9)
+        if quick:
+            knn_row(256, 20000, 16, 10, 3)
+        else:
+            knn_row(4096, 1000000, 64, 10, 3)
 
     name = torch.cuda.get_device_name(0)
     print(f"| PyTorch {torch.__version__} in-process ({name}) | PyTorch | errors |")
