@@ -32,33 +32,15 @@ import argparse
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
+from benchutil import start_daemon  # bench/, the script's directory
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-
-
-def start_daemon(path: str, device: str, sock: str, extra: list):
-    log = open(sock + ".log", "wb")
-    p = subprocess.Popen([path, "--device", device, "--socket", sock, "--log-level", "warn",
-                          *extra], stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if p.poll() is not None:
-            sys.exit(f"load: gpuqd exited {p.returncode} (log {sock}.log)")
-        try:
-            s = socket.socket(socket.AF_UNIX)
-            s.connect(sock)
-            s.close()
-            return p
-        except OSError:
-            time.sleep(0.05)
-    p.kill()
-    sys.exit("load: gpuqd did not listen within 60 s")
 
 
 class Bench:
@@ -133,7 +115,7 @@ def main() -> int:
     if sock is None:
         tmp = tempfile.mkdtemp(prefix="gpuq-load-")
         sock = os.path.join(tmp, "gpuqd.sock")
-        proc = start_daemon(a.gpuqd, a.device, sock, a.gpuqd_arg)
+        proc = start_daemon("load", a.gpuqd, a.device, sock, a.gpuqd_arg)
     b = Bench(a.gpuqctl, sock)
     rows = []
     status = 0

@@ -38,7 +38,6 @@ import ctypes
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -51,25 +50,7 @@ sys.path.insert(0, os.path.join(REPO, "client", "python"))
 import numpy as np  # noqa: E402
 
 import gpuq  # noqa: E402
-
-
-def start_daemon(path: str, device: str, sock: str):
-    log = open(sock + ".log", "wb")
-    p = subprocess.Popen([path, "--device", device, "--socket", sock, "--log-level", "warn"],
-                         stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if p.poll() is not None:
-            sys.exit(f"py_bench: gpuqd exited {p.returncode} (log {sock}.log)")
-        try:
-            s = socket.socket(socket.AF_UNIX)
-            s.connect(sock)
-            s.close()
-            return p
-        except OSError:
-            time.sleep(0.05)
-    p.kill()
-    sys.exit("py_bench: gpuqd did not listen within 60 s")
+from benchutil import start_daemon  # noqa: E402  (bench/, the script's directory)
 
 
 def samples(cmd, what: str):
@@ -220,7 +201,7 @@ def main() -> int:
     if sock is None:
         tmp = tempfile.mkdtemp(prefix="gpuq-pybench-")
         sock = os.path.join(tmp, "gpuqd.sock")
-        proc = start_daemon(a.gpuqd, a.device, sock)
+        proc = start_daemon("py_bench", a.gpuqd, a.device, sock)
     status = 0
     try:
         with gpuq.connect(sock, name="py_bench") as c:

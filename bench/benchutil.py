@@ -1,0 +1,33 @@
+"""What bench/'s Python scripts share (imported from the scripts' own
+directory)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+
+
+def start_daemon(who: str, path: str, device: str, sock: str, extra=()) -> subprocess.Popen:
+    """Start gpuqd (path) with --device and --socket (and extra flags),
+    logging to sock + ".log", and wait until it accepts a connection;
+    exits the script (its name: who) when it dies or does not listen
+    within 60 s."""
+    log = open(sock + ".log", "wb")
+    p = subprocess.Popen([path, "--device", device, "--socket", sock, "--log-level", "warn",
+                          *extra], stdout=log, stderr=subprocess.STDOUT)
+    log.close()  # the child has it
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if p.poll() is not None:
+            sys.exit(f"{who}: gpuqd exited {p.returncode} (log {sock}.log)")
+        try:
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(sock)
+            s.close()
+            return p
+        except OSError:
+            time.sleep(0.05)
+    p.kill()
+    sys.exit(f"{who}: gpuqd did not listen within 60 s")
