@@ -31,3 +31,18 @@ def start_daemon(who: str, path: str, device: str, sock: str, extra=()) -> subpr
             time.sleep(0.05)
     p.kill()
     sys.exit(f"{who}: gpuqd did not listen within 60 s")
+
+
+def stop_daemon(who: str, p: subprocess.Popen) -> bool:
+    """SIGTERM gpuqd and wait (killed after 60 s); True when it exited 0,
+    else says so on stderr."""
+    p.terminate()
+    try:
+        rc = p.wait(60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        rc = -1
+    if rc != 0:
+        print(f"{who}: gpuqd exited {rc}", file=sys.stderr)
+    return rc == 0

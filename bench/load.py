@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 
-from benchutil import start_daemon  # bench/, the script's directory
+from benchutil import start_daemon, stop_daemon  # bench/, the script's directory
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -167,16 +167,8 @@ def main() -> int:
         rows.append((f"  the low-priority bulk load ({bulk_res.get('transport', '?')})", bulk_res,
                      "", None))
     finally:
-        if proc is not None:
-            proc.terminate()
-            try:
-                rc = proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                rc = -1
-            if rc != 0:
-                print(f"load: gpuqd exited {rc}", file=sys.stderr)
-                status = 1
+        if proc is not None and not stop_daemon("load", proc):
+            status = 1
 
     print("| load | req/s | p50 | p99 | errors | target | met |")
     print("|---|---:|---:|---:|---:|---|---|")

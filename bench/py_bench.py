@@ -37,7 +37,6 @@ import argparse
 import ctypes
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -50,7 +49,7 @@ sys.path.insert(0, os.path.join(REPO, "client", "python"))
 import numpy as np  # noqa: E402
 
 import gpuq  # noqa: E402
-from benchutil import start_daemon  # noqa: E402  (bench/, the script's directory)
+from benchutil import start_daemon, stop_daemon  # noqa: E402  (bench/, the script's directory)
 
 
 def samples(cmd, what: str):
@@ -237,16 +236,8 @@ def main() -> int:
                      mine, theirs, 1.1))
         rows.append(("  the same, result a new arena array", mine_new, theirs, None))
     finally:
-        if proc is not None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                rc = proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                rc = -1
-            if rc != 0:
-                print(f"py_bench: gpuqd exited {rc}", file=sys.stderr)
-                status = 1
+        if proc is not None and not stop_daemon("py_bench", proc):
+            status = 1
 
     print(f"| py_bench{' --quick' if a.quick else ''} ({backend}) | gpuq Python p50 | "
           f"libgpuq p50 | Python / libgpuq | target | met | errors |")
