@@ -29,6 +29,7 @@
     X(KNN, knn)                                                                                    \
     X(ARENA_OPEN, arena_open)                                                                      \
     X(ARENA_IMPORT, arena_import)                                                                  \
-    X(ARENA_CLOSE, arena_close)
+    X(ARENA_CLOSE, arena_close)                                                                    \
+    X(CANCEL, cancel)
 
 #endif

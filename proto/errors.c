@@ -38,6 +38,8 @@ static const struct errinfo errtab[] = {
     [23] = {"need_more", "more bytes needed"},
     [24] = {"duplicate_id", "request id already in flight on this session"},
     [25] = {"timeout", "connection closed: no hello, idle, or a frame stalled too long"},
+    [26] = {"deadline_exceeded", "not finished within the request's deadline"},
+    [27] = {"cancelled", "cancelled before it finished"},
 };
 
 #define NERR (sizeof(errtab) / sizeof(errtab[0]))

@@ -38,7 +38,9 @@ enum {
     GPUQ_E_NEED_MORE = -23,     /* decoder: more bytes needed (never on the wire) */
     GPUQ_E_DUPLICATE_ID = -24,  /* request id already in flight on this session */
     GPUQ_E_TIMEOUT = -25,       /* the client was too slow (hello, idle, a stalled frame); closes */
-    GPUQ_E_LAST = -25
+    GPUQ_E_DEADLINE_EXCEEDED = -26, /* not finished within the request's deadline_ms */
+    GPUQ_E_CANCELLED = -27,         /* cancelled by a cancel request (or the daemon) */
+    GPUQ_E_LAST = -27
 };
 
 /* Stable snake_case name of a code ("zero_norm"); "unknown" for others. */

@@ -42,6 +42,7 @@ extern "C" {
 #define GPUQ_DEFAULT_SESSION_ARENA (4096ull * 1024ull * 1024ull) /* 4 GiB of arenas */
 #define GPUQ_DEFAULT_TOTAL_ARENA (16384ull * 1024ull * 1024ull)  /* 16 GiB */
 #define GPUQ_MAX_ARENAS 16u                                      /* arenas one session may hold */
+#define GPUQ_MAX_DEADLINE_MS (86400ull * 1000ull) /* a request's deadline_ms: one day at most */
 
 typedef struct gpuq_limits {
     uint32_t max_header;      /* header bytes per frame */

@@ -152,6 +152,13 @@ typedef struct gpuq_request {
     uint64_t size;
     bool has_arena;
     uint64_t arena;
+    /* compute ops: answer deadline_exceeded unless finished within this
+     * many ms of the header's arrival (0: no deadline; at most
+     * GPUQ_MAX_DEADLINE_MS) */
+    uint64_t deadline_ms;
+    /* cancel: the id of the request to cancel ("request") */
+    bool has_request;
+    uint64_t request;
 } gpuq_request;
 
 /* One output array of a checked request. */

@@ -37,12 +37,15 @@ enum reqkey {
     K_OUT,
     K_SIZE,
     K_ARENA,
+    K_DEADLINE_MS,
+    K_REQUEST,
     K_COUNT
 };
 
 static const char *const req_keys[K_COUNT] = {
     "id",     "op",      "dtype", "shape", "shape_b", "timing", "version", "client", "priority",
     "device", "session", "limit", "value", "in",      "out",    "size",    "arena",
+    "deadline_ms", "request",
 };
 
 /* Op keys take seen-bits from here up. */
@@ -304,6 +307,15 @@ static int decode_value(gpuq_mpr *r, enum reqkey key, gpuq_request *req, char *m
         if (gpuq_mpr_uint(r, &req->arena) != 0)
             return hdr_fail(msg, cap, GPUQ_E_BAD_HEADER, "\"arena\" must be an unsigned int");
         req->has_arena = true;
+        return 0;
+    case K_DEADLINE_MS:
+        if (gpuq_mpr_uint(r, &req->deadline_ms) != 0)
+            return hdr_fail(msg, cap, GPUQ_E_BAD_HEADER, "\"deadline_ms\" must be an unsigned int");
+        return 0;
+    case K_REQUEST:
+        if (gpuq_mpr_uint(r, &req->request) != 0)
+            return hdr_fail(msg, cap, GPUQ_E_BAD_HEADER, "\"request\" must be an unsigned int");
+        req->has_request = true;
         return 0;
     case K_COUNT:
         break;

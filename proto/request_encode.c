@@ -123,6 +123,16 @@ static void encode_common(gpuq_mpw *w, uint32_t *n, const gpuq_request *req, uns
         gpuq_mpw_uint(w, req->arena);
         (*n)++;
     }
+    if (req->deadline_ms) {
+        gpuq_mpw_str(w, "deadline_ms");
+        gpuq_mpw_uint(w, req->deadline_ms);
+        (*n)++;
+    }
+    if (req->has_request) {
+        gpuq_mpw_str(w, "request");
+        gpuq_mpw_uint(w, req->request);
+        (*n)++;
+    }
 }
 
 int gpuq_request_encode(const gpuq_request *req, uint8_t **out, size_t *outlen)

@@ -130,11 +130,15 @@ static const fuzz_field req_fields[] = {
     RQ(size, OPS_ALL, 0),
     RQ(has_arena, OPS_ALL, 0),
     RQ(arena, OPS_ALL, 0),
+    /* deadline_ms and cancel's request: encoded whenever set */
+    RQ(deadline_ms, OPS_ALL, 0),
+    RQ(has_request, OPS_ALL, 0),
+    RQ(request, OPS_ALL, 0),
 };
 #define N_REQ_FIELDS (sizeof req_fields / sizeof req_fields[0])
 
 #if defined(__LP64__)
-_Static_assert(sizeof(gpuq_request) == 544,
+_Static_assert(sizeof(gpuq_request) == 568,
                "gpuq_request changed: give the new field a row in req_fields (fuzz_header.c) "
                "saying which ops keep it, then update this size");
 #endif

@@ -237,6 +237,14 @@ static void gen_requests(void)
     q.has_arena = true;
     q.arena = 3;
     req("req-arena-close", &q);
+    base(&q, GPUQ_OP_CANCEL, GPUQ_DT_NONE);
+    q.has_request = true;
+    q.request = 7;
+    req("req-cancel", &q);
+    base(&q, GPUQ_OP_NORMALIZE, GPUQ_DT_F32);
+    shape(q.shape_a, &q.ndim_a, 1, 4, 0);
+    q.deadline_ms = 250;
+    req("req-normalize-deadline", &q);
     base(&q, GPUQ_OP_KNN, GPUQ_DT_F32);
     shape(q.shape_a, &q.ndim_a, 2, 3, 4);
     shape(q.shape_b, &q.ndim_b, 2, 5, 4);
@@ -977,7 +985,7 @@ static void gen_dict(void)
     static const char *const req_keys[] = {
         "id",      "op",     "dtype", "shape", "shape_b", "method",  "flat",   "on_zero",  "metric",
         "to",      "radius", "lat",   "lon",   "timing",  "version", "client", "priority", "device",
-        "session", "limit",  "value", "in",    "out",     "size",    "arena"};
+        "session", "limit",  "value", "in",    "out",     "size",    "arena",   "deadline_ms", "request"};
     for (size_t k = 0; k < sizeof req_keys / sizeof req_keys[0]; k++)
         dict_str(req_keys[k]);
     corpus_dict_comment(C, "ops, dtypes, methods, metrics, on_zero, priorities, limits");
