@@ -216,6 +216,14 @@ static int cuda_submit(backend *bb, gpuq_job *job)
 
     if (x->timing)
         STEP(cudaEventRecord(x->t[0], s->stream), "cudaEventRecord");
+    if (b->slow_ms) { /* test hook: a slow job, as the CPU backend's */
+        int k = gpuq_cuda_test_sleep(s->stream, (unsigned)b->slow_ms);
+        if (k != GPUQ_K_OK) {
+            status = cuda_status_of_kcode(b, job, k);
+            goto fail_enqueued;
+        }
+        enqueued = 1;
+    }
     uint64_t scratch = chunked ? plan.scratch : op_scratch_bytes(job->req, job->sz);
     small = !chunked && small_bufs(b, s, x, job, scratch, &d_in, &d_out, &d_scratch);
     if (!small) {
@@ -549,6 +557,7 @@ backend *backend_cuda_create(uv_loop_t *loop, backend_complete_fn done, uint64_t
     b->base.complete = done;
     b->inject_sticky = cuda_env_u64("GPUQ_TEST_INJECT_STICKY");
     b->inject_oom = cuda_env_u64("GPUQ_TEST_INJECT_OOM");
+    b->slow_ms = cuda_env_u64("GPUQ_TEST_SLOW_MS");
     b->inject_pipe = cuda_env_u64("GPUQ_TEST_INJECT_PIPE");
     /* GPUQ_CUDA_CHUNK_BYTES: pipelining's chunk size and threshold (0: off). */
     const char *chunk = getenv("GPUQ_CUDA_CHUNK_BYTES");

@@ -8,6 +8,9 @@
  *                                     faulting kernel (device_lost tests)
  *   GPUQ_TEST_INJECT_OOM=N            the N-th device allocation fails with
  *                                     no_memory
+ *   GPUQ_TEST_SLOW_MS=N               each job first runs a kernel that
+ *                                     waits N ms (as the CPU backend's
+ *                                     hook: slow jobs for the tests)
  *   GPUQ_CUDA_CHUNK_BYTES             a job of more input + output bytes
  *                                     goes in chunks of about that many,
  *                                     pipelined (default 4 MiB; 0: never)

@@ -103,6 +103,7 @@ typedef struct backend_cuda {
     int walking; /* >0 while a loop callback walks sessions */
     uint64_t submits, allocs;
     uint64_t inject_sticky, inject_oom;
+    uint64_t slow_ms; /* GPUQ_TEST_SLOW_MS: each job first waits that long on the GPU */
     uint64_t chunk_bytes;       /* GPUQ_CUDA_CHUNK_BYTES (0: no pipelining) */
     uint64_t small_bytes;       /* GPUQ_CUDA_SMALL_BYTES (0: pool allocations for every job) */
     uint64_t small_jobs;        /* jobs that ran in a kept small buffer */
