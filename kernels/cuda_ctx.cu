@@ -147,6 +147,31 @@ extern "C" int *gpuq_cuda_ctx_errflag(gpuq_cuda_ctx *ctx)
     return ctx ? ctx->d_flag : NULL;
 }
 
+__global__ void gpuq_flag_to_host_kernel(const int *d_flag, volatile int *h_flag)
+{
+    *h_flag = *(volatile const int *)d_flag;
+    __threadfence_system();
+}
+
+extern "C" int gpuq_cuda_ctx_flag_to_host(gpuq_cuda_ctx *ctx, int *h_flag)
+{
+    gpuq_flag_to_host_kernel<<<1, 1, 0, ctx->stream>>>(ctx->d_flag, h_flag);
+    GPUQ_LAUNCH_CHECK(ctx);
+    return GPUQ_K_OK;
+}
+
+__global__ void gpuq_flag_reset_kernel(int *d_flag)
+{
+    *d_flag = 0;
+}
+
+extern "C" int gpuq_cuda_ctx_flag_reset(gpuq_cuda_ctx *ctx)
+{
+    gpuq_flag_reset_kernel<<<1, 1, 0, ctx->stream>>>(ctx->d_flag);
+    GPUQ_LAUNCH_CHECK(ctx);
+    return GPUQ_K_OK;
+}
+
 extern "C" void gpuq_cuda_ctx_use_gemm(gpuq_cuda_ctx *ctx, int use_gemm)
 {
     if (ctx)

@@ -115,6 +115,15 @@ cudaStream_t gpuq_cuda_ctx_stream(gpuq_cuda_ctx *ctx);
  * as a positive int); the caller copies it back with the result and resets
  * it. */
 int *gpuq_cuda_ctx_errflag(gpuq_cuda_ctx *ctx);
+/* Enqueue on ctx's stream a one-thread kernel that stores the device error
+ * flag into h_flag, pinned host memory the device reaches at that pointer
+ * (unified addressing): the flag's copy without a copy engine, so that a
+ * zero-copy job never queues behind other streams' copies. Returns a
+ * GPUQ_K_* code. */
+int gpuq_cuda_ctx_flag_to_host(gpuq_cuda_ctx *ctx, int *h_flag);
+/* Enqueue a one-thread kernel that clears the device error flag (the reset
+ * without cudaMemsetAsync, for the same reason). Returns a GPUQ_K_* code. */
+int gpuq_cuda_ctx_flag_reset(gpuq_cuda_ctx *ctx);
 
 int gpuq_cuda_normalize(gpuq_cuda_ctx *ctx, int dt, int method, int zero_ok, const void *d_in,
                         void *d_out, uint64_t rows, uint64_t cols);

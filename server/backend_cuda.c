@@ -6,7 +6,12 @@
  * pinned memory, cudaFreeAsync of the device buffers, and records the job's
  * completion event; the job joins the session's FIFO of in-flight jobs.
  * A small job (GPUQ_CUDA_SMALL_BYTES) needs no allocation or free: its
- * buffers are carved from one its per-job state keeps between jobs.
+ * buffers are carved from one its per-job state keeps between jobs. A
+ * zero-copy job (GPUQ_CUDA_ZERO_COPY_BYTES: small, its host arrays
+ * addressable by the device) skips the copies: its kernels read and write
+ * the staging slot or arena directly, and one-thread kernels reset the
+ * error flag and store it into pinned memory, so it uses no copy engine
+ * and never queues behind another session's bulk transfers.
  * A large job whose op splits into rows runs its copies and kernels in
  * chunks instead, overlapped on two copy streams of the session and joined
  * back onto its stream before the same tail (backend_cuda_pipe.c).
@@ -125,14 +130,35 @@ static uint64_t align256(uint64_t n)
     return (n + 255) & ~(uint64_t)255;
 }
 
-/* A small job's device buffers: input, output and scratch carved from the
- * buffer x keeps (allocated from the pool on first use, on s's stream, and
- * freed when the session ends). 1 when the job uses it, 0 when it is not
- * small or the buffer cannot be had (the caller allocates per job). */
-static int small_bufs(backend_cuda *b, cuda_sess *s, cuda_jobx *x, const gpuq_job *job,
+/* Zero-copy: may job's kernels work on its host arrays themselves? Its
+ * input + output bytes are at most zc_bytes, the device reaches pinned and
+ * registered host memory at the host's pointers, and the arrays lie as the
+ * device buffers would (B right after A, output 1 right after output 0).
+ * Such a job needs no copy engine: a small high-priority request then never
+ * waits behind another session's bulk copies, and costs two CUDA calls
+ * fewer. */
+static int zero_copy_ok(const backend_cuda *b, const cuda_sess *s, const gpuq_job *job)
+{
+    const gpuq_sizes *sz = job->sz;
+    if (b->zc_bytes == 0 || !s->dev->host_ptr_ok || sz->payload + sz->output > b->zc_bytes)
+        return 0;
+    if (sz->nin > 1 && (const char *)job->h_in[0] + sz->in_bytes[0] != job->h_in[1])
+        return 0;
+    if (sz->nout > 1 && (char *)job->h_out[0] + sz->out[0].bytes != job->h_out[1])
+        return 0;
+    return 1;
+}
+
+/* A small job's device buffers: input, output (unless zero-copy: zc) and
+ * scratch carved from the buffer x keeps (allocated from the pool on first
+ * use, on s's stream, and freed when the session ends). 1 when the job uses
+ * it, 0 when it is not small or the buffer cannot be had (the caller
+ * allocates per job). */
+static int small_bufs(backend_cuda *b, cuda_sess *s, cuda_jobx *x, const gpuq_job *job, int zc,
                       uint64_t scratch, void **d_in, void **d_out, void **d_scratch)
 {
-    uint64_t out_at = align256(job->sz->payload), scr_at = out_at + align256(job->sz->output);
+    uint64_t out_at = zc ? 0 : align256(job->sz->payload);
+    uint64_t scr_at = zc ? 0 : out_at + align256(job->sz->output);
     if (b->small_bytes == 0 || scr_at + scratch > b->small_bytes)
         return 0;
     if (!x->d_small && dev_alloc(b, s, &x->d_small, b->small_bytes) != cudaSuccess) {
@@ -140,8 +166,10 @@ static int small_bufs(backend_cuda *b, cuda_sess *s, cuda_jobx *x, const gpuq_jo
         return 0; /* the pool is full: this job allocates (and fails) the usual way */
     }
     char *base = x->d_small;
-    *d_in = job->sz->payload ? base : NULL;
-    *d_out = job->sz->output ? base + out_at : NULL;
+    if (!zc) {
+        *d_in = job->sz->payload ? base : NULL;
+        *d_out = job->sz->output ? base + out_at : NULL;
+    }
     *d_scratch = scratch ? base + scr_at : NULL;
     b->small_jobs++;
     return 1;
@@ -176,7 +204,7 @@ static int cuda_submit(backend *bb, gpuq_job *job)
     cuda_jobx *x = NULL;
     cuda_plan plan;
     void *d_in = NULL, *d_out = NULL, *d_scratch = NULL;
-    int status = 0, enqueued = 0, chunked = 0, small = 0;
+    int status = 0, enqueued = 0, chunked = 0, small = 0, zc = 0;
     char detail[120] = "";
     cudaError_t e;
 
@@ -225,10 +253,17 @@ static int cuda_submit(backend *bb, gpuq_job *job)
         enqueued = 1;
     }
     uint64_t scratch = chunked ? plan.scratch : op_scratch_bytes(job->req, job->sz);
-    small = !chunked && small_bufs(b, s, x, job, scratch, &d_in, &d_out, &d_scratch);
+    if ((zc = !chunked && zero_copy_ok(b, s, job))) { /* the kernels use the host arrays */
+        d_in = (void *)job->h_in[0];
+        d_out = job->h_out[0];
+        b->zero_copy_jobs++;
+    }
+    small = !chunked && small_bufs(b, s, x, job, zc, scratch, &d_in, &d_out, &d_scratch);
     if (!small) {
-        STEP(dev_alloc(b, s, &d_in, job->sz->payload), "cudaMallocFromPoolAsync(input)");
-        STEP(dev_alloc(b, s, &d_out, job->sz->output), "cudaMallocFromPoolAsync(output)");
+        if (!zc) {
+            STEP(dev_alloc(b, s, &d_in, job->sz->payload), "cudaMallocFromPoolAsync(input)");
+            STEP(dev_alloc(b, s, &d_out, job->sz->output), "cudaMallocFromPoolAsync(output)");
+        }
         STEP(dev_alloc(b, s, &d_scratch, scratch), "cudaMallocFromPoolAsync(scratch)");
     }
     if (chunked) {
@@ -241,7 +276,7 @@ static int cuda_submit(backend *bb, gpuq_job *job)
             goto fail_enqueued;
         goto tail;
     }
-    for (uint32_t k = 0; k < job->sz->nin;) { /* A then B; one copy when adjacent */
+    for (uint32_t k = 0; k < job->sz->nin && !zc;) { /* A then B; one copy when adjacent */
         uint32_t n =
             copy_run(job->sz->nin - k, (const void *const *)&job->h_in[k], &job->sz->in_bytes[k]);
         size_t len = 0, at = 0;
@@ -255,8 +290,18 @@ static int cuda_submit(backend *bb, gpuq_job *job)
     }
     if (x->timing)
         STEP(cudaEventRecord(x->t[1], s->stream), "cudaEventRecord");
-    STEP(cudaMemsetAsync(gpuq_cuda_ctx_errflag(s->kctx), 0, sizeof(int), s->stream),
-         "cudaMemsetAsync(errflag)");
+    if (zc) { /* no copy engine at all: the flag's reset is a kernel too */
+        int k = gpuq_cuda_ctx_flag_reset(s->kctx);
+        if (k != GPUQ_K_OK) {
+            status = cuda_status_of_kcode(b, job, k);
+            snprintf(detail, sizeof detail, "errflag kernel launch failed");
+            goto fail_enqueued;
+        }
+        enqueued = 1;
+    } else {
+        STEP(cudaMemsetAsync(gpuq_cuda_ctx_errflag(s->kctx), 0, sizeof(int), s->stream),
+             "cudaMemsetAsync(errflag)");
+    }
     if (b->inject_sticky && b->submits == b->inject_sticky) {
         int k = gpuq_cuda_test_fault(s->stream);
         if (k != GPUQ_K_OK) {
@@ -274,7 +319,7 @@ static int cuda_submit(backend *bb, gpuq_job *job)
     }
     if (x->timing)
         STEP(cudaEventRecord(x->t[2], s->stream), "cudaEventRecord");
-    for (uint32_t k = 0; k < job->sz->nout;) { /* outputs packed in d_out */
+    for (uint32_t k = 0; k < job->sz->nout && !zc;) { /* outputs packed in d_out */
         uint64_t ob[GPUQ_MAX_OUTPUTS] = {job->sz->out[0].bytes, job->sz->out[1].bytes};
         uint32_t n = copy_run(job->sz->nout - k, (const void *const *)&job->h_out[k], &ob[k]);
         size_t len = 0, at = 0;
@@ -287,9 +332,19 @@ static int cuda_submit(backend *bb, gpuq_job *job)
         k += n;
     }
 tail:
-    STEP(cudaMemcpyAsync(x->h_flag, gpuq_cuda_ctx_errflag(s->kctx), sizeof(int),
-                         cudaMemcpyDeviceToHost, s->stream),
-         "cudaMemcpyAsync(errflag)");
+    if (zc) { /* the flag too without a copy engine */
+        int k = gpuq_cuda_ctx_flag_to_host(s->kctx, x->h_flag);
+        if (k != GPUQ_K_OK) {
+            status = cuda_status_of_kcode(b, job, k);
+            snprintf(detail, sizeof detail, "errflag kernel launch failed");
+            goto fail_enqueued;
+        }
+        enqueued = 1;
+    } else {
+        STEP(cudaMemcpyAsync(x->h_flag, gpuq_cuda_ctx_errflag(s->kctx), sizeof(int),
+                             cudaMemcpyDeviceToHost, s->stream),
+             "cudaMemcpyAsync(errflag)");
+    }
     if (x->timing)
         STEP(cudaEventRecord(x->t[3], s->stream), "cudaEventRecord");
 
@@ -298,6 +353,8 @@ fail_enqueued:
      * small job's stay with x, reused only once this job completed. */
     if (small)
         d_in = d_out = d_scratch = NULL;
+    if (zc) /* host memory, not the pool's */
+        d_in = d_out = NULL;
     if (d_in && cudaFreeAsync(d_in, s->stream) != cudaSuccess)
         log_error("cuda: cudaFreeAsync(input) failed");
     if (d_out && cudaFreeAsync(d_out, s->stream) != cudaSuccess)
@@ -504,6 +561,15 @@ backend *backend_cuda_create(uv_loop_t *loop, backend_complete_fn done, uint64_t
             goto err_after_devs;
         }
         snprintf(d->name, sizeof d->name, "%s", prop.name);
+        /* Zero-copy jobs need the device to reach pinned (cudaHostAlloc:
+         * unified addressing) and registered (arenas) host memory at the
+         * host's own pointers. */
+        int uva = 0, hostptr = 0;
+        if (cudaDeviceGetAttribute(&uva, cudaDevAttrUnifiedAddressing, i) != cudaSuccess ||
+            cudaDeviceGetAttribute(&hostptr, cudaDevAttrCanUseHostPointerForRegisteredMem, i) !=
+                cudaSuccess)
+            uva = hostptr = 0;
+        d->host_ptr_ok = uva && hostptr;
         d->total_mem = (uint64_t)prop.totalGlobalMem;
     }
     b->cur_dev = n - 1;
@@ -563,6 +629,10 @@ backend *backend_cuda_create(uv_loop_t *loop, backend_complete_fn done, uint64_t
     const char *chunk = getenv("GPUQ_CUDA_CHUNK_BYTES");
     b->chunk_bytes =
         chunk && *chunk ? cuda_env_u64("GPUQ_CUDA_CHUNK_BYTES") : CUDA_CHUNK_BYTES_DEFAULT;
+    /* GPUQ_CUDA_ZERO_COPY_BYTES: zero-copy jobs up to that size (0: off). */
+    const char *zcb = getenv("GPUQ_CUDA_ZERO_COPY_BYTES");
+    b->zc_bytes =
+        zcb && *zcb ? cuda_env_u64("GPUQ_CUDA_ZERO_COPY_BYTES") : CUDA_ZERO_COPY_BYTES_DEFAULT;
     /* GPUQ_CUDA_SMALL_BYTES: the kept buffer of small jobs (0: off). */
     const char *small = getenv("GPUQ_CUDA_SMALL_BYTES");
     b->small_bytes =

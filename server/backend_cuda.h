@@ -19,6 +19,11 @@
  *                                     device buffer its per-job state keeps
  *                                     (no pool allocation or free per job;
  *                                     default 64 KiB; 0: never)
+ *   GPUQ_CUDA_ZERO_COPY_BYTES         a job of at most that many input +
+ *                                     output bytes, whose host arrays the
+ *                                     device can address, runs its kernels
+ *                                     on them: no copies (default 64 KiB;
+ *                                     0: never)
  *   GPUQ_CUDA_SPIN_US                 the adaptive spin window after each
  *                                     submit and completion (default 50;
  *                                     0: doorbells only)

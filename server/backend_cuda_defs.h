@@ -32,6 +32,10 @@
  * per-job state keeps from job to job, instead of three stream-ordered pool
  * allocations and frees (GPUQ_CUDA_SMALL_BYTES; 0: never). */
 #define CUDA_SMALL_BYTES_DEFAULT ((uint64_t)64 << 10)
+/* Zero-copy jobs (backend_cuda.c): a job of at most this many input +
+ * output bytes whose host arrays the device can address runs its kernels
+ * on them, without copies (GPUQ_CUDA_ZERO_COPY_BYTES; 0: never). */
+#define CUDA_ZERO_COPY_BYTES_DEFAULT ((uint64_t)64 << 10)
 #define CUDA_PIPE_MAX_CHUNKS 32
 
 typedef struct cuda_dev {
@@ -42,6 +46,7 @@ typedef struct cuda_dev {
     cudaMemPool_t pool;
     int own_pool;    /* created (with a size limit), destroyed by us */
     int reuse_local; /* pool reuse without cross-stream waits (dev_alloc) */
+    int host_ptr_ok; /* reaches pinned and registered host memory at host pointers */
     int sessions;
     uint64_t in_flight;
     uint64_t bytes; /* input + output bytes submitted */
@@ -103,10 +108,12 @@ typedef struct backend_cuda {
     int walking; /* >0 while a loop callback walks sessions */
     uint64_t submits, allocs;
     uint64_t inject_sticky, inject_oom;
-    uint64_t slow_ms; /* GPUQ_TEST_SLOW_MS: each job first waits that long on the GPU */
+    uint64_t slow_ms;           /* GPUQ_TEST_SLOW_MS: each job first waits that long on the GPU */
     uint64_t chunk_bytes;       /* GPUQ_CUDA_CHUNK_BYTES (0: no pipelining) */
     uint64_t small_bytes;       /* GPUQ_CUDA_SMALL_BYTES (0: pool allocations for every job) */
     uint64_t small_jobs;        /* jobs that ran in a kept small buffer */
+    uint64_t zc_bytes;          /* GPUQ_CUDA_ZERO_COPY_BYTES (0: every job copies) */
+    uint64_t zero_copy_jobs;    /* jobs whose kernels used the host arrays */
     uint64_t inject_pipe;       /* GPUQ_TEST_INJECT_PIPE */
     uint64_t pipelined, chunks; /* jobs that ran in chunks, and their chunks */
 } backend_cuda;

@@ -143,15 +143,17 @@ END_TEST
 
 /* Four normalizes of 64 values on one session, the daemon's n-th device
  * allocation failing (GPUQ_TEST_INJECT_OOM): with small jobs' kept buffers
- * off, every job allocates, so exactly one request (the one whose
+ * and zero-copy off, every job allocates, so exactly one request (the one whose
  * allocation fails) gets no_memory; with them on (the default), the one
  * allocation is the kept buffer's, and its failure makes that job allocate
  * the usual way: every request succeeds. */
 static void oom_round(const char *small, const char *nth, int want_oom)
 {
     setenv("GPUQ_CUDA_SMALL_BYTES", small, 1);
+    setenv("GPUQ_CUDA_ZERO_COPY_BYTES", small, 1); /* zero-copy jobs allocate nothing */
     start_cuda("GPUQ_TEST_INJECT_OOM", nth);
     unsetenv("GPUQ_CUDA_SMALL_BYTES");
+    unsetenv("GPUQ_CUDA_ZERO_COPY_BYTES");
     gpuq_conn *c = e2e_connect("oom", GPUQ_PRIO_NORMAL);
     double x[64], y[64];
     for (int j = 0; j < 64; j++)
