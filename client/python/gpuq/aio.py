@@ -42,12 +42,12 @@ class AsyncClient(_base.Base):
         ":func:`gpuq.aio.connect`.\n\n    " + _base.Base.__doc__
 
     def __init__(self, sock: _socket.socket, path: str, transport: str = "auto",
-                 shm_min_bytes: int = SHM_MIN_BYTES):
+                 shm_min_bytes: int = SHM_MIN_BYTES, deadline_ms: Optional[int] = None):
+        self._init_base(path, transport, shm_min_bytes, deadline_ms)
         self._loop = asyncio.get_running_loop()
         sock.setblocking(False)
         self._sock = sock
         self._fd = sock.fileno()
-        self._init_base(path, transport, shm_min_bytes)
         self._out: collections.deque = collections.deque()
         self._writing = False
         self._slot_waiters: collections.deque = collections.deque()
@@ -207,13 +207,17 @@ class AsyncClient(_base.Base):
         self._write(bufs)
         return fut
 
-    async def _run(self, call: Call) -> Any:
+    async def _run(self, call: Call, deadline_ms: Optional[int]) -> Any:
+        call.deadline_ms = self._deadline if deadline_ms is None else _ops.deadline(deadline_ms)
         return await (await self._submit(call))
 
-    async def submit(self, op: Union[str, Callable], *args: Any, **kwargs: Any) -> asyncio.Future:
+    async def submit(self, op: Union[str, Callable], *args: Any,
+                     deadline_ms: Optional[int] = None, **kwargs: Any) -> asyncio.Future:
         """Send an op now; returns an asyncio.Future of its value (await it
         later). ``await c.submit("normalize", a)`` is sent once this returns."""
-        return await self._submit(_base.builder(op)(*args, **kwargs))
+        call = _base.builder(op)(*args, **kwargs)
+        call.deadline_ms = self._deadline if deadline_ms is None else _ops.deadline(deadline_ms)
+        return await self._submit(call)
 
     # ---- arrays in shared memory ----
 
@@ -251,33 +255,39 @@ class AsyncClient(_base.Base):
 
     async def normalize(self, a: ArrayLike, method: str = "sum", flat: bool = False, *,
                         on_zero: str = "error", dtype: DTypeLike = None,
-                        out: Optional[np.ndarray] = None, timing: bool = False) -> Result:
-        return await self._run(_ops.normalize(a, method, flat, on_zero, dtype, out, timing))
+                        out: Optional[np.ndarray] = None, timing: bool = False,
+                        deadline_ms: Optional[int] = None) -> Result:
+        return await self._run(_ops.normalize(a, method, flat, on_zero, dtype, out, timing),
+                               deadline_ms)
 
     async def haversine(self, a: ArrayLike, b: Optional[ArrayLike] = None, *,
                         to: Optional[Tuple[float, float]] = None,
                         radius: float = EARTH_RADIUS_KM, dtype: DTypeLike = None,
-                        out: Optional[np.ndarray] = None, timing: bool = False) -> Result:
-        return await self._run(_ops.haversine(a, b, to, radius, dtype, out, timing))
+                        out: Optional[np.ndarray] = None, timing: bool = False,
+                        deadline_ms: Optional[int] = None) -> Result:
+        return await self._run(_ops.haversine(a, b, to, radius, dtype, out, timing),
+                               deadline_ms)
 
     async def grid(self, lat: Tuple[float, float, int] = (-90.0, 90.0, 1000),
                    lon: Tuple[float, float, int] = (-180.0, 180.0, 1000), *,
                    to: Tuple[float, float] = (30.0, 101.0), radius: float = EARTH_RADIUS_KM,
                    dtype: DTypeLike = np.float64, out: Optional[np.ndarray] = None,
-                   timing: bool = False) -> Result:
-        return await self._run(_ops.grid(lat, lon, to, radius, dtype, out, timing))
+                   timing: bool = False, deadline_ms: Optional[int] = None) -> Result:
+        return await self._run(_ops.grid(lat, lon, to, radius, dtype, out, timing), deadline_ms)
 
     async def pairwise(self, x: ArrayLike, y: Optional[ArrayLike] = None,
                        metric: str = "euclidean", *, on_zero: str = "error",
                        dtype: DTypeLike = None, out: Optional[np.ndarray] = None,
-                       timing: bool = False) -> Result:
-        return await self._run(_ops.pairwise(x, y, metric, on_zero, dtype, out, timing))
+                       timing: bool = False, deadline_ms: Optional[int] = None) -> Result:
+        return await self._run(_ops.pairwise(x, y, metric, on_zero, dtype, out, timing),
+                               deadline_ms)
 
     async def knn(self, x: ArrayLike, y: ArrayLike, k: int, metric: str = "euclidean", *,
                   on_zero: str = "error", dtype: DTypeLike = None,
                   out: Optional[Tuple[np.ndarray, np.ndarray]] = None,
-                  timing: bool = False) -> KnnResult:
-        return await self._run(_ops.knn(x, y, k, metric, on_zero, dtype, out, timing))
+                  timing: bool = False, deadline_ms: Optional[int] = None) -> KnnResult:
+        return await self._run(_ops.knn(x, y, k, metric, on_zero, dtype, out, timing),
+                               deadline_ms)
 
     normalize.__doc__ = _docs.NORMALIZE
     haversine.__doc__ = _docs.HAVERSINE
@@ -334,11 +344,14 @@ class _Connecting:
             await self._client.close()
 
 
-async def _connect(socket, priority, device, name, transport, shm_min_bytes, timeout):
+async def _connect(socket, priority, device, name, transport, shm_min_bytes, timeout,
+                   deadline_ms):
     _base.hello_keys(name, priority, device)  # bad arguments before connecting
+    if deadline_ms is not None:
+        _ops.deadline(deadline_ms)
     sock, path = _socketpath.open_socket(socket, timeout)
     try:
-        c = AsyncClient(sock, path, transport, shm_min_bytes)
+        c = AsyncClient(sock, path, transport, shm_min_bytes, deadline_ms)
     except BaseException:
         sock.close()
         raise
@@ -357,8 +370,8 @@ async def _connect(socket, priority, device, name, transport, shm_min_bytes, tim
 def connect(socket: Optional[str] = None, priority: Union[str, int] = "normal",
             device: Optional[int] = None, name: Optional[str] = None, *,
             transport: str = "auto", shm_min_bytes: int = SHM_MIN_BYTES,
-            timeout: Optional[float] = None) -> _Connecting:
+            timeout: Optional[float] = None, deadline_ms: Optional[int] = None) -> _Connecting:
     """As gpuq.connect, for asyncio: ``c = await gpuq.aio.connect()`` or
     ``async with gpuq.aio.connect() as c:``."""
     return _Connecting(_connect(socket, priority, device, name, transport, shm_min_bytes,
-                                timeout))
+                                timeout, deadline_ms))

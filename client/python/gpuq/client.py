@@ -98,9 +98,9 @@ class Client(_base.Base):
         _base.Base.__doc__
 
     def __init__(self, sock: _socket.socket, path: str, transport: str = "auto",
-                 shm_min_bytes: int = SHM_MIN_BYTES):
+                 shm_min_bytes: int = SHM_MIN_BYTES, deadline_ms: Optional[int] = None):
         self._sock = sock
-        self._init_base(path, transport, shm_min_bytes)
+        self._init_base(path, transport, shm_min_bytes, deadline_ms)
         self._lock = threading.RLock()
         self._ready: List[Future] = []
         self._sending = False  # a frame is partly sent
@@ -347,8 +347,9 @@ class Client(_base.Base):
             self._take(got, self._break)
         return MISS
 
-    def _run(self, call: Call) -> Any:
+    def _run(self, call: Call, deadline_ms: Optional[int]) -> Any:
         """submit + result, without a Future: the blocking ops' path."""
+        call.deadline_ms = self._deadline if deadline_ms is None else _ops.deadline(deadline_ms)
         box: List[Any] = []
         with self._lock:
             s = self._s
@@ -373,12 +374,15 @@ class Client(_base.Base):
             raise box[1]
         return box[0]
 
-    def submit(self, op: Union[str, Callable], *args: Any, **kwargs: Any) -> Future:
+    def submit(self, op: Union[str, Callable], *args: Any, deadline_ms: Optional[int] = None,
+               **kwargs: Any) -> Future:
         """Send an op and return a Future at once: submit("normalize", a,
         method="l2") is normalize(a, method="l2") without the wait. Keep
         many in flight; replies come in order. When max_inflight requests
-        are already in flight, submit first reads the oldest reply."""
+        are already in flight, submit first reads the oldest reply.
+        Future.cancel() cancels the request in gpuqd."""
         call = _base.builder(op)(*args, **kwargs)
+        call.deadline_ms = self._deadline if deadline_ms is None else _ops.deadline(deadline_ms)
         fut = Future(self)
         with self._lock:
             fut.id = self._start(call, fut._set).id
@@ -426,32 +430,33 @@ class Client(_base.Base):
 
     def normalize(self, a: ArrayLike, method: str = "sum", flat: bool = False, *,
                   on_zero: str = "error", dtype: DTypeLike = None, out: Optional[np.ndarray] = None,
-                  timing: bool = False) -> Result:
-        return self._run(_ops.normalize(a, method, flat, on_zero, dtype, out, timing))
+                  timing: bool = False, deadline_ms: Optional[int] = None) -> Result:
+        return self._run(_ops.normalize(a, method, flat, on_zero, dtype, out, timing), deadline_ms)
 
     def haversine(self, a: ArrayLike, b: Optional[ArrayLike] = None, *,
                   to: Optional[Tuple[float, float]] = None, radius: float = EARTH_RADIUS_KM,
                   dtype: DTypeLike = None, out: Optional[np.ndarray] = None,
-                  timing: bool = False) -> Result:
-        return self._run(_ops.haversine(a, b, to, radius, dtype, out, timing))
+                  timing: bool = False, deadline_ms: Optional[int] = None) -> Result:
+        return self._run(_ops.haversine(a, b, to, radius, dtype, out, timing), deadline_ms)
 
     def grid(self, lat: Tuple[float, float, int] = (-90.0, 90.0, 1000),
              lon: Tuple[float, float, int] = (-180.0, 180.0, 1000), *,
              to: Tuple[float, float] = (30.0, 101.0), radius: float = EARTH_RADIUS_KM,
              dtype: DTypeLike = np.float64, out: Optional[np.ndarray] = None,
-             timing: bool = False) -> Result:
-        return self._run(_ops.grid(lat, lon, to, radius, dtype, out, timing))
+             timing: bool = False, deadline_ms: Optional[int] = None) -> Result:
+        return self._run(_ops.grid(lat, lon, to, radius, dtype, out, timing), deadline_ms)
 
     def pairwise(self, x: ArrayLike, y: Optional[ArrayLike] = None, metric: str = "euclidean",
                  *, on_zero: str = "error", dtype: DTypeLike = None,
-                 out: Optional[np.ndarray] = None, timing: bool = False) -> Result:
-        return self._run(_ops.pairwise(x, y, metric, on_zero, dtype, out, timing))
+                 out: Optional[np.ndarray] = None, timing: bool = False,
+                 deadline_ms: Optional[int] = None) -> Result:
+        return self._run(_ops.pairwise(x, y, metric, on_zero, dtype, out, timing), deadline_ms)
 
     def knn(self, x: ArrayLike, y: ArrayLike, k: int, metric: str = "euclidean", *,
             on_zero: str = "error", dtype: DTypeLike = None,
             out: Optional[Tuple[np.ndarray, np.ndarray]] = None,
-            timing: bool = False) -> KnnResult:
-        return self._run(_ops.knn(x, y, k, metric, on_zero, dtype, out, timing))
+            timing: bool = False, deadline_ms: Optional[int] = None) -> KnnResult:
+        return self._run(_ops.knn(x, y, k, metric, on_zero, dtype, out, timing), deadline_ms)
 
     normalize.__doc__ = _docs.NORMALIZE
     haversine.__doc__ = _docs.HAVERSINE
@@ -517,7 +522,7 @@ class Client(_base.Base):
 def connect(socket: Optional[str] = None, priority: Union[str, int] = "normal",
             device: Optional[int] = None, name: Optional[str] = None, *,
             transport: str = "auto", shm_min_bytes: int = SHM_MIN_BYTES,
-            timeout: Optional[float] = None) -> Client:
+            timeout: Optional[float] = None, deadline_ms: Optional[int] = None) -> Client:
     """Connect to gpuqd and say hello; returns a :class:`Client` (a context
     manager: ``with gpuq.connect() as c: ...``).
 
@@ -532,11 +537,15 @@ def connect(socket: Optional[str] = None, priority: Union[str, int] = "normal",
     (default: the program's name).
     transport: "auto", "socket" or "shm" (how arrays travel; see
     ``Client.empty``). timeout: seconds for the connect itself.
+    deadline_ms: the default deadline of every op (see ``Client.deadline_ms``;
+    None: none); an op's own deadline_ms= overrides it, 0 turning it off.
     """
     _base.hello_keys(name, priority, device)  # bad arguments before connecting
+    if deadline_ms is not None:
+        _ops.deadline(deadline_ms)
     sock, path = _socketpath.open_socket(socket, timeout)
     try:
-        c = Client(sock, path, transport, shm_min_bytes)
+        c = Client(sock, path, transport, shm_min_bytes, deadline_ms)
         c._hello(name, priority, device)
     except BaseException:
         sock.close()
