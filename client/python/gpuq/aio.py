@@ -10,8 +10,17 @@ Each op sends its request at once and awaits the reply, so concurrent
 calls are pipelined on the one connection (up to the server's
 ``max_inflight``; beyond it a call waits for a reply before it sends).
 The socket is read by a reader callback of the event loop and written
-without blocking it. Cancelling a call that has been sent leaves the request
-to finish in gpuqd; its reply is read and dropped.
+without blocking it.
+
+Cancelling a task while it awaits an op (``task.cancel()``,
+``asyncio.wait_for`` running out), or cancelling the future ``submit()``
+returned, sends gpuqd a ``cancel`` for the request (queued behind what is
+being written; nothing waits for it): gpuqd drops it if it has not started,
+else discards its result. Its reply (``cancelled``, or the result when it
+ended first) and the cancel's own are read and dropped, so the connection
+stays in step. The reply is not written into the caller's ``out=`` unless
+it was already being received, or the array is in an arena (gpuqd may
+write it).
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ from . import _base
 from . import _convert as cv
 from . import _docs, _ops, _socketpath, errors
 from ._ops import EARTH_RADIUS_KM, Call, KnnResult, Result
-from ._session import SHM_MIN_BYTES
+from ._session import SHM_MIN_BYTES, Pending
 
 __all__ = ["connect", "AsyncClient"]
 
@@ -146,6 +155,18 @@ class AsyncClient(_base.Base):
             self._wake_slots()
         return resolve
 
+    def _drop(self, value: Any, exc: Optional[BaseException]) -> None:
+        """The resolve of a given-up request (and of its cancel)."""
+        self._wake_slots()
+
+    def _cancel(self, p: Pending) -> None:
+        """Cancel request p in gpuqd, best effort; its reply is dropped."""
+        if self._fd < 0:
+            return
+        got = self._s.cancel(p, self._drop)
+        if got is not None:
+            self._write(got[0])
+
     def _wake_slots(self) -> None:
         while self._slot_waiters:
             w = self._slot_waiters.popleft()
@@ -190,7 +211,7 @@ class AsyncClient(_base.Base):
             return
         self._arena_refused(nbytes)
 
-    async def _submit(self, call: Call) -> asyncio.Future:
+    async def _submit(self, call: Call) -> Tuple[asyncio.Future, Pending]:
         self._check()
         s = self._s
         while len(s.pending) >= s.max_inflight:
@@ -203,21 +224,29 @@ class AsyncClient(_base.Base):
             await self._ensure_room(plan.blocks)
             self._check()
         fut = self._loop.create_future()
-        bufs, _ = s.compute(call, plan, self._resolver(fut))
+        bufs, p = s.compute(call, plan, self._resolver(fut))
         self._write(bufs)
-        return fut
+        return fut, p
 
     async def _run(self, call: Call, deadline_ms: Optional[int]) -> Any:
         call.deadline_ms = self._deadline if deadline_ms is None else _ops.deadline(deadline_ms)
-        return await (await self._submit(call))
+        fut, p = await self._submit(call)
+        try:
+            return await fut
+        except asyncio.CancelledError:  # the awaiting task, not gpuq.CancelledError
+            self._cancel(p)
+            raise
 
     async def submit(self, op: Union[str, Callable], *args: Any,
                      deadline_ms: Optional[int] = None, **kwargs: Any) -> asyncio.Future:
         """Send an op now; returns an asyncio.Future of its value (await it
-        later). ``await c.submit("normalize", a)`` is sent once this returns."""
+        later). ``await c.submit("normalize", a)`` is sent once this returns.
+        Cancelling the future cancels the request in gpuqd."""
         call = _base.builder(op)(*args, **kwargs)
         call.deadline_ms = self._deadline if deadline_ms is None else _ops.deadline(deadline_ms)
-        return await self._submit(call)
+        fut, p = await self._submit(call)
+        fut.add_done_callback(lambda f: self._cancel(p) if f.cancelled() else None)
+        return fut
 
     # ---- arrays in shared memory ----
 
