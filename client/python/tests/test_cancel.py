@@ -380,9 +380,12 @@ def test_aio_cancel_against_gpuqd(slow_daemon):
     asyncio.run(asyncio.wait_for(main(), 120))
 
 
-def test_interrupt_against_gpuqd(slow_daemon):
-    with gpuq.connect(slow_daemon.path, transport="socket") as c, \
-            gpuq.connect(slow_daemon.path) as watch:
+def test_interrupt_against_gpuqd(make_daemon, monkeypatch):
+    # jobs long enough that the interrupt, 0.2 s after gpuqd has the request,
+    # finds it running however loaded the machine (else it would hit pytest)
+    monkeypatch.setenv("GPUQ_TEST_SLOW_MS", "1500")
+    d = make_daemon()
+    with gpuq.connect(d.path, transport="socket") as c, gpuq.connect(d.path) as watch:
         t = interrupt_after(lambda: watch.status()["in_flight"] >= 1)
         with pytest.raises(KeyboardInterrupt):
             c.normalize([1.0, 3.0])
