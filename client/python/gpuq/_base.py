@@ -90,7 +90,8 @@ class Base:
     ``limits``, ``backend`` ("cuda" or "cpu"), ``session`` (its id),
     ``priority`` (the level granted: "low", "normal" or "high"), ``device``,
     ``max_inflight``, ``shm`` (whether gpuqd offers this session
-    shared-memory arenas), ``path`` (the socket) and ``transport``."""
+    shared-memory arenas), ``path`` (the socket), ``transport`` and
+    ``deadline_ms`` (the default of every op's deadline_ms; settable)."""
 
     _ANC = _socket.CMSG_SPACE(4 * 4)  # room for the fds of one receive
 
@@ -143,7 +144,9 @@ class Base:
     _closed: bool
     path: str
 
-    def _init_base(self, path: str, transport: str, shm_min_bytes: int) -> None:
+    def _init_base(self, path: str, transport: str, shm_min_bytes: int,
+                   deadline_ms: Optional[int] = None) -> None:
+        self._deadline = 0 if deadline_ms is None else _ops.deadline(deadline_ms)
         self.path = path
         self._s = Session(transport, shm_min_bytes)
         self._closed = False
@@ -209,6 +212,17 @@ class Base:
         self._s.transport = t
         if self._s.pool is not None:
             self._s.pool.refused_at = None
+
+    @property
+    def deadline_ms(self) -> Optional[int]:
+        """The deadline_ms of an op called without one: milliseconds from
+        gpuqd's reading of the request to its reply, else DeadlineExceededError
+        (None: no deadline). Set it to change the default (None or 0: none)."""
+        return self._deadline or None
+
+    @deadline_ms.setter
+    def deadline_ms(self, v: Optional[int]) -> None:
+        self._deadline = 0 if v is None else _ops.deadline(v)
 
     def in_arena(self, a: Any) -> bool:
         """Whether a is an array that this session shares with gpuqd (an op

@@ -13,6 +13,9 @@ _COMMON = """\
     lives in this session's arena (Client.empty), gpuqd writes it in place.
     timing: return Timed(value, Timing) instead of value: the server's
     queue, upload, kernel, download and total microseconds.
+    deadline_ms: the request must be answered within this many ms of gpuqd
+    reading it (1 .. 86400000), else DeadlineExceededError (a TimeoutError)
+    and no result; None takes the client's deadline_ms, 0 means none.
 
     Arrays made by Client.empty/Client.asarray (and views of them) are not
     sent: gpuqd reads them in the shared arena, and the result is returned
@@ -90,7 +93,7 @@ GRID = """Distances from every point of a latitude x longitude grid to one point
 
     Returns an array of shape (lat n, lon n).
 
-    out, timing: as for the other ops.
+    out, timing, deadline_ms: as for the other ops.
 
     Example:
         >>> g = c.grid(lat=(-90, 90, 1000), lon=(-180, 180, 1000), to=(30, 101))

@@ -23,6 +23,7 @@ from . import errors
 
 EARTH_RADIUS_KM = 6371.0088
 KNN_K_MAX = 1024
+DEADLINE_MAX_MS = 86_400_000  # a day: PROTOCOL.md 3.1 "deadline_ms"
 
 METHODS = ("sum", "l1", "l2", "minmax", "zscore")
 ON_ZERO = ("error", "zero")
@@ -92,7 +93,8 @@ class Out:
 class Call:
     """One compute request, ready for the session to send."""
 
-    __slots__ = ("op", "keys", "dtype", "inputs", "outs", "user_out", "finish", "timing")
+    __slots__ = ("op", "keys", "dtype", "inputs", "outs", "user_out", "finish", "timing",
+                 "deadline_ms")
 
     def __init__(self, op: str, keys: dict, dtype: Optional[np.dtype], inputs: List[np.ndarray],
                  outs: List[Out], user_out: List[Optional[np.ndarray]],
@@ -107,6 +109,7 @@ class Call:
         # the wire shape -> the return value
         self.finish = finish
         self.timing = timing
+        self.deadline_ms = 0  # sent when not 0 (the client sets it: deadline())
 
     def header(self) -> dict:
         h = {"op": self.op}
@@ -119,6 +122,8 @@ class Call:
         h.update(self.keys)
         if self.timing:
             h["timing"] = True
+        if self.deadline_ms:
+            h["deadline_ms"] = self.deadline_ms
         return h
 
 
@@ -155,6 +160,23 @@ def _uint(key: str, v: Any) -> int:
         raise errors.BadArgumentError(f"{key} must be an integer, not {v!r}") from None
     if n < 0 or n >= 1 << 64:
         raise errors.BadArgumentError(f"{key}={n} is outside 0 .. 2**64-1")
+    return n
+
+
+def deadline(v: Any) -> int:
+    """A deadline_ms argument, checked: an int of milliseconds, 0 (no
+    deadline) to DEADLINE_MAX_MS. Not an int: TypeError; out of range:
+    BadArgumentError (a ValueError), as gpuqd answers over a day."""
+    if isinstance(v, bool):
+        raise TypeError(f"deadline_ms must be an int of milliseconds, not {v!r}")
+    try:
+        n = operator.index(v)
+    except TypeError:
+        raise TypeError(f"deadline_ms must be an int of milliseconds, not "
+                        f"{type(v).__name__} {v!r}") from None
+    if n < 0 or n > DEADLINE_MAX_MS:
+        raise errors.BadArgumentError(f"deadline_ms={n} is outside 1 .. {DEADLINE_MAX_MS} "
+                                      f"(a day; 0 or None: no deadline)")
     return n
 
 

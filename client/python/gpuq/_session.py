@@ -48,6 +48,10 @@ Resolve = Callable[[Any, Optional[BaseException]], None]
 MISS = object()  # express_reply(): not answered that way
 
 
+def drop(value: Any, exc: Optional[BaseException]) -> None:
+    """The resolve of a request whose answer nobody awaits any more."""
+
+
 class Pending:
     """A request sent (or being sent) and not yet answered. The class
     attributes are the defaults (lists are set per instance where used)."""
@@ -67,6 +71,7 @@ class Pending:
     req: Optional[dict] = None  # a compute request's header, kept to send it again
     req_payload: List[memoryview] = ()
     tries = 0
+    cancelled = False  # Session.cancel() gave it up
 
     def __init__(self, rid: int, op: str, resolve: Resolve):
         self.id = rid
@@ -135,6 +140,41 @@ class Session:
         if want_fd:
             self.fd_wanted += 1
         return bufs, p
+
+    def cancel(self, p: Pending, resolve: Resolve = drop) -> Optional[Tuple[list, Pending]]:
+        """Give up request p: its reply (cancelled, or its value if it ends
+        first) goes to resolve, and none of its bytes into the caller's
+        out= unless the reply is being read now (arena outputs excepted:
+        gpuqd may still write those). Returns
+        the buffers and queue entry of a cancel request to send (an entry
+        the caller must take back with unqueue() if it is not sent), or
+        None when gpuqd has nothing to cancel: p was answered, its reply is
+        being read, or it waits to be sent again after busy (it is taken out
+        of that queue)."""
+        if p.cancelled:
+            return None
+        p.cancelled = True
+        p.resolve = resolve
+        p.req = None  # a busy reply is not sent again
+        try:
+            self.retry.remove(p)
+        except ValueError:
+            pass
+        else:
+            p.keep = None
+            return None
+        if p is self._cur or p not in self.pending:
+            return None
+        if p.call is not None and not p.by_ref_out:  # the reply lands in scratch arrays
+            p.dests = [np.empty(d.shape, d.dtype) for d in p.dests]
+            p.copies = []
+        return self.control("cancel", {"request": p.id}, resolve)
+
+    def unqueue(self, p: Pending) -> None:
+        """Take back queue entry p of a request that was never sent."""
+        self.pending.remove(p)
+        if p.want_fd:
+            self.fd_wanted -= 1
 
     def check_limits(self, call: Call) -> None:
         """What gpuqd would refuse for size, refused before sending (a

@@ -61,7 +61,7 @@ class Reader:
     """Reply frames out of a byte stream; see the module's text."""
 
     __slots__ = ("_buf", "_mv", "_start", "_end", "_dests", "_di", "_doff", "_left",
-                 "_direct", "_on_head", "_on_frame")
+                 "_direct", "_on_head", "_on_frame", "_armed")
 
     def __init__(self, on_head: HeadFn, on_frame: FrameFn, size: int = 256 * 1024):
         self._buf = bytearray(size)
@@ -75,6 +75,7 @@ class Reader:
         self._direct = False  # the last target() was a payload buffer
         self._on_head = on_head
         self._on_frame = on_frame
+        self._armed = False  # arm() came, and no feed() since
 
     def target(self) -> memoryview:
         """Where the next bytes received should be written."""
@@ -89,6 +90,23 @@ class Reader:
             self._mv[:n] = self._mv[self._start:self._end]
             self._start, self._end = 0, n
         return self._mv[self._end:]
+
+    def arm(self) -> None:
+        """Before a receive that an interrupt may cut off from its feed():
+        afterwards untouched() tells whether bytes may have come into
+        target() that feed() never took. A reader holding no byte of an
+        unfinished frame receives at its buffer's start, where every frame
+        begins with MAGIC: that first byte is cleared here."""
+        self._armed = True
+        if self._dests is None and self._start == self._end:
+            self._buf[0] = 0
+
+    def untouched(self) -> bool:
+        """True when, since arm(), nothing was received into target() and
+        feed() was not called: the reader is as it was and the stream in
+        step. False when unsure."""
+        return self._armed and self._dests is None and self._start == self._end and \
+            self._buf[0] != MAGIC[0]
 
     def whole(self, n: int):
         """n bytes were received into target() of a reader holding nothing:
@@ -114,6 +132,7 @@ class Reader:
     def feed(self, n: int) -> None:
         """n bytes were received into the last target(); parse what is complete.
         Raises ProtocolError on a broken stream (the connection is then unusable)."""
+        self._armed = False
         if self._direct:
             self._direct = False
             self._advance_dest(n)

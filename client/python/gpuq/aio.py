@@ -10,8 +10,17 @@ Each op sends its request at once and awaits the reply, so concurrent
 calls are pipelined on the one connection (up to the server's
 ``max_inflight``; beyond it a call waits for a reply before it sends).
 The socket is read by a reader callback of the event loop and written
-without blocking it. Cancelling a call that has been sent leaves the request
-to finish in gpuqd; its reply is read and dropped.
+without blocking it.
+
+Cancelling a task while it awaits an op (``task.cancel()``,
+``asyncio.wait_for`` running out), or cancelling the future ``submit()``
+returned, sends gpuqd a ``cancel`` for the request (queued behind what is
+being written; nothing waits for it): gpuqd drops it if it has not started,
+else discards its result. Its reply (``cancelled``, or the result when it
+ended first) and the cancel's own are read and dropped, so the connection
+stays in step. The reply is not written into the caller's ``out=`` unless
+it was already being received, or the array is in an arena (gpuqd may
+write it).
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ from . import _base
 from . import _convert as cv
 from . import _docs, _ops, _socketpath, errors
 from ._ops import EARTH_RADIUS_KM, Call, KnnResult, Result
-from ._session import SHM_MIN_BYTES
+from ._session import SHM_MIN_BYTES, Pending
 
 __all__ = ["connect", "AsyncClient"]
 
@@ -42,12 +51,12 @@ class AsyncClient(_base.Base):
         ":func:`gpuq.aio.connect`.\n\n    " + _base.Base.__doc__
 
     def __init__(self, sock: _socket.socket, path: str, transport: str = "auto",
-                 shm_min_bytes: int = SHM_MIN_BYTES):
+                 shm_min_bytes: int = SHM_MIN_BYTES, deadline_ms: Optional[int] = None):
+        self._init_base(path, transport, shm_min_bytes, deadline_ms)
         self._loop = asyncio.get_running_loop()
         sock.setblocking(False)
         self._sock = sock
         self._fd = sock.fileno()
-        self._init_base(path, transport, shm_min_bytes)
         self._out: collections.deque = collections.deque()
         self._writing = False
         self._slot_waiters: collections.deque = collections.deque()
@@ -146,6 +155,18 @@ class AsyncClient(_base.Base):
             self._wake_slots()
         return resolve
 
+    def _drop(self, value: Any, exc: Optional[BaseException]) -> None:
+        """The resolve of a given-up request (and of its cancel)."""
+        self._wake_slots()
+
+    def _cancel(self, p: Pending) -> None:
+        """Cancel request p in gpuqd, best effort; its reply is dropped."""
+        if self._fd < 0:
+            return
+        got = self._s.cancel(p, self._drop)
+        if got is not None:
+            self._write(got[0])
+
     def _wake_slots(self) -> None:
         while self._slot_waiters:
             w = self._slot_waiters.popleft()
@@ -190,7 +211,7 @@ class AsyncClient(_base.Base):
             return
         self._arena_refused(nbytes)
 
-    async def _submit(self, call: Call) -> asyncio.Future:
+    async def _submit(self, call: Call) -> Tuple[asyncio.Future, Pending]:
         self._check()
         s = self._s
         while len(s.pending) >= s.max_inflight:
@@ -203,17 +224,29 @@ class AsyncClient(_base.Base):
             await self._ensure_room(plan.blocks)
             self._check()
         fut = self._loop.create_future()
-        bufs, _ = s.compute(call, plan, self._resolver(fut))
+        bufs, p = s.compute(call, plan, self._resolver(fut))
         self._write(bufs)
-        return fut
+        return fut, p
 
-    async def _run(self, call: Call) -> Any:
-        return await (await self._submit(call))
+    async def _run(self, call: Call, deadline_ms: Optional[int]) -> Any:
+        call.deadline_ms = self._deadline if deadline_ms is None else _ops.deadline(deadline_ms)
+        fut, p = await self._submit(call)
+        try:
+            return await fut
+        except asyncio.CancelledError:  # the awaiting task, not gpuq.CancelledError
+            self._cancel(p)
+            raise
 
-    async def submit(self, op: Union[str, Callable], *args: Any, **kwargs: Any) -> asyncio.Future:
+    async def submit(self, op: Union[str, Callable], *args: Any,
+                     deadline_ms: Optional[int] = None, **kwargs: Any) -> asyncio.Future:
         """Send an op now; returns an asyncio.Future of its value (await it
-        later). ``await c.submit("normalize", a)`` is sent once this returns."""
-        return await self._submit(_base.builder(op)(*args, **kwargs))
+        later). ``await c.submit("normalize", a)`` is sent once this returns.
+        Cancelling the future cancels the request in gpuqd."""
+        call = _base.builder(op)(*args, **kwargs)
+        call.deadline_ms = self._deadline if deadline_ms is None else _ops.deadline(deadline_ms)
+        fut, p = await self._submit(call)
+        fut.add_done_callback(lambda f: self._cancel(p) if f.cancelled() else None)
+        return fut
 
     # ---- arrays in shared memory ----
 
@@ -251,33 +284,39 @@ class AsyncClient(_base.Base):
 
     async def normalize(self, a: ArrayLike, method: str = "sum", flat: bool = False, *,
                         on_zero: str = "error", dtype: DTypeLike = None,
-                        out: Optional[np.ndarray] = None, timing: bool = False) -> Result:
-        return await self._run(_ops.normalize(a, method, flat, on_zero, dtype, out, timing))
+                        out: Optional[np.ndarray] = None, timing: bool = False,
+                        deadline_ms: Optional[int] = None) -> Result:
+        return await self._run(_ops.normalize(a, method, flat, on_zero, dtype, out, timing),
+                               deadline_ms)
 
     async def haversine(self, a: ArrayLike, b: Optional[ArrayLike] = None, *,
                         to: Optional[Tuple[float, float]] = None,
                         radius: float = EARTH_RADIUS_KM, dtype: DTypeLike = None,
-                        out: Optional[np.ndarray] = None, timing: bool = False) -> Result:
-        return await self._run(_ops.haversine(a, b, to, radius, dtype, out, timing))
+                        out: Optional[np.ndarray] = None, timing: bool = False,
+                        deadline_ms: Optional[int] = None) -> Result:
+        return await self._run(_ops.haversine(a, b, to, radius, dtype, out, timing),
+                               deadline_ms)
 
     async def grid(self, lat: Tuple[float, float, int] = (-90.0, 90.0, 1000),
                    lon: Tuple[float, float, int] = (-180.0, 180.0, 1000), *,
                    to: Tuple[float, float] = (30.0, 101.0), radius: float = EARTH_RADIUS_KM,
                    dtype: DTypeLike = np.float64, out: Optional[np.ndarray] = None,
-                   timing: bool = False) -> Result:
-        return await self._run(_ops.grid(lat, lon, to, radius, dtype, out, timing))
+                   timing: bool = False, deadline_ms: Optional[int] = None) -> Result:
+        return await self._run(_ops.grid(lat, lon, to, radius, dtype, out, timing), deadline_ms)
 
     async def pairwise(self, x: ArrayLike, y: Optional[ArrayLike] = None,
                        metric: str = "euclidean", *, on_zero: str = "error",
                        dtype: DTypeLike = None, out: Optional[np.ndarray] = None,
-                       timing: bool = False) -> Result:
-        return await self._run(_ops.pairwise(x, y, metric, on_zero, dtype, out, timing))
+                       timing: bool = False, deadline_ms: Optional[int] = None) -> Result:
+        return await self._run(_ops.pairwise(x, y, metric, on_zero, dtype, out, timing),
+                               deadline_ms)
 
     async def knn(self, x: ArrayLike, y: ArrayLike, k: int, metric: str = "euclidean", *,
                   on_zero: str = "error", dtype: DTypeLike = None,
                   out: Optional[Tuple[np.ndarray, np.ndarray]] = None,
-                  timing: bool = False) -> KnnResult:
-        return await self._run(_ops.knn(x, y, k, metric, on_zero, dtype, out, timing))
+                  timing: bool = False, deadline_ms: Optional[int] = None) -> KnnResult:
+        return await self._run(_ops.knn(x, y, k, metric, on_zero, dtype, out, timing),
+                               deadline_ms)
 
     normalize.__doc__ = _docs.NORMALIZE
     haversine.__doc__ = _docs.HAVERSINE
@@ -334,11 +373,14 @@ class _Connecting:
             await self._client.close()
 
 
-async def _connect(socket, priority, device, name, transport, shm_min_bytes, timeout):
+async def _connect(socket, priority, device, name, transport, shm_min_bytes, timeout,
+                   deadline_ms):
     _base.hello_keys(name, priority, device)  # bad arguments before connecting
+    if deadline_ms is not None:
+        _ops.deadline(deadline_ms)
     sock, path = _socketpath.open_socket(socket, timeout)
     try:
-        c = AsyncClient(sock, path, transport, shm_min_bytes)
+        c = AsyncClient(sock, path, transport, shm_min_bytes, deadline_ms)
     except BaseException:
         sock.close()
         raise
@@ -357,8 +399,8 @@ async def _connect(socket, priority, device, name, transport, shm_min_bytes, tim
 def connect(socket: Optional[str] = None, priority: Union[str, int] = "normal",
             device: Optional[int] = None, name: Optional[str] = None, *,
             transport: str = "auto", shm_min_bytes: int = SHM_MIN_BYTES,
-            timeout: Optional[float] = None) -> _Connecting:
+            timeout: Optional[float] = None, deadline_ms: Optional[int] = None) -> _Connecting:
     """As gpuq.connect, for asyncio: ``c = await gpuq.aio.connect()`` or
     ``async with gpuq.aio.connect() as c:``."""
     return _Connecting(_connect(socket, priority, device, name, transport, shm_min_bytes,
-                                timeout))
+                                timeout, deadline_ms))

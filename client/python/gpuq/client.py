@@ -11,6 +11,16 @@ Failures: a server error reply raises its :mod:`gpuq.errors` class and the
 connection stays usable; a broken stream (the server closed it, a socket
 error, a malformed reply) fails every request still waiting and every later
 call with the error that broke it.
+
+Interrupts: a KeyboardInterrupt (Ctrl-C) in a blocking op sends gpuqd a
+``cancel`` for its request (best effort: only when the socket takes it at
+once) and propagates; the client stays usable, a later call reading and
+dropping the two replies (the request's, the cancel's). In
+``Future.result()`` it leaves the request in flight, as ``timeout=`` does.
+Where the interrupt cut a frame short (a request partly sent, or a reply
+partly received: the client cannot tell what it lost), the client closes
+itself instead and every later call raises ClosedError saying so.
+``Future.cancel()`` cancels a submitted request.
 """
 
 from __future__ import annotations
@@ -29,16 +39,22 @@ from . import _base
 from . import _convert as cv
 from . import _docs, _ops, _socketpath, errors
 from ._ops import EARTH_RADIUS_KM, Call, KnnResult, Result
-from ._session import MISS, SHM_MIN_BYTES, Pending, Plan
+from ._session import MISS, SHM_MIN_BYTES, Pending, Plan, drop
 
 _SEND_FLAGS = getattr(_socket, "MSG_DONTWAIT", 0) | getattr(_socket, "MSG_NOSIGNAL", 0)
+
+
+def _close_fd(value: Any, exc: Optional[BaseException]) -> None:
+    """The resolve of an arena_open whose caller was interrupted."""
+    if value is not None and value[2] is not None:
+        os.close(value[2])
 
 
 class Future:
     """A request in flight: ``result()`` waits for its reply (reading the
     connection meanwhile) and returns the op's value or raises its error."""
 
-    __slots__ = ("_client", "_done", "_value", "_exc", "_callbacks", "id")
+    __slots__ = ("_client", "_done", "_value", "_exc", "_callbacks", "id", "_p")
 
     def __init__(self, client: "Client"):
         self._client = client
@@ -47,9 +63,11 @@ class Future:
         self._exc: Optional[BaseException] = None
         self._callbacks: List[Callable[["Future"], Any]] = []
         self.id = 0
+        self._p: Optional[Pending] = None  # a compute request's queue entry, until answered
 
     def _set(self, value: Any, exc: Optional[BaseException]) -> None:
         self._value, self._exc, self._done = value, exc, True
+        self._p = None
         if self._callbacks:
             self._client._ready.append(self)
 
@@ -82,11 +100,29 @@ class Future:
             self._callbacks.append(fn)
 
     def cancel(self) -> bool:
-        """Requests cannot be taken back once sent: always False."""
-        return False
+        """Cancel the request: gpuqd drops it if it has not started, else
+        discards its result; this future ends at once with
+        gpuq.CancelledError (cancelled() is then True) and runs its
+        callbacks. False, changing nothing, when the reply was read already.
+        The cancel is best effort (sent when the socket takes it at once,
+        never waited for); whatever the reply, it is read and dropped, and not
+        written into out= unless it was already being received (an out= in
+        an arena gpuqd may write)."""
+        c = self._client
+        with c._lock:
+            if self._done:
+                return False
+            if self._p is not None:
+                c._cancel(self._p)
+            self._set(None, errors.CancelledError(f"request {self.id} was cancelled "
+                                                  f"(Future.cancel())", request_id=self.id))
+        c._run_callbacks()
+        return True
 
     def cancelled(self) -> bool:
-        return False
+        """Whether the request ended cancelled (Future.cancel(), or a cancel
+        op): result() then raises gpuq.CancelledError."""
+        return self._done and isinstance(self._exc, errors.CancelledError)
 
     def __repr__(self) -> str:
         state = "pending" if not self._done else ("error" if self._exc else "done")
@@ -98,12 +134,22 @@ class Client(_base.Base):
         _base.Base.__doc__
 
     def __init__(self, sock: _socket.socket, path: str, transport: str = "auto",
-                 shm_min_bytes: int = SHM_MIN_BYTES):
+                 shm_min_bytes: int = SHM_MIN_BYTES, deadline_ms: Optional[int] = None):
         self._sock = sock
-        self._init_base(path, transport, shm_min_bytes)
+        self._init_base(path, transport, shm_min_bytes, deadline_ms)
         self._lock = threading.RLock()
         self._ready: List[Future] = []
         self._sending = False  # a frame is partly sent
+        # What an interrupt must know to leave the stream in step
+        # (_interrupted): a frame may be partly sent (_tx); bytes may have been
+        # received that the reader has not taken (_rx, with reader.arm()); the
+        # id of the newest frame sent whole (_sent: frames of higher ids were
+        # queued but not sent); the header of a short-path request sent and
+        # not queued (_x).
+        self._tx = False
+        self._rx = False
+        self._sent = 0
+        self._x: Optional[dict] = None
 
     def _hello(self, name: Optional[str], priority: Any, device: Optional[int]) -> None:
         hdr, _, _ = self._control("hello", _base.hello_keys(name, priority, device))
@@ -113,18 +159,17 @@ class Client(_base.Base):
         """Close the connection. Requests still in flight fail with
         ClosedError; arrays in arenas stay valid (they are no longer shared)."""
         with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            if self._s.pool is not None:
-                self._s.pool.close()
-            try:
-                self._sock.close()
-            finally:
-                self._s.fail_all(errors.ClosedError("the client closed the connection"))
-                while self._s.fds:
-                    os.close(self._s.fds.popleft())
-        self._run_callbacks()
+            if not self._closed:
+                self._closed = True
+                if self._s.pool is not None:
+                    self._s.pool.close()
+                try:
+                    self._sock.close()
+                finally:
+                    self._s.fail_all(errors.ClosedError("the client closed the connection"))
+                    while self._s.fds:
+                        os.close(self._s.fds.popleft())
+        self._run_callbacks()  # also those of futures an interrupt failed (_close_interrupted)
 
     def __enter__(self) -> "Client":
         return self
@@ -154,7 +199,10 @@ class Client(_base.Base):
 
     def _recv_once(self) -> None:
         """One receive into the reader (blocks until bytes come)."""
+        self._s.reader.arm()
+        self._rx = True
         self._pump(self._break)
+        self._rx = False
 
     def _resend(self) -> None:
         """Send again what was refused busy (never in the middle of a frame)."""
@@ -162,25 +210,93 @@ class Client(_base.Base):
             bufs = self._s.resend()
             if bufs is None:
                 return
-            self._send(bufs)
+            self._send(bufs, self._s.pending[-1].id)
 
     def _wait(self, fut: Future, timeout: Optional[float]) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
-            while not fut._done:
-                self._resend()
-                if fut._done:
-                    break
-                if self._s.broken is not None or self._closed:
-                    break
-                if deadline is not None:
-                    left = deadline - time.monotonic()
-                    r = select.select([self._sock], [], [], max(0.0, left))[0] if left > 0 else []
-                    if not r:
-                        raise errors.TimeoutError(f"no reply to request {fut.id} within "
-                                                  f"{timeout} s (it is still in flight)")
-                self._recv_once()
+            try:
+                while not fut._done:
+                    self._resend()
+                    if fut._done:
+                        break
+                    if self._s.broken is not None or self._closed:
+                        break
+                    if deadline is not None:
+                        left = deadline - time.monotonic()
+                        r = select.select([self._sock], [], [], max(0.0, left))[0] \
+                            if left > 0 else []
+                        if not r:
+                            raise errors.TimeoutError(f"no reply to request {fut.id} within "
+                                                      f"{timeout} s (it is still in flight)")
+                    self._recv_once()
+            except KeyboardInterrupt:  # the request stays in flight, as on a timeout
+                self._interrupted(None)
+                raise
         self._run_callbacks()
+
+    # ---- interrupts and cancellation (the lock held) ----
+
+    def _interrupted(self, first: Optional[int]) -> None:
+        """A KeyboardInterrupt came out of an I/O step. When it cut a frame
+        short (a frame partly sent, or bytes received that the reader never
+        took), the stream is out of step and the client closes itself: every
+        later call raises ClosedError saying so. Otherwise it stays usable:
+        frames queued but not sent are taken back, a short-path request in
+        flight is queued (its reply to be dropped), and this call's compute
+        requests (ids from first on; None: none) are cancelled in gpuqd,
+        best effort, their replies to be read and dropped by later calls."""
+        s = self._s
+        if s.broken is not None or self._closed:
+            return
+        try:
+            if self._tx or (self._rx and not s.reader.untouched()):
+                self._close_interrupted()
+                return
+            self._rx = False
+            while s.pending and s.pending[-1].id > self._sent:
+                s.unqueue(s.pending[-1])
+            x, self._x = self._x, None
+            if x is not None and all(p.id != x["id"] for p in s.pending):
+                s.pending.append(Pending(x["id"], x["op"], drop))
+            if first is not None:
+                for p in list(s.pending) + list(s.retry):
+                    if p.id >= first and p.op in _base.BUILDERS:
+                        self._cancel(p)
+        except KeyboardInterrupt:  # another one, in here
+            self._close_interrupted()
+
+    def _close_interrupted(self) -> None:
+        self._tx = self._rx = False
+        self._x = None
+        self._break(errors.ClosedError("an interrupt (KeyboardInterrupt) cut a frame short, "
+                                       "so the client closed the connection; connect again"))
+        self._closed = True
+        while self._s.fds:
+            os.close(self._s.fds.popleft())
+
+    def _cancel(self, p: Pending) -> None:
+        """Give up request p; gpuqd gets a cancel for it if the socket takes
+        one at once (a cancel never waits for room in it)."""
+        if self._s.broken is not None or self._closed:
+            return
+        got = self._s.cancel(p)
+        if got is None:
+            return
+        bufs, q = got
+        self._tx = True
+        try:
+            n = self._sock.sendmsg(bufs, (), _SEND_FLAGS)
+        except (BlockingIOError, InterruptedError):
+            n = 0
+        except OSError as e:
+            n = e
+        if n == 0:
+            self._s.unqueue(q)
+        else:
+            self._send_rest(bufs, n)
+            self._sent = q.id
+        self._tx = False
 
     def _run_callbacks(self) -> None:
         while self._ready:
@@ -189,14 +305,18 @@ class Client(_base.Base):
             for cb in cbs:
                 cb(f)
 
-    def _send(self, bufs: List[Any]) -> None:
-        """Send a frame's buffers whole. While the socket is full, replies are
-        read (gpuqd stops reading a session whose replies pile up unread)."""
+    def _send(self, bufs: List[Any], rid: int) -> None:
+        """Send the buffers of frame rid whole. While the socket is full,
+        replies are read (gpuqd stops reading a session whose replies pile up
+        unread)."""
+        self._tx = True
         try:  # the usual case: it all fits in the socket's buffer at once
             n = self._sock.sendmsg(bufs, (), _SEND_FLAGS)
         except OSError as e:
             n = e
         self._send_rest(bufs, n)
+        self._sent = rid
+        self._tx = False
 
     def _send_rest(self, bufs: List[Any], n: Union[int, OSError]) -> None:
         """After a first sendmsg of bufs that sent n bytes (or raised n),
@@ -262,10 +382,19 @@ class Client(_base.Base):
         fut = Future(self)
         with self._lock:
             self._check()
-            bufs, p = self._s.control(op, keys or {}, fut._set, payload, want_fd)
-            fut.id = p.id
-            self._send(bufs)
-        return fut.result()
+            try:
+                bufs, p = self._s.control(op, keys or {}, fut._set, payload, want_fd)
+                fut.id = p.id
+                self._send(bufs, p.id)
+            except KeyboardInterrupt:
+                self._interrupted(None)
+                raise
+        try:
+            return fut.result()
+        except KeyboardInterrupt:
+            if want_fd:  # the reply may still come with an arena's fd: close it then
+                p.resolve = _close_fd
+            raise
 
     # ---- compute requests ----
 
@@ -313,7 +442,7 @@ class Client(_base.Base):
         if plan.use and plan.blocks:
             self._ensure_room(plan.blocks)
         bufs, p = s.compute(call, plan, resolve)
-        self._send(bufs)
+        self._send(bufs, p.id)
         return p
 
     def _express(self, call: Call, resolve) -> Any:
@@ -325,6 +454,7 @@ class Client(_base.Base):
         general reader, which resolve then tells; returns MISS then."""
         s = self._s
         bufs, h = s.express(call)
+        self._tx = True
         try:
             n = self._sock.sendmsg(bufs, (), _SEND_FLAGS)
         except OSError as e:
@@ -332,6 +462,11 @@ class Client(_base.Base):
         outs = s.outputs(call)  # made while gpuqd works
         got: Any = None
         if n == sum(map(len, bufs)):
+            self._sent = h["id"]
+            self._x = h  # sent, not queued: an interrupt queues it (_interrupted)
+            self._tx = False
+            s.reader.arm()
+            self._rx = True
             try:
                 got = self._receive()
             except OSError as e:
@@ -339,49 +474,72 @@ class Client(_base.Base):
             if type(got) is int and got:
                 v = s.express_reply(call, h["id"], got, outs)
                 if v is not MISS:
+                    self._x = None
+                    self._rx = False
                     return v
         s.adopt(call, h, bufs, resolve, outs)
+        self._x = None
         if got is None:
             self._send_rest(bufs, n)
+            self._sent = h["id"]
+            self._tx = False
         else:
             self._take(got, self._break)
+            self._rx = False
         return MISS
 
-    def _run(self, call: Call) -> Any:
+    def _run(self, call: Call, deadline_ms: Optional[int]) -> Any:
         """submit + result, without a Future: the blocking ops' path."""
+        call.deadline_ms = self._deadline if deadline_ms is None else _ops.deadline(deadline_ms)
         box: List[Any] = []
         with self._lock:
             s = self._s
-            plan = None
-            if not s.pending and not s.retry and s.broken is None and not self._closed:
-                plan = s.plan(call)
-                if not plan.use:
-                    v = self._express(call, lambda v, e: box.extend((v, e)))
-                    if v is not MISS:
-                        return v
-            if plan is None or plan.use:
-                self._start(call, lambda v, e: box.extend((v, e)), plan)
-            while not box:
-                if s.broken is not None or self._closed:
-                    self._check()
-                if s.retry:
-                    self._resend()
-                self._recv_once()
+            first = s.next_id
+            try:
+                plan = None
+                if not s.pending and not s.retry and s.broken is None and not self._closed:
+                    plan = s.plan(call)
+                    if not plan.use:
+                        v = self._express(call, lambda v, e: box.extend((v, e)))
+                        if v is not MISS:
+                            return v
+                if plan is None or plan.use:
+                    self._start(call, lambda v, e: box.extend((v, e)), plan)
+                while not box:
+                    if s.broken is not None or self._closed:
+                        self._check()
+                    if s.retry:
+                        self._resend()
+                    self._recv_once()
+            except KeyboardInterrupt:  # Ctrl-C: cancel the request, keep the stream in step
+                self._interrupted(first)
+                raise
         if self._ready:
             self._run_callbacks()
         if box[1] is not None:
             raise box[1]
         return box[0]
 
-    def submit(self, op: Union[str, Callable], *args: Any, **kwargs: Any) -> Future:
+    def submit(self, op: Union[str, Callable], *args: Any, deadline_ms: Optional[int] = None,
+               **kwargs: Any) -> Future:
         """Send an op and return a Future at once: submit("normalize", a,
         method="l2") is normalize(a, method="l2") without the wait. Keep
         many in flight; replies come in order. When max_inflight requests
-        are already in flight, submit first reads the oldest reply."""
+        are already in flight, submit first reads the oldest reply.
+        Future.cancel() cancels the request in gpuqd."""
         call = _base.builder(op)(*args, **kwargs)
+        call.deadline_ms = self._deadline if deadline_ms is None else _ops.deadline(deadline_ms)
         fut = Future(self)
         with self._lock:
-            fut.id = self._start(call, fut._set).id
+            first = self._s.next_id
+            try:
+                p = self._start(call, fut._set)
+            except KeyboardInterrupt:  # no Future to get it with: cancel it
+                self._interrupted(first)
+                raise
+            fut.id = p.id
+            if not fut._done:
+                fut._p = p
         return fut
 
     # ---- arrays in shared memory ----
@@ -426,32 +584,33 @@ class Client(_base.Base):
 
     def normalize(self, a: ArrayLike, method: str = "sum", flat: bool = False, *,
                   on_zero: str = "error", dtype: DTypeLike = None, out: Optional[np.ndarray] = None,
-                  timing: bool = False) -> Result:
-        return self._run(_ops.normalize(a, method, flat, on_zero, dtype, out, timing))
+                  timing: bool = False, deadline_ms: Optional[int] = None) -> Result:
+        return self._run(_ops.normalize(a, method, flat, on_zero, dtype, out, timing), deadline_ms)
 
     def haversine(self, a: ArrayLike, b: Optional[ArrayLike] = None, *,
                   to: Optional[Tuple[float, float]] = None, radius: float = EARTH_RADIUS_KM,
                   dtype: DTypeLike = None, out: Optional[np.ndarray] = None,
-                  timing: bool = False) -> Result:
-        return self._run(_ops.haversine(a, b, to, radius, dtype, out, timing))
+                  timing: bool = False, deadline_ms: Optional[int] = None) -> Result:
+        return self._run(_ops.haversine(a, b, to, radius, dtype, out, timing), deadline_ms)
 
     def grid(self, lat: Tuple[float, float, int] = (-90.0, 90.0, 1000),
              lon: Tuple[float, float, int] = (-180.0, 180.0, 1000), *,
              to: Tuple[float, float] = (30.0, 101.0), radius: float = EARTH_RADIUS_KM,
              dtype: DTypeLike = np.float64, out: Optional[np.ndarray] = None,
-             timing: bool = False) -> Result:
-        return self._run(_ops.grid(lat, lon, to, radius, dtype, out, timing))
+             timing: bool = False, deadline_ms: Optional[int] = None) -> Result:
+        return self._run(_ops.grid(lat, lon, to, radius, dtype, out, timing), deadline_ms)
 
     def pairwise(self, x: ArrayLike, y: Optional[ArrayLike] = None, metric: str = "euclidean",
                  *, on_zero: str = "error", dtype: DTypeLike = None,
-                 out: Optional[np.ndarray] = None, timing: bool = False) -> Result:
-        return self._run(_ops.pairwise(x, y, metric, on_zero, dtype, out, timing))
+                 out: Optional[np.ndarray] = None, timing: bool = False,
+                 deadline_ms: Optional[int] = None) -> Result:
+        return self._run(_ops.pairwise(x, y, metric, on_zero, dtype, out, timing), deadline_ms)
 
     def knn(self, x: ArrayLike, y: ArrayLike, k: int, metric: str = "euclidean", *,
             on_zero: str = "error", dtype: DTypeLike = None,
             out: Optional[Tuple[np.ndarray, np.ndarray]] = None,
-            timing: bool = False) -> KnnResult:
-        return self._run(_ops.knn(x, y, k, metric, on_zero, dtype, out, timing))
+            timing: bool = False, deadline_ms: Optional[int] = None) -> KnnResult:
+        return self._run(_ops.knn(x, y, k, metric, on_zero, dtype, out, timing), deadline_ms)
 
     normalize.__doc__ = _docs.NORMALIZE
     haversine.__doc__ = _docs.HAVERSINE
@@ -517,7 +676,7 @@ class Client(_base.Base):
 def connect(socket: Optional[str] = None, priority: Union[str, int] = "normal",
             device: Optional[int] = None, name: Optional[str] = None, *,
             transport: str = "auto", shm_min_bytes: int = SHM_MIN_BYTES,
-            timeout: Optional[float] = None) -> Client:
+            timeout: Optional[float] = None, deadline_ms: Optional[int] = None) -> Client:
     """Connect to gpuqd and say hello; returns a :class:`Client` (a context
     manager: ``with gpuq.connect() as c: ...``).
 
@@ -532,11 +691,15 @@ def connect(socket: Optional[str] = None, priority: Union[str, int] = "normal",
     (default: the program's name).
     transport: "auto", "socket" or "shm" (how arrays travel; see
     ``Client.empty``). timeout: seconds for the connect itself.
+    deadline_ms: the default deadline of every op (see ``Client.deadline_ms``;
+    None: none); an op's own deadline_ms= overrides it, 0 turning it off.
     """
     _base.hello_keys(name, priority, device)  # bad arguments before connecting
+    if deadline_ms is not None:
+        _ops.deadline(deadline_ms)
     sock, path = _socketpath.open_socket(socket, timeout)
     try:
-        c = Client(sock, path, transport, shm_min_bytes)
+        c = Client(sock, path, transport, shm_min_bytes, deadline_ms)
         c._hello(name, priority, device)
     except BaseException:
         sock.close()

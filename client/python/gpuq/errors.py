@@ -16,6 +16,7 @@ and ``.request_id`` (the id of the failed request, or None). ``str(err)`` is
 from __future__ import annotations
 
 import builtins
+import concurrent.futures
 from typing import Dict, List, Optional, Tuple, Type
 
 __all__ = [
@@ -46,6 +47,8 @@ __all__ = [
     "NeedMoreError",
     "DuplicateIdError",
     "TimeoutError",
+    "DeadlineExceededError",
+    "CancelledError",
     "error_class",
 ]
 
@@ -148,6 +151,16 @@ TimeoutError = _make("TimeoutError", -25, "timeout",  # noqa: A001 - the protoco
                      "The client was too slow (no hello, a stalled frame, idle); the server "
                      "closed the connection. Also raised by Future.result(timeout=...) when "
                      "the time runs out.", builtins.TimeoutError)
+DeadlineExceededError = _make("DeadlineExceededError", -26, "deadline_exceeded",
+                              "The request did not finish within its deadline_ms; it has no "
+                              "result (work not started was dropped). The connection goes on.",
+                              builtins.TimeoutError)
+# Not asyncio.CancelledError (a BaseException that asyncio takes as the
+# awaiting task being cancelled): concurrent.futures', an Exception, which
+# gpuq.Future.result() raises after Future.cancel() as concurrent.futures does.
+CancelledError = _make("CancelledError", -27, "cancelled",
+                       "The request was cancelled (a cancel op, or Future.cancel()); it has no "
+                       "result. The connection goes on.", concurrent.futures.CancelledError)
 
 
 class ConnectError(IoError):
@@ -175,7 +188,8 @@ for _cls in (ProtocolError, VersionError, BadHeaderError, UnknownOpError, BadArg
              BadDtypeError, BadShapeError, EmptyError, OutOfRangeError, ZeroNormError,
              TooLargeError, SizeMismatchError, BusyError, NoMemoryError, DeviceError,
              DeviceLostError, ShuttingDownError, PermissionDeniedError, NoHelloError,
-             InternalError, IoError, ClosedError, NeedMoreError, DuplicateIdError, TimeoutError):
+             InternalError, IoError, ClosedError, NeedMoreError, DuplicateIdError, TimeoutError,
+             DeadlineExceededError, CancelledError):
     _BY_CODE[_cls.code] = _cls
     _BY_NAME[_cls.name] = _cls
 

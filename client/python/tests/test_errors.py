@@ -2,6 +2,8 @@
 and message, and the daemon (and the session, where the protocol keeps it)
 still serving afterwards."""
 
+import asyncio
+import concurrent.futures
 import os
 import re
 import select
@@ -23,7 +25,8 @@ BUILTIN = {
     "bad_dtype": TypeError, "bad_shape": ValueError, "empty": ValueError,
     "out_of_range": ValueError, "zero_norm": ZeroDivisionError, "too_large": ValueError,
     "size_mismatch": ValueError, "timeout": TimeoutError, "closed": ConnectionError,
-    "io": ConnectionError, "protocol": ConnectionError,
+    "io": ConnectionError, "protocol": ConnectionError, "deadline_exceeded": TimeoutError,
+    "cancelled": concurrent.futures.CancelledError,
 }
 
 
@@ -37,7 +40,7 @@ def protocol_errors():
 
 def test_a_class_per_protocol_error():
     rows = protocol_errors()
-    assert len(rows) == 25
+    assert len(rows) == 27
     for code, name in rows:
         cls = errors.error_class(code)
         assert cls is not gpuq.Error, name
@@ -54,6 +57,19 @@ def test_a_class_per_protocol_error():
     assert type(e) is gpuq.Error and e.code == -99 and e.name == "later"
     assert issubclass(gpuq.ConnectError, gpuq.Error) and issubclass(gpuq.ConnectError,
                                                                     ConnectionError)
+
+
+def test_deadline_and_cancelled_classes():
+    d, c = gpuq.DeadlineExceededError, gpuq.CancelledError
+    assert (d.code, d.name, c.code, c.name) == (-26, "deadline_exceeded", -27, "cancelled")
+    assert issubclass(d, TimeoutError) and not issubclass(d, gpuq.TimeoutError)
+    # an Exception (concurrent.futures'), never asyncio's: a server's "cancelled"
+    # must not look like the awaiting task being cancelled
+    assert issubclass(c, concurrent.futures.CancelledError) and issubclass(c, Exception)
+    assert not issubclass(c, asyncio.CancelledError)
+    for cls in (d, c):
+        assert cls.__module__ == "gpuq" and cls.__doc__
+        assert cls.__name__ in gpuq.__all__ and cls.__name__ in errors.__all__
 
 
 def test_errors_pickle():
