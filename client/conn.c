@@ -11,7 +11,17 @@
  * (gpuq_internal.h) are the same path for a filled gpuq_request, the whole
  * payload into one buffer. The blocking calls (gpuq_call_req, gpuq_call)
  * may send their arrays through the connection's staging arena instead of
- * the socket (stage.c); pipelined submits never do.
+ * the socket (stage.c); pipelined submits never do. A connection's
+ * deadline (gpuq_set_deadline_ms) is added to the header of each compute
+ * request that has none of its own; a cancel is a request like any other
+ * whose reply info the caller reads (gpuq_result_cancel_counts).
+ *
+ * Interrupting: with an interrupt fd set, a wait polls it beside the socket
+ * before it reads a reply's first byte, and returns GPUQ_E_INTERRUPTED with
+ * the request still queued when the fd is readable: nothing of the stream
+ * was read, so it stays in step. A blocking call so interrupted gives its
+ * request up (orphan: its reply is read and dropped later, the caller's
+ * buffers no longer touched).
  *
  * Failures: a request that fails the checks is refused before anything is
  * sent, with the code the server would give. A socket error or a broken reply
@@ -29,6 +39,7 @@
 #include "conn.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +62,8 @@ typedef struct pending_req {
     req_output out[REQ_MAX_IO]; /* borrowed from the caller until its wait */
     uint64_t expect;            /* split: bytes of output 0 the request implies (0: no result) */
     bool shm_out;               /* outputs named by "out" refs: the reply has no payload */
+    bool orphan; /* its blocking call was interrupted: no buffer is the caller's, the payload is
+                    dropped */
 } pending_req;
 
 struct gpuq_conn {
@@ -71,6 +84,8 @@ struct gpuq_conn {
     int tx_fd;             /* an fd to attach to the next frame sent (arena_import), or -1 */
     gpuq_arena *arenas;    /* mapped arenas (client/arena.c) */
     conn_stage stage;      /* the blocking calls' staging arena (client/stage.c) */
+    uint64_t deadline_ms;  /* "deadline_ms" of each compute request (0: none) */
+    int intr_fd;           /* a wait for a reply ends while this is readable (-1: none) */
 };
 
 conn_stage *conn_stage_of(gpuq_conn *c)
@@ -470,7 +485,12 @@ int gpuq_submit(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, co
     req->id = c->next_id;
     uint8_t *hdr = NULL;
     size_t hlen = 0;
-    if (gpuq_request_encode(req, &hdr, &hlen))
+    uint64_t own_deadline = req->deadline_ms; /* the caller's request stays as it came */
+    if (own_deadline == 0 && gpuq_op_is_compute(req->op))
+        req->deadline_ms = c->deadline_ms;
+    rc = gpuq_request_encode(req, &hdr, &hlen);
+    req->deadline_ms = own_deadline;
+    if (rc)
         return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a request");
     pending_req p = {.id = req->id, .out = {{out, out_cap}}};
     rc = send_frame(c, &p, hdr, hlen, a, a_len, b, b_len);
@@ -530,7 +550,9 @@ static int submit_req(gpuq_conn *c, gpuq_req *r, bool blocking, uint64_t *id)
     /* the request's sizes first (as sent by socket), then the refs of
      * arrays that lie in this connection's arenas or are staged */
     uint64_t hdr_id = c->next_id;
-    if (req_encode(r, hdr_id, NULL, &hdr, &hlen))
+    int op = gpuq_op_parse(r->op, strlen(r->op));
+    uint64_t deadline = op > 0 && gpuq_op_is_compute((gpuq_op)op) ? c->deadline_ms : 0;
+    if (req_encode(r, hdr_id, NULL, deadline, &hdr, &hlen))
         return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a request");
     rc = check_req(c, r, hdr, hlen, (uint64_t)a_len + b_len, &sz);
     if (rc)
@@ -544,7 +566,7 @@ static int submit_req(gpuq_conn *c, gpuq_req *r, bool blocking, uint64_t *id)
     if (refs.nin || refs.nout || c->next_id != hdr_id) {
         free(hdr);
         hdr = NULL;
-        if (req_encode(r, c->next_id, &refs, &hdr, &hlen))
+        if (req_encode(r, c->next_id, &refs, deadline, &hdr, &hlen))
             return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a request");
         if (refs.nin)
             a_len = b_len = 0;
@@ -568,9 +590,95 @@ int gpuq_submit_req(gpuq_conn *c, gpuq_req *r, uint64_t *id)
     return submit_req(c, r, false, id);
 }
 
+int gpuq_submit_cancel(gpuq_conn *c, uint64_t target, uint64_t *id)
+{
+    if (c->broken)
+        return c->broken; /* c->err still says why */
+    /* no max_inflight check: the daemon counts compute requests only, and
+     * a cancel is most wanted when the window is full */
+    gpuq_request req;
+    gpuq_request_init(&req);
+    req.op = GPUQ_OP_CANCEL;
+    req.id = c->next_id;
+    req.has_request = true;
+    req.request = target;
+    uint8_t *hdr = NULL;
+    size_t hlen = 0;
+    if (gpuq_request_encode(&req, &hdr, &hlen))
+        return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a cancel");
+    pending_req p = {.id = req.id, .split = true}; /* no outputs: the info goes to the result */
+    int rc = send_frame(c, &p, hdr, hlen, NULL, 0, NULL, 0);
+    free(hdr);
+    if (rc == 0 && id)
+        *id = p.id;
+    return rc;
+}
+
+int gpuq_set_deadline_ms(gpuq_conn *c, uint64_t ms)
+{
+    if (ms > GPUQ_MAX_DEADLINE_MS)
+        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT,
+                            "bad_argument: a deadline of %llu ms is over %llu (a day)",
+                            (unsigned long long)ms, (unsigned long long)GPUQ_MAX_DEADLINE_MS);
+    c->deadline_ms = ms;
+    return 0;
+}
+
+int gpuq_set_interrupt_fd(gpuq_conn *c, int fd)
+{
+    if (fd < -1)
+        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "bad_argument: interrupt fd %d", fd);
+    c->intr_fd = fd;
+    return 0;
+}
+
+/* Before the queue head's reply is read, with an interrupt fd set: wait
+ * until the socket is readable (0) or the interrupt fd is, which wins when
+ * both are (GPUQ_E_INTERRUPTED; nothing read, the stream in step). A
+ * signal that ends poll early only makes it look again: a handler that
+ * wrote to the fd is seen then. */
+static int wait_readable(gpuq_conn *c, uint64_t id)
+{
+    if (c->intr_fd < 0)
+        return 0;
+    struct pollfd p[2] = {{.fd = c->intr_fd, .events = POLLIN}, {.fd = c->fd, .events = POLLIN}};
+    for (;;) {
+        int n = poll(p, 2, -1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return conn_break(c, GPUQ_E_IO, "waiting for a reply");
+        if (p[0].revents & POLLNVAL)
+            return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "bad_argument: interrupt fd %d is not open",
+                                c->intr_fd);
+        if (p[0].revents)
+            return conn_set_err(c, GPUQ_E_INTERRUPTED,
+                                "interrupted: the wait for request %llu's reply (it is still "
+                                "outstanding)",
+                                (unsigned long long)id);
+        if (p[1].revents)
+            return 0;
+    }
+}
+
+/* The reply of a request whose blocking call was interrupted: its status
+ * and message into *res (may be NULL), its payload dropped. */
+static int read_orphan(gpuq_conn *c, const gpuq_reply *rep, gpuq_result *res)
+{
+    if (res) {
+        result_reset(res);
+        res->id = rep->id;
+        res->status = rep->status;
+        memcpy(res->message, rep->message, sizeof res->message);
+    }
+    int rc = c->last_payload ? drop_payload(c) : 0;
+    return rc ? rc : reply_status(c, rep);
+}
+
 /* Wait for the queue head: *rep gets its header; a builder request's
  * outputs go to res (may be NULL), a gpuq_submit request's whole payload to
- * its buffer. */
+ * its buffer. Interrupted (wait_readable): the head stays queued, and
+ * rep->id and res's id name it. */
 static int wait_head(gpuq_conn *c, gpuq_reply *rep, gpuq_result *res)
 {
     if (c->q_len == 0)
@@ -578,8 +686,22 @@ static int wait_head(gpuq_conn *c, gpuq_reply *rep, gpuq_result *res)
     pending_req head = c->q[c->q_head];
     gpuq_result tmp = {0};
     size_t hlen;
-    int rc = read_head(c, rep, &hlen);
-    if (rc == 0 && head.split)
+    int rc = c->broken ? c->broken : wait_readable(c, head.id);
+    if (rc && !c->broken) {
+        memset(rep, 0, sizeof *rep);
+        rep->id = head.id;
+        rep->status = rc;
+        if (res) {
+            res->id = head.id;
+            res->status = rc;
+        }
+        return rc;
+    }
+    if (rc == 0)
+        rc = read_head(c, rep, &hlen);
+    if (rc == 0 && head.orphan)
+        rc = read_orphan(c, rep, res);
+    else if (rc == 0 && head.split)
         rc = read_payload_split(c, &head, rep, res ? res : &tmp);
     else if (rc == 0)
         rc = read_payload_whole(c, rep, head.out[0].buf, head.out[0].cap);
@@ -596,6 +718,15 @@ static int wait_head(gpuq_conn *c, gpuq_reply *rep, gpuq_result *res)
         return conn_break(c, GPUQ_E_PROTOCOL, "reply out of order");
     }
     return rc;
+}
+
+/* A blocking call's wait was interrupted: its request, the only one
+ * outstanding, is given up by the call (gpuq_set_interrupt_fd). */
+static void orphan_head(gpuq_conn *c)
+{
+    pending_req *p = &c->q[c->q_head];
+    p->orphan = true;
+    memset(p->out, 0, sizeof p->out);
 }
 
 int gpuq_wait(gpuq_conn *c, gpuq_reply *rep)
@@ -639,12 +770,16 @@ int gpuq_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, cons
         rc = gpuq_submit(c, req, NULL, 0, NULL, 0, NULL, 0, NULL);
         req->nin_ref = req->nout_ref = 0; /* the caller's request as it came */
         rc = rc ? rc : gpuq_wait(c, rep);
+        if (rc == GPUQ_E_INTERRUPTED)
+            orphan_head(c);
         stage_end(c, rc == 0);
         return rc;
     }
     if ((rc = gpuq_submit(c, req, a, a_len, b, b_len, out, out_cap, NULL)))
         return rc;
     rc = gpuq_wait(c, rep);
+    if (rc == GPUQ_E_INTERRUPTED)
+        orphan_head(c);
     if (rc == 0 && c->last_payload != out_cap)
         return conn_set_err(c, GPUQ_E_SIZE_MISMATCH, "result of %llu bytes, expected %zu",
                             (unsigned long long)c->last_payload, out_cap);
@@ -663,6 +798,8 @@ int gpuq_call_req(gpuq_conn *c, gpuq_req *r, gpuq_result *res)
         return rc;
     }
     rc = gpuq_wait_req(c, res);
+    if (rc == GPUQ_E_INTERRUPTED)
+        orphan_head(c);
     stage_end(c, rc == 0);
     return rc;
 }
@@ -705,6 +842,7 @@ int gpuq_connect(const gpuq_connect_opts *opts, gpuq_conn **out)
         return GPUQ_E_NO_MEMORY;
     c->fd = -1;
     c->rx_fd = c->tx_fd = -1;
+    c->intr_fd = -1;
     c->next_id = 1;
     c->info.device = -1;
     gpuq_limits_default(&c->info.limits);

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpread.h"
+
 __attribute__((format(printf, 3, 4))) static int req_fail(gpuq_req *r, int code, const char *fmt,
                                                           ...)
 {
@@ -72,6 +74,8 @@ static int entry_key(gpuq_req *r, const char *key)
 {
     if (!key)
         return req_fail(r, GPUQ_E_BAD_ARGUMENT, "header key is NULL");
+    if (strcmp(key, "deadline_ms") == 0)
+        r->has_deadline = true;
     gpuq_mpw_str(r->w, key);
     r->n++;
     return 0;
@@ -217,7 +221,8 @@ static void put_shape(gpuq_mpw *w, const char *key, const req_input *in)
         gpuq_mpw_uint(w, in->shape[k]);
 }
 
-int req_encode(gpuq_req *r, uint64_t id, const req_refs *refs, uint8_t **out, size_t *len)
+int req_encode(gpuq_req *r, uint64_t id, const req_refs *refs, uint64_t deadline, uint8_t **out,
+               size_t *len)
 {
     /* Move what the setters wrote since last time to the end of body. */
     uint8_t *add = NULL;
@@ -240,8 +245,10 @@ int req_encode(gpuq_req *r, uint64_t id, const req_refs *refs, uint8_t **out, si
     if (!w)
         return GPUQ_E_NO_MEMORY;
     uint32_t nin = refs ? refs->nin : 0, nout = refs ? refs->nout : 0;
+    if (r->has_deadline)
+        deadline = 0; /* the request's own value stands */
     uint32_t n = 2 + r->n + (r->dtype != GPUQ_DT_NONE) + r->in[0].set + r->in[1].set + (nin > 0) +
-                 (nout > 0);
+                 (nout > 0) + (deadline > 0);
     gpuq_mpw_map(w, n);
     gpuq_mpw_str(w, "id");
     gpuq_mpw_uint(w, id);
@@ -259,6 +266,10 @@ int req_encode(gpuq_req *r, uint64_t id, const req_refs *refs, uint8_t **out, si
         gpuq_refs_write(w, "in", refs->in, nin);
     if (nout)
         gpuq_refs_write(w, "out", refs->out, nout);
+    if (deadline) {
+        gpuq_mpw_str(w, "deadline_ms");
+        gpuq_mpw_uint(w, deadline);
+    }
     if (r->body_len)
         gpuq_mpw_raw(w, r->body, r->body_len);
     int rc = gpuq_mpw_take(w, out, len);
@@ -348,5 +359,38 @@ int gpuq_result_payload(const gpuq_result *res, const uint8_t **data, size_t *le
 {
     *data = res->payload;
     *len = res->payload_len;
+    return 0;
+}
+
+int gpuq_result_cancel_counts(const gpuq_result *res, uint64_t *dropped, uint64_t *running)
+{
+    if (res->status != 0 || !res->info)
+        return GPUQ_E_BAD_ARGUMENT;
+    gpuq_mpr r;
+    gpuq_mpr_init(&r, res->info, res->info_len);
+    uint32_t n;
+    if (gpuq_mpr_map(&r, &n))
+        return GPUQ_E_BAD_ARGUMENT;
+    uint64_t v[2];
+    bool seen[2] = {false, false};
+    for (uint32_t i = 0; i < n; i++) {
+        const char *k;
+        uint32_t kl;
+        if (gpuq_mpr_str(&r, &k, &kl))
+            return GPUQ_E_BAD_ARGUMENT;
+        int which = kl == 7 && memcmp(k, "dropped", 7) == 0   ? 0
+                    : kl == 7 && memcmp(k, "running", 7) == 0 ? 1
+                                                              : -1;
+        if (which < 0 ? gpuq_mpr_skip(&r) != 0 : gpuq_mpr_uint(&r, &v[which]) != 0)
+            return GPUQ_E_BAD_ARGUMENT;
+        if (which >= 0)
+            seen[which] = true;
+    }
+    if (!seen[0] || !seen[1])
+        return GPUQ_E_BAD_ARGUMENT;
+    if (dropped)
+        *dropped = v[0];
+    if (running)
+        *running = v[1];
     return 0;
 }
