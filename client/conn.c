@@ -11,17 +11,10 @@
  * (gpuq_internal.h) are the same path for a filled gpuq_request, the whole
  * payload into one buffer. The blocking calls (gpuq_call_req, gpuq_call)
  * may send their arrays through the connection's staging arena instead of
- * the socket (stage.c); pipelined submits never do. A connection's
- * deadline (gpuq_set_deadline_ms) is added to the header of each compute
- * request that has none of its own; a cancel is a request like any other
- * whose reply info the caller reads (gpuq_result_cancel_counts).
- *
- * Interrupting: with an interrupt fd set, a wait polls it beside the socket
- * before it reads a reply's first byte, and returns GPUQ_E_INTERRUPTED with
- * the request still queued when the fd is readable: nothing of the stream
- * was read, so it stays in step. A blocking call so interrupted gives its
- * request up (orphan: its reply is read and dropped later, the caller's
- * buffers no longer touched).
+ * the socket (stage.c); pipelined submits never do. Deadlines, the
+ * cancel op and interruptible waits are cancel.c's; a blocking call whose
+ * wait was interrupted gives its request up (orphan: its reply is read and
+ * dropped later, the caller's buffers no longer touched).
  *
  * Failures: a request that fails the checks is refused before anything is
  * sent, with the code the server would give. A socket error or a broken reply
@@ -39,7 +32,6 @@
 #include "conn.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,8 +42,8 @@
 #include "gpuq_limits.h"
 #include "mpread.h"
 #include "sockio.h"
-#include "utf8.h"
 #include "arena.h"
+#include "cancel.h"
 #include "hello.h"
 #include "sockpath.h"
 #include "stage.h"
@@ -84,13 +76,17 @@ struct gpuq_conn {
     int tx_fd;             /* an fd to attach to the next frame sent (arena_import), or -1 */
     gpuq_arena *arenas;    /* mapped arenas (client/arena.c) */
     conn_stage stage;      /* the blocking calls' staging arena (client/stage.c) */
-    uint64_t deadline_ms;  /* "deadline_ms" of each compute request (0: none) */
-    int intr_fd;           /* a wait for a reply ends while this is readable (-1: none) */
+    conn_cancel cancel;    /* its deadline and interrupt fd (client/cancel.c) */
 };
 
 conn_stage *conn_stage_of(gpuq_conn *c)
 {
     return &c->stage;
+}
+
+conn_cancel *conn_cancel_of(gpuq_conn *c)
+{
+    return &c->cancel;
 }
 
 int conn_broken(const gpuq_conn *c)
@@ -132,17 +128,6 @@ static int conn_break(gpuq_conn *c, int code, const char *what)
     if (code == GPUQ_E_IO)
         return conn_set_err(c, code, "%s: %s", what, strerror(errno));
     return conn_set_err(c, code, "%s", what);
-}
-
-int gpuq_default_socket(char *buf, size_t cap)
-{
-    sockpath_list l;
-    if (sockpath_candidates(&l) != 0 && l.n == 0)
-        return GPUQ_E_TOO_LARGE;
-    int n = snprintf(buf, cap, "%s", l.path[0]);
-    if (n < 0 || (size_t)n >= cap)
-        return GPUQ_E_TOO_LARGE;
-    return 0;
 }
 
 bool gpuq_unreachable(const gpuq_conn *c)
@@ -432,14 +417,15 @@ static int conn_send_failed(gpuq_conn *c, int rc, const char *what)
     return st;
 }
 
-/* Refuse a request before encoding it: a dead stream, or max_inflight
- * requests outstanding (so the server's replies never pile up unread while
- * we block writing). */
-static int submit_ready(gpuq_conn *c)
+/* Refuse a request before encoding it: a dead stream, or (counted: not a
+ * cancel, which gpuqd does not count either) max_inflight requests
+ * outstanding, so the server's replies never pile up unread while we block
+ * writing. */
+static int submit_ready(gpuq_conn *c, bool counted)
 {
     if (c->broken)
         return c->broken; /* c->err still says why */
-    if (c->info.limits.max_inflight && c->q_len >= c->info.limits.max_inflight)
+    if (counted && c->info.limits.max_inflight && c->q_len >= c->info.limits.max_inflight)
         return conn_set_err(c, GPUQ_E_BUSY,
                             "%zu requests outstanding (max_inflight %u): wait first", c->q_len,
                             c->info.limits.max_inflight);
@@ -479,15 +465,15 @@ static int send_frame(gpuq_conn *c, const pending_req *p, const uint8_t *hdr, si
 int gpuq_submit(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, const void *b,
                 size_t b_len, void *out, size_t out_cap, uint64_t *id_out)
 {
-    int rc = submit_ready(c);
+    int rc = submit_ready(c, true);
     if (rc)
         return rc;
     req->id = c->next_id;
     uint8_t *hdr = NULL;
     size_t hlen = 0;
     uint64_t own_deadline = req->deadline_ms; /* the caller's request stays as it came */
-    if (own_deadline == 0 && gpuq_op_is_compute(req->op))
-        req->deadline_ms = c->deadline_ms;
+    if (own_deadline == 0)
+        req->deadline_ms = cancel_deadline(&c->cancel, req->op);
     rc = gpuq_request_encode(req, &hdr, &hlen);
     req->deadline_ms = own_deadline;
     if (rc)
@@ -534,10 +520,10 @@ static int check_req(gpuq_conn *c, gpuq_req *r, const uint8_t *hdr, size_t hlen,
 }
 
 /* gpuq_submit_req, and the submit of gpuq_call_req (blocking: its arrays
- * may go through the staging arena). */
-static int submit_req(gpuq_conn *c, gpuq_req *r, bool blocking, uint64_t *id)
+ * may go through the staging arena); counted: against max_inflight. */
+static int submit_req(gpuq_conn *c, gpuq_req *r, bool blocking, bool counted, uint64_t *id)
 {
-    int rc = submit_ready(c);
+    int rc = submit_ready(c, counted);
     if (rc)
         return rc;
     if (r->err)
@@ -550,8 +536,7 @@ static int submit_req(gpuq_conn *c, gpuq_req *r, bool blocking, uint64_t *id)
     /* the request's sizes first (as sent by socket), then the refs of
      * arrays that lie in this connection's arenas or are staged */
     uint64_t hdr_id = c->next_id;
-    int op = gpuq_op_parse(r->op, strlen(r->op));
-    uint64_t deadline = op > 0 && gpuq_op_is_compute((gpuq_op)op) ? c->deadline_ms : 0;
+    uint64_t deadline = cancel_deadline(&c->cancel, gpuq_op_parse(r->op, strlen(r->op)));
     if (req_encode(r, hdr_id, NULL, deadline, &hdr, &hlen))
         return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a request");
     rc = check_req(c, r, hdr, hlen, (uint64_t)a_len + b_len, &sz);
@@ -587,78 +572,12 @@ err_after_encode:
 
 int gpuq_submit_req(gpuq_conn *c, gpuq_req *r, uint64_t *id)
 {
-    return submit_req(c, r, false, id);
+    return submit_req(c, r, false, true, id);
 }
 
-int gpuq_submit_cancel(gpuq_conn *c, uint64_t target, uint64_t *id)
+int conn_submit_uncounted(gpuq_conn *c, gpuq_req *r, uint64_t *id)
 {
-    if (c->broken)
-        return c->broken; /* c->err still says why */
-    /* no max_inflight check: the daemon counts compute requests only, and
-     * a cancel is most wanted when the window is full */
-    gpuq_request req;
-    gpuq_request_init(&req);
-    req.op = GPUQ_OP_CANCEL;
-    req.id = c->next_id;
-    req.has_request = true;
-    req.request = target;
-    uint8_t *hdr = NULL;
-    size_t hlen = 0;
-    if (gpuq_request_encode(&req, &hdr, &hlen))
-        return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a cancel");
-    pending_req p = {.id = req.id, .split = true}; /* no outputs: the info goes to the result */
-    int rc = send_frame(c, &p, hdr, hlen, NULL, 0, NULL, 0);
-    free(hdr);
-    if (rc == 0 && id)
-        *id = p.id;
-    return rc;
-}
-
-int gpuq_set_deadline_ms(gpuq_conn *c, uint64_t ms)
-{
-    if (ms > GPUQ_MAX_DEADLINE_MS)
-        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT,
-                            "bad_argument: a deadline of %llu ms is over %llu (a day)",
-                            (unsigned long long)ms, (unsigned long long)GPUQ_MAX_DEADLINE_MS);
-    c->deadline_ms = ms;
-    return 0;
-}
-
-int gpuq_set_interrupt_fd(gpuq_conn *c, int fd)
-{
-    if (fd < -1)
-        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "bad_argument: interrupt fd %d", fd);
-    c->intr_fd = fd;
-    return 0;
-}
-
-/* Before the queue head's reply is read, with an interrupt fd set: wait
- * until the socket is readable (0) or the interrupt fd is, which wins when
- * both are (GPUQ_E_INTERRUPTED; nothing read, the stream in step). A
- * signal that ends poll early only makes it look again: a handler that
- * wrote to the fd is seen then. */
-static int wait_readable(gpuq_conn *c, uint64_t id)
-{
-    if (c->intr_fd < 0)
-        return 0;
-    struct pollfd p[2] = {{.fd = c->intr_fd, .events = POLLIN}, {.fd = c->fd, .events = POLLIN}};
-    for (;;) {
-        int n = poll(p, 2, -1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return conn_break(c, GPUQ_E_IO, "waiting for a reply");
-        if (p[0].revents & POLLNVAL)
-            return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "bad_argument: interrupt fd %d is not open",
-                                c->intr_fd);
-        if (p[0].revents)
-            return conn_set_err(c, GPUQ_E_INTERRUPTED,
-                                "interrupted: the wait for request %llu's reply (it is still "
-                                "outstanding)",
-                                (unsigned long long)id);
-        if (p[1].revents)
-            return 0;
-    }
+    return submit_req(c, r, false, false, id);
 }
 
 /* The reply of a request whose blocking call was interrupted: its status
@@ -686,7 +605,9 @@ static int wait_head(gpuq_conn *c, gpuq_reply *rep, gpuq_result *res)
     pending_req head = c->q[c->q_head];
     gpuq_result tmp = {0};
     size_t hlen;
-    int rc = c->broken ? c->broken : wait_readable(c, head.id);
+    int rc = c->broken ? c->broken : cancel_wait(c, c->fd, head.id);
+    if (rc == GPUQ_E_IO)
+        rc = conn_break(c, rc, "waiting for a reply");
     if (rc && !c->broken) {
         memset(rep, 0, sizeof *rep);
         rep->id = head.id;
@@ -789,7 +710,7 @@ int gpuq_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, cons
 int gpuq_call_req(gpuq_conn *c, gpuq_req *r, gpuq_result *res)
 {
     int rc = blocking_ready(c);
-    if (rc || (rc = submit_req(c, r, true, NULL))) {
+    if (rc || (rc = submit_req(c, r, true, true, NULL))) {
         stage_end(c, false);
         if (res) {
             result_reset(res);
@@ -804,36 +725,6 @@ int gpuq_call_req(gpuq_conn *c, gpuq_req *r, gpuq_result *res)
     return rc;
 }
 
-static int hello(gpuq_conn *c, const gpuq_connect_opts *o)
-{
-    const char *name = o && o->client_name ? o->client_name : "libgpuq";
-    size_t nlen = strlen(name);
-    if (!gpuq_utf8_valid(name, nlen)) /* the server would refuse it: bad_header */
-        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "client name is not valid UTF-8");
-    nlen = gpuq_utf8_cut(name, nlen, GPUQ_CLIENT_NAME_MAX); /* long names: whole characters */
-    char client[GPUQ_CLIENT_NAME_MAX + 1];
-    memcpy(client, name, nlen);
-    client[nlen] = '\0';
-    gpuq_req *r = gpuq_req_new("hello");
-    if (!r)
-        return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory building the hello");
-    gpuq_req_set_u64(r, "version", GPUQ_PROTO_VERSION);
-    gpuq_req_set_str(r, "client", client);
-    gpuq_req_set_i64(r, "priority", o ? o->priority : GPUQ_PRIO_NORMAL);
-    gpuq_req_set_i64(r, "device", o ? o->device : -1);
-    int rc = gpuq_call_req(c, r, &c->scratch);
-    gpuq_req_free(r);
-    if (rc)
-        return rc;
-    if (!c->scratch.info)
-        return conn_break(c, GPUQ_E_PROTOCOL, "hello reply without info");
-    if (hello_info_parse(c->scratch.info, c->scratch.info_len, &c->info, &c->stage.offered))
-        return conn_break(c, GPUQ_E_PROTOCOL, "malformed hello info");
-    if (c->info.version != GPUQ_PROTO_VERSION)
-        return conn_break(c, GPUQ_E_VERSION, "server protocol version differs");
-    return 0;
-}
-
 int gpuq_connect(const gpuq_connect_opts *opts, gpuq_conn **out)
 {
     *out = NULL;
@@ -842,7 +733,7 @@ int gpuq_connect(const gpuq_connect_opts *opts, gpuq_conn **out)
         return GPUQ_E_NO_MEMORY;
     c->fd = -1;
     c->rx_fd = c->tx_fd = -1;
-    c->intr_fd = -1;
+    c->cancel.intr_fd = -1;
     c->next_id = 1;
     c->info.device = -1;
     gpuq_limits_default(&c->info.limits);
@@ -861,7 +752,7 @@ int gpuq_connect(const gpuq_connect_opts *opts, gpuq_conn **out)
         goto err_after_alloc;
     }
     memcpy(c->path, l.path[used], sizeof c->path);
-    rc = hello(c, opts);
+    rc = hello_exchange(c, opts, &c->info, &c->stage.offered);
     if (rc)
         goto err_after_alloc;
     *out = c;

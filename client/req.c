@@ -17,8 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mpread.h"
-
 __attribute__((format(printf, 3, 4))) static int req_fail(gpuq_req *r, int code, const char *fmt,
                                                           ...)
 {
@@ -359,38 +357,5 @@ int gpuq_result_payload(const gpuq_result *res, const uint8_t **data, size_t *le
 {
     *data = res->payload;
     *len = res->payload_len;
-    return 0;
-}
-
-int gpuq_result_cancel_counts(const gpuq_result *res, uint64_t *dropped, uint64_t *running)
-{
-    if (res->status != 0 || !res->info)
-        return GPUQ_E_BAD_ARGUMENT;
-    gpuq_mpr r;
-    gpuq_mpr_init(&r, res->info, res->info_len);
-    uint32_t n;
-    if (gpuq_mpr_map(&r, &n))
-        return GPUQ_E_BAD_ARGUMENT;
-    uint64_t v[2];
-    bool seen[2] = {false, false};
-    for (uint32_t i = 0; i < n; i++) {
-        const char *k;
-        uint32_t kl;
-        if (gpuq_mpr_str(&r, &k, &kl))
-            return GPUQ_E_BAD_ARGUMENT;
-        int which = kl == 7 && memcmp(k, "dropped", 7) == 0   ? 0
-                    : kl == 7 && memcmp(k, "running", 7) == 0 ? 1
-                                                              : -1;
-        if (which < 0 ? gpuq_mpr_skip(&r) != 0 : gpuq_mpr_uint(&r, &v[which]) != 0)
-            return GPUQ_E_BAD_ARGUMENT;
-        if (which >= 0)
-            seen[which] = true;
-    }
-    if (!seen[0] || !seen[1])
-        return GPUQ_E_BAD_ARGUMENT;
-    if (dropped)
-        *dropped = v[0];
-    if (running)
-        *running = v[1];
     return 0;
 }
