@@ -139,7 +139,10 @@ static int print_status(gpuq_mpr *r)
     printf("%-10s %s\n", "backend", ctl_kv_str(kv, n, "backend"));
     printf("%-10s %.0f open, %.0f since start\n", "sessions", ctl_kv_num(kv, n, "sessions"),
            ctl_kv_num(kv, n, "sessions_total"));
-    printf("%-10s %.0f\n", "in flight", ctl_kv_num(kv, n, "in_flight"));
+    printf("%-10s %.0f (%.0f queued)\n", "in flight", ctl_kv_num(kv, n, "in_flight"),
+           ctl_kv_num(kv, n, "queued"));
+    printf("%-10s %.0f, %.0f past their deadline\n", "cancelled", ctl_kv_num(kv, n, "cancelled"),
+           ctl_kv_num(kv, n, "expired"));
     printf("%-10s %s in use, %s allocated\n", "staging",
            ctl_fmt_bytes(ctl_kv_num(kv, n, "staging_bytes"), a, sizeof a),
            ctl_fmt_bytes(ctl_kv_num(kv, n, "staging_capacity"), b, sizeof b));

@@ -360,8 +360,7 @@ int gpuq_request_check(const gpuq_request *req, uint64_t payload_len, const gpuq
     if (d->check && (rc = d->check(req, payload_len, lim, sz, &in_elems, msg, msgcap)) != 0)
         return rc;
     if (req->deadline_ms > GPUQ_MAX_DEADLINE_MS)
-        return hdr_fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT,
-                        "deadline_ms %llu is over %llu (one day)",
+        return hdr_fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT, "deadline_ms %llu is over %llu (one day)",
                         (unsigned long long)req->deadline_ms,
                         (unsigned long long)GPUQ_MAX_DEADLINE_MS);
     if (d->flags & GPUQ_OPF_NO_PAYLOAD) {

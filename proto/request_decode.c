@@ -43,9 +43,9 @@ enum reqkey {
 };
 
 static const char *const req_keys[K_COUNT] = {
-    "id",     "op",      "dtype", "shape", "shape_b", "timing", "version", "client", "priority",
-    "device", "session", "limit", "value", "in",      "out",    "size",    "arena",
-    "deadline_ms", "request",
+    "id",     "op",       "dtype",  "shape",       "shape_b", "timing", "version",
+    "client", "priority", "device", "session",     "limit",   "value",  "in",
+    "out",    "size",     "arena",  "deadline_ms", "request",
 };
 
 /* Op keys take seen-bits from here up. */

@@ -39,7 +39,7 @@ struct gpuq_job {
     void *h_out[GPUQ_MAX_OUTPUTS];
     void *bsess;        /* the backend session it was submitted on */
     void *owner;        /* the server's request (opaque to backend) */
-    uint64_t submit_ns; /* uv_hrtime() at submit */
+    uint64_t submit_ns; /* uv_hrtime() when it was queued for the device (scheduler.c) */
     /* set by the backend before completion */
     int status;         /* 0 or GPUQ_E_* */
     char message[160];  /* one line when status != 0 */

@@ -74,6 +74,15 @@ static const opt_doc opt_docs[] = {
     {"staging_headroom", "N", NULL,
      "The last bytes of total_staging, kept for sessions that hold no staging (at most half of "
      "it)."},
+    {"device_window", "N", NULL,
+     "Requests running on one device at once (1 .. 1048576); the rest wait in its queue, by "
+     "priority, then arrival."},
+    {"bulk_window", "N", NULL,
+     "While a higher priority level is active, bytes (input + output) of lower-priority "
+     "requests that may run on a device at once (one always may)."},
+    {"priority_hold", "SEC", NULL,
+     "How long a priority level counts as active after its last compute request (0: only "
+     "while its requests wait or run)."},
     {"max_header", "N", NULL, "Bytes of one request's header (1 .. 1G)."},
     {"max_payload", "N", NULL, "Bytes of one request's payload (its input arrays)."},
     {"max_output", "N", NULL, "Bytes of one request's result."},
@@ -253,6 +262,9 @@ static void config_defaults(config *c)
     c->staging_keep = 64ull << 20;
     c->staging_release_s = 5.0;
     c->staging_headroom = 64ull << 20;
+    c->device_window = 256;
+    c->bulk_window = 8ull << 20;
+    c->priority_hold_s = 0.2;
     c->pol.admin_gid = (gid_t)-1;
     c->pol.max_priority = GPUQ_PRIO_HIGH;
 }

@@ -79,6 +79,12 @@ typedef struct config {
     uint64_t staging_keep;
     double staging_release_s;
     uint64_t staging_headroom;
+    /* The scheduler (scheduler.c): requests running on one device at once;
+     * lower-priority bytes running while a higher level is active; how long
+     * a level stays active after its last compute request. */
+    uint64_t device_window;
+    uint64_t bulk_window;
+    double priority_hold_s;
     gpuq_policy pol;
     bool check_only;  /* --check-config FILE: print and exit */
     pid_t reload_pid; /* --reload PID: SIGHUP to that gpuqd and exit; 0: none */

@@ -40,6 +40,9 @@ static const config_key keys[KEY_COUNT] = {
     {KEY_STAGING_KEEP, "server", "staging_keep", KIND_SIZE, 0, U64},
     {KEY_STAGING_RELEASE_AFTER, "server", "staging_release_after", KIND_SECONDS, 0, 86400},
     {KEY_STAGING_HEADROOM, "server", "staging_headroom", KIND_SIZE, 0, U64},
+    {KEY_DEVICE_WINDOW, "server", "device_window", KIND_COUNT, 1, 1u << 20},
+    {KEY_BULK_WINDOW, "server", "bulk_window", KIND_SIZE, 0, U64},
+    {KEY_PRIORITY_HOLD, "server", "priority_hold", KIND_SECONDS, 0, 3600},
     /* [limits]: names, fields and ranges are proto's (gpuq_limits_set) */
     {KEY_MAX_HEADER, "limits", "max_header", KIND_SIZE, 0, 0},
     {KEY_MAX_PAYLOAD, "limits", "max_payload", KIND_SIZE, 0, 0},
@@ -139,6 +142,12 @@ void *config_key_field(config *c, const config_key *k)
         return &c->staging_keep;
     case KEY_STAGING_HEADROOM:
         return &c->staging_headroom;
+    case KEY_DEVICE_WINDOW:
+        return &c->device_window;
+    case KEY_BULK_WINDOW:
+        return &c->bulk_window;
+    case KEY_PRIORITY_HOLD:
+        return &c->priority_hold_s;
     default:
         return NULL;
     }

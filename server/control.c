@@ -10,6 +10,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "policy.h"
+#include "scheduler.h"
 #include "session.h"
 #include "stats.h"
 #include "uvx.h"
@@ -286,6 +287,16 @@ typedef struct control_entry {
     bool while_draining; /* served while the daemon drains */
 } control_entry;
 
+/* cancel: this session's unanswered requests with that id (scheduler.c). */
+static int control_cancel(request *r)
+{
+    uint32_t dropped, running;
+    sched_cancel(r->s, r->req.request, &dropped, &running);
+    log_debug("session %llu: cancel of request %llu: %u dropped, %u running",
+              (unsigned long long)r->s->id, (unsigned long long)r->req.request, dropped, running);
+    return control_info_uint(r, "dropped", dropped, "running", running);
+}
+
 static const control_entry control_table[GPUQ_OP_COUNT] = {
     [GPUQ_OP_HELLO] = {.run = control_hello},
     [GPUQ_OP_PING] = {.run = control_ping},
@@ -299,6 +310,7 @@ static const control_entry control_table[GPUQ_OP_COUNT] = {
     [GPUQ_OP_ARENA_OPEN] = {.run = control_arena_open},
     [GPUQ_OP_ARENA_IMPORT] = {.run = control_arena_import},
     [GPUQ_OP_ARENA_CLOSE] = {.run = control_arena_close},
+    [GPUQ_OP_CANCEL] = {.run = control_cancel, .while_draining = true},
 };
 
 static const control_entry *control_entry_of(gpuq_op op)

@@ -1,5 +1,6 @@
 /* metrics.c - see metrics.h. */
 #include "metrics.h"
+#include "scheduler.h"
 #include "session.h"
 
 #include <stdarg.h>
@@ -225,6 +226,19 @@ int metrics_render(const server *srv, char **out, size_t *len)
           (double)srv->inflight);
     gauge(&t, "gpuq_queue_depth", "Jobs submitted to the backend and not completed.",
           srv->b ? (double)srv->b->ops->inflight(srv->b) : 0);
+    gauge(&t, "gpuq_queued_requests",
+          "Compute requests waiting in the device queues for their turn (device_window, "
+          "bulk_window).",
+          (double)sched_queued_all(srv));
+    tb_head(&t, "gpuq_requests_cancelled_total", "counter",
+            "Requests cancelled: by a cancel request, or because their session closed.");
+    tb_printf(&t, "gpuq_requests_cancelled_total{reason=\"cancel\"} %llu\n",
+              (unsigned long long)(srv->sched.cancelled - srv->sched.dropped_closed));
+    tb_printf(&t, "gpuq_requests_cancelled_total{reason=\"disconnect\"} %llu\n",
+              (unsigned long long)srv->sched.dropped_closed);
+    counter(&t, "gpuq_requests_expired_total",
+            "Requests answered deadline_exceeded (not finished within their deadline_ms).",
+            srv->sched.expired);
     gauge(&t, "gpuq_staging_waiting_sessions", "Sessions paused until staging memory frees up.",
           waiting);
     counter(&t, "gpuq_received_bytes_total", "Bytes read from clients.", st->bytes_in);

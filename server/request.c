@@ -11,6 +11,7 @@
 #include "frame.h"
 #include "log.h"
 #include "metrics.h"
+#include "scheduler.h"
 #include "session.h"
 #include "staging.h"
 #include "stats.h"
@@ -104,6 +105,7 @@ void request_free(request *r)
 {
     session *s = r->s;
     server *srv = s->srv;
+    sched_untrack(r);
     request_release_slot(r);
     request_wq_unlink(r);
     request_set_compute(r, false);
@@ -198,6 +200,7 @@ static const session_frame_ops request_frame_ops = {
 
 void request_reply(request *r)
 {
+    sched_untrack(r); /* answered: no longer cancellable, queued or watched */
     r->out.ops = &request_frame_ops;
     session_send(r->s, &r->out);
 }
@@ -300,10 +303,51 @@ static void request_on_prefix(session *s, int rc)
         session_close(s);
 }
 
-static void request_submit(request *r)
+/* sched's run: r's turn on its device came; submit it to the backend.
+ * 0, or < 0 when it was refused (answered here; r may be gone). */
+static int request_run(request *r)
+{
+    backend *b = r->s->srv->b;
+    r->in_backend = true;
+    int rc = b->ops->submit(b, &r->job);
+    if (rc < 0) {
+        r->in_backend = false;
+        r->running = false;
+        request_refuse(r, rc, "%s", r->job.message[0] ? r->job.message : "backend refused the job");
+    }
+    return rc < 0 ? rc : 0;
+}
+
+/* sched's answer: r, dropped from its queue (cancelled, expired), gets
+ * code; its staging goes back now (no result will be written). */
+static void request_answer(request *r, int code, const char *msg)
+{
+    request_release_slot(r);
+    request_refuse(r, code, "%s", msg);
+}
+
+/* sched's expire_waiting: r waits for staging (s->cur) and its deadline
+ * passed. Answered now; its payload is read and discarded, and the
+ * session reads on. */
+static void request_expire_waiting(request *r)
 {
     session *s = r->s;
-    backend *b = s->srv->b;
+    if (s->cur != r || !session_waiting(s))
+        return;
+    s->cur = NULL;
+    session_skip(s, r->req.nin_ref ? 0 : r->sz.payload);
+    session_ref(s);
+    request_refuse(r, GPUQ_E_DEADLINE_EXCEEDED, "deadline of %llu ms passed waiting for staging",
+                   (unsigned long long)r->req.deadline_ms);
+    session_update_reading(s);
+    session_unref(s);
+}
+
+/* r's input is in place: the job is set up and r goes to its device's
+ * queue (scheduler.c), which submits it when its turn comes. */
+static void request_ready(request *r)
+{
+    session *s = r->s;
     r->job.req = &r->req;
     r->job.sz = &r->sz;
     const gpuq_sizes *sz = &r->sz;
@@ -320,13 +364,8 @@ static void request_submit(request *r)
     }
     r->job.bsess = s->bsess;
     r->job.owner = r;
-    r->job.submit_ns = uv_hrtime();
-    r->in_backend = true;
-    int rc = b->ops->submit(b, &r->job);
-    if (rc < 0) {
-        r->in_backend = false;
-        request_refuse(r, rc, "%s", r->job.message[0] ? r->job.message : "backend refused the job");
-    }
+    r->job.submit_ns = uv_hrtime(); /* timing's queue_us includes the wait in the queue */
+    sched_enqueue(r);
 }
 
 static size_t align64(uint64_t n)
@@ -346,7 +385,7 @@ static void request_reserve(session *s)
         s->cur = NULL;
         r->out_off = 0;
         session_skip(s, 0);
-        request_submit(r);
+        request_ready(r);
         return;
     }
     int rc = staging_reserve(&srv->st, need, &s->staging_used, s->caps.session_staging, &r->slot);
@@ -355,8 +394,10 @@ static void request_reserve(session *s)
             log_debug("session %llu: waiting for %zu bytes of staging", (unsigned long long)s->id,
                       need);
         session_wait(s);
+        sched_watch(r);
         return;
     }
+    sched_unwatch(r);
     s->cur = NULL;
     if (rc < 0) {
         r->slot = NULL;
@@ -377,7 +418,7 @@ static void request_reserve(session *s)
         session_expect_payload(s, r->slot->ptr, in_sock);
     } else {
         session_skip(s, 0);
-        request_submit(r);
+        request_ready(r);
     }
 }
 
@@ -416,13 +457,18 @@ void request_schedule_retry(server *srv)
 
 int request_layer_init(server *srv)
 {
-    return uvx_idle_init(srv->loop, &srv->retry_idle, srv);
+    srv->sched.run = request_run;
+    srv->sched.answer = request_answer;
+    srv->sched.expire_waiting = request_expire_waiting;
+    int rc = uvx_idle_init(srv->loop, &srv->retry_idle, srv);
+    return rc < 0 ? rc : sched_init(srv);
 }
 
 void request_layer_close(server *srv)
 {
     srv->retry_pending = false;
     uvx_close((uv_handle_t *)&srv->retry_idle, NULL);
+    sched_close(srv);
 }
 
 static void request_on_header(session *s)
@@ -479,6 +525,7 @@ static void request_on_header(session *s)
             return;
         }
         request_set_compute(r, true);
+        sched_track(r);
         s->cur = r;
         request_reserve(s);
         return;
@@ -496,7 +543,7 @@ static void request_on_payload(session *s)
 {
     request *r = s->cur;
     s->cur = NULL;
-    request_submit(r);
+    request_ready(r);
 }
 
 static void request_on_timeout(session *s, const char *msg)
@@ -519,6 +566,9 @@ static void request_on_timeout(session *s, const char *msg)
 
 static void request_on_closed(session *s)
 {
+    /* queued work dropped now (staging back at once), running work's
+     * results discarded when it ends */
+    sched_drop_session(s);
     /* the session's arenas: gone from its table now; each lives on while a
      * request in the backend still names it */
     arena_close_all(&s->arenas);
@@ -542,6 +592,7 @@ void request_complete(gpuq_job *job)
     request *r = job->owner;
     server *srv = r->s->srv;
     r->in_backend = false;
+    sched_done(r); /* the next queued requests may start now */
     if (srv->b->lost && !srv->lost) {
         srv->lost = true;
         log_error("device lost: %s", srv->b->lost_reason);
@@ -551,6 +602,17 @@ void request_complete(gpuq_job *job)
     if (srv->lost) {
         r->status = GPUQ_E_DEVICE_LOST;
         snprintf(r->message, sizeof r->message, "device lost: %.140s", srv->b->lost_reason);
+    } else if (r->discard) {
+        r->status = r->discard;
+        snprintf(r->message, sizeof r->message, "%s; its result was discarded",
+                 r->discard == GPUQ_E_CANCELLED ? "cancelled while it ran"
+                                                : "deadline passed while it ran");
+    } else if (r->deadline_ns && uv_hrtime() > r->deadline_ns) {
+        srv->sched.expired++;
+        r->status = GPUQ_E_DEADLINE_EXCEEDED;
+        snprintf(r->message, sizeof r->message,
+                 "deadline of %llu ms passed while it ran; its result was discarded",
+                 (unsigned long long)r->req.deadline_ms);
     } else if (r->status < 0) {
         snprintf(r->message, sizeof r->message, "%s",
                  job->message[0] ? job->message : gpuq_strerror(r->status));

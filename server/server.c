@@ -11,6 +11,7 @@
 #include "listener.h"
 #include "log.h"
 #include "request.h"
+#include "scheduler.h"
 #include "sdnotify.h"
 #include "session.h"
 #include "staging.h"
@@ -192,6 +193,7 @@ void server_limits_changed(server *srv)
     /* Raised limits may let waiting sessions go on (on the next loop turn);
      * lowered ones apply to requests not yet accepted. */
     request_schedule_retry(srv);
+    sched_kick(srv); /* device_window, bulk_window or priority_hold may have grown */
     for (session *s = srv->sessions; s; s = s->next)
         if (!s->closing)
             session_update_reading(s);

@@ -80,6 +80,21 @@ struct request {
     request *wnext;
     uint64_t wr_end;
     bool in_wq;
+    /* scheduling (scheduler.c): a compute request from its header until it is
+     * answered is on its session's list (lprev/lnext); once its input is in
+     * place it waits in its device's queue (queued, qprev/qnext) until it
+     * runs (running: counted in the device's window); one with a deadline
+     * is watched (dprev/dnext) while it waits for staging or in the queue. */
+    request *lprev, *lnext;
+    request *qprev, *qnext;
+    request *dprev, *dnext;
+    bool listed, queued, running, watched;
+    int level;            /* priority level index 0..SCHED_LEVELS-1 (low..high) */
+    int dev;              /* device queue index */
+    uint64_t deadline_ns; /* uv_hrtime() deadline; 0: none */
+    /* set while it runs: answer this code instead of its result once the
+     * backend is done (GPUQ_E_CANCELLED, GPUQ_E_DEADLINE_EXCEEDED) */
+    int discard;
 };
 
 enum session_rstate { RS_PREFIX, RS_HEADER, RS_PAYLOAD, RS_SKIP, RS_WAIT_STAGING };
@@ -134,9 +149,10 @@ struct session {
     request *wq_head, *wq_tail; /* compute requests whose reply is queued, in write order */
     uint32_t live;              /* requests alive */
     uint64_t staging_used;
-    arena_table arenas; /* open shared-memory arenas */
-    int rx_fd;          /* an fd that came with the current frame's first byte, or -1 */
-    bool rx_fd_extra;   /* more than one came: all but rx_fd were closed */
+    arena_table arenas;  /* open shared-memory arenas */
+    request *unanswered; /* compute requests not yet answered (scheduler.c's list) */
+    int rx_fd;           /* an fd that came with the current frame's first byte, or -1 */
+    bool rx_fd_extra;    /* more than one came: all but rx_fd were closed */
     /* timeouts (session_sweep) */
     uint64_t rx_ns;           /* last byte in, or reading (re)started */
     uint64_t active_ns;       /* last byte in or reply written */
@@ -156,6 +172,38 @@ typedef struct session_events {
 
 /* What the lower server modules ask of the daemon as a whole (server.c's
  * functions, see server.h), set by server_init. */
+/* The scheduler (scheduler.c): per-device queues of compute requests whose
+ * input is in place, ordered by priority level then arrival, and the window
+ * of requests running on each device. */
+#define SCHED_LEVELS 3 /* GPUQ_PRIO_LOW..GPUQ_PRIO_HIGH, as level + 1 */
+typedef struct sched_dev {
+    request *head[SCHED_LEVELS], *tail[SCHED_LEVELS]; /* queued, FIFO per level */
+    uint32_t queued;
+    uint32_t running;                     /* submitted to the backend, not completed */
+    uint32_t running_n[SCHED_LEVELS];     /* of those, per level */
+    uint64_t running_bytes[SCHED_LEVELS]; /* input + output bytes of those, per level */
+    uint64_t seen_ns[SCHED_LEVELS];       /* last compute request of each level queued */
+    bool pumping;
+} sched_dev;
+
+#define SCHED_MAX_DEVS 16 /* queues; device i uses queue i % SCHED_MAX_DEVS */
+typedef struct sched {
+    sched_dev devs[SCHED_MAX_DEVS];
+    int ndev;         /* queues in use: min(devices, SCHED_MAX_DEVS) */
+    uv_timer_t timer; /* the earliest deadline of a watched request */
+    bool timer_init, timer_on;
+    uint64_t timer_at;
+    request *watch; /* requests with a deadline waiting for staging or queued */
+    uint64_t cancelled, expired, dropped_closed;
+    /* request.c's (set by request_layer_init): submit r to the backend now
+     * (0, or < 0: r was refused and answered); answer r, which is no longer
+     * queued nor waiting, with code (the reply carries msg) */
+    int (*run)(request *r);
+    void (*answer)(request *r, int code, const char *msg);
+    /* r waits for staging and its deadline passed */
+    void (*expire_waiting)(request *r);
+} sched;
+
 typedef struct server_hooks {
     void (*shutdown)(server *srv, int code);
     void (*stop_accepting)(server *srv);
@@ -203,7 +251,8 @@ struct server {
     uint64_t next_session_id;
     uint64_t inflight;       /* compute requests accepted, not answered */
     arena_books arena_books; /* arena ids and bytes over all sessions */
-    uint64_t live;           /* requests alive over all sessions */
+    sched sched;
+    uint64_t live; /* requests alive over all sessions */
     uint64_t start_ns;
 };
 

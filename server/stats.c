@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include "scheduler.h"
 #include "server_defs.h"
 #include "session.h"
 
@@ -26,7 +27,7 @@ void stats_devices(const server *srv, gpuq_mpw *w)
     for (int i = 0; i < n; i++) {
         backend_device d;
         b->ops->device_info(b, i, &d);
-        gpuq_mpw_map(w, 7);
+        gpuq_mpw_map(w, 8);
         gpuq_mpw_str(w, "index");
         gpuq_mpw_int(w, d.index);
         gpuq_mpw_str(w, "name");
@@ -39,6 +40,8 @@ void stats_devices(const server *srv, gpuq_mpw *w)
         gpuq_mpw_uint(w, d.sessions);
         gpuq_mpw_str(w, "in_flight");
         gpuq_mpw_uint(w, d.in_flight);
+        gpuq_mpw_str(w, "queued");
+        gpuq_mpw_uint(w, sched_queued(srv, d.index));
         gpuq_mpw_str(w, "bytes");
         gpuq_mpw_uint(w, d.bytes);
     }
@@ -111,7 +114,7 @@ void stats_server_keys(const server *srv, gpuq_mpw *w)
 void stats_status_info(const server *srv, gpuq_mpw *w)
 {
     const stats *st = &srv->stats;
-    gpuq_mpw_map(w, STATS_SERVER_KEYS + 17);
+    gpuq_mpw_map(w, STATS_SERVER_KEYS + 20);
     stats_server_keys(srv, w);
     gpuq_mpw_str(w, "uptime_s");
     gpuq_mpw_double(w, (double)(uv_hrtime() - srv->start_ns) / 1e9);
@@ -163,6 +166,12 @@ void stats_status_info(const server *srv, gpuq_mpw *w)
     gpuq_mpw_uint(w, srv->read_yields);
     gpuq_mpw_str(w, "sessions_total");
     gpuq_mpw_uint(w, st->sessions_total);
+    gpuq_mpw_str(w, "queued");
+    gpuq_mpw_uint(w, sched_queued_all(srv));
+    gpuq_mpw_str(w, "cancelled");
+    gpuq_mpw_uint(w, srv->sched.cancelled);
+    gpuq_mpw_str(w, "expired");
+    gpuq_mpw_uint(w, srv->sched.expired);
     gpuq_mpw_str(w, "pid");
     gpuq_mpw_uint(w, (uint64_t)getpid());
 }

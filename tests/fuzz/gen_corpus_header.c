@@ -983,9 +983,10 @@ static void gen_dict(void)
     corpus_dict_comment(C, "(do not edit: rerun it). Each word as text and as a msgpack fixstr.");
     corpus_dict_comment(C, "request keys (PROTOCOL.md 3.1)");
     static const char *const req_keys[] = {
-        "id",      "op",     "dtype", "shape", "shape_b", "method",  "flat",   "on_zero",  "metric",
-        "to",      "radius", "lat",   "lon",   "timing",  "version", "client", "priority", "device",
-        "session", "limit",  "value", "in",    "out",     "size",    "arena",   "deadline_ms", "request"};
+        "id",      "op",     "dtype",    "shape",  "shape_b",     "method", "flat",
+        "on_zero", "metric", "to",       "radius", "lat",         "lon",    "timing",
+        "version", "client", "priority", "device", "session",     "limit",  "value",
+        "in",      "out",    "size",     "arena",  "deadline_ms", "request"};
     for (size_t k = 0; k < sizeof req_keys / sizeof req_keys[0]; k++)
         dict_str(req_keys[k]);
     corpus_dict_comment(C, "ops, dtypes, methods, metrics, on_zero, priorities, limits");

@@ -1,0 +1,392 @@
+/* test_e2e_sched.c - gpuqd's scheduler on the CPU backend: priority order
+ * of queued work, the bulk window, deadlines (queued, running, waiting for
+ * staging, bad values), cancel by id (queued, running, unknown id, missing
+ * key) and a disconnect that drops queued work at once.
+ *
+ * Slow jobs come from the CPU backend's GPUQ_TEST_SLOW_MS hook (each job
+ * sleeps that long on a pool thread); --device-window 1 makes the others
+ * wait in the queue. Each job is a float64 normalize of N values: 16 KiB of
+ * input + output, so one staging slot of 16 KiB (PROTOCOL.md section 2). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "e2e_util.h"
+#include "mpread.h"
+
+enum { N = 1024, NJOBS = 8 };
+#define JOB_BYTES ((long long)(2 * N * sizeof(double)))
+
+static double x[N];
+static double y[NJOBS][N];
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* A daemon whose jobs take slow_ms each, with extra flags. */
+static void start_slow(int slow_ms, const char *const *extra)
+{
+    char v[16];
+    snprintf(v, sizeof v, "%d", slow_ms);
+    setenv("GPUQ_TEST_SLOW_MS", v, 1);
+    e2e_start(extra);
+    unsetenv("GPUQ_TEST_SLOW_MS");
+}
+
+static void setup(void)
+{
+    for (int i = 0; i < N; i++)
+        x[i] = i + 1;
+}
+
+/* Submit job k (a normalize into y[k]) with timing and a deadline (0:
+ * none); returns its id. */
+static uint64_t submit_job(gpuq_conn *c, int k, uint64_t deadline_ms)
+{
+    gpuq_request r = e2e_norm_req(N);
+    r.timing = true;
+    r.deadline_ms = deadline_ms;
+    memset(y[k], 0, sizeof y[k]);
+    uint64_t id;
+    ck_assert_int_eq(gpuq_submit(c, &r, x, sizeof x, NULL, 0, y[k], sizeof y[k], &id), 0);
+    return id;
+}
+
+/* Wait for the oldest reply; *rep gets it. Returns its status. */
+static int wait_job(gpuq_conn *c, gpuq_reply *rep)
+{
+    memset(rep, 0, sizeof *rep);
+    return gpuq_wait(c, rep);
+}
+
+/* y[k] is the normalize of x (sum 1, first value 1 / sum). */
+static void check_result(int k)
+{
+    double sum = (double)N * (N + 1) / 2;
+    ck_assert_msg(y[k][0] > 0.999999 / sum && y[k][0] < 1.000001 / sum, "y[%d][0] = %g", k,
+                  y[k][0]);
+}
+
+/* Submit a cancel of target (builder API: its reply info comes back). */
+static gpuq_req *submit_cancel(gpuq_conn *c, uint64_t target)
+{
+    gpuq_req *q = gpuq_req_new("cancel");
+    ck_assert_ptr_nonnull(q);
+    ck_assert_int_eq(gpuq_req_set_u64(q, "request", target), 0);
+    uint64_t id;
+    ck_assert_int_eq(gpuq_submit_req(c, q, &id), 0);
+    return q;
+}
+
+/* Wait for a cancel's reply: status 0 and its counts. */
+static void wait_cancel(gpuq_conn *c, gpuq_req *q, long long dropped, long long running)
+{
+    gpuq_result *res = gpuq_result_new();
+    ck_assert_ptr_nonnull(res);
+    ck_assert_int_eq(gpuq_wait_req(c, res), 0);
+    const uint8_t *info;
+    size_t len;
+    ck_assert_int_eq(gpuq_result_info(res, &info, &len), 0);
+    gpuq_mpr r;
+    gpuq_mpr_init(&r, info, len);
+    char js[256];
+    ck_assert_int_eq(gpuq_mpr_to_json(&r, js, sizeof js), 0);
+    ck_assert_msg(e2e_json_int(js, "dropped") == dropped && e2e_json_int(js, "running") == running,
+                  "cancel info %s; expected dropped %lld, running %lld", js, dropped, running);
+    gpuq_result_free(res);
+    gpuq_req_free(q);
+}
+
+static long long status_int(const char *key)
+{
+    char js[16384];
+    e2e_status(js, sizeof js);
+    return e2e_json_int(js, key);
+}
+
+/* Queued work goes by priority, then arrival: a high-priority request sent
+ * after three low ones runs second (right after the one that was running),
+ * so it waits less than the second low one. */
+START_TEST(priority_order)
+{
+    const char *extra[] = {"--device-window", "1", NULL};
+    start_slow(200, extra);
+    gpuq_conn *lo = e2e_connect("low", GPUQ_PRIO_LOW);
+    gpuq_conn *hi = e2e_connect("high", GPUQ_PRIO_HIGH);
+    for (int k = 0; k < 3; k++)
+        submit_job(lo, k, 0);
+    usleep(60000); /* the first runs, two wait */
+    submit_job(hi, 3, 0);
+    usleep(30000);
+    ck_assert_int_eq(status_int("queued"), 3);
+    gpuq_reply h, l[3];
+    ck_assert_int_eq(wait_job(hi, &h), 0);
+    for (int k = 0; k < 3; k++)
+        ck_assert_int_eq(wait_job(lo, &l[k]), 0);
+    for (int k = 0; k < 4; k++)
+        check_result(k);
+    /* high waited for the one running (~140 ms); low #2 for it and high
+     * (~400 ms); in arrival order high would have waited ~540 ms */
+    ck_assert_msg(h.timing.queue_us < l[1].timing.queue_us,
+                  "high waited %.0f us, the second low one %.0f us", h.timing.queue_us,
+                  l[1].timing.queue_us);
+    ck_assert_msg(h.timing.queue_us < 350e3, "high waited %.0f us", h.timing.queue_us);
+    ck_assert_int_eq(status_int("queued"), 0);
+    gpuq_close(lo);
+    gpuq_close(hi);
+}
+END_TEST
+
+/* Three low requests run side by side on the pool's threads while no
+ * higher level is about; within priority_hold of a high request,
+ * bulk_window (1 byte: one at a time) holds them back. */
+START_TEST(bulk_window_holds_lower)
+{
+    const char *extra[] = {"--bulk-window", "1", "--priority-hold", "30", NULL};
+    start_slow(150, extra);
+    gpuq_conn *lo = e2e_connect("low", GPUQ_PRIO_LOW);
+    gpuq_conn *hi = e2e_connect("high", GPUQ_PRIO_HIGH);
+    gpuq_reply rep[3];
+    for (int k = 0; k < 3; k++)
+        submit_job(lo, k, 0);
+    for (int k = 0; k < 3; k++)
+        ck_assert_int_eq(wait_job(lo, &rep[k]), 0);
+    ck_assert_msg(rep[2].timing.queue_us < 100e3, "alone, the third low waited %.0f us",
+                  rep[2].timing.queue_us);
+    submit_job(hi, 3, 0);
+    ck_assert_int_eq(wait_job(hi, &rep[0]), 0);
+    for (int k = 0; k < 3; k++)
+        submit_job(lo, k, 0);
+    for (int k = 0; k < 3; k++)
+        ck_assert_int_eq(wait_job(lo, &rep[k]), 0);
+    for (int k = 0; k < 4; k++)
+        check_result(k);
+    /* one at a time: the third waits for two (~300 ms) */
+    ck_assert_msg(rep[2].timing.queue_us > 250e3,
+                  "with high active, the third low waited only %.0f us", rep[2].timing.queue_us);
+    gpuq_close(lo);
+    gpuq_close(hi);
+}
+END_TEST
+
+/* A queued request whose deadline passes is dropped (it never runs) and
+ * answered deadline_exceeded right after the reply before it. */
+START_TEST(deadline_queued_dropped)
+{
+    const char *extra[] = {"--device-window", "1", NULL};
+    start_slow(300, extra);
+    gpuq_conn *c = e2e_connect("dl", GPUQ_PRIO_NORMAL);
+    double t0 = now_ms();
+    submit_job(c, 0, 0);
+    submit_job(c, 1, 50);
+    gpuq_reply rep;
+    ck_assert_int_eq(wait_job(c, &rep), 0);
+    check_result(0);
+    ck_assert_int_eq(wait_job(c, &rep), GPUQ_E_DEADLINE_EXCEEDED);
+    double dt = now_ms() - t0;
+    ck_assert_msg(dt < 520, "the expired request's reply came after %.0f ms (did it run?)", dt);
+    ck_assert_msg(strstr(rep.message, "50 ms") != NULL, "message: %s", rep.message);
+    ck_assert_int_eq(status_int("expired"), 1);
+    ck_assert_int_eq(status_int("bytes"), JOB_BYTES); /* the device ran one job */
+    /* the session goes on */
+    submit_job(c, 2, 0);
+    ck_assert_int_eq(wait_job(c, &rep), 0);
+    check_result(2);
+    gpuq_close(c);
+}
+END_TEST
+
+/* A request that runs past its deadline: answered deadline_exceeded when it
+ * ends, its result discarded; the connection serves on. */
+START_TEST(deadline_running)
+{
+    start_slow(200, NULL);
+    gpuq_conn *c = e2e_connect("dl", GPUQ_PRIO_NORMAL);
+    double t0 = now_ms();
+    submit_job(c, 0, 50);
+    gpuq_reply rep;
+    ck_assert_int_eq(wait_job(c, &rep), GPUQ_E_DEADLINE_EXCEEDED);
+    ck_assert_msg(now_ms() - t0 > 150, "answered before the job ended");
+    ck_assert_msg(strstr(rep.message, "while it ran") != NULL, "message: %s", rep.message);
+    ck_assert_int_eq(status_int("expired"), 1);
+    submit_job(c, 1, 5000); /* a deadline that is met */
+    ck_assert_int_eq(wait_job(c, &rep), 0);
+    check_result(1);
+    gpuq_close(c);
+}
+END_TEST
+
+/* A request that waits for staging past its deadline is answered, its
+ * payload read and discarded, and the next request is served. */
+START_TEST(deadline_waiting_for_staging)
+{
+    const char *extra[] = {"--session-staging", "24K", NULL};
+    start_slow(300, extra);
+    gpuq_conn *c = e2e_connect("dl", GPUQ_PRIO_NORMAL);
+    submit_job(c, 0, 0);
+    submit_job(c, 1, 50); /* 16 KiB more than the session may hold: waits */
+    submit_job(c, 2, 0);
+    gpuq_reply rep;
+    ck_assert_int_eq(wait_job(c, &rep), 0);
+    check_result(0);
+    ck_assert_int_eq(wait_job(c, &rep), GPUQ_E_DEADLINE_EXCEEDED);
+    ck_assert_msg(strstr(rep.message, "staging") != NULL, "message: %s", rep.message);
+    ck_assert_int_eq(wait_job(c, &rep), 0);
+    check_result(2);
+    ck_assert_int_eq(status_int("expired"), 1);
+    ck_assert_int_eq(status_int("bytes"), 2 * JOB_BYTES);
+    gpuq_close(c);
+}
+END_TEST
+
+/* deadline_ms over a day is bad_argument; on a control op it is ignored. */
+START_TEST(deadline_bad)
+{
+    e2e_start(NULL);
+    gpuq_conn *c = e2e_connect("dl", GPUQ_PRIO_NORMAL);
+    gpuq_request r = e2e_norm_req(N);
+    r.deadline_ms = 86400001;
+    gpuq_reply rep;
+    ck_assert_int_eq(gpuq_call(c, &r, x, sizeof x, NULL, 0, y[0], sizeof y[0], &rep),
+                     GPUQ_E_BAD_ARGUMENT);
+    ck_assert_msg(strstr(rep.message, "deadline_ms") != NULL, "message: %s", rep.message);
+    gpuq_request p;
+    gpuq_request_init(&p);
+    p.op = GPUQ_OP_PING;
+    p.deadline_ms = 1;
+    ck_assert_int_eq(gpuq_call(c, &p, NULL, 0, NULL, 0, NULL, 0, &rep), 0);
+    r.deadline_ms = 86400000;
+    ck_assert_int_eq(gpuq_call(c, &r, x, sizeof x, NULL, 0, y[0], sizeof y[0], &rep), 0);
+    check_result(0);
+    gpuq_close(c);
+}
+END_TEST
+
+/* cancel of a queued request: dropped (never runs), answered cancelled, its
+ * staging back at once; the cancel's reply counts it. */
+START_TEST(cancel_queued)
+{
+    const char *extra[] = {"--device-window", "1", NULL};
+    start_slow(600, extra);
+    gpuq_conn *c = e2e_connect("cx", GPUQ_PRIO_NORMAL);
+    submit_job(c, 0, 0);
+    uint64_t id1 = submit_job(c, 1, 0);
+    usleep(80000);
+    ck_assert_int_eq(status_int("staging_bytes"), 2 * JOB_BYTES);
+    gpuq_req *q = submit_cancel(c, id1);
+    usleep(80000);
+    ck_assert_int_eq(status_int("staging_bytes"), JOB_BYTES); /* while the first still runs */
+    ck_assert_int_eq(status_int("queued"), 0);
+    gpuq_reply rep;
+    ck_assert_int_eq(wait_job(c, &rep), 0);
+    check_result(0);
+    ck_assert_int_eq(wait_job(c, &rep), GPUQ_E_CANCELLED);
+    wait_cancel(c, q, 1, 0);
+    ck_assert_int_eq(status_int("cancelled"), 1);
+    ck_assert_int_eq(status_int("bytes"), JOB_BYTES);
+    gpuq_close(c);
+}
+END_TEST
+
+/* cancel of a running request: it ends on the device, then is answered
+ * cancelled (no result). */
+START_TEST(cancel_running)
+{
+    start_slow(300, NULL);
+    gpuq_conn *c = e2e_connect("cx", GPUQ_PRIO_NORMAL);
+    uint64_t id0 = submit_job(c, 0, 0);
+    usleep(60000);
+    gpuq_req *q = submit_cancel(c, id0);
+    gpuq_reply rep;
+    ck_assert_int_eq(wait_job(c, &rep), GPUQ_E_CANCELLED);
+    ck_assert_msg(y[0][0] == 0, "a cancelled request's result was written");
+    wait_cancel(c, q, 0, 1);
+    ck_assert_int_eq(status_int("cancelled"), 1);
+    submit_job(c, 1, 0);
+    ck_assert_int_eq(wait_job(c, &rep), 0);
+    check_result(1);
+    gpuq_close(c);
+}
+END_TEST
+
+/* cancel of an id that matches nothing is not an error; without "request"
+ * it is bad_argument. The connection serves on. */
+START_TEST(cancel_unknown_and_missing)
+{
+    e2e_start(NULL);
+    gpuq_conn *c = e2e_connect("cx", GPUQ_PRIO_NORMAL);
+    gpuq_req *q = submit_cancel(c, 999);
+    wait_cancel(c, q, 0, 0);
+    gpuq_request r;
+    gpuq_request_init(&r);
+    r.op = GPUQ_OP_CANCEL;
+    gpuq_reply rep;
+    ck_assert_int_eq(gpuq_call(c, &r, NULL, 0, NULL, 0, NULL, 0, &rep), GPUQ_E_BAD_ARGUMENT);
+    ck_assert_msg(strstr(rep.message, "request") != NULL, "message: %s", rep.message);
+    submit_job(c, 0, 0);
+    ck_assert_int_eq(wait_job(c, &rep), 0);
+    check_result(0);
+    ck_assert_int_eq(status_int("cancelled"), 0);
+    gpuq_close(c);
+}
+END_TEST
+
+/* A client that leaves with six requests in flight: the five queued ones
+ * are dropped at once (staging back), the running one discarded when it
+ * ends; none of the dropped ones runs. */
+START_TEST(disconnect_drops_queued)
+{
+    const char *extra[] = {"--device-window", "1", NULL};
+    start_slow(400, extra);
+    gpuq_conn *c = e2e_connect("gone", GPUQ_PRIO_NORMAL);
+    for (int k = 0; k < 6; k++)
+        submit_job(c, k, 0);
+    usleep(80000);
+    ck_assert_int_eq(status_int("queued"), 5);
+    gpuq_close(c);
+    usleep(80000);
+    char js[16384];
+    e2e_status(js, sizeof js);
+    ck_assert_int_eq(e2e_json_int(js, "queued"), 0);
+    ck_assert_int_eq(e2e_json_int(js, "cancelled"), 6);
+    ck_assert_int_eq(e2e_json_int(js, "staging_bytes"), JOB_BYTES); /* the running one's */
+    usleep(450000);
+    e2e_status(js, sizeof js);
+    ck_assert_int_eq(e2e_json_int(js, "in_flight"), 0);
+    ck_assert_int_eq(e2e_json_int(js, "staging_bytes"), 0);
+    ck_assert_int_eq(e2e_json_int(js, "bytes"), JOB_BYTES);
+    e2e_assert_serves();
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("e2e_sched");
+    TCase *tc = tcase_create("sched");
+    tcase_add_checked_fixture(tc, setup, e2e_teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, priority_order);
+    tcase_add_test(tc, bulk_window_holds_lower);
+    tcase_add_test(tc, deadline_queued_dropped);
+    tcase_add_test(tc, deadline_running);
+    tcase_add_test(tc, deadline_waiting_for_staging);
+    tcase_add_test(tc, deadline_bad);
+    tcase_add_test(tc, cancel_queued);
+    tcase_add_test(tc, cancel_running);
+    tcase_add_test(tc, cancel_unknown_and_missing);
+    tcase_add_test(tc, disconnect_drops_queued);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run_suite(suite());
+}
