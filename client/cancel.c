@@ -14,10 +14,14 @@
  * Interrupting: with an interrupt fd set, a wait polls it beside the
  * socket before it reads a reply's first byte and returns
  * GPUQ_E_INTERRUPTED, the request still queued, when it is readable:
- * nothing of the stream was read, so it stays in step. poll ended by a
- * signal just looks again, so a handler that wrote to the fd (a
- * self-pipe) is seen then: the handler itself stays async-signal-safe.
- * A blocking call so interrupted gives its request up (conn.c).
+ * nothing of the stream was read, so it stays in step. A send polls it
+ * before each piece it writes (sockio.c): interrupted before the first
+ * byte, the request was not sent and the stream is in step; after, the
+ * frame is cut and the connection broken. poll ended by a signal just
+ * looks again, so a handler that wrote to the fd (a self-pipe) is seen
+ * then: the handler itself stays async-signal-safe. A blocking call whose
+ * wait was interrupted gives its request up (conn.c); the calls libgpuq
+ * makes for itself (a staging arena's arena_open) are not interrupted.
  */
 #include "cancel.h"
 
@@ -118,4 +122,13 @@ int cancel_wait(gpuq_conn *c, int fd, uint64_t id)
         if (p[1].revents)
             return 0;
     }
+}
+
+int cancel_unsent(gpuq_conn *c, int code, uint64_t id)
+{
+    if (code == GPUQ_E_INTERRUPTED)
+        return conn_set_err(c, code, "interrupted: request %llu was not sent",
+                            (unsigned long long)id);
+    return conn_set_err(c, code, "bad_argument: interrupt fd %d is not open",
+                        conn_cancel_of(c)->intr_fd);
 }

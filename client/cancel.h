@@ -34,5 +34,9 @@ uint64_t cancel_deadline(const conn_cancel *k, int op);
  * on c for both), GPUQ_E_IO when poll fails (errno kept: the caller
  * breaks the connection). */
 int cancel_wait(gpuq_conn *c, int fd, uint64_t id);
+/* A send of request id interrupted (GPUQ_E_INTERRUPTED) or refused
+ * (GPUQ_E_BAD_ARGUMENT: the interrupt fd is not open) before its first
+ * byte: the message on c; returns code. */
+int cancel_unsent(gpuq_conn *c, int code, uint64_t id);
 
 #endif

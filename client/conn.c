@@ -452,10 +452,18 @@ static int send_frame(gpuq_conn *c, const pending_req *p, const uint8_t *hdr, si
     gpuq_prefix_encode(&pre, pb);
     struct iovec iov[4] = {
         {pb, sizeof pb}, {(void *)hdr, hlen}, {(void *)a, a_len}, {(void *)b, b_len}};
-    rc = sockio_writev_full_fd(c->fd, iov, 4, c->tx_fd);
+    uint64_t sent = 0;
+    rc = sockio_writev_full_intr(c->fd, iov, 4, c->tx_fd, c->cancel.intr_fd, &sent);
     c->tx_fd = -1;
     if (rc) {
         c->q_len--; /* never sent (or sent in part: the stream is dead anyway) */
+        bool intr = rc == GPUQ_E_INTERRUPTED || rc == GPUQ_E_BAD_ARGUMENT;
+        if (intr && sent == 0) /* none of it on the stream: in step */
+            return cancel_unsent(c, rc, p->id);
+        if (intr)
+            return conn_break(c, rc,
+                              "interrupted while sending a request; part of it was sent, "
+                              "so the connection cannot go on");
         return conn_send_failed(c, rc, "sending a request");
     }
     c->next_id++;
@@ -545,7 +553,11 @@ static int submit_req(gpuq_conn *c, gpuq_req *r, bool blocking, bool counted, ui
     req_refs refs;
     if ((rc = arena_refs_for(c, r, &sz, &refs)) != 0)
         goto err_after_encode;
-    if (blocking && (rc = stage_req(c, r, &sz, &refs)) != 0)
+    int ifd = c->cancel.intr_fd; /* staging's own calls (arena_open) are not interrupted */
+    c->cancel.intr_fd = -1;
+    rc = blocking ? stage_req(c, r, &sz, &refs) : 0;
+    c->cancel.intr_fd = ifd;
+    if (rc)
         goto err_after_encode;
     /* staging may have made calls of its own (arena_open): a new id */
     if (refs.nin || refs.nout || c->next_id != hdr_id) {
@@ -685,7 +697,11 @@ int gpuq_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, cons
         rep = &tmp;
     bool staged = false;
     int rc = blocking_ready(c);
-    if (rc || (rc = stage_call(c, req, a, a_len, b, b_len, out, out_cap, &staged)))
+    int ifd = c->cancel.intr_fd; /* staging's own calls (arena_open) are not interrupted */
+    c->cancel.intr_fd = -1;
+    rc = rc ? rc : stage_call(c, req, a, a_len, b, b_len, out, out_cap, &staged);
+    c->cancel.intr_fd = ifd;
+    if (rc)
         return rc;
     if (staged) {
         rc = gpuq_submit(c, req, NULL, 0, NULL, 0, NULL, 0, NULL);

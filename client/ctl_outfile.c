@@ -20,10 +20,10 @@
  * what tells gpuqd. While an op waits for its reply
  * (ctl_outfile_defer_sigint), the first SIGINT is deferred instead: the
  * handler writes a byte to a self-pipe and returns (async-signal-safe:
- * write(2) only), libgpuq's wait polls that pipe beside the socket and
- * returns, the op sends gpuqd a cancel for its request and ends the same
- * way (ctl_outfile_die) from its own thread. A second SIGINT, or SIGTERM
- * or SIGHUP, ends it at once.
+ * write(2) only), libgpuq's wait (or send) polls that pipe beside the
+ * socket and returns, the op sends gpuqd a cancel for its request (when
+ * gpuqd has it) and ends the same way (ctl_outfile_die) from its own
+ * thread. A second SIGINT, or SIGTERM or SIGHUP, ends it at once.
  *
  * Failures: a file that cannot be made, written or renamed: GPUQ_E_IO with
  * "PATH: reason".

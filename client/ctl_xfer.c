@@ -71,10 +71,11 @@ static int xfer_fail(xfer *x, int code, const char *msg)
     return code;
 }
 
-/* gpuq_call of x->req, with Ctrl-C made a cancel: the wait is interrupted
- * (ctl_outfile_defer_sigint), gpuqd is sent a cancel for the request, and
- * gpuqctl ends as an interrupt does, without waiting for the answer (the
- * cancel is read before gpuqd sees the connection close). */
+/* gpuq_call of x->req, with Ctrl-C made a cancel: the call is interrupted
+ * (ctl_outfile_defer_sigint); if gpuqd has the request (the wait for its
+ * reply was interrupted, not its send), gpuqd is sent a cancel for it; then
+ * gpuqctl ends as an interrupt does, without waiting for an answer (gpuqd
+ * reads the cancel before it sees the connection close). */
 static int call(xfer *x, const void *a, size_t a_len, const void *b, size_t b_len, void *out,
                 size_t cap)
 {
@@ -83,7 +84,8 @@ static int call(xfer *x, const void *a, size_t a_len, const void *b, size_t b_le
     int rc = gpuq_call(x->c, x->req, a, a_len, b, b_len, out, cap, &x->rep);
     (void)gpuq_set_interrupt_fd(x->c, -1);
     if (rc == GPUQ_E_INTERRUPTED) {
-        (void)gpuq_submit_cancel(x->c, x->rep.id, NULL); /* best effort: we end either way */
+        if (gpuq_pending(x->c) > 0) /* best effort: we end either way */
+            (void)gpuq_submit_cancel(x->c, x->rep.id, NULL);
         ctl_outfile_die(SIGINT);
     }
     ctl_outfile_undefer_sigint();

@@ -335,25 +335,32 @@ int gpuq_result_cancel_counts(const gpuq_result *res, uint64_t *dropped, uint64_
  * outstanding. */
 #define GPUQ_E_INTERRUPTED (-1000)
 
-/* Make c's waits for a reply interruptible: while fd (the caller's; libgpuq
- * never reads or closes it) is readable, at end of file or in error, a
- * wait whose reply has not begun to arrive returns GPUQ_E_INTERRUPTED at
- * once instead of blocking, and the connection stays in step: the request
- * is still outstanding, and a later wait reads its reply. A self-pipe that
- * a signal handler writes to is the intended use (the handler stays
+/* Make c's waits and sends interruptible: while fd (the caller's; libgpuq
+ * never reads or closes it) is readable, at end of file or in error, they
+ * return GPUQ_E_INTERRUPTED at once instead of blocking. A self-pipe that a
+ * signal handler writes to is the intended use (the handler stays
  * async-signal-safe); an eventfd or timerfd also works. The caller drains
- * fd before waiting again. A wait that has begun to read a reply, and a
- * send, are not interrupted. fd -1 (the default) turns it off. Returns 0,
- * or GPUQ_E_BAD_ARGUMENT for an fd under -1.
- * gpuq_wait_req: res's id (gpuq_result_id) and status say which request
- * and why; its buffers stay borrowed until its reply is read.
- * A blocking call (gpuq_call_req and the op calls): the call returns with
- * its request outstanding (gpuq_pending() is 1; for gpuq_call_req its id
- * is gpuq_result_id(res)), given up by the call: the caller's output
- * buffers are free at once and are never written, and the next
- * gpuq_wait_req reads its reply, payload dropped. Cancel it
- * (gpuq_submit_cancel) or close c: the daemon drops the queued work of a
- * connection that closes. */
+ * fd before going on. fd -1 (the default) turns it off. Returns 0, or
+ * GPUQ_E_BAD_ARGUMENT for an fd under -1 (an fd that is not open makes
+ * the calls fail with GPUQ_E_BAD_ARGUMENT).
+ * A wait whose reply has not begun to arrive: the connection stays in
+ * step, the request is still outstanding and a later wait reads its reply
+ * (one that has begun to arrive is read whole). gpuq_wait_req: res's id
+ * (gpuq_result_id) and status say which request and why; its buffers stay
+ * borrowed until its reply is read.
+ * A send (any submit or call): before its first byte, nothing was sent,
+ * nothing is outstanding and the connection goes on; after, the request is
+ * cut short, which the stream cannot recover from: the connection is
+ * broken (every later call returns GPUQ_E_INTERRUPTED; close it, and
+ * gpuqd drops the request).
+ * A blocking call (gpuq_call_req and the op calls) interrupted in its wait
+ * returns with its request outstanding (gpuq_pending() is 1; for
+ * gpuq_call_req its id is gpuq_result_id(res)), given up by the call: the
+ * caller's output buffers are free at once and are never written, and the
+ * next gpuq_wait_req reads its reply, payload dropped. Cancel it
+ * (gpuq_submit_cancel) or close c: gpuqd drops the queued work of a
+ * connection that closes. The calls libgpuq makes on its own (a staging
+ * arena's arena_open) are not interrupted. */
 int gpuq_set_interrupt_fd(gpuq_conn *c, int fd);
 
 /* ---- convenience calls (blocking, each one request on the builder) ---- */

@@ -412,6 +412,60 @@ START_TEST(ctl_sigint_cancels)
 }
 END_TEST
 
+/* Ctrl-C while gpuqctl's request is still being sent and gpuqd does not
+ * read it (it waits for staging that another session holds): gpuqctl stops
+ * sending and exits 130 at once; nothing of it runs. */
+START_TEST(ctl_sigint_while_sending)
+{
+    if (!is_cpu())
+        return;
+    const char *const staging[] = {"--total-staging", "1M", "--staging-headroom", "0", NULL};
+    restart_slow(3000, staging);
+    /* another session holds all the staging for 3 s: two jobs of 512 KiB */
+    enum { HALF = 32768 };
+    static double in[HALF], out[2][HALF];
+    fill(in, HALF);
+    const uint64_t shape[1] = {HALF};
+    gpuq_conn *hog = e2e_connect("hog", GPUQ_PRIO_NORMAL);
+    gpuq_req *r[2];
+    for (int k = 0; k < 2; k++) {
+        r[k] = gpuq_req_new("normalize");
+        ck_assert_ptr_nonnull(r[k]);
+        gpuq_req_set_input(r[k], 0, GPUQ_DT_F64, 1, shape, in, sizeof in);
+        gpuq_req_set_output(r[k], 0, out[k], sizeof out[k]);
+        ck_assert_int_eq(gpuq_submit_req(hog, r[k], NULL), 0);
+    }
+    wait_status("in_flight", 2, 5);
+    long long norm0 = counter("normalize");
+    /* 512 KiB by socket: more than the socket buffers hold */
+    make_npy("big.npy", 64, 1024);
+    const char *err = dpath("err.txt"), *y = dpath("y.npy");
+    const char *args[] = {"--transport", "socket", "normalize", dpath("big.npy"), "-o", y, NULL};
+    pid_t pid = spawn(args, NULL, err);
+    wait_status("normalize", norm0 + 1, 5); /* its header is read; its payload waits */
+    tu_sleep_s(0.3);
+    ck_assert_int_eq(waitpid(pid, NULL, WNOHANG), 0); /* still sending */
+    double t0 = tu_now_s();
+    ck_assert_int_eq(kill(pid, SIGINT), 0);
+    ck_assert_int_eq(wait_exit(pid, 10), 130);
+    ck_assert_msg(tu_now_s() - t0 < 1.0, "took %.2f s to stop", tu_now_s() - t0);
+    char *e = slurp(err);
+    ck_assert_str_eq(e, "gpuqctl: interrupted\n");
+    free(e);
+    ck_assert(!exists(y));
+    no_temp_files();
+    gpuq_result *res = gpuq_result_new();
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(gpuq_wait_req(hog, res), 0);
+        gpuq_req_free(r[k]);
+    }
+    gpuq_result_free(res);
+    gpuq_close(hog);
+    wait_status("in_flight", 0, 10);
+    e2e_assert_serves();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("e2e_cancel");
@@ -424,6 +478,7 @@ static Suite *suite(void)
     tcase_add_test(tc, ctl_deadline);
     tcase_add_test(tc, ctl_bench_deadline);
     tcase_add_test(tc, ctl_sigint_cancels);
+    tcase_add_test(tc, ctl_sigint_while_sending);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -63,6 +63,8 @@ typedef struct fake {
     int release[2]; /* the test writes a byte: answer the held requests */
     uint32_t max_inflight;
     bool hold;
+    bool stall; /* after the hello, read nothing more */
+    bool hello_done;
     pthread_t thread;
     pthread_mutex_t mu;
     seen_req seen[FAKE_MAX_SEEN];
@@ -264,6 +266,7 @@ static int serve_frame(void)
         info = info_map(hello_info, NULL, &ilen);
         send_status(req.id, 0, info, ilen);
         free(info);
+        F.hello_done = true;
     } else if (req.op == GPUQ_OP_CANCEL) {
         uint64_t dropped = answer_held(req.request);
         info = info_map(cancel_info, &dropped, &ilen);
@@ -296,7 +299,8 @@ static void *fake_main(void *arg)
     if (F.fd < 0)
         return NULL;
     for (;;) {
-        struct pollfd pf[2] = {{.fd = F.fd, .events = POLLIN},
+        bool stalled = F.stall && F.hello_done;
+        struct pollfd pf[2] = {{.fd = F.fd, .events = stalled ? 0 : POLLIN},
                                {.fd = F.release[0], .events = POLLIN}};
         if (poll(pf, 2, -1) < 0) {
             if (errno == EINTR)
@@ -310,6 +314,8 @@ static void *fake_main(void *arg)
             answer_held(0);
             continue;
         }
+        if (stalled && pf[0].revents) /* the client is gone */
+            break;
         if (pf[0].revents && serve_frame() != 0)
             break;
     }
@@ -689,6 +695,38 @@ static void drain(int fd)
     ck_assert_int_gt(read(fd, b, sizeof b), 0);
 }
 
+/* A thread that writes a byte to fd once the fake has read nseen requests
+ * (or, with nseen 0, after delay_s): an interrupt that comes while a call
+ * waits for its reply (or sends). */
+typedef struct interrupter {
+    pthread_t t;
+    int fd, nseen;
+    double delay_s;
+} interrupter;
+
+static void *interrupter_main(void *arg)
+{
+    interrupter *it = arg;
+    if (it->nseen)
+        while (fake_nseen() < it->nseen)
+            tu_sleep_s(0.002);
+    tu_sleep_s(it->delay_s);
+    if (write(it->fd, "t", 1) != 1)
+        abort();
+    return NULL;
+}
+
+static void interrupt_later(interrupter *it, int fd, int nseen, double delay_s)
+{
+    *it = (interrupter){.fd = fd, .nseen = nseen, .delay_s = delay_s};
+    ck_assert_int_eq(pthread_create(&it->t, NULL, interrupter_main, it), 0);
+}
+
+static void interrupter_join(interrupter *it)
+{
+    ck_assert_int_eq(pthread_join(it->t, NULL), 0);
+}
+
 START_TEST(interrupt_a_wait)
 {
     fake_start(0, true);
@@ -774,15 +812,17 @@ START_TEST(interrupt_a_blocking_call)
     int p[2];
     ck_assert_int_eq(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
     ck_assert_int_eq(gpuq_set_interrupt_fd(c, p[0]), 0);
-    ck_assert_int_eq(write(p[1], "x", 1), 1);
     const double in[4] = {1, 2, 3, 4};
     double out[4] = {-1, -1, -1, -1};
     gpuq_result *res = gpuq_result_new();
+    interrupter it;
 
     /* a convenience call: returns with its request outstanding, given up:
      * its reply is read later and the caller's buffer is never written */
+    interrupt_later(&it, p[1], 1, 0);
     ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, in, 4, out),
                      GPUQ_E_INTERRUPTED);
+    interrupter_join(&it);
     ck_assert_int_eq(gpuq_pending(c), 1);
     wait_seen(1);
     uint64_t a = last_seen().id;
@@ -797,8 +837,9 @@ START_TEST(interrupt_a_blocking_call)
 
     /* gpuq_call_req: the result names the request, which can be cancelled */
     gpuq_req *r = norm_req(in, out);
-    ck_assert_int_eq(write(p[1], "x", 1), 1);
+    interrupt_later(&it, p[1], 2, 0);
     ck_assert_int_eq(gpuq_call_req(c, r, res), GPUQ_E_INTERRUPTED);
+    interrupter_join(&it);
     ck_assert_int_eq(gpuq_result_status(res), GPUQ_E_INTERRUPTED);
     uint64_t b = gpuq_result_id(res);
     wait_seen(2); /* the normalize before, this one */
@@ -825,9 +866,10 @@ START_TEST(interrupt_a_blocking_call)
     q.ndim_a = 1;
     q.shape_a[0] = 4;
     gpuq_reply rep;
-    ck_assert_int_eq(write(p[1], "x", 1), 1);
+    interrupt_later(&it, p[1], 5, 0);
     ck_assert_int_eq(gpuq_call(c, &q, in, sizeof in, NULL, 0, out, sizeof out, &rep),
                      GPUQ_E_INTERRUPTED);
+    interrupter_join(&it);
     wait_seen(5); /* ... a cancel and a ping since */
     ck_assert_uint_eq(rep.id, last_seen().id);
     ck_assert_int_eq(rep.status, GPUQ_E_INTERRUPTED);
@@ -837,6 +879,65 @@ START_TEST(interrupt_a_blocking_call)
     for (int i = 0; i < 4; i++)
         ck_assert_double_eq(out[i], -1);
 
+    gpuq_req_free(r);
+    gpuq_result_free(res);
+    fake_stop(c);
+    close(p[0]);
+    close(p[1]);
+}
+END_TEST
+
+/* A send polls the interrupt fd too: readable before the first byte, the
+ * request is not sent and the connection goes on; readable while a large
+ * request is blocked half sent (the fake reads nothing), the send stops and
+ * the connection, whose stream now ends mid-frame, is broken. */
+START_TEST(interrupt_a_send)
+{
+    fake_start(0, false);
+    gpuq_conn *c = fake_connect();
+    int p[2];
+    ck_assert_int_eq(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+    ck_assert_int_eq(gpuq_set_interrupt_fd(c, p[0]), 0);
+    const double in[4] = {1, 2, 3, 4};
+    double out[4];
+    gpuq_req *r = norm_req(in, out);
+    gpuq_result *res = gpuq_result_new();
+    ck_assert_int_eq(write(p[1], "x", 1), 1);
+    uint64_t id = 0;
+    ck_assert_int_eq(gpuq_submit_req(c, r, &id), GPUQ_E_INTERRUPTED);
+    ck_assert_msg(strstr(gpuq_errmsg(c), "was not sent"), "%s", gpuq_errmsg(c));
+    ck_assert_int_eq(gpuq_pending(c), 0);
+    ck_assert_int_eq(gpuq_ping(c), GPUQ_E_INTERRUPTED); /* a blocking call is a send too */
+    drain(p[0]);
+    ck_assert_int_eq(fake_nseen(), 0);
+    ck_assert_int_eq(gpuq_call_req(c, r, res), 0); /* in step */
+    assert_last(GPUQ_OP_NORMALIZE, 0, 0);
+    fake_stop(c);
+
+    fake_start(0, false);
+    F.stall = true;
+    c = fake_connect();
+    ck_assert_int_eq(gpuq_set_interrupt_fd(c, p[0]), 0);
+    enum { BIG = 4 << 20 }; /* elements: 32 MiB, far more than the socket buffers */
+    double *big = calloc(BIG, sizeof *big), *bout = malloc(BIG * sizeof *bout);
+    ck_assert(big && bout);
+    const uint64_t shape[1] = {BIG};
+    gpuq_req *rb = gpuq_req_new("normalize");
+    gpuq_req_set_input(rb, 0, GPUQ_DT_F64, 1, shape, big, BIG * sizeof *big);
+    gpuq_req_set_output(rb, 0, bout, BIG * sizeof *bout);
+    interrupter it;
+    interrupt_later(&it, p[1], 0, 0.2);
+    double t0 = tu_now_s();
+    ck_assert_int_eq(gpuq_submit_req(c, rb, NULL), GPUQ_E_INTERRUPTED);
+    ck_assert_double_ge(tu_now_s() - t0, 0.15);
+    interrupter_join(&it);
+    ck_assert_msg(strstr(gpuq_errmsg(c), "cannot go on"), "%s", gpuq_errmsg(c));
+    ck_assert_int_eq(gpuq_pending(c), 0);
+    drain(p[0]);
+    ck_assert_int_eq(gpuq_submit_req(c, r, NULL), GPUQ_E_INTERRUPTED); /* broken for good */
+    gpuq_req_free(rb);
+    free(big);
+    free(bout);
     gpuq_req_free(r);
     gpuq_result_free(res);
     fake_stop(c);
@@ -856,6 +957,7 @@ static Suite *suite(void)
     tcase_add_test(tc, cancel_counts_decoded);
     tcase_add_test(tc, interrupt_a_wait);
     tcase_add_test(tc, interrupt_a_blocking_call);
+    tcase_add_test(tc, interrupt_a_send);
     suite_add_tcase(s, tc);
     return s;
 }
