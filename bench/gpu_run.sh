@@ -31,7 +31,8 @@
 # the data plane's suites (shared-memory arenas, pipelining). "py" (not in
 # the default list either) runs bench/py_bench.py: the Python client beside
 # libgpuq on a CUDA gpuqd; "load" (nor that) runs bench/load.py, issue 12's
-# load table through gpuqctl bench.
+# load table through gpuqctl bench; "scale" (nor that) runs bench/scale.py,
+# the same load on every GPU against the first alone (the 2-GPU machine).
 # The build has -DGPUQ_WERROR=ON (as CI's); GPUQ_BUILD_TYPE picks its type
 # (RelWithDebInfo by default; Release for the -O3 warnings).
 set -uo pipefail
@@ -325,6 +326,16 @@ main() {
         rc=${PIPESTATUS[0]}
         row "$(okfail "$rc")" "load table (gpuqctl bench)" \
             "exit $rc; targets met: $(grep -cE '\| yes \|$' "$LOGS/load.txt") of $(grep -cE '\| (yes|NO) \|$' "$LOGS/load.txt")"
+    fi
+
+    # Issue 12's several-GPU row (bench/scale.py: every GPU against the first).
+    if want scale; then
+        echo "== bench/scale.py"
+        "$PY" bench/scale.py --gpuqd build-gpu/server/gpuqd --gpuqctl build-gpu/client/gpuqctl \
+            --device cuda 2>&1 | tee "$LOGS/scale.txt"
+        rc=${PIPESTATUS[0]}
+        row "$(okfail "$rc")" "several GPUs (gpuqctl bench)" \
+            "exit $rc; $(grep -E '^scaling:' "$LOGS/scale.txt" | tail -1)"
     fi
 
     # Where the time of one large request goes (CUDA events), through gpuqctl.

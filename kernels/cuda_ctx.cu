@@ -212,3 +212,21 @@ extern "C" int gpuq_cuda_test_fault(cudaStream_t stream)
     GPUQ_LAUNCH_CHECK(NULL);
     return GPUQ_K_OK;
 }
+
+/* One thread that waits ns nanoseconds of the GPU's global timer. */
+__global__ void gpuq_sleep_kernel(unsigned long long ns)
+{
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do {
+        __nanosleep(10000);
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    } while (t - t0 < ns);
+}
+
+extern "C" int gpuq_cuda_test_sleep(cudaStream_t stream, unsigned ms)
+{
+    gpuq_sleep_kernel<<<1, 1, 0, stream>>>((unsigned long long)ms * 1000000ull);
+    GPUQ_LAUNCH_CHECK(NULL);
+    return GPUQ_K_OK;
+}

@@ -179,6 +179,10 @@ int gpuq_cuda_error_code(cudaError_t e);
 /* Test hook: enqueue a kernel that writes to an illegal address, so that the
  * context becomes unusable (device_lost tests). Returns a GPUQ_K_* code. */
 int gpuq_cuda_test_fault(cudaStream_t stream);
+/* Test hook: enqueue a one-thread kernel that waits ms milliseconds of the
+ * GPU's clock (gpuqd's GPUQ_TEST_SLOW_MS: slow jobs for the scheduler's
+ * tests). Returns a GPUQ_K_* code. */
+int gpuq_cuda_test_sleep(cudaStream_t stream, unsigned ms);
 
 /* kNN as gpuq_cpu_knn, on ctx's stream: d_scratch holds at least
  * gpuq_cuda_knn_scratch_bytes(dt, m, n, d, k) bytes, aligned as cudaMalloc

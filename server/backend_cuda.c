@@ -5,6 +5,8 @@
  * H2D copy, errflag reset, kernel(s), D2H copy of result and errflag into
  * pinned memory, cudaFreeAsync of the device buffers, and records the job's
  * completion event; the job joins the session's FIFO of in-flight jobs.
+ * A small job (GPUQ_CUDA_SMALL_BYTES) needs no allocation or free: its
+ * buffers are carved from one its per-job state keeps between jobs.
  * A large job whose op splits into rows runs its copies and kernels in
  * chunks instead, overlapped on two copy streams of the session and joined
  * back onto its stream before the same tail (backend_cuda_pipe.c).
@@ -118,6 +120,33 @@ static cudaError_t dev_alloc(backend_cuda *b, cuda_sess *s, void **p, size_t len
     return e;
 }
 
+static uint64_t align256(uint64_t n)
+{
+    return (n + 255) & ~(uint64_t)255;
+}
+
+/* A small job's device buffers: input, output and scratch carved from the
+ * buffer x keeps (allocated from the pool on first use, on s's stream, and
+ * freed when the session ends). 1 when the job uses it, 0 when it is not
+ * small or the buffer cannot be had (the caller allocates per job). */
+static int small_bufs(backend_cuda *b, cuda_sess *s, cuda_jobx *x, const gpuq_job *job,
+                      uint64_t scratch, void **d_in, void **d_out, void **d_scratch)
+{
+    uint64_t out_at = align256(job->sz->payload), scr_at = out_at + align256(job->sz->output);
+    if (b->small_bytes == 0 || scr_at + scratch > b->small_bytes)
+        return 0;
+    if (!x->d_small && dev_alloc(b, s, &x->d_small, b->small_bytes) != cudaSuccess) {
+        x->d_small = NULL;
+        return 0; /* the pool is full: this job allocates (and fails) the usual way */
+    }
+    char *base = x->d_small;
+    *d_in = job->sz->payload ? base : NULL;
+    *d_out = job->sz->output ? base + out_at : NULL;
+    *d_scratch = scratch ? base + scr_at : NULL;
+    b->small_jobs++;
+    return 1;
+}
+
 /* Enqueue the op's kernel(s) (its backend def, ops/op_backend.h); returns
  * a GPUQ_K_* code. Outputs packed in d_out, out[1] after out[0]. */
 static int launch_op(cuda_sess *s, const gpuq_job *job, const void *d_in, void *d_out,
@@ -147,7 +176,7 @@ static int cuda_submit(backend *bb, gpuq_job *job)
     cuda_jobx *x = NULL;
     cuda_plan plan;
     void *d_in = NULL, *d_out = NULL, *d_scratch = NULL;
-    int status = 0, enqueued = 0, chunked = 0;
+    int status = 0, enqueued = 0, chunked = 0, small = 0;
     char detail[120] = "";
     cudaError_t e;
 
@@ -187,10 +216,21 @@ static int cuda_submit(backend *bb, gpuq_job *job)
 
     if (x->timing)
         STEP(cudaEventRecord(x->t[0], s->stream), "cudaEventRecord");
-    STEP(dev_alloc(b, s, &d_in, job->sz->payload), "cudaMallocFromPoolAsync(input)");
-    STEP(dev_alloc(b, s, &d_out, job->sz->output), "cudaMallocFromPoolAsync(output)");
-    STEP(dev_alloc(b, s, &d_scratch, chunked ? plan.scratch : op_scratch_bytes(job->req, job->sz)),
-         "cudaMallocFromPoolAsync(scratch)");
+    if (b->slow_ms) { /* test hook: a slow job, as the CPU backend's */
+        int k = gpuq_cuda_test_sleep(s->stream, (unsigned)b->slow_ms);
+        if (k != GPUQ_K_OK) {
+            status = cuda_status_of_kcode(b, job, k);
+            goto fail_enqueued;
+        }
+        enqueued = 1;
+    }
+    uint64_t scratch = chunked ? plan.scratch : op_scratch_bytes(job->req, job->sz);
+    small = !chunked && small_bufs(b, s, x, job, scratch, &d_in, &d_out, &d_scratch);
+    if (!small) {
+        STEP(dev_alloc(b, s, &d_in, job->sz->payload), "cudaMallocFromPoolAsync(input)");
+        STEP(dev_alloc(b, s, &d_out, job->sz->output), "cudaMallocFromPoolAsync(output)");
+        STEP(dev_alloc(b, s, &d_scratch, scratch), "cudaMallocFromPoolAsync(scratch)");
+    }
     if (chunked) {
         /* In chunks on the copy streams and this one (backend_cuda_pipe.c);
          * joined back onto this stream on return, failed or not. */
@@ -254,7 +294,10 @@ tail:
         STEP(cudaEventRecord(x->t[3], s->stream), "cudaEventRecord");
 
 fail_enqueued:
-    /* Free the buffers in stream order (after the work that uses them). */
+    /* Free the buffers in stream order (after the work that uses them); a
+     * small job's stay with x, reused only once this job completed. */
+    if (small)
+        d_in = d_out = d_scratch = NULL;
     if (d_in && cudaFreeAsync(d_in, s->stream) != cudaSuccess)
         log_error("cuda: cudaFreeAsync(input) failed");
     if (d_out && cudaFreeAsync(d_out, s->stream) != cudaSuccess)
@@ -514,11 +557,16 @@ backend *backend_cuda_create(uv_loop_t *loop, backend_complete_fn done, uint64_t
     b->base.complete = done;
     b->inject_sticky = cuda_env_u64("GPUQ_TEST_INJECT_STICKY");
     b->inject_oom = cuda_env_u64("GPUQ_TEST_INJECT_OOM");
+    b->slow_ms = cuda_env_u64("GPUQ_TEST_SLOW_MS");
     b->inject_pipe = cuda_env_u64("GPUQ_TEST_INJECT_PIPE");
     /* GPUQ_CUDA_CHUNK_BYTES: pipelining's chunk size and threshold (0: off). */
     const char *chunk = getenv("GPUQ_CUDA_CHUNK_BYTES");
     b->chunk_bytes =
         chunk && *chunk ? cuda_env_u64("GPUQ_CUDA_CHUNK_BYTES") : CUDA_CHUNK_BYTES_DEFAULT;
+    /* GPUQ_CUDA_SMALL_BYTES: the kept buffer of small jobs (0: off). */
+    const char *small = getenv("GPUQ_CUDA_SMALL_BYTES");
+    b->small_bytes =
+        small && *small ? cuda_env_u64("GPUQ_CUDA_SMALL_BYTES") : CUDA_SMALL_BYTES_DEFAULT;
     gpuq_kernels_set_log(kernels_log);
     return &b->base;
 

@@ -8,9 +8,17 @@
  *                                     faulting kernel (device_lost tests)
  *   GPUQ_TEST_INJECT_OOM=N            the N-th device allocation fails with
  *                                     no_memory
+ *   GPUQ_TEST_SLOW_MS=N               each job first runs a kernel that
+ *                                     waits N ms (as the CPU backend's
+ *                                     hook: slow jobs for the tests)
  *   GPUQ_CUDA_CHUNK_BYTES             a job of more input + output bytes
  *                                     goes in chunks of about that many,
  *                                     pipelined (default 4 MiB; 0: never)
+ *   GPUQ_CUDA_SMALL_BYTES             a job whose input, output and scratch
+ *                                     fit in that many bytes runs in a
+ *                                     device buffer its per-job state keeps
+ *                                     (no pool allocation or free per job;
+ *                                     default 64 KiB; 0: never)
  *   GPUQ_CUDA_SPIN_US                 the adaptive spin window after each
  *                                     submit and completion (default 50;
  *                                     0: doorbells only)

@@ -27,6 +27,11 @@
  * than this goes in chunks of about this many bytes each, at most
  * CUDA_PIPE_MAX_CHUNKS of them (GPUQ_CUDA_CHUNK_BYTES; 0: never). */
 #define CUDA_CHUNK_BYTES_DEFAULT ((uint64_t)4 << 20)
+/* Small jobs (backend_cuda.c): a job whose input, output and scratch fit in
+ * this many bytes (each part 256-byte aligned) uses a device buffer its
+ * per-job state keeps from job to job, instead of three stream-ordered pool
+ * allocations and frees (GPUQ_CUDA_SMALL_BYTES; 0: never). */
+#define CUDA_SMALL_BYTES_DEFAULT ((uint64_t)64 << 10)
 #define CUDA_PIPE_MAX_CHUNKS 32
 
 typedef struct cuda_dev {
@@ -48,10 +53,11 @@ typedef struct cuda_jobx {
     cudaEvent_t done; /* completion, cudaEventDisableTiming */
     cudaEvent_t t[4]; /* start, after H2D, after kernel, after D2H */
     int has_timing_events;
-    int *h_flag; /* pinned copy of the ctx errflag */
-    int timing;  /* this job recorded t[] */
-    uint64_t pc; /* predicted completion (uv_hrtime ns); 0: none, or spun for */
-    int status;  /* preset failure, 0 if none */
+    int *h_flag;   /* pinned copy of the ctx errflag */
+    void *d_small; /* small jobs' device buffer (b->small_bytes, from the pool), kept */
+    int timing;    /* this job recorded t[] */
+    uint64_t pc;   /* predicted completion (uv_hrtime ns); 0: none, or spun for */
+    int status;    /* preset failure, 0 if none */
     char message[160];
 } cuda_jobx;
 
@@ -97,7 +103,10 @@ typedef struct backend_cuda {
     int walking; /* >0 while a loop callback walks sessions */
     uint64_t submits, allocs;
     uint64_t inject_sticky, inject_oom;
+    uint64_t slow_ms; /* GPUQ_TEST_SLOW_MS: each job first waits that long on the GPU */
     uint64_t chunk_bytes;       /* GPUQ_CUDA_CHUNK_BYTES (0: no pipelining) */
+    uint64_t small_bytes;       /* GPUQ_CUDA_SMALL_BYTES (0: pool allocations for every job) */
+    uint64_t small_jobs;        /* jobs that ran in a kept small buffer */
     uint64_t inject_pipe;       /* GPUQ_TEST_INJECT_PIPE */
     uint64_t pipelined, chunks; /* jobs that ran in chunks, and their chunks */
 } backend_cuda;

@@ -79,6 +79,7 @@ uint64_t cuda_env_u64(const char *name)
 
 void cuda_jobx_free(cuda_jobx *x)
 {
+    /* x->d_small was freed on its session's stream (cuda_sess_destroy) */
     if (x->done)
         cudaEventDestroy(x->done);
     if (x->has_timing_events)
@@ -292,6 +293,11 @@ void cuda_sess_destroy(backend_cuda *b, cuda_sess *s)
     s->dev->sessions--;
     /* Errors are ignored here: after a sticky error every call fails. */
     if (cuda_use_device(b, s->dev->index) == 0 || b->base.lost) {
+        /* the kept small buffers go back to the pool (nothing runs: the
+         * session is idle) */
+        for (cuda_jobx *x = s->free_x; x; x = x->next_free)
+            if (x->d_small && cudaFreeAsync(x->d_small, s->stream) != cudaSuccess)
+                (void)cudaGetLastError();
         sess_pipe_fini(s);
         gpuq_cuda_ctx_destroy(s->kctx);
         cudaStreamDestroy(s->stream);

@@ -141,9 +141,17 @@ START_TEST(priority_cap_holds_on_cuda)
 }
 END_TEST
 
-START_TEST(out_of_memory_fails_one_request)
+/* Four normalizes of 64 values on one session, the daemon's n-th device
+ * allocation failing (GPUQ_TEST_INJECT_OOM): with small jobs' kept buffers
+ * off, every job allocates, so exactly one request (the one whose
+ * allocation fails) gets no_memory; with them on (the default), the one
+ * allocation is the kept buffer's, and its failure makes that job allocate
+ * the usual way: every request succeeds. */
+static void oom_round(const char *small, const char *nth, int want_oom)
 {
-    start_cuda("GPUQ_TEST_INJECT_OOM", "2");
+    setenv("GPUQ_CUDA_SMALL_BYTES", small, 1);
+    start_cuda("GPUQ_TEST_INJECT_OOM", nth);
+    unsetenv("GPUQ_CUDA_SMALL_BYTES");
     gpuq_conn *c = e2e_connect("oom", GPUQ_PRIO_NORMAL);
     double x[64], y[64];
     for (int j = 0; j < 64; j++)
@@ -156,11 +164,19 @@ START_TEST(out_of_memory_fails_one_request)
         oom += rcs[i] == GPUQ_E_NO_MEMORY;
         ok += rcs[i] == 0;
     }
-    ck_assert_int_eq(oom, 1);
-    ck_assert_int_eq(ok, 3);
+    for (int j = 0; j < 64 && rcs[3] == 0; j++)
+        ck_assert_double_eq_tol(y[j], (j + 1) / 2080.0, 1e-15);
+    ck_assert_int_eq(oom, want_oom);
+    ck_assert_int_eq(ok, 4 - want_oom);
     gpuq_close(c);
     e2e_assert_serves();
     ck_assert_int_eq(tu_daemon_stop(&e2e_d), 0);
+}
+
+START_TEST(out_of_memory_fails_one_request)
+{
+    oom_round("0", "2", 1);
+    oom_round("65536", "1", 0);
 }
 END_TEST
 
