@@ -11,7 +11,10 @@
  * (gpuq_internal.h) are the same path for a filled gpuq_request, the whole
  * payload into one buffer. The blocking calls (gpuq_call_req, gpuq_call)
  * may send their arrays through the connection's staging arena instead of
- * the socket (stage.c); pipelined submits never do.
+ * the socket (stage.c); pipelined submits never do. Deadlines, the
+ * cancel op and interruptible waits are cancel.c's; a blocking call whose
+ * wait was interrupted gives its request up (orphan: its reply is read and
+ * dropped later, the caller's buffers no longer touched).
  *
  * Failures: a request that fails the checks is refused before anything is
  * sent, with the code the server would give. A socket error or a broken reply
@@ -39,8 +42,8 @@
 #include "gpuq_limits.h"
 #include "mpread.h"
 #include "sockio.h"
-#include "utf8.h"
 #include "arena.h"
+#include "cancel.h"
 #include "hello.h"
 #include "sockpath.h"
 #include "stage.h"
@@ -51,6 +54,8 @@ typedef struct pending_req {
     req_output out[REQ_MAX_IO]; /* borrowed from the caller until its wait */
     uint64_t expect;            /* split: bytes of output 0 the request implies (0: no result) */
     bool shm_out;               /* outputs named by "out" refs: the reply has no payload */
+    bool orphan; /* its blocking call was interrupted: no buffer is the caller's, the payload is
+                    dropped */
 } pending_req;
 
 struct gpuq_conn {
@@ -71,11 +76,17 @@ struct gpuq_conn {
     int tx_fd;             /* an fd to attach to the next frame sent (arena_import), or -1 */
     gpuq_arena *arenas;    /* mapped arenas (client/arena.c) */
     conn_stage stage;      /* the blocking calls' staging arena (client/stage.c) */
+    conn_cancel cancel;    /* its deadline and interrupt fd (client/cancel.c) */
 };
 
 conn_stage *conn_stage_of(gpuq_conn *c)
 {
     return &c->stage;
+}
+
+conn_cancel *conn_cancel_of(gpuq_conn *c)
+{
+    return &c->cancel;
 }
 
 int conn_broken(const gpuq_conn *c)
@@ -117,17 +128,6 @@ static int conn_break(gpuq_conn *c, int code, const char *what)
     if (code == GPUQ_E_IO)
         return conn_set_err(c, code, "%s: %s", what, strerror(errno));
     return conn_set_err(c, code, "%s", what);
-}
-
-int gpuq_default_socket(char *buf, size_t cap)
-{
-    sockpath_list l;
-    if (sockpath_candidates(&l) != 0 && l.n == 0)
-        return GPUQ_E_TOO_LARGE;
-    int n = snprintf(buf, cap, "%s", l.path[0]);
-    if (n < 0 || (size_t)n >= cap)
-        return GPUQ_E_TOO_LARGE;
-    return 0;
 }
 
 bool gpuq_unreachable(const gpuq_conn *c)
@@ -417,14 +417,15 @@ static int conn_send_failed(gpuq_conn *c, int rc, const char *what)
     return st;
 }
 
-/* Refuse a request before encoding it: a dead stream, or max_inflight
- * requests outstanding (so the server's replies never pile up unread while
- * we block writing). */
-static int submit_ready(gpuq_conn *c)
+/* Refuse a request before encoding it: a dead stream, or (counted: not a
+ * cancel, which gpuqd does not count either) max_inflight requests
+ * outstanding, so the server's replies never pile up unread while we block
+ * writing. */
+static int submit_ready(gpuq_conn *c, bool counted)
 {
     if (c->broken)
         return c->broken; /* c->err still says why */
-    if (c->info.limits.max_inflight && c->q_len >= c->info.limits.max_inflight)
+    if (counted && c->info.limits.max_inflight && c->q_len >= c->info.limits.max_inflight)
         return conn_set_err(c, GPUQ_E_BUSY,
                             "%zu requests outstanding (max_inflight %u): wait first", c->q_len,
                             c->info.limits.max_inflight);
@@ -451,10 +452,18 @@ static int send_frame(gpuq_conn *c, const pending_req *p, const uint8_t *hdr, si
     gpuq_prefix_encode(&pre, pb);
     struct iovec iov[4] = {
         {pb, sizeof pb}, {(void *)hdr, hlen}, {(void *)a, a_len}, {(void *)b, b_len}};
-    rc = sockio_writev_full_fd(c->fd, iov, 4, c->tx_fd);
+    uint64_t sent = 0;
+    rc = sockio_writev_full_intr(c->fd, iov, 4, c->tx_fd, c->cancel.intr_fd, &sent);
     c->tx_fd = -1;
     if (rc) {
         c->q_len--; /* never sent (or sent in part: the stream is dead anyway) */
+        bool intr = rc == GPUQ_E_INTERRUPTED || rc == GPUQ_E_BAD_ARGUMENT;
+        if (intr && sent == 0) /* none of it on the stream: in step */
+            return cancel_unsent(c, rc, p->id);
+        if (intr)
+            return conn_break(c, rc,
+                              "interrupted while sending a request; part of it was sent, "
+                              "so the connection cannot go on");
         return conn_send_failed(c, rc, "sending a request");
     }
     c->next_id++;
@@ -464,13 +473,18 @@ static int send_frame(gpuq_conn *c, const pending_req *p, const uint8_t *hdr, si
 int gpuq_submit(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, const void *b,
                 size_t b_len, void *out, size_t out_cap, uint64_t *id_out)
 {
-    int rc = submit_ready(c);
+    int rc = submit_ready(c, true);
     if (rc)
         return rc;
     req->id = c->next_id;
     uint8_t *hdr = NULL;
     size_t hlen = 0;
-    if (gpuq_request_encode(req, &hdr, &hlen))
+    uint64_t own_deadline = req->deadline_ms; /* the caller's request stays as it came */
+    if (own_deadline == 0)
+        req->deadline_ms = cancel_deadline(&c->cancel, req->op);
+    rc = gpuq_request_encode(req, &hdr, &hlen);
+    req->deadline_ms = own_deadline;
+    if (rc)
         return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a request");
     pending_req p = {.id = req->id, .out = {{out, out_cap}}};
     rc = send_frame(c, &p, hdr, hlen, a, a_len, b, b_len);
@@ -514,10 +528,10 @@ static int check_req(gpuq_conn *c, gpuq_req *r, const uint8_t *hdr, size_t hlen,
 }
 
 /* gpuq_submit_req, and the submit of gpuq_call_req (blocking: its arrays
- * may go through the staging arena). */
-static int submit_req(gpuq_conn *c, gpuq_req *r, bool blocking, uint64_t *id)
+ * may go through the staging arena); counted: against max_inflight. */
+static int submit_req(gpuq_conn *c, gpuq_req *r, bool blocking, bool counted, uint64_t *id)
 {
-    int rc = submit_ready(c);
+    int rc = submit_ready(c, counted);
     if (rc)
         return rc;
     if (r->err)
@@ -530,7 +544,8 @@ static int submit_req(gpuq_conn *c, gpuq_req *r, bool blocking, uint64_t *id)
     /* the request's sizes first (as sent by socket), then the refs of
      * arrays that lie in this connection's arenas or are staged */
     uint64_t hdr_id = c->next_id;
-    if (req_encode(r, hdr_id, NULL, &hdr, &hlen))
+    uint64_t deadline = cancel_deadline(&c->cancel, gpuq_op_parse(r->op, strlen(r->op)));
+    if (req_encode(r, hdr_id, NULL, deadline, &hdr, &hlen))
         return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a request");
     rc = check_req(c, r, hdr, hlen, (uint64_t)a_len + b_len, &sz);
     if (rc)
@@ -538,13 +553,17 @@ static int submit_req(gpuq_conn *c, gpuq_req *r, bool blocking, uint64_t *id)
     req_refs refs;
     if ((rc = arena_refs_for(c, r, &sz, &refs)) != 0)
         goto err_after_encode;
-    if (blocking && (rc = stage_req(c, r, &sz, &refs)) != 0)
+    int ifd = c->cancel.intr_fd; /* staging's own calls (arena_open) are not interrupted */
+    c->cancel.intr_fd = -1;
+    rc = blocking ? stage_req(c, r, &sz, &refs) : 0;
+    c->cancel.intr_fd = ifd;
+    if (rc)
         goto err_after_encode;
     /* staging may have made calls of its own (arena_open): a new id */
     if (refs.nin || refs.nout || c->next_id != hdr_id) {
         free(hdr);
         hdr = NULL;
-        if (req_encode(r, c->next_id, &refs, &hdr, &hlen))
+        if (req_encode(r, c->next_id, &refs, deadline, &hdr, &hlen))
             return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a request");
         if (refs.nin)
             a_len = b_len = 0;
@@ -565,12 +584,32 @@ err_after_encode:
 
 int gpuq_submit_req(gpuq_conn *c, gpuq_req *r, uint64_t *id)
 {
-    return submit_req(c, r, false, id);
+    return submit_req(c, r, false, true, id);
+}
+
+int conn_submit_uncounted(gpuq_conn *c, gpuq_req *r, uint64_t *id)
+{
+    return submit_req(c, r, false, false, id);
+}
+
+/* The reply of a request whose blocking call was interrupted: its status
+ * and message into *res (may be NULL), its payload dropped. */
+static int read_orphan(gpuq_conn *c, const gpuq_reply *rep, gpuq_result *res)
+{
+    if (res) {
+        result_reset(res);
+        res->id = rep->id;
+        res->status = rep->status;
+        memcpy(res->message, rep->message, sizeof res->message);
+    }
+    int rc = c->last_payload ? drop_payload(c) : 0;
+    return rc ? rc : reply_status(c, rep);
 }
 
 /* Wait for the queue head: *rep gets its header; a builder request's
  * outputs go to res (may be NULL), a gpuq_submit request's whole payload to
- * its buffer. */
+ * its buffer. Interrupted (wait_readable): the head stays queued, and
+ * rep->id and res's id name it. */
 static int wait_head(gpuq_conn *c, gpuq_reply *rep, gpuq_result *res)
 {
     if (c->q_len == 0)
@@ -578,8 +617,24 @@ static int wait_head(gpuq_conn *c, gpuq_reply *rep, gpuq_result *res)
     pending_req head = c->q[c->q_head];
     gpuq_result tmp = {0};
     size_t hlen;
-    int rc = read_head(c, rep, &hlen);
-    if (rc == 0 && head.split)
+    int rc = c->broken ? c->broken : cancel_wait(c, c->fd, head.id);
+    if (rc == GPUQ_E_IO)
+        rc = conn_break(c, rc, "waiting for a reply");
+    if (rc && !c->broken) {
+        memset(rep, 0, sizeof *rep);
+        rep->id = head.id;
+        rep->status = rc;
+        if (res) {
+            res->id = head.id;
+            res->status = rc;
+        }
+        return rc;
+    }
+    if (rc == 0)
+        rc = read_head(c, rep, &hlen);
+    if (rc == 0 && head.orphan)
+        rc = read_orphan(c, rep, res);
+    else if (rc == 0 && head.split)
         rc = read_payload_split(c, &head, rep, res ? res : &tmp);
     else if (rc == 0)
         rc = read_payload_whole(c, rep, head.out[0].buf, head.out[0].cap);
@@ -596,6 +651,15 @@ static int wait_head(gpuq_conn *c, gpuq_reply *rep, gpuq_result *res)
         return conn_break(c, GPUQ_E_PROTOCOL, "reply out of order");
     }
     return rc;
+}
+
+/* A blocking call's wait was interrupted: its request, the only one
+ * outstanding, is given up by the call (gpuq_set_interrupt_fd). */
+static void orphan_head(gpuq_conn *c)
+{
+    pending_req *p = &c->q[c->q_head];
+    p->orphan = true;
+    memset(p->out, 0, sizeof p->out);
 }
 
 int gpuq_wait(gpuq_conn *c, gpuq_reply *rep)
@@ -633,18 +697,26 @@ int gpuq_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, cons
         rep = &tmp;
     bool staged = false;
     int rc = blocking_ready(c);
-    if (rc || (rc = stage_call(c, req, a, a_len, b, b_len, out, out_cap, &staged)))
+    int ifd = c->cancel.intr_fd; /* staging's own calls (arena_open) are not interrupted */
+    c->cancel.intr_fd = -1;
+    rc = rc ? rc : stage_call(c, req, a, a_len, b, b_len, out, out_cap, &staged);
+    c->cancel.intr_fd = ifd;
+    if (rc)
         return rc;
     if (staged) {
         rc = gpuq_submit(c, req, NULL, 0, NULL, 0, NULL, 0, NULL);
         req->nin_ref = req->nout_ref = 0; /* the caller's request as it came */
         rc = rc ? rc : gpuq_wait(c, rep);
+        if (rc == GPUQ_E_INTERRUPTED)
+            orphan_head(c);
         stage_end(c, rc == 0);
         return rc;
     }
     if ((rc = gpuq_submit(c, req, a, a_len, b, b_len, out, out_cap, NULL)))
         return rc;
     rc = gpuq_wait(c, rep);
+    if (rc == GPUQ_E_INTERRUPTED)
+        orphan_head(c);
     if (rc == 0 && c->last_payload != out_cap)
         return conn_set_err(c, GPUQ_E_SIZE_MISMATCH, "result of %llu bytes, expected %zu",
                             (unsigned long long)c->last_payload, out_cap);
@@ -654,7 +726,7 @@ int gpuq_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, cons
 int gpuq_call_req(gpuq_conn *c, gpuq_req *r, gpuq_result *res)
 {
     int rc = blocking_ready(c);
-    if (rc || (rc = submit_req(c, r, true, NULL))) {
+    if (rc || (rc = submit_req(c, r, true, true, NULL))) {
         stage_end(c, false);
         if (res) {
             result_reset(res);
@@ -663,38 +735,10 @@ int gpuq_call_req(gpuq_conn *c, gpuq_req *r, gpuq_result *res)
         return rc;
     }
     rc = gpuq_wait_req(c, res);
+    if (rc == GPUQ_E_INTERRUPTED)
+        orphan_head(c);
     stage_end(c, rc == 0);
     return rc;
-}
-
-static int hello(gpuq_conn *c, const gpuq_connect_opts *o)
-{
-    const char *name = o && o->client_name ? o->client_name : "libgpuq";
-    size_t nlen = strlen(name);
-    if (!gpuq_utf8_valid(name, nlen)) /* the server would refuse it: bad_header */
-        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "client name is not valid UTF-8");
-    nlen = gpuq_utf8_cut(name, nlen, GPUQ_CLIENT_NAME_MAX); /* long names: whole characters */
-    char client[GPUQ_CLIENT_NAME_MAX + 1];
-    memcpy(client, name, nlen);
-    client[nlen] = '\0';
-    gpuq_req *r = gpuq_req_new("hello");
-    if (!r)
-        return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory building the hello");
-    gpuq_req_set_u64(r, "version", GPUQ_PROTO_VERSION);
-    gpuq_req_set_str(r, "client", client);
-    gpuq_req_set_i64(r, "priority", o ? o->priority : GPUQ_PRIO_NORMAL);
-    gpuq_req_set_i64(r, "device", o ? o->device : -1);
-    int rc = gpuq_call_req(c, r, &c->scratch);
-    gpuq_req_free(r);
-    if (rc)
-        return rc;
-    if (!c->scratch.info)
-        return conn_break(c, GPUQ_E_PROTOCOL, "hello reply without info");
-    if (hello_info_parse(c->scratch.info, c->scratch.info_len, &c->info, &c->stage.offered))
-        return conn_break(c, GPUQ_E_PROTOCOL, "malformed hello info");
-    if (c->info.version != GPUQ_PROTO_VERSION)
-        return conn_break(c, GPUQ_E_VERSION, "server protocol version differs");
-    return 0;
 }
 
 int gpuq_connect(const gpuq_connect_opts *opts, gpuq_conn **out)
@@ -705,6 +749,7 @@ int gpuq_connect(const gpuq_connect_opts *opts, gpuq_conn **out)
         return GPUQ_E_NO_MEMORY;
     c->fd = -1;
     c->rx_fd = c->tx_fd = -1;
+    c->cancel.intr_fd = -1;
     c->next_id = 1;
     c->info.device = -1;
     gpuq_limits_default(&c->info.limits);
@@ -723,7 +768,7 @@ int gpuq_connect(const gpuq_connect_opts *opts, gpuq_conn **out)
         goto err_after_alloc;
     }
     memcpy(c->path, l.path[used], sizeof c->path);
-    rc = hello(c, opts);
+    rc = hello_exchange(c, opts, &c->info, &c->stage.offered);
     if (rc)
         goto err_after_alloc;
     *out = c;

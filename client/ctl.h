@@ -29,6 +29,7 @@ typedef struct ctl_ctx {
     bool json;
     int priority;
     int transport;                 /* gpuq_transport: --transport, AUTO by default */
+    uint64_t deadline_ms;          /* --deadline: each compute request's (0: none) */
     const struct ctl_entry *entry; /* the command being run */
 } ctl_ctx;
 
@@ -74,7 +75,7 @@ int ctl_parse_args(ctl_ctx *ctx, int argc, const char **argv, const ctl_opt *opt
                    const char **pos, int *npos, bool *timing);
 
 /* The options every command takes, before or after its name (--socket,
- * --json, --priority, --transport), ended by a NULL name. */
+ * --json, --priority, --transport, --deadline), ended by a NULL name. */
 extern const ctl_optdoc ctl_global_opts[];
 /* If argv[*i] is a global option, apply it to ctx (its value: "=VALUE" or
  * argv[*i + 1], *i advanced past it) and return 1; 0 if it is not one; or
@@ -98,8 +99,8 @@ int ctl_failf(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3
  * handler may call it); gives up quietly when stderr is gone. */
 void ctl_write_stderr(const char *s, size_t n);
 /* Connect with ctx's socket and priority, and set its transport (shm
- * against a gpuqd that offers no arenas fails here); prints the error
- * itself. Returns 0, CTL_EXIT_UNREACHABLE when no socket tried accepted
+ * against a gpuqd that offers no arenas fails here) and deadline; prints
+ * the error itself. Returns 0, CTL_EXIT_UNREACHABLE when no socket tried accepted
  * (the message names each, with why), else CTL_EXIT_FAIL. */
 int ctl_connect(const ctl_ctx *ctx, gpuq_conn **c);
 /* For commands without options or arguments: parse (only --json/--priority)
@@ -113,6 +114,8 @@ int ctl_parse_u64(const char *s, uint64_t *v);
 int ctl_parse_priority(const char *s, int *prio);
 /* "auto", "socket" or "shm" into a gpuq_transport. */
 int ctl_parse_transport(const char *s, int *t);
+/* Milliseconds, 0 .. GPUQ_MAX_DEADLINE_MS (--deadline). */
+int ctl_parse_deadline(const char *s, uint64_t *ms);
 
 /* One member of a msgpack map read by ctl_read_map: scalars decoded
  * (numbers and bools in num, strings in s), every value's raw bytes kept. */

@@ -218,9 +218,10 @@ static void print_json(const ctl_ctx *ctx, const bench_args *a, const char *tran
         fprintf(f, "\"dim\":%llu,", (unsigned long long)a->dim);
     fprintf(f,
             "\"dtype\":\"%s\",\"clients\":%u,\"depth\":%u,\"transport\":\"%s\","
-            "\"priority\":\"%s\",\"priority_granted\":\"%s\",\"backend\":",
+            "\"priority\":\"%s\",\"priority_granted\":\"%s\",\"deadline_ms\":%llu,"
+            "\"backend\":",
             gpuq_dtype_name(a->dt), a->clients, a->depth, transport, prio_name(ctx->priority),
-            prio_name(granted));
+            prio_name(granted), (unsigned long long)ctx->deadline_ms);
     ctl_json_str(f, backend);
     fputs(",\"warmup_s\":", f);
     ctl_json_num(f, a->warmup);
@@ -261,6 +262,8 @@ static void print_text(const ctl_ctx *ctx, const bench_args *a, const char *tran
     printf("%-11s %u x depth %u\n", "clients", a->clients, a->depth);
     printf("%-11s %s\n", "transport", transport);
     printf("%-11s %s (asked %s)\n", "priority", prio_name(granted), prio_name(ctx->priority));
+    if (ctx->deadline_ms)
+        printf("%-11s %llu ms a request\n", "deadline", (unsigned long long)ctx->deadline_ms);
     printf("%-11s %s\n", "backend", backend);
     printf("%-11s %.3f s (after %.3g s of warm-up)\n", "duration", s->duration_s, a->warmup);
     printf("%-11s %llu\n", "requests", (unsigned long long)s->ok);
@@ -552,15 +555,19 @@ const ctl_entry ctl_bench_entry = {
             "backend, the duration measured, requests and errors (the first named), req/s, MB/s "
             "(input plus output bytes) and the latency from submit to reply in microseconds: "
             "p50, p90, p99, p99.9 and max. With --json, one object: command, op, size, dtype, "
-            "clients, depth, transport, priority, priority_granted, backend, warmup_s, "
+            "clients, depth, transport, priority, priority_granted, deadline_ms (0: none), "
+            "backend, warmup_s, "
             "duration_s, requests, errors, first_error (null when none), req_s, mb_s, p50_us, "
             "p90_us, p99_us, p999_us, max_us, mean_us, interrupted. --priority sets the "
             "sessions' priority; --transport shm puts each client's arrays in a shared-memory "
-            "arena of its session (auto does so when they come to 1 MiB). Exit status 1 when any "
+            "arena of its session (auto does so when they come to 1 MiB); --deadline MS gives "
+            "each request a deadline, and one answered deadline_exceeded is an error, named so "
+            "(first_error). Exit status 1 when any "
             "request failed, or when none finished within the measured time; Ctrl-C stops, "
             "prints what was measured and exits 130.",
     .opts = bench_opts,
     .example = "gpuqctl bench --duration 0.3\n"
                "gpuqctl bench --op pairwise --size 128 --clients 2 --depth 4 --duration 0.3\n"
-               "gpuqctl --json bench --op=haversine --dtype f64 --duration=0.3 --warmup 0",
+               "gpuqctl --json bench --op=haversine --dtype f64 --duration=0.3 --warmup 0\n"
+               "gpuqctl bench --deadline 2000 --clients 2 --depth 4 --duration 0.3",
 };

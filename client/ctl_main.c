@@ -1,6 +1,7 @@
 /* ctl_main.c - gpuqctl: global options, help and the command table.
  *
- * gpuqctl [--socket PATH] [--json] [--priority P] [--transport T] COMMAND ...
+ * gpuqctl [--socket PATH] [--json] [--priority P] [--transport T]
+ *         [--deadline MS] COMMAND ...
  * The command is looked up in the table (one- or two-word names), its
  * arguments are parsed by ctl_parse_args (ctl_util.c), and its exec does
  * the work. --help / -h (anywhere before "--"), "help CMD" and --version
@@ -162,6 +163,7 @@ int main(int argc, char **argv_)
                    .json = false,
                    .priority = GPUQ_PRIO_NORMAL,
                    .transport = GPUQ_TRANSPORT_AUTO,
+                   .deadline_ms = 0,
                    .entry = NULL};
     int i = 1;
     /* --json with a help page is refused (the pages are text only); with

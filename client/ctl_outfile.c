@@ -17,7 +17,13 @@
  * interrupted" (terminated, hangup) and end the process by the same signal
  * (so a shell sees 128 + signal: 130 for Ctrl-C, and a script running
  * gpuqctl stops too). Closing the socket, which the kernel does then, is
- * what tells gpuqd.
+ * what tells gpuqd. While an op waits for its reply
+ * (ctl_outfile_defer_sigint), the first SIGINT is deferred instead: the
+ * handler writes a byte to a self-pipe and returns (async-signal-safe:
+ * write(2) only), libgpuq's wait (or send) polls that pipe beside the
+ * socket and returns, the op sends gpuqd a cancel for its request (when
+ * gpuqd has it) and ends the same way (ctl_outfile_die) from its own
+ * thread. A second SIGINT, or SIGTERM or SIGHUP, ends it at once.
  *
  * Failures: a file that cannot be made, written or renamed: GPUQ_E_IO with
  * "PATH: reason".
@@ -55,7 +61,15 @@ static const int out_signals[] = {SIGINT, SIGTERM, SIGHUP};
 static struct sigaction old_action[OUT_NSIG];
 static bool handlers_on;
 
-static void on_signal(int sig)
+/* Ctrl-C while an op's request is with gpuqd (ctl_outfile_defer_sigint):
+ * the handler only writes a byte to this pipe, which the op's wait polls
+ * (gpuq_set_interrupt_fd), once; the op cancels its request and ends. */
+static int intr_pipe[2] = {-1, -1};
+static volatile sig_atomic_t sigint_deferred, sigint_came;
+
+/* Remove the temporary files, say why and die of sig (what the handler
+ * does; async-signal-safe). Called with the signals blocked. */
+static void die_of(int sig)
 {
     static const char intr[] = "gpuqctl: interrupted\n", term[] = "gpuqctl: terminated\n",
                       hup[] = "gpuqctl: hangup\n";
@@ -82,6 +96,50 @@ static void on_signal(int sig)
     (void)pthread_sigmask(SIG_UNBLOCK, &set, NULL);
     (void)raise(sig);
     _exit(128 + sig);
+}
+
+static void on_signal(int sig)
+{
+    if (sig == SIGINT && sigint_deferred && !sigint_came) {
+        sigint_came = 1;
+        int e = errno;
+        if (write(intr_pipe[1], "i", 1) < 0) { /* a full pipe is readable all the same */
+        }
+        errno = e;
+        return;
+    }
+    die_of(sig);
+}
+
+int ctl_outfile_defer_sigint(void)
+{
+    if (!handlers_on)
+        return -1;
+    if (intr_pipe[0] < 0 && pipe2(intr_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+        return -1; /* Ctrl-C ends gpuqctl at once, as before */
+    sigint_came = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    sigint_deferred = 1;
+    return intr_pipe[0];
+}
+
+void ctl_outfile_undefer_sigint(void)
+{
+    sigint_deferred = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (sigint_came) /* it came while the reply was being read: end as it would have */
+        ctl_outfile_die(SIGINT);
+}
+
+void ctl_outfile_die(int sig)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    for (size_t k = 0; k < OUT_NSIG; k++)
+        sigaddset(&set, out_signals[k]); /* as in the handler: nothing else runs die_of now */
+    (void)pthread_sigmask(SIG_BLOCK, &set, NULL);
+    die_of(sig);
+    abort(); /* die_of does not return */
 }
 
 bool ctl_outfile_signals_on(void)

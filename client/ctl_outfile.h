@@ -35,4 +35,19 @@ int ctl_outfile_write(const ctl_out *outs, unsigned nout, const uint8_t *out, co
 bool ctl_outfile_signals_on(void);
 void ctl_outfile_signals_off(void);
 
+/* While an op sends its request or waits for gpuqd's reply: the first
+ * SIGINT does not end the process but makes the returned fd readable (a
+ * self-pipe, for gpuq_set_interrupt_fd), so that the op can cancel its
+ * request and then end by ctl_outfile_die(SIGINT). A second SIGINT, SIGTERM and SIGHUP end
+ * it at once as before. -1 when the handlers are not on or no pipe can be
+ * had (SIGINT then ends the process at once, as before).
+ * ctl_outfile_undefer_sigint goes back to that, and ends the process by
+ * SIGINT if one came meanwhile (after the wait, before this call). */
+int ctl_outfile_defer_sigint(void);
+void ctl_outfile_undefer_sigint(void);
+/* What the handlers do, from the op's thread: remove the unfinished output
+ * files, print "gpuqctl: interrupted" (terminated, hangup) and end the
+ * process by sig. */
+_Noreturn void ctl_outfile_die(int sig);
+
 #endif

@@ -1,5 +1,6 @@
 /* ctl_util.c - what every gpuqctl command shares: argument parsing, the
- * one-line error, connecting (with the --transport the user chose).
+ * one-line error, connecting (with the --transport and --deadline the user
+ * chose).
  *
  * Parsing: a command's options are its entry's opts (ctl.h), plus the
  * global ones; "--name=VALUE" is "--name VALUE" for every long option.
@@ -83,6 +84,8 @@ int ctl_connect(const ctl_ctx *ctx, gpuq_conn **c)
     int rc = gpuq_connect(&o, c);
     if (rc == 0)
         rc = gpuq_set_transport(*c, (gpuq_transport)ctx->transport);
+    if (rc == 0)
+        rc = gpuq_set_deadline_ms(*c, ctx->deadline_ms);
     if (rc) {
         /* no daemon at all (every socket tried named in the message): 3 */
         int st = gpuq_unreachable(*c) ? CTL_EXIT_UNREACHABLE : CTL_EXIT_FAIL;
@@ -147,9 +150,19 @@ int ctl_parse_transport(const char *s, int *t)
     return -1;
 }
 
+int ctl_parse_deadline(const char *s, uint64_t *ms)
+{
+    uint64_t v;
+    if (ctl_parse_u64(s, &v) || v > GPUQ_MAX_DEADLINE_MS)
+        return -1;
+    *ms = v;
+    return 0;
+}
+
 /* ---- global options ---- */
 
 _Static_assert(GPUQ_SHM_MIN_BYTES == 1u << 20, "--transport's help says 1 MiB");
+_Static_assert(GPUQ_MAX_DEADLINE_MS == 86400000ull, "--deadline's help says 86400000");
 
 const ctl_optdoc ctl_global_opts[] = {
     {"--socket", NULL, "PATH", NULL,
@@ -164,6 +177,10 @@ const ctl_optdoc ctl_global_opts[] = {
      "How an op's arrays reach gpuqd: auto (shared memory when gpuqd offers arenas and the "
      "arrays come to 1 MiB or more, else the socket), shm (shared memory always; an error when "
      "gpuqd offers none) or socket."},
+    {"--deadline", NULL, "MS", "0",
+     "Give each op's request a deadline: gpuqd answers deadline_exceeded (exit status 1) when "
+     "it has not finished within MS milliseconds of reaching gpuqd, and drops its work if it "
+     "has not started. 1 .. 86400000 (a day); 0: none."},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -248,6 +265,10 @@ int ctl_parse_global(ctl_ctx *ctx, int argc, const char **argv, int *i)
     } else if (!strcmp(d->name, "--transport")) {
         if (ctl_parse_transport(v, &ctx->transport))
             return ctl_usage_error(ctx, "bad transport '%s' (auto|socket|shm)", v);
+    } else if (!strcmp(d->name, "--deadline")) {
+        if (ctl_parse_deadline(v, &ctx->deadline_ms))
+            return ctl_usage_error(ctx, "bad deadline '%s' (milliseconds, 0 .. %llu)", v,
+                                   (unsigned long long)GPUQ_MAX_DEADLINE_MS);
     }
     return 1;
 }

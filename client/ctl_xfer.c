@@ -13,6 +13,7 @@
  * result comes into a heap buffer, and libgpuq decides nothing more (the
  * same rules already said socket). A progress line (ctl_progress.c) shows
  * while it takes more than a second; --json prints a summary at the end.
+ * Ctrl-C while gpuqd has the request sends a cancel for it (call()).
  *
  * Failures are one line each (ctl_fail), printed once the progress line
  * is gone, and an exit status of 1: the transport's (shm without arenas:
@@ -23,6 +24,7 @@
 #include "ctl_xfer.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +71,27 @@ static int xfer_fail(xfer *x, int code, const char *msg)
     return code;
 }
 
+/* gpuq_call of x->req, with Ctrl-C made a cancel: the call is interrupted
+ * (ctl_outfile_defer_sigint); if gpuqd has the request (the wait for its
+ * reply was interrupted, not its send), gpuqd is sent a cancel for it; then
+ * gpuqctl ends as an interrupt does, without waiting for an answer (gpuqd
+ * reads the cancel before it sees the connection close). */
+static int call(xfer *x, const void *a, size_t a_len, const void *b, size_t b_len, void *out,
+                size_t cap)
+{
+    int ifd = ctl_outfile_defer_sigint();
+    (void)gpuq_set_interrupt_fd(x->c, ifd); /* -1: Ctrl-C ends gpuqctl at once */
+    int rc = gpuq_call(x->c, x->req, a, a_len, b, b_len, out, cap, &x->rep);
+    (void)gpuq_set_interrupt_fd(x->c, -1);
+    if (rc == GPUQ_E_INTERRUPTED) {
+        if (gpuq_pending(x->c) > 0) /* best effort: we end either way */
+            (void)gpuq_submit_cancel(x->c, x->rep.id, NULL);
+        ctl_outfile_die(SIGINT);
+    }
+    ctl_outfile_undefer_sigint();
+    return rc;
+}
+
 /* The arrays in the staging arena at base (arena id): inputs at off[0..1],
  * outputs at off[2..3]. */
 static int run_shm(xfer *x, uint8_t *base, uint64_t id, const uint64_t *off)
@@ -94,7 +117,7 @@ static int run_shm(xfer *x, uint8_t *base, uint64_t id, const uint64_t *off)
         req->out_ref[o] = (gpuq_ref){id, off[2 + o], x->out_bytes[o]};
     req->timing = x->timing;
     ctl_progress_phase(x->prog, CTL_PHASE_CALL);
-    int crc = gpuq_call(x->c, req, NULL, 0, NULL, 0, NULL, 0, &x->rep);
+    int crc = call(x, NULL, 0, NULL, 0, NULL, 0);
     req->nin_ref = req->nout_ref = 0;
     if (crc)
         return xfer_fail(x, crc, gpuq_errmsg(x->c));
@@ -140,7 +163,7 @@ static int run_socket(xfer *x)
     if (rc == 0) {
         x->req->timing = x->timing;
         ctl_progress_phase(x->prog, CTL_PHASE_CALL);
-        int crc = gpuq_call(x->c, x->req, data[0], len[0], data[1], len[1], out, cap, &x->rep);
+        int crc = call(x, data[0], len[0], data[1], len[1], out, cap);
         if (crc) {
             rc = xfer_fail(x, crc, gpuq_errmsg(x->c));
         } else {

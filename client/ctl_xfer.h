@@ -29,7 +29,8 @@
  * --timing timing.server), and is a usage error with an output "-". A
  * progress line (ctl_progress.h) shows on stderr while the op takes more
  * than a second. SIGINT, SIGTERM and SIGHUP are handled meanwhile
- * (ctl_outfile_signals_on). Returns an exit status (errors printed). */
+ * (ctl_outfile_signals_on); a SIGINT while gpuqd has the request first
+ * sends gpuqd a cancel for it. Returns an exit status (errors printed). */
 int ctl_run_op(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_array *b,
                const ctl_out *outs, unsigned nout, bool timing);
 

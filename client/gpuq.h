@@ -297,6 +297,72 @@ unsigned gpuq_pending(const gpuq_conn *c);
 /* Blocking: submit and wait. Needs gpuq_pending() == 0 (else GPUQ_E_BUSY). */
 int gpuq_call_req(gpuq_conn *c, gpuq_req *r, gpuq_result *res);
 
+/* ---- deadlines, cancellation, interrupting a wait (PROTOCOL.md 2) ---- */
+
+/* From now on every compute request c sends (the op calls below, and
+ * builder requests of a compute op through gpuq_submit_req or
+ * gpuq_call_req) carries "deadline_ms": ms. The daemon answers one that
+ * has not finished within ms milliseconds of its header's arrival with
+ * GPUQ_E_DEADLINE_EXCEEDED and no result (its work dropped when it had not
+ * started); the connection serves on. 0, the default, turns it off. A
+ * builder request that sets "deadline_ms" itself keeps its own value (no
+ * second key is added); control requests (ping, status, ...) never carry
+ * one; requests already sent keep theirs. GPUQ_E_BAD_ARGUMENT, nothing
+ * changed: ms over GPUQ_MAX_DEADLINE_MS (a day). */
+int gpuq_set_deadline_ms(gpuq_conn *c, uint64_t ms);
+
+/* Send a "cancel" of c's outstanding request with id target (from
+ * gpuq_submit_req, or gpuq_result_id of an interrupted gpuq_call_req)
+ * without waiting; *id (may be NULL) gets the cancel's own id. Its reply
+ * is read by gpuq_wait_req like any other, after the target's: replies
+ * come in request order. The target is then answered GPUQ_E_CANCELLED
+ * unless it had finished (a running one when its device work ends); the
+ * cancel's reply is status 0 with the counts below. An id that matches
+ * nothing is not an error (both counts 0). A cancel is no compute request:
+ * it does not count against limits.max_inflight (the daemon does not count
+ * it either), so it may be sent while that many requests are outstanding.
+ * Returns 0, or the connection's error (nothing sent). */
+int gpuq_submit_cancel(gpuq_conn *c, uint64_t target, uint64_t *id);
+/* A cancel reply's counts: *dropped requests were dropped before they ran,
+ * *running were running and are answered cancelled when their work ends
+ * (either pointer may be NULL). GPUQ_E_BAD_ARGUMENT when res holds no such
+ * reply (an error reply, another op's, a malformed info map). */
+int gpuq_result_cancel_counts(const gpuq_result *res, uint64_t *dropped, uint64_t *running);
+
+/* libgpuq's own return value, never on the wire (codes of -1000 and below
+ * are libgpuq's; gpuq_errname calls them "unknown"): a wait for a reply was
+ * interrupted (gpuq_set_interrupt_fd) and the request is still
+ * outstanding. */
+#define GPUQ_E_INTERRUPTED (-1000)
+
+/* Make c's waits and sends interruptible: while fd (the caller's; libgpuq
+ * never reads or closes it) is readable, at end of file or in error, they
+ * return GPUQ_E_INTERRUPTED at once instead of blocking. A self-pipe that a
+ * signal handler writes to is the intended use (the handler stays
+ * async-signal-safe); an eventfd or timerfd also works. The caller drains
+ * fd before going on. fd -1 (the default) turns it off. Returns 0, or
+ * GPUQ_E_BAD_ARGUMENT for an fd under -1 (an fd that is not open makes
+ * the calls fail with GPUQ_E_BAD_ARGUMENT).
+ * A wait whose reply has not begun to arrive: the connection stays in
+ * step, the request is still outstanding and a later wait reads its reply
+ * (one that has begun to arrive is read whole). gpuq_wait_req: res's id
+ * (gpuq_result_id) and status say which request and why; its buffers stay
+ * borrowed until its reply is read.
+ * A send (any submit or call): before its first byte, nothing was sent,
+ * nothing is outstanding and the connection goes on; after, the request is
+ * cut short, which the stream cannot recover from: the connection is
+ * broken (every later call returns GPUQ_E_INTERRUPTED; close it, and
+ * gpuqd drops the request).
+ * A blocking call (gpuq_call_req and the op calls) interrupted in its wait
+ * returns with its request outstanding (gpuq_pending() is 1; for
+ * gpuq_call_req its id is gpuq_result_id(res)), given up by the call: the
+ * caller's output buffers are free at once and are never written, and the
+ * next gpuq_wait_req reads its reply, payload dropped. Cancel it
+ * (gpuq_submit_cancel) or close c: gpuqd drops the queued work of a
+ * connection that closes. The calls libgpuq makes on its own (a staging
+ * arena's arena_open) are not interrupted. */
+int gpuq_set_interrupt_fd(gpuq_conn *c, int fd);
+
 /* ---- convenience calls (blocking, each one request on the builder) ---- */
 
 int gpuq_ping(gpuq_conn *c);

@@ -1,5 +1,6 @@
-/* hello.c - the hello reply's info map (PROTOCOL.md 3.3, "hello") into
- * gpuq_server_info, and whether the session may open arenas.
+/* hello.c - the hello exchange of gpuq_connect, and the hello reply's info
+ * map (PROTOCOL.md 3.3, "hello") into gpuq_server_info, and whether the
+ * session may open arenas.
  *
  * Known keys of the wrong type make the info malformed; unknown keys are
  * skipped, so a newer gpuqd's additions do not break an older libgpuq. */
@@ -7,7 +8,9 @@
 
 #include <string.h>
 
+#include "conn.h"
 #include "mpread.h"
+#include "utf8.h"
 
 static int key_is(const char *k, uint32_t klen, const char *want)
 {
@@ -68,5 +71,36 @@ int hello_info_parse(const uint8_t *buf, size_t len, gpuq_server_info *si, bool 
         if (rc)
             return GPUQ_E_BAD_HEADER;
     }
+    return 0;
+}
+
+int hello_exchange(gpuq_conn *c, const gpuq_connect_opts *o, gpuq_server_info *si, bool *arenas)
+{
+    const char *name = o && o->client_name ? o->client_name : "libgpuq";
+    size_t nlen = strlen(name);
+    if (!gpuq_utf8_valid(name, nlen)) /* the server would refuse it: bad_header */
+        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "client name is not valid UTF-8");
+    nlen = gpuq_utf8_cut(name, nlen, GPUQ_CLIENT_NAME_MAX); /* long names: whole characters */
+    char client[GPUQ_CLIENT_NAME_MAX + 1];
+    memcpy(client, name, nlen);
+    client[nlen] = '\0';
+    gpuq_req *r = gpuq_req_new("hello");
+    if (!r)
+        return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory building the hello");
+    gpuq_req_set_u64(r, "version", GPUQ_PROTO_VERSION);
+    gpuq_req_set_str(r, "client", client);
+    gpuq_req_set_i64(r, "priority", o ? o->priority : GPUQ_PRIO_NORMAL);
+    gpuq_req_set_i64(r, "device", o ? o->device : -1);
+    gpuq_result *res = conn_scratch(c);
+    int rc = gpuq_call_req(c, r, res);
+    gpuq_req_free(r);
+    if (rc)
+        return rc;
+    if (!res->info)
+        return conn_set_err(c, GPUQ_E_PROTOCOL, "hello reply without info");
+    if (hello_info_parse(res->info, res->info_len, si, arenas))
+        return conn_set_err(c, GPUQ_E_PROTOCOL, "malformed hello info");
+    if (si->version != GPUQ_PROTO_VERSION)
+        return conn_set_err(c, GPUQ_E_VERSION, "server protocol version differs");
     return 0;
 }

@@ -72,6 +72,8 @@ static int entry_key(gpuq_req *r, const char *key)
 {
     if (!key)
         return req_fail(r, GPUQ_E_BAD_ARGUMENT, "header key is NULL");
+    if (strcmp(key, "deadline_ms") == 0)
+        r->has_deadline = true;
     gpuq_mpw_str(r->w, key);
     r->n++;
     return 0;
@@ -217,7 +219,8 @@ static void put_shape(gpuq_mpw *w, const char *key, const req_input *in)
         gpuq_mpw_uint(w, in->shape[k]);
 }
 
-int req_encode(gpuq_req *r, uint64_t id, const req_refs *refs, uint8_t **out, size_t *len)
+int req_encode(gpuq_req *r, uint64_t id, const req_refs *refs, uint64_t deadline, uint8_t **out,
+               size_t *len)
 {
     /* Move what the setters wrote since last time to the end of body. */
     uint8_t *add = NULL;
@@ -240,8 +243,10 @@ int req_encode(gpuq_req *r, uint64_t id, const req_refs *refs, uint8_t **out, si
     if (!w)
         return GPUQ_E_NO_MEMORY;
     uint32_t nin = refs ? refs->nin : 0, nout = refs ? refs->nout : 0;
+    if (r->has_deadline)
+        deadline = 0; /* the request's own value stands */
     uint32_t n = 2 + r->n + (r->dtype != GPUQ_DT_NONE) + r->in[0].set + r->in[1].set + (nin > 0) +
-                 (nout > 0);
+                 (nout > 0) + (deadline > 0);
     gpuq_mpw_map(w, n);
     gpuq_mpw_str(w, "id");
     gpuq_mpw_uint(w, id);
@@ -259,6 +264,10 @@ int req_encode(gpuq_req *r, uint64_t id, const req_refs *refs, uint8_t **out, si
         gpuq_refs_write(w, "in", refs->in, nin);
     if (nout)
         gpuq_refs_write(w, "out", refs->out, nout);
+    if (deadline) {
+        gpuq_mpw_str(w, "deadline_ms");
+        gpuq_mpw_uint(w, deadline);
+    }
     if (r->body_len)
         gpuq_mpw_raw(w, r->body, r->body_len);
     int rc = gpuq_mpw_take(w, out, len);

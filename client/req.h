@@ -42,7 +42,8 @@ struct gpuq_req {
     uint8_t *body; /* owned: all entries so far, n of them */
     size_t body_len;
     uint32_t n;
-    int dtype; /* GPUQ_DT_NONE until an input or set_dtype gives it */
+    bool has_deadline; /* a setter wrote "deadline_ms": the connection's is not added */
+    int dtype;         /* GPUQ_DT_NONE until an input or set_dtype gives it */
     req_input in[REQ_MAX_IO];
     req_output out[REQ_MAX_IO];
     int err; /* first setter error, returned by submit */
@@ -72,9 +73,11 @@ struct gpuq_result {
 void result_reset(gpuq_result *res);
 
 /* The header of r for request id, malloc'd into *out (caller frees): "id",
- * "op", "dtype"/"shape"/"shape_b" from the inputs, then the setters' entries.
- * Returns 0 or GPUQ_E_NO_MEMORY. */
+ * "op", "dtype"/"shape"/"shape_b" from the inputs, "deadline_ms": deadline
+ * when that is not 0 and no setter wrote the key, then the setters'
+ * entries. Returns 0 or GPUQ_E_NO_MEMORY. */
 /* refs: NULL or the arrays to name by reference ("in"/"out" keys). */
-int req_encode(gpuq_req *r, uint64_t id, const req_refs *refs, uint8_t **out, size_t *len);
+int req_encode(gpuq_req *r, uint64_t id, const req_refs *refs, uint64_t deadline, uint8_t **out,
+               size_t *len);
 
 #endif

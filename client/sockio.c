@@ -134,10 +134,37 @@ int sockio_discard(int fd, uint64_t n)
 
 int sockio_writev_full(int fd, struct iovec *iov, int cnt)
 {
-    return sockio_writev_full_fd(fd, iov, cnt, -1);
+    return sockio_writev_full_intr(fd, iov, cnt, -1, -1, NULL);
 }
 
 int sockio_writev_full_fd(int fd, struct iovec *iov, int cnt, int send_fd)
+{
+    return sockio_writev_full_intr(fd, iov, cnt, send_fd, -1, NULL);
+}
+
+/* Wait until fd can take bytes (1) or intr_fd is readable, at its end or in
+ * error, which wins when both are (0); GPUQ_E_BAD_ARGUMENT when intr_fd is
+ * not open, GPUQ_E_IO when poll fails. A signal just makes it look again. */
+static int wait_writable(int fd, int intr_fd)
+{
+    struct pollfd p[2] = {{.fd = intr_fd, .events = POLLIN}, {.fd = fd, .events = POLLOUT}};
+    for (;;) {
+        int n = poll(p, 2, -1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return GPUQ_E_IO;
+        if (p[0].revents & POLLNVAL)
+            return GPUQ_E_BAD_ARGUMENT;
+        if (p[0].revents)
+            return 0;
+        if (p[1].revents)
+            return 1;
+    }
+}
+
+int sockio_writev_full_intr(int fd, struct iovec *iov, int cnt, int send_fd, int intr_fd,
+                            uint64_t *sent)
 {
     union {
         struct cmsghdr h;
@@ -174,13 +201,20 @@ int sockio_writev_full_fd(int fd, struct iovec *iov, int cnt, int send_fd)
             h->cmsg_len = CMSG_LEN(sizeof(int));
             memcpy(CMSG_DATA(h), &send_fd, sizeof(int));
         }
-        ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+        if (intr_fd >= 0) { /* then each send takes only what fits (MSG_DONTWAIT) */
+            int wr = wait_writable(fd, intr_fd);
+            if (wr <= 0)
+                return wr == 0 ? GPUQ_E_INTERRUPTED : wr;
+        }
+        ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL | (intr_fd >= 0 ? MSG_DONTWAIT : 0));
         if (w > 0) {
             send_fd = -1;
             atomic_fetch_add_explicit(&io_sent, (uint64_t)w, memory_order_relaxed);
+            if (sent)
+                *sent += (uint64_t)w;
         }
         if (w < 0) {
-            if (errno == EINTR)
+            if (errno == EINTR || (intr_fd >= 0 && (errno == EAGAIN || errno == EWOULDBLOCK)))
                 continue;
             return (errno == EPIPE || errno == ECONNRESET) ? GPUQ_E_CLOSED : GPUQ_E_IO;
         }

@@ -28,6 +28,14 @@ int sockio_discard(int fd, uint64_t n);
 int sockio_writev_full(int fd, struct iovec *iov, int cnt);
 /* The same with send_fd (>= 0) attached to the first byte (SCM_RIGHTS). */
 int sockio_writev_full_fd(int fd, struct iovec *iov, int cnt, int send_fd);
+/* The same, interruptible when intr_fd >= 0: before each piece it waits
+ * for fd to take bytes or intr_fd to be readable (or at its end), and
+ * returns GPUQ_E_INTERRUPTED at once when intr_fd is, whether or not fd
+ * could take more; GPUQ_E_BAD_ARGUMENT when intr_fd is not open. *sent
+ * (may be NULL; not reset here) grows by the bytes sent, so the caller
+ * knows whether the stream got a part of what it wrote. */
+int sockio_writev_full_intr(int fd, struct iovec *iov, int cnt, int send_fd, int intr_fd,
+                            uint64_t *sent);
 /* sockio_read_full, also receiving an fd that comes with the first byte
  * (*rx_fd, owned by the caller; -1 when none; extra fds are closed). */
 int sockio_read_full_fd(int fd, void *buf, size_t n, int *rx_fd);

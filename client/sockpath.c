@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "errors.h"
+#include "gpuq.h"
 #include "socket_path.h"
 #include "sockio.h"
 
@@ -142,4 +143,15 @@ int sockpath_connect(const sockpath_list *l, int *fd, unsigned *used, char *err,
     if (all_absent)
         put(err, cap, &len, "; " HINT_START);
     return GPUQ_E_IO;
+}
+
+int gpuq_default_socket(char *buf, size_t cap)
+{
+    sockpath_list l;
+    if (sockpath_candidates(&l) != 0 && l.n == 0)
+        return GPUQ_E_TOO_LARGE;
+    int n = snprintf(buf, cap, "%s", l.path[0]);
+    if (n < 0 || (size_t)n >= cap)
+        return GPUQ_E_TOO_LARGE;
+    return 0;
 }

@@ -137,6 +137,13 @@ START_TEST(globals_anywhere)
     ck_assert_int_eq(p.ctx.priority, GPUQ_PRIO_LOW);
     ck_assert_str_eq(p.ctx.socket, "/t");
     ck_assert_int_eq(p.ctx.transport, GPUQ_TRANSPORT_SOCKET);
+    ck_assert_uint_eq(p.ctx.deadline_ms, 0); /* none unless given */
+    ck_assert_int_eq(parse(ARGS("x", "--deadline", "250"), &p), 0);
+    ck_assert_uint_eq(p.ctx.deadline_ms, 250);
+    ck_assert_int_eq(parse(ARGS("--deadline=86400000", "x"), &p), 0);
+    ck_assert_uint_eq(p.ctx.deadline_ms, 86400000);
+    ck_assert_int_eq(parse(ARGS("--deadline=7", "x", "--deadline=0"), &p), 0);
+    ck_assert_uint_eq(p.ctx.deadline_ms, 0);
 }
 END_TEST
 
@@ -162,6 +169,10 @@ static const struct {
     {{"x", "--tm"}, "unknown option '--tm'"},
     {{"x", "-q"}, "unknown option '-q'"},
     {{"x", "--priority=9"}, "bad priority '9'"},
+    {{"x", "--deadline=86400001"}, "bad deadline '86400001' (milliseconds, 0 .. 86400000)"},
+    {{"x", "--deadline", "-5"}, "bad deadline '-5'"},
+    {{"x", "--deadline", "1.5"}, "bad deadline '1.5'"},
+    {{"x", "--deadline"}, "--deadline needs a value (--deadline MS)"},
     {{"a", "b", "c"}, "unexpected argument 'c'"},
     {{"-m", "l2"}, "test cmd takes 1 to 2 arguments, got 0"},
 };

@@ -1,0 +1,134 @@
+/* cancel.c - deadlines, the cancel op and interruptible waits of a
+ * libgpuq connection (cancel.h; gpuq.h for what users see).
+ *
+ * Deadline: the connection keeps one value; conn.c adds it as
+ * "deadline_ms" to each compute request that has none of its own (0
+ * adds nothing), and proto's checks refuse a value over a day before
+ * anything is sent, as gpuqd would.
+ *
+ * Cancel: a builder request {"op": "cancel", "request": id} submitted
+ * outside the max_inflight count; its reply comes after the target's
+ * (replies come in request order) and its info map holds the counts,
+ * read here with proto's bounded reader.
+ *
+ * Interrupting: with an interrupt fd set, a wait polls it beside the
+ * socket before it reads a reply's first byte and returns
+ * GPUQ_E_INTERRUPTED, the request still queued, when it is readable:
+ * nothing of the stream was read, so it stays in step. A send polls it
+ * before each piece it writes (sockio.c): interrupted before the first
+ * byte, the request was not sent and the stream is in step; after, the
+ * frame is cut and the connection broken. poll ended by a signal just
+ * looks again, so a handler that wrote to the fd (a self-pipe) is seen
+ * then: the handler itself stays async-signal-safe. A blocking call whose
+ * wait was interrupted gives its request up (conn.c); the calls libgpuq
+ * makes for itself (a staging arena's arena_open) are not interrupted.
+ */
+#include "cancel.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+
+#include "conn.h"
+#include "mpread.h"
+
+uint64_t cancel_deadline(const conn_cancel *k, int op)
+{
+    return op > 0 && gpuq_op_is_compute((gpuq_op)op) ? k->deadline_ms : 0;
+}
+
+int gpuq_set_deadline_ms(gpuq_conn *c, uint64_t ms)
+{
+    if (ms > GPUQ_MAX_DEADLINE_MS)
+        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT,
+                            "bad_argument: a deadline of %llu ms is over %llu (a day)",
+                            (unsigned long long)ms, (unsigned long long)GPUQ_MAX_DEADLINE_MS);
+    conn_cancel_of(c)->deadline_ms = ms;
+    return 0;
+}
+
+int gpuq_set_interrupt_fd(gpuq_conn *c, int fd)
+{
+    if (fd < -1)
+        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "bad_argument: interrupt fd %d", fd);
+    conn_cancel_of(c)->intr_fd = fd;
+    return 0;
+}
+
+int gpuq_submit_cancel(gpuq_conn *c, uint64_t target, uint64_t *id)
+{
+    gpuq_req *r = gpuq_req_new("cancel");
+    if (!r)
+        return conn_set_err(c, GPUQ_E_NO_MEMORY, "no_memory: out of memory building a cancel");
+    gpuq_req_set_u64(r, "request", target);
+    int rc = conn_submit_uncounted(c, r, id);
+    gpuq_req_free(r);
+    return rc;
+}
+
+int gpuq_result_cancel_counts(const gpuq_result *res, uint64_t *dropped, uint64_t *running)
+{
+    if (res->status != 0 || !res->info)
+        return GPUQ_E_BAD_ARGUMENT;
+    gpuq_mpr r;
+    gpuq_mpr_init(&r, res->info, res->info_len);
+    uint32_t n;
+    if (gpuq_mpr_map(&r, &n))
+        return GPUQ_E_BAD_ARGUMENT;
+    uint64_t v[2];
+    bool seen[2] = {false, false};
+    for (uint32_t i = 0; i < n; i++) {
+        const char *k;
+        uint32_t kl;
+        if (gpuq_mpr_str(&r, &k, &kl))
+            return GPUQ_E_BAD_ARGUMENT;
+        int which = kl == 7 && memcmp(k, "dropped", 7) == 0   ? 0
+                    : kl == 7 && memcmp(k, "running", 7) == 0 ? 1
+                                                              : -1;
+        if (which < 0 ? gpuq_mpr_skip(&r) != 0 : gpuq_mpr_uint(&r, &v[which]) != 0)
+            return GPUQ_E_BAD_ARGUMENT;
+        if (which >= 0)
+            seen[which] = true;
+    }
+    if (!seen[0] || !seen[1])
+        return GPUQ_E_BAD_ARGUMENT;
+    if (dropped)
+        *dropped = v[0];
+    if (running)
+        *running = v[1];
+    return 0;
+}
+
+int cancel_wait(gpuq_conn *c, int fd, uint64_t id)
+{
+    int ifd = conn_cancel_of(c)->intr_fd;
+    if (ifd < 0)
+        return 0;
+    struct pollfd p[2] = {{.fd = ifd, .events = POLLIN}, {.fd = fd, .events = POLLIN}};
+    for (;;) {
+        int n = poll(p, 2, -1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return GPUQ_E_IO;
+        if (p[0].revents & POLLNVAL)
+            return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "bad_argument: interrupt fd %d is not open",
+                                ifd);
+        if (p[0].revents)
+            return conn_set_err(c, GPUQ_E_INTERRUPTED,
+                                "interrupted: the wait for request %llu's reply (it is still "
+                                "outstanding)",
+                                (unsigned long long)id);
+        if (p[1].revents)
+            return 0;
+    }
+}
+
+int cancel_unsent(gpuq_conn *c, int code, uint64_t id)
+{
+    if (code == GPUQ_E_INTERRUPTED)
+        return conn_set_err(c, code, "interrupted: request %llu was not sent",
+                            (unsigned long long)id);
+    return conn_set_err(c, code, "bad_argument: interrupt fd %d is not open",
+                        conn_cancel_of(c)->intr_fd);
+}
