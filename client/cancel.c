@@ -25,12 +25,12 @@
  */
 #include "cancel.h"
 
-#include <errno.h>
 #include <poll.h>
 #include <string.h>
 
 #include "conn.h"
 #include "mpread.h"
+#include "sockio.h"
 
 uint64_t cancel_deadline(const conn_cancel *k, int op)
 {
@@ -104,24 +104,15 @@ int cancel_wait(gpuq_conn *c, int fd, uint64_t id)
     int ifd = conn_cancel_of(c)->intr_fd;
     if (ifd < 0)
         return 0;
-    struct pollfd p[2] = {{.fd = ifd, .events = POLLIN}, {.fd = fd, .events = POLLIN}};
-    for (;;) {
-        int n = poll(p, 2, -1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return GPUQ_E_IO;
-        if (p[0].revents & POLLNVAL)
-            return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "bad_argument: interrupt fd %d is not open",
-                                ifd);
-        if (p[0].revents)
-            return conn_set_err(c, GPUQ_E_INTERRUPTED,
-                                "interrupted: the wait for request %llu's reply (it is still "
-                                "outstanding)",
-                                (unsigned long long)id);
-        if (p[1].revents)
-            return 0;
-    }
+    int rc = sockio_wait_intr(fd, POLLIN, ifd);
+    if (rc == GPUQ_E_BAD_ARGUMENT)
+        return conn_set_err(c, rc, "bad_argument: interrupt fd %d is not open", ifd);
+    if (rc == 0)
+        return conn_set_err(c, GPUQ_E_INTERRUPTED,
+                            "interrupted: the wait for request %llu's reply (it is still "
+                            "outstanding)",
+                            (unsigned long long)id);
+    return rc == 1 ? 0 : rc;
 }
 
 int cancel_unsent(gpuq_conn *c, int code, uint64_t id)

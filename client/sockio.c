@@ -142,12 +142,9 @@ int sockio_writev_full_fd(int fd, struct iovec *iov, int cnt, int send_fd)
     return sockio_writev_full_intr(fd, iov, cnt, send_fd, -1, NULL);
 }
 
-/* Wait until fd can take bytes (1) or intr_fd is readable, at its end or in
- * error, which wins when both are (0); GPUQ_E_BAD_ARGUMENT when intr_fd is
- * not open, GPUQ_E_IO when poll fails. A signal just makes it look again. */
-static int wait_writable(int fd, int intr_fd)
+int sockio_wait_intr(int fd, short events, int intr_fd)
 {
-    struct pollfd p[2] = {{.fd = intr_fd, .events = POLLIN}, {.fd = fd, .events = POLLOUT}};
+    struct pollfd p[2] = {{.fd = intr_fd, .events = POLLIN}, {.fd = fd, .events = events}};
     for (;;) {
         int n = poll(p, 2, -1);
         if (n < 0 && errno == EINTR)
@@ -202,7 +199,7 @@ int sockio_writev_full_intr(int fd, struct iovec *iov, int cnt, int send_fd, int
             memcpy(CMSG_DATA(h), &send_fd, sizeof(int));
         }
         if (intr_fd >= 0) { /* then each send takes only what fits (MSG_DONTWAIT) */
-            int wr = wait_writable(fd, intr_fd);
+            int wr = sockio_wait_intr(fd, POLLOUT, intr_fd);
             if (wr <= 0)
                 return wr == 0 ? GPUQ_E_INTERRUPTED : wr;
         }

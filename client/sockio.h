@@ -28,12 +28,17 @@ int sockio_discard(int fd, uint64_t n);
 int sockio_writev_full(int fd, struct iovec *iov, int cnt);
 /* The same with send_fd (>= 0) attached to the first byte (SCM_RIGHTS). */
 int sockio_writev_full_fd(int fd, struct iovec *iov, int cnt, int send_fd);
-/* The same, interruptible when intr_fd >= 0: before each piece it waits
- * for fd to take bytes or intr_fd to be readable (or at its end), and
- * returns GPUQ_E_INTERRUPTED at once when intr_fd is, whether or not fd
- * could take more; GPUQ_E_BAD_ARGUMENT when intr_fd is not open. *sent
- * (may be NULL; not reset here) grows by the bytes sent, so the caller
- * knows whether the stream got a part of what it wrote. */
+/* Wait until fd is ready for events (POLLIN, POLLOUT: 1) or intr_fd is
+ * readable, at its end or in error, which wins when both are (0);
+ * GPUQ_E_BAD_ARGUMENT when intr_fd is not open, GPUQ_E_IO when poll fails.
+ * A signal just makes it look again. */
+int sockio_wait_intr(int fd, short events, int intr_fd);
+/* sockio_writev_full_fd, interruptible when intr_fd >= 0: before each
+ * piece it waits for fd to take bytes or intr_fd to be readable (or at its
+ * end), and returns GPUQ_E_INTERRUPTED at once when intr_fd is, whether or
+ * not fd could take more; GPUQ_E_BAD_ARGUMENT when intr_fd is not open.
+ * *sent (may be NULL; not reset here) grows by the bytes sent, so the
+ * caller knows whether the stream got a part of what it wrote. */
 int sockio_writev_full_intr(int fd, struct iovec *iov, int cnt, int send_fd, int intr_fd,
                             uint64_t *sent);
 /* sockio_read_full, also receiving an fd that comes with the first byte

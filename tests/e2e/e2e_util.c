@@ -265,6 +265,34 @@ void e2e_status(char *buf, size_t cap)
     gpuq_close(c);
 }
 
+long long e2e_status_int(const char *key)
+{
+    static char js[65536];
+    e2e_status(js, sizeof js);
+    return e2e_json_int(js, key);
+}
+
+void e2e_wait_status(const char *key, long long want, double timeout_s)
+{
+    double end = tu_now_s() + timeout_s;
+    long long v;
+    while ((v = e2e_status_int(key)) != want) {
+        ck_assert_msg(tu_now_s() < end, "status %s is %lld, not %lld after %.1f s", key, v, want,
+                      timeout_s);
+        tu_sleep_s(0.02);
+    }
+}
+
+void e2e_restart_slow(int ms, const char *const *extra)
+{
+    char v[32];
+    snprintf(v, sizeof v, "%d", ms);
+    e2e_teardown();
+    setenv("GPUQ_TEST_SLOW_MS", v, 1);
+    e2e_start(extra);
+    unsetenv("GPUQ_TEST_SLOW_MS");
+}
+
 /* want_depth 1: the outermost object's keys only; 0: any depth. */
 static long long e2e_json_find(const char *json, const char *key, int want_depth)
 {

@@ -70,6 +70,13 @@ const char *e2e_expect_error_then_close(int fd, int code, uint64_t id);
 void e2e_assert_serves(void);
 /* Status JSON of a fresh connection into buf. */
 void e2e_status(char *buf, size_t cap);
+/* A status key's value (e2e_json_int of a fresh status; -1: absent). */
+long long e2e_status_int(const char *key);
+/* Wait up to timeout_s for status key to be want (fails the test if not). */
+void e2e_wait_status(const char *key, long long want, double timeout_s);
+/* Restart the fixture's daemon with extra flags and every job taking ms
+ * first (the backends' GPUQ_TEST_SLOW_MS hook). */
+void e2e_restart_slow(int ms, const char *const *extra);
 /* Integer value of "key": N in a JSON text: among the outermost object's
  * keys, else the first at any depth; -1 if absent. */
 long long e2e_json_int(const char *json, const char *key);

@@ -37,41 +37,10 @@ static bool is_cpu(void)
     return strcmp(tu_test_device(), "cpu") == 0;
 }
 
-/* Restart the fixture's daemon with jobs of ms and extra flags. */
-static void restart_slow(int ms, const char *const *extra)
-{
-    char v[32];
-    snprintf(v, sizeof v, "%d", ms);
-    e2e_teardown();
-    setenv("GPUQ_TEST_SLOW_MS", v, 1);
-    e2e_start(extra);
-    unsetenv("GPUQ_TEST_SLOW_MS");
-}
-
-/* A status key's value (-1: absent): the outermost object's, else the
- * first at any depth ("cancel" of the requests map). */
-static long long status_int(const char *key)
-{
-    static char js[65536];
-    e2e_status(js, sizeof js);
-    return e2e_json_int(js, key);
-}
-
-static void wait_status(const char *key, long long want, double timeout_s)
-{
-    double end = tu_now_s() + timeout_s;
-    long long v;
-    while ((v = status_int(key)) != want) {
-        ck_assert_msg(tu_now_s() < end, "status %s is %lld, not %lld after %.1f s", key, v, want,
-                      timeout_s);
-        tu_sleep_s(0.02);
-    }
-}
-
 /* A status counter that this gpuqd must have (0 or more). */
 static long long counter(const char *key)
 {
-    long long v = status_int(key);
+    long long v = e2e_status_int(key);
     ck_assert_msg(v >= 0, "status has no \"%s\"", key);
     return v;
 }
@@ -197,7 +166,7 @@ START_TEST(deadline_exceeded_then_serves_on)
 {
     if (!is_cpu())
         return; /* GPUQ_TEST_SLOW_MS is the CPU backend's */
-    restart_slow(SLOW_MS, NULL);
+    e2e_restart_slow(SLOW_MS, NULL);
     long long expired0 = counter("expired");
     gpuq_conn *c = e2e_connect("deadline", GPUQ_PRIO_NORMAL);
     static double in[N], out[N];
@@ -208,7 +177,7 @@ START_TEST(deadline_exceeded_then_serves_on)
                      GPUQ_E_DEADLINE_EXCEEDED);
     ck_assert_msg(tu_now_s() - t0 < 5, "answered after %.1f s", tu_now_s() - t0);
     ck_assert_msg(strncmp(gpuq_errmsg(c), "deadline_exceeded: ", 19) == 0, "%s", gpuq_errmsg(c));
-    wait_status("expired", expired0 + 1, 10);
+    e2e_wait_status("expired", expired0 + 1, 10);
     /* the same connection: a deadline that the job meets, then none */
     ck_assert_int_eq(gpuq_set_deadline_ms(c, 20000), 0);
     ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, in, N, out), 0);
@@ -232,7 +201,7 @@ START_TEST(cancel_a_queued_request)
     if (!is_cpu())
         return;
     const char *const window[] = {"--device-window", "1", NULL};
-    restart_slow(SLOW_MS, window);
+    e2e_restart_slow(SLOW_MS, window);
     long long cancelled0 = counter("cancelled");
     gpuq_conn *c = e2e_connect("cancel", GPUQ_PRIO_NORMAL);
     static double in[N], out_a[N], out_b[N];
@@ -250,9 +219,9 @@ START_TEST(cancel_a_queued_request)
     double t0 = tu_now_s();
     ck_assert_int_eq(gpuq_submit_req(c, ra, &a), 0);
     ck_assert_int_eq(gpuq_submit_req(c, rb, &b), 0);
-    wait_status("queued", 1, 5); /* b waits behind a */
+    e2e_wait_status("queued", 1, 5); /* b waits behind a */
     ck_assert_int_eq(gpuq_submit_cancel(c, b, &cid), 0);
-    wait_status("queued", 0, 5); /* dropped at once, while a still runs */
+    e2e_wait_status("queued", 0, 5); /* dropped at once, while a still runs */
     ck_assert_msg(tu_now_s() - t0 < SLOW_MS / 1000.0, "dropped only after a's job");
     gpuq_result *res = gpuq_result_new();
     ck_assert_int_eq(gpuq_wait_req(c, res), 0);
@@ -287,7 +256,7 @@ START_TEST(cancel_a_running_request)
 {
     if (!is_cpu())
         return;
-    restart_slow(SLOW_MS, NULL);
+    e2e_restart_slow(SLOW_MS, NULL);
     long long cancelled0 = counter("cancelled");
     gpuq_conn *c = e2e_connect("cancel", GPUQ_PRIO_NORMAL);
     static double in[N], out[N];
@@ -302,7 +271,7 @@ START_TEST(cancel_a_running_request)
     gpuq_req_set_output(r, 0, out, sizeof out);
     uint64_t a, cid;
     ck_assert_int_eq(gpuq_submit_req(c, r, &a), 0);
-    wait_status("in_flight", 1, 5);
+    e2e_wait_status("in_flight", 1, 5);
     ck_assert_int_eq(gpuq_submit_cancel(c, a, &cid), 0);
     gpuq_result *res = gpuq_result_new();
     ck_assert_int_eq(gpuq_wait_req(c, res), GPUQ_E_CANCELLED);
@@ -337,7 +306,7 @@ START_TEST(ctl_deadline)
 {
     if (!is_cpu())
         return;
-    restart_slow(SLOW_MS, NULL);
+    e2e_restart_slow(SLOW_MS, NULL);
     make_npy("x.npy", 64, 64);
     const char *err = dpath("err.txt"), *y = dpath("y.npy");
     const char *late[] = {"--deadline", "200", "normalize", dpath("x.npy"), "-o", y, NULL};
@@ -363,7 +332,7 @@ START_TEST(ctl_bench_deadline)
 {
     if (!is_cpu())
         return;
-    restart_slow(400, NULL);
+    e2e_restart_slow(400, NULL);
     const char *out = dpath("out.json"), *err = dpath("err.txt");
     const char *args[] = {"--json",   "bench", "--deadline", "100", "--duration", "0.6",
                           "--warmup", "0",     "--depth",    "2",   NULL};
@@ -385,7 +354,7 @@ START_TEST(ctl_sigint_cancels)
 {
     if (!is_cpu())
         return;
-    restart_slow(2500, NULL);
+    e2e_restart_slow(2500, NULL);
     make_npy("x.npy", 64, 64);
     const char *err = dpath("err.txt"), *y = dpath("y.npy");
     for (int t = 0; t < 2; t++) {
@@ -393,7 +362,7 @@ START_TEST(ctl_sigint_cancels)
         const char *args[] = {
             "--transport", t ? "shm" : "socket", "normalize", dpath("x.npy"), "-o", y, NULL};
         pid_t pid = spawn(args, NULL, err);
-        wait_status("in_flight", 1, 10); /* the job is on the backend */
+        e2e_wait_status("in_flight", 1, 10); /* the job is on the backend */
         double t0 = tu_now_s();
         ck_assert_int_eq(kill(pid, SIGINT), 0);
         ck_assert_int_eq(wait_exit(pid, 10), 130);
@@ -403,9 +372,9 @@ START_TEST(ctl_sigint_cancels)
         free(e);
         ck_assert(!exists(y));
         no_temp_files();
-        wait_status("cancel", sent0 + 1, 5); /* gpuqctl's cancel reached gpuqd */
-        wait_status("cancelled", cancelled0 + 1, 10);
-        wait_status("in_flight", 0, 10);
+        e2e_wait_status("cancel", sent0 + 1, 5); /* gpuqctl's cancel reached gpuqd */
+        e2e_wait_status("cancelled", cancelled0 + 1, 10);
+        e2e_wait_status("in_flight", 0, 10);
         ck_assert_int_eq(counter("cancelled"), cancelled0 + 1); /* counted once */
     }
     e2e_assert_serves();
@@ -420,7 +389,7 @@ START_TEST(ctl_sigint_while_sending)
     if (!is_cpu())
         return;
     const char *const staging[] = {"--total-staging", "1M", "--staging-headroom", "0", NULL};
-    restart_slow(3000, staging);
+    e2e_restart_slow(3000, staging);
     /* another session holds all the staging for 3 s: two jobs of 512 KiB */
     enum { HALF = 32768 };
     static double in[HALF], out[2][HALF];
@@ -435,14 +404,14 @@ START_TEST(ctl_sigint_while_sending)
         gpuq_req_set_output(r[k], 0, out[k], sizeof out[k]);
         ck_assert_int_eq(gpuq_submit_req(hog, r[k], NULL), 0);
     }
-    wait_status("in_flight", 2, 5);
+    e2e_wait_status("in_flight", 2, 5);
     long long norm0 = counter("normalize");
     /* 512 KiB by socket: more than the socket buffers hold */
     make_npy("big.npy", 64, 1024);
     const char *err = dpath("err.txt"), *y = dpath("y.npy");
     const char *args[] = {"--transport", "socket", "normalize", dpath("big.npy"), "-o", y, NULL};
     pid_t pid = spawn(args, NULL, err);
-    wait_status("normalize", norm0 + 1, 5); /* its header is read; its payload waits */
+    e2e_wait_status("normalize", norm0 + 1, 5); /* its header is read; its payload waits */
     tu_sleep_s(0.3);
     ck_assert_int_eq(waitpid(pid, NULL, WNOHANG), 0); /* still sending */
     double t0 = tu_now_s();
@@ -461,7 +430,7 @@ START_TEST(ctl_sigint_while_sending)
     }
     gpuq_result_free(res);
     gpuq_close(hog);
-    wait_status("in_flight", 0, 10);
+    e2e_wait_status("in_flight", 0, 10);
     e2e_assert_serves();
 }
 END_TEST

@@ -111,13 +111,6 @@ static void wait_cancel(gpuq_conn *c, gpuq_req *q, long long dropped, long long 
     gpuq_req_free(q);
 }
 
-static long long status_int(const char *key)
-{
-    char js[16384];
-    e2e_status(js, sizeof js);
-    return e2e_json_int(js, key);
-}
-
 /* Queued work goes by priority, then arrival: a high-priority request sent
  * after three low ones runs second (right after the one that was running),
  * so it waits less than the second low one. */
@@ -132,7 +125,7 @@ START_TEST(priority_order)
     usleep(60000); /* the first runs, two wait */
     submit_job(hi, 3, 0);
     usleep(30000);
-    ck_assert_int_eq(status_int("queued"), 3);
+    ck_assert_int_eq(e2e_status_int("queued"), 3);
     gpuq_reply h, l[3];
     ck_assert_int_eq(wait_job(hi, &h), 0);
     for (int k = 0; k < 3; k++)
@@ -145,7 +138,7 @@ START_TEST(priority_order)
                   "high waited %.0f us, the second low one %.0f us", h.timing.queue_us,
                   l[1].timing.queue_us);
     ck_assert_msg(h.timing.queue_us < 350e3, "high waited %.0f us", h.timing.queue_us);
-    ck_assert_int_eq(status_int("queued"), 0);
+    ck_assert_int_eq(e2e_status_int("queued"), 0);
     gpuq_close(lo);
     gpuq_close(hi);
 }
@@ -206,8 +199,8 @@ START_TEST(deadline_queued_dropped)
     double dt = now_ms() - t0;
     ck_assert_msg(dt < 520, "the expired request's reply came after %.0f ms (did it run?)", dt);
     ck_assert_msg(strstr(rep.message, "50 ms") != NULL, "message: %s", rep.message);
-    ck_assert_int_eq(status_int("expired"), 1);
-    ck_assert_int_eq(status_int("bytes"), 2 * JOB_BYTES); /* the warm-up and one job ran */
+    ck_assert_int_eq(e2e_status_int("expired"), 1);
+    ck_assert_int_eq(e2e_status_int("bytes"), 2 * JOB_BYTES); /* the warm-up and one job ran */
     /* the session goes on */
     submit_job(c, 2, 0);
     ck_assert_int_eq(wait_job(c, &rep), 0);
@@ -228,7 +221,7 @@ START_TEST(deadline_running)
     ck_assert_int_eq(wait_job(c, &rep), GPUQ_E_DEADLINE_EXCEEDED);
     ck_assert_msg(now_ms() - t0 > 150, "answered before the job ended");
     ck_assert_msg(strstr(rep.message, "while it ran") != NULL, "message: %s", rep.message);
-    ck_assert_int_eq(status_int("expired"), 1);
+    ck_assert_int_eq(e2e_status_int("expired"), 1);
     submit_job(c, 1, 5000); /* a deadline that is met */
     ck_assert_int_eq(wait_job(c, &rep), 0);
     check_result(1);
@@ -253,8 +246,8 @@ START_TEST(deadline_waiting_for_staging)
     ck_assert_msg(strstr(rep.message, "staging") != NULL, "message: %s", rep.message);
     ck_assert_int_eq(wait_job(c, &rep), 0);
     check_result(2);
-    ck_assert_int_eq(status_int("expired"), 1);
-    ck_assert_int_eq(status_int("bytes"), 3 * JOB_BYTES); /* the warm-up, #0 and #2 */
+    ck_assert_int_eq(e2e_status_int("expired"), 1);
+    ck_assert_int_eq(e2e_status_int("bytes"), 3 * JOB_BYTES); /* the warm-up, #0 and #2 */
     gpuq_close(c);
 }
 END_TEST
@@ -292,18 +285,18 @@ START_TEST(cancel_queued)
     submit_job(c, 0, 0);
     uint64_t id1 = submit_job(c, 1, 0);
     usleep(80000);
-    ck_assert_int_eq(status_int("staging_bytes"), 2 * JOB_BYTES);
+    ck_assert_int_eq(e2e_status_int("staging_bytes"), 2 * JOB_BYTES);
     gpuq_req *q = submit_cancel(c, id1);
     usleep(80000);
-    ck_assert_int_eq(status_int("staging_bytes"), JOB_BYTES); /* while the first still runs */
-    ck_assert_int_eq(status_int("queued"), 0);
+    ck_assert_int_eq(e2e_status_int("staging_bytes"), JOB_BYTES); /* while the first still runs */
+    ck_assert_int_eq(e2e_status_int("queued"), 0);
     gpuq_reply rep;
     ck_assert_int_eq(wait_job(c, &rep), 0);
     check_result(0);
     ck_assert_int_eq(wait_job(c, &rep), GPUQ_E_CANCELLED);
     wait_cancel(c, q, 1, 0);
-    ck_assert_int_eq(status_int("cancelled"), 1);
-    ck_assert_int_eq(status_int("bytes"), 2 * JOB_BYTES); /* the warm-up and #0 */
+    ck_assert_int_eq(e2e_status_int("cancelled"), 1);
+    ck_assert_int_eq(e2e_status_int("bytes"), 2 * JOB_BYTES); /* the warm-up and #0 */
     gpuq_close(c);
 }
 END_TEST
@@ -321,7 +314,7 @@ START_TEST(cancel_running)
     ck_assert_int_eq(wait_job(c, &rep), GPUQ_E_CANCELLED);
     ck_assert_msg(y[0][0] == 0, "a cancelled request's result was written");
     wait_cancel(c, q, 0, 1);
-    ck_assert_int_eq(status_int("cancelled"), 1);
+    ck_assert_int_eq(e2e_status_int("cancelled"), 1);
     submit_job(c, 1, 0);
     ck_assert_int_eq(wait_job(c, &rep), 0);
     check_result(1);
@@ -346,7 +339,7 @@ START_TEST(cancel_unknown_and_missing)
     submit_job(c, 0, 0);
     ck_assert_int_eq(wait_job(c, &rep), 0);
     check_result(0);
-    ck_assert_int_eq(status_int("cancelled"), 0);
+    ck_assert_int_eq(e2e_status_int("cancelled"), 0);
     gpuq_close(c);
 }
 END_TEST
@@ -362,7 +355,7 @@ START_TEST(disconnect_drops_queued)
     for (int k = 0; k < 6; k++)
         submit_job(c, k, 0);
     usleep(80000);
-    ck_assert_int_eq(status_int("queued"), 5);
+    ck_assert_int_eq(e2e_status_int("queued"), 5);
     gpuq_close(c);
     usleep(80000);
     char js[16384];

@@ -223,36 +223,6 @@ static void script(const char *mode)
     free(text);
 }
 
-/* Start the fixture's daemon with the CPU backend's jobs taking ms each. */
-static void restart_slow(int ms, const char *const *extra)
-{
-    char v[32];
-    snprintf(v, sizeof v, "%d", ms);
-    e2e_teardown();
-    setenv("GPUQ_TEST_SLOW_MS", v, 1);
-    e2e_start(extra);
-    unsetenv("GPUQ_TEST_SLOW_MS");
-}
-
-static long long status_int(const char *key)
-{
-    static char js[65536];
-    e2e_status(js, sizeof js);
-    return e2e_json_int(js, key);
-}
-
-/* Wait up to timeout_s for status key to be want. */
-static void wait_status(const char *key, long long want, double timeout_s)
-{
-    double end = tu_now_s() + timeout_s;
-    long long v;
-    while ((v = status_int(key)) != want) {
-        ck_assert_msg(tu_now_s() < end, "status %s is %lld, not %lld after %.1f s", key, v, want,
-                      timeout_s);
-        tu_sleep_s(0.02);
-    }
-}
-
 /* A pipe whose write end gets the .npy file name: its first 128 bytes (the
  * header) now, the rest after delay_s, from a child; returns the read end
  * and the child's pid in *writer. */
@@ -526,7 +496,7 @@ START_TEST(progress_while_the_daemon_works)
 {
     if (!is_cpu())
         return; /* GPUQ_TEST_SLOW_MS is the CPU backend's */
-    restart_slow(2000, NULL);
+    e2e_restart_slow(2000, NULL);
     make_npy("x.npy", 300, 20);
     DPATH(err, "err.txt");
     for (int t = 0; t < 2; t++) {
@@ -673,7 +643,7 @@ START_TEST(interrupt_waiting_on_stdin)
         ck_assert(!exists(o));
     }
     no_temp_files();
-    wait_status("sessions", 1, 5); /* the status call's own */
+    e2e_wait_status("sessions", 1, 5); /* the status call's own */
     e2e_assert_serves();
 }
 END_TEST
@@ -702,16 +672,16 @@ START_TEST(interrupt_while_the_daemon_works)
 {
     if (!is_cpu())
         return; /* GPUQ_TEST_SLOW_MS is the CPU backend's */
-    restart_slow(2500, NULL);
+    e2e_restart_slow(2500, NULL);
     make_npy("x.npy", 1000, 300); /* 2.4 MB each way */
     DPATH(err, "err.txt");
     DPATH(o, "o.npy");
     for (int t = 0; t < 2; t++) {
-        long long out0 = status_int("bytes_out");
+        long long out0 = e2e_status_int("bytes_out");
         const char *args[] = {
             "--transport", t ? "shm" : "socket", "normalize", dpath("x.npy"), "-o", o, NULL};
         pid_t pid = spawn(args, -1, NULL, err, NULL);
-        wait_status("in_flight", 1, 10); /* the job is on the backend */
+        e2e_wait_status("in_flight", 1, 10); /* the job is on the backend */
         double t0 = tu_now_s();
         interrupt(pid, SIGINT, err, "gpuqctl: interrupted\n");
         ck_assert(!exists(o));
@@ -719,16 +689,16 @@ START_TEST(interrupt_while_the_daemon_works)
         /* gpuqd serves on at once, while the job still runs */
         const char *ping[] = {"ping", NULL};
         ck_assert_int_eq(ctl_run(ping, NULL, NULL, NULL), 0);
-        ck_assert_int_eq(status_int("in_flight"), 1);
-        ck_assert_int_eq(status_int("sessions"), 1); /* the status call's own */
+        ck_assert_int_eq(e2e_status_int("in_flight"), 1);
+        ck_assert_int_eq(e2e_status_int("sessions"), 1); /* the status call's own */
         /* the job runs to its end; then its result is dropped, unsent, and
          * its staging (socket) or arena (shm) is given back */
-        wait_status("in_flight", 0, 10);
+        e2e_wait_status("in_flight", 0, 10);
         ck_assert_msg(tu_now_s() - t0 > 1.5, "the job ended early: cancelled?");
-        ck_assert_int_eq(status_int("staging_bytes"), 0);
-        ck_assert_int_eq(status_int("arenas"), 0);
+        ck_assert_int_eq(e2e_status_int("staging_bytes"), 0);
+        ck_assert_int_eq(e2e_status_int("arenas"), 0);
         /* the status calls' replies, not the 2.4 MB */
-        ck_assert_int_lt(status_int("bytes_out") - out0, 1000000);
+        ck_assert_int_lt(e2e_status_int("bytes_out") - out0, 1000000);
     }
     e2e_assert_serves();
 }
