@@ -241,17 +241,23 @@ static int cuda_submit(backend *bb, gpuq_job *job)
         }                                                                                          \
         enqueued = 1;                                                                              \
     } while (0)
+/* The same for a kernels-library call (a GPUQ_K_* code). */
+#define KSTEP(call, what)                                                                          \
+    do {                                                                                           \
+        int k_ = (call);                                                                           \
+        if (k_ != GPUQ_K_OK) {                                                                     \
+            status = cuda_status_of_kcode(b, job, k_);                                             \
+            snprintf(detail, sizeof detail, "%s", what);                                           \
+            goto fail_enqueued;                                                                    \
+        }                                                                                          \
+        enqueued = 1;                                                                              \
+    } while (0)
 
     if (x->timing)
         STEP(cudaEventRecord(x->t[0], s->stream), "cudaEventRecord");
-    if (b->slow_ms) { /* test hook: a slow job, as the CPU backend's */
-        int k = gpuq_cuda_test_sleep(s->stream, (unsigned)b->slow_ms);
-        if (k != GPUQ_K_OK) {
-            status = cuda_status_of_kcode(b, job, k);
-            goto fail_enqueued;
-        }
-        enqueued = 1;
-    }
+    if (b->slow_ms) /* test hook: a slow job, as the CPU backend's */
+        KSTEP(gpuq_cuda_test_sleep(s->stream, (unsigned)b->slow_ms),
+              "slow-job kernel launch failed");
     uint64_t scratch = chunked ? plan.scratch : op_scratch_bytes(job->req, job->sz);
     if ((zc = !chunked && zero_copy_ok(b, s, job))) { /* the kernels use the host arrays */
         d_in = (void *)job->h_in[0];
@@ -290,33 +296,15 @@ static int cuda_submit(backend *bb, gpuq_job *job)
     }
     if (x->timing)
         STEP(cudaEventRecord(x->t[1], s->stream), "cudaEventRecord");
-    if (zc) { /* no copy engine at all: the flag's reset is a kernel too */
-        int k = gpuq_cuda_ctx_flag_reset(s->kctx);
-        if (k != GPUQ_K_OK) {
-            status = cuda_status_of_kcode(b, job, k);
-            snprintf(detail, sizeof detail, "errflag kernel launch failed");
-            goto fail_enqueued;
-        }
-        enqueued = 1;
-    } else {
+    if (zc) /* no copy engine at all: the flag's reset is a kernel too */
+        KSTEP(gpuq_cuda_ctx_flag_reset(s->kctx), "errflag kernel launch failed");
+    else
         STEP(cudaMemsetAsync(gpuq_cuda_ctx_errflag(s->kctx), 0, sizeof(int), s->stream),
              "cudaMemsetAsync(errflag)");
-    }
-    if (b->inject_sticky && b->submits == b->inject_sticky) {
-        int k = gpuq_cuda_test_fault(s->stream);
-        if (k != GPUQ_K_OK) {
-            status = cuda_status_of_kcode(b, job, k);
-            goto fail_enqueued;
-        }
-    }
-    if (job->sz->output) {
-        int k = launch_op(s, job, d_in, d_out, d_scratch);
-        if (k != GPUQ_K_OK) {
-            status = cuda_status_of_kcode(b, job, k);
-            snprintf(detail, sizeof detail, "kernel launch failed");
-            goto fail_enqueued;
-        }
-    }
+    if (b->inject_sticky && b->submits == b->inject_sticky)
+        KSTEP(gpuq_cuda_test_fault(s->stream), "");
+    if (job->sz->output)
+        KSTEP(launch_op(s, job, d_in, d_out, d_scratch), "kernel launch failed");
     if (x->timing)
         STEP(cudaEventRecord(x->t[2], s->stream), "cudaEventRecord");
     for (uint32_t k = 0; k < job->sz->nout && !zc;) { /* outputs packed in d_out */
@@ -332,19 +320,12 @@ static int cuda_submit(backend *bb, gpuq_job *job)
         k += n;
     }
 tail:
-    if (zc) { /* the flag too without a copy engine */
-        int k = gpuq_cuda_ctx_flag_to_host(s->kctx, x->h_flag);
-        if (k != GPUQ_K_OK) {
-            status = cuda_status_of_kcode(b, job, k);
-            snprintf(detail, sizeof detail, "errflag kernel launch failed");
-            goto fail_enqueued;
-        }
-        enqueued = 1;
-    } else {
+    if (zc) /* the flag too without a copy engine */
+        KSTEP(gpuq_cuda_ctx_flag_to_host(s->kctx, x->h_flag), "errflag kernel launch failed");
+    else
         STEP(cudaMemcpyAsync(x->h_flag, gpuq_cuda_ctx_errflag(s->kctx), sizeof(int),
                              cudaMemcpyDeviceToHost, s->stream),
              "cudaMemcpyAsync(errflag)");
-    }
     if (x->timing)
         STEP(cudaEventRecord(x->t[3], s->stream), "cudaEventRecord");
 
@@ -362,6 +343,7 @@ fail_enqueued:
     if (d_scratch && cudaFreeAsync(d_scratch, s->stream) != cudaSuccess)
         log_error("cuda: cudaFreeAsync(scratch) failed");
 #undef STEP
+#undef KSTEP
     if (status) {
         x->status = status;
         cuda_set_msg(x->message, sizeof x->message, status, detail[0] ? detail : NULL);

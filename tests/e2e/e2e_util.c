@@ -3,12 +3,14 @@
 
 #include <check.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -280,6 +282,24 @@ void e2e_wait_status(const char *key, long long want, double timeout_s)
         ck_assert_msg(tu_now_s() < end, "status %s is %lld, not %lld after %.1f s", key, v, want,
                       timeout_s);
         tu_sleep_s(0.02);
+    }
+}
+
+int e2e_wait_exit(pid_t pid, double timeout_s)
+{
+    double end = tu_now_s() + timeout_s;
+    for (;;) {
+        int st;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        ck_assert_int_eq(r, 0);
+        if (tu_now_s() > end) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            ck_abort_msg("child (pid %d) still running after %.1f s", (int)pid, timeout_s);
+        }
+        tu_sleep_s(0.01);
     }
 }
 

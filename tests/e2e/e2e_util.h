@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "gpuq_internal.h"
 #include "testutil.h"
@@ -74,6 +75,9 @@ void e2e_status(char *buf, size_t cap);
 long long e2e_status_int(const char *key);
 /* Wait up to timeout_s for status key to be want (fails the test if not). */
 void e2e_wait_status(const char *key, long long want, double timeout_s);
+/* The exit status of child pid (128 + signal when killed) within
+ * timeout_s; fails the test (after killing it) when it runs longer. */
+int e2e_wait_exit(pid_t pid, double timeout_s);
 /* Restart the fixture's daemon with extra flags and every job taking ms
  * first (the backends' GPUQ_TEST_SLOW_MS hook). */
 void e2e_restart_slow(int ms, const char *const *extra);

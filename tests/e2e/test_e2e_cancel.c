@@ -130,25 +130,6 @@ static pid_t spawn(const char *const *args, const char *out, const char *err)
     return pid;
 }
 
-/* Its exit status (128 + signal when killed) within timeout_s. */
-static int wait_exit(pid_t pid, double timeout_s)
-{
-    double end = tu_now_s() + timeout_s;
-    for (;;) {
-        int st;
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid)
-            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        ck_assert_int_eq(r, 0);
-        if (tu_now_s() > end) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &st, 0);
-            ck_abort_msg("gpuqctl (pid %d) still running after %.1f s", (int)pid, timeout_s);
-        }
-        tu_sleep_s(0.01);
-    }
-}
-
 static char *slurp(const char *path)
 {
     size_t l = 0;
@@ -310,7 +291,7 @@ START_TEST(ctl_deadline)
     make_npy("x.npy", 64, 64);
     const char *err = dpath("err.txt"), *y = dpath("y.npy");
     const char *late[] = {"--deadline", "200", "normalize", dpath("x.npy"), "-o", y, NULL};
-    ck_assert_int_eq(wait_exit(spawn(late, NULL, err), 30), 1);
+    ck_assert_int_eq(e2e_wait_exit(spawn(late, NULL, err), 30), 1);
     char *e = slurp(err);
     ck_assert_msg(strncmp(e, "gpuqctl: deadline_exceeded: ", 28) == 0, "stderr: %s", e);
     const char *nl = strchr(e, '\n');
@@ -320,7 +301,7 @@ START_TEST(ctl_deadline)
     no_temp_files();
     /* after the command, with =, a deadline met */
     const char *met[] = {"normalize", dpath("x.npy"), "-o", y, "--deadline=20000", NULL};
-    ck_assert_int_eq(wait_exit(spawn(met, NULL, err), 30), 0);
+    ck_assert_int_eq(e2e_wait_exit(spawn(met, NULL, err), 30), 0);
     ck_assert(exists(y));
     e2e_assert_serves();
 }
@@ -336,7 +317,7 @@ START_TEST(ctl_bench_deadline)
     const char *out = dpath("out.json"), *err = dpath("err.txt");
     const char *args[] = {"--json",   "bench", "--deadline", "100", "--duration", "0.6",
                           "--warmup", "0",     "--depth",    "2",   NULL};
-    ck_assert_int_eq(wait_exit(spawn(args, out, err), 60), 1);
+    ck_assert_int_eq(e2e_wait_exit(spawn(args, out, err), 60), 1);
     char *js = slurp(out), *e = slurp(err);
     ck_assert_msg(strstr(js, "\"deadline_ms\":100,"), "%s", js);
     ck_assert_msg(strstr(js, "\"first_error\":\"deadline_exceeded: "), "%s", js);
@@ -365,7 +346,7 @@ START_TEST(ctl_sigint_cancels)
         e2e_wait_status("in_flight", 1, 10); /* the job is on the backend */
         double t0 = tu_now_s();
         ck_assert_int_eq(kill(pid, SIGINT), 0);
-        ck_assert_int_eq(wait_exit(pid, 10), 130);
+        ck_assert_int_eq(e2e_wait_exit(pid, 10), 130);
         ck_assert_msg(tu_now_s() - t0 < 1.0, "took %.2f s to stop", tu_now_s() - t0);
         char *e = slurp(err);
         ck_assert_str_eq(e, "gpuqctl: interrupted\n");
@@ -416,7 +397,7 @@ START_TEST(ctl_sigint_while_sending)
     ck_assert_int_eq(waitpid(pid, NULL, WNOHANG), 0); /* still sending */
     double t0 = tu_now_s();
     ck_assert_int_eq(kill(pid, SIGINT), 0);
-    ck_assert_int_eq(wait_exit(pid, 10), 130);
+    ck_assert_int_eq(e2e_wait_exit(pid, 10), 130);
     ck_assert_msg(tu_now_s() - t0 < 1.0, "took %.2f s to stop", tu_now_s() - t0);
     char *e = slurp(err);
     ck_assert_str_eq(e, "gpuqctl: interrupted\n");

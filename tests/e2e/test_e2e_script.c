@@ -159,25 +159,6 @@ static pid_t spawn(const char *const *args, int in_fd, const char *out, const ch
     return pid;
 }
 
-/* Wait for pid at most timeout_s; its exit status, or 128 + signal. */
-static int wait_exit(pid_t pid, double timeout_s)
-{
-    double end = tu_now_s() + timeout_s;
-    for (;;) {
-        int st;
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid)
-            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        ck_assert_int_eq(r, 0);
-        if (tu_now_s() > end) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &st, 0);
-            ck_abort_msg("gpuqctl (pid %d) still running after %.1f s", (int)pid, timeout_s);
-        }
-        tu_sleep_s(0.01);
-    }
-}
-
 /* gpuqctl args with stdin from a file (NULL: /dev/null), stdout and
  * stderr into files; the exit status. */
 static int ctl_run(const char *const *args, const char *in, const char *out, const char *err)
@@ -187,7 +168,7 @@ static int ctl_run(const char *const *args, const char *in, const char *out, con
     pid_t pid = spawn(args, fd, out, err, NULL);
     if (fd >= 0)
         close(fd);
-    return wait_exit(pid, 60);
+    return e2e_wait_exit(pid, 60);
 }
 
 /* stderr (the file) is one line containing want. */
@@ -458,8 +439,8 @@ static void late_run(const char *name, double delay_s, const char *env, const ch
     const char *args[] = {"normalize", "-", "-o", dpath("late.npy"), NULL};
     pid_t pid = spawn(args, fd, NULL, err, env);
     close(fd);
-    ck_assert_int_eq(wait_exit(pid, 60), 0);
-    ck_assert_int_eq(wait_exit(writer, 10), 0);
+    ck_assert_int_eq(e2e_wait_exit(pid, 60), 0);
+    ck_assert_int_eq(e2e_wait_exit(writer, 10), 0);
     const char *plain[] = {"normalize", dpath(name), "-o", dpath("plain.npy"), NULL};
     ck_assert_int_eq(ctl_run(plain, NULL, NULL, NULL), 0);
     same_file(dpath("late.npy"), dpath("plain.npy"));
@@ -487,7 +468,7 @@ START_TEST(progress_off_a_terminal)
     /* a fast op shows nothing, even forced */
     const char *fast[] = {"normalize", dpath("x.npy"), "-o", dpath("f.npy"), NULL};
     pid_t pid = spawn(fast, -1, NULL, err, "GPUQ_PROGRESS=1");
-    ck_assert_int_eq(wait_exit(pid, 60), 0);
+    ck_assert_int_eq(e2e_wait_exit(pid, 60), 0);
     empty_file(err);
 }
 END_TEST
@@ -503,7 +484,7 @@ START_TEST(progress_while_the_daemon_works)
         const char *args[] = {"--transport", t ? "shm" : "socket", "normalize", dpath("x.npy"),
                               "-o",          dpath("slow.npy"),    NULL};
         pid_t pid = spawn(args, -1, NULL, err, "GPUQ_PROGRESS=1");
-        ck_assert_int_eq(wait_exit(pid, 60), 0);
+        ck_assert_int_eq(e2e_wait_exit(pid, 60), 0);
         char *e = slurp(err, NULL);
         /* the inputs sent, the results not yet received */
         ck_assert_msg(strncmp(e, "\rgpuqctl: 1.", 12) == 0 &&
@@ -578,7 +559,7 @@ START_TEST(progress_on_a_terminal)
         int st = -1;
         size_t n = drain_pty(m, pid, buf, sizeof buf, &st);
         ck_assert_int_eq(st, 0);
-        ck_assert_int_eq(wait_exit(writer, 10), 0);
+        ck_assert_int_eq(e2e_wait_exit(writer, 10), 0);
         if (forced_off) {
             ck_assert_msg(n == 0, "GPUQ_PROGRESS=0 on a terminal: %s", buf);
             continue;
@@ -594,12 +575,12 @@ START_TEST(progress_on_a_terminal)
     ck_assert_int_ge(s, 0);
     const char *in[] = {"normalize", "-", "-o", dpath("t.npy"), NULL};
     pid_t pid = spawn(in, s, NULL, err, NULL);
-    ck_assert_int_eq(wait_exit(pid, 10), 1);
+    ck_assert_int_eq(e2e_wait_exit(pid, 10), 1);
     one_line(err, "gpuqctl: bad_argument: stdin is a terminal");
     close(s);
     const char *out[] = {"normalize", dpath("x.npy"), "-o", "-", NULL};
     pid = spawn(out, -1, tty, err, NULL);
-    ck_assert_int_eq(wait_exit(pid, 10), 2);
+    ck_assert_int_eq(e2e_wait_exit(pid, 10), 2);
     one_line(err, "gpuqctl: usage: '-' would write binary .npy data to a terminal");
     close(m);
 }
@@ -613,7 +594,7 @@ static void interrupt(pid_t pid, int sig, const char *err, const char *line)
 {
     double t0 = tu_now_s();
     ck_assert_int_eq(kill(pid, sig), 0);
-    int st = wait_exit(pid, 10);
+    int st = e2e_wait_exit(pid, 10);
     ck_assert_msg(tu_now_s() - t0 < 1.0, "took %.2f s to stop", tu_now_s() - t0);
     ck_assert_int_eq(st, 128 + sig); /* 130 for SIGINT, as a shell shows it */
     char *e = slurp(err, NULL);
@@ -639,7 +620,7 @@ START_TEST(interrupt_waiting_on_stdin)
         tu_sleep_s(0.3);
         interrupt(pid, sigs[k], err, lines[k]);
         kill(writer, SIGKILL);
-        wait_exit(writer, 10);
+        e2e_wait_exit(writer, 10);
         ck_assert(!exists(o));
     }
     no_temp_files();
