@@ -2,12 +2,14 @@
 #include "e2e_util.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -283,6 +285,22 @@ void e2e_wait_status(const char *key, long long want, double timeout_s)
                       timeout_s);
         tu_sleep_s(0.02);
     }
+}
+
+bool e2e_exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+void e2e_no_temp_files(void)
+{
+    DIR *d = opendir(e2e_d.dir);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        ck_assert_msg(!strstr(e->d_name, ".gpuqctl-"), "left behind: %s", e->d_name);
+    closedir(d);
 }
 
 int e2e_wait_exit(pid_t pid, double timeout_s)

@@ -3,6 +3,7 @@
 #ifndef GPUQ_E2E_UTIL_H
 #define GPUQ_E2E_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -75,6 +76,11 @@ void e2e_status(char *buf, size_t cap);
 long long e2e_status_int(const char *key);
 /* Wait up to timeout_s for status key to be want (fails the test if not). */
 void e2e_wait_status(const char *key, long long want, double timeout_s);
+/* path exists (lstat: a dangling link does too). */
+bool e2e_exists(const char *path);
+/* No ".*.gpuqctl-*.tmp" (gpuqctl's output in progress) is left in the
+ * daemon's test directory. */
+void e2e_no_temp_files(void);
 /* The exit status of child pid (128 + signal when killed) within
  * timeout_s; fails the test (after killing it) when it runs longer. */
 int e2e_wait_exit(pid_t pid, double timeout_s);

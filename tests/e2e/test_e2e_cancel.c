@@ -84,22 +84,6 @@ static void make_npy(const char *name, uint64_t rows, uint64_t cols)
     free(x);
 }
 
-static bool exists(const char *path)
-{
-    struct stat st;
-    return lstat(path, &st) == 0;
-}
-
-static void no_temp_files(void)
-{
-    DIR *d = opendir(e2e_d.dir);
-    ck_assert_ptr_nonnull(d);
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        ck_assert_msg(!strstr(e->d_name, ".gpuqctl-"), "left behind: %s", e->d_name);
-    closedir(d);
-}
-
 /* gpuqctl --socket S args..., stdout and stderr into files (NULL:
  * /dev/null), SIGINT at its default; its pid. */
 static pid_t spawn(const char *const *args, const char *out, const char *err)
@@ -297,12 +281,12 @@ START_TEST(ctl_deadline)
     const char *nl = strchr(e, '\n');
     ck_assert_msg(nl && nl[1] == '\0', "not one line: %s", e);
     free(e);
-    ck_assert(!exists(y));
-    no_temp_files();
+    ck_assert(!e2e_exists(y));
+    e2e_no_temp_files();
     /* after the command, with =, a deadline met */
     const char *met[] = {"normalize", dpath("x.npy"), "-o", y, "--deadline=20000", NULL};
     ck_assert_int_eq(e2e_wait_exit(spawn(met, NULL, err), 30), 0);
-    ck_assert(exists(y));
+    ck_assert(e2e_exists(y));
     e2e_assert_serves();
 }
 END_TEST
@@ -351,8 +335,8 @@ START_TEST(ctl_sigint_cancels)
         char *e = slurp(err);
         ck_assert_str_eq(e, "gpuqctl: interrupted\n");
         free(e);
-        ck_assert(!exists(y));
-        no_temp_files();
+        ck_assert(!e2e_exists(y));
+        e2e_no_temp_files();
         e2e_wait_status("cancel", sent0 + 1, 5); /* gpuqctl's cancel reached gpuqd */
         e2e_wait_status("cancelled", cancelled0 + 1, 10);
         e2e_wait_status("in_flight", 0, 10);
@@ -402,8 +386,8 @@ START_TEST(ctl_sigint_while_sending)
     char *e = slurp(err);
     ck_assert_str_eq(e, "gpuqctl: interrupted\n");
     free(e);
-    ck_assert(!exists(y));
-    no_temp_files();
+    ck_assert(!e2e_exists(y));
+    e2e_no_temp_files();
     gpuq_result *res = gpuq_result_new();
     for (int k = 0; k < 2; k++) {
         ck_assert_int_eq(gpuq_wait_req(hog, res), 0);

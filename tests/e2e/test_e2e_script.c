@@ -77,23 +77,6 @@ static char *slurp(const char *path, size_t *len)
     return s;
 }
 
-static bool exists(const char *path)
-{
-    struct stat st;
-    return lstat(path, &st) == 0;
-}
-
-/* No ".*.gpuqctl-*.tmp" is left in the test directory. */
-static void no_temp_files(void)
-{
-    DIR *d = opendir(e2e_d.dir);
-    ck_assert_ptr_nonnull(d);
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        ck_assert_msg(!strstr(e->d_name, ".gpuqctl-"), "left behind: %s", e->d_name);
-    closedir(d);
-}
-
 /* The same bytes in two files. */
 static void same_file(const char *a, const char *b)
 {
@@ -242,7 +225,7 @@ static int late_input(const char *name, double delay_s, pid_t *writer)
 START_TEST(pipes_round_trip)
 {
     script("roundtrip");
-    no_temp_files();
+    e2e_no_temp_files();
 }
 END_TEST
 
@@ -318,7 +301,7 @@ START_TEST(dash_mistakes)
                                   "-o",          dpath("o.npy"),       NULL};
             ck_assert_int_eq(ctl_run(args, dpath(bad[k].in), out, err), 1);
             one_line(err, bad[k].want);
-            ck_assert_msg(!exists(dpath("o.npy")), "%s left an output", bad[k].in);
+            ck_assert_msg(!e2e_exists(dpath("o.npy")), "%s left an output", bad[k].in);
         }
     }
     /* a file through stdin (not a pipe) works like the file */
@@ -327,7 +310,7 @@ START_TEST(dash_mistakes)
     const char *direct[] = {"normalize", dpath("x.npy"), "-o", dpath("o2.npy"), NULL};
     ck_assert_int_eq(ctl_run(direct, NULL, out, err), 0);
     same_file(dpath("o1.npy"), dpath("o2.npy"));
-    no_temp_files();
+    e2e_no_temp_files();
     e2e_assert_serves();
 }
 END_TEST
@@ -351,7 +334,7 @@ START_TEST(outputs_whole_or_not_at_all)
     free(k);
     const char *fail_new[] = {"normalize", dpath("zero.npy"), "-o", dpath("new.npy"), NULL};
     ck_assert_int_eq(ctl_run(fail_new, NULL, NULL, err), 1);
-    ck_assert(!exists(dpath("new.npy")));
+    ck_assert(!e2e_exists(dpath("new.npy")));
     /* a replaced file keeps its permissions; a link stays a link */
     const char *ok_keep[] = {"normalize", dpath("x.npy"), "-o", dpath("keep.npy"), NULL};
     ck_assert_int_eq(chmod(dpath("keep.npy"), 0604), 0);
@@ -374,7 +357,7 @@ START_TEST(outputs_whole_or_not_at_all)
     const char *nodir[] = {"normalize", dpath("x.npy"), "-o", dpath("no/such/dir.npy"), NULL};
     ck_assert_int_eq(ctl_run(nodir, NULL, NULL, err), 1);
     one_line(err, "no/such/dir.npy: cannot create a file in");
-    no_temp_files();
+    e2e_no_temp_files();
 }
 END_TEST
 
@@ -400,8 +383,8 @@ START_TEST(outputs_when_a_write_fails)
         const char *fresh[] = {"--transport", t ? "shm" : "socket", "normalize", dpath("x.npy"),
                                "-o",          dpath("new.npy"),     NULL};
         ck_assert_int_eq(ctl_run(fresh, NULL, NULL, err), 1);
-        ck_assert(!exists(dpath("new.npy")));
-        no_temp_files();
+        ck_assert(!e2e_exists(dpath("new.npy")));
+        e2e_no_temp_files();
     }
     /* knn: float32 distances (256 KB) fit, int64 indices (512 KB) do not */
     float *x = malloc(2000 * 4 * sizeof *x);
@@ -419,11 +402,11 @@ START_TEST(outputs_when_a_write_fails)
         dpath("d.npy"), "-i",  dpath("i.npy"), NULL};
     ck_assert_int_eq(ctl_run(knn, NULL, NULL, err), 1);
     one_line(err, "i.npy: write failed: File too large");
-    ck_assert(!exists(dpath("d.npy")) && !exists(dpath("i.npy")));
-    no_temp_files();
+    ck_assert(!e2e_exists(dpath("d.npy")) && !e2e_exists(dpath("i.npy")));
+    e2e_no_temp_files();
     child_fsize = 0;
     ck_assert_int_eq(ctl_run(knn, NULL, NULL, err), 0);
-    ck_assert(exists(dpath("d.npy")) && exists(dpath("i.npy")));
+    ck_assert(e2e_exists(dpath("d.npy")) && e2e_exists(dpath("i.npy")));
 }
 END_TEST
 
@@ -621,9 +604,9 @@ START_TEST(interrupt_waiting_on_stdin)
         interrupt(pid, sigs[k], err, lines[k]);
         kill(writer, SIGKILL);
         e2e_wait_exit(writer, 10);
-        ck_assert(!exists(o));
+        ck_assert(!e2e_exists(o));
     }
-    no_temp_files();
+    e2e_no_temp_files();
     e2e_wait_status("sessions", 1, 5); /* the status call's own */
     e2e_assert_serves();
 }
@@ -665,8 +648,8 @@ START_TEST(interrupt_while_the_daemon_works)
         e2e_wait_status("in_flight", 1, 10); /* the job is on the backend */
         double t0 = tu_now_s();
         interrupt(pid, SIGINT, err, "gpuqctl: interrupted\n");
-        ck_assert(!exists(o));
-        no_temp_files();
+        ck_assert(!e2e_exists(o));
+        e2e_no_temp_files();
         /* gpuqd serves on at once, while the job still runs */
         const char *ping[] = {"ping", NULL};
         ck_assert_int_eq(ctl_run(ping, NULL, NULL, NULL), 0);
