@@ -95,16 +95,19 @@ extern "C" int gpuq_cuda_ctx_create(cudaStream_t stream, gpuq_cuda_ctx **out)
     if (!ctx)
         return GPUQ_K_E_NOMEM;
     ctx->stream = stream;
-    cudaError_t e = cudaMalloc((void **)&ctx->d_flag, sizeof(int));
+    /* Stream-ordered, allocated and freed: cudaFree waits for the whole
+     * device, which would stall gpuqd's loop behind every other session's
+     * work whenever one ends. */
+    cudaError_t e = cudaMallocAsync((void **)&ctx->d_flag, sizeof(int), stream);
     if (e != cudaSuccess) {
-        int code = gpuq_cuda_fail(ctx, e, "cudaMalloc(errflag)", __FILE__, __LINE__);
+        int code = gpuq_cuda_fail(ctx, e, "cudaMallocAsync(errflag)", __FILE__, __LINE__);
         free(ctx);
         return code;
     }
     e = cudaMemsetAsync(ctx->d_flag, 0, sizeof(int), stream);
     if (e != cudaSuccess) {
         int code = gpuq_cuda_fail(ctx, e, "cudaMemsetAsync(errflag)", __FILE__, __LINE__);
-        cudaFree(ctx->d_flag);
+        cudaFreeAsync(ctx->d_flag, stream);
         free(ctx);
         return code;
     }
@@ -130,9 +133,9 @@ extern "C" void gpuq_cuda_ctx_destroy(gpuq_cuda_ctx *ctx)
             gpuq_cuda_fail(ctx, e, "cudaFreeAsync(scratch)", __FILE__, __LINE__);
     }
     if (ctx->d_flag) {
-        cudaError_t e = cudaFree(ctx->d_flag);
+        cudaError_t e = cudaFreeAsync(ctx->d_flag, ctx->stream);
         if (e != cudaSuccess)
-            gpuq_cuda_fail(ctx, e, "cudaFree(errflag)", __FILE__, __LINE__);
+            gpuq_cuda_fail(ctx, e, "cudaFreeAsync(errflag)", __FILE__, __LINE__);
     }
     free(ctx);
 }

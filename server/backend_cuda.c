@@ -403,6 +403,8 @@ static void on_handle_closed(uv_handle_t *h)
     backend_cuda *b = h->data;
     if (--b->handles_open == 0) {
         pthread_mutex_destroy(&b->mu);
+        if (!b->base.lost)
+            cuda_flags_fini(b);
         for (int i = 0; i < b->ndev; i++) {
             if (b->devs[i].own_pool && !b->base.lost) {
                 cudaError_t e = cudaMemPoolDestroy(b->devs[i].pool);
@@ -555,6 +557,8 @@ backend *backend_cuda_create(uv_loop_t *loop, backend_complete_fn done, uint64_t
         d->total_mem = (uint64_t)prop.totalGlobalMem;
     }
     b->cur_dev = n - 1;
+    if (cuda_flags_init(b) != 0) /* then each job's flag is its own allocation */
+        log_warn("cuda: no pinned slab for error flags; allocating them one by one");
     if (pthread_mutex_init(&b->mu, NULL) != 0) {
         snprintf(why, cap, "pthread_mutex_init failed");
         goto err_after_devs;
@@ -625,6 +629,7 @@ backend *backend_cuda_create(uv_loop_t *loop, backend_complete_fn done, uint64_t
 err_after_mutex:
     pthread_mutex_destroy(&b->mu);
 err_after_devs:
+    cuda_flags_fini(b);
     for (int i = 0; i < n; i++)
         if (b->devs[i].own_pool)
             cudaMemPoolDestroy(b->devs[i].pool);

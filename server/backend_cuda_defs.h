@@ -36,6 +36,9 @@
  * output bytes whose host arrays the device can address runs its kernels
  * on them, without copies (GPUQ_CUDA_ZERO_COPY_BYTES; 0: never). */
 #define CUDA_ZERO_COPY_BYTES_DEFAULT ((uint64_t)64 << 10)
+/* Pinned error flags (backend_cuda_dev.c): one slab of this many, shared
+ * by every session's per-job state (more come one by one). */
+#define CUDA_FLAG_SLOTS 16384u
 #define CUDA_PIPE_MAX_CHUNKS 32
 
 typedef struct cuda_dev {
@@ -58,7 +61,8 @@ typedef struct cuda_jobx {
     cudaEvent_t done; /* completion, cudaEventDisableTiming */
     cudaEvent_t t[4]; /* start, after H2D, after kernel, after D2H */
     int has_timing_events;
-    int *h_flag;   /* pinned copy of the ctx errflag */
+    int *h_flag;   /* pinned copy of the ctx errflag (the backend's slab, or own) */
+    int flag_own;  /* h_flag is its own cudaHostAlloc (the slab was full) */
     void *d_small; /* small jobs' device buffer (b->small_bytes, from the pool), kept */
     int timing;    /* this job recorded t[] */
     uint64_t pc;   /* predicted completion (uv_hrtime ns); 0: none, or spun for */
@@ -113,6 +117,9 @@ typedef struct backend_cuda {
     uint64_t small_bytes;       /* GPUQ_CUDA_SMALL_BYTES (0: pool allocations for every job) */
     uint64_t small_jobs;        /* jobs that ran in a kept small buffer */
     uint64_t zc_bytes;          /* GPUQ_CUDA_ZERO_COPY_BYTES (0: every job copies) */
+    int *flag_slab;             /* CUDA_FLAG_SLOTS pinned ints (cudaHostAlloc) */
+    uint32_t *flag_next;        /* free list of the slab: next index */
+    uint32_t flag_head;         /* first free slot; CUDA_FLAG_SLOTS: none */
     uint64_t zero_copy_jobs;    /* jobs whose kernels used the host arrays */
     uint64_t inject_pipe;       /* GPUQ_TEST_INJECT_PIPE */
     uint64_t pipelined, chunks; /* jobs that ran in chunks, and their chunks */

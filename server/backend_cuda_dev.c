@@ -75,9 +75,44 @@ uint64_t cuda_env_u64(const char *name)
     return v && *v ? strtoull(v, NULL, 10) : 0;
 }
 
+/* ---- pinned error flags ----
+ * Every job's flag is copied into pinned host memory. A cudaFreeHost waits
+ * for the whole device, so flags are never freed while gpuqd runs: they
+ * come from one slab allocated with the backend, and go back to it when a
+ * session ends (a session that closes would otherwise stall the loop until
+ * every other session's work is done). */
+
+int cuda_flags_init(backend_cuda *b)
+{
+    b->flag_next = malloc(CUDA_FLAG_SLOTS * sizeof *b->flag_next);
+    if (!b->flag_next)
+        return -1;
+    cudaError_t e =
+        cudaHostAlloc((void **)&b->flag_slab, CUDA_FLAG_SLOTS * sizeof(int), cudaHostAllocPortable);
+    if (e != cudaSuccess) {
+        free(b->flag_next);
+        b->flag_next = NULL;
+        b->flag_slab = NULL;
+        return -1;
+    }
+    for (uint32_t i = 0; i < CUDA_FLAG_SLOTS; i++)
+        b->flag_next[i] = i + 1;
+    b->flag_head = 0;
+    return 0;
+}
+
+void cuda_flags_fini(backend_cuda *b)
+{
+    if (b->flag_slab && cudaFreeHost(b->flag_slab) != cudaSuccess)
+        log_error("cuda: cudaFreeHost(flags) failed");
+    free(b->flag_next);
+    b->flag_slab = NULL;
+    b->flag_next = NULL;
+}
+
 /* ---- per-job state ---- */
 
-void cuda_jobx_free(cuda_jobx *x)
+void cuda_jobx_free(backend_cuda *b, cuda_jobx *x)
 {
     /* x->d_small was freed on its session's stream (cuda_sess_destroy) */
     if (x->done)
@@ -85,8 +120,13 @@ void cuda_jobx_free(cuda_jobx *x)
     if (x->has_timing_events)
         for (int i = 0; i < 4; i++)
             cudaEventDestroy(x->t[i]);
-    if (x->h_flag)
+    if (x->h_flag && x->flag_own) {
         cudaFreeHost(x->h_flag);
+    } else if (x->h_flag) {
+        uint32_t i = (uint32_t)(x->h_flag - b->flag_slab);
+        b->flag_next[i] = b->flag_head;
+        b->flag_head = i;
+    }
     free(x);
 }
 
@@ -105,14 +145,20 @@ int cuda_jobx_get(backend_cuda *b, cuda_sess *s, int timing, cuda_jobx **out)
         e = cudaEventCreateWithFlags(&x->done, cudaEventDisableTiming);
         if (e != cudaSuccess) {
             x->done = NULL;
-            cuda_jobx_free(x);
+            cuda_jobx_free(b, x);
             return cuda_status_of(b, e, "cudaEventCreate");
         }
-        e = cudaHostAlloc((void **)&x->h_flag, sizeof(int), cudaHostAllocPortable);
-        if (e != cudaSuccess) {
-            x->h_flag = NULL;
-            cuda_jobx_free(x);
-            return cuda_status_of(b, e, "cudaHostAlloc(flag)");
+        if (b->flag_slab && b->flag_head < CUDA_FLAG_SLOTS) {
+            x->h_flag = &b->flag_slab[b->flag_head];
+            b->flag_head = b->flag_next[b->flag_head];
+        } else {
+            e = cudaHostAlloc((void **)&x->h_flag, sizeof(int), cudaHostAllocPortable);
+            if (e != cudaSuccess) {
+                x->h_flag = NULL;
+                cuda_jobx_free(b, x);
+                return cuda_status_of(b, e, "cudaHostAlloc(flag)");
+            }
+            x->flag_own = 1;
         }
     }
     if (timing && !x->has_timing_events) {
@@ -305,7 +351,7 @@ void cuda_sess_destroy(backend_cuda *b, cuda_sess *s)
     while (s->free_x) {
         cuda_jobx *x = s->free_x;
         s->free_x = x->next_free;
-        cuda_jobx_free(x);
+        cuda_jobx_free(b, x);
     }
     free(s);
 }

@@ -23,7 +23,10 @@ void cuda_set_msg(char *dst, size_t cap, int status, const char *detail);
 int cuda_use_device(backend_cuda *b, int dev);
 uint64_t cuda_env_u64(const char *name);
 
-void cuda_jobx_free(cuda_jobx *x);
+void cuda_jobx_free(backend_cuda *b, cuda_jobx *x);
+/* The backend's slab of pinned error flags: 0 or -1 (no memory). */
+int cuda_flags_init(backend_cuda *b);
+void cuda_flags_fini(backend_cuda *b);
 /* A jobx from the session's free list, or a new one. Returns 0 or a
  * GPUQ_E_* status. */
 int cuda_jobx_get(backend_cuda *b, cuda_sess *s, int timing, cuda_jobx **out);

@@ -372,6 +372,28 @@ START_TEST(disconnect_drops_queued)
 }
 END_TEST
 
+/* Sessions that open and close while a long job runs are served at once:
+ * no CUDA call on those paths waits for the device (cudaFree and
+ * cudaFreeHost would, stalling every session until the job ended). */
+START_TEST(open_close_while_busy)
+{
+    start_slow(1500, NULL);
+    gpuq_conn *c = e2e_connect("busy", GPUQ_PRIO_NORMAL);
+    submit_job(c, 0, 0);
+    usleep(100000);
+    for (int i = 0; i < 3; i++) {
+        double t0 = now_ms();
+        ck_assert_int_ge(e2e_status_int("sessions"), 2); /* a session opened and closed */
+        double dt = now_ms() - t0;
+        ck_assert_msg(dt < 400, "a status round trip took %.0f ms beside a running job", dt);
+    }
+    gpuq_reply rep;
+    ck_assert_int_eq(wait_job(c, &rep), 0);
+    check_result(0);
+    gpuq_close(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("e2e_sched");
@@ -388,6 +410,7 @@ static Suite *suite(void)
     tcase_add_test(tc, cancel_running);
     tcase_add_test(tc, cancel_unknown_and_missing);
     tcase_add_test(tc, disconnect_drops_queued);
+    tcase_add_test(tc, open_close_while_busy);
     suite_add_tcase(s, tc);
     return s;
 }
