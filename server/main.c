@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
@@ -37,6 +38,13 @@ int main(int argc, char **argv)
     if (cfg.reload_pid)
         return reload_running(cfg.reload_pid);
     signal(SIGPIPE, SIG_IGN);
+    /* CUDA loads a kernel when it is first launched (lazy loading), and that
+     * load waits for the work already on the device: an op's first request
+     * would stall the loop, and every session, behind other sessions' jobs.
+     * gpuqd has CUDA load its kernels at start instead (a CUDA_MODULE_LOADING
+     * in the environment wins). */
+    if (setenv("CUDA_MODULE_LOADING", "EAGER", 0) != 0)
+        log_warn("setenv(CUDA_MODULE_LOADING): %s", strerror(errno));
     uv_loop_t loop;
     if ((rc = uv_loop_init(&loop)) < 0) {
         log_error("uv_loop_init: %s", uv_strerror(rc));
