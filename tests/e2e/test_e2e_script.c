@@ -641,11 +641,18 @@ START_TEST(interrupt_while_the_daemon_works)
     DPATH(err, "err.txt");
     DPATH(o, "o.npy");
     for (int t = 0; t < 2; t++) {
-        long long out0 = e2e_status_int("bytes_out");
+        long long out0 = e2e_status_int("bytes_out"), in0 = e2e_status_int("bytes_in");
         const char *args[] = {
             "--transport", t ? "shm" : "socket", "normalize", dpath("x.npy"), "-o", o, NULL};
         pid_t pid = spawn(args, -1, NULL, err, NULL);
-        e2e_wait_status("in_flight", 1, 10); /* the job is on the backend */
+        e2e_wait_status("in_flight", 1, 10); /* its header is in */
+        /* by socket, the job is on the backend once all its 2.4 MB are in
+         * (in flight counts from the header); by shm, from the header */
+        double until = tu_now_s() + 10;
+        while (!t && e2e_status_int("bytes_in") - in0 < 1000 * 300 * 8) {
+            ck_assert_msg(tu_now_s() < until, "the payload did not arrive");
+            tu_sleep_s(0.01);
+        }
         double t0 = tu_now_s();
         interrupt(pid, SIGINT, err, "gpuqctl: interrupted\n");
         ck_assert(!e2e_exists(o));
