@@ -200,14 +200,13 @@ uint64_t gpuq_cuda_normalize_batch_state_bytes(void);
  * gpuq_cuda_normalize_batch_state_bytes() device bytes, zero before its
  * first launch; every launch that runs to completion leaves it zero again,
  * so it is reused launch after launch without a memset; launches that may
- * run at the same time need distinct states (after a sticky error, zero it
- * again). Does not touch ctx's own flag. Returns GPUQ_K_OK, or GPUQ_K_E_ARG
- * before anything is enqueued (n == 0 or > GPUQ_NORM_BATCH_MAX, a NULL ctx,
- * items or d_state, a misaligned d_state, a bad item: NULL or misaligned
- * pointers, dt or method out of range, rows or cols 0, cols >=
- * GPUQ_NORM_BATCH_MAX_COLS, rows * cols overflow, more blocks in all than
- * a launch holds: 2^31 - 1, a block per row above 128 columns, one per 8
- * rows up to 128), or the launch error as the other calls return it. */
+ * run at the same time need distinct states (one cut short by an error
+ * may leave it non-zero: zero it before reuse). Does not touch ctx's own flag. Returns GPUQ_K_OK,
+ * or GPUQ_K_E_ARG before anything is enqueued (n == 0 or > GPUQ_NORM_BATCH_MAX, a NULL ctx, items
+ * or d_state, a misaligned d_state, a bad item: NULL or misaligned pointers, dt or method out of
+ * range, rows or cols 0, cols >= GPUQ_NORM_BATCH_MAX_COLS, rows * cols overflow, more blocks in all
+ * than a launch holds: 2^31 - 1, a block per row above 128 columns, one per 8 rows up to 128), or
+ * the launch error as the other calls return it. */
 int gpuq_cuda_normalize_batch(gpuq_cuda_ctx *ctx, const gpuq_norm_item *items, unsigned n,
                               void *d_state);
 

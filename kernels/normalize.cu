@@ -438,6 +438,8 @@ bool flat_args_ok(gpuq_cuda_ctx *ctx, int dt, const void *d_in, const void *d_sc
 constexpr int BATCH_BLOCK = 256;
 constexpr unsigned BATCH_WARPS = BATCH_BLOCK / 32;
 constexpr uint64_t BATCH_MAX_GRID = 0x7fffffffu; /* gridDim.x's limit */
+static_assert(GPUQ_NORM_BATCH_MAX_COLS == BIG_COLS,
+              "a batch item's rows are those gpuq_cuda_normalize gives one block at most");
 
 struct batch_state {
     int flag[GPUQ_NORM_BATCH_MAX];       /* first error of item i's rows */
