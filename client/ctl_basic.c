@@ -143,6 +143,8 @@ static int print_status(gpuq_mpr *r)
            ctl_kv_num(kv, n, "queued"));
     printf("%-10s %.0f, %.0f past their deadline\n", "cancelled", ctl_kv_num(kv, n, "cancelled"),
            ctl_kv_num(kv, n, "expired"));
+    printf("%-10s %.0f requests in %.0f batches\n", "batched", ctl_kv_num(kv, n, "batched"),
+           ctl_kv_num(kv, n, "batches"));
     printf("%-10s %s in use, %s allocated\n", "staging",
            ctl_fmt_bytes(ctl_kv_num(kv, n, "staging_bytes"), a, sizeof a),
            ctl_fmt_bytes(ctl_kv_num(kv, n, "staging_capacity"), b, sizeof b));

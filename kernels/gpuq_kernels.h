@@ -90,6 +90,23 @@ int gpuq_cpu_knn(int dt, int metric, int zero_ok, const void *x, const void *y, 
  * (knn_plan.h). Plain C: callable without CUDA. */
 uint64_t gpuq_cuda_knn_scratch_bytes(int dt, uint64_t m, uint64_t n, uint64_t d, uint64_t k);
 
+/* One request of a batched normalize (gpuq_cuda_normalize_batch). Plain C,
+ * so that a scheduler can plan batches without CUDA. */
+typedef struct gpuq_norm_item {
+    const void *in;          /* rows * cols values of dt, aligned to dt, device-addressable:
+                                device memory, or pinned / registered host memory at its host
+                                pointer (zero-copy); may be out (in place) */
+    void *out;               /* the same, rows * cols values; no overlap with other items' */
+    int *flag;               /* the item's error flag is STORED here when its blocks end: 0, or
+                                the positive code gpuq_cuda_ctx_errflag's flag would hold
+                                (-GPUQ_K_E_ZERO, -GPUQ_K_E_OVERFLOW); device-addressable,
+                                typically pinned host memory */
+    uint64_t rows, cols;     /* rows >= 1, 1 <= cols < GPUQ_NORM_BATCH_MAX_COLS */
+    int dt, method, zero_ok; /* as gpuq_cuda_normalize's */
+} gpuq_norm_item;
+#define GPUQ_NORM_BATCH_MAX 128 /* items per launch */
+#define GPUQ_NORM_BATCH_MAX_COLS (1u << 17)
+
 /* ---- CUDA (only when built with CUDA; GPUQ_HAVE_CUDA defined) ---- */
 #ifdef GPUQ_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -169,6 +186,29 @@ int gpuq_cuda_normalize_flat_finish(gpuq_cuda_ctx *ctx, int dt, int method, int 
                                     const void *d_in, uint64_t n, uint64_t piece, void *d_scratch);
 int gpuq_cuda_normalize_flat_scale(gpuq_cuda_ctx *ctx, int dt, const void *d_in, void *d_out,
                                    uint64_t n, uint64_t lo, uint64_t cnt, const void *d_scratch);
+
+/* Device bytes of the state one gpuq_cuda_normalize_batch launch needs
+ * (per-item flag and block counter; 4-byte aligned). */
+uint64_t gpuq_cuda_normalize_batch_state_bytes(void);
+/* Enqueue items[0..n) as ONE kernel launch on ctx's stream (the small
+ * normalizes of several requests, sessions even). Each item's output is bit
+ * for bit what gpuq_cuda_normalize(ctx, dt, method, zero_ok, in, out, rows,
+ * cols) writes, and the int stored at its flag the value that call would
+ * leave in the ctx flag (starting from 0): one bad item fails alone. Item
+ * i's flag is stored once all of item i's blocks are done, in stream order
+ * before whatever is enqueued after this call. d_state:
+ * gpuq_cuda_normalize_batch_state_bytes() device bytes, zero before its
+ * first launch; every launch that runs to completion leaves it zero again,
+ * so it is reused launch after launch without a memset; launches that may
+ * run at the same time need distinct states (one cut short by an error
+ * may leave it non-zero: zero it before reuse). Does not touch ctx's own flag. Returns GPUQ_K_OK,
+ * or GPUQ_K_E_ARG before anything is enqueued (n == 0 or > GPUQ_NORM_BATCH_MAX, a NULL ctx, items
+ * or d_state, a misaligned d_state, a bad item: NULL or misaligned pointers, dt or method out of
+ * range, rows or cols 0, cols >= GPUQ_NORM_BATCH_MAX_COLS, rows * cols overflow, more blocks in all
+ * than a launch holds: 2^31 - 1, a block per row above 128 columns, one per 8 rows up to 128), or
+ * the launch error as the other calls return it. */
+int gpuq_cuda_normalize_batch(gpuq_cuda_ctx *ctx, const gpuq_norm_item *items, unsigned n,
+                              void *d_state);
 
 /* cuBLAS (float64 pairwise with d >= 32 as a DGEMM) is loaded at run time,
  * on the first call of this function or of a pairwise that could use it.

@@ -16,6 +16,8 @@
  *    accumulators into ctx scratch, a finalize kernel merges them into the
  *    row's nm_affine (zscore: partials and finalize twice), then an
  *    elementwise scale kernel.
+ * And a batch (gpuq_cuda_normalize_batch): many small requests, each with
+ * one of the first two shapes, in one launch.
  * Flags: a zero denominator sets ZERO unless zero_ok (that row's output is
  * zeros either way); an output too large for the dtype from a row of finite
  * values sets OVERFLOW. A row holding NaN or Inf follows IEEE (NaN and Inf
@@ -419,6 +421,182 @@ bool flat_args_ok(gpuq_cuda_ctx *ctx, int dt, const void *d_in, const void *d_sc
            (dt == GPUQ_K_F32 || dt == GPUQ_K_F64);
 }
 
+/* ---- batched small normalizes (gpuq_cuda_normalize_batch) ----
+ * One launch for up to GPUQ_NORM_BATCH_MAX items, each with the row shape
+ * gpuq_cuda_normalize gives it (cols <= 128: a warp per row, 8 rows a
+ * block; else a block per row) and the same norm_row with the same
+ * reducers, so every value is the same bits. The descriptors travel in the
+ * kernel's parameters (no copy, read through the constant cache); block b
+ * finds its item by binary search over the items' first blocks. A block's
+ * rows set errors in shared memory; an item of one block stores that to
+ * item.flag itself (the common case: a row of up to 64 KiB), else each
+ * block adds it to the item's slot of the state and the item's last block
+ * to finish (fence and counter) moves the slot's value to item.flag,
+ * leaving slot and counter zero: the state needs no reset between
+ * launches. */
+
+constexpr int BATCH_BLOCK = 256;
+constexpr unsigned BATCH_WARPS = BATCH_BLOCK / 32;
+constexpr uint64_t BATCH_MAX_GRID = 0x7fffffffu; /* gridDim.x's limit */
+static_assert(GPUQ_NORM_BATCH_MAX_COLS == BIG_COLS,
+              "a batch item's rows are those gpuq_cuda_normalize gives one block at most");
+
+struct batch_state {
+    int flag[GPUQ_NORM_BATCH_MAX];       /* first error of item i's rows */
+    unsigned count[GPUQ_NORM_BATCH_MAX]; /* item i's blocks done (wraps to 0) */
+};
+
+/* One item as the kernel sees it (48 bytes). */
+struct batch_item {
+    const void *in;
+    void *out;
+    int *flag; /* where the item's flag is stored */
+    uint64_t rows;
+    uint32_t cols;   /* < 2^17 */
+    uint32_t blocks; /* the item's blocks: [first, first + blocks) */
+    uint8_t dt, method, zero_ok, warp;
+};
+
+/* Capacity CAP: the smallest that fits is launched, so that a small batch
+ * does not copy 128 descriptors' worth of parameters (about 6.6 KB). */
+template <unsigned CAP> struct batch_params {
+    batch_state *state;
+    unsigned n;
+    unsigned first[CAP + 1]; /* first[i]: item i's first block; first[n]: the grid */
+    batch_item item[CAP];
+};
+
+/* Block lb (within its item) of an item of dtype T: the rows
+ * norm_warp_kernel<T, 256> or norm_block_kernel<T, 256> gives that block. */
+template <typename T>
+__device__ __forceinline__ void batch_rows(const batch_item &it, uint64_t lb, int *flag,
+                                           nm_acc *warps)
+{
+    const T *in = (const T *)it.in;
+    T *out = (T *)it.out;
+    uint64_t cols = it.cols;
+    if (it.warp) {
+        uint64_t r = lb * BATCH_WARPS + threadIdx.x / 32;
+        WarpRed red;
+        if (r < it.rows) /* uniform within the warp, as the shuffles need */
+            norm_row(in + r * cols, out + r * cols, cols, it.method, it.zero_ok, flag,
+                     threadIdx.x % 32, 32, red);
+    } else {
+        BlockRed<BATCH_BLOCK> red;
+        red.warps = warps;
+        norm_row(in + lb * cols, out + lb * cols, cols, it.method, it.zero_ok, flag, threadIdx.x,
+                 BATCH_BLOCK, red);
+    }
+}
+
+/* A release/acquire fence at device scope: what the last-block pattern
+ * needs (__threadfence() is fence.sc, a stronger and slower one). */
+__device__ __forceinline__ void fence_acq_rel_gpu()
+{
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
+
+template <unsigned CAP>
+__global__ void __launch_bounds__(BATCH_BLOCK)
+    norm_batch_kernel(const __grid_constant__ batch_params<CAP> p)
+{
+    __shared__ nm_acc warps[BATCH_WARPS];
+    __shared__ int blk_flag; /* the first error of this block's rows */
+    /* The item i with first[i] <= b < first[i + 1] (first[] increases
+     * strictly: every item has a block). Uniform across the block. */
+    const unsigned b = blockIdx.x;
+    unsigned lo = 0, hi = p.n;
+    while (hi - lo > 1) {
+        unsigned mid = (lo + hi) / 2;
+        if (p.first[mid] <= b)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    const batch_item &it = p.item[lo];
+    if (threadIdx.x == 0)
+        blk_flag = 0;
+    __syncthreads();
+    uint64_t lb = b - p.first[lo];
+    if (it.dt == GPUQ_K_F32)
+        batch_rows<float>(it, lb, &blk_flag, warps);
+    else
+        batch_rows<double>(it, lb, &blk_flag, warps);
+    __syncthreads(); /* every row done, blk_flag final */
+    if (threadIdx.x != 0)
+        return;
+    int v = blk_flag;
+    if (it.blocks == 1) { /* the item's only block: nothing to merge */
+        *(volatile int *)it.flag = v;
+        return;
+    }
+    /* The last-block pattern: each block adds its error (first wins), then
+     * counts itself, with a release fence between; the block that
+     * completes the count (atomicInc wraps it to 0 there) acquires, takes
+     * the merged flag, clears it and hands it on. Only thread 0 of each
+     * block touches the state. */
+    batch_state *st = p.state;
+    if (v != 0)
+        gpuq_set_flag(&st->flag[lo], v);
+    fence_acq_rel_gpu();
+    unsigned last = it.blocks - 1;
+    if (atomicInc(&st->count[lo], last) == last) {
+        fence_acq_rel_gpu();
+        *(volatile int *)it.flag = atomicExch(&st->flag[lo], 0);
+    }
+}
+
+/* Checks item q; false on a bad one. *blocks: its blocks in the launch. */
+bool batch_item_ok(const gpuq_norm_item *q, uint64_t *blocks)
+{
+    if (!q->in || !q->out || !q->flag || (uintptr_t)q->flag % alignof(int) != 0)
+        return false;
+    if (q->dt != GPUQ_K_F32 && q->dt != GPUQ_K_F64)
+        return false;
+    if (q->method < GPUQ_K_SUM || q->method > GPUQ_K_ZSCORE)
+        return false;
+    if (q->rows == 0 || q->cols == 0 || q->cols >= GPUQ_NORM_BATCH_MAX_COLS ||
+        q->rows > UINT64_MAX / q->cols)
+        return false;
+    size_t es = q->dt == GPUQ_K_F32 ? sizeof(float) : sizeof(double);
+    if ((uintptr_t)q->in % es != 0 || (uintptr_t)q->out % es != 0)
+        return false;
+    *blocks = q->cols <= 128 ? q->rows / BATCH_WARPS + (q->rows % BATCH_WARPS != 0) : q->rows;
+    return true;
+}
+
+template <unsigned CAP>
+int batch_launch(gpuq_cuda_ctx *ctx, const gpuq_norm_item *items, unsigned n, batch_state *st)
+{
+    batch_params<CAP> p;
+    p.state = st;
+    p.n = n;
+    uint64_t total = 0;
+    for (unsigned i = 0; i < n; i++) {
+        const gpuq_norm_item *q = &items[i];
+        uint64_t blocks = 0;
+        if (!batch_item_ok(q, &blocks) || blocks > BATCH_MAX_GRID - total)
+            return GPUQ_K_E_ARG;
+        batch_item *it = &p.item[i];
+        it->in = q->in;
+        it->out = q->out;
+        it->flag = q->flag;
+        it->rows = q->rows;
+        it->cols = (uint32_t)q->cols;
+        it->blocks = (uint32_t)blocks;
+        it->dt = (uint8_t)q->dt;
+        it->method = (uint8_t)q->method;
+        it->zero_ok = q->zero_ok != 0;
+        it->warp = q->cols <= 128;
+        p.first[i] = (unsigned)total;
+        total += blocks;
+    }
+    p.first[n] = (unsigned)total;
+    norm_batch_kernel<CAP><<<(unsigned)total, BATCH_BLOCK, 0, ctx->stream>>>(p);
+    GPUQ_LAUNCH_CHECK(ctx);
+    return GPUQ_K_OK;
+}
+
 } /* namespace */
 
 extern "C" uint64_t gpuq_cuda_normalize_flat_scratch_bytes(int dt, uint64_t n, uint64_t piece)
@@ -475,4 +653,23 @@ extern "C" int gpuq_cuda_normalize(gpuq_cuda_ctx *ctx, int dt, int method, int z
         return normalize_t<double>(ctx, method, zero_ok, (const double *)d_in, (double *)d_out,
                                    rows, cols);
     return GPUQ_K_E_ARG;
+}
+
+extern "C" uint64_t gpuq_cuda_normalize_batch_state_bytes(void)
+{
+    return sizeof(batch_state);
+}
+
+extern "C" int gpuq_cuda_normalize_batch(gpuq_cuda_ctx *ctx, const gpuq_norm_item *items,
+                                         unsigned n, void *d_state)
+{
+    if (!ctx || !items || !d_state || (uintptr_t)d_state % alignof(batch_state) != 0 || n == 0 ||
+        n > GPUQ_NORM_BATCH_MAX)
+        return GPUQ_K_E_ARG;
+    batch_state *st = (batch_state *)d_state;
+    if (n <= 8)
+        return batch_launch<8>(ctx, items, n, st);
+    if (n <= 32)
+        return batch_launch<32>(ctx, items, n, st);
+    return batch_launch<GPUQ_NORM_BATCH_MAX>(ctx, items, n, st);
 }

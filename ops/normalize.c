@@ -126,6 +126,24 @@ static int launch_cuda(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_siz
                                d->a, d->out[0], sz->rows, sz->cols);
 }
 
+/* One item of a batched launch: rows of fewer than 2^17 values, the
+ * launch shapes gpuq_cuda_normalize uses for them, so the same bits. */
+static int cuda_batch_item(const gpuq_request *r, const gpuq_sizes *sz, const void *in, void *out,
+                           gpuq_norm_item *it)
+{
+    if (sz->cols == 0 || sz->cols >= GPUQ_NORM_BATCH_MAX_COLS || sz->rows == 0)
+        return 0;
+    it->in = in;
+    it->out = out;
+    it->flag = NULL;
+    it->rows = sz->rows;
+    it->cols = sz->cols;
+    it->dt = op_kernel_dtype(r);
+    it->method = gpuq_request_arg_enum(r, K_METHOD);
+    it->zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
+    return 1;
+}
+
 static uint64_t cuda_chunk_scratch(const gpuq_request *r, const gpuq_sizes *sz, uint64_t chunk)
 {
     if (sz->rows > 1)
@@ -195,7 +213,9 @@ static int kernel_message(const gpuq_request *r, const gpuq_sizes *sz, const voi
 }
 
 const op_backend_def op_backend_normalize = {.run_cpu = run_cpu,
+                                             .batchable = 1,
 #ifdef GPUQ_HAVE_CUDA
+                                             .cuda_batch_item = cuda_batch_item,
                                              .launch_cuda = launch_cuda,
                                              .cuda_chunk_scratch = cuda_chunk_scratch,
                                              .launch_cuda_rows = launch_cuda_rows,

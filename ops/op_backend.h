@@ -87,6 +87,18 @@ typedef struct op_backend_def {
     int (*launch_cuda_finish)(gpuq_cuda_ctx *ctx, const gpuq_request *req, const gpuq_sizes *sz,
                               const op_bufs *d, const op_rows *rw);
 #endif
+    /* Small requests of this op may run in batches (backend.h: batch_max,
+     * batch_bytes): the CPU backend runs a batch's jobs one after the other
+     * in one thread-pool work item; CUDA needs cuda_batch_item too. */
+    int batchable;
+#ifdef GPUQ_HAVE_CUDA
+    /* With batchable: describe this checked request, its input at in and
+     * output at out (device-addressable), as one item of a batched launch
+     * (gpuq_cuda_normalize_batch); 1, or 0 when it cannot join a batch (it
+     * then runs alone). */
+    int (*cuda_batch_item)(const gpuq_request *req, const gpuq_sizes *sz, const void *in, void *out,
+                           gpuq_norm_item *it);
+#endif
     /* Optional: a message for kernel code kcode (GPUQ_K_E_ZERO, _OVERFLOW,
      * ...) of this request, given its host input h_in (may be NULL). Writes
      * msg and returns 1, or 0 for the generic message. */

@@ -101,7 +101,26 @@ struct backend {
      * everything in flight with GPUQ_E_DEVICE_LOST and exits non-zero. */
     int lost;
     char lost_reason[160];
+    /* Batching, set by the server (config batch_max, batch_bytes; at start
+     * and on reload). A job that backend_batchable accepts is not started
+     * by submit: it waits until the loop's next idle phase (the end of the
+     * loop turn that made it ready), where each device's (CUDA: and
+     * priority level's) waiting batchable jobs start together, at most
+     * batch_max at a time: one thread-pool work item on the CPU, one kernel
+     * launch on CUDA. Each job still completes alone, with its own status.
+     * batch_max 0: every job runs alone. */
+    uint32_t batch_max;
+    uint64_t batch_bytes;
+    /* Counted by the backend: batches that carried two or more jobs, and
+     * those jobs. */
+    uint64_t batches, batched;
 };
+
+/* May job run in a batch? Batching on, its op batchable (op_backend.h),
+ * its input + output at most batch_bytes, no timing asked. */
+int backend_batchable(const backend *b, const gpuq_job *job);
+/* Count a batch of n jobs that started together. */
+void backend_count_batch(backend *b, unsigned n);
 
 /* Create a backend. kind "cpu" or "cuda"; "auto" tries CUDA, then CPU.
  * On failure returns NULL and writes the reason into why. */

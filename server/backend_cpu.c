@@ -2,8 +2,15 @@
  *
  * submit queues a uv_work_t; the work runs the CPU reference on a pool thread
  * (sleeping GPUQ_TEST_SLOW_MS first, a test hook that times as kernel time);
- * after_work runs on the
- * loop thread and calls b->complete. Staging memory is plain aligned malloc.
+ * after_work runs on the loop thread and calls b->complete. Staging memory is
+ * plain aligned malloc.
+ *
+ * Batching (backend.h): a batchable job waits on the pending list until the
+ * loop's idle phase (an idle handle, started while the list is not empty),
+ * where the pending jobs go to the pool batch_max at a time, each batch one
+ * work item that runs its jobs one after the other: a small job costs the
+ * pool's hand-off and the wake-up of the loop once per batch instead of once
+ * per job. Results are the same as alone (the same code runs each job).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,60 +27,150 @@ typedef struct cpu_backend {
     uint64_t sessions;
     uint64_t bytes;
     int slow_ms;
+    uv_idle_t flush; /* runs the pending batchable jobs (flush_on) */
+    int flush_on;
+    gpuq_job *pend_head, *pend_tail; /* batchable jobs not yet given to the pool */
+    uint32_t npend;
 } cpu_backend;
 
+/* One work item: n jobs run one after the other. */
 typedef struct cpu_work {
     uv_work_t w;
-    gpuq_job *job;
     cpu_backend *cb;
-    uint64_t start_ns, end_ns;
+    uint32_t n;
+    struct cpu_run {
+        gpuq_job *job;
+        uint64_t start_ns, end_ns;
+    } run[];
 } cpu_work;
 
 static void cpu_work_cb(uv_work_t *w)
 {
     cpu_work *cw = w->data;
-    cw->start_ns = uv_hrtime(); /* the slow hook stands for a slow kernel: it counts as one */
-    if (cw->cb->slow_ms > 0) {
-        struct timespec ts = {cw->cb->slow_ms / 1000, (long)(cw->cb->slow_ms % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
+    for (uint32_t i = 0; i < cw->n; i++) {
+        struct cpu_run *r = &cw->run[i];
+        r->start_ns = uv_hrtime(); /* the slow hook stands for a slow kernel: it counts as one */
+        if (cw->cb->slow_ms > 0) {
+            struct timespec ts = {cw->cb->slow_ms / 1000,
+                                  (long)(cw->cb->slow_ms % 1000) * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        backend_run_cpu(r->job);
+        r->end_ns = uv_hrtime();
     }
-    backend_run_cpu(cw->job);
-    cw->end_ns = uv_hrtime();
 }
 
 static void cpu_after_work(uv_work_t *w, int status)
 {
     cpu_work *cw = w->data;
-    gpuq_job *job = cw->job;
     cpu_backend *cb = cw->cb;
-    if (status < 0) {
-        job->status = GPUQ_E_SHUTTING_DOWN;
-        snprintf(job->message, sizeof job->message, "cancelled: %s", uv_strerror(status));
-    } else if (job->req->timing) {
-        memset(&job->timing, 0, sizeof job->timing);
-        job->timing.queue_us = (double)(cw->start_ns - job->submit_ns) / 1e3;
-        job->timing.kernel_us = (double)(cw->end_ns - cw->start_ns) / 1e3;
+    for (uint32_t i = 0; i < cw->n; i++) {
+        gpuq_job *job = cw->run[i].job;
+        if (status < 0) {
+            job->status = GPUQ_E_SHUTTING_DOWN;
+            snprintf(job->message, sizeof job->message, "cancelled: %s", uv_strerror(status));
+        } else if (job->req->timing) {
+            memset(&job->timing, 0, sizeof job->timing);
+            job->timing.queue_us = (double)(cw->run[i].start_ns - job->submit_ns) / 1e3;
+            job->timing.kernel_us = (double)(cw->run[i].end_ns - cw->run[i].start_ns) / 1e3;
+        }
     }
-    cb->inflight--;
+    /* Completing may submit more work or let the server destroy the
+     * backend (its memory goes only in a close callback, later). */
+    for (uint32_t i = 0; i < cw->n; i++) {
+        cb->inflight--;
+        cb->b.complete(cw->run[i].job);
+    }
     free(cw);
-    cb->b.complete(job);
 }
 
-static int cpu_submit(backend *b, gpuq_job *job)
+/* Give n jobs (linked by job->next from first) to the pool as one work
+ * item. 0, or a GPUQ_E_* code with nothing queued. */
+static int cpu_queue(cpu_backend *cb, gpuq_job *first, uint32_t n)
 {
-    cpu_backend *cb = (cpu_backend *)b;
-    cpu_work *cw = calloc(1, sizeof *cw);
+    cpu_work *cw = calloc(1, sizeof *cw + (size_t)n * sizeof cw->run[0]);
     if (!cw)
         return GPUQ_E_NO_MEMORY;
-    cw->job = job;
     cw->cb = cb;
+    cw->n = n;
     cw->w.data = cw;
-    int rc = uv_queue_work(b->loop, &cw->w, cpu_work_cb, cpu_after_work);
+    gpuq_job *j = first;
+    for (uint32_t i = 0; i < n; i++, j = j->next)
+        cw->run[i].job = j;
+    int rc = uv_queue_work(cb->b.loop, &cw->w, cpu_work_cb, cpu_after_work);
     if (rc < 0) {
         log_error("cpu: uv_queue_work: %s", uv_strerror(rc));
         free(cw);
         return GPUQ_E_INTERNAL;
     }
+    return 0;
+}
+
+/* The idle phase: the pending jobs go to the pool, batch_max at a time. A
+ * batch that cannot be queued fails its jobs (completed here, on the loop,
+ * outside any submit). */
+static void cpu_on_flush(uv_idle_t *h)
+{
+    cpu_backend *cb = h->data;
+    int rc = uv_idle_stop(&cb->flush);
+    if (rc < 0)
+        log_error("cpu: uv_idle_stop: %s", uv_strerror(rc));
+    cb->flush_on = 0;
+    while (cb->pend_head) {
+        uint32_t max = cb->b.batch_max ? cb->b.batch_max : 1, n = 0;
+        gpuq_job *first = cb->pend_head, *last = first;
+        for (gpuq_job *j = first; j && n < max; j = j->next) {
+            last = j;
+            n++;
+        }
+        cb->pend_head = last->next;
+        if (!cb->pend_head)
+            cb->pend_tail = NULL;
+        cb->npend -= n;
+        last->next = NULL;
+        int st = cpu_queue(cb, first, n);
+        if (st == 0) {
+            backend_count_batch(&cb->b, n);
+            continue;
+        }
+        for (gpuq_job *j = first, *next; j; j = next) {
+            next = j->next;
+            j->next = NULL;
+            j->status = st;
+            snprintf(j->message, sizeof j->message, "%s", "could not queue the batch");
+            cb->inflight--;
+            cb->b.complete(j);
+        }
+    }
+}
+
+static int cpu_submit(backend *b, gpuq_job *job)
+{
+    cpu_backend *cb = (cpu_backend *)b;
+    job->next = NULL;
+    if (backend_batchable(b, job)) {
+        if (!cb->flush_on) {
+            int rc = uv_idle_start(&cb->flush, cpu_on_flush);
+            if (rc < 0) {
+                log_error("cpu: uv_idle_start: %s", uv_strerror(rc));
+                goto alone;
+            }
+            cb->flush_on = 1;
+        }
+        if (cb->pend_tail)
+            cb->pend_tail->next = job;
+        else
+            cb->pend_head = job;
+        cb->pend_tail = job;
+        cb->npend++;
+        cb->inflight++;
+        cb->bytes += job->sz->payload + job->sz->output;
+        return 0;
+    }
+alone:;
+    int rc = cpu_queue(cb, job, 1);
+    if (rc)
+        return rc;
     cb->inflight++;
     cb->bytes += job->sz->payload + job->sz->output;
     return 0;
@@ -132,9 +229,17 @@ static uint64_t cpu_inflight(backend *b)
     return ((cpu_backend *)b)->inflight;
 }
 
+static void cpu_on_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
 static void cpu_destroy(backend *b)
 {
-    free(b);
+    /* Nothing is in flight, so nothing is pending; the handle's memory is
+     * the backend's: freed once it is closed. */
+    cpu_backend *cb = (cpu_backend *)b;
+    uv_close((uv_handle_t *)&cb->flush, cpu_on_closed);
 }
 
 static const backend_ops cpu_ops = {
@@ -157,6 +262,13 @@ backend *backend_cpu_create(uv_loop_t *loop, backend_complete_fn done, char *why
         snprintf(why, cap, "out of memory");
         return NULL;
     }
+    int rc = uv_idle_init(loop, &cb->flush);
+    if (rc < 0) {
+        snprintf(why, cap, "uv_idle_init: %s", uv_strerror(rc));
+        free(cb);
+        return NULL;
+    }
+    cb->flush.data = cb;
     cb->b.ops = &cpu_ops;
     cb->b.loop = loop;
     cb->b.complete = done;

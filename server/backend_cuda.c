@@ -60,6 +60,7 @@
  * flight, no doorbell armed and is not being walked by a loop callback.
  */
 #include "backend_cuda.h"
+#include "backend_cuda_batch.h"
 #include "backend_cuda_dev.h"
 #include "backend_cuda_done.h"
 #include "backend_cuda_pipe.h"
@@ -128,25 +129,6 @@ static cudaError_t dev_alloc(backend_cuda *b, cuda_sess *s, void **p, size_t len
 static uint64_t align256(uint64_t n)
 {
     return (n + 255) & ~(uint64_t)255;
-}
-
-/* Zero-copy: may job's kernels work on its host arrays themselves? Its
- * input + output bytes are at most zc_bytes, the device reaches pinned and
- * registered host memory at the host's pointers, and the arrays lie as the
- * device buffers would (B right after A, output 1 right after output 0).
- * Such a job needs no copy engine: a small high-priority request then never
- * waits behind another session's bulk copies, and costs two CUDA calls
- * fewer. */
-static int zero_copy_ok(const backend_cuda *b, const cuda_sess *s, const gpuq_job *job)
-{
-    const gpuq_sizes *sz = job->sz;
-    if (b->zc_bytes == 0 || !s->dev->host_ptr_ok || sz->payload + sz->output > b->zc_bytes)
-        return 0;
-    if (sz->nin > 1 && (const char *)job->h_in[0] + sz->in_bytes[0] != job->h_in[1])
-        return 0;
-    if (sz->nout > 1 && (char *)job->h_out[0] + sz->out[0].bytes != job->h_out[1])
-        return 0;
-    return 1;
 }
 
 /* A small job's device buffers: input, output (unless zero-copy: zc) and
@@ -230,6 +212,8 @@ static int cuda_submit(backend *bb, gpuq_job *job)
         goto fail_now;
     job->bpriv = x;
     chunked = cuda_pipe_plan(b, job, &plan);
+    if (!chunked && cuda_batch_take(b, s, job))
+        return 0; /* launched with others in the idle phase (backend_cuda_batch.c) */
 
 #define STEP(call, what)                                                                           \
     do {                                                                                           \
@@ -259,7 +243,7 @@ static int cuda_submit(backend *bb, gpuq_job *job)
         KSTEP(gpuq_cuda_test_sleep(s->stream, (unsigned)b->slow_ms),
               "slow-job kernel launch failed");
     uint64_t scratch = chunked ? plan.scratch : op_scratch_bytes(job->req, job->sz);
-    if ((zc = !chunked && zero_copy_ok(b, s, job))) { /* the kernels use the host arrays */
+    if ((zc = !chunked && cuda_zero_copy_ok(b, s, job))) { /* the kernels use the host arrays */
         d_in = (void *)job->h_in[0];
         d_out = job->h_out[0];
         b->zero_copy_jobs++;
@@ -439,10 +423,14 @@ static void cuda_destroy(backend *bb)
     if (b->wake_on)
         uv_timer_stop(&b->wake);
     b->wake_on = 0;
+    if (b->flush_on)
+        uv_idle_stop(&b->flush);
+    b->flush_on = 0;
     uv_close((uv_handle_t *)&b->async, on_handle_closed);
     uv_close((uv_handle_t *)&b->timer, on_handle_closed);
     uv_close((uv_handle_t *)&b->spin, on_handle_closed);
     uv_close((uv_handle_t *)&b->wake, on_handle_closed);
+    uv_close((uv_handle_t *)&b->flush, on_handle_closed);
 }
 
 static const backend_ops cuda_ops = {
@@ -594,6 +582,16 @@ backend *backend_cuda_create(uv_loop_t *loop, backend_complete_fn done, uint64_t
     }
     b->wake.data = b;
     b->handles_open = 4;
+    b->base.loop = loop;
+    if (cuda_batch_init(b) != 0) {
+        snprintf(why, cap, "uv_idle_init failed");
+        uv_close((uv_handle_t *)&b->async, on_handle_closed);
+        uv_close((uv_handle_t *)&b->timer, on_handle_closed);
+        uv_close((uv_handle_t *)&b->spin, on_handle_closed);
+        uv_close((uv_handle_t *)&b->wake, on_handle_closed);
+        return NULL;
+    }
+    b->handles_open = 5;
     /* GPUQ_CUDA_EST_GBPS, GPUQ_CUDA_WAKE_TAIL_US: the predictive spin
      * (cuda_wake_plan; a tail of 0 turns it off). */
     const char *est = getenv("GPUQ_CUDA_EST_GBPS"), *tail = getenv("GPUQ_CUDA_WAKE_TAIL_US");

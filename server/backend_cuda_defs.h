@@ -40,6 +40,22 @@
  * by every session's per-job state (more come one by one). */
 #define CUDA_FLAG_SLOTS 16384u
 #define CUDA_PIPE_MAX_CHUNKS 32
+/* Priority levels (GPUQ_PRIO_LOW .. HIGH): a device's batch lanes. */
+#define CUDA_LEVELS 3
+
+struct cuda_sess;
+
+/* One batched launch in flight on a lane (backend_cuda_batch.c): its jobs
+ * (linked by job->next), the launch's state (per-job flags and block
+ * counters; zero whenever no launch uses it) and its completion event. Kept
+ * on the lane's free list after use. */
+typedef struct cuda_batch {
+    struct cuda_batch *next;
+    cudaEvent_t done;
+    void *d_state;
+    gpuq_job *jobs;
+    uint32_t n;
+} cuda_batch;
 
 typedef struct cuda_dev {
     int index;
@@ -52,7 +68,8 @@ typedef struct cuda_dev {
     int host_ptr_ok; /* reaches pinned and registered host memory at host pointers */
     int sessions;
     uint64_t in_flight;
-    uint64_t bytes; /* input + output bytes submitted */
+    uint64_t bytes;                      /* input + output bytes submitted */
+    struct cuda_sess *lane[CUDA_LEVELS]; /* batch lanes, opened at first use */
 } cuda_dev;
 
 /* Per-job CUDA state, reused through a per-session free list. */
@@ -88,6 +105,18 @@ typedef struct cuda_sess {
     struct cuda_sess *wake_next;   /* wake list link (under b->mu) */
     struct cuda_sess *prev, *next; /* all sessions of the backend */
     cuda_jobx *free_x;
+    int level; /* GPUQ_PRIO_* the session was opened with */
+    /* A batch lane (backend_cuda_batch.c): the backend's own session, one
+     * per device and level, whose stream runs batched launches of client
+     * sessions' jobs. Its in-flight FIFO is of batches (bhead), not jobs;
+     * pend: batchable jobs waiting for the idle phase; pend_next links the
+     * lanes that have some. */
+    int lane;
+    cuda_batch *bhead, *btail, *bfree;
+    gpuq_job *pend_head, *pend_tail;
+    uint32_t npend;
+    struct cuda_sess *pend_next;
+    int pend_listed;
 } cuda_sess;
 
 typedef struct backend_cuda {
@@ -123,6 +152,9 @@ typedef struct backend_cuda {
     uint64_t zero_copy_jobs;    /* jobs whose kernels used the host arrays */
     uint64_t inject_pipe;       /* GPUQ_TEST_INJECT_PIPE */
     uint64_t pipelined, chunks; /* jobs that ran in chunks, and their chunks */
+    uv_idle_t flush;            /* starts the lanes' pending jobs (flush_on) */
+    int flush_on;
+    cuda_sess *pend_lanes; /* lanes with pending jobs (pend_next) */
 } backend_cuda;
 
 #endif

@@ -1,5 +1,6 @@
 /* backend_cuda_dev.c - see backend_cuda_dev.h. */
 #include "backend_cuda_dev.h"
+#include "backend_cuda_batch.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -108,6 +109,25 @@ void cuda_flags_fini(backend_cuda *b)
     free(b->flag_next);
     b->flag_slab = NULL;
     b->flag_next = NULL;
+}
+
+/* Zero-copy: may job's kernels work on its host arrays themselves? Its
+ * input + output bytes are at most zc_bytes, the device reaches pinned and
+ * registered host memory at the host's pointers, and the arrays lie as the
+ * device buffers would (B right after A, output 1 right after output 0).
+ * Such a job needs no copy engine: a small high-priority request then never
+ * waits behind another session's bulk copies, and costs two CUDA calls
+ * fewer. */
+int cuda_zero_copy_ok(const backend_cuda *b, const cuda_sess *s, const gpuq_job *job)
+{
+    const gpuq_sizes *sz = job->sz;
+    if (b->zc_bytes == 0 || !s->dev->host_ptr_ok || sz->payload + sz->output > b->zc_bytes)
+        return 0;
+    if (sz->nin > 1 && (const char *)job->h_in[0] + sz->in_bytes[0] != job->h_in[1])
+        return 0;
+    if (sz->nout > 1 && (char *)job->h_out[0] + sz->out[0].bytes != job->h_out[1])
+        return 0;
+    return 1;
 }
 
 /* ---- per-job state ---- */
@@ -291,6 +311,7 @@ int cuda_session_open(backend *bb, int priority, int device, void **bsess,
         return GPUQ_E_NO_MEMORY;
     s->b = b;
     s->dev = d;
+    s->level = priority;
     int prio = map_priority(d, priority);
     cudaError_t e = cudaStreamCreateWithPriority(&s->stream, cudaStreamNonBlocking, prio);
     if (e != cudaSuccess) {
@@ -336,7 +357,8 @@ void cuda_sess_destroy(backend_cuda *b, cuda_sess *s)
         b->sessions = s->next;
     if (s->next)
         s->next->prev = s->prev;
-    s->dev->sessions--;
+    if (!s->lane)
+        s->dev->sessions--;
     /* Errors are ignored here: after a sticky error every call fails. */
     if (cuda_use_device(b, s->dev->index) == 0 || b->base.lost) {
         /* the kept small buffers go back to the pool (nothing runs: the
@@ -344,6 +366,8 @@ void cuda_sess_destroy(backend_cuda *b, cuda_sess *s)
         for (cuda_jobx *x = s->free_x; x; x = x->next_free)
             if (x->d_small && cudaFreeAsync(x->d_small, s->stream) != cudaSuccess)
                 (void)cudaGetLastError();
+        if (s->lane)
+            cuda_batch_lane_fini(b, s);
         sess_pipe_fini(s);
         gpuq_cuda_ctx_destroy(s->kctx);
         cudaStreamDestroy(s->stream);
@@ -358,7 +382,7 @@ void cuda_sess_destroy(backend_cuda *b, cuda_sess *s)
 
 void cuda_sess_maybe_destroy(backend_cuda *b, cuda_sess *s)
 {
-    if (s->closing && !s->armed && !s->head && s->nflight == 0 && b->walking == 0)
+    if (s->closing && !s->armed && !cuda_sess_busy(s) && s->nflight == 0 && b->walking == 0)
         cuda_sess_destroy(b, s);
 }
 

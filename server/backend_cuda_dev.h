@@ -23,6 +23,8 @@ void cuda_set_msg(char *dst, size_t cap, int status, const char *detail);
 int cuda_use_device(backend_cuda *b, int dev);
 uint64_t cuda_env_u64(const char *name);
 
+/* May job (of s) run its kernels on its host arrays (zero-copy)? */
+int cuda_zero_copy_ok(const backend_cuda *b, const cuda_sess *s, const gpuq_job *job);
 void cuda_jobx_free(backend_cuda *b, cuda_jobx *x);
 /* The backend's slab of pinned error flags: 0 or -1 (no memory). */
 int cuda_flags_init(backend_cuda *b);

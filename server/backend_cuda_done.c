@@ -12,6 +12,7 @@
 #include "errors.h"
 #include "gpuq_kernels.h"
 #include "log.h"
+#include "backend_cuda_batch.h"
 #include "backend_cuda_dev.h"
 #include "backend_run.h"
 
@@ -64,6 +65,8 @@ void cuda_finish_job(backend_cuda *b, cuda_sess *s, gpuq_job *job, int lost)
 void cuda_fail_all(backend_cuda *b)
 {
     for (cuda_sess *s = b->sessions; s; s = s->next) {
+        if (s->lane)
+            cuda_batch_fail_all(b, s);
         while (s->head) {
             gpuq_job *job = s->head;
             s->head = job->next;
@@ -78,6 +81,8 @@ void cuda_fail_all(backend_cuda *b)
  * (unless the spin is polling them). */
 void cuda_drain_session(backend_cuda *b, cuda_sess *s)
 {
+    if (s->lane)
+        cuda_batch_drain(b, s);
     while (s->head && !b->base.lost) {
         gpuq_job *job = s->head;
         cuda_jobx *x = job->bpriv;
@@ -102,7 +107,7 @@ void cuda_drain_session(backend_cuda *b, cuda_sess *s)
     }
     if (b->base.lost)
         cuda_fail_all(b);
-    else if (s->head && !s->armed && !b->spin_on)
+    else if (cuda_sess_busy(s) && !s->armed && !b->spin_on)
         cuda_arm_doorbell(b, s);
 }
 
@@ -168,7 +173,7 @@ void cuda_drain_all(backend_cuda *b)
 {
     b->walking++;
     for (cuda_sess *s = b->sessions; s && !b->base.lost; s = s->next)
-        if (s->head)
+        if (cuda_sess_busy(s))
             cuda_drain_session(b, s);
     if (b->base.lost)
         cuda_fail_all(b);
@@ -204,7 +209,7 @@ void cuda_on_spin(uv_idle_t *h)
     uv_idle_stop(&b->spin);
     b->spin_on = 0;
     for (cuda_sess *s = b->sessions; s; s = s->next)
-        if (s->head && !s->armed)
+        if (cuda_sess_busy(s) && !s->armed)
             cuda_arm_doorbell(b, s);
 }
 

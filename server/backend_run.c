@@ -67,3 +67,18 @@ void backend_run_cpu(gpuq_job *job)
                  .out = {job->h_out[0], job->sz->nout > 1 ? job->h_out[1] : NULL}};
     job->status = backend_map_kernel_error(job, ob->run_cpu(job->req, job->sz, &h));
 }
+
+int backend_batchable(const backend *b, const gpuq_job *job)
+{
+    const op_backend_def *ob = op_backend_of(job->req->op);
+    return b->batch_max > 0 && ob && ob->batchable && !job->req->timing &&
+           job->sz->payload + job->sz->output <= b->batch_bytes;
+}
+
+void backend_count_batch(backend *b, unsigned n)
+{
+    if (n >= 2) {
+        b->batches++;
+        b->batched += n;
+    }
+}

@@ -83,6 +83,10 @@ static const opt_doc opt_docs[] = {
     {"priority_hold", "SEC", NULL,
      "How long a priority level counts as active after its last compute request (0: only "
      "while its requests wait or run)."},
+    {"batch_max", "N", NULL,
+     "Small requests that run together as one batch at most (0 .. 1024; 0: each runs alone)."},
+    {"batch_bytes", "N", NULL,
+     "A request of at most this many input + output bytes may join a batch (at most 16M)."},
     {"max_header", "N", NULL, "Bytes of one request's header (1 .. 1G)."},
     {"max_payload", "N", NULL, "Bytes of one request's payload (its input arrays)."},
     {"max_output", "N", NULL, "Bytes of one request's result."},
@@ -265,6 +269,8 @@ static void config_defaults(config *c)
     c->device_window = 256;
     c->bulk_window = 8ull << 20;
     c->priority_hold_s = 0.2;
+    c->batch_max = 128;
+    c->batch_bytes = 64u << 10;
     c->pol.admin_gid = (gid_t)-1;
     c->pol.max_priority = GPUQ_PRIO_HIGH;
 }

@@ -85,6 +85,11 @@ typedef struct config {
     uint64_t device_window;
     uint64_t bulk_window;
     double priority_hold_s;
+    /* Batching (backend.h): at most batch_max small requests (input +
+     * output at most batch_bytes) of a batchable op that are ready in one
+     * loop turn run together; 0: every request runs alone. */
+    uint64_t batch_max;
+    uint64_t batch_bytes;
     gpuq_policy pol;
     bool check_only;  /* --check-config FILE: print and exit */
     pid_t reload_pid; /* --reload PID: SIGHUP to that gpuqd and exit; 0: none */

@@ -43,6 +43,8 @@ static const config_key keys[KEY_COUNT] = {
     {KEY_DEVICE_WINDOW, "server", "device_window", KIND_COUNT, 1, 1u << 20},
     {KEY_BULK_WINDOW, "server", "bulk_window", KIND_SIZE, 0, U64},
     {KEY_PRIORITY_HOLD, "server", "priority_hold", KIND_SECONDS, 0, 3600},
+    {KEY_BATCH_MAX, "server", "batch_max", KIND_COUNT, 0, 1024},
+    {KEY_BATCH_BYTES, "server", "batch_bytes", KIND_SIZE, 0, 1u << 24},
     /* [limits]: names, fields and ranges are proto's (gpuq_limits_set) */
     {KEY_MAX_HEADER, "limits", "max_header", KIND_SIZE, 0, 0},
     {KEY_MAX_PAYLOAD, "limits", "max_payload", KIND_SIZE, 0, 0},
@@ -148,6 +150,10 @@ void *config_key_field(config *c, const config_key *k)
         return &c->bulk_window;
     case KEY_PRIORITY_HOLD:
         return &c->priority_hold_s;
+    case KEY_BATCH_MAX:
+        return &c->batch_max;
+    case KEY_BATCH_BYTES:
+        return &c->batch_bytes;
     default:
         return NULL;
     }

@@ -239,6 +239,11 @@ int metrics_render(const server *srv, char **out, size_t *len)
     counter(&t, "gpuq_requests_expired_total",
             "Requests answered deadline_exceeded (not finished within their deadline_ms).",
             srv->sched.expired);
+    counter(&t, "gpuq_batches_total",
+            "Batches of two or more small requests that ran together (batch_max, batch_bytes).",
+            srv->b ? srv->b->batches : 0);
+    counter(&t, "gpuq_batched_requests_total", "Requests that ran in such batches.",
+            srv->b ? srv->b->batched : 0);
     gauge(&t, "gpuq_staging_waiting_sessions", "Sessions paused until staging memory frees up.",
           waiting);
     counter(&t, "gpuq_received_bytes_total", "Bytes read from clients.", st->bytes_in);

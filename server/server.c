@@ -181,8 +181,18 @@ void server_stop_accepting(server *srv)
     server_check_drain(srv);
 }
 
+/* The batching settings into the backend (it reads them at each submit). */
+static void server_apply_batching(server *srv)
+{
+    if (srv->b) {
+        srv->b->batch_max = (uint32_t)srv->cfg.batch_max;
+        srv->b->batch_bytes = srv->cfg.batch_bytes;
+    }
+}
+
 void server_limits_changed(server *srv)
 {
+    server_apply_batching(srv);
     if (srv->cfg.lim.session_staging > srv->cfg.lim.total_staging)
         srv->cfg.lim.session_staging = srv->cfg.lim.total_staging;
     staging_set_capacity(&srv->st, srv->cfg.lim.total_staging);
@@ -379,6 +389,7 @@ int server_init_with_backend(server *srv, uv_loop_t *loop, const config *cfg, ba
     srv->loop = loop;
     srv->cfg = *cfg;
     srv->b = b;
+    server_apply_batching(srv);
     srv->next_session_id = 1;
     srv->start_ns = uv_hrtime();
     srv->hooks = server_hooks_table;

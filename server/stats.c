@@ -114,7 +114,7 @@ void stats_server_keys(const server *srv, gpuq_mpw *w)
 void stats_status_info(const server *srv, gpuq_mpw *w)
 {
     const stats *st = &srv->stats;
-    gpuq_mpw_map(w, STATS_SERVER_KEYS + 20);
+    gpuq_mpw_map(w, STATS_SERVER_KEYS + 22);
     stats_server_keys(srv, w);
     gpuq_mpw_str(w, "uptime_s");
     gpuq_mpw_double(w, (double)(uv_hrtime() - srv->start_ns) / 1e9);
@@ -172,6 +172,10 @@ void stats_status_info(const server *srv, gpuq_mpw *w)
     gpuq_mpw_uint(w, srv->sched.cancelled);
     gpuq_mpw_str(w, "expired");
     gpuq_mpw_uint(w, srv->sched.expired);
+    gpuq_mpw_str(w, "batches");
+    gpuq_mpw_uint(w, srv->b ? srv->b->batches : 0);
+    gpuq_mpw_str(w, "batched");
+    gpuq_mpw_uint(w, srv->b ? srv->b->batched : 0);
     gpuq_mpw_str(w, "pid");
     gpuq_mpw_uint(w, (uint64_t)getpid());
 }

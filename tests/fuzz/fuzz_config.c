@@ -90,6 +90,8 @@ static const fuzz_field cfg_fields[] = {
     CF(device_window, CF_SAME),
     CF(bulk_window, CF_SAME),
     CF(priority_hold_s, CF_SAME),
+    CF(batch_max, CF_SAME),
+    CF(batch_bytes, CF_SAME),
     CF(pol, CF_POLICY),
     CF(check_only, CF_SAME),
     CF(reload_pid, CF_SKIP),

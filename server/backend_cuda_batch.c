@@ -1,0 +1,321 @@
+/* backend_cuda_batch.c - see backend_cuda_batch.h. */
+#include "backend_cuda_batch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "backend_cuda_dev.h"
+#include "backend_cuda_done.h"
+#include "backend_run.h"
+#include "errors.h"
+#include "gpuq_kernels.h"
+#include "log.h"
+#include "op_backend.h"
+
+static void cuda_on_flush(uv_idle_t *h);
+
+int cuda_batch_init(backend_cuda *b)
+{
+    int rc = uv_idle_init(b->base.loop, &b->flush);
+    if (rc == 0)
+        b->flush.data = b;
+    return rc;
+}
+
+/* The lane of device d for level (opened at first use), or NULL. */
+static cuda_sess *lane_get(backend_cuda *b, cuda_dev *d, int level)
+{
+    int l = level - GPUQ_PRIO_LOW;
+    if (l < 0 || l >= CUDA_LEVELS)
+        return NULL;
+    if (d->lane[l])
+        return d->lane[l];
+    void *bs = NULL;
+    backend_session_info info;
+    if (cuda_session_open(&b->base, level, d->index, &bs, &info) != 0)
+        return NULL;
+    cuda_sess *lane = bs;
+    lane->lane = 1;
+    d->sessions--; /* the backend's own: not a client session */
+    d->lane[l] = lane;
+    return lane;
+}
+
+/* The item of job (its op's cuda_batch_item on the host arrays); 1 or 0. */
+static int job_item(const gpuq_job *job, gpuq_norm_item *it)
+{
+    const op_backend_def *ob = op_backend_of(job->req->op);
+    if (!ob || !ob->cuda_batch_item ||
+        !ob->cuda_batch_item(job->req, job->sz, job->h_in[0], job->h_out[0], it))
+        return 0;
+    it->flag = ((cuda_jobx *)job->bpriv)->h_flag;
+    return 1;
+}
+
+int cuda_batch_take(backend_cuda *b, cuda_sess *s, gpuq_job *job)
+{
+    cuda_jobx *x = job->bpriv;
+    gpuq_norm_item it;
+    /* The test hooks (slow jobs, an injected fault) keep to the one-job path. */
+    if (!backend_batchable(&b->base, job) || x->timing || b->slow_ms || b->inject_sticky ||
+        !cuda_zero_copy_ok(b, s, job) || !job_item(job, &it))
+        return 0;
+    cuda_sess *lane = lane_get(b, s->dev, s->level);
+    if (!lane)
+        return 0;
+    if (!b->flush_on) {
+        int rc = uv_idle_start(&b->flush, cuda_on_flush);
+        if (rc != 0) {
+            log_error("cuda: uv_idle_start(flush): %s", uv_strerror(rc));
+            return 0;
+        }
+        b->flush_on = 1;
+    }
+    job->next = NULL;
+    if (lane->pend_tail)
+        lane->pend_tail->next = job;
+    else
+        lane->pend_head = job;
+    lane->pend_tail = job;
+    lane->npend++;
+    if (!lane->pend_listed) {
+        lane->pend_next = b->pend_lanes;
+        b->pend_lanes = lane;
+        lane->pend_listed = 1;
+    }
+    b->zero_copy_jobs++;
+    return 1;
+}
+
+/* A batch object of lane: from its free list, or new (its state allocated
+ * and zeroed on the lane's stream). NULL with *st and detail set. */
+static cuda_batch *batch_get(backend_cuda *b, cuda_sess *lane, int *st, char *detail, size_t cap)
+{
+    cuda_batch *bt = lane->bfree;
+    if (bt) {
+        lane->bfree = bt->next;
+        bt->next = NULL;
+        return bt;
+    }
+    bt = calloc(1, sizeof *bt);
+    if (!bt) {
+        *st = GPUQ_E_NO_MEMORY;
+        snprintf(detail, cap, "batch");
+        return NULL;
+    }
+    size_t bytes = (size_t)gpuq_cuda_normalize_batch_state_bytes();
+    const char *what = "cudaEventCreateWithFlags(batch)";
+    cudaError_t e = cudaEventCreateWithFlags(&bt->done, cudaEventDisableTiming);
+    if (e == cudaSuccess) {
+        what = "cudaMallocFromPoolAsync(batch state)";
+        e = cudaMallocFromPoolAsync(&bt->d_state, bytes, lane->dev->pool, lane->stream);
+        if (e == cudaSuccess) {
+            what = "cudaMemsetAsync(batch state)";
+            e = cudaMemsetAsync(bt->d_state, 0, bytes, lane->stream);
+            if (e == cudaSuccess)
+                return bt;
+            if (cudaFreeAsync(bt->d_state, lane->stream) != cudaSuccess)
+                log_error("cuda: cudaFreeAsync(batch state) failed");
+        }
+        cudaEventDestroy(bt->done);
+    }
+    *st = cuda_status_of(b, e, what);
+    snprintf(detail, cap, "%s: %s", what, cudaGetErrorString(e));
+    free(bt);
+    return NULL;
+}
+
+static void batch_put(cuda_sess *lane, cuda_batch *bt)
+{
+    bt->jobs = NULL;
+    bt->n = 0;
+    bt->next = lane->bfree;
+    lane->bfree = bt;
+}
+
+static void batch_free(cuda_sess *lane, cuda_batch *bt)
+{
+    /* Errors are ignored: after a sticky error every call fails. */
+    if (bt->d_state && cudaFreeAsync(bt->d_state, lane->stream) != cudaSuccess)
+        (void)cudaGetLastError();
+    if (bt->done)
+        cudaEventDestroy(bt->done);
+    free(bt);
+}
+
+/* Fail the jobs from first (linked by job->next), status st: completed
+ * through the immediate list (never from inside a submit). */
+static void fail_jobs(backend_cuda *b, gpuq_job *first, int st, const char *detail)
+{
+    for (gpuq_job *j = first, *next; j; j = next) {
+        next = j->next;
+        cuda_jobx *x = j->bpriv;
+        x->status = st;
+        cuda_set_msg(x->message, sizeof x->message, st, detail && *detail ? detail : NULL);
+        cuda_complete_later(b, j);
+    }
+}
+
+/* Launch the first batch_max (at most GPUQ_NORM_BATCH_MAX) of lane's
+ * pending jobs as one batch. */
+static void lane_launch(backend_cuda *b, cuda_sess *lane)
+{
+    uint32_t cap = b->base.batch_max;
+    if (cap == 0 || cap > GPUQ_NORM_BATCH_MAX)
+        cap = GPUQ_NORM_BATCH_MAX;
+    gpuq_norm_item items[GPUQ_NORM_BATCH_MAX];
+    gpuq_job *first = lane->pend_head, *last = first;
+    uint32_t n = 0;
+    for (gpuq_job *j = first; j && n < cap; j = j->next) {
+        if (!job_item(j, &items[n]))
+            memset(&items[n], 0, sizeof items[n]); /* taken only when it had one: not reached */
+        last = j;
+        n++;
+    }
+    lane->pend_head = last->next;
+    if (!lane->pend_head)
+        lane->pend_tail = NULL;
+    lane->npend -= n;
+    last->next = NULL;
+
+    int st = 0;
+    char detail[120] = "";
+    cuda_batch *bt = NULL;
+    if (b->base.lost) {
+        st = GPUQ_E_DEVICE_LOST;
+        snprintf(detail, sizeof detail, "%.100s", b->base.lost_reason);
+        goto fail;
+    }
+    if ((st = cuda_use_device(b, lane->dev->index)) != 0)
+        goto fail;
+    if (!(bt = batch_get(b, lane, &st, detail, sizeof detail)))
+        goto fail;
+    int k = gpuq_cuda_normalize_batch(lane->kctx, items, n, bt->d_state);
+    if (k != GPUQ_K_OK) {
+        /* Nothing ran: the state is still zero. */
+        batch_put(lane, bt);
+        st = cuda_status_of_kcode(b, first, k);
+        snprintf(detail, sizeof detail, "batched kernel launch failed");
+        goto fail;
+    }
+    cudaError_t e = cudaEventRecord(bt->done, lane->stream);
+    if (e != cudaSuccess) {
+        st = cuda_status_of(b, e, "cudaEventRecord(batch)");
+        snprintf(detail, sizeof detail, "cudaEventRecord(batch): %s", cudaGetErrorString(e));
+        /* The kernel is enqueued: let it end before the jobs' host memory
+         * goes back (the slow way: the event is unusable). */
+        if (st != GPUQ_E_DEVICE_LOST && cudaStreamSynchronize(lane->stream) == cudaSuccess)
+            batch_put(lane, bt);
+        else
+            batch_free(lane, bt);
+        goto fail;
+    }
+    bt->jobs = first;
+    bt->n = n;
+    bt->next = NULL;
+    if (lane->btail)
+        lane->btail->next = bt;
+    else
+        lane->bhead = bt;
+    lane->btail = bt;
+    backend_count_batch(&b->base, n);
+    if (b->spin_ns)
+        cuda_spin_kick(b);
+    if (!lane->armed && !b->spin_on)
+        cuda_arm_doorbell(b, lane);
+    cuda_timer_start_if_needed(b);
+    return;
+
+fail:
+    fail_jobs(b, first, st, detail);
+}
+
+/* The idle phase after the loop turn that made jobs pending: launch them. */
+static void cuda_on_flush(uv_idle_t *h)
+{
+    backend_cuda *b = h->data;
+    int rc = uv_idle_stop(&b->flush);
+    if (rc != 0)
+        log_error("cuda: uv_idle_stop(flush): %s", uv_strerror(rc));
+    b->flush_on = 0;
+    while (b->pend_lanes) {
+        cuda_sess *lane = b->pend_lanes;
+        b->pend_lanes = lane->pend_next;
+        lane->pend_next = NULL;
+        lane->pend_listed = 0;
+        while (lane->pend_head)
+            lane_launch(b, lane);
+    }
+}
+
+/* Complete one batch's jobs, each through its own session: status st (0:
+ * each its flag) or, lost, device_lost. */
+static void batch_complete(backend_cuda *b, gpuq_job *j, int st, int lost)
+{
+    for (gpuq_job *next; j; j = next) {
+        next = j->next;
+        j->next = NULL;
+        cuda_jobx *x = j->bpriv;
+        if (st && x && !x->status) {
+            x->status = st;
+            cuda_set_msg(x->message, sizeof x->message, st, "batched launch failed");
+        }
+        cuda_finish_job(b, j->bsess, j, lost);
+    }
+}
+
+void cuda_batch_drain(backend_cuda *b, cuda_sess *lane)
+{
+    while (lane->bhead && !b->base.lost) {
+        cuda_batch *bt = lane->bhead;
+        cudaError_t e = cudaEventQuery(bt->done);
+        if (e == cudaErrorNotReady)
+            break;
+        int st = 0;
+        if (e != cudaSuccess) {
+            if (cuda_sticky(e)) {
+                cuda_mark_lost(b, "cudaEventQuery", e);
+                break;
+            }
+            st = GPUQ_E_DEVICE; /* for this batch only */
+        }
+        lane->bhead = bt->next;
+        if (!lane->bhead)
+            lane->btail = NULL;
+        gpuq_job *jobs = bt->jobs;
+        if (st) /* its state may not have been reset: not reused */
+            batch_free(lane, bt);
+        else
+            batch_put(lane, bt);
+        batch_complete(b, jobs, st, 0);
+    }
+}
+
+void cuda_batch_fail_all(backend_cuda *b, cuda_sess *lane)
+{
+    while (lane->bhead) {
+        cuda_batch *bt = lane->bhead;
+        lane->bhead = bt->next;
+        if (!lane->bhead)
+            lane->btail = NULL;
+        gpuq_job *jobs = bt->jobs;
+        batch_put(lane, bt);
+        batch_complete(b, jobs, 0, 1);
+    }
+}
+
+void cuda_batch_lane_fini(backend_cuda *b, cuda_sess *lane)
+{
+    (void)b;
+    while (lane->bfree) {
+        cuda_batch *bt = lane->bfree;
+        lane->bfree = bt->next;
+        batch_free(lane, bt);
+    }
+    for (int l = 0; l < CUDA_LEVELS; l++)
+        if (lane->dev->lane[l] == lane)
+            lane->dev->lane[l] = NULL;
+}

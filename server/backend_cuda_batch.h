@@ -1,0 +1,43 @@
+/* backend_cuda_batch.h - batched launches of small jobs in the CUDA backend.
+ *
+ * A job that may run in a batch (backend_batchable, its op's
+ * cuda_batch_item, zero-copy, no test hooks on) is not launched by submit:
+ * it waits on the pending list of its device's lane for its session's
+ * priority level. A lane is a session of the backend's own (its stream of
+ * that level's priority). In the loop's idle phase (an idle handle started
+ * while jobs are pending, so the loop does not sleep on them) each lane's
+ * pending jobs go to the device batch_max (at most GPUQ_NORM_BATCH_MAX) at
+ * a time, each batch as one kernel launch that reads the jobs' inputs from
+ * and writes their outputs and error flags to host memory (zero-copy), then
+ * one event. So a batch costs two CUDA calls, whatever its size, and no copy
+ * engine. A lane's FIFO holds batches; the completion path (doorbell, spin,
+ * poll timer: backend_cuda_done.c) completes every job of a batch whose
+ * event has fired, each with its own flag, through its own session.
+ *
+ * Sessions of one level on one device share the lane, so their jobs run in
+ * one batch; jobs of one session may then run out of submission order with
+ * its unbatched jobs (the protocol orders replies, not runs).
+ */
+#ifndef GPUQ_SERVER_BACKEND_CUDA_BATCH_H
+#define GPUQ_SERVER_BACKEND_CUDA_BATCH_H
+
+#include "backend_cuda_defs.h"
+
+/* The idle handle (b->flush); 0 or a libuv code. */
+int cuda_batch_init(backend_cuda *b);
+/* job (of session s, its jobx taken) joins a batch: 1, and it completes
+ * through the lane; 0: it runs alone (submit goes on with it). */
+int cuda_batch_take(backend_cuda *b, cuda_sess *s, gpuq_job *job);
+/* Complete lane's finished batches, in order (the completion path). */
+void cuda_batch_drain(backend_cuda *b, cuda_sess *lane);
+/* Fail every job of lane's batches in flight (the device was lost). */
+void cuda_batch_fail_all(backend_cuda *b, cuda_sess *lane);
+/* Free lane's batch objects (lane idle: nothing in flight). */
+void cuda_batch_lane_fini(backend_cuda *b, cuda_sess *lane);
+/* Jobs in flight on s's own stream or, for a lane, in its batches. */
+static inline int cuda_sess_busy(const cuda_sess *s)
+{
+    return s->head != NULL || s->bhead != NULL;
+}
+
+#endif
