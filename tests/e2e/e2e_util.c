@@ -133,6 +133,27 @@ void e2e_send_req(int fd, const gpuq_request *req, const void *payload, size_t p
     free(h);
 }
 
+void e2e_append_req(uint8_t **buf, size_t *len, const gpuq_request *req, const void *payload,
+                    size_t plen)
+{
+    uint8_t *h = NULL;
+    size_t hl = 0;
+    ck_assert_int_eq(gpuq_request_encode(req, &h, &hl), 0);
+    gpuq_prefix p = {.version = GPUQ_PROTO_VERSION,
+                     .kind = GPUQ_KIND_REQUEST,
+                     .header_len = (uint32_t)hl,
+                     .payload_len = plen};
+    uint8_t *b = realloc(*buf, *len + GPUQ_PREFIX_SIZE + hl + plen);
+    ck_assert_ptr_nonnull(b);
+    gpuq_prefix_encode(&p, b + *len);
+    memcpy(b + *len + GPUQ_PREFIX_SIZE, h, hl);
+    if (plen)
+        memcpy(b + *len + GPUQ_PREFIX_SIZE + hl, payload, plen);
+    *buf = b;
+    *len += GPUQ_PREFIX_SIZE + hl + plen;
+    free(h);
+}
+
 int e2e_read_reply(int fd, gpuq_reply *rep, uint8_t *hdrbuf, size_t hdrcap)
 {
     return e2e_read_reply_data(fd, rep, hdrbuf, hdrcap, NULL, 0, NULL);

@@ -34,6 +34,11 @@ void e2e_send_frame(int fd, const void *hdr, uint32_t hlen, uint64_t payload_len
                     const void *payload, size_t plen);
 /* Send a request encoded from req. */
 void e2e_send_req(int fd, const gpuq_request *req, const void *payload, size_t plen);
+/* Append to *buf (realloc'd, *len bytes so far; the caller frees it) the
+ * frame e2e_send_req would send for req and payload[plen]: several
+ * requests then go to the daemon in one write. */
+void e2e_append_req(uint8_t **buf, size_t *len, const gpuq_request *req, const void *payload,
+                    size_t plen);
 /* What a read from the daemon came to, other than a reply (0). A close and
  * a hang are different outcomes and read differently. */
 enum {
