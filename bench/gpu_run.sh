@@ -28,7 +28,8 @@
 # GPUQ_STEPS picks what runs after the (incremental) build, so a short device
 # lease can take it in two calls: "ctest sanitize" then "bench timing".
 # "sanshm" (not in the default list) runs compute-sanitizer memcheck over
-# the data plane's suites (shared-memory arenas, pipelining). "py" (not in
+# the data plane's suites (shared-memory arenas, pipelining); "sanbatch"
+# (nor that) memcheck and racecheck over batching's suites. "py" (not in
 # the default list either) runs bench/py_bench.py: the Python client beside
 # libgpuq on a CUDA gpuqd; "load" (nor that) runs bench/load.py, issue 12's
 # load table through gpuqctl bench; "scale" (nor that) runs bench/scale.py,
@@ -245,6 +246,28 @@ main() {
                 "exit $rc2; $(grep -E 'ERROR SUMMARY' "$lg" | tr -d '=' | xargs)"
             for t in e2e/test_e2e_shm gpu/test_e2e_pipe; do
                 cs_gpuqd "$CS2" memcheck "$t" 240
+            done
+        fi
+    fi
+
+    # compute-sanitizer with batching on (issue 12): memcheck and racecheck
+    # of the batched kernel's suite, and of gpuqd under the batching
+    # end-to-end suite (a step of its own, as sanshm).
+    if want sanbatch; then
+        local CS3 lg3 rc3 tool3
+        CS3=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+        if [[ -z $CS3 ]]; then
+            row FAIL "compute-sanitizer" "not found"
+        else
+            for tool3 in memcheck racecheck; do
+                lg3=$LOGS/cs_${tool3}_test_gpu_norm_batch.log
+                echo "-- $tool3 test_gpu_norm_batch ($(date -u +%T))"
+                CK_FORK=no CK_DEFAULT_TIMEOUT=600 GPUQ_SANITIZER_SMALL=1 \
+                    timeout 240 "$CS3" --tool "$tool3" --error-exitcode 9 build-gpu/tests/gpu/test_gpu_norm_batch >"$lg3" 2>&1
+                rc3=$?
+                row "$(okfail "$rc3")" "compute-sanitizer $tool3 test_gpu_norm_batch" \
+                    "exit $rc3; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$lg3" | tr -d '=' | xargs)"
+                cs_gpuqd "$CS3" "$tool3" e2e/test_e2e_batch 240
             done
         fi
     fi
