@@ -128,24 +128,6 @@ static cuda_batch *batch_get(backend_cuda *b, cuda_sess *lane, int *st, char *de
     return NULL;
 }
 
-static void batch_put(cuda_sess *lane, cuda_batch *bt)
-{
-    bt->jobs = NULL;
-    bt->n = 0;
-    bt->next = lane->bfree;
-    lane->bfree = bt;
-}
-
-static void batch_free(cuda_sess *lane, cuda_batch *bt)
-{
-    /* Errors are ignored: after a sticky error every call fails. */
-    if (bt->d_state && cudaFreeAsync(bt->d_state, lane->stream) != cudaSuccess)
-        (void)cudaGetLastError();
-    if (bt->done)
-        cudaEventDestroy(bt->done);
-    free(bt);
-}
-
 /* Fail the jobs from first (linked by job->next), status st: completed
  * through the immediate list (never from inside a submit). */
 static void fail_jobs(backend_cuda *b, gpuq_job *first, int st, const char *detail)
@@ -196,7 +178,7 @@ static void lane_launch(backend_cuda *b, cuda_sess *lane)
     int k = gpuq_cuda_normalize_batch(lane->kctx, items, n, bt->d_state);
     if (k != GPUQ_K_OK) {
         /* Nothing ran: the state is still zero. */
-        batch_put(lane, bt);
+        cuda_batch_put(lane, bt);
         st = cuda_status_of_kcode(b, first, k);
         snprintf(detail, sizeof detail, "batched kernel launch failed");
         goto fail;
@@ -208,9 +190,9 @@ static void lane_launch(backend_cuda *b, cuda_sess *lane)
         /* The kernel is enqueued: let it end before the jobs' host memory
          * goes back (the slow way: the event is unusable). */
         if (st != GPUQ_E_DEVICE_LOST && cudaStreamSynchronize(lane->stream) == cudaSuccess)
-            batch_put(lane, bt);
+            cuda_batch_put(lane, bt);
         else
-            batch_free(lane, bt);
+            cuda_batch_free(lane, bt);
         goto fail;
     }
     bt->jobs = first;
@@ -249,73 +231,4 @@ static void cuda_on_flush(uv_idle_t *h)
         while (lane->pend_head)
             lane_launch(b, lane);
     }
-}
-
-/* Complete one batch's jobs, each through its own session: status st (0:
- * each its flag) or, lost, device_lost. */
-static void batch_complete(backend_cuda *b, gpuq_job *j, int st, int lost)
-{
-    for (gpuq_job *next; j; j = next) {
-        next = j->next;
-        j->next = NULL;
-        cuda_jobx *x = j->bpriv;
-        if (st && x && !x->status) {
-            x->status = st;
-            cuda_set_msg(x->message, sizeof x->message, st, "batched launch failed");
-        }
-        cuda_finish_job(b, j->bsess, j, lost);
-    }
-}
-
-void cuda_batch_drain(backend_cuda *b, cuda_sess *lane)
-{
-    while (lane->bhead && !b->base.lost) {
-        cuda_batch *bt = lane->bhead;
-        cudaError_t e = cudaEventQuery(bt->done);
-        if (e == cudaErrorNotReady)
-            break;
-        int st = 0;
-        if (e != cudaSuccess) {
-            if (cuda_sticky(e)) {
-                cuda_mark_lost(b, "cudaEventQuery", e);
-                break;
-            }
-            st = GPUQ_E_DEVICE; /* for this batch only */
-        }
-        lane->bhead = bt->next;
-        if (!lane->bhead)
-            lane->btail = NULL;
-        gpuq_job *jobs = bt->jobs;
-        if (st) /* its state may not have been reset: not reused */
-            batch_free(lane, bt);
-        else
-            batch_put(lane, bt);
-        batch_complete(b, jobs, st, 0);
-    }
-}
-
-void cuda_batch_fail_all(backend_cuda *b, cuda_sess *lane)
-{
-    while (lane->bhead) {
-        cuda_batch *bt = lane->bhead;
-        lane->bhead = bt->next;
-        if (!lane->bhead)
-            lane->btail = NULL;
-        gpuq_job *jobs = bt->jobs;
-        batch_put(lane, bt);
-        batch_complete(b, jobs, 0, 1);
-    }
-}
-
-void cuda_batch_lane_fini(backend_cuda *b, cuda_sess *lane)
-{
-    (void)b;
-    while (lane->bfree) {
-        cuda_batch *bt = lane->bfree;
-        lane->bfree = bt->next;
-        batch_free(lane, bt);
-    }
-    for (int l = 0; l < CUDA_LEVELS; l++)
-        if (lane->dev->lane[l] == lane)
-            lane->dev->lane[l] = NULL;
 }

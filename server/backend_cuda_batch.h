@@ -28,16 +28,5 @@ int cuda_batch_init(backend_cuda *b);
 /* job (of session s, its jobx taken) joins a batch: 1, and it completes
  * through the lane; 0: it runs alone (submit goes on with it). */
 int cuda_batch_take(backend_cuda *b, cuda_sess *s, gpuq_job *job);
-/* Complete lane's finished batches, in order (the completion path). */
-void cuda_batch_drain(backend_cuda *b, cuda_sess *lane);
-/* Fail every job of lane's batches in flight (the device was lost). */
-void cuda_batch_fail_all(backend_cuda *b, cuda_sess *lane);
-/* Free lane's batch objects (lane idle: nothing in flight). */
-void cuda_batch_lane_fini(backend_cuda *b, cuda_sess *lane);
-/* Jobs in flight on s's own stream or, for a lane, in its batches. */
-static inline int cuda_sess_busy(const cuda_sess *s)
-{
-    return s->head != NULL || s->bhead != NULL;
-}
 
 #endif

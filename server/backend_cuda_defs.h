@@ -157,4 +157,10 @@ typedef struct backend_cuda {
     cuda_sess *pend_lanes; /* lanes with pending jobs (pend_next) */
 } backend_cuda;
 
+/* Jobs in flight on s's own stream or, for a lane, in its batches. */
+static inline int cuda_sess_busy(const cuda_sess *s)
+{
+    return s->head != NULL || s->bhead != NULL;
+}
+
 #endif

@@ -1,6 +1,5 @@
 /* backend_cuda_dev.c - see backend_cuda_dev.h. */
 #include "backend_cuda_dev.h"
-#include "backend_cuda_batch.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -349,6 +348,38 @@ err_after_alloc:
     return rc;
 }
 
+void cuda_batch_put(cuda_sess *lane, cuda_batch *bt)
+{
+    bt->jobs = NULL;
+    bt->n = 0;
+    bt->next = lane->bfree;
+    lane->bfree = bt;
+}
+
+void cuda_batch_free(cuda_sess *lane, cuda_batch *bt)
+{
+    /* Errors are ignored: after a sticky error every call fails. */
+    if (bt->d_state && cudaFreeAsync(bt->d_state, lane->stream) != cudaSuccess)
+        (void)cudaGetLastError();
+    if (bt->done)
+        cudaEventDestroy(bt->done);
+    free(bt);
+}
+
+/* A lane's batch objects (it is idle: all on its free list) and its place
+ * on the device. */
+static void lane_fini(cuda_sess *lane)
+{
+    while (lane->bfree) {
+        cuda_batch *bt = lane->bfree;
+        lane->bfree = bt->next;
+        cuda_batch_free(lane, bt);
+    }
+    for (int l = 0; l < CUDA_LEVELS; l++)
+        if (lane->dev->lane[l] == lane)
+            lane->dev->lane[l] = NULL;
+}
+
 void cuda_sess_destroy(backend_cuda *b, cuda_sess *s)
 {
     if (s->prev)
@@ -367,7 +398,7 @@ void cuda_sess_destroy(backend_cuda *b, cuda_sess *s)
             if (x->d_small && cudaFreeAsync(x->d_small, s->stream) != cudaSuccess)
                 (void)cudaGetLastError();
         if (s->lane)
-            cuda_batch_lane_fini(b, s);
+            lane_fini(s);
         sess_pipe_fini(s);
         gpuq_cuda_ctx_destroy(s->kctx);
         cudaStreamDestroy(s->stream);

@@ -38,6 +38,11 @@ int cuda_session_open(backend *bb, int priority, int device, void **bsess,
                       backend_session_info *info);
 void cuda_session_close(backend *bb, void *bsess);
 void cuda_sess_destroy(backend_cuda *b, cuda_sess *s);
+/* A batch object back on lane's free list (its state zero again). */
+void cuda_batch_put(cuda_sess *lane, cuda_batch *bt);
+/* Free a batch object of lane (backend_cuda_batch.c): its state on the
+ * lane's stream, its event. */
+void cuda_batch_free(cuda_sess *lane, cuda_batch *bt);
 void cuda_sess_maybe_destroy(backend_cuda *b, cuda_sess *s);
 void cuda_reap_sessions(backend_cuda *b);
 

@@ -12,7 +12,6 @@
 #include "errors.h"
 #include "gpuq_kernels.h"
 #include "log.h"
-#include "backend_cuda_batch.h"
 #include "backend_cuda_dev.h"
 #include "backend_run.h"
 
@@ -60,6 +59,64 @@ void cuda_finish_job(backend_cuda *b, cuda_sess *s, gpuq_job *job, int lost)
     s->dev->in_flight--;
     b->inflight--;
     b->base.complete(job);
+}
+
+/* ---- batches (backend_cuda_batch.c launches them): a lane's FIFO ---- */
+
+/* Complete one batch's jobs, each through its own session: status st (0:
+ * each its flag) or, lost, device_lost. */
+static void batch_complete(backend_cuda *b, gpuq_job *j, int st, int lost)
+{
+    for (gpuq_job *next; j; j = next) {
+        next = j->next;
+        j->next = NULL;
+        cuda_jobx *x = j->bpriv;
+        if (st && x && !x->status) {
+            x->status = st;
+            cuda_set_msg(x->message, sizeof x->message, st, "batched launch failed");
+        }
+        cuda_finish_job(b, j->bsess, j, lost);
+    }
+}
+
+static void cuda_batch_drain(backend_cuda *b, cuda_sess *lane)
+{
+    while (lane->bhead && !b->base.lost) {
+        cuda_batch *bt = lane->bhead;
+        cudaError_t e = cudaEventQuery(bt->done);
+        if (e == cudaErrorNotReady)
+            break;
+        int st = 0;
+        if (e != cudaSuccess) {
+            if (cuda_sticky(e)) {
+                cuda_mark_lost(b, "cudaEventQuery", e);
+                break;
+            }
+            st = GPUQ_E_DEVICE; /* for this batch only */
+        }
+        lane->bhead = bt->next;
+        if (!lane->bhead)
+            lane->btail = NULL;
+        gpuq_job *jobs = bt->jobs;
+        if (st) /* its state may not have been reset: not reused */
+            cuda_batch_free(lane, bt);
+        else
+            cuda_batch_put(lane, bt);
+        batch_complete(b, jobs, st, 0);
+    }
+}
+
+static void cuda_batch_fail_all(backend_cuda *b, cuda_sess *lane)
+{
+    while (lane->bhead) {
+        cuda_batch *bt = lane->bhead;
+        lane->bhead = bt->next;
+        if (!lane->bhead)
+            lane->btail = NULL;
+        gpuq_job *jobs = bt->jobs;
+        cuda_batch_put(lane, bt);
+        batch_complete(b, jobs, 0, 1);
+    }
 }
 
 void cuda_fail_all(backend_cuda *b)
