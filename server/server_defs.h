@@ -99,7 +99,9 @@ struct request {
 
 enum session_rstate { RS_PREFIX, RS_HEADER, RS_PAYLOAD, RS_SKIP, RS_WAIT_STAGING };
 
-#define SESSION_SCRATCH 16384
+/* The read buffer of a session (session.c: reads go there, except the
+ * rest of a payload of at least this many bytes). */
+#define SESSION_RX 32768
 /* Bytes a session reads before it yields the loop: it stops reading and
  * starts again on the next loop turn (session_read_cb, session_on_turn), so
  * a large payload arriving fast never keeps other sessions waiting for more
@@ -140,8 +142,10 @@ struct session {
     uint64_t skip_left;
     uint8_t *payload_buf; /* RS_PAYLOAD: where the payload goes (borrowed) */
     uint64_t payload_len;
-    request *cur; /* request.c's: waiting for staging or its payload */
-    uint8_t scratch[SESSION_SCRATCH];
+    request *cur;           /* request.c's: waiting for staging or its payload */
+    uint8_t rx[SESSION_RX]; /* read, not yet fed: [rx_off, rx_len) */
+    size_t rx_off, rx_len;
+    bool feeding; /* session_feed runs (not re-entered) */
     /* replies */
     uint64_t next_seq, next_write_seq;
     session_frame *pending;     /* done, sorted by seq, waiting their turn */
@@ -151,8 +155,10 @@ struct session {
     uint64_t staging_used;
     arena_table arenas;  /* open shared-memory arenas */
     request *unanswered; /* compute requests not yet answered (scheduler.c's list) */
-    int rx_fd;           /* an fd that came with the current frame's first byte, or -1 */
+    int rx_fd;           /* the fd offered to the current frame (session.c), or -1 */
     bool rx_fd_extra;    /* more than one came: all but rx_fd were closed */
+    int read_fd;         /* an fd of the last read, not yet offered to a frame, or -1 */
+    bool read_fd_extra;
     /* timeouts (session_sweep) */
     uint64_t rx_ns;           /* last byte in, or reading (re)started */
     uint64_t active_ns;       /* last byte in or reply written */

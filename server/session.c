@@ -22,6 +22,8 @@ static const char *session_label(const session *s, char *buf, size_t cap)
     return buf;
 }
 
+static void session_close_read_fd(session *s);
+
 session *session_new(server *srv)
 {
     session *s = calloc(1, sizeof *s);
@@ -39,6 +41,7 @@ session *session_new(server *srv)
     s->hbuf = s->hdr_inline;
     s->pid = -1;
     s->rx_fd = -1;
+    s->read_fd = -1;
     s->next = srv->sessions;
     if (srv->sessions)
         srv->sessions->prev = s;
@@ -65,6 +68,7 @@ void session_unref(session *s)
         free(s->hbuf);
     free(s->groups);
     session_drop_fd(s);
+    session_close_read_fd(s);
     if (s->prev)
         s->prev->next = s->next;
     else
@@ -109,52 +113,62 @@ void session_close(session *s)
     srv->hooks.check_drain(srv);
 }
 
+/* Reading. A read goes into the session's buffer (rx), from which
+ * session_feed hands each part of a frame (prefix, header, payload, bytes
+ * to skip) to where it belongs, as many frames as the read brought: small
+ * pipelined requests cost a read for many frames instead of three reads
+ * each. Only the rest of a payload of at least SESSION_RX bytes is read
+ * straight into its staging slot (session_direct), so that large arrays
+ * are received into pinned memory without a copy. Bytes that wait (the
+ * session waits for staging) stay in rx, and the session reads nothing
+ * more until they are fed. */
+
+static bool session_direct(const session *s)
+{
+    return s->rstate == RS_PAYLOAD && s->rx_off == s->rx_len &&
+           s->payload_len - s->have >= SESSION_RX;
+}
+
 static void session_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     session *s = h->data;
-    uint64_t left;
-    switch (s->rstate) {
-    case RS_PREFIX:
-        *buf = uv_buf_init((char *)s->prefix + s->have, (unsigned)(GPUQ_PREFIX_SIZE - s->have));
-        return;
-    case RS_HEADER:
-        *buf = uv_buf_init((char *)s->hbuf + s->have, (unsigned)(s->pre.header_len - s->have));
-        return;
-    case RS_PAYLOAD: /* at most the rest of the read budget */
-        left = s->payload_len - s->have;
+    (void)suggested;
+    if (session_direct(s)) { /* at most the rest of the read budget */
+        uint64_t left = s->payload_len - s->have;
         if (left > SESSION_READ_BUDGET - s->read_run)
             left = SESSION_READ_BUDGET - s->read_run;
         buf->base = (char *)s->payload_buf + s->have;
         buf->len = (size_t)left;
         return;
-    case RS_SKIP:
-        left = s->skip_left < SESSION_SCRATCH ? s->skip_left : SESSION_SCRATCH;
-        *buf = uv_buf_init((char *)s->scratch, (unsigned)left);
-        return;
-    default:
-        *buf = uv_buf_init(NULL, 0);
-        return;
     }
+    if (s->rx_off == s->rx_len)
+        s->rx_off = s->rx_len = 0;
+    *buf = uv_buf_init((char *)s->rx + s->rx_len, (unsigned)(SESSION_RX - s->rx_len));
 }
 
-/* Fds that came with this read. A frame may carry one, attached to its
- * first byte: kept in rx_fd for the request layer (session_take_fd) when
- * this read began a frame; any other is closed at once, so a client cannot
- * pile fds up in the daemon. Reads never cross a frame's parts (the alloc
- * callback asks for the current part only), so an fd that arrives with a
- * frame's first byte is pending exactly when that prefix is read. */
-static void session_take_pending_fds(session *s, bool frame_start)
+/* Fds (SCM_RIGHTS). The kernel hands an fd over with the read that holds
+ * the first byte of the frame it came with, and ends that read after the
+ * message that carried it. So it belongs to a frame that begins in the
+ * read's bytes: it waits in read_fd, is offered to each frame that begins
+ * in them (rx_fd, from its prefix on; arena_import takes it, request.c
+ * drops it for any other op, which passes it on to the next frame while
+ * the read's bytes last), and is closed when they are all fed. A client
+ * that attaches its fds as PROTOCOL.md says (each arena_import's own, with
+ * its first byte; none with other frames) gets each to its own frame. An
+ * fd that comes with a direct read (inside a payload) belongs to no frame:
+ * closed at once. */
+static void session_take_pending_fds(session *s, bool direct)
 {
     int fd;
     while ((fd = uvx_take_pending_fd(&s->pipe)) != -1) {
         if (fd < 0)
             continue; /* could not be taken: closed */
-        if (frame_start && s->rx_fd < 0) {
-            s->rx_fd = fd;
+        if (!direct && s->read_fd < 0) {
+            s->read_fd = fd;
             continue;
         }
-        if (frame_start)
-            s->rx_fd_extra = true;
+        if (!direct)
+            s->read_fd_extra = true;
         close(fd);
     }
 }
@@ -170,10 +184,122 @@ int session_take_fd(session *s, bool *extra)
 
 void session_drop_fd(session *s)
 {
+    if (s->rx_fd >= 0 && s->read_fd < 0 && s->rx_off < s->rx_len && !s->closing) {
+        /* a later frame in this read's bytes may be the fd's */
+        s->read_fd = s->rx_fd;
+        s->read_fd_extra = s->rx_fd_extra;
+        s->rx_fd = -1;
+        s->rx_fd_extra = false;
+        return;
+    }
     if (s->rx_fd >= 0)
         close(s->rx_fd);
     s->rx_fd = -1;
     s->rx_fd_extra = false;
+}
+
+static void session_close_read_fd(session *s)
+{
+    if (s->read_fd >= 0)
+        close(s->read_fd);
+    s->read_fd = -1;
+    s->read_fd_extra = false;
+}
+
+/* A frame begins: the previous frame's fd, never taken, is closed; this
+ * read's fd (if any) is offered to it. */
+static void session_frame_start(session *s)
+{
+    if (s->rx_fd >= 0)
+        close(s->rx_fd);
+    s->rx_fd = s->read_fd;
+    s->rx_fd_extra = s->read_fd_extra;
+    s->read_fd = -1;
+    s->read_fd_extra = false;
+}
+
+/* n bytes of the current part arrived (in place): account, and hand the
+ * part on when it is complete. */
+static void session_part(session *s, uint64_t n)
+{
+    switch (s->rstate) {
+    case RS_PREFIX:
+        s->have += n;
+        if (s->have == GPUQ_PREFIX_SIZE) {
+            int rc = gpuq_prefix_decode(s->prefix, GPUQ_PREFIX_SIZE, &s->pre);
+            s->have = 0;
+            s->srv->sev->prefix(s, rc);
+        }
+        break;
+    case RS_HEADER:
+        s->have += n;
+        if (s->have == s->pre.header_len)
+            s->srv->sev->header(s);
+        break;
+    case RS_PAYLOAD:
+        s->have += n;
+        if (s->have == s->payload_len) {
+            s->payload_buf = NULL;
+            s->payload_len = 0;
+            session_skip(s, 0);
+            s->srv->sev->payload(s);
+        }
+        break;
+    case RS_SKIP:
+        s->skip_left -= n;
+        if (s->skip_left == 0)
+            session_skip(s, 0);
+        break;
+    default:
+        log_error("session %llu: read in state %d", (unsigned long long)s->id, (int)s->rstate);
+        break;
+    }
+}
+
+/* Hand rx's bytes to the frames they belong to, until they are all used,
+ * the session waits for staging, or it closes or broke (the rest is then
+ * dropped). */
+static void session_feed(session *s)
+{
+    if (s->feeding)
+        return;
+    s->feeding = true;
+    while (s->rx_off < s->rx_len && !s->closing && !s->broken && s->rstate != RS_WAIT_STAGING) {
+        const uint8_t *p = s->rx + s->rx_off;
+        uint64_t n = s->rx_len - s->rx_off, take = 0;
+        switch (s->rstate) {
+        case RS_PREFIX:
+            if (s->have == 0)
+                session_frame_start(s);
+            take = GPUQ_PREFIX_SIZE - s->have;
+            take = take < n ? take : n;
+            memcpy(s->prefix + s->have, p, (size_t)take);
+            break;
+        case RS_HEADER:
+            take = s->pre.header_len - s->have;
+            take = take < n ? take : n;
+            memcpy(s->hbuf + s->have, p, (size_t)take);
+            break;
+        case RS_PAYLOAD:
+            take = s->payload_len - s->have;
+            take = take < n ? take : n;
+            memcpy((uint8_t *)s->payload_buf + s->have, p, (size_t)take);
+            break;
+        case RS_SKIP:
+            take = s->skip_left < n ? s->skip_left : n;
+            break;
+        default:
+            take = n; /* not reached: dropped */
+            break;
+        }
+        s->rx_off += take;
+        session_part(s, take);
+    }
+    if (s->closing || s->broken)
+        s->rx_off = s->rx_len = 0;
+    if (s->rx_off == s->rx_len)
+        session_close_read_fd(s); /* its frame, if any, has begun: it holds it */
+    s->feeding = false;
 }
 
 static void session_yield(session *s);
@@ -181,12 +307,9 @@ static void session_yield(session *s);
 static void session_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
     session *s = st->data;
-    if (uv_pipe_pending_count(&s->pipe) > 0) {
-        bool start = nread > 0 && s->rstate == RS_PREFIX && s->have == 0;
-        if (start)
-            session_drop_fd(s); /* an earlier frame's, never taken */
-        session_take_pending_fds(s, start);
-    }
+    bool direct = nread > 0 && (const uint8_t *)buf->base != s->rx + s->rx_len;
+    if (uv_pipe_pending_count(&s->pipe) > 0)
+        session_take_pending_fds(s, direct);
     if (nread < 0) {
         if (nread != UV_EOF)
             log_debug("session %llu: read: %s", (unsigned long long)s->id, uv_strerror((int)nread));
@@ -202,37 +325,11 @@ static void session_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         session_yield(s);
     s->rx_ns = s->active_ns = uv_hrtime();
     session_ref(s);
-    switch (s->rstate) {
-    case RS_PREFIX:
-        s->have += (uint64_t)nread;
-        if (s->have == GPUQ_PREFIX_SIZE) {
-            int rc = gpuq_prefix_decode(s->prefix, GPUQ_PREFIX_SIZE, &s->pre);
-            s->have = 0;
-            s->srv->sev->prefix(s, rc);
-        }
-        break;
-    case RS_HEADER:
-        s->have += (uint64_t)nread;
-        if (s->have == s->pre.header_len)
-            s->srv->sev->header(s);
-        break;
-    case RS_PAYLOAD:
-        s->have += (uint64_t)nread;
-        if (s->have == s->payload_len) {
-            s->payload_buf = NULL;
-            s->payload_len = 0;
-            session_skip(s, 0);
-            s->srv->sev->payload(s);
-        }
-        break;
-    case RS_SKIP:
-        s->skip_left -= (uint64_t)nread;
-        if (s->skip_left == 0)
-            session_skip(s, 0);
-        break;
-    default:
-        log_error("session %llu: read in state %d", (unsigned long long)s->id, (int)s->rstate);
-        break;
+    if (direct) {
+        session_part(s, (uint64_t)nread);
+    } else {
+        s->rx_len += (size_t)nread;
+        session_feed(s);
     }
     session_update_reading(s);
     session_unref(s);
@@ -302,6 +399,7 @@ static void session_on_turn(uv_idle_t *h)
         session_ref(s);
         if (s->yielded) {
             s->yielded = false;
+            session_feed(s); /* bytes left in rx first (they waited for staging) */
             session_update_reading(s);
         }
         next = s->next;
@@ -309,18 +407,26 @@ static void session_on_turn(uv_idle_t *h)
     }
 }
 
-static void session_yield(session *s)
+/* Stop reading until the loop's next turn (session_on_turn): the read
+ * budget is spent (counted in read_yields), or bytes wait in rx that are
+ * to be fed there rather than from inside the caller. */
+static void session_next_turn(session *s)
 {
     server *srv = s->srv;
-    s->read_run = 0;
     s->yielded = true;
-    srv->read_yields++;
     if (srv->turn_pending || !srv->turn_idle.loop || uv_is_closing((uv_handle_t *)&srv->turn_idle))
         return;
     if (uvx_idle_start(&srv->turn_idle, session_on_turn, "read turn") == 0)
         srv->turn_pending = true;
     else
         s->yielded = false; /* no next turn to wait for: keep reading */
+}
+
+static void session_yield(session *s)
+{
+    s->read_run = 0;
+    s->srv->read_yields++;
+    session_next_turn(s);
 }
 
 int session_layer_init(server *srv)
@@ -338,7 +444,10 @@ void session_update_reading(session *s)
 {
     if (s->closing)
         return;
-    bool want = !s->broken && !s->yielded && s->rstate != RS_WAIT_STAGING &&
+    bool left = s->rx_off < s->rx_len; /* bytes read, not yet fed */
+    if (left && !s->feeding && !s->yielded && s->rstate != RS_WAIT_STAGING && !s->broken)
+        session_next_turn(s);
+    bool want = !left && !s->broken && !s->yielded && s->rstate != RS_WAIT_STAGING &&
                 uvx_write_queue_size((uv_stream_t *)&s->pipe) <= s->caps.session_staging &&
                 s->live < 2 * s->caps.max_inflight + 16;
     int rc = 0;
