@@ -16,6 +16,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include "e2e_util.h"
 #include "frame.h"
 #include "gpuq.h"
+#include "mpread.h"
 
 static gpuq_conn *c;
 
@@ -412,6 +414,91 @@ START_TEST(import_and_stray_fds)
 }
 END_TEST
 
+/* The "size" of an ok arena reply's info, or -1. */
+static long long reply_size(const gpuq_reply *rep)
+{
+    gpuq_mpr r;
+    gpuq_mpr_init(&r, rep->info, rep->info ? rep->info_len : 0);
+    uint32_t n;
+    if (!rep->info || gpuq_mpr_map(&r, &n))
+        return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *k;
+        uint32_t kl;
+        uint64_t v;
+        if (gpuq_mpr_str(&r, &k, &kl))
+            return -1;
+        if (kl == 4 && !memcmp(k, "size", 4)) {
+            if (gpuq_mpr_uint(&r, &v))
+                return -1;
+            return (long long)v;
+        }
+        if (gpuq_mpr_skip(&r))
+            return -1;
+    }
+    return -1;
+}
+
+/* gpuqd reads many frames at once (into its session buffer). Frames sent
+ * while the daemon is stopped arrive in a few reads, arena_imports among
+ * plain frames, each import with its own fd (its first byte's sendmsg):
+ * each import gets its own fd (told apart by the memfds' sizes), pings
+ * with a stray fd in between leave nothing behind. */
+START_TEST(imports_among_pipelined_frames)
+{
+    double v[16];
+    for (int i = 0; i < 16; i++)
+        v[i] = i + 1;
+    int small = memfd_with(v, 16, F_SEAL_SHRINK); /* 8192 bytes */
+    int big = memfd_with(v, 16, 0);
+    ck_assert_int_eq(ftruncate(big, 3 * 8192), 0);
+    ck_assert_int_eq(fcntl(big, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+    int pp[2];
+    ck_assert_int_eq(pipe(pp), 0);
+    uint8_t hb[4096];
+    int s = e2e_hello_socket("pipelined-fds", hb, sizeof hb);
+    pid_t pid = e2e_d.pid;
+    int before = count_fds(pid);
+    gpuq_request imp, ping;
+    gpuq_request_init(&imp);
+    imp.op = GPUQ_OP_ARENA_IMPORT;
+    gpuq_request_init(&ping);
+    ping.op = GPUQ_OP_PING;
+    for (int round = 0; round < 3; round++) {
+        ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+        ping.id = 1;
+        send_with_fds(s, &ping, NULL, 0);
+        imp.id = 2;
+        send_with_fds(s, &imp, &small, 1);
+        ping.id = 3;
+        send_with_fds(s, &ping, &pp[0], 1); /* stray: closed */
+        ping.id = 4;
+        send_with_fds(s, &ping, NULL, 0);
+        imp.id = 5;
+        send_with_fds(s, &imp, &big, 1);
+        ping.id = 6;
+        send_with_fds(s, &ping, NULL, 0);
+        ck_assert_int_eq(kill(pid, SIGCONT), 0);
+        const long long want[6] = {-1, 8192, -1, -1, 3 * 8192, -1};
+        for (int k = 0; k < 6; k++) {
+            gpuq_reply rep;
+            ck_assert_int_eq(e2e_read_reply(s, &rep, hb, sizeof hb), 0);
+            ck_assert_int_eq(rep.id, k + 1);
+            ck_assert_msg(rep.status == 0, "reply %d: %d %s", k + 1, rep.status, rep.message);
+            if (want[k] > 0)
+                ck_assert_int_eq(reply_size(&rep), want[k]);
+        }
+    }
+    /* the arenas stay the session's until it closes: then nothing is left */
+    close(s);
+    e2e_assert_serves();
+    for (int tries = 0; tries < 100 && count_fds(pid) > before - 1; tries++)
+        usleep(20000);
+    ck_assert_int_le(count_fds(pid), before - 1); /* the raw session's own socket gone too */
+    close(small), close(big), close(pp[0]), close(pp[1]);
+}
+END_TEST
+
 START_TEST(leave_with_arena_work_in_flight)
 {
     char js[16384];
@@ -456,6 +543,7 @@ static Suite *suite(void)
     tcase_add_test(tc, bad_references);
     tcase_add_test(tc, quotas);
     tcase_add_test(tc, import_and_stray_fds);
+    tcase_add_test(tc, imports_among_pipelined_frames);
     tcase_add_test(tc, leave_with_arena_work_in_flight);
     suite_add_tcase(s, tc);
     return s;
