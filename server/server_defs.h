@@ -145,7 +145,9 @@ struct session {
     request *cur;           /* request.c's: waiting for staging or its payload */
     uint8_t rx[SESSION_RX]; /* read, not yet fed: [rx_off, rx_len) */
     size_t rx_off, rx_len;
-    bool feeding; /* session_feed runs (not re-entered) */
+    bool feeding;      /* session_feed runs (not re-entered) */
+    bool flush_listed; /* on srv->flush_head's list (holds a reference) */
+    session *flush_next;
     /* replies */
     uint64_t next_seq, next_write_seq;
     session_frame *pending;     /* done, sorted by seq, waiting their turn */
@@ -229,6 +231,9 @@ struct server {
     bool retry_pending;
     uv_idle_t turn_idle; /* session.c: sessions that yielded read again */
     bool turn_pending;
+    uv_prepare_t flush_prep; /* session.c: listed sessions write their replies */
+    bool flush_init, flush_on;
+    session *flush_head;  /* sessions with replies to write (flush_next) */
     uint64_t read_yields; /* times a session yielded after SESSION_READ_BUDGET */
     config cfg;
     backend *b;

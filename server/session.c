@@ -429,15 +429,32 @@ static void session_yield(session *s)
     session_next_turn(s);
 }
 
+static void session_on_prepare(uv_prepare_t *h);
+
 int session_layer_init(server *srv)
 {
-    return uvx_idle_init(srv->loop, &srv->turn_idle, srv);
+    int rc = uvx_idle_init(srv->loop, &srv->turn_idle, srv);
+    if (rc < 0)
+        return rc;
+    rc = uv_prepare_init(srv->loop, &srv->flush_prep);
+    if (rc < 0) {
+        log_error("uv_prepare_init: %s", uv_strerror(rc));
+        return rc;
+    }
+    srv->flush_prep.data = srv;
+    srv->flush_init = true;
+    return 0;
 }
 
 void session_layer_close(server *srv)
 {
     srv->turn_pending = false;
     uvx_close((uv_handle_t *)&srv->turn_idle, NULL);
+    /* what is listed is written now (the sessions close next) */
+    if (srv->flush_init && srv->flush_on)
+        session_on_prepare(&srv->flush_prep);
+    srv->flush_init = false;
+    uvx_close((uv_handle_t *)&srv->flush_prep, NULL);
 }
 
 void session_update_reading(session *s)
@@ -525,10 +542,20 @@ void session_start(session *s)
     session_update_reading(s);
 }
 
-static void session_on_write(uv_write_t *wr, int status)
+/* Writing. A reply is not written when it is sent (session_send): the
+ * session goes on the server's flush list, and in the loop's prepare phase
+ * (before it next waits) every listed session writes the replies whose turn
+ * has come, up to SESSION_WRITE_GROUP of them in one uv_write (one writev):
+ * the replies of a batch, or of all the requests a turn completed, cost one
+ * system call per session instead of one each. A reply that carries an fd
+ * ends its group, and so does one after which the session closes. */
+
+#define SESSION_WRITE_GROUP 16
+
+/* A group's bytes are written (status 0) or failed: each frame's done(),
+ * first to last (linked by next from the first). */
+static void session_group_done(session *s, session_frame *f, int status)
 {
-    session_frame *f = wr->data;
-    session *s = wr->handle->data;
     session_ref(s);
     if (status < 0) {
         if (status != UV_ECANCELED)
@@ -537,50 +564,150 @@ static void session_on_write(uv_write_t *wr, int status)
     } else {
         s->active_ns = uv_hrtime();
     }
-    bool close_after = f->close_after;
-    f->ops->done(f, status);
+    bool close_after = false;
+    while (f) {
+        session_frame *next = f->next;
+        f->next = NULL;
+        close_after |= f->close_after;
+        f->ops->done(f, status);
+        f = next;
+    }
     if (close_after)
         session_close(s);
     session_unref(s);
 }
 
-static void session_write(session *s, session_frame *f)
+static void session_on_write(uv_write_t *wr, int status)
 {
-    uv_buf_t bufs[2];
-    unsigned nbufs = 0;
-    int rc = f->ops->encode(f, bufs, &nbufs);
-    if (rc < 0) {
-        log_error("session %llu: cannot encode reply (out of memory)", (unsigned long long)s->id);
-        goto err_drop;
+    session_group_done(wr->handle->data, wr->data, status);
+}
+
+/* Write the group from first (nbufs buffers): at once if the socket takes
+ * it all (its frames are done now), else the rest through uv_write (done
+ * in its callback); a frame with an fd always goes through uv_write2. On
+ * failure every frame of it is done with the error and the session closes. */
+static void session_write_group(session *s, session_frame *first, uv_buf_t *bufs, unsigned nbufs)
+{
+    uint64_t total = 0;
+    for (unsigned i = 0; i < nbufs; i++)
+        total += bufs[i].len;
+    s->srv->stats.bytes_out += total;
+    s->bytes_out += total;
+    if (!first->send_handle) {
+        int n = uv_try_write((uv_stream_t *)&s->pipe, bufs, nbufs);
+        if (n >= 0 && (uint64_t)n == total) {
+            session_group_done(s, first, 0);
+            return;
+        }
+        if (n < 0 && n != UV_EAGAIN) {
+            session_group_done(s, first, n);
+            return;
+        }
+        for (size_t skip = n > 0 ? (size_t)n : 0; skip > 0;) { /* the part written */
+            size_t k = skip < bufs[0].len ? skip : bufs[0].len;
+            bufs[0].base += k;
+            bufs[0].len -= k;
+            skip -= k;
+            if (bufs[0].len == 0) {
+                bufs++;
+                nbufs--;
+            }
+        }
     }
     char label[32];
-    rc = uvx_write2(&f->wr, (uv_stream_t *)&s->pipe, bufs, nbufs, f->send_handle, f,
-                    session_on_write, session_label(s, label, sizeof label));
+    int rc = uvx_write2(&first->wr, (uv_stream_t *)&s->pipe, bufs, nbufs, first->send_handle, first,
+                        session_on_write, session_label(s, label, sizeof label));
     if (rc < 0)
-        goto err_drop;
-    uint64_t n = 0;
-    for (unsigned i = 0; i < nbufs; i++)
-        n += bufs[i].len;
-    s->srv->stats.bytes_out += n;
-    s->bytes_out += n;
-    return;
-err_drop:
-    f->ops->done(f, rc);
-    session_close(s);
+        session_group_done(s, first, rc);
 }
 
 static void session_flush(session *s)
 {
     session_ref(s);
+    uv_buf_t bufs[2 * SESSION_WRITE_GROUP];
+    unsigned nbufs = 0, nframes = 0;
+    session_frame *first = NULL, *last = NULL;
     while (!s->closing && s->pending && s->pending->seq == s->next_write_seq) {
         session_frame *f = s->pending;
         s->pending = f->next;
         f->next = NULL;
         s->next_write_seq++;
-        session_write(s, f);
+        uv_buf_t fb[2];
+        unsigned fn = 0;
+        int rc = f->ops->encode(f, fb, &fn);
+        if (rc < 0) {
+            log_error("session %llu: cannot encode reply (out of memory)",
+                      (unsigned long long)s->id);
+            if (first)
+                session_write_group(s, first, bufs, nbufs);
+            f->ops->done(f, rc);
+            session_close(s);
+            first = NULL;
+            break;
+        }
+        if (first && (f->send_handle || nframes == SESSION_WRITE_GROUP)) {
+            session_write_group(s, first, bufs, nbufs);
+            first = NULL;
+        }
+        if (!first) {
+            first = f;
+            nbufs = nframes = 0;
+        } else {
+            last->next = f;
+        }
+        last = f;
+        for (unsigned i = 0; i < fn; i++)
+            bufs[nbufs++] = fb[i];
+        nframes++;
+        if (f->send_handle || f->close_after) {
+            session_write_group(s, first, bufs, nbufs);
+            first = NULL;
+        }
     }
+    if (first)
+        session_write_group(s, first, bufs, nbufs);
     session_update_reading(s);
     session_unref(s);
+}
+
+static void session_on_prepare(uv_prepare_t *h)
+{
+    server *srv = h->data;
+    int rc = uv_prepare_stop(h);
+    if (rc < 0)
+        log_error("uv_prepare_stop: %s", uv_strerror(rc));
+    srv->flush_on = false;
+    while (srv->flush_head) { /* a flush may list sessions again: to the end */
+        session *s = srv->flush_head;
+        srv->flush_head = s->flush_next;
+        s->flush_next = NULL;
+        s->flush_listed = false;
+        if (!s->closing)
+            session_flush(s);
+        session_unref(s); /* the list's */
+    }
+}
+
+/* s has a reply to write: on the flush list (holding a reference). */
+static void session_list_flush(session *s)
+{
+    server *srv = s->srv;
+    if (s->flush_listed)
+        return;
+    if (!srv->flush_on) {
+        int rc = srv->flush_init ? uv_prepare_start(&srv->flush_prep, session_on_prepare) : -1;
+        if (rc < 0) {
+            if (srv->flush_init)
+                log_error("uv_prepare_start: %s", uv_strerror(rc));
+            session_flush(s); /* no prepare phase to wait for: write now */
+            return;
+        }
+        srv->flush_on = true;
+    }
+    session_ref(s);
+    s->flush_listed = true;
+    s->flush_next = srv->flush_head;
+    srv->flush_head = s;
 }
 
 void session_send(session *s, session_frame *f)
@@ -594,7 +721,8 @@ void session_send(session *s, session_frame *f)
         pp = &(*pp)->next;
     f->next = *pp;
     *pp = f;
-    session_flush(s);
+    if (s->pending->seq == s->next_write_seq)
+        session_list_flush(s);
 }
 
 /* In the middle of a frame: some of its bytes came, the rest has not. */
