@@ -40,6 +40,11 @@ struct gpuq_job {
     void *bsess;        /* the backend session it was submitted on */
     void *owner;        /* the server's request (opaque to backend) */
     uint64_t submit_ns; /* uv_hrtime() when it was queued for the device (scheduler.c) */
+    /* Set by the scheduler: a higher priority level is active on the
+     * job's device, so the job runs whole, not in pipelined chunks (a
+     * chunked job costs the loop many more calls, which that level's
+     * requests would wait behind). */
+    int whole;
     /* set by the backend before completion */
     int status;         /* 0 or GPUQ_E_* */
     char message[160];  /* one line when status != 0 */

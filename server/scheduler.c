@@ -192,17 +192,23 @@ static bool sched_level_active(const sched_dev *d, int l, uint64_t now, uint64_t
     return d->head[l] || d->running_n[l] || (d->seen_ns[l] && now - d->seen_ns[l] < hold_ns);
 }
 
+/* Is a level above `level` active on d? */
+static bool sched_above(const server *srv, const sched_dev *d, int level, uint64_t now)
+{
+    uint64_t hold_ns = (uint64_t)(srv->cfg.priority_hold_s * 1e9);
+    for (int h = level + 1; h < SCHED_LEVELS; h++)
+        if (sched_level_active(d, h, now, hold_ns))
+            return true;
+    return false;
+}
+
 /* May r (the first of the highest waiting level) enter d now? */
 static bool sched_admit(const server *srv, const sched_dev *d, const request *r, uint64_t now)
 {
     const config *c = &srv->cfg;
     if (d->running >= c->device_window)
         return false;
-    uint64_t hold_ns = (uint64_t)(c->priority_hold_s * 1e9);
-    bool above = false;
-    for (int h = r->level + 1; h < SCHED_LEVELS && !above; h++)
-        above = sched_level_active(d, h, now, hold_ns);
-    if (!above)
+    if (!sched_above(srv, d, r->level, now))
         return true;
     uint64_t lower = 0; /* levels between r's and an active one run nothing */
     for (int l = 0; l <= r->level; l++)
@@ -229,6 +235,7 @@ static void sched_pump(server *srv, sched_dev *d)
         sched_unqueue(r);
         uint64_t bytes = bytes_of(r);
         r->running = true;
+        r->job.whole = sched_above(srv, d, l, now);
         d->running++;
         d->running_n[l]++;
         d->running_bytes[l] += bytes;

@@ -14,7 +14,8 @@
  * (device_error), the session and the daemon serve on, nothing is left in
  * flight or in staging; a sticky fault mid-pipeline answers every request
  * and the daemon exits 3. GPUQ_CUDA_CHUNK_BYTES=0 turns pipelining off, and
- * the default chunks a 16 MiB job but not a 1 MiB one. Timing of a chunked
+ * the default chunks a 16 MiB job but not a 1 MiB one; a job of a lower
+ * level runs whole while a higher level is active. Timing of a chunked
  * request: three positive spans within the total.
  *
  * No GPU: skipped (exit 77), unless GPUQ_REQUIRE_GPU=1.
@@ -393,6 +394,47 @@ START_TEST(chunk_bytes_setting)
 }
 END_TEST
 
+/* While a higher priority level is active on the device, a lower level's
+ * job runs whole (the scheduler marks it, so that the loop does not enqueue
+ * a chunked job's many calls ahead of that level's requests); with no
+ * higher level about, the same job is chunked. GPUQ_TEST_INJECT_PIPE=2
+ * fails the second job only if it is chunked. */
+START_TEST(whole_while_higher_level_active)
+{
+    for (int hold = 0; hold < 2; hold++) {
+        const char *extra[] = {"--priority-hold", hold ? "60" : "0", NULL};
+        setenv("GPUQ_CUDA_CHUNK_BYTES", "65536", 1);
+        setenv("GPUQ_TEST_INJECT_PIPE", "2", 1);
+        tu_daemon_start(&e2e_d, "cuda", extra);
+        unsetenv("GPUQ_CUDA_CHUNK_BYTES");
+        unsetenv("GPUQ_TEST_INJECT_PIPE");
+        gpuq_conn *hi = e2e_connect("high", GPUQ_PRIO_HIGH);
+        gpuq_conn *lo = e2e_connect("low", GPUQ_PRIO_LOW);
+        float x[256], y[256];
+        for (int i = 0; i < 256; i++)
+            x[i] = (float)(i + 1);
+        ck_assert_msg(gpuq_normalize_1d(hi, GPUQ_DT_F32, GPUQ_NORM_SUM, x, 256, y) == 0, "%s",
+                      gpuq_errmsg(hi)); /* job 1: the high level was active just now */
+        static const ecase k = {K_NORM, GPUQ_DT_F64, GPUQ_NORM_L2, 0, 1001, 37, 0, 0};
+        ebuf e = norm_rows();
+        void *o = malloc(e.out_bytes);
+        ck_assert_ptr_nonnull(o);
+        int rc = call(lo, &e, o, NULL); /* job 2 */
+        if (hold) {
+            ck_assert_msg(rc == 0, "beside an active high level: %d %s", rc, gpuq_errmsg(lo));
+            check_cpu(&k, &e, o, "run whole");
+        } else {
+            ck_assert_msg(rc == GPUQ_E_DEVICE && strstr(gpuq_errmsg(lo), "injected"),
+                          "no higher level active: %d %s (not chunked?)", rc, gpuq_errmsg(lo));
+        }
+        gpuq_close(hi);
+        gpuq_close(lo);
+        ck_assert_int_eq(tu_daemon_stop(&e2e_d), 0);
+        free(e.x), free(e.in), free(o);
+    }
+}
+END_TEST
+
 START_TEST(sticky_fault_mid_pipeline)
 {
     start_with("65536", "GPUQ_TEST_INJECT_STICKY", "2");
@@ -461,6 +503,7 @@ static Suite *suite(void)
     tcase_add_test(tc, chunked_matches_whole_and_cpu);
     tcase_add_test(tc, injected_failure_fails_one_request);
     tcase_add_test(tc, chunk_bytes_setting);
+    tcase_add_test(tc, whole_while_higher_level_active);
     tcase_add_test(tc, timing_of_a_chunked_request);
     suite_add_tcase(s, tc);
     /* A faulting kernel on purpose: tagged so that a run under
