@@ -418,6 +418,7 @@ START_TEST(test_chunked_equals_whole)
 {
     const tcase_def *c = &CASES[_i];
     tjob t;
+    memset(&t, 0, sizeof t);
     uint64_t nin = build(&t, c), chunks = 0;
     double *x = malloc((nin ? nin : 1) * sizeof *x);
     char *in = malloc(t.sz.payload + 8), *whole = malloc(t.sz.output + 8),
@@ -457,6 +458,7 @@ START_TEST(test_plan)
     backend_cuda fake;
     memset(&fake, 0, sizeof fake);
     tjob t;
+    memset(&t, 0, sizeof t);
     cuda_plan pl;
     tcase_def c = {K_NORM, GPUQ_DT_F64, GPUQ_K_SUM, 0, 1001, 37, 0, 0};
     build(&t, &c);
@@ -470,6 +472,9 @@ START_TEST(test_plan)
     ck_assert_uint_eq(pl.sp.rows, 1001);
     ck_assert_uint_eq(pl.sp.a_row, 296);
     ck_assert_uint_eq(pl.sp.out_row[0], 296);
+    t.job.whole = 1; /* the scheduler's mark (a higher level active): whole */
+    ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 0);
+    t.job.whole = 0;
     fake.chunk_bytes = 592592; /* not more than the threshold: whole */
     ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 0);
     fake.chunk_bytes = 592591; /* 1000 rows a chunk -> 2 chunks of 501 and 500 */
@@ -532,6 +537,7 @@ START_TEST(test_data_errors)
     for (size_t e = 0; e < sizeof errs / sizeof errs[0]; e++) {
         const tcase_def *c = &errs[e];
         tjob t;
+        memset(&t, 0, sizeof t);
         uint64_t nin = build(&t, c), chunks;
         double *x = malloc(nin * sizeof *x);
         char *in = malloc(t.sz.payload + 8), *o = malloc(t.sz.output + 8);
@@ -569,6 +575,7 @@ START_TEST(test_inject_mid_pipeline)
     static const int pick[] = {0, 4, 13, 15, 18, 23}; /* rows, flat, pairs, grid, pairwise, knn */
     const tcase_def *c = &CASES[pick[_i]];
     tjob t;
+    memset(&t, 0, sizeof t);
     uint64_t nin = build(&t, c), chunks;
     double *x = malloc((nin ? nin : 1) * sizeof *x);
     char *in = malloc(t.sz.payload + 8), *whole = malloc(t.sz.output + 8),
@@ -653,6 +660,7 @@ END_TEST
 START_TEST(test_big_join_and_timing)
 {
     tjob t;
+    memset(&t, 0, sizeof t);
     uint64_t chunks;
     tcase_def g = {K_GRID, GPUQ_DT_F64, 0, 0, 4099, 4096, 0, 0}; /* 128 MiB out */
     build(&t, &g);
