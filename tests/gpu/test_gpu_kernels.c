@@ -34,6 +34,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "gpu_test.h"
 #include "gpuq_kernels.h"
 #include "numtol.h"
 #include "testutil.h"
@@ -51,12 +52,6 @@ static int no_cublas_env(void)
 {
     const char *v = getenv("GPUQ_NO_CUBLAS");
     return v && *v && strcmp(v, "0") != 0;
-}
-
-static int gpu_required(void)
-{
-    const char *v = getenv("GPUQ_REQUIRE_GPU");
-    return v && strcmp(v, "1") == 0;
 }
 
 #define CK(call)                                                                                   \
@@ -855,20 +850,11 @@ static Suite *gpu_suite(void)
     return s;
 }
 
-/* ctest's SKIP_RETURN_CODE for the gpu-labelled tests (tests/gpu/CMakeLists.txt). */
-#define EXIT_SKIP 77
-
 int main(void)
 {
-    int ndev = 0;
-    cudaError_t e = cudaGetDeviceCount(&ndev);
-    if (e != cudaSuccess || ndev == 0) {
-        int required = gpu_required();
-        printf("test_gpu_kernels: no CUDA device (%s)%s\n",
-               e != cudaSuccess ? cudaGetErrorString(e) : "count 0",
-               required ? ", GPUQ_REQUIRE_GPU=1: failing" : ": skipped (exit 77)");
-        return required ? EXIT_FAILURE : EXIT_SKIP;
-    }
+    int no_dev = gpu_test_no_device("test_gpu_kernels");
+    if (no_dev >= 0)
+        return no_dev;
     printf("test_gpu_kernels: seed %llu\n", (unsigned long long)tu_seed());
     /* One stream and ctx for the whole run; CK_FORK=no keeps them valid in
      * the tests (CUDA state does not survive fork). */

@@ -26,6 +26,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "gpu_test.h"
 #include "gpuq_kernels.h"
 #include "knn_check.h"
 #include "knn_plan.h"
@@ -40,12 +41,6 @@ static gpuq_cuda_ctx *g_ctx;
         cudaError_t e_ = (call);                                                                   \
         ck_assert_msg(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                 \
     } while (0)
-
-static int gpu_required(void)
-{
-    const char *v = getenv("GPUQ_REQUIRE_GPU");
-    return v && strcmp(v, "1") == 0;
-}
 
 static size_t esz(int dt)
 {
@@ -351,19 +346,11 @@ static Suite *knn_suite(void)
     return s;
 }
 
-#define EXIT_SKIP 77
-
 int main(void)
 {
-    int ndev = 0;
-    cudaError_t e = cudaGetDeviceCount(&ndev);
-    if (e != cudaSuccess || ndev == 0) {
-        int required = gpu_required();
-        printf("test_gpu_knn: no CUDA device (%s)%s\n",
-               e != cudaSuccess ? cudaGetErrorString(e) : "count 0",
-               required ? ", GPUQ_REQUIRE_GPU=1: failing" : ": skipped (exit 77)");
-        return required ? EXIT_FAILURE : EXIT_SKIP;
-    }
+    int no_dev = gpu_test_no_device("test_gpu_knn");
+    if (no_dev >= 0)
+        return no_dev;
     printf("test_gpu_knn: seed %llu\n", (unsigned long long)tu_seed());
     setenv("CK_FORK", "no", 1); /* CUDA state does not survive fork */
     if (cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking) != cudaSuccess ||

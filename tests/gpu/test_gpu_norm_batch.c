@@ -31,6 +31,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "gpu_test.h"
 #include "gpuq_kernels.h"
 #include "testutil.h"
 
@@ -53,12 +54,6 @@ static unsigned g_nflags; /* slots handed out so far (bt_new); reset by each tes
         cudaError_t e_ = (call);                                                                   \
         ck_assert_msg(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                 \
     } while (0)
-
-static int gpu_required(void)
-{
-    const char *v = getenv("GPUQ_REQUIRE_GPU");
-    return v && strcmp(v, "1") == 0;
-}
 
 static size_t esz(int dt)
 {
@@ -714,20 +709,11 @@ static Suite *batch_suite(void)
     return s;
 }
 
-/* ctest's SKIP_RETURN_CODE for the gpu-labelled tests (tests/gpu/CMakeLists.txt). */
-#define EXIT_SKIP 77
-
 int main(void)
 {
-    int ndev = 0;
-    cudaError_t e = cudaGetDeviceCount(&ndev);
-    if (e != cudaSuccess || ndev == 0) {
-        int required = gpu_required();
-        printf("test_gpu_norm_batch: no CUDA device (%s)%s\n",
-               e != cudaSuccess ? cudaGetErrorString(e) : "count 0",
-               required ? ", GPUQ_REQUIRE_GPU=1: failing" : ": skipped (exit 77)");
-        return required ? EXIT_FAILURE : EXIT_SKIP;
-    }
+    int no_dev = gpu_test_no_device("test_gpu_norm_batch");
+    if (no_dev >= 0)
+        return no_dev;
     printf("test_gpu_norm_batch: seed %llu\n", (unsigned long long)tu_seed());
     /* One stream, ctx and state for the whole run; CK_FORK=no keeps them valid in the tests
      * (CUDA state does not survive fork). */

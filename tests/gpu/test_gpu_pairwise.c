@@ -43,6 +43,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "gpu_test.h"
 #include "gpuq_kernels.h"
 #include "numtol.h"
 #include "testutil.h"
@@ -58,12 +59,6 @@ static gpuq_cuda_ctx *g_ctx;
 
 static const int DTS[2] = {GPUQ_K_F32, GPUQ_K_F64};
 static const char *const METRIC_NAMES[4] = {"euclidean", "sqeuclidean", "cosine", "manhattan"};
-
-static int gpu_required(void)
-{
-    const char *v = getenv("GPUQ_REQUIRE_GPU");
-    return v && strcmp(v, "1") == 0;
-}
 
 static size_t esz(int dt)
 {
@@ -441,20 +436,11 @@ static Suite *pairwise_suite(void)
     return s;
 }
 
-/* ctest's SKIP_RETURN_CODE for the gpu-labelled tests (tests/gpu/CMakeLists.txt). */
-#define EXIT_SKIP 77
-
 int main(void)
 {
-    int ndev = 0;
-    cudaError_t e = cudaGetDeviceCount(&ndev);
-    if (e != cudaSuccess || ndev == 0) {
-        int required = gpu_required();
-        printf("test_gpu_pairwise: no CUDA device (%s)%s\n",
-               e != cudaSuccess ? cudaGetErrorString(e) : "count 0",
-               required ? ", GPUQ_REQUIRE_GPU=1: failing" : ": skipped (exit 77)");
-        return required ? EXIT_FAILURE : EXIT_SKIP;
-    }
+    int no_dev = gpu_test_no_device("test_gpu_pairwise");
+    if (no_dev >= 0)
+        return no_dev;
     printf("test_gpu_pairwise: seed %llu\n", (unsigned long long)tu_seed());
     setenv("CK_FORK", "no", 1); /* CUDA state does not survive fork */
     if (cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking) != cudaSuccess ||

@@ -46,6 +46,7 @@
 #include "backend_cuda_defs.h"
 #include "backend_cuda_pipe.h"
 #include "errors.h"
+#include "gpu_test.h"
 #include "gpuq_kernels.h"
 #include "header.h"
 #include "numtol.h"
@@ -875,16 +876,13 @@ static Suite *pipe_suite(void)
     return s;
 }
 
-#define EXIT_SKIP 77
-
 int main(void)
 {
     int ndev = 0;
     cudaError_t e = cudaGetDeviceCount(&ndev);
     if (e != cudaSuccess || ndev == 0) {
-        const char *req = getenv("GPUQ_REQUIRE_GPU"), *only = getenv("CK_RUN_CASE");
-        int required = req && strcmp(req, "1") == 0;
-        if (!required && only && strcmp(only, "plan") == 0) {
+        const char *only = getenv("CK_RUN_CASE");
+        if (!gpu_required() && only && strcmp(only, "plan") == 0) {
             /* the plan needs no device: CK_RUN_CASE=plan runs it anywhere */
             SRunner *sr = srunner_create(pipe_suite());
             srunner_set_fork_status(sr, CK_NOFORK);
@@ -893,10 +891,7 @@ int main(void)
             srunner_free(sr);
             return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
         }
-        printf("test_gpu_pipe: no CUDA device (%s)%s\n",
-               e != cudaSuccess ? cudaGetErrorString(e) : "count 0",
-               required ? ", GPUQ_REQUIRE_GPU=1: failing" : ": skipped (exit 77)");
-        return required ? EXIT_FAILURE : EXIT_SKIP;
+        return gpu_test_no_device("test_gpu_pipe");
     }
     printf("test_gpu_pipe: seed %llu\n", (unsigned long long)tu_seed());
     setenv("CK_FORK", "no", 1); /* CUDA state does not survive fork */

@@ -1,0 +1,38 @@
+/* gpu_test.h - what the CUDA kernel suites share: the rule for a machine
+ * without a GPU. */
+#ifndef GPUQ_GPU_TEST_H
+#define GPUQ_GPU_TEST_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+/* ctest's SKIP_RETURN_CODE for the gpu-labelled tests (tests/gpu/CMakeLists.txt). */
+#define GPU_TEST_EXIT_SKIP 77
+
+/* GPUQ_REQUIRE_GPU=1: a missing GPU is a failure, never a skip. */
+static inline int gpu_required(void)
+{
+    const char *v = getenv("GPUQ_REQUIRE_GPU");
+    return v && strcmp(v, "1") == 0;
+}
+
+/* No CUDA device: says why (name: the test's) and returns the exit status
+ * (GPU_TEST_EXIT_SKIP; EXIT_FAILURE under GPUQ_REQUIRE_GPU=1). A device:
+ * -1, run the suite. */
+static inline int gpu_test_no_device(const char *name)
+{
+    int ndev = 0;
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+    if (e == cudaSuccess && ndev > 0)
+        return -1;
+    int required = gpu_required();
+    printf("%s: no CUDA device (%s)%s\n", name,
+           e != cudaSuccess ? cudaGetErrorString(e) : "count 0",
+           required ? ", GPUQ_REQUIRE_GPU=1: failing" : ": skipped (exit 77)");
+    return required ? EXIT_FAILURE : GPU_TEST_EXIT_SKIP;
+}
+
+#endif
