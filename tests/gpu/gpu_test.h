@@ -3,6 +3,7 @@
 #ifndef GPUQ_GPU_TEST_H
 #define GPUQ_GPU_TEST_H
 
+#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,19 @@ static inline int gpu_test_no_device(const char *name)
            e != cudaSuccess ? cudaGetErrorString(e) : "count 0",
            required ? ", GPUQ_REQUIRE_GPU=1: failing" : ": skipped (exit 77)");
     return required ? EXIT_FAILURE : GPU_TEST_EXIT_SKIP;
+}
+
+/* Run suite s in this process (CUDA state does not survive fork: the
+ * suites keep one stream and context for the whole run); the number of
+ * failed tests. */
+static inline int gpu_test_run(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed;
 }
 
 #endif

@@ -864,11 +864,7 @@ int main(void)
         fprintf(stderr, "test_gpu_kernels: cannot create stream/ctx\n");
         return EXIT_FAILURE;
     }
-    SRunner *sr = srunner_create(gpu_suite());
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = gpu_test_run(gpu_suite());
     gpuq_cuda_ctx_destroy(g_ctx);
     cudaStreamDestroy(g_stream);
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;

@@ -729,11 +729,7 @@ int main(void)
         fprintf(stderr, "test_gpu_norm_batch: cannot create stream/ctx/state\n");
         return EXIT_FAILURE;
     }
-    SRunner *sr = srunner_create(batch_suite());
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = gpu_test_run(batch_suite());
     cudaFreeHost(g_flags);
     cudaFree(g_state);
     gpuq_cuda_ctx_destroy(g_ctx);

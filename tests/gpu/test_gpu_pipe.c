@@ -884,11 +884,7 @@ int main(void)
         const char *only = getenv("CK_RUN_CASE");
         if (!gpu_required() && only && strcmp(only, "plan") == 0) {
             /* the plan needs no device: CK_RUN_CASE=plan runs it anywhere */
-            SRunner *sr = srunner_create(pipe_suite());
-            srunner_set_fork_status(sr, CK_NOFORK);
-            srunner_run_all(sr, CK_NORMAL);
-            int failed = srunner_ntests_failed(sr);
-            srunner_free(sr);
+            int failed = gpu_test_run(pipe_suite());
             return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
         }
         return gpu_test_no_device("test_gpu_pipe");
@@ -903,11 +899,7 @@ int main(void)
         fprintf(stderr, "test_gpu_pipe: cannot create stream/ctx/host memory\n");
         return EXIT_FAILURE;
     }
-    SRunner *sr = srunner_create(pipe_suite());
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = gpu_test_run(pipe_suite());
     cudaHostUnregister(g_reg);
     free(g_reg);
     cudaFreeHost(g_pinned);
