@@ -353,7 +353,8 @@ static void sizes_oracle(const gpuq_request *q, uint64_t payload_len, const gpuq
         want.out[1].shape[1] = knn_k;
         want.out[1].bytes = (uint64_t)mul_sat(out_b, 8);
     }
-    want.nin = q->ndim_a == 0 ? 0 : q->ndim_b == 0 ? 1 : 2;
+    /* a control op's shape keys (hello with "shape") are ignored: no inputs */
+    want.nin = !gpuq_op_is_compute(q->op) || q->ndim_a == 0 ? 0 : q->ndim_b == 0 ? 1 : 2;
     if (want.nin == 1)
         want.in_bytes[0] = want.payload;
     if (want.nin == 2) {
