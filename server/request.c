@@ -166,7 +166,7 @@ static int request_encode(session_frame *f, uv_buf_t bufs[2], unsigned *nbufs)
     int rc = gpuq_reply_frame(&rep, plen, &r->wbuf, &wlen);
     if (rc < 0)
         return rc;
-    if (r->compute) { /* session_write adds these bytes to bytes_out next */
+    if (r->compute) { /* session_flush adds these bytes to bytes_out right after */
         r->wr_end = s->bytes_out + wlen + plen;
         r->wnext = NULL;
         if (s->wq_tail)

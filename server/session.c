@@ -591,8 +591,6 @@ static void session_write_group(session *s, session_frame *first, uv_buf_t *bufs
     uint64_t total = 0;
     for (unsigned i = 0; i < nbufs; i++)
         total += bufs[i].len;
-    s->srv->stats.bytes_out += total;
-    s->bytes_out += total;
     if (!first->send_handle) {
         int n = uv_try_write((uv_stream_t *)&s->pipe, bufs, nbufs);
         if (n >= 0 && (uint64_t)n == total) {
@@ -656,8 +654,12 @@ static void session_flush(session *s)
             last->next = f;
         }
         last = f;
-        for (unsigned i = 0; i < fn; i++)
+        for (unsigned i = 0; i < fn; i++) {
             bufs[nbufs++] = fb[i];
+            /* counted frame by frame, as encode assumed (request.c's wr_end) */
+            s->srv->stats.bytes_out += fb[i].len;
+            s->bytes_out += fb[i].len;
+        }
         nframes++;
         if (f->send_handle || f->close_after) {
             session_write_group(s, first, bufs, nbufs);

@@ -301,6 +301,37 @@ START_TEST(inflight_slot_free_once_reply_read)
         }
     }
     close(fd);
+    /* The same with replies of 1 MiB: more than the socket takes at once, so
+     * gpuqd writes the rest when it drains, and the write callback comes a
+     * loop turn after the last byte went (the case the slot rule is for). */
+    enum { BIG = 1 << 17, NBIG = 60 };
+    double *bx = malloc(BIG * sizeof *bx), *by = malloc(BIG * sizeof *by);
+    ck_assert(bx && by);
+    for (int i = 0; i < BIG; i++)
+        bx[i] = 1.0;
+    fd = e2e_hello_socket("window-big", hb, sizeof hb);
+    for (sent = 0; sent < WINDOW; sent++) {
+        gpuq_request r = e2e_norm_req(BIG);
+        r.id = sent + 1;
+        e2e_send_req(fd, &r, bx, BIG * sizeof *bx);
+    }
+    for (uint64_t got = 1; got <= NBIG; got++) {
+        gpuq_reply rep;
+        size_t len = 0;
+        ck_assert_int_eq(e2e_read_reply_data(fd, &rep, hb, sizeof hb, by, BIG * sizeof *by, &len),
+                         0);
+        ck_assert_uint_eq(rep.id, got);
+        ck_assert_msg(rep.status == 0, "1 MiB request %llu of %d: %s (%s)", (unsigned long long)got,
+                      NBIG, gpuq_errname(rep.status), rep.message);
+        ck_assert(len == BIG * sizeof *by && by[0] == 1.0 / BIG && by[BIG - 1] == 1.0 / BIG);
+        if (sent < NBIG) {
+            gpuq_request r = e2e_norm_req(BIG);
+            r.id = ++sent;
+            e2e_send_req(fd, &r, bx, BIG * sizeof *bx);
+        }
+    }
+    close(fd);
+    free(bx), free(by);
     e2e_assert_serves();
 }
 END_TEST
