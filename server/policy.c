@@ -1,7 +1,33 @@
 /* policy.c - see policy.h. */
 #include "policy.h"
 
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+
 #include "header.h"
+
+int policy_peer_groups(int fd, gid_t **groups, int *n)
+{
+    socklen_t len = 64 * sizeof(gid_t);
+    for (int tries = 0; tries < 3; tries++) {
+        gid_t *g = malloc(len);
+        if (!g)
+            return ENOMEM;
+        socklen_t got = len;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &got) == 0) {
+            *groups = g;
+            *n = (int)(got / sizeof(gid_t));
+            return 0;
+        }
+        int err = errno;
+        free(g);
+        if (err != ERANGE || got <= len)
+            return err;
+        len = got;
+    }
+    return ERANGE;
+}
 
 static bool policy_in_group(gid_t want, gid_t gid, const gid_t *groups, int ngroups)
 {

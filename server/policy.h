@@ -36,6 +36,10 @@ typedef struct policy_caps {
  * groups. */
 void policy_caps_for(const config *cfg, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
                      policy_caps *out);
+/* The supplementary groups of the peer of Unix socket fd (SO_PEERGROUPS,
+ * Linux 4.13+) into *groups (malloc'd, the caller's) and *n: 0, or an
+ * errno value with nothing set (then only the primary gid counts). */
+int policy_peer_groups(int fd, gid_t **groups, int *n);
 /* The level a session gets: the one it asked, lowered to caps->max_priority.
  * Both are levels of the one scale (GPUQ_PRIO_*), so this is a min(). */
 int policy_grant_priority(const policy_caps *caps, int asked);

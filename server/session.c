@@ -486,26 +486,15 @@ void session_update_reading(session *s)
  * s->groups; without them only the primary gid counts for policy. */
 static void session_read_groups(session *s, int fd)
 {
-    socklen_t len = 64 * sizeof(gid_t);
-    for (int tries = 0; tries < 3; tries++) {
-        gid_t *g = malloc(len ? len : sizeof(gid_t));
-        if (!g)
-            return;
-        socklen_t got = len;
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &got) == 0) {
-            free(s->groups);
-            s->groups = g;
-            s->ngroups = (int)(got / sizeof(gid_t));
-            return;
-        }
-        int err = errno;
-        free(g);
-        if (err != ERANGE || got <= len) {
-            log_debug("session %llu: SO_PEERGROUPS: %s", (unsigned long long)s->id, strerror(err));
-            return;
-        }
-        len = got;
+    gid_t *g;
+    int n, err = policy_peer_groups(fd, &g, &n);
+    if (err) {
+        log_debug("session %llu: SO_PEERGROUPS: %s", (unsigned long long)s->id, strerror(err));
+        return;
     }
+    free(s->groups);
+    s->groups = g;
+    s->ngroups = n;
 }
 
 void session_apply_policy(session *s)
