@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1199,6 +1200,22 @@ static void bench_shm_clients(bench *b, int nclients, int depth, uint64_t n, int
 
 /* ---- the daemon this program starts ---- */
 
+/* Does a server accept connections at path? The socket file appears at
+ * bind(), a moment before listen(): a connect in between is refused. */
+static bool sock_listening(const char *path)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof a.sun_path)
+        return false;
+    memcpy(a.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    bool ok = connect(fd, (const struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    return ok;
+}
+
 static pid_t daemon_start(bench *b, const char *gpuqd, const char *device, char *dir)
 {
     if (!mkdtemp(dir)) {
@@ -1218,7 +1235,7 @@ static pid_t daemon_start(bench *b, const char *gpuqd, const char *device, char 
         fprintf(stderr, "bench: exec %s: %s\n", gpuqd, strerror(errno));
         _exit(127);
     }
-    for (int i = 0; i < 1000 && access(b->sock, F_OK) != 0; i++) {
+    for (int i = 0; i < 1000 && !sock_listening(b->sock); i++) {
         int st;
         if (waitpid(d, &st, WNOHANG) == d) {
             fprintf(stderr, "bench: gpuqd exited before listening (status %d)\n",
