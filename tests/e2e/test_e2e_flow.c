@@ -267,70 +267,58 @@ START_TEST(max_inflight_on_the_wire)
 }
 END_TEST
 
+/* A client keeps `window` float64 normalizes of n values outstanding on a
+ * fresh connection and sends the next one the moment a reply arrives,
+ * `total` in all: every reply is right and none is busy. x: n values, each
+ * 1.0 (each result is 1 / n, exactly); y: room for a result. */
+static void run_window(const char *name, uint64_t window, uint64_t total, const double *x,
+                       double *y, uint64_t n)
+{
+    static uint8_t hb[65536];
+    int fd = e2e_hello_socket(name, hb, sizeof hb);
+    uint64_t sent = 0;
+    for (; sent < window; sent++) {
+        gpuq_request r = e2e_norm_req(n);
+        r.id = sent + 1;
+        e2e_send_req(fd, &r, x, n * sizeof *x);
+    }
+    for (uint64_t got = 1; got <= total; got++) {
+        gpuq_reply rep;
+        size_t len = 0;
+        ck_assert_int_eq(e2e_read_reply_data(fd, &rep, hb, sizeof hb, y, n * sizeof *y, &len), 0);
+        ck_assert_uint_eq(rep.id, got);
+        ck_assert_msg(rep.status == 0, "%s: request %llu of %llu: %s (%s)", name,
+                      (unsigned long long)got, (unsigned long long)total, gpuq_errname(rep.status),
+                      rep.message);
+        ck_assert(len == n * sizeof *y && y[0] == 1.0 / (double)n && y[n - 1] == 1.0 / (double)n);
+        if (sent < total) {
+            gpuq_request r = e2e_norm_req(n);
+            r.id = ++sent;
+            e2e_send_req(fd, &r, x, n * sizeof *x);
+        }
+    }
+    close(fd);
+}
+
 /* A reply read frees its request's slot: a client that keeps max_inflight
  * requests outstanding, and sends the next one the moment a reply arrives,
  * is never refused busy: a request whose reply bytes are all with the
  * kernel no longer counts, although its write callback may come after the
- * next request is read in the same loop turn. */
+ * next request is read in the same loop turn. Small replies, then replies
+ * of 1 MiB: more than the socket takes at once, so gpuqd writes the rest as
+ * it drains and the write callback comes a loop turn after the last byte. */
 START_TEST(inflight_slot_free_once_reply_read)
 {
-    enum { WINDOW = 3, N = 3000 };
+    enum { WINDOW = 3, BIG = 1 << 17 };
     const char *extra[] = {"--max-inflight", "3", NULL};
     e2e_restart(extra);
-    static uint8_t hb[65536];
-    int fd = e2e_hello_socket("window", hb, sizeof hb);
-    double small[3] = {1, 2, 5}, y[3];
-    uint64_t sent = 0;
-    for (; sent < WINDOW; sent++) {
-        gpuq_request r = e2e_norm_req(3);
-        r.id = sent + 1;
-        e2e_send_req(fd, &r, small, sizeof small);
-    }
-    for (uint64_t got = 1; got <= N; got++) {
-        gpuq_reply rep;
-        size_t len = 0;
-        ck_assert_int_eq(e2e_read_reply_data(fd, &rep, hb, sizeof hb, y, sizeof y, &len), 0);
-        ck_assert_uint_eq(rep.id, got);
-        ck_assert_msg(rep.status == 0, "request %llu of %d: %s (%s)", (unsigned long long)got, N,
-                      gpuq_errname(rep.status), rep.message);
-        ck_assert(len == sizeof y && y[0] == 0.125 && y[1] == 0.25 && y[2] == 0.625);
-        if (sent < N) {
-            gpuq_request r = e2e_norm_req(3);
-            r.id = ++sent;
-            e2e_send_req(fd, &r, small, sizeof small);
-        }
-    }
-    close(fd);
-    /* The same with replies of 1 MiB: more than the socket takes at once, so
-     * gpuqd writes the rest when it drains, and the write callback comes a
-     * loop turn after the last byte went (the case the slot rule is for). */
-    enum { BIG = 1 << 17, NBIG = 60 };
+    double small[4] = {1, 1, 1, 1}, y[4];
+    run_window("window", WINDOW, 3000, small, y, 4);
     double *bx = malloc(BIG * sizeof *bx), *by = malloc(BIG * sizeof *by);
     ck_assert(bx && by);
     for (int i = 0; i < BIG; i++)
         bx[i] = 1.0;
-    fd = e2e_hello_socket("window-big", hb, sizeof hb);
-    for (sent = 0; sent < WINDOW; sent++) {
-        gpuq_request r = e2e_norm_req(BIG);
-        r.id = sent + 1;
-        e2e_send_req(fd, &r, bx, BIG * sizeof *bx);
-    }
-    for (uint64_t got = 1; got <= NBIG; got++) {
-        gpuq_reply rep;
-        size_t len = 0;
-        ck_assert_int_eq(e2e_read_reply_data(fd, &rep, hb, sizeof hb, by, BIG * sizeof *by, &len),
-                         0);
-        ck_assert_uint_eq(rep.id, got);
-        ck_assert_msg(rep.status == 0, "1 MiB request %llu of %d: %s (%s)", (unsigned long long)got,
-                      NBIG, gpuq_errname(rep.status), rep.message);
-        ck_assert(len == BIG * sizeof *by && by[0] == 1.0 / BIG && by[BIG - 1] == 1.0 / BIG);
-        if (sent < NBIG) {
-            gpuq_request r = e2e_norm_req(BIG);
-            r.id = ++sent;
-            e2e_send_req(fd, &r, bx, BIG * sizeof *bx);
-        }
-    }
-    close(fd);
+    run_window("window-big", WINDOW, 60, bx, by, BIG);
     free(bx), free(by);
     e2e_assert_serves();
 }
