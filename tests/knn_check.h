@@ -112,4 +112,20 @@ static inline int kc_check_row(const kc_params *p, const double *got_d, const in
     return bad;
 }
 
+/* The planted ties: the first three rows of y[n] (rows of row_bytes bytes,
+ * in the dtype) equal to the query row x, by index, into want[]; how many
+ * there are (at most 3). The suites plant rows 0, n/2 and n-1 equal to x
+ * row 0, but a random row may round to the same values too (offset data in
+ * f32 with d = 1: about one case in 500): all of them tie at the same
+ * distance, so the first three of them lead, in index order. */
+static inline int kc_planted_ties(const void *x, const void *y, uint64_t n, size_t row_bytes,
+                                  int64_t want[3])
+{
+    int nw = 0;
+    for (uint64_t j = 0; j < n && nw < 3; j++)
+        if (!memcmp((const char *)y + j * row_bytes, x, row_bytes))
+            want[nw++] = (int64_t)j;
+    return nw;
+}
+
 #endif

@@ -184,12 +184,15 @@ START_TEST(knn_vs_scipy)
                       (unsigned long long)k, (unsigned long long)i, why);
     }
     /* the planted exact ties: y rows 0, n/2, n-1 equal x row 0 (under
-     * cosine with d = 1 every row of the same sign ties with them) */
+     * cosine with d = 1 every row of the same sign ties with them), and any
+     * random row that rounds to the same values (kc_planted_ties) */
     if (n >= 3 && k >= 3 && !(metric == GPUQ_K_COSINE && d == 1)) {
-        ck_assert_msg(idx[0] == 0 && idx[1] == (int64_t)(n / 2) && idx[2] == (int64_t)(n - 1),
-                      "row 0 starts %lld %lld %lld, want the ties 0 %llu %llu", (long long)idx[0],
-                      (long long)idx[1], (long long)idx[2], (unsigned long long)(n / 2),
-                      (unsigned long long)(n - 1));
+        int64_t want[3];
+        ck_assert_int_eq(kc_planted_ties(xi, yi, n, d * dt_size(dt), want), 3);
+        ck_assert_msg(idx[0] == want[0] && idx[1] == want[1] && idx[2] == want[2],
+                      "row 0 starts %lld %lld %lld, want the ties %lld %lld %lld",
+                      (long long)idx[0], (long long)idx[1], (long long)idx[2], (long long)want[0],
+                      (long long)want[1], (long long)want[2]);
         ck_assert(out_at(dt, dist, 0) == out_at(dt, dist, 1) &&
                   out_at(dt, dist, 1) == out_at(dt, dist, 2));
     }
