@@ -305,8 +305,9 @@ static void run_window(const char *name, uint64_t window, uint64_t total, const 
  * is never refused busy: a request whose reply bytes are all with the
  * kernel no longer counts, although its write callback may come after the
  * next request is read in the same loop turn. Small replies, then replies
- * of 1 MiB: more than the socket takes at once, so gpuqd writes the rest as
- * it drains and the write callback comes a loop turn after the last byte. */
+ * of 1 MiB: more than the socket takes at once, so gpuqd writes each in
+ * parts as the client drains it (a group's byte count must then be right:
+ * request.c's wr_end). */
 START_TEST(inflight_slot_free_once_reply_read)
 {
     enum { WINDOW = 3, BIG = 1 << 17 };
