@@ -582,7 +582,7 @@ backend *backend_cuda_create(uv_loop_t *loop, backend_complete_fn done, uint64_t
     }
     b->wake.data = b;
     b->handles_open = 4;
-    b->base.loop = loop;
+    b->base.loop = loop; /* the batch flush's idle handle is on it */
     if (cuda_batch_init(b) != 0) {
         snprintf(why, cap, "uv_idle_init failed");
         uv_close((uv_handle_t *)&b->async, on_handle_closed);
@@ -603,7 +603,6 @@ backend *backend_cuda_create(uv_loop_t *loop, backend_complete_fn done, uint64_t
     const char *spin = getenv("GPUQ_CUDA_SPIN_US");
     b->spin_ns = (spin && *spin ? cuda_env_u64("GPUQ_CUDA_SPIN_US") : CUDA_SPIN_US_DEFAULT) * 1000;
     b->base.ops = &cuda_ops;
-    b->base.loop = loop;
     b->base.complete = done;
     b->inject_sticky = cuda_env_u64("GPUQ_TEST_INJECT_STICKY");
     b->inject_oom = cuda_env_u64("GPUQ_TEST_INJECT_OOM");
