@@ -34,7 +34,9 @@
  *
  * Failure: any failed request - an error reply, a connect failure, a broken
  * or short reply stream, a reply of the wrong shape or with wrong values
- * (checked against the peer's result), a client process that dies - counts
+ * (checked against the peer's result: a row's first and last runs whole,
+ * the runs between, which go back to back, at 256 spread elements poisoned
+ * before each), a client process that dies - counts
  * in its row's errors, and so does a failed in-process run. Latencies and
  * rates count successful requests only; a client with any failure counts
  * none of its requests as done; a row with no success prints n/a. The table
@@ -559,26 +561,62 @@ static int job_check(const job *j, char *why, size_t cap)
     return rc;
 }
 
-/* Before each run of gpuq's side: NaN (all ones) into 256 elements spread
- * over the output, first and last included, so that a result not written
- * fails the check. Not the whole output: a memset of every byte before each
- * request would leave its lines dirty in the CPU's caches, which the next
- * request's DMA then pays for (a grid request took 0.5 ms instead of 0.24
- * on the H100), a cost the peers' reused outputs do not have. Before a
- * row's first run the whole output is poisoned (bench_latency), so that run
- * is checked whole. */
+/* Before each run of gpuq's side: NaN (all ones) into SPREAD elements
+ * spread over the output, first and last included, so that a result not
+ * written fails the check. Not the whole output: a memset of every byte
+ * before each request would leave its lines dirty in the CPU's caches,
+ * which the next request's DMA then pays for (a grid request took 0.5 ms
+ * instead of 0.24 on the H100), a cost the peers' reused outputs do not
+ * have. Before a row's first run the whole output is poisoned
+ * (gpuq_samples), so that run is checked whole. */
+enum { SPREAD = 256 };
+
+static size_t job_esize(const job *j)
+{
+    return j->op == JOB_GRID || j->op == JOB_HAVERSINE ? 8 : 4;
+}
+
+/* The output's element count (knn: its distances) and the index of the
+ * k-th spread element. */
+static size_t job_nout(const job *j)
+{
+    return j->op == JOB_KNN ? (size_t)(j->n * j->k) : (size_t)j->out_bytes / job_esize(j);
+}
+
+static size_t spread_at(size_t k, size_t n)
+{
+    return k == SPREAD - 1 ? n - 1 : k * (n / (SPREAD - 1));
+}
+
 static void job_poison(job *j)
 {
-    size_t es = j->op == JOB_GRID || j->op == JOB_HAVERSINE ? 8 : 4;
-    size_t n = j->out_bytes / es; /* knn: its distances */
+    size_t es = job_esize(j), n = job_nout(j);
+    for (size_t k = 0; n > 0 && k < SPREAD; k++)
+        memset((char *)j->gout + spread_at(k, n) * es, 0xff, es);
+}
+
+/* The spread elements only, against the peer's result (knn: whole, its
+ * check is per query). */
+static int job_check_spread(const job *j, char *why, size_t cap)
+{
     if (j->op == JOB_KNN)
-        n = j->n * j->k;
-    if (n == 0)
-        return;
-    for (size_t k = 0; k < 256; k++) {
-        size_t i = k == 255 ? n - 1 : k * (n / 255);
-        memset((char *)j->gout + i * es, 0xff, es);
+        return job_check(j, why, cap);
+    size_t es = job_esize(j), n = job_nout(j), bad = 0;
+    for (size_t k = 0; k < SPREAD && n > 0; k++) {
+        size_t i = spread_at(k, n);
+        const char *g = (const char *)j->gout + i * es, *r = (const char *)j->ref + i * es;
+        int rc = es == 8
+                     ? close_f64((const double *)g, (const double *)r, 1, j->tol, j->floor_, &bad)
+                     : close_f32((const float *)g, (const float *)r, 1, j->tol, j->floor_, &bad);
+        if (rc) {
+            double got = es == 8 ? *(const double *)g : *(const float *)g;
+            double want = es == 8 ? *(const double *)r : *(const float *)r;
+            snprintf(why, cap, "wrong result: element %zu is %.9g, in-process gives %.9g", i, got,
+                     want);
+            return 1;
+        }
     }
+    return 0;
 }
 
 /* p50 in ms and the GB/s it makes of gb gigabytes; n/a without samples. */
@@ -595,7 +633,12 @@ static void large_fmt(char *buf, size_t cap, double *v, int n, double gb, double
 }
 
 /* reps runs of gpuq's side of j, seconds each into ours (successes only;
- * returns their count). check: against the peer's result in j->ref. */
+ * returns their count). check: against the peer's result in j->ref, the
+ * first and last runs whole, the others at their spread elements. The runs
+ * go back to back as the peer's do: a whole check between runs (2 ms for a
+ * million doubles) let the daemon and this process fall idle before each
+ * request, and the wake-ups it then paid made the large rows 0.1-0.25 ms
+ * slower than requests that follow each other. */
 static int gpuq_samples(bench *b, row *r, job *j, int reps, double *ours, bool check)
 {
     char why[300];
@@ -612,9 +655,11 @@ static int gpuq_samples(bench *b, row *r, job *j, int reps, double *ours, bool c
         double t = now_s();
         int rc = job_gpuq(b->c, j);
         double dt = now_s() - t;
+        bool whole = i == 0 || i == reps - 1;
         if (rc)
             row_error(r, "gpuq", gpuq_errmsg(b->c));
-        else if (check && job_check(j, why, sizeof why))
+        else if (check &&
+                 (whole ? job_check(j, why, sizeof why) : job_check_spread(j, why, sizeof why)))
             row_error(r, "gpuq", why);
         else
             ours[no++] = dt;

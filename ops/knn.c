@@ -170,7 +170,10 @@ static int launch_cuda_rows(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpu
 static int cuda_split(const gpuq_request *r, const gpuq_sizes *sz, op_split *sp)
 {
     (void)r;
-    return op_split_rows(sz, sz->m, 0, sp);
+    if (!op_split_rows(sz, sz->m, 0, sp))
+        return 0;
+    sp->fixed_chunks = 1; /* the scratch holds a chunk's indices and tile */
+    return 1;
 }
 
 const op_backend_def op_backend_knn = {.run_cpu = run_cpu,

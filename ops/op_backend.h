@@ -43,11 +43,16 @@ typedef struct op_split {
      * chunk's output. Otherwise launch_cuda_rows runs on each chunk as soon
      * as it landed. */
     int two_phase;
+    /* The op's chunk scratch (cuda_chunk_scratch) depends on the chunk's
+     * rows: every chunk but the last gets the same rows (no tapering, see
+     * server/backend_cuda_pipe.c), and op_rows.chunk is that size. */
+    int fixed_chunks;
 } op_split;
 
-/* The rows of one launch of a split run: [r0, r0 + nr), in a plan whose
- * chunks are `chunk` rows each (the last one may be shorter), so chunk
- * number r0 / chunk. */
+/* The rows of one launch of a split run: [r0, r0 + nr); chunk: the most
+ * rows of any chunk of the plan. In a two-phase or fixed_chunks split,
+ * every chunk but the last has exactly `chunk` rows, so this is chunk
+ * number r0 / chunk; otherwise the first and last chunks may be smaller. */
 typedef struct op_rows {
     uint64_t r0, nr, chunk;
 } op_rows;

@@ -95,7 +95,8 @@ static void kernels_log(int level, const char *line)
  * would chain the sessions' jobs one after the other. Only when that finds
  * nothing (the pool at its limit) does one allocation fall back to the
  * pool's default, reuse behind a wait. */
-static cudaError_t dev_alloc(backend_cuda *b, cuda_sess *s, void **p, size_t len)
+static cudaError_t dev_alloc_on(backend_cuda *b, cuda_sess *s, cudaStream_t st, void **p,
+                                size_t len)
 {
     *p = NULL;
     if (len == 0)
@@ -103,7 +104,7 @@ static cudaError_t dev_alloc(backend_cuda *b, cuda_sess *s, void **p, size_t len
     b->allocs++;
     if (b->inject_oom && b->allocs == b->inject_oom)
         return cudaErrorMemoryAllocation;
-    cudaError_t e = cudaMallocFromPoolAsync(p, len, s->dev->pool, s->stream);
+    cudaError_t e = cudaMallocFromPoolAsync(p, len, s->dev->pool, st);
     if (e == cudaErrorMemoryAllocation && s->dev->reuse_local) {
         /* Nothing reusable without waiting: this once, let the pool reuse
          * memory another stream freed by making this stream wait for it. */
@@ -111,7 +112,7 @@ static cudaError_t dev_alloc(backend_cuda *b, cuda_sess *s, void **p, size_t len
         int on = 1, off = 0;
         e = cudaMemPoolSetAttribute(s->dev->pool, cudaMemPoolReuseAllowInternalDependencies, &on);
         if (e == cudaSuccess) {
-            e = cudaMallocFromPoolAsync(p, len, s->dev->pool, s->stream);
+            e = cudaMallocFromPoolAsync(p, len, s->dev->pool, st);
             cudaError_t e2 = cudaMemPoolSetAttribute(
                 s->dev->pool, cudaMemPoolReuseAllowInternalDependencies, &off);
             if (e2 != cudaSuccess) {
@@ -124,6 +125,12 @@ static cudaError_t dev_alloc(backend_cuda *b, cuda_sess *s, void **p, size_t len
     if (e == cudaErrorMemoryAllocation)
         (void)cudaGetLastError(); /* not sticky: keep it from failing the next launch check */
     return e;
+}
+
+/* The same on the session's compute stream. */
+static cudaError_t dev_alloc(backend_cuda *b, cuda_sess *s, void **p, size_t len)
+{
+    return dev_alloc_on(b, s, s->stream, p, len);
 }
 
 static uint64_t align256(uint64_t n)
@@ -211,7 +218,9 @@ static int cuda_submit(backend *bb, gpuq_job *job)
     if ((status = cuda_jobx_get(b, s, job->req->timing, &x)) != 0)
         goto fail_now;
     job->bpriv = x;
-    chunked = cuda_pipe_plan(b, job, &plan);
+    /* a job with no input and addressable output: zero-copy at any size */
+    zc = job->sz->payload == 0 && cuda_zero_copy_ok(b, s, job);
+    chunked = !zc && cuda_pipe_plan(b, job, &plan);
     if (!chunked && cuda_batch_take(b, s, job))
         return 0; /* launched with others in the idle phase (backend_cuda_batch.c) */
 
@@ -237,23 +246,25 @@ static int cuda_submit(backend *bb, gpuq_job *job)
         enqueued = 1;                                                                              \
     } while (0)
 
-    if (x->timing)
+    /* a chunked job with input starts on the copy stream (below) */
+    int up_first = chunked && job->sz->payload != 0;
+    if (x->timing && !up_first)
         STEP(cudaEventRecord(x->t[0], s->stream), "cudaEventRecord");
     if (b->slow_ms) /* test hook: a slow job, as the CPU backend's */
         KSTEP(gpuq_cuda_test_sleep(s->stream, (unsigned)b->slow_ms),
               "slow-job kernel launch failed");
     uint64_t scratch = chunked ? plan.scratch : op_scratch_bytes(job->req, job->sz);
-    if ((zc = !chunked && cuda_zero_copy_ok(b, s, job))) { /* the kernels use the host arrays */
+    if (zc || (zc = !chunked && cuda_zero_copy_ok(b, s, job))) { /* kernels on the host arrays */
         d_in = (void *)job->h_in[0];
         d_out = job->h_out[0];
         b->zero_copy_jobs++;
     }
     small = !chunked && small_bufs(b, s, x, job, zc, scratch, &d_in, &d_out, &d_scratch);
     if (!small) {
-        if (!zc) {
+        if (!zc && !up_first)
             STEP(dev_alloc(b, s, &d_in, job->sz->payload), "cudaMallocFromPoolAsync(input)");
+        if (!zc)
             STEP(dev_alloc(b, s, &d_out, job->sz->output), "cudaMallocFromPoolAsync(output)");
-        }
         STEP(dev_alloc(b, s, &d_scratch, scratch), "cudaMallocFromPoolAsync(scratch)");
     }
     if (chunked) {
@@ -261,6 +272,16 @@ static int cuda_submit(backend *bb, gpuq_job *job)
          * joined back onto this stream on return, failed or not. */
         STEP(cudaMemsetAsync(gpuq_cuda_ctx_errflag(s->kctx), 0, sizeof(int), s->stream),
              "cudaMemsetAsync(errflag)");
+        /* The input's buffer comes in stream order on the upload stream,
+         * which waits for nothing on this one: the uploads start while this
+         * stream still runs the session's earlier jobs (their downloads).
+         * It is freed on this stream after the join, like the others. */
+        if (up_first) {
+            STEP(dev_alloc_on(b, s, s->copy_in, &d_in, job->sz->payload),
+                 "cudaMallocFromPoolAsync(input)");
+            if (x->timing)
+                STEP(cudaEventRecord(x->t[0], s->copy_in), "cudaEventRecord");
+        }
         status = cuda_pipe_run(b, s, job, &plan, d_in, d_out, d_scratch, detail, sizeof detail);
         if (status)
             goto fail_enqueued;

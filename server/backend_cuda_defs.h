@@ -24,8 +24,9 @@
 #define CUDA_WAKE_LEAD_US 300
 #define CUDA_WAKE_TAIL_US 2000
 /* Pipelined jobs (backend_cuda_pipe.c): a job of more input + output bytes
- * than this goes in chunks of about this many bytes each, at most
- * CUDA_PIPE_MAX_CHUNKS of them (GPUQ_CUDA_CHUNK_BYTES; 0: never). */
+ * than this goes in chunks of about this many bytes each way, at most
+ * CUDA_PIPE_MAX_CHUNKS of them, tapered at both ends when there are at
+ * least CUDA_PIPE_TAPER_MIN (GPUQ_CUDA_CHUNK_BYTES; 0: never). */
 #define CUDA_CHUNK_BYTES_DEFAULT ((uint64_t)4 << 20)
 /* Small jobs (backend_cuda.c): a job whose input, output and scratch fit in
  * this many bytes (each part 256-byte aligned) uses a device buffer its
@@ -40,6 +41,7 @@
  * by every session's per-job state (more come one by one). */
 #define CUDA_FLAG_SLOTS 16384u
 #define CUDA_PIPE_MAX_CHUNKS 32
+#define CUDA_PIPE_TAPER_MIN 4
 /* Priority levels (GPUQ_PRIO_LOW .. HIGH): a device's batch lanes. */
 #define CUDA_LEVELS 3
 
@@ -97,7 +99,7 @@ typedef struct cuda_sess {
      * (cudaEventDisableTiming, reused chunk after chunk: a wait takes the
      * event's state when it is enqueued). */
     cudaStream_t copy_in, copy_out;
-    cudaEvent_t ev_fork, ev_in, ev_comp, ev_out;
+    cudaEvent_t ev_in, ev_comp, ev_out;
     gpuq_job *head, *tail; /* in-flight FIFO (job->next) */
     uint64_t nflight;
     int armed; /* a doorbell is enqueued and has not been handled */

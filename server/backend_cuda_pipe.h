@@ -11,12 +11,14 @@
 #include "backend_cuda_defs.h"
 #include "op_backend.h"
 
-/* How one job runs in chunks: the op's split, rows per chunk (the last
- * may have fewer) and the number of chunks, and the device scratch bytes
- * of the split run. */
+/* How one job runs in chunks: the op's split; chunk k is rows
+ * [start[k], start[k + 1]); chunk: the most rows of any chunk (every
+ * chunk's but the last when the op's chunks are even: two-phase ops and
+ * fixed_chunks), and the device scratch bytes of the split run. */
 typedef struct cuda_plan {
     op_split sp;
     uint64_t chunk, nchunks;
+    uint64_t start[CUDA_PIPE_MAX_CHUNKS + 1];
     uint64_t scratch;
 } cuda_plan;
 
@@ -26,8 +28,10 @@ typedef struct cuda_plan {
 int cuda_pipe_plan(const backend_cuda *b, const gpuq_job *job, cuda_plan *pl);
 
 /* Enqueue job's transfers and op in chunks as pl says, after the caller
- * enqueued the device allocations (d_in, d_out, d_scratch of pl->scratch
- * bytes) and the errflag reset on the compute stream; records the job's
+ * enqueued the device allocations (d_out and d_scratch of pl->scratch bytes
+ * and the errflag reset on the compute stream; d_in, when the job has
+ * input, on the session's copy_in stream, which nothing orders after the
+ * compute stream's earlier work); records the job's
  * timing events t[1] and t[2] when it has them. Returns 0 or a GPUQ_E_*
  * status with a line in detail. Either way, on return everything this job
  * put on the copy streams is ordered before whatever the caller enqueues

@@ -297,9 +297,15 @@ static int run_once(tjob *t, int sess, uint64_t cb, char *base, const void *in, 
     if (p.o1)
         memset(p.o1, 0xff, t->sz.out[1].bytes);
     bc()->chunk_bytes = cb;
+    /* a job without input whose output the device reaches runs zero-copy
+     * at any size (test_zero_copy_no_input): chunked runs turn that off */
+    uint64_t zc = bc()->zc_bytes;
+    if (cb)
+        bc()->zc_bytes = 0;
     uint64_t n0 = bc()->pipelined, c0 = bc()->chunks;
     submit(t, sess, p.a, p.b, p.o0, p.o1);
     wait_done(t);
+    bc()->zc_bytes = zc;
     ck_assert_uint_le(bc()->pipelined - n0, 1);
     *chunks = bc()->chunks - c0;
     ck_assert(bc()->pipelined - n0 == (*chunks > 0));
@@ -453,6 +459,31 @@ START_TEST(test_chunked_equals_whole)
 }
 END_TEST
 
+/* A plan's chunks: rows [start[k], start[k + 1]) cover the split's rows in
+ * order, none empty, at most CUDA_PIPE_MAX_CHUNKS, none over pl->chunk. */
+static void plan_sane(const cuda_plan *pl)
+{
+    ck_assert_uint_ge(pl->nchunks, 2);
+    ck_assert_uint_le(pl->nchunks, CUDA_PIPE_MAX_CHUNKS);
+    ck_assert_uint_eq(pl->start[0], 0);
+    ck_assert_uint_eq(pl->start[pl->nchunks], pl->sp.rows);
+    for (uint64_t k = 0; k < pl->nchunks; k++) {
+        ck_assert_uint_gt(pl->start[k + 1], pl->start[k]);
+        ck_assert_uint_le(pl->start[k + 1] - pl->start[k], pl->chunk);
+    }
+}
+
+/* The plan's chunk sizes against want[0..n). */
+static void plan_is(const cuda_plan *pl, const uint64_t *want, uint64_t n)
+{
+    plan_sane(pl);
+    ck_assert_uint_eq(pl->nchunks, n);
+    for (uint64_t k = 0; k < n; k++)
+        ck_assert_msg(pl->start[k + 1] - pl->start[k] == want[k], "chunk %llu: %llu rows, not %llu",
+                      (unsigned long long)k, (unsigned long long)(pl->start[k + 1] - pl->start[k]),
+                      (unsigned long long)want[k]);
+}
+
 /* The plan, by hand (b->chunk_bytes is all it reads of the backend). */
 START_TEST(test_plan)
 {
@@ -465,11 +496,14 @@ START_TEST(test_plan)
     build(&t, &c);
     t.job.req = &t.req;
     t.job.sz = &t.sz;
-    /* 592 bytes a row (296 in, 296 out), 592592 in all */
-    fake.chunk_bytes = 65536; /* 110 rows -> 10 chunks -> 101 rows each, the last 92 */
+    /* 296 bytes a row each way, 592592 in all; 65536 bytes each way -> a
+     * nominal 221 rows, 4.5 chunks: tapered, 27 55 110 rows at each end and
+     * the 617 between in 3 chunks */
+    fake.chunk_bytes = 65536;
     ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 1);
-    ck_assert_uint_eq(pl.chunk, 101);
-    ck_assert_uint_eq(pl.nchunks, 10);
+    static const uint64_t taper[] = {27, 55, 110, 206, 206, 205, 110, 55, 27};
+    plan_is(&pl, taper, 9);
+    ck_assert_uint_eq(pl.chunk, 206);
     ck_assert_uint_eq(pl.sp.rows, 1001);
     ck_assert_uint_eq(pl.sp.a_row, 296);
     ck_assert_uint_eq(pl.sp.out_row[0], 296);
@@ -478,38 +512,65 @@ START_TEST(test_plan)
     t.job.whole = 0;
     fake.chunk_bytes = 592592; /* not more than the threshold: whole */
     ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 0);
-    fake.chunk_bytes = 592591; /* 1000 rows a chunk -> 2 chunks of 501 and 500 */
+    fake.chunk_bytes = 592591; /* over it, but all rows fit a chunk: two, 501 and 500 */
     ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 1);
+    static const uint64_t two[] = {501, 500};
+    plan_is(&pl, two, 2);
     ck_assert_uint_eq(pl.chunk, 501);
-    ck_assert_uint_eq(pl.nchunks, 2);
     fake.chunk_bytes = 0; /* off */
     ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 0);
-    fake.chunk_bytes = 1000; /* one row a chunk would be 1001 chunks: capped */
+    fake.chunk_bytes = 1000; /* 3 rows a chunk: too few to taper; 334 chunks capped */
     ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 1);
+    plan_sane(&pl);
     ck_assert_uint_eq(pl.chunk, 32); /* ceil(1001 / 32) rows each */
     ck_assert_uint_eq(pl.nchunks, CUDA_PIPE_MAX_CHUNKS);
-    /* flat: two phases, its scratch from the kernels */
+    fake.chunk_bytes = 2368; /* 8 rows: tapered 1 2 4, the 987 between capped at 26 chunks */
+    ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 1);
+    plan_sane(&pl);
+    ck_assert_uint_eq(pl.nchunks, CUDA_PIPE_MAX_CHUNKS);
+    ck_assert_uint_eq(pl.chunk, 38);
+    ck_assert_uint_eq(pl.start[1], 1);
+    ck_assert_uint_eq(pl.start[pl.nchunks] - pl.start[pl.nchunks - 1], 1);
+    /* 4096 x 4096 f32, the default 4 MiB: 256 rows nominal, 21 chunks */
+    tcase_def big = {K_NORM, GPUQ_DT_F32, GPUQ_K_L2, 0, 4096, 4096, 0, 0};
+    build(&t, &big);
+    fake.chunk_bytes = CUDA_CHUNK_BYTES_DEFAULT;
+    ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 1);
+    static const uint64_t rows21[] = {32,  64,  128, 244, 244, 244, 244, 244, 244, 244, 244,
+                                      244, 244, 244, 244, 244, 244, 232, 128, 64,  32};
+    plan_is(&pl, rows21, 21);
+    /* flat: two phases, even chunks (the partials are per chunk), its
+     * scratch from the kernels; 4 bytes a value each way: 16384 -> 7 */
     tcase_def f = {K_NORM, GPUQ_DT_F32, GPUQ_K_ZSCORE, 0, 100003, 0, 0, 0};
     build(&t, &f);
-    fake.chunk_bytes = 65536; /* 8 bytes a value: 8192 -> 13 chunks of 7693, the last 7687 */
+    fake.chunk_bytes = 65536;
     ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 1);
     ck_assert_int_eq(pl.sp.two_phase, 1);
-    ck_assert_uint_eq(pl.chunk, 7693);
-    ck_assert_uint_eq(pl.nchunks, 13);
-    ck_assert_uint_eq(pl.scratch, gpuq_cuda_normalize_flat_scratch_bytes(GPUQ_K_F32, 100003, 7693));
-    /* grid: no input; 257 * 8 bytes a row -> 31 rows -> 11 chunks of 31, the last 23 */
+    static const uint64_t flat7[] = {14287, 14287, 14287, 14287, 14287, 14287, 14281};
+    plan_is(&pl, flat7, 7);
+    ck_assert_uint_eq(pl.chunk, 14287);
+    ck_assert_uint_eq(pl.scratch,
+                      gpuq_cuda_normalize_flat_scratch_bytes(GPUQ_K_F32, 100003, 14287));
+    /* grid: no input; 257 * 8 bytes a row -> 31 rows: 3 7 15 at each end,
+     * the 283 between in 10 chunks of 29 (the last 22) */
     tcase_def g = {K_GRID, GPUQ_DT_F64, 0, 0, 333, 257, 0, 0};
     build(&t, &g);
     ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 1);
     ck_assert_uint_eq(pl.sp.a_row, 0);
-    ck_assert_uint_eq(pl.chunk, 31);
-    ck_assert_uint_eq(pl.nchunks, 11);
-    /* knn: the scratch covers a chunk's indices and the larger tile */
+    static const uint64_t grid16[] = {3, 7, 15, 29, 29, 29, 29, 29, 29, 29, 29, 29, 22, 15, 7, 3};
+    plan_is(&pl, grid16, 16);
+    /* knn: even chunks (fixed_chunks); the scratch covers a chunk's
+     * indices and the larger tile */
     tcase_def k = {K_KNN, GPUQ_DT_F32, GPUQ_K_EUCLIDEAN, 0, 2049, 3001, 5, 7};
     build(&t, &k);
+    fake.chunk_bytes = 16384; /* 84 bytes a row down: 195 rows, 11 chunks */
     ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 1);
+    plan_sane(&pl);
     ck_assert_uint_eq(pl.sp.b_row, 0);
     ck_assert_uint_eq(pl.sp.out_row[1], 7 * 8);
+    ck_assert_uint_eq(pl.nchunks, 11);
+    for (uint64_t i = 0; i + 1 < pl.nchunks; i++)
+        ck_assert_uint_eq(pl.start[i + 1] - pl.start[i], pl.chunk);
     uint64_t last = 2049 - (pl.nchunks - 1) * pl.chunk;
     ck_assert_uint_ge(pl.scratch, pl.chunk * 7 * 8 + gpuq_cuda_knn_scratch_bytes(
                                                          GPUQ_K_F32, pl.chunk, 3001, 5, 7));
@@ -630,13 +691,15 @@ START_TEST(test_many_in_flight)
         if (t[i].sz.nin > 1)
             memcpy(p[i].b, in[i] + t[i].sz.in_bytes[0], t[i].sz.in_bytes[1]);
     }
-    uint64_t n0 = bc()->pipelined;
+    uint64_t n0 = bc()->pipelined, zc = bc()->zc_bytes;
+    bc()->zc_bytes = 0; /* the grid case chunked too (see run_once) */
     for (int i = 0; i < N; i++) {
         bc()->chunk_bytes = i % 4 == 3 ? 0 : CHUNK; /* every fourth whole */
         submit(&t[i], i % 2, p[i].a, p[i].b, p[i].o0, p[i].o1);
     }
     for (int i = 0; i < N; i++)
         wait_done(&t[i]);
+    bc()->zc_bytes = zc;
     ck_assert_uint_eq(bc()->pipelined - n0, N - N / 4);
     for (int i = 0; i < N; i++) {
         ck_assert_msg(t[i].job.status == 0, "job %d: %s", i, t[i].job.message);
@@ -693,6 +756,54 @@ START_TEST(test_big_join_and_timing)
         ck_assert_double_lt(tm.kernel_us, tm.h2d_us);
     be_stop();
     free(x), free(in), free(out);
+}
+END_TEST
+
+/* A job with no input (grid) whose output the device reaches runs its
+ * kernel on the host output at any size, over the zero-copy threshold and
+ * over the chunk threshold: no chunks, counted as zero-copy, the same bits
+ * as the chunked run into pinned and into registered memory. Turned off
+ * (zc_bytes 0) it is chunked again. */
+START_TEST(test_zero_copy_no_input)
+{
+    tjob t;
+    memset(&t, 0, sizeof t);
+    uint64_t chunks;
+    tcase_def g = {K_GRID, GPUQ_DT_F64, 0, 0, 1000, 1000, 0, 0}; /* 8 MB out */
+    build(&t, &g);
+    char *split = malloc(t.sz.output), *o = malloc(t.sz.output), *cpu = malloc(t.sz.output);
+    ck_assert(split && o && cpu);
+    be_start();
+    ck_assert_uint_gt(bc()->zc_bytes, 0);
+    ck_assert_uint_lt(bc()->zc_bytes, t.sz.output);
+    ck_assert_int_eq(run_once(&t, 0, CHUNK, g_pinned, NULL, split, &chunks), 0);
+    ck_assert_uint_ge(chunks, 3);
+    for (int reg = 0; reg < 2; reg++) {
+        uint64_t z0 = bc()->zero_copy_jobs, n0 = bc()->pipelined;
+        bc()->chunk_bytes = CHUNK;
+        place p = layout(reg ? g_reg : g_pinned, &t.sz);
+        memset(p.o0, 0xff, t.sz.output);
+        submit(&t, reg, NULL, NULL, p.o0, NULL);
+        wait_done(&t);
+        ck_assert_int_eq(t.job.status, 0);
+        ck_assert_uint_eq(bc()->zero_copy_jobs - z0, 1);
+        ck_assert_uint_eq(bc()->pipelined - n0, 0);
+        ck_assert_msg(memcmp(p.o0, split, t.sz.output) == 0, "zero-copy grid differs (reg %d)",
+                      reg);
+    }
+    ck_assert_int_eq(run_cpu(&t, NULL, cpu), 0);
+    check_cpu(&g, &t, NULL, split, cpu, "zero-copy grid");
+    uint64_t zc = bc()->zc_bytes, z0 = bc()->zero_copy_jobs;
+    bc()->zc_bytes = 0; /* off: chunked as before */
+    bc()->chunk_bytes = CHUNK;
+    place p = layout(g_pinned, &t.sz);
+    submit(&t, 0, NULL, NULL, p.o0, NULL);
+    wait_done(&t);
+    ck_assert_int_eq(t.job.status, 0);
+    ck_assert_uint_eq(bc()->zero_copy_jobs, z0);
+    bc()->zc_bytes = zc;
+    be_stop();
+    free(split), free(o), free(cpu);
 }
 END_TEST
 
@@ -867,6 +978,7 @@ static Suite *pipe_suite(void)
     tcase_add_loop_test(tc, test_inject_mid_pipeline, 0, 6);
     tcase_add_test(tc, test_many_in_flight);
     tcase_add_test(tc, test_big_join_and_timing);
+    tcase_add_test(tc, test_zero_copy_no_input);
     suite_add_tcase(s, tc);
     TCase *tf = tcase_create("flat");
     tcase_set_timeout(tf, 300);
