@@ -131,6 +131,19 @@ int cuda_zero_copy_ok(const backend_cuda *b, const cuda_sess *s, const gpuq_job 
         return 0;
     if (sz->nout > 1 && (char *)job->h_out[0] + sz->out[0].bytes != job->h_out[1])
         return 0;
+    /* Kernels load and store whole elements: a host array off its element
+     * size would fault the device, where a copy does not care. gpuqd's own
+     * arrays never are (staging is aligned, arena offsets are checked: see
+     * PROTOCOL.md 3.4); this keeps it so for any caller. */
+    uintptr_t es = gpuq_dtype_size(job->req->dtype), ix = 8; /* out[1]: knn's int64 */
+    if (es == 0)
+        es = 1;
+    for (uint32_t k = 0; k < sz->nin && k < GPUQ_MAX_INPUTS; k++)
+        if ((uintptr_t)job->h_in[k] % es != 0)
+            return 0;
+    for (uint32_t k = 0; k < sz->nout && k < GPUQ_MAX_OUTPUTS; k++)
+        if ((uintptr_t)job->h_out[k] % (k ? ix : es) != 0)
+            return 0;
     return 1;
 }
 
