@@ -21,8 +21,10 @@
  * input GB/s against the pinned host-to-device copy (CUDA) or memcpy (CPU);
  * on CUDA, 64 MiB copies each way from memory registered as gpuqd
  * registers arenas against a pinned allocation. --quick shrinks counts and
- * sizes for CI. bench/targets.py sets these rows beside the PyTorch peer's
- * (bench/peer_torch.py) and the issue's targets.
+ * sizes for CI; GPUQ_BENCH_SHM_ONLY=1 runs the shm rows and what follows
+ * them only (for experiments); GPUQ_BENCH_STAGES=1 adds the daemon's
+ * per-stage device times of the shm rows on stderr. bench/targets.py sets these rows beside the
+ * PyTorch peer's (bench/peer_torch.py) and the issue's targets.
  *
  * Output: a Markdown table, rows starting with '|': what, gpuq's figure, the
  * peer's figure, the speed ratio gpuq / peer (1.00: as fast; 0.25: four
@@ -1369,20 +1371,24 @@ int main(int argc, char **argv)
     fflush(stdout);
 
     bool q = b.quick, fatal = false;
-    bench_ping(&b, q ? 200 : 2000);
-    job small;
-    if (job_init(&b, &small, JOB_NORMALIZE, SMALL_N, 0, 0, 0)) {
-        job_fail(&b, &small);
-        fatal = true;
-        goto err_after_connect;
+    /* GPUQ_BENCH_SHM_ONLY=1 (experiments): the shared-memory rows alone */
+    bool shm_only = getenv("GPUQ_BENCH_SHM_ONLY") && !strcmp(getenv("GPUQ_BENCH_SHM_ONLY"), "1");
+    if (!shm_only) {
+        bench_ping(&b, q ? 200 : 2000);
+        job small;
+        if (job_init(&b, &small, JOB_NORMALIZE, SMALL_N, 0, 0, 0)) {
+            job_fail(&b, &small);
+            fatal = true;
+            goto err_after_connect;
+        }
+        bench_latency(&b, "normalize 4 KiB f32, 1 in flight", &small, q ? 200 : 2000, false);
+        int counts[] = {1, 16, 64}, qcounts[] = {1, 4};
+        for (int k = 0; k < (q ? 2 : 3); k++) {
+            int n = q ? qcounts[k] : counts[k];
+            bench_throughput(&b, n, q ? 300 : n >= 16 ? 2000 : 20000, &small, q ? 2000 : 20000);
+        }
+        job_free(&b, &small);
     }
-    bench_latency(&b, "normalize 4 KiB f32, 1 in flight", &small, q ? 200 : 2000, false);
-    int counts[] = {1, 16, 64}, qcounts[] = {1, 4};
-    for (int k = 0; k < (q ? 2 : 3); k++) {
-        int n = q ? qcounts[k] : counts[k];
-        bench_throughput(&b, n, q ? 300 : n >= 16 ? 2000 : 20000, &small, q ? 2000 : 20000);
-    }
-    job_free(&b, &small);
 
     /* The issue's target rows (bench/targets.py reads them): every large
      * row twice, by socket and with gpuq's arrays in an arena (", shm"). */
@@ -1426,8 +1432,9 @@ int main(int argc, char **argv)
         }
         j.rows = large[k].rows;
         j.method = large[k].method;
-        bench_latency(&b, what, &j, large[k].reps, true);
-        if (k == 0) {
+        if (!shm_only)
+            bench_latency(&b, what, &j, large[k].reps, true);
+        if (k == 0 && !shm_only) {
             /* the socket's own ceiling for the same bytes */
             bench_socket_ceiling(&b, &j, large[k].reps);
             /* a plain call with plain buffers, libgpuq choosing (AUTO): its
