@@ -221,6 +221,9 @@ static int cuda_submit(backend *bb, gpuq_job *job)
     /* a job with no input and addressable output: zero-copy at any size */
     zc = job->sz->payload == 0 && cuda_zero_copy_ok(b, s, job);
     chunked = !zc && cuda_pipe_plan(b, job, &plan);
+    x->est_bytes = job->sz->payload + job->sz->output;
+    if (chunked && !plan.sp.two_phase) /* up and down at once (cuda_wake_plan) */
+        x->est_bytes = job->sz->payload > job->sz->output ? job->sz->payload : job->sz->output;
     if (!chunked && cuda_batch_take(b, s, job))
         return 0; /* launched with others in the idle phase (backend_cuda_batch.c) */
 

@@ -12,8 +12,9 @@
  *                                     waits N ms (as the CPU backend's
  *                                     hook: slow jobs for the tests)
  *   GPUQ_CUDA_CHUNK_BYTES             a job of more input + output bytes
- *                                     goes in chunks of about that many,
- *                                     pipelined (default 4 MiB; 0: never)
+ *                                     goes in chunks of about that many
+ *                                     each way, pipelined, the end chunks
+ *                                     smaller (default 4 MiB; 0: never)
  *   GPUQ_CUDA_SMALL_BYTES             a job whose input, output and scratch
  *                                     fit in that many bytes runs in a
  *                                     device buffer its per-job state keeps
@@ -23,6 +24,7 @@
  *                                     output bytes, whose host arrays the
  *                                     device can address, runs its kernels
  *                                     on them: no copies (default 64 KiB;
+ *                                     a job with no input, at any size;
  *                                     0: never)
  *   GPUQ_CUDA_SPIN_US                 the adaptive spin window after each
  *                                     submit and completion (default 50;

@@ -85,7 +85,10 @@ typedef struct cuda_jobx {
     void *d_small; /* small jobs' device buffer (b->small_bytes, from the pool), kept */
     int timing;    /* this job recorded t[] */
     uint64_t pc;   /* predicted completion (uv_hrtime ns); 0: none, or spun for */
-    int status;    /* preset failure, 0 if none */
+    /* the bytes the guess of pc counts: input + output, or the larger of
+     * the two for a pipelined one-phase job (both directions at once) */
+    uint64_t est_bytes;
+    int status; /* preset failure, 0 if none */
     char message[160];
 } cuda_jobx;
 
