@@ -268,18 +268,13 @@ static int read_payload_whole(gpuq_conn *c, const gpuq_reply *rep, void *out, si
     return reply_status(c, rep);
 }
 
-static int read_reply(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_cap)
+int gpuq_recv_reply(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_cap)
 {
     size_t hlen;
     int rc = read_head(c, rep, &hlen);
     if (rc)
         return rc;
     return read_payload_whole(c, rep, out, out_cap);
-}
-
-int gpuq_recv_reply(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_cap)
-{
-    return read_reply(c, rep, out, out_cap);
 }
 
 /* Bytes of an array of dt with ndim dimensions; false on overflow or an
@@ -305,30 +300,8 @@ static int read_payload_split(gpuq_conn *c, const pending_req *p, const gpuq_rep
 {
     uint64_t len = c->last_payload, n0 = len, n1 = 0;
     int rc;
-    result_reset(res);
-    res->id = rep->id;
-    res->status = rep->status;
-    memcpy(res->message, rep->message, sizeof res->message);
-    res->has_timing = rep->has_timing;
-    res->timing = rep->timing;
-    if (rep->info) {
-        if (!(res->info = malloc(rep->info_len)))
-            goto err_no_memory;
-        memcpy(res->info, rep->info, rep->info_len);
-        res->info_len = rep->info_len;
-    }
-    if (rep->ndim > 0) {
-        res->nout = 1;
-        res->out[0].dtype = rep->dtype;
-        res->out[0].ndim = rep->ndim;
-        memcpy(res->out[0].shape, rep->shape, sizeof res->out[0].shape);
-    }
-    if (rep->ndim_b > 0) {
-        res->nout = 2;
-        res->out[1].dtype = rep->dtype_b;
-        res->out[1].ndim = rep->ndim_b;
-        memcpy(res->out[1].shape, rep->shape_b, sizeof res->out[1].shape);
-    }
+    if (result_from_reply(res, rep))
+        goto err_no_memory;
     if (rep->status < 0) {
         if (len && (rc = drop_payload(c)))
             return rc;
@@ -410,7 +383,7 @@ static int conn_send_failed(gpuq_conn *c, int rc, const char *what)
         sockio_wait_readable(c->fd, CONN_REFUSAL_WAIT_MS) != 1)
         return conn_break(c, rc, what);
     gpuq_reply rep;
-    int st = read_reply(c, &rep, NULL, 0);
+    int st = gpuq_recv_reply(c, &rep, NULL, 0);
     if (c->broken || st >= 0 || rep.id != 0)
         return conn_break(c, rc, what); /* no reply after all, or not a refusal */
     c->broken = st;                     /* c->err is the server's "name: message" */
