@@ -14,7 +14,10 @@
  * the socket (stage.c); pipelined submits never do. Deadlines, the
  * cancel op and interruptible waits are cancel.c's; a blocking call whose
  * wait was interrupted gives its request up (orphan: its reply is read and
- * dropped later, the caller's buffers no longer touched).
+ * dropped later, the caller's buffers no longer touched). A request with
+ * its arrays by reference both ways (no payload) gets a spin window at send
+ * (sockio_spin_plan): its wait sleeps to just before the reply is due, then
+ * polls without sleeping for a while (sockio_spin_wait) before it blocks.
  *
  * Failures: a request that fails the checks is refused before anything is
  * sent, with the code the server would give. A socket error or a broken reply
@@ -56,6 +59,7 @@ typedef struct pending_req {
     bool shm_out;               /* outputs named by "out" refs: the reply has no payload */
     bool orphan; /* its blocking call was interrupted: no buffer is the caller's, the payload is
                     dropped */
+    sockio_spin spin; /* by reference both ways: when its wait spins (sockio.h) */
 } pending_req;
 
 struct gpuq_conn {
@@ -77,6 +81,7 @@ struct gpuq_conn {
     gpuq_arena *arenas;    /* mapped arenas (client/arena.c) */
     conn_stage stage;      /* the blocking calls' staging arena (client/stage.c) */
     conn_cancel cancel;    /* its deadline and interrupt fd (client/cancel.c) */
+    bool spin_off;         /* gpuq_set_wait_spin(c, false), or GPUQ_WAIT_SPIN=0 at connect */
 };
 
 conn_stage *conn_stage_of(gpuq_conn *c)
@@ -146,6 +151,14 @@ const char *gpuq_errmsg(const gpuq_conn *c)
 unsigned gpuq_pending(const gpuq_conn *c)
 {
     return (unsigned)c->q_len;
+}
+
+int gpuq_set_wait_spin(gpuq_conn *c, bool on)
+{
+    if (!c)
+        return GPUQ_E_BAD_ARGUMENT;
+    c->spin_off = !on;
+    return 0;
 }
 
 gpuq_result *conn_scratch(gpuq_conn *c)
@@ -268,18 +281,13 @@ static int read_payload_whole(gpuq_conn *c, const gpuq_reply *rep, void *out, si
     return reply_status(c, rep);
 }
 
-static int read_reply(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_cap)
+int gpuq_recv_reply(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_cap)
 {
     size_t hlen;
     int rc = read_head(c, rep, &hlen);
     if (rc)
         return rc;
     return read_payload_whole(c, rep, out, out_cap);
-}
-
-int gpuq_recv_reply(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_cap)
-{
-    return read_reply(c, rep, out, out_cap);
 }
 
 /* Bytes of an array of dt with ndim dimensions; false on overflow or an
@@ -305,30 +313,8 @@ static int read_payload_split(gpuq_conn *c, const pending_req *p, const gpuq_rep
 {
     uint64_t len = c->last_payload, n0 = len, n1 = 0;
     int rc;
-    result_reset(res);
-    res->id = rep->id;
-    res->status = rep->status;
-    memcpy(res->message, rep->message, sizeof res->message);
-    res->has_timing = rep->has_timing;
-    res->timing = rep->timing;
-    if (rep->info) {
-        if (!(res->info = malloc(rep->info_len)))
-            goto err_no_memory;
-        memcpy(res->info, rep->info, rep->info_len);
-        res->info_len = rep->info_len;
-    }
-    if (rep->ndim > 0) {
-        res->nout = 1;
-        res->out[0].dtype = rep->dtype;
-        res->out[0].ndim = rep->ndim;
-        memcpy(res->out[0].shape, rep->shape, sizeof res->out[0].shape);
-    }
-    if (rep->ndim_b > 0) {
-        res->nout = 2;
-        res->out[1].dtype = rep->dtype_b;
-        res->out[1].ndim = rep->ndim_b;
-        memcpy(res->out[1].shape, rep->shape_b, sizeof res->out[1].shape);
-    }
+    if (result_from_reply(res, rep))
+        goto err_no_memory;
     if (rep->status < 0) {
         if (len && (rc = drop_payload(c)))
             return rc;
@@ -410,7 +396,7 @@ static int conn_send_failed(gpuq_conn *c, int rc, const char *what)
         sockio_wait_readable(c->fd, CONN_REFUSAL_WAIT_MS) != 1)
         return conn_break(c, rc, what);
     gpuq_reply rep;
-    int st = read_reply(c, &rep, NULL, 0);
+    int st = gpuq_recv_reply(c, &rep, NULL, 0);
     if (c->broken || st >= 0 || rep.id != 0)
         return conn_break(c, rc, what); /* no reply after all, or not a refusal */
     c->broken = st;                     /* c->err is the server's "name: message" */
@@ -487,6 +473,8 @@ int gpuq_submit(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, co
     if (rc)
         return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a request");
     pending_req p = {.id = req->id, .out = {{out, out_cap}}};
+    if (a_len + b_len == 0 && req->nout_ref) /* gpuq_call staged, or gpuqctl's arrays in place */
+        sockio_spin_plan(&p.spin, req->in_ref, req->nin_ref, req->out_ref, req->nout_ref);
     rc = send_frame(c, &p, hdr, hlen, a, a_len, b, b_len);
     free(hdr);
     if (rc == 0 && id_out)
@@ -573,6 +561,8 @@ static int submit_req(gpuq_conn *c, gpuq_req *r, bool blocking, bool counted, ui
     pending_req p = {
         .id = c->next_id, .split = true, .expect = sz.out[0].bytes, .shm_out = refs.nout > 0};
     memcpy(p.out, r->out, sizeof p.out);
+    if (refs.nout && a_len + b_len == 0)
+        sockio_spin_plan(&p.spin, refs.in, refs.nin, refs.out, refs.nout);
     rc = send_frame(c, &p, hdr, hlen, a->data, a_len, b->data, b_len);
     if (rc == 0 && id)
         *id = p.id;
@@ -617,6 +607,8 @@ static int wait_head(gpuq_conn *c, gpuq_reply *rep, gpuq_result *res)
     pending_req head = c->q[c->q_head];
     gpuq_result tmp = {0};
     size_t hlen;
+    if (!c->spin_off && !c->broken) /* only the head's own window: never added up */
+        sockio_spin_wait(c->fd, c->cancel.intr_fd, &head.spin);
     int rc = c->broken ? c->broken : cancel_wait(c, c->fd, head.id);
     if (rc == GPUQ_E_IO)
         rc = conn_break(c, rc, "waiting for a reply");
@@ -752,6 +744,8 @@ int gpuq_connect(const gpuq_connect_opts *opts, gpuq_conn **out)
     c->cancel.intr_fd = -1;
     c->next_id = 1;
     c->info.device = -1;
+    const char *spin = getenv("GPUQ_WAIT_SPIN");
+    c->spin_off = spin && strcmp(spin, "0") == 0;
     gpuq_limits_default(&c->info.limits);
     int rc;
     sockpath_list l;

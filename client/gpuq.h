@@ -244,6 +244,30 @@ typedef enum gpuq_transport {
  * arena when no request is outstanding. */
 int gpuq_set_transport(gpuq_conn *c, gpuq_transport t);
 
+/* ---- waiting for a reply ----
+ * A request whose arrays all lie in arenas, inputs and outputs (no array
+ * byte on the socket either way; the blocking calls' staged arrays count),
+ * and come to at least 1 MiB takes a predictable time, mostly DMA. Its
+ * wait does not just sleep until the reply comes: waking from a sleep of a
+ * few milliseconds costs 50-150 us on a GPU VM, several percent of such a
+ * request, which a process that spins on its own CUDA stream does not pay.
+ * libgpuq guesses the request's time from its bytes (at 60 GB/s, from the
+ * send), sleeps until 300 us before the guess, then polls the socket
+ * without sleeping until the reply is there or 2 ms past the guess, and
+ * only then blocks as usual. The cost is CPU time of the waiting thread:
+ * at most 2.3 ms per such request (the polling; the sleep before it costs
+ * nothing), none for smaller requests or ones with an array on the socket.
+ * A pipelined request spins only while it is the oldest outstanding, in
+ * its own window (from its own send: a request that waited behind others
+ * may find its window over). The interrupt fd (gpuq_set_interrupt_fd) ends
+ * the spin too.
+ *
+ * On by default; the environment's GPUQ_WAIT_SPIN=0 at gpuq_connect turns it
+ * off for that connection. gpuq_set_wait_spin turns it on or off for c's
+ * waits from now on (requests already sent included). Returns 0, or
+ * GPUQ_E_BAD_ARGUMENT for a NULL c. */
+int gpuq_set_wait_spin(gpuq_conn *c, bool on);
+
 /* ---- results ----
  * A gpuq_result receives one reply (status, message, output dtypes and
  * shapes, timing, info); reuse it for any number of calls. */

@@ -289,6 +289,35 @@ void result_reset(gpuq_result *res)
     memset(res, 0, sizeof *res);
 }
 
+int result_from_reply(gpuq_result *res, const gpuq_reply *rep)
+{
+    result_reset(res);
+    res->id = rep->id;
+    res->status = rep->status;
+    memcpy(res->message, rep->message, sizeof res->message);
+    res->has_timing = rep->has_timing;
+    res->timing = rep->timing;
+    if (rep->info) {
+        if (!(res->info = malloc(rep->info_len)))
+            return GPUQ_E_NO_MEMORY;
+        memcpy(res->info, rep->info, rep->info_len);
+        res->info_len = rep->info_len;
+    }
+    if (rep->ndim > 0) {
+        res->nout = 1;
+        res->out[0].dtype = rep->dtype;
+        res->out[0].ndim = rep->ndim;
+        memcpy(res->out[0].shape, rep->shape, sizeof res->out[0].shape);
+    }
+    if (rep->ndim_b > 0) {
+        res->nout = 2;
+        res->out[1].dtype = rep->dtype_b;
+        res->out[1].ndim = rep->ndim_b;
+        memcpy(res->out[1].shape, rep->shape_b, sizeof res->out[1].shape);
+    }
+    return 0;
+}
+
 void gpuq_result_free(gpuq_result *res)
 {
     if (!res)

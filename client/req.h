@@ -71,6 +71,10 @@ struct gpuq_result {
 
 /* Free what res owns and clear it. */
 void result_reset(gpuq_result *res);
+/* res reset, then what rep says (id, status, message, timing, a copy of
+ * info, the outputs' dtypes and shapes; bytes 0). GPUQ_E_NO_MEMORY when
+ * info cannot be copied (the outputs are then not set). */
+int result_from_reply(gpuq_result *res, const gpuq_reply *rep);
 
 /* The header of r for request id, malloc'd into *out (caller frees): "id",
  * "op", "dtype"/"shape"/"shape_b" from the inputs, "deadline_ms": deadline

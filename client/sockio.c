@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "errors.h"
@@ -241,4 +242,51 @@ int sockio_wait_readable(int fd, int timeout_ms)
     if (rc < 0)
         return GPUQ_E_IO;
     return rc > 0 ? 1 : 0;
+}
+
+/* CLOCK_MONOTONIC in ns into *ns; -1 if the clock fails (then no spin). */
+static int mono_ns(uint64_t *ns)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        return -1;
+    *ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return 0;
+}
+
+void sockio_spin_plan(sockio_spin *w, const gpuq_ref *in, uint32_t nin, const gpuq_ref *out,
+                      uint32_t nout)
+{
+    uint64_t bytes = 0;
+    for (uint32_t k = 0; k < nin; k++)
+        bytes += in[k].length;
+    for (uint32_t k = 0; k < nout; k++)
+        bytes += out[k].length;
+    uint64_t now, est = bytes / SOCKIO_SPIN_BYTES_PER_NS;
+    memset(w, 0, sizeof *w);
+    if (bytes < SOCKIO_SPIN_MIN_BYTES || mono_ns(&now) != 0)
+        return;
+    w->from_ns = now + (est > SOCKIO_SPIN_EARLY_NS ? est - SOCKIO_SPIN_EARLY_NS : 0);
+    w->until_ns = now + est + SOCKIO_SPIN_LATE_NS;
+}
+
+void sockio_spin_wait(int fd, int intr_fd, const sockio_spin *w)
+{
+    /* poll ignores an entry whose fd is negative: no interrupt fd */
+    struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = intr_fd, .events = POLLIN}};
+    uint64_t now;
+    if (w->until_ns == 0)
+        return;
+    while (mono_ns(&now) == 0 && now < w->from_ns) {
+        uint64_t left = w->from_ns - now;
+        struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+        int n = ppoll(p, 2, &ts, NULL);
+        if (n != 0 && !(n < 0 && errno == EINTR))
+            return; /* something to read, or an error for the blocking wait to report */
+    }
+    while (mono_ns(&now) == 0 && now < w->until_ns) {
+        int n = poll(p, 2, 0);
+        if (n != 0 && !(n < 0 && errno == EINTR))
+            return;
+    }
 }
