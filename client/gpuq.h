@@ -251,12 +251,15 @@ int gpuq_set_transport(gpuq_conn *c, gpuq_transport t);
  * wait does not just sleep until the reply comes: waking from a sleep of a
  * few milliseconds costs 50-150 us on a GPU VM, several percent of such a
  * request, which a process that spins on its own CUDA stream does not pay.
- * libgpuq guesses the request's time from its bytes (at 60 GB/s, from the
- * send), sleeps until 300 us before the guess, then polls the socket
- * without sleeping until the reply is there or 2 ms past the guess, and
- * only then blocks as usual. The cost is CPU time of the waiting thread:
- * at most 2.3 ms per such request (the polling; the sleep before it costs
- * nothing), none for smaller requests or ones with an array on the socket.
+ * libgpuq guesses the request's time from its bytes at 60 GB/s, from the
+ * send: at least its larger direction (input or output bytes: gpuqd moves
+ * both at once where the op allows), at most both. It sleeps until 300 us
+ * before the first guess, then polls the socket without sleeping until the
+ * reply is there or 2 ms past the second, and only then blocks as usual.
+ * The cost is CPU time of the waiting thread: at most the smaller
+ * direction's bytes at 60 GB/s plus 2.3 ms per such request (the polling;
+ * the sleep before it costs nothing), none for smaller requests or ones
+ * with an array on the socket.
  * A pipelined request spins only while it is the oldest outstanding, in
  * its own window (from its own send: a request that waited behind others
  * may find its window over). The interrupt fd (gpuq_set_interrupt_fd) ends

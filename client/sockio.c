@@ -257,17 +257,19 @@ static int mono_ns(uint64_t *ns)
 void sockio_spin_plan(sockio_spin *w, const gpuq_ref *in, uint32_t nin, const gpuq_ref *out,
                       uint32_t nout)
 {
-    uint64_t bytes = 0;
+    uint64_t up = 0, down = 0;
     for (uint32_t k = 0; k < nin; k++)
-        bytes += in[k].length;
+        up += in[k].length;
     for (uint32_t k = 0; k < nout; k++)
-        bytes += out[k].length;
-    uint64_t now, est = bytes / SOCKIO_SPIN_BYTES_PER_NS;
+        down += out[k].length;
+    uint64_t now, bytes = up + down;
+    uint64_t lo = (up > down ? up : down) / SOCKIO_SPIN_BYTES_PER_NS;
+    uint64_t hi = bytes / SOCKIO_SPIN_BYTES_PER_NS;
     memset(w, 0, sizeof *w);
     if (bytes < SOCKIO_SPIN_MIN_BYTES || mono_ns(&now) != 0)
         return;
-    w->from_ns = now + (est > SOCKIO_SPIN_EARLY_NS ? est - SOCKIO_SPIN_EARLY_NS : 0);
-    w->until_ns = now + est + SOCKIO_SPIN_LATE_NS;
+    w->from_ns = now + (lo > SOCKIO_SPIN_EARLY_NS ? lo - SOCKIO_SPIN_EARLY_NS : 0);
+    w->until_ns = now + hi + SOCKIO_SPIN_LATE_NS;
 }
 
 void sockio_spin_wait(int fd, int intr_fd, const sockio_spin *w)

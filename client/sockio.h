@@ -57,8 +57,11 @@ int sockio_wait_readable(int fd, int timeout_ms);
  * (2.5-3 ms) behind a process that spins on its own stream. So the wait
  * sleeps until shortly before the guess, then polls without sleeping until
  * the reply is there or the window ends (gpuqd's own wait for the device
- * does the same, server/backend_cuda_done.c). The guess: ref bytes at
- * SOCKIO_SPIN_BYTES_PER_NS, from the send. Requests under
+ * does the same, server/backend_cuda_done.c). The guess is a range, from
+ * the send: the larger of the input and output ref bytes at
+ * SOCKIO_SPIN_BYTES_PER_NS (gpuqd pipelines a row-wise op's upload and
+ * download at once) to their sum at that rate (a flat normalize, whose
+ * download waits for its whole upload). Requests under
  * SOCKIO_SPIN_MIN_BYTES get no window: they are done in microseconds. */
 #define SOCKIO_SPIN_MIN_BYTES (1u << 20)
 #define SOCKIO_SPIN_BYTES_PER_NS 60u /* 60 GB/s: a little over pinned PCIe copies */
@@ -70,8 +73,8 @@ typedef struct sockio_spin {
 /* *w: the window of a request sent now that names in[0..nin) and
  * out[0..nout) by reference and carries no payload either way: none
  * (until_ns 0) when they come to less than SOCKIO_SPIN_MIN_BYTES, else
- * from the guess less SOCKIO_SPIN_EARLY_NS (not before now) until the
- * guess plus SOCKIO_SPIN_LATE_NS. */
+ * from the range's start less SOCKIO_SPIN_EARLY_NS (not before now) until
+ * its end plus SOCKIO_SPIN_LATE_NS. */
 void sockio_spin_plan(sockio_spin *w, const struct gpuq_ref *in, uint32_t nin,
                       const struct gpuq_ref *out, uint32_t nout);
 /* Before a blocking read of fd: within window w (until_ns 0: return at
