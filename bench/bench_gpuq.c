@@ -1468,8 +1468,8 @@ int main(int argc, char **argv)
         job_free(&b, &j);
     }
     /* 48 requests a client: the first uploads (nothing to download yet)
-     * and the last downloads (nothing left to upload) are a tenth of the
-     * span, not a third as with 16 */
+     * and the last downloads (nothing left to upload), some 10 ms, are a
+     * thirtieth of the span, not a tenth as with 16 */
     bench_shm_clients(&b, 4, 2, q ? 100000 : 16777216, q ? 4 : 48);
     if (b.peer && !strncmp(bench_peer_name(b.peer), "cuda", 4))
         bench_copy_ceiling(&b, (size_t)64 << 20);
