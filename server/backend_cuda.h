@@ -14,7 +14,7 @@
  *   GPUQ_CUDA_CHUNK_BYTES             a job of more input + output bytes
  *                                     goes in chunks of about that many
  *                                     each way, pipelined, the end chunks
- *                                     smaller (default 4 MiB; 0: never)
+ *                                     smaller (default 8 MiB; 0: never)
  *   GPUQ_CUDA_SMALL_BYTES             a job whose input, output and scratch
  *                                     fit in that many bytes runs in a
  *                                     device buffer its per-job state keeps

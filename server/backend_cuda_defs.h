@@ -25,9 +25,9 @@
 #define CUDA_WAKE_TAIL_US 2000
 /* Pipelined jobs (backend_cuda_pipe.c): a job of more input + output bytes
  * than this goes in chunks of about this many bytes each way, at most
- * CUDA_PIPE_MAX_CHUNKS of them, tapered at both ends when there are at
- * least CUDA_PIPE_TAPER_MIN (GPUQ_CUDA_CHUNK_BYTES; 0: never). */
-#define CUDA_CHUNK_BYTES_DEFAULT ((uint64_t)4 << 20)
+ * CUDA_PIPE_MAX_CHUNKS of them, the end ones smaller (CUDA_PIPE_RAMP of
+ * them, halving) (GPUQ_CUDA_CHUNK_BYTES; 0: never). */
+#define CUDA_CHUNK_BYTES_DEFAULT ((uint64_t)8 << 20)
 /* Small jobs (backend_cuda.c): a job whose input, output and scratch fit in
  * this many bytes (each part 256-byte aligned) uses a device buffer its
  * per-job state keeps from job to job, instead of three stream-ordered pool
@@ -41,7 +41,7 @@
  * by every session's per-job state (more come one by one). */
 #define CUDA_FLAG_SLOTS 16384u
 #define CUDA_PIPE_MAX_CHUNKS 32
-#define CUDA_PIPE_TAPER_MIN 4
+#define CUDA_PIPE_RAMP 4
 /* Priority levels (GPUQ_PRIO_LOW .. HIGH): a device's batch lanes. */
 #define CUDA_LEVELS 3
 

@@ -87,15 +87,18 @@
  *
  * Chunk size: about chunk_bytes each way (a row's bytes up or down,
  * whichever is more), at most CUDA_PIPE_MAX_CHUNKS chunks, at least two.
- * Tapered (one-phase ops whose scratch does not depend on the chunk, when
- * the job has at least CUDA_PIPE_TAPER_MIN nominal chunks): the first
- * three chunks are 1/8, 1/4 and 1/2 of the nominal size and the last three
- * the same in reverse. While the first chunk goes up nothing can come down,
- * and while the last comes down nothing goes up: small end chunks shorten
- * both (with 4 MiB chunks, a 64 MiB row-wise normalize took 1480 us of
- * device time untapered against a 1332 us duplex copy on an H200). */
+ * Tapered (one-phase ops whose scratch does not depend on the chunk, with
+ * a nominal chunk's rows at least, two when tapered at both ends): the
+ * last CUDA_PIPE_RAMP chunks are 1/2, 1/4, ... 1/2^RAMP of the nominal
+ * size, and when the download is at least as large as the upload the
+ * first ones the same in reverse. While the first chunk goes up nothing
+ * can come down, and after the last went up only its kernel and download
+ * are left: small end chunks shorten both (with 4 MiB chunks, a 64 MiB
+ * row-wise normalize took 1480 us of device time untapered against a 1332
+ * us duplex copy on an H200). Between them the chunks are large, since
+ * every copy costs a few microseconds of its own. */
 
-/* Chunk boundaries: n chunks of `chunk` rows from row `at` (the last of
+/* Chunk boundaries: chunks of `chunk` rows from row `at` (the last of
  * them ends at `end`), into pl->start from index k; returns the next k. */
 static uint64_t plan_even(cuda_plan *pl, uint64_t k, uint64_t at, uint64_t end, uint64_t chunk)
 {
@@ -104,29 +107,34 @@ static uint64_t plan_even(cuda_plan *pl, uint64_t k, uint64_t at, uint64_t end, 
     return k;
 }
 
-static void plan_taper(cuda_plan *pl, uint64_t c)
+/* Tapered chunks of nominal size c: CUDA_PIPE_RAMP chunks of c/2^RAMP ..
+ * c/2 rows at the end, the same rising at the start when head, and the
+ * rows between in chunks of about c. */
+static void plan_taper(cuda_plan *pl, uint64_t c, int head)
 {
-    uint64_t rows = pl->sp.rows, ramp[3] = {c / 8, c / 4, c / 2}, head = 0, k = 0, at = 0;
-    for (int i = 0; i < 3; i++)
-        head += ramp[i];
-    uint64_t mid = rows - 2 * head;
+    uint64_t rows = pl->sp.rows, ramp[CUDA_PIPE_RAMP], sum = 0, k = 0, at = 0;
+    for (int i = 0; i < CUDA_PIPE_RAMP; i++) {
+        ramp[i] = c >> (CUDA_PIPE_RAMP - i);
+        sum += ramp[i];
+    }
+    uint64_t ends = head ? 2 : 1, mid = rows - ends * sum;
     uint64_t nmid = mid / c + (mid % c != 0);
-    if (nmid > CUDA_PIPE_MAX_CHUNKS - 6)
-        nmid = CUDA_PIPE_MAX_CHUNKS - 6;
+    if (nmid > CUDA_PIPE_MAX_CHUNKS - ends * CUDA_PIPE_RAMP)
+        nmid = CUDA_PIPE_MAX_CHUNKS - ends * CUDA_PIPE_RAMP;
     uint64_t mc = mid / nmid + (mid % nmid != 0);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; head && i < CUDA_PIPE_RAMP; i++) {
         pl->start[k++] = at;
         at += ramp[i];
     }
     k = plan_even(pl, k, at, at + mid, mc);
     at += mid;
-    for (int i = 2; i >= 0; i--) {
+    for (int i = CUDA_PIPE_RAMP - 1; i >= 0; i--) {
         pl->start[k++] = at;
         at += ramp[i];
     }
     pl->start[k] = rows;
     pl->nchunks = k;
-    pl->chunk = mc;
+    pl->chunk = mc > ramp[CUDA_PIPE_RAMP - 1] ? mc : ramp[CUDA_PIPE_RAMP - 1];
 }
 
 int cuda_pipe_plan(const backend_cuda *b, const gpuq_job *job, cuda_plan *pl)
@@ -153,8 +161,12 @@ int cuda_pipe_plan(const backend_cuda *b, const gpuq_job *job, cuda_plan *pl)
         c = 1;
     if (c >= sp->rows)
         c = sp->rows / 2 + sp->rows % 2; /* over the threshold: two chunks at least */
-    if (!sp->two_phase && !sp->fixed_chunks && c >= 8 && sp->rows / c >= CUDA_PIPE_TAPER_MIN) {
-        plan_taper(pl, c);
+    /* tapered at the end always; at the start too unless the upload is
+     * the larger side (then the first downloads are not what waits) */
+    int head = down >= up, taper = !sp->two_phase && !sp->fixed_chunks &&
+                                   c >= (1u << CUDA_PIPE_RAMP) && sp->rows / c >= 1u + head;
+    if (taper) {
+        plan_taper(pl, c, head);
     } else {
         /* even: at most CUDA_PIPE_MAX_CHUNKS chunks, the rows spread
          * evenly over that many */

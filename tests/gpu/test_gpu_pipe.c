@@ -497,13 +497,14 @@ START_TEST(test_plan)
     t.job.req = &t.req;
     t.job.sz = &t.sz;
     /* 296 bytes a row each way, 592592 in all; 65536 bytes each way -> a
-     * nominal 221 rows, 4.5 chunks: tapered, 27 55 110 rows at each end and
-     * the 617 between in 3 chunks */
+     * nominal 221 rows, 4.5 chunks: tapered at both ends (the download is
+     * as large as the upload), 13 27 55 110 rows, and the 591 between in 3
+     * chunks */
     fake.chunk_bytes = 65536;
     ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 1);
-    static const uint64_t taper[] = {27, 55, 110, 206, 206, 205, 110, 55, 27};
-    plan_is(&pl, taper, 9);
-    ck_assert_uint_eq(pl.chunk, 206);
+    static const uint64_t taper[] = {13, 27, 55, 110, 197, 197, 197, 110, 55, 27, 13};
+    plan_is(&pl, taper, 11);
+    ck_assert_uint_eq(pl.chunk, 197);
     ck_assert_uint_eq(pl.sp.rows, 1001);
     ck_assert_uint_eq(pl.sp.a_row, 296);
     ck_assert_uint_eq(pl.sp.out_row[0], 296);
@@ -519,26 +520,34 @@ START_TEST(test_plan)
     ck_assert_uint_eq(pl.chunk, 501);
     fake.chunk_bytes = 0; /* off */
     ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 0);
-    fake.chunk_bytes = 1000; /* 3 rows a chunk: too few to taper; 334 chunks capped */
+    fake.chunk_bytes = 1000; /* 3 rows a chunk: too small to taper; 334 chunks capped */
     ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 1);
     plan_sane(&pl);
     ck_assert_uint_eq(pl.chunk, 32); /* ceil(1001 / 32) rows each */
     ck_assert_uint_eq(pl.nchunks, CUDA_PIPE_MAX_CHUNKS);
-    fake.chunk_bytes = 2368; /* 8 rows: tapered 1 2 4, the 987 between capped at 26 chunks */
+    fake.chunk_bytes = 4736; /* 16 rows: tapered 1 2 4 8, the 971 between capped at 24 chunks */
     ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 1);
     plan_sane(&pl);
     ck_assert_uint_eq(pl.nchunks, CUDA_PIPE_MAX_CHUNKS);
-    ck_assert_uint_eq(pl.chunk, 38);
+    ck_assert_uint_eq(pl.chunk, 41);
     ck_assert_uint_eq(pl.start[1], 1);
     ck_assert_uint_eq(pl.start[pl.nchunks] - pl.start[pl.nchunks - 1], 1);
-    /* 4096 x 4096 f32, the default 4 MiB: 256 rows nominal, 21 chunks */
+    /* 4096 x 4096 f32, the default 8 MiB: 512 rows nominal, 15 chunks */
     tcase_def big = {K_NORM, GPUQ_DT_F32, GPUQ_K_L2, 0, 4096, 4096, 0, 0};
     build(&t, &big);
     fake.chunk_bytes = CUDA_CHUNK_BYTES_DEFAULT;
     ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 1);
-    static const uint64_t rows21[] = {32,  64,  128, 244, 244, 244, 244, 244, 244, 244, 244,
-                                      244, 244, 244, 244, 244, 244, 232, 128, 64,  32};
-    plan_is(&pl, rows21, 21);
+    static const uint64_t rows15[] = {32,  64,  128, 256, 448, 448, 448, 448,
+                                      448, 448, 448, 256, 128, 64,  32};
+    plan_is(&pl, rows15, 15);
+    /* haversine of 10^6 f64 points to one: 16 bytes up, 8 down a row; the
+     * upload is the larger side, so tapered at the end only */
+    tcase_def hav = {K_HAV, GPUQ_DT_F64, 0, 0, 1000000, 0, 0, 0};
+    build(&t, &hav);
+    ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 1);
+    static const uint64_t tail5[] = {508480, 262144, 131072, 65536, 32768};
+    plan_is(&pl, tail5, 5);
+    ck_assert_uint_eq(pl.chunk, 508480);
     /* flat: two phases, even chunks (the partials are per chunk), its
      * scratch from the kernels; 4 bytes a value each way: 16384 -> 7 */
     tcase_def f = {K_NORM, GPUQ_DT_F32, GPUQ_K_ZSCORE, 0, 100003, 0, 0, 0};
@@ -551,14 +560,15 @@ START_TEST(test_plan)
     ck_assert_uint_eq(pl.chunk, 14287);
     ck_assert_uint_eq(pl.scratch,
                       gpuq_cuda_normalize_flat_scratch_bytes(GPUQ_K_F32, 100003, 14287));
-    /* grid: no input; 257 * 8 bytes a row -> 31 rows: 3 7 15 at each end,
-     * the 283 between in 10 chunks of 29 (the last 22) */
+    /* grid: no input; 257 * 8 bytes a row -> 31 rows: 1 3 7 15 at each
+     * end, the 281 between in 10 chunks of 29 (the last 20) */
     tcase_def g = {K_GRID, GPUQ_DT_F64, 0, 0, 333, 257, 0, 0};
     build(&t, &g);
     ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 1);
     ck_assert_uint_eq(pl.sp.a_row, 0);
-    static const uint64_t grid16[] = {3, 7, 15, 29, 29, 29, 29, 29, 29, 29, 29, 29, 22, 15, 7, 3};
-    plan_is(&pl, grid16, 16);
+    static const uint64_t grid18[] = {1,  3,  7,  15, 29, 29, 29, 29, 29,
+                                      29, 29, 29, 29, 20, 15, 7,  3,  1};
+    plan_is(&pl, grid18, 18);
     /* knn: even chunks (fixed_chunks); the scratch covers a chunk's
      * indices and the larger tile */
     tcase_def k = {K_KNN, GPUQ_DT_F32, GPUQ_K_EUCLIDEAN, 0, 2049, 3001, 5, 7};
