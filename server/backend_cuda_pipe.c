@@ -24,9 +24,10 @@
  * itself, so the next job's uploads run while C and OUT still finish this
  * one (its last kernels, its downloads): back-to-back jobs of one session
  * use both copy directions at once (4 clients x 2 flat 64 MiB normalizes
- * in flight moved 36 GB/s up on an H200 when every upload waited for the
- * session's previous downloads). Completion (backend_cuda_done.c) is unchanged: the job is done
- * when its event on C is. Events are per session and reused chunk after
+ * in flight moved 34 GB/s up on an H200 when every upload waited for the
+ * session's previous downloads, 44-45 GB/s since). Completion
+ * (backend_cuda_done.c) is unchanged: the job is done when its event on C
+ * is. Events are per session and reused chunk after
  * chunk: cudaStreamWaitEvent takes the event's state when it is enqueued,
  * so recording it again right after the wait is legal, and the jobs of one
  * session are enqueued one after the other on the loop.
@@ -44,9 +45,9 @@
  * on IN), kernel from then until its last kernel ended (t[2] on C: it
  * includes C finishing the session's previous job, if any), d2h from then
  * until its last output byte and the error flag arrived (t[3] on C after
- * the join). Work that overlapped
- * counts in the earliest span it overlapped: a pipelined job's kernel_us
- * and d2h_us are only what the upload did not hide.
+ * the join). Work that overlapped counts in the earliest span it
+ * overlapped: a pipelined job's kernel_us and d2h_us are only what the
+ * upload did not hide.
  *
  * Failures: every CUDA call is checked; the first failure stops enqueuing
  * and joins: for each copy stream this job used, an event is recorded on it
@@ -336,8 +337,7 @@ static int pipe_enqueue(pipe_ctx *p)
     if (pl->sp.two_phase) {
         /* The output in two pieces: the first chunk, whose download starts
          * at once, then all the rest in one launch and one copy (each copy
-         * costs a few microseconds of its own: 16 downloads of 4 MiB took
-         * 50-100 us longer than one of 64). */
+         * costs a few microseconds of its own). */
         op_rows all = {.r0 = 0, .nr = pl->sp.rows, .chunk = pl->chunk}, head = pipe_rows(pl, 0);
         op_rows rest = {.r0 = head.nr, .nr = pl->sp.rows - head.nr, .chunk = pl->chunk};
         PIPE_K(p, p->ob->launch_cuda_finish(s->kctx, p->job->req, sz, &p->d, &all));
