@@ -22,8 +22,10 @@
  * on CUDA, 64 MiB copies each way from memory registered as gpuqd
  * registers arenas against a pinned allocation. --quick shrinks counts and
  * sizes for CI; GPUQ_BENCH_SHM_ONLY=1 runs the shm rows and what follows
- * them only (for experiments); GPUQ_BENCH_STAGES=1 adds the daemon's
- * per-stage device times of the shm rows on stderr. bench/targets.py sets these rows beside the
+ * them only (for experiments), =clients the many-client row and the copy
+ * ceiling only; GPUQ_BENCH_STAGES=1 adds the daemon's per-stage device
+ * times of three runs of each shm row on stderr, =N (N > 1) the median of
+ * N runs. bench/targets.py sets these rows beside the
  * PyTorch peer's (bench/peer_torch.py) and the issue's targets.
  *
  * Output: a Markdown table, rows starting with '|': what, gpuq's figure, the
@@ -447,6 +449,7 @@ static int job_gpuq(gpuq_conn *c, job *j)
 /* One more run of j as a builder request with "timing" (GPUQ_BENCH_STAGES
  * set): the daemon's per-stage device times beside the wall time, on
  * stderr, to tell where a row's time goes. knn is left out. */
+#define STAGE_REPS_MAX 200
 static void job_stages(gpuq_conn *c, const char *what, job *j)
 {
     static const char *const norm[] = {"sum", "l1", "l2", "minmax", "zscore"};
@@ -485,7 +488,17 @@ static void job_stages(gpuq_conn *c, const char *what, job *j)
     }
     gpuq_req_set_output(r, 0, j->gout, j->out_bytes);
     gpuq_req_set_timing(r, true);
-    for (int rep = 0; rep < 3; rep++) {
+    /* GPUQ_BENCH_STAGES=N (N > 1): N runs back to back, each stage's
+     * median printed (the wall's too); 1: three runs, each printed */
+    int reps = atoi(getenv("GPUQ_BENCH_STAGES"));
+    if (reps > STAGE_REPS_MAX)
+        reps = STAGE_REPS_MAX;
+    int each = reps <= 1;
+    if (each)
+        reps = 3;
+    static double v[6][STAGE_REPS_MAX];
+    int done = 0;
+    for (int rep = 0; rep < reps; rep++, done++) {
         double t = now_s();
         int rc = gpuq_call_req(c, r, res);
         t = (now_s() - t) * 1e6;
@@ -496,10 +509,23 @@ static void job_stages(gpuq_conn *c, const char *what, job *j)
         double us[5] = {0};
         for (int k = 0; k < 5; k++)
             (void)gpuq_result_timing(res, (gpuq_timing_stage)k, &us[k]);
+        v[0][rep] = t;
+        for (int k = 0; k < 5; k++)
+            v[k + 1][rep] = us[k];
+        if (each)
+            fprintf(stderr,
+                    "bench: stages: %s: wall %.0f us; queue %.0f, h2d %.0f, kernel %.0f, d2h %.0f, "
+                    "total %.0f us\n",
+                    what, t, us[0], us[1], us[2], us[3], us[4]);
+    }
+    if (!each && done > 0) {
+        double m[6];
+        for (int k = 0; k < 6; k++)
+            m[k] = pct(v[k], done, 50);
         fprintf(stderr,
-                "bench: stages: %s: wall %.0f us; queue %.0f, h2d %.0f, kernel %.0f, d2h %.0f, "
-                "total %.0f us\n",
-                what, t, us[0], us[1], us[2], us[3], us[4]);
+                "bench: stages p50 of %d: %s: wall %.0f us; queue %.0f, h2d %.0f, kernel %.0f, "
+                "d2h %.0f, total %.0f us\n",
+                done, what, m[0], m[1], m[2], m[3], m[4], m[5]);
     }
 out:
     gpuq_req_free(r);
@@ -1371,8 +1397,11 @@ int main(int argc, char **argv)
     fflush(stdout);
 
     bool q = b.quick, fatal = false;
-    /* GPUQ_BENCH_SHM_ONLY=1 (experiments): the shared-memory rows alone */
-    bool shm_only = getenv("GPUQ_BENCH_SHM_ONLY") && !strcmp(getenv("GPUQ_BENCH_SHM_ONLY"), "1");
+    /* GPUQ_BENCH_SHM_ONLY=1 (experiments): the shared-memory rows alone;
+     * =clients: the many-client row alone */
+    const char *only = getenv("GPUQ_BENCH_SHM_ONLY");
+    bool shm_only = only && (!strcmp(only, "1") || !strcmp(only, "clients"));
+    bool clients_only = only && !strcmp(only, "clients");
     if (!shm_only) {
         bench_ping(&b, q ? 200 : 2000);
         job small;
@@ -1409,7 +1438,7 @@ int main(int argc, char **argv)
         {JOB_GRID, q ? 200 : 1000, 0, q ? 3 : 25, 0, 0, 1, 0},
         {JOB_KNN, q ? 256 : 4096, q ? 16 : 64, 3, q ? 20000 : 1000000, 10, 1, 0},
     };
-    for (size_t k = 0; k < sizeof large / sizeof large[0]; k++) {
+    for (size_t k = 0; !clients_only && k < sizeof large / sizeof large[0]; k++) {
         job j;
         char what[96];
         unsigned long long n = large[k].n, dim = large[k].d;

@@ -128,9 +128,9 @@ static int print_devices(const ctl_kv *e)
 /* The status info as a short summary and a devices table. */
 static int print_status(gpuq_mpr *r)
 {
-    ctl_kv kv[32];
+    ctl_kv kv[48];
     int n;
-    if (ctl_read_map(r, kv, 32, &n))
+    if (ctl_read_map(r, kv, 48, &n))
         return -1;
     char a[32], b[32], up[32];
     printf("%s (protocol %.0f), pid %.0f, up %s, %s\n", ctl_kv_str(kv, n, "server"),
@@ -145,6 +145,11 @@ static int print_status(gpuq_mpr *r)
            ctl_kv_num(kv, n, "expired"));
     printf("%-10s %.0f requests in %.0f batches\n", "batched", ctl_kv_num(kv, n, "batched"),
            ctl_kv_num(kv, n, "batches"));
+    printf("%-10s %.0f requests in %.0f chunks\n", "pipelined", ctl_kv_num(kv, n, "pipelined"),
+           ctl_kv_num(kv, n, "chunks"));
+    printf("%-10s %.0f by spin, %.0f by doorbell, %.0f by poll\n", "seen done",
+           ctl_kv_num(kv, n, "seen_spin"), ctl_kv_num(kv, n, "seen_doorbell"),
+           ctl_kv_num(kv, n, "seen_poll"));
     printf("%-10s %s in use, %s allocated\n", "staging",
            ctl_fmt_bytes(ctl_kv_num(kv, n, "staging_bytes"), a, sizeof a),
            ctl_fmt_bytes(ctl_kv_num(kv, n, "staging_capacity"), b, sizeof b));

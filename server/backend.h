@@ -117,8 +117,12 @@ struct backend {
     uint32_t batch_max;
     uint64_t batch_bytes;
     /* Counted by the backend: batches that carried two or more jobs, and
-     * those jobs. */
+     * those jobs; jobs that ran in pipelined chunks, and their chunks; and
+     * (CUDA) how finished jobs were noticed: by the loop's spin, by a
+     * doorbell (a host function behind the job), by the poll timer. */
     uint64_t batches, batched;
+    uint64_t pipelined, chunks;
+    uint64_t seen_spin, seen_doorbell, seen_poll;
 };
 
 /* May job run in a batch? Batching on, its op batchable (op_backend.h),

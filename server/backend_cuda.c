@@ -42,7 +42,9 @@
  * window gets a guess of its device time from its bytes; a timer wakes the
  * loop shortly before the guess and the spin covers its end
  * (cuda_wake_plan in backend_cuda_done.c). The loop sleeps during the
- * transfer and spins only around its end.
+ * transfer and spins only around its end. Jobs in flight at the same
+ * level or above share the copy engines with it, so its spin runs on past
+ * the guess by theirs (GPUQ_CUDA_WAKE_QUEUE=0: not).
  *
  * Failures: submit() always returns 0 and reports every failure through the
  * completion path, never synchronously: a job that failed before anything
@@ -386,7 +388,7 @@ fail_enqueued:
     s->tail = job;
     if (b->spin_ns)
         cuda_spin_kick(b);
-    cuda_wake_plan(b, job);
+    cuda_wake_plan(b, s, job);
     if (!s->armed && !b->spin_on)
         cuda_arm_doorbell(b, s);
     cuda_timer_start_if_needed(b);
@@ -623,6 +625,8 @@ backend *backend_cuda_create(uv_loop_t *loop, backend_complete_fn done, uint64_t
     b->wake_lead_ns = (uint64_t)CUDA_WAKE_LEAD_US * 1000;
     b->wake_tail_ns =
         (tail && *tail ? cuda_env_u64("GPUQ_CUDA_WAKE_TAIL_US") : CUDA_WAKE_TAIL_US) * 1000;
+    const char *wq = getenv("GPUQ_CUDA_WAKE_QUEUE");
+    b->wake_queue = !(wq && !strcmp(wq, "0"));
     /* GPUQ_CUDA_SPIN_US: the adaptive spin window (0 turns it off). */
     const char *spin = getenv("GPUQ_CUDA_SPIN_US");
     b->spin_ns = (spin && *spin ? cuda_env_u64("GPUQ_CUDA_SPIN_US") : CUDA_SPIN_US_DEFAULT) * 1000;

@@ -33,6 +33,9 @@
  *                                     job's copy rate (default 60)
  *   GPUQ_CUDA_WAKE_TAIL_US            how long past that guess it spins
  *                                     (default 2000; 0: no predictive spin)
+ *   GPUQ_CUDA_WAKE_QUEUE=0            that spin ignores the jobs in flight
+ *                                     ahead of a job (by default it runs
+ *                                     on past its guess by their guesses)
  *   GPUQ_CUDA_POOL_CROSS_STREAM=1     the device pool may make one stream
  *                                     wait for another to reuse memory
  *   GPUQ_TEST_INJECT_PIPE=N           the N-th submitted job, if chunked,

@@ -44,6 +44,12 @@
 #define CUDA_PIPE_RAMP 4
 /* Priority levels (GPUQ_PRIO_LOW .. HIGH): a device's batch lanes. */
 #define CUDA_LEVELS 3
+/* A session's level as an index 0 .. CUDA_LEVELS - 1 (clamped). */
+static inline int cuda_level_index(int level)
+{
+    int l = level - GPUQ_PRIO_LOW;
+    return l < 0 ? 0 : l >= CUDA_LEVELS ? CUDA_LEVELS - 1 : l;
+}
 
 struct cuda_sess;
 
@@ -70,7 +76,10 @@ typedef struct cuda_dev {
     int host_ptr_ok; /* reaches pinned and registered host memory at host pointers */
     int sessions;
     uint64_t in_flight;
-    uint64_t bytes;                      /* input + output bytes submitted */
+    uint64_t bytes; /* input + output bytes submitted */
+    /* the guessed device time (cuda_wake_plan) of the jobs in flight, per
+     * level: what a new job of that level or lower may wait behind */
+    uint64_t est_ns[CUDA_LEVELS];
     struct cuda_sess *lane[CUDA_LEVELS]; /* batch lanes, opened at first use */
 } cuda_dev;
 
@@ -80,11 +89,14 @@ typedef struct cuda_jobx {
     cudaEvent_t done; /* completion, cudaEventDisableTiming */
     cudaEvent_t t[4]; /* start, after H2D, after kernel, after D2H */
     int has_timing_events;
-    int *h_flag;   /* pinned copy of the ctx errflag (the backend's slab, or own) */
-    int flag_own;  /* h_flag is its own cudaHostAlloc (the slab was full) */
-    void *d_small; /* small jobs' device buffer (b->small_bytes, from the pool), kept */
-    int timing;    /* this job recorded t[] */
-    uint64_t pc;   /* predicted completion (uv_hrtime ns); 0: none, or spun for */
+    int *h_flag;     /* pinned copy of the ctx errflag (the backend's slab, or own) */
+    int flag_own;    /* h_flag is its own cudaHostAlloc (the slab was full) */
+    void *d_small;   /* small jobs' device buffer (b->small_bytes, from the pool), kept */
+    int timing;      /* this job recorded t[] */
+    uint64_t pc;     /* predicted completion (uv_hrtime ns); 0: none, or spun for */
+    uint64_t pq;     /* how much later it may end: the jobs ahead of it (ns) */
+    uint64_t est_ns; /* its guessed device time, counted in dev->est_ns[est_lv] */
+    int est_lv;
     /* the bytes the guess of pc counts: input + output, or the larger of
      * the two for a pipelined one-phase job (both directions at once) */
     uint64_t est_bytes;
@@ -137,27 +149,28 @@ typedef struct backend_cuda {
     int timer_on, spin_on, wake_on;
     uint64_t spin_ns, spin_until;                  /* spin_ns 0: doorbells only */
     uint64_t est_gbps, wake_lead_ns, wake_tail_ns; /* wake_tail_ns 0: no predictive spin */
-    uint64_t wake_at;                              /* when wake fires (wake_on) */
+    int wake_queue;   /* windows reach past the jobs ahead (GPUQ_CUDA_WAKE_QUEUE) */
+    uint64_t wake_at; /* when wake fires (wake_on) */
     pthread_mutex_t mu;
     cuda_sess *wake_head;          /* under mu: sessions whose doorbell rang */
     gpuq_job *imm_head, *imm_tail; /* loop only: jobs to complete without waiting */
     cuda_sess *sessions;
     uint64_t inflight;
-    int walking; /* >0 while a loop callback walks sessions */
+    int walking;    /* >0 while a loop callback walks sessions */
+    uint64_t *seen; /* what counts the jobs this walk finds done (base.seen_*) */
     uint64_t submits, allocs;
     uint64_t inject_sticky, inject_oom;
-    uint64_t slow_ms;           /* GPUQ_TEST_SLOW_MS: each job first waits that long on the GPU */
-    uint64_t chunk_bytes;       /* GPUQ_CUDA_CHUNK_BYTES (0: no pipelining) */
-    uint64_t small_bytes;       /* GPUQ_CUDA_SMALL_BYTES (0: pool allocations for every job) */
-    uint64_t small_jobs;        /* jobs that ran in a kept small buffer */
-    uint64_t zc_bytes;          /* GPUQ_CUDA_ZERO_COPY_BYTES (0: every job copies) */
-    int *flag_slab;             /* CUDA_FLAG_SLOTS pinned ints (cudaHostAlloc) */
-    uint32_t *flag_next;        /* free list of the slab: next index */
-    uint32_t flag_head;         /* first free slot; CUDA_FLAG_SLOTS: none */
-    uint64_t zero_copy_jobs;    /* jobs whose kernels used the host arrays */
-    uint64_t inject_pipe;       /* GPUQ_TEST_INJECT_PIPE */
-    uint64_t pipelined, chunks; /* jobs that ran in chunks, and their chunks */
-    uv_idle_t flush;            /* starts the lanes' pending jobs (flush_on) */
+    uint64_t slow_ms;        /* GPUQ_TEST_SLOW_MS: each job first waits that long on the GPU */
+    uint64_t chunk_bytes;    /* GPUQ_CUDA_CHUNK_BYTES (0: no pipelining) */
+    uint64_t small_bytes;    /* GPUQ_CUDA_SMALL_BYTES (0: pool allocations for every job) */
+    uint64_t small_jobs;     /* jobs that ran in a kept small buffer */
+    uint64_t zc_bytes;       /* GPUQ_CUDA_ZERO_COPY_BYTES (0: every job copies) */
+    int *flag_slab;          /* CUDA_FLAG_SLOTS pinned ints (cudaHostAlloc) */
+    uint32_t *flag_next;     /* free list of the slab: next index */
+    uint32_t flag_head;      /* first free slot; CUDA_FLAG_SLOTS: none */
+    uint64_t zero_copy_jobs; /* jobs whose kernels used the host arrays */
+    uint64_t inject_pipe;    /* GPUQ_TEST_INJECT_PIPE */
+    uv_idle_t flush;         /* starts the lanes' pending jobs (flush_on) */
     int flush_on;
     cuda_sess *pend_lanes; /* lanes with pending jobs (pend_next) */
 } backend_cuda;

@@ -21,7 +21,7 @@ void cuda_on_spin(uv_idle_t *h);
 /* A job was submitted: keep (or start) spinning. */
 void cuda_spin_kick(backend_cuda *b);
 /* A job was enqueued: predict its end and plan the spin around it. */
-void cuda_wake_plan(backend_cuda *b, gpuq_job *job);
+void cuda_wake_plan(backend_cuda *b, cuda_sess *s, gpuq_job *job);
 void cuda_on_wake(uv_timer_t *t);
 void cuda_timer_start_if_needed(backend_cuda *b);
 /* Complete job on the next async turn (it never reached the device). */

@@ -383,8 +383,8 @@ int cuda_pipe_run(backend_cuda *b, cuda_sess *s, gpuq_job *job, const cuda_plan 
                   .d_b = job->sz->nin > 1 && d_in ? (char *)d_in + op_b_offset(job->req) : NULL,
                   .detail = detail,
                   .cap = cap};
-    b->pipelined++;
-    b->chunks += pl->nchunks;
+    b->base.pipelined++;
+    b->base.chunks += pl->nchunks;
     int rc = pipe_enqueue(&p);
     if (rc) {
         if (p.out_used)

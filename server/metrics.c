@@ -244,6 +244,22 @@ int metrics_render(const server *srv, char **out, size_t *len)
             srv->b ? srv->b->batches : 0);
     counter(&t, "gpuq_batched_requests_total", "Requests that ran in such batches.",
             srv->b ? srv->b->batched : 0);
+    counter(&t, "gpuq_pipelined_requests_total",
+            "Requests that ran in pipelined chunks (CUDA, chunk_bytes).",
+            srv->b ? srv->b->pipelined : 0);
+    counter(&t, "gpuq_pipeline_chunks_total", "The chunks those requests ran in.",
+            srv->b ? srv->b->chunks : 0);
+    tb_head(&t, "gpuq_completions_seen_total", "counter",
+            "Finished CUDA jobs, by how gpuqd noticed: its loop's spin, a doorbell (a host "
+            "function, slow to wake on some machines), the 100 ms poll.");
+    if (srv->b) {
+        tb_printf(&t, "gpuq_completions_seen_total{by=\"spin\"} %llu\n",
+                  (unsigned long long)srv->b->seen_spin);
+        tb_printf(&t, "gpuq_completions_seen_total{by=\"doorbell\"} %llu\n",
+                  (unsigned long long)srv->b->seen_doorbell);
+        tb_printf(&t, "gpuq_completions_seen_total{by=\"poll\"} %llu\n",
+                  (unsigned long long)srv->b->seen_poll);
+    }
     gauge(&t, "gpuq_staging_waiting_sessions", "Sessions paused until staging memory frees up.",
           waiting);
     counter(&t, "gpuq_received_bytes_total", "Bytes read from clients.", st->bytes_in);

@@ -114,7 +114,7 @@ void stats_server_keys(const server *srv, gpuq_mpw *w)
 void stats_status_info(const server *srv, gpuq_mpw *w)
 {
     const stats *st = &srv->stats;
-    gpuq_mpw_map(w, STATS_SERVER_KEYS + 22);
+    gpuq_mpw_map(w, STATS_SERVER_KEYS + 27);
     stats_server_keys(srv, w);
     gpuq_mpw_str(w, "uptime_s");
     gpuq_mpw_double(w, (double)(uv_hrtime() - srv->start_ns) / 1e9);
@@ -176,6 +176,16 @@ void stats_status_info(const server *srv, gpuq_mpw *w)
     gpuq_mpw_uint(w, srv->b ? srv->b->batches : 0);
     gpuq_mpw_str(w, "batched");
     gpuq_mpw_uint(w, srv->b ? srv->b->batched : 0);
+    gpuq_mpw_str(w, "pipelined");
+    gpuq_mpw_uint(w, srv->b ? srv->b->pipelined : 0);
+    gpuq_mpw_str(w, "chunks");
+    gpuq_mpw_uint(w, srv->b ? srv->b->chunks : 0);
+    gpuq_mpw_str(w, "seen_spin");
+    gpuq_mpw_uint(w, srv->b ? srv->b->seen_spin : 0);
+    gpuq_mpw_str(w, "seen_doorbell");
+    gpuq_mpw_uint(w, srv->b ? srv->b->seen_doorbell : 0);
+    gpuq_mpw_str(w, "seen_poll");
+    gpuq_mpw_uint(w, srv->b ? srv->b->seen_poll : 0);
     gpuq_mpw_str(w, "pid");
     gpuq_mpw_uint(w, (uint64_t)getpid());
 }

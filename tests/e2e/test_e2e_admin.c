@@ -302,20 +302,19 @@ START_TEST(metrics_parse_as_prometheus)
     snprintf(path, sizeof path, "%s/metrics.txt", e2e_d.dir);
     ck_assert_int_eq(tu_write_file(path, text, len), 0);
     free(text);
-    const char *args[] = {path,
-                          "gpuq_requests_total{op=normalize,status=ok}=5",
-                          "gpuq_requests_total{op=normalize,status=zero_norm}=1",
-                          "gpuq_requests_total{op=none,status=bad_header}=1",
-                          "gpuq_request_duration_seconds_count{op=normalize,status=ok}=5",
-                          "gpuq_requests_total{op=hello,status=ok}=1",
-                          "gpuq_sessions=>=1",
-                          "gpuq_in_flight=0",
-                          "gpuq_draining=0",
-                          "gpuq_pinned_bytes_in_use=0",
-                          "gpuq_device_in_flight{device=-1,name=cpu}=0",
-                          "gpuq_device_sessions{device=-1,name=cpu}=1",
-                          "gpuq_build_info{version=0.1.0,backend=cpu}=1",
-                          NULL};
+    const char *args[] = {
+        path, "gpuq_requests_total{op=normalize,status=ok}=5",
+        "gpuq_requests_total{op=normalize,status=zero_norm}=1",
+        "gpuq_requests_total{op=none,status=bad_header}=1",
+        "gpuq_request_duration_seconds_count{op=normalize,status=ok}=5",
+        "gpuq_requests_total{op=hello,status=ok}=1", "gpuq_sessions=>=1", "gpuq_in_flight=0",
+        "gpuq_draining=0", "gpuq_pinned_bytes_in_use=0",
+        "gpuq_device_in_flight{device=-1,name=cpu}=0", "gpuq_device_sessions{device=-1,name=cpu}=1",
+        "gpuq_build_info{version=0.1.0,backend=cpu}=1",
+        /* CUDA only: 0 here */
+        "gpuq_pipelined_requests_total=0", "gpuq_pipeline_chunks_total=0",
+        "gpuq_completions_seen_total{by=spin}=0", "gpuq_completions_seen_total{by=doorbell}=0",
+        "gpuq_completions_seen_total{by=poll}=0", NULL};
     const char *const *a = args;
     if (strcmp(tu_test_device(), "cpu") != 0)
         args[10] = args[11] = args[12] = NULL; /* device labels differ on CUDA */

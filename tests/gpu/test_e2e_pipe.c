@@ -276,6 +276,18 @@ static ebuf norm_rows(void)
     return e;
 }
 
+/* Jobs gpuqd saw finish (status seen_*): by its spin, a doorbell or its
+ * poll. */
+static long long seen_done(void)
+{
+    static char js[65536];
+    e2e_status(js, sizeof js);
+    long long s = e2e_json_int(js, "seen_spin"), d = e2e_json_int(js, "seen_doorbell"),
+              p = e2e_json_int(js, "seen_poll");
+    ck_assert(s >= 0 && d >= 0 && p >= 0);
+    return s + d + p;
+}
+
 START_TEST(chunked_matches_whole_and_cpu)
 {
     static ebuf e[NCASES];
@@ -291,6 +303,11 @@ START_TEST(chunked_matches_whole_and_cpu)
         ck_assert_msg(rc == 0, "case %zu whole: %s", i, gpuq_errmsg(c));
     }
     gpuq_close(c);
+    /* status: nothing ran in chunks; every job was seen done, one way or
+     * another, once */
+    ck_assert_int_eq(e2e_status_int("pipelined"), 0);
+    ck_assert_int_eq(e2e_status_int("chunks"), 0);
+    ck_assert_int_eq(seen_done(), (long long)NCASES);
     ck_assert_int_eq(tu_daemon_stop(&e2e_d), 0);
 
     /* Chunks of 64 KiB; the first request, chunked, takes the injected
@@ -322,6 +339,14 @@ START_TEST(chunked_matches_whole_and_cpu)
         check_cpu(k, &e[i], got, what);
     }
     gpuq_close(c);
+    /* the probe and every case but the smallest went in chunks; each
+     * chunked job in two at least; every job (the failed probe too) seen
+     * done once */
+    long long piped = e2e_status_int("pipelined"), chunks = e2e_status_int("chunks");
+    ck_assert_int_ge(piped, 2);
+    ck_assert_int_le(piped, (long long)NCASES + 1);
+    ck_assert_int_ge(chunks, 2 * piped);
+    ck_assert_int_eq(seen_done(), (long long)NCASES + 1);
     e2e_assert_serves();
     ck_assert_int_eq(tu_daemon_stop(&e2e_d), 0);
     for (size_t i = 0; i < NCASES; i++)

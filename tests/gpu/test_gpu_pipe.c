@@ -3,7 +3,7 @@
  *
  * The backend is driven directly (its own uv loop, one session), so that a
  * test can switch chunking per job (b->chunk_bytes), count the jobs and
- * chunks that went through the pipeline (b->pipelined, b->chunks: a chunked
+ * chunks that went through the pipeline (b->base.pipelined, b->base.chunks: a chunked
  * run that silently ran whole would prove nothing), and look at the
  * session's copy streams when a job completes: both must be idle then (the
  * join), since the job's host memory is handed back at completion.
@@ -128,7 +128,7 @@ static void wait_done(tjob *t)
     }
 }
 
-static void submit(tjob *t, int sess, const void *a, const void *b, void *o0, void *o1)
+static void submit_to(tjob *t, void *sess, const void *a, const void *b, void *o0, void *o1)
 {
     memset(&t->job, 0, sizeof t->job);
     t->job.req = &t->req;
@@ -137,11 +137,16 @@ static void submit(tjob *t, int sess, const void *a, const void *b, void *o0, vo
     t->job.h_in[1] = t->sz.nin > 1 ? b : NULL;
     t->job.h_out[0] = o0;
     t->job.h_out[1] = t->sz.nout > 1 ? o1 : NULL;
-    t->job.bsess = g_sess[sess];
+    t->job.bsess = sess;
     t->job.owner = t;
     t->job.submit_ns = uv_hrtime();
     t->done = 0;
     ck_assert_int_eq(g_b->ops->submit(g_b, &t->job), 0);
+}
+
+static void submit(tjob *t, int sess, const void *a, const void *b, void *o0, void *o1)
+{
+    submit_to(t, g_sess[sess], a, b, o0, o1);
 }
 
 /* ---- requests ---- */
@@ -302,13 +307,13 @@ static int run_once(tjob *t, int sess, uint64_t cb, char *base, const void *in, 
     uint64_t zc = bc()->zc_bytes;
     if (cb)
         bc()->zc_bytes = 0;
-    uint64_t n0 = bc()->pipelined, c0 = bc()->chunks;
+    uint64_t n0 = bc()->base.pipelined, c0 = bc()->base.chunks;
     submit(t, sess, p.a, p.b, p.o0, p.o1);
     wait_done(t);
     bc()->zc_bytes = zc;
-    ck_assert_uint_le(bc()->pipelined - n0, 1);
-    *chunks = bc()->chunks - c0;
-    ck_assert(bc()->pipelined - n0 == (*chunks > 0));
+    ck_assert_uint_le(bc()->base.pipelined - n0, 1);
+    *chunks = bc()->base.chunks - c0;
+    ck_assert(bc()->base.pipelined - n0 == (*chunks > 0));
     /* at completion nothing of the job is left on the copy streams */
     ck_assert_msg(t->q_in == cudaSuccess && t->q_out == cudaSuccess,
                   "copy streams busy at completion: in %s, out %s", cudaGetErrorString(t->q_in),
@@ -701,16 +706,44 @@ START_TEST(test_many_in_flight)
         if (t[i].sz.nin > 1)
             memcpy(p[i].b, in[i] + t[i].sz.in_bytes[0], t[i].sz.in_bytes[1]);
     }
-    uint64_t n0 = bc()->pipelined, zc = bc()->zc_bytes;
+    uint64_t n0 = bc()->base.pipelined, zc = bc()->zc_bytes;
     bc()->zc_bytes = 0; /* the grid case chunked too (see run_once) */
+    /* the predictive spin's guesses (cuda_wake_plan): each job may wait
+     * behind every job of its level in flight before it, a job of a
+     * higher level behind none of them, and the guesses are forgotten at
+     * completion */
+    cuda_dev *dev = ((cuda_sess *)g_sess[0])->dev;
+    int lv = cuda_level_index(GPUQ_PRIO_NORMAL);
+    ck_assert_uint_eq(dev->est_ns[lv], 0);
+    uint64_t ahead = 0;
     for (int i = 0; i < N; i++) {
         bc()->chunk_bytes = i % 4 == 3 ? 0 : CHUNK; /* every fourth whole */
         submit(&t[i], i % 2, p[i].a, p[i].b, p[i].o0, p[i].o1);
+        cuda_jobx *x = t[i].job.bpriv;
+        ck_assert_ptr_nonnull(x);
+        ck_assert_uint_gt(x->est_ns, 0);
+        ck_assert_uint_eq(x->pq, ahead);
+        ahead += x->est_ns;
     }
+    ck_assert_uint_eq(dev->est_ns[lv], ahead);
+    void *hi = NULL;
+    backend_session_info info;
+    ck_assert_int_eq(g_b->ops->session_open(g_b, GPUQ_PRIO_HIGH, 0, &hi, &info), 0);
+    static tjob th; /* t[0] again (the same bytes to the same place) */
+    th = t[0];
+    submit_to(&th, hi, p[0].a, p[0].b, p[0].o0, p[0].o1);
+    cuda_jobx *xh = th.job.bpriv;
+    ck_assert_ptr_nonnull(xh);
+    ck_assert_uint_eq(xh->pq, 0);
+    ck_assert_uint_eq(dev->est_ns[cuda_level_index(GPUQ_PRIO_HIGH)], xh->est_ns);
     for (int i = 0; i < N; i++)
         wait_done(&t[i]);
+    wait_done(&th);
+    g_b->ops->session_close(g_b, hi);
+    for (int l = 0; l < CUDA_LEVELS; l++)
+        ck_assert_uint_eq(dev->est_ns[l], 0);
     bc()->zc_bytes = zc;
-    ck_assert_uint_eq(bc()->pipelined - n0, N - N / 4);
+    ck_assert_uint_eq(bc()->base.pipelined - n0, N - N / 4);
     for (int i = 0; i < N; i++) {
         ck_assert_msg(t[i].job.status == 0, "job %d: %s", i, t[i].job.message);
         const tcase_def *c = &CASES[pick[i % 8]];
@@ -792,7 +825,7 @@ START_TEST(test_zero_copy_no_input)
     /* pinned and registered memory, aligned; then off the element size
      * (layout's base + 4), which a kernel must not store to: copies */
     for (int k = 0; k < 3; k++) {
-        uint64_t z0 = bc()->zero_copy_jobs, n0 = bc()->pipelined;
+        uint64_t z0 = bc()->zero_copy_jobs, n0 = bc()->base.pipelined;
         bc()->chunk_bytes = CHUNK;
         char *o0 = k == 2 ? layout(g_pinned, &t.sz).o0 : (k ? g_reg : g_pinned) + 4096;
         memset(o0, 0xff, t.sz.output);
@@ -800,19 +833,19 @@ START_TEST(test_zero_copy_no_input)
         wait_done(&t);
         ck_assert_int_eq(t.job.status, 0);
         ck_assert_uint_eq(bc()->zero_copy_jobs - z0, k < 2);
-        ck_assert_uint_eq(bc()->pipelined - n0, k == 2);
+        ck_assert_uint_eq(bc()->base.pipelined - n0, k == 2);
         ck_assert_msg(memcmp(o0, split, t.sz.output) == 0, "grid differs (case %d)", k);
     }
     ck_assert_int_eq(run_cpu(&t, NULL, cpu), 0);
     check_cpu(&g, &t, NULL, split, cpu, "zero-copy grid");
-    uint64_t zc = bc()->zc_bytes, z0 = bc()->zero_copy_jobs, n0 = bc()->pipelined;
+    uint64_t zc = bc()->zc_bytes, z0 = bc()->zero_copy_jobs, n0 = bc()->base.pipelined;
     bc()->zc_bytes = 0; /* off: chunked as before */
     bc()->chunk_bytes = CHUNK;
     submit(&t, 0, NULL, NULL, g_pinned + 4096, NULL);
     wait_done(&t);
     ck_assert_int_eq(t.job.status, 0);
     ck_assert_uint_eq(bc()->zero_copy_jobs, z0);
-    ck_assert_uint_eq(bc()->pipelined - n0, 1);
+    ck_assert_uint_eq(bc()->base.pipelined - n0, 1);
     bc()->zc_bytes = zc;
     be_stop();
     free(split), free(cpu);
