@@ -20,6 +20,7 @@ typedef struct cuda_plan {
     uint64_t chunk, nchunks;
     uint64_t start[CUDA_PIPE_MAX_CHUNKS + 1];
     uint64_t scratch;
+    uint64_t head; /* two-phase: the rows of the first download piece */
 } cuda_plan;
 
 /* 1 with *pl filled when job runs in chunks: pipelining is on

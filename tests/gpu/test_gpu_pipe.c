@@ -553,18 +553,35 @@ START_TEST(test_plan)
     static const uint64_t tail5[] = {508480, 262144, 131072, 65536, 32768};
     plan_is(&pl, tail5, 5);
     ck_assert_uint_eq(pl.chunk, 508480);
-    /* flat: two phases, even chunks (the partials are per chunk), its
-     * scratch from the kernels; 4 bytes a value each way: 16384 -> 7 */
+    /* flat: two phases, even chunks (the partials are per chunk) of
+     * CUDA_PIPE_TWO_PHASE_SCALE nominal ones, its scratch from the
+     * kernels, the first download piece a nominal chunk; 4 bytes a value
+     * each way: 16384 -> 4096 values nominal, 16384 a chunk: 7 */
     tcase_def f = {K_NORM, GPUQ_DT_F32, GPUQ_K_ZSCORE, 0, 100003, 0, 0, 0};
     build(&t, &f);
-    fake.chunk_bytes = 65536;
+    fake.chunk_bytes = 16384;
     ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 1);
     ck_assert_int_eq(pl.sp.two_phase, 1);
     static const uint64_t flat7[] = {14287, 14287, 14287, 14287, 14287, 14287, 14281};
     plan_is(&pl, flat7, 7);
     ck_assert_uint_eq(pl.chunk, 14287);
+    ck_assert_uint_eq(pl.head, 4096);
     ck_assert_uint_eq(pl.scratch,
                       gpuq_cuda_normalize_flat_scratch_bytes(GPUQ_K_F32, 100003, 14287));
+    /* 65536: 16384 nominal, 65536 a chunk: two; the head piece 16384 */
+    fake.chunk_bytes = 65536;
+    ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 1);
+    static const uint64_t flat2[] = {50002, 50001};
+    plan_is(&pl, flat2, 2);
+    ck_assert_uint_eq(pl.head, 16384);
+    /* 1024: 256 nominal, 1024 a chunk: 98 chunks, capped at 32 of 3126 */
+    fake.chunk_bytes = 1024;
+    ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 1);
+    plan_sane(&pl);
+    ck_assert_uint_eq(pl.nchunks, CUDA_PIPE_MAX_CHUNKS);
+    ck_assert_uint_eq(pl.chunk, 3126);
+    ck_assert_uint_eq(pl.head, 256);
+    fake.chunk_bytes = 65536;
     /* grid: no input; 257 * 8 bytes a row -> 31 rows: 1 3 7 15 at each
      * end, the 281 between in 10 chunks of 29 (the last 20) */
     tcase_def g = {K_GRID, GPUQ_DT_F64, 0, 0, 333, 257, 0, 0};
