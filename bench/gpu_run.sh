@@ -33,7 +33,9 @@
 # the default list either) runs bench/py_bench.py: the Python client beside
 # libgpuq on a CUDA gpuqd; "load" (nor that) runs bench/load.py, issue 12's
 # load table through gpuqctl bench; "scale" (nor that) runs bench/scale.py,
-# the same load on every GPU against the first alone (the 2-GPU machine).
+# the same load on every GPU against the first alone (the 2-GPU machine);
+# "model" (nor that) runs gpuq_pipe_model, the device-only floor of the
+# pipelined patterns.
 # The build has -DGPUQ_WERROR=ON (as CI's); GPUQ_BUILD_TYPE picks its type
 # (RelWithDebInfo by default; Release for the -O3 warnings).
 set -uo pipefail
@@ -317,6 +319,14 @@ main() {
         rc=${PIPESTATUS[0]}
         row "$(okfail "$rc")" "pairwise kernels alone" \
             "exit $rc; $(grep -E '^bench_kernels: [0-9]+ errors' "$LOGS/bench_kernels.txt" | tail -1)"
+    fi
+
+    # The device-only floor of the pipelined patterns (no daemon at all).
+    if want model; then
+        echo "== gpuq_pipe_model"
+        build-gpu/bench/gpuq_pipe_model 2>&1 | tee "$LOGS/pipe_model.txt"
+        rc=${PIPESTATUS[0]}
+        row "$(okfail "$rc")" "pipeline model (device only)" "exit $rc; $(tail -1 "$LOGS/pipe_model.txt")"
     fi
 
     # The PyTorch peer: the same rows done in a user's own process, this run.
