@@ -172,20 +172,21 @@ void stats_status_info(const server *srv, gpuq_mpw *w)
     gpuq_mpw_uint(w, srv->sched.cancelled);
     gpuq_mpw_str(w, "expired");
     gpuq_mpw_uint(w, srv->sched.expired);
-    gpuq_mpw_str(w, "batches");
-    gpuq_mpw_uint(w, srv->b ? srv->b->batches : 0);
-    gpuq_mpw_str(w, "batched");
-    gpuq_mpw_uint(w, srv->b ? srv->b->batched : 0);
-    gpuq_mpw_str(w, "pipelined");
-    gpuq_mpw_uint(w, srv->b ? srv->b->pipelined : 0);
-    gpuq_mpw_str(w, "chunks");
-    gpuq_mpw_uint(w, srv->b ? srv->b->chunks : 0);
-    gpuq_mpw_str(w, "seen_spin");
-    gpuq_mpw_uint(w, srv->b ? srv->b->seen_spin : 0);
-    gpuq_mpw_str(w, "seen_doorbell");
-    gpuq_mpw_uint(w, srv->b ? srv->b->seen_doorbell : 0);
-    gpuq_mpw_str(w, "seen_poll");
-    gpuq_mpw_uint(w, srv->b ? srv->b->seen_poll : 0);
+    /* the backend's counters (PROTOCOL.md, status) */
+    const backend *b = srv->b;
+    const struct {
+        const char *key;
+        uint64_t v;
+    } counts[] = {
+        {"batches", b ? b->batches : 0},     {"batched", b ? b->batched : 0},
+        {"pipelined", b ? b->pipelined : 0}, {"chunks", b ? b->chunks : 0},
+        {"seen_spin", b ? b->seen_spin : 0}, {"seen_doorbell", b ? b->seen_doorbell : 0},
+        {"seen_poll", b ? b->seen_poll : 0},
+    };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        gpuq_mpw_str(w, counts[i].key);
+        gpuq_mpw_uint(w, counts[i].v);
+    }
     gpuq_mpw_str(w, "pid");
     gpuq_mpw_uint(w, (uint64_t)getpid());
 }
