@@ -43,11 +43,9 @@
 #define CUDA_PIPE_MAX_CHUNKS 32
 #define CUDA_PIPE_RAMP 4
 /* Two-phase ops (flat normalize) upload in chunks this many times the
- * nominal size (64 MiB by default: a 16M f32 normalize goes up in one):
- * their reduction runs some 60 times faster than the link, and each copy
- * costs microseconds of its own, more when sessions share the copy
- * engines (backend_cuda_pipe.c). */
-#define CUDA_PIPE_TWO_PHASE_SCALE 8
+ * nominal size: their reduction keeps up with any chunk, and each copy
+ * costs a few microseconds of its own (backend_cuda_pipe.c). */
+#define CUDA_PIPE_TWO_PHASE_SCALE 4
 /* Priority levels (GPUQ_PRIO_LOW .. HIGH): a device's batch lanes. */
 #define CUDA_LEVELS 3
 /* A session's level as an index 0 .. CUDA_LEVELS - 1 (clamped). */

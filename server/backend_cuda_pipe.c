@@ -168,10 +168,8 @@ int cuda_pipe_plan(const backend_cuda *b, const gpuq_job *job, cuda_plan *pl)
     uint64_t nominal = c;
     if (sp->two_phase) /* fewer, larger uploads; the download starts small */
         c = c > UINT64_MAX / CUDA_PIPE_TWO_PHASE_SCALE ? UINT64_MAX : c * CUDA_PIPE_TWO_PHASE_SCALE;
-    /* over the threshold: two chunks at least; a two-phase op may upload
-     * in one (its download still goes in two pieces) */
     if (c >= sp->rows)
-        c = sp->two_phase ? sp->rows : sp->rows / 2 + sp->rows % 2;
+        c = sp->rows / 2 + sp->rows % 2; /* over the threshold: two chunks at least */
     /* tapered at the end always; at the start too unless the upload is
      * the larger side (then the first downloads are not what waits) */
     int head = down >= up, taper = !sp->two_phase && !sp->fixed_chunks &&
@@ -185,7 +183,7 @@ int cuda_pipe_plan(const backend_cuda *b, const gpuq_job *job, cuda_plan *pl)
         if (c < least)
             c = least;
         uint64_t n = sp->rows / c + (sp->rows % c != 0);
-        if (n < 2 && !sp->two_phase)
+        if (n < 2)
             return 0;
         c = sp->rows / n + (sp->rows % n != 0);
         pl->chunk = c;
@@ -195,14 +193,9 @@ int cuda_pipe_plan(const backend_cuda *b, const gpuq_job *job, cuda_plan *pl)
     pl->scratch = ob->cuda_chunk_scratch ? ob->cuda_chunk_scratch(job->req, sz, pl->chunk)
                                          : op_scratch_bytes(job->req, sz);
     if (sp->two_phase && pl->scratch == 0)
-        return 0;        /* the op cannot split these sizes: run whole */
-    if (sp->two_phase) { /* the first download piece: a nominal chunk, half the rows at most */
-        uint64_t half = sp->rows / 2 + sp->rows % 2;
+        return 0; /* the op cannot split these sizes: run whole */
+    if (sp->two_phase)
         pl->head = nominal < pl->start[1] ? nominal : pl->start[1];
-        if (pl->head > half)
-            pl->head = half;
-        return 1;
-    }
     return pl->nchunks >= 2;
 }
 

@@ -25,8 +25,7 @@ typedef struct cuda_plan {
 
 /* 1 with *pl filled when job runs in chunks: pipelining is on
  * (b->chunk_bytes), the job's input + output bytes exceed it, the op
- * splits (op_backend_def.cuda_split) into at least two chunks (a
- * two-phase op: one, its download then goes in two pieces); else 0. */
+ * splits (op_backend_def.cuda_split) into at least two chunks; else 0. */
 int cuda_pipe_plan(const backend_cuda *b, const gpuq_job *job, cuda_plan *pl);
 
 /* Enqueue job's transfers and op in chunks as pl says, after the caller

@@ -476,10 +476,8 @@ END_TEST
  * order, none empty, at most CUDA_PIPE_MAX_CHUNKS, none over pl->chunk. */
 static void plan_sane(const cuda_plan *pl)
 {
-    ck_assert_uint_ge(pl->nchunks, pl->sp.two_phase ? 1 : 2);
+    ck_assert_uint_ge(pl->nchunks, 2);
     ck_assert_uint_le(pl->nchunks, CUDA_PIPE_MAX_CHUNKS);
-    if (pl->sp.two_phase) /* two download pieces */
-        ck_assert(pl->head >= 1 && pl->head < pl->sp.rows && pl->head <= pl->start[1]);
     ck_assert_uint_eq(pl->start[0], 0);
     ck_assert_uint_eq(pl->start[pl->nchunks], pl->sp.rows);
     for (uint64_t k = 0; k < pl->nchunks; k++) {
@@ -564,39 +562,33 @@ START_TEST(test_plan)
     plan_is(&pl, tail5, 5);
     ck_assert_uint_eq(pl.chunk, 508480);
     /* flat: two phases, even chunks (the partials are per chunk) of
-     * CUDA_PIPE_TWO_PHASE_SCALE (8) nominal ones, its scratch from the
+     * CUDA_PIPE_TWO_PHASE_SCALE nominal ones, its scratch from the
      * kernels, the first download piece a nominal chunk; 4 bytes a value
-     * each way: 16384 -> 4096 values nominal, 32768 a chunk: 4 */
+     * each way: 16384 -> 4096 values nominal, 16384 a chunk: 7 */
     tcase_def f = {K_NORM, GPUQ_DT_F32, GPUQ_K_ZSCORE, 0, 100003, 0, 0, 0};
     build(&t, &f);
     fake.chunk_bytes = 16384;
     ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 1);
     ck_assert_int_eq(pl.sp.two_phase, 1);
-    static const uint64_t flat4[] = {25001, 25001, 25001, 25000};
-    plan_is(&pl, flat4, 4);
-    ck_assert_uint_eq(pl.chunk, 25001);
+    static const uint64_t flat7[] = {14287, 14287, 14287, 14287, 14287, 14287, 14281};
+    plan_is(&pl, flat7, 7);
+    ck_assert_uint_eq(pl.chunk, 14287);
     ck_assert_uint_eq(pl.head, 4096);
     ck_assert_uint_eq(pl.scratch,
-                      gpuq_cuda_normalize_flat_scratch_bytes(GPUQ_K_F32, 100003, 25001));
-    /* 65536: 16384 nominal, 131072 a chunk: the upload in one, the
-     * download in two (16384 values, then the rest) */
+                      gpuq_cuda_normalize_flat_scratch_bytes(GPUQ_K_F32, 100003, 14287));
+    /* 65536: 16384 nominal, 65536 a chunk: two; the head piece 16384 */
     fake.chunk_bytes = 65536;
     ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 1);
-    static const uint64_t flat1[] = {100003};
-    plan_is(&pl, flat1, 1);
+    static const uint64_t flat2[] = {50002, 50001};
+    plan_is(&pl, flat2, 2);
     ck_assert_uint_eq(pl.head, 16384);
-    /* 400012 (all the input): 100003 nominal; the head half the rows */
-    fake.chunk_bytes = 400012;
-    ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 1);
-    plan_is(&pl, flat1, 1);
-    ck_assert_uint_eq(pl.head, 50002);
-    /* 512: 128 nominal, 1024 a chunk: 98 chunks, capped at 32 of 3126 */
-    fake.chunk_bytes = 512;
+    /* 1024: 256 nominal, 1024 a chunk: 98 chunks, capped at 32 of 3126 */
+    fake.chunk_bytes = 1024;
     ck_assert_int_eq(cuda_pipe_plan(&fake, &t.job, &pl), 1);
     plan_sane(&pl);
     ck_assert_uint_eq(pl.nchunks, CUDA_PIPE_MAX_CHUNKS);
     ck_assert_uint_eq(pl.chunk, 3126);
-    ck_assert_uint_eq(pl.head, 128);
+    ck_assert_uint_eq(pl.head, 256);
     fake.chunk_bytes = 65536;
     /* grid: no input; 257 * 8 bytes a row -> 31 rows: 1 3 7 15 at each
      * end, the 281 between in 10 chunks of 29 (the last 20) */
