@@ -44,7 +44,9 @@
 #define CUDA_PIPE_RAMP 4
 /* Two-phase ops (flat normalize) upload in chunks this many times the
  * nominal size: their reduction keeps up with any chunk, and each copy
- * costs a few microseconds of its own (backend_cuda_pipe.c). */
+ * costs a few microseconds of its own (backend_cuda_pipe.c). A 16M f32
+ * normalize then goes up in two; in one it was no faster for four clients
+ * and its kernel span 11 us longer alone (H100, 2026-11-26). */
 #define CUDA_PIPE_TWO_PHASE_SCALE 4
 /* Priority levels (GPUQ_PRIO_LOW .. HIGH): a device's batch lanes. */
 #define CUDA_LEVELS 3
