@@ -220,9 +220,12 @@ static int cuda_submit(backend *bb, gpuq_job *job)
     if ((status = cuda_jobx_get(b, s, job->req->timing, &x)) != 0)
         goto fail_now;
     job->bpriv = x;
-    /* a job with no input and addressable output: zero-copy at any size */
-    zc = job->sz->payload == 0 && cuda_zero_copy_ok(b, s, job);
-    chunked = !zc && cuda_pipe_plan(b, job, &plan);
+    /* Zero-copy (kernels on the host arrays): a job with no input at any
+     * size, else one that is not chunked (cuda_zero_copy_ok: small,
+     * addressable, aligned). */
+    int zc_ok = cuda_zero_copy_ok(b, s, job);
+    chunked = !(zc_ok && job->sz->payload == 0) && cuda_pipe_plan(b, job, &plan);
+    zc = zc_ok && !chunked;
     x->est_bytes = job->sz->payload + job->sz->output;
     if (chunked && !plan.sp.two_phase) /* up and down at once (cuda_wake_plan) */
         x->est_bytes = job->sz->payload > job->sz->output ? job->sz->payload : job->sz->output;
@@ -259,7 +262,7 @@ static int cuda_submit(backend *bb, gpuq_job *job)
         KSTEP(gpuq_cuda_test_sleep(s->stream, (unsigned)b->slow_ms),
               "slow-job kernel launch failed");
     uint64_t scratch = chunked ? plan.scratch : op_scratch_bytes(job->req, job->sz);
-    if (zc || (zc = !chunked && cuda_zero_copy_ok(b, s, job))) { /* kernels on the host arrays */
+    if (zc) { /* kernels on the host arrays */
         d_in = (void *)job->h_in[0];
         d_out = job->h_out[0];
         b->zero_copy_jobs++;

@@ -345,9 +345,9 @@ static int pipe_enqueue(pipe_ctx *p)
         }
     }
     if (pl->sp.two_phase) {
-        /* The output in two pieces: the first chunk, whose download starts
-         * at once, then all the rest in one launch and one copy (each copy
-         * costs a few microseconds of its own). */
+        /* The output in two pieces: a nominal chunk's rows (pl->head),
+         * whose download starts at once, then all the rest in one launch
+         * and one copy (each copy costs a few microseconds of its own). */
         op_rows all = {.r0 = 0, .nr = pl->sp.rows, .chunk = pl->chunk};
         op_rows head = {.r0 = 0, .nr = pl->head, .chunk = pl->chunk};
         op_rows rest = {.r0 = head.nr, .nr = pl->sp.rows - head.nr, .chunk = pl->chunk};
