@@ -244,6 +244,19 @@ static void single(const char *name, Op op, const std::vector<size_t> &st, Mode 
            *std::min_element(dev.begin(), dev.end()), p50(host));
 }
 
+// One copy alone on st, timed by events a and b: GB/s.
+static double one_copy(void *dst, const void *src, size_t n, cudaMemcpyKind kind, cudaStream_t st,
+                       cudaEvent_t a, cudaEvent_t b)
+{
+    float ms;
+    CK(cudaEventRecord(a, st));
+    CK(cudaMemcpyAsync(dst, src, n, kind, st));
+    CK(cudaEventRecord(b, st));
+    CK(cudaEventSynchronize(b));
+    CK(cudaEventElapsedTime(&ms, a, b));
+    return n / (ms * 1e6);
+}
+
 static void copies(char *hin, char *hout, char *din, char *dout, size_t n, Sess &s)
 {
     std::vector<double> up, down, both;
@@ -253,19 +266,8 @@ static void copies(char *hin, char *hout, char *din, char *dout, size_t n, Sess 
     CK(cudaEventCreate(&c));
     CK(cudaEventCreate(&d));
     for (int r = 0; r < 12; r++) {
-        float ms;
-        CK(cudaEventRecord(a, s.in));
-        CK(cudaMemcpyAsync(din, hin, n, cudaMemcpyHostToDevice, s.in));
-        CK(cudaEventRecord(b, s.in));
-        CK(cudaEventSynchronize(b));
-        CK(cudaEventElapsedTime(&ms, a, b));
-        up.push_back(n / (ms * 1e6));
-        CK(cudaEventRecord(a, s.out));
-        CK(cudaMemcpyAsync(hout, dout, n, cudaMemcpyDeviceToHost, s.out));
-        CK(cudaEventRecord(b, s.out));
-        CK(cudaEventSynchronize(b));
-        CK(cudaEventElapsedTime(&ms, a, b));
-        down.push_back(n / (ms * 1e6));
+        up.push_back(one_copy(din, hin, n, cudaMemcpyHostToDevice, s.in, a, b));
+        down.push_back(one_copy(hout, dout, n, cudaMemcpyDeviceToHost, s.out, a, b));
         spin_ns<<<1, 1, 0, s.in>>>(1000000);
         CK(cudaEventRecord(a, s.in));
         CK(cudaStreamWaitEvent(s.out, a, 0));
