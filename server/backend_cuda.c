@@ -196,6 +196,7 @@ static int cuda_submit(backend *bb, gpuq_job *job)
     cuda_plan plan;
     void *d_in = NULL, *d_out = NULL, *d_scratch = NULL;
     int status = 0, enqueued = 0, chunked = 0, small = 0, zc = 0;
+    uint64_t est_bytes = 0; /* what the guess of its end counts (cuda_wake_plan) */
     char detail[120] = "";
     cudaError_t e;
 
@@ -226,9 +227,9 @@ static int cuda_submit(backend *bb, gpuq_job *job)
     int zc_ok = cuda_zero_copy_ok(b, s, job);
     chunked = !(zc_ok && job->sz->payload == 0) && cuda_pipe_plan(b, job, &plan);
     zc = zc_ok && !chunked;
-    x->est_bytes = job->sz->payload + job->sz->output;
+    est_bytes = job->sz->payload + job->sz->output;
     if (chunked && !plan.sp.two_phase) /* up and down at once (cuda_wake_plan) */
-        x->est_bytes = job->sz->payload > job->sz->output ? job->sz->payload : job->sz->output;
+        est_bytes = job->sz->payload > job->sz->output ? job->sz->payload : job->sz->output;
     if (!chunked && cuda_batch_take(b, s, job))
         return 0; /* launched with others in the idle phase (backend_cuda_batch.c) */
 
@@ -391,7 +392,7 @@ fail_enqueued:
     s->tail = job;
     if (b->spin_ns)
         cuda_spin_kick(b);
-    cuda_wake_plan(b, s, job);
+    cuda_wake_plan(b, s, job, est_bytes);
     if (!s->armed && !b->spin_on)
         cuda_arm_doorbell(b, s);
     cuda_timer_start_if_needed(b);

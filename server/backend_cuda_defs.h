@@ -101,12 +101,8 @@ typedef struct cuda_jobx {
     int timing;      /* this job recorded t[] */
     uint64_t pc;     /* predicted completion (uv_hrtime ns); 0: none, or spun for */
     uint64_t pq;     /* how much later it may end: the jobs ahead of it (ns) */
-    uint64_t est_ns; /* its guessed device time, counted in dev->est_ns[est_lv] */
-    int est_lv;
-    /* the bytes the guess of pc counts: input + output, or the larger of
-     * the two for a pipelined one-phase job (both directions at once) */
-    uint64_t est_bytes;
-    int status; /* preset failure, 0 if none */
+    uint64_t est_ns; /* its guessed device time, counted in its session's level's dev->est_ns */
+    int status;      /* preset failure, 0 if none */
     char message[160];
 } cuda_jobx;
 

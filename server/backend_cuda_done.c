@@ -20,7 +20,7 @@
 /* A job is finished: its guess no longer counts (cuda_wake_plan). */
 static void cuda_wake_forget(cuda_sess *s, cuda_jobx *x)
 {
-    uint64_t *q = &s->dev->est_ns[x->est_lv];
+    uint64_t *q = &s->dev->est_ns[cuda_level_index(s->level)];
     *q = *q > x->est_ns ? *q - x->est_ns : 0;
     x->est_ns = 0;
     x->pc = 0;
@@ -343,13 +343,13 @@ static void cuda_wake_at(backend_cuda *b, uint64_t now, uint64_t at)
  * normalizes each in flight had 34-53 of 192 jobs found by doorbells
  * without it, none with it, and moved 44.1-45.6 GB/s instead of
  * 46.3-46.9 (H200 guest, GPUQ_CUDA_WAKE_QUEUE=0 against the default). */
-void cuda_wake_plan(backend_cuda *b, cuda_sess *s, gpuq_job *job)
+void cuda_wake_plan(backend_cuda *b, cuda_sess *s, gpuq_job *job, uint64_t est_bytes)
 {
     cuda_jobx *x = job->bpriv;
     if (!x || b->wake_tail_ns == 0 || b->est_gbps == 0)
         return;
     uint64_t now = uv_hrtime();
-    uint64_t est = x->est_bytes / b->est_gbps; /* bytes / (GB/s) = ns */
+    uint64_t est = est_bytes / b->est_gbps; /* bytes / (GB/s) = ns */
     int lv = cuda_level_index(s->level);
     cuda_dev *d = s->dev;
     /* Jobs in flight at its level or above may run before it, or beside
@@ -360,7 +360,6 @@ void cuda_wake_plan(backend_cuda *b, cuda_sess *s, gpuq_job *job)
     for (int l = lv; b->wake_queue && l < CUDA_LEVELS; l++)
         x->pq += d->est_ns[l];
     x->est_ns = est;
-    x->est_lv = lv;
     d->est_ns[lv] += est;
     x->pc = now + est;
     if (est <= b->wake_lead_ns + 1000000) { /* due within the timer's resolution */

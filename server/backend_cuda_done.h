@@ -20,8 +20,10 @@ void cuda_on_timer(uv_timer_t *t);
 void cuda_on_spin(uv_idle_t *h);
 /* A job was submitted: keep (or start) spinning. */
 void cuda_spin_kick(backend_cuda *b);
-/* A job was enqueued: predict its end and plan the spin around it. */
-void cuda_wake_plan(backend_cuda *b, cuda_sess *s, gpuq_job *job);
+/* A job of session s was enqueued: predict its end from est_bytes (input
+ * + output, or the larger of the two for a pipelined one-phase job: both
+ * directions at once) and plan the spin around it. */
+void cuda_wake_plan(backend_cuda *b, cuda_sess *s, gpuq_job *job, uint64_t est_bytes);
 void cuda_on_wake(uv_timer_t *t);
 void cuda_timer_start_if_needed(backend_cuda *b);
 /* Complete job on the next async turn (it never reached the device). */
