@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/ab.sh BASE_DIR - same-run A/B of gpuq_bench on a GPU machine: the
 # tree in BASE_DIR (e.g. `git archive OLD | tar -x -C .device/base`, carried)
 # against this tree's build-gpu (built by bench/gpu_run.sh first), two

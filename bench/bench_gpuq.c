@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_gpuq.c - end-to-end latency and throughput of gpuqd, each row beside
  * an in-process peer of the same work measured in the same run.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_kernels.c - gpuq_bench_kernels: kernel-only times of gpuq's CUDA
  * pairwise kernels, from CUDA events around the launches, with the inputs
  * already on the device: what gpuq_bench's end-to-end rows hide behind the

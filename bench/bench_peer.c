@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_peer.c - see bench_peer.h. The CPU path is three calls; the CUDA
  * path mirrors one request of the CUDA backend (copy in, reset the error
  * flag, kernel, copy result and flag back) and then waits for the stream,

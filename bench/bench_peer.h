@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_peer.h - gpuq_bench's in-process peer: the op the daemon is asked
  * for, done in the benchmark's own process with no daemon in between, so
  * every benchmark row can print what the daemon costs against the same work

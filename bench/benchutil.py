@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What bench/'s Python scripts share (imported from the scripts' own
 directory)."""
 

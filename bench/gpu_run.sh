@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/gpu_run.sh - the one command for a GPU machine with no package registry.
 #
 # Unpacks the Debian packages carried in .device/debs into a prefix (never into

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """load.py - issue 12's load table, measured with gpuqctl bench.
 
     bench/load.py [--gpuqctl PATH] [--gpuqd PATH] [--device auto|cuda|cpu]

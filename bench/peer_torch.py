@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench/peer_torch.py - the PyTorch peer: gpuq_bench's GPU rows done by a
 user's own process with PyTorch on the same GPU, in the same run.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // pipe_model.cu - gpuq_pipe_model: the device-only floor of gpuqd's pipelined
 // jobs (server/backend_cuda_pipe.c), with no daemon, socket or client.
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """py_bench.py - the Python client's figures beside libgpuq's (issue 13's targets).
 
     bench/py_bench.py [--gpuqd PATH] [--device auto|cuda|cpu] [--socket PATH]

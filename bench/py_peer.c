@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* py_peer.c - libgpuq's figures for bench/py_bench.py (issue 13's targets).
  *
  * gpuq_py_peer --socket PATH --mode small|shm [--n N] [--reps R] [--warmup W]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """scale.py - issue 12's several-GPU row: one compute-bound load on every GPU
 gpuqd sees, then on the first GPU alone, measured with gpuqctl bench.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench/targets.py - the data-plane issue's targets, from one run.
 
   python3 bench/targets.py BENCH_OUTPUT PEER_TORCH_OUTPUT

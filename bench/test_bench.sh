@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/test_bench.sh GPUQD GPUQ_BENCH - the benchmark tells failures from
 # figures (ctest: test_bench, labels e2e;bench; CPU backend, --quick).
 #

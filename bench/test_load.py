@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench/test_load.py GPUQD GPUQCTL - bench/load.py tells failures from
 figures (ctest: test_load; CPU backend, --quick; its targets are not
 checked: figures of a shared CI machine mean nothing).

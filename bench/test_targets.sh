@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/test_targets.sh PYTHON - bench/targets.py reads the two tables of a
 # run and judges every target (ctest: test_targets, label bench). Fixtures:
 # a run that meets every target (exit 0, 7 of 7), the same run with one row

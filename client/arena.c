@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* arena.c - gpuq_arena_*: map the daemon's arenas, carve arrays out of
  * them, and name those arrays by reference in requests (see gpuq.h).
  *

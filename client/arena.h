@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* arena.h - libgpuq's shared-memory arenas (PROTOCOL.md 3.4), internal
  * side: which arrays of a request lie in an arena of its connection, and
  * unmapping them all when the connection closes. */

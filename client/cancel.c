@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cancel.c - deadlines, the cancel op and interruptible waits of a
  * libgpuq connection (cancel.h; gpuq.h for what users see).
  *

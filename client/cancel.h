@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cancel.h - a connection's deadline, the cancel op and interruptible
  * waits (gpuq_set_deadline_ms, gpuq_submit_cancel,
  * gpuq_result_cancel_counts and gpuq_set_interrupt_fd in gpuq.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* conn.c - a libgpuq connection: socket, hello, pipelined submit/wait.
  *
  * Happy path: gpuq_connect opens the Unix socket, sends "hello" and keeps the

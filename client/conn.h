@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* conn.h - libgpuq internals shared between conn.c and ops.c.
  *
  * The struct itself stays private to conn.c; ops.c uses the public API plus

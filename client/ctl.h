@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl.h - gpuqctl's command table and the helpers every command uses.
  *
  * A command is a { name, usage, min_args, max_args, exec, help, desc, opts,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_admin.c - gpuqctl sessions, metrics, and the admin forms: drain,
  * shutdown, kill-session ID, set-limit NAME VALUE.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_basic.c - gpuqctl ping and status.
  *
  * ping sends N pings on one session and prints each round trip and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_bench.c - gpuqctl bench: the users' load generator (as
  * redis-benchmark and Triton's perf_analyzer are).
  *

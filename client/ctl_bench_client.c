@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_bench_client.c - one client of gpuqctl bench (ctl_bench_client.h).
  *
  * Happy path: the slots form a ring of depth requests; the thread fills it

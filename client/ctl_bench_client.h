@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_bench_client.h - one client of gpuqctl bench (ctl_bench_client.c):
  * a session of its own, its output buffers and requests (in an arena of the
  * session under shm), and the thread that keeps --depth requests in flight

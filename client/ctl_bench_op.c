@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_bench_op.c - gpuqctl bench's requests and checks, per op
  * (ctl_bench_op.h).
  *

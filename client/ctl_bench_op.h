@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_bench_op.h - what `gpuqctl bench` sends and how it checks the
  * replies, per op (ctl_bench_op.c): the inputs (deterministic, made once),
  * one request built from them, and a cheap but real check of a result.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_bench_stats.c - latency samples, their reservoir and percentiles
  * (ctl_bench_stats.h).
  *

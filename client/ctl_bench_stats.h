@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_bench_stats.h - gpuqctl bench's latency samples and their
  * percentiles (ctl_bench_stats.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_doc.c - reading the server's msgpack maps into flat key/value rows
  * and formatting sizes and ages, for gpuqctl's human tables (status,
  * sessions). Nested values keep their raw bytes for a second pass. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_help.c - gpuqctl's help pages, from the command table (ctl.h): each
  * entry's usage, description, options (name, argument, default, what it
  * does) and examples, and the global options; nothing is said twice. Text

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_help.h - gpuqctl's help pages, written from the command table
  * (ctl_help.c): the overview, one command's page, a group's page. */
 #ifndef GPUQ_CLIENT_CTL_HELP_H

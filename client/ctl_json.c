@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_json.c - JSON output pieces for gpuqctl (ctl_json.h). */
 #include "ctl_json.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_json.h - the pieces of gpuqctl's --json output (ctl_json.c): strings
  * escaped as JSON wants, numbers that stay valid JSON.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_main.c - gpuqctl: global options, help and the command table.
  *
  * gpuqctl [--socket PATH] [--json] [--priority P] [--transport T]

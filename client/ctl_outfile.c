@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_outfile.c - gpuqctl's output files, and what a signal leaves of
  * them (ctl_outfile.h).
  *

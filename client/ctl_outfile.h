@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_outfile.h - gpuqctl's output .npy files, written whole or not at all,
  * and the signal handlers that keep it so (ctl_outfile.c).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_progress.c - the progress line (ctl_progress.h).
  *
  * Happy path: ctl_progress_start decides whether to show anything

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_progress.h - gpuqctl's progress line for an op that takes a while
  * (ctl_progress.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_util.c - what every gpuqctl command shares: argument parsing, the
  * one-line error, connecting (with the --transport and --deadline the user
  * chose).

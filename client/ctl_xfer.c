@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_xfer.c - an op command's arrays: .npy files (or stdin) in, one
  * blocking request, .npy files (or stdout) out (ctl_xfer.h).
  *

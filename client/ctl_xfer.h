@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_xfer.h - how gpuqctl's op commands move their arrays (ctl_xfer.c). */
 #ifndef GPUQ_CLIENT_CTL_XFER_H
 #define GPUQ_CLIENT_CTL_XFER_H

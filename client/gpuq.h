@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpuq.h - libgpuq, the C client of gpuqd.
  *
  * A gpuq_conn is one session: connect, hello (done by gpuq_connect), then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpuq_internal.h - libgpuq's in-tree API: requests as proto's structs.
  *
  * Not installed and not exported from libgpuq.so (libgpuq.map): gpuqctl,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hello.c - the hello exchange of gpuq_connect, and the hello reply's info
  * map (PROTOCOL.md 3.3, "hello") into gpuq_server_info, and whether the
  * session may open arenas.

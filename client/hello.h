@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hello.h - the hello exchange and its reply's info (see hello.c). */
 #ifndef GPUQ_CLIENT_HELLO_H
 #define GPUQ_CLIENT_HELLO_H

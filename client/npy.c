@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* npy.c - read and write NumPy .npy files (see npy.h).
  *
  * Layout: "\x93NUMPY", major, minor, header length (u16 for 1.0, u32 for

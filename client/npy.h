@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* npy.h - NumPy .npy files for gpuqctl: float32/float64, C order, 1-D or 2-D.
  *
  * Reads format versions 1.0, 2.0 and 3.0; writes 1.0. The header dict is

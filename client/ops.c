@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ops.c - libgpuq's convenience calls: each builds one request with the
  * public builder (gpuq_req_*) and makes a blocking gpuq_call_req.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* req.c - the public request builder (gpuq_req_*) and result accessors
  * (gpuq_result_*).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* req.h - libgpuq's request builder and reply result, shared by req.c and
  * conn.c.
  *

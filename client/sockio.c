@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sockio.c - blocking socket helpers (see sockio.h). */
 #include "sockio.h"
 

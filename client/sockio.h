@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sockio.h - blocking Unix-socket I/O for libgpuq.
  *
  * Every function loops over EINTR and short transfers. Sends use MSG_NOSIGNAL

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sockpath.c - see sockpath.h. */
 #include "sockpath.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sockpath.h - where libgpuq looks for gpuqd, and what it says when nobody
  * answers (sockpath.c).
  *

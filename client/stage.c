@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* stage.c - the staging arena of a connection (see stage.h; gpuq.h for
  * gpuq_set_transport).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* stage.h - a connection's staging arena: how the blocking calls send
  * arrays that are not in an arena through shared memory (gpuq_set_transport
  * in gpuq.h says what the user sees).

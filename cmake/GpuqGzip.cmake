@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # GpuqGzip.cmake - cmake [-DSCDOC=scdoc] -DGZIP=gzip -DIN=FILE -DOUT=FILE.gz -P:
 # gzip -9n of IN (no name or time stamp in the header, as Debian wants),
 # rendered by scdoc first when SCDOC is given (a man page: GpuqMan.cmake;

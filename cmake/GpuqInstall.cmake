@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # GpuqInstall.cmake - what `cmake --install` puts beside the targets (their
 # own rules are in server/ and client/): the systemd units, the sysusers
 # file, the example config, the man pages (cmake/GpuqMan.cmake) and the docs.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # GpuqMan.cmake - the man pages gpuqd(8), gpuqctl(1) and gpuqd.conf(5),
 # written in scdoc (docs/man/*.scd, scdoc(5)), rendered to roff and
 # compressed with gzip -9n (no name or time stamp in the header, as Debian

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # GpuqPackage.cmake - `cpack -G DEB` in the build directory (after the build)
 # makes gpuq_<version>_<arch>.deb from the install rules, with prefix /usr.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # GpuqSystemDirs.cmake - where the units, the sysusers file and the config
 # go for an install prefix (see GpuqInstall.cmake). Read at configure time
 # (for prefix /usr: the .deb's conffiles, the tests) and by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cpu_ref.c - CPU reference implementations of the gpuq ops.
  *
  * These are the ground truth the CUDA kernels are tested against and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cublas_dl.cu - see cublas_dl.h. Host code only. */
 #ifndef GPUQ_HAVE_CUDA
 #define GPUQ_HAVE_CUDA 1

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cublas_dl.h - cuBLAS, loaded at run time with dlopen. C++ only.
  *
  * libcublas is not a link dependency of gpuqd, so the daemon starts (and

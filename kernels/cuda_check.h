@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuda_check.h - error checking shared by the .cu files of gpuq_kernels.
  *
  * GPUQ_CUDA_CHECK(ctx, call) logs a failed CUDA call through the host's log

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuda_ctx.cu - the per-session kernel context: error flag, scratch, cuBLAS
  * handle (through the run-time loaded API of cublas_dl.h).
  *

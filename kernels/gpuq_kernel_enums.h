@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpuq_kernel_enums.h - the kernels' dtype, method and metric codes.
  *
  * The one source of these values: ops/normalize.c and ops/pairwise.c index

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpuq_kernels.h - the ops of gpuq behind a C API: CPU references and CUDA.
  *
  * Knows nothing of sockets, the protocol or libuv. Arrays are C-order,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* haversine.cu - great-circle distances on the GPU: to one point, between
  * pairs, and over a lat/lon grid generated on the device.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* knn.cu - k nearest rows of y for each row of x on the GPU, in bounded
  * memory (the FAISS flat-index scheme: distance tiles, running top-k).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* knn_plan.c - the device scratch a CUDA kNN needs, callable without CUDA
  * (the server sizes its pool allocation before it picks a backend). The
  * rules are in knn_plan.h. */

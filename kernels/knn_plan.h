@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* knn_plan.h - argument rules and the CUDA blocking plan of kNN, shared by
  * the CPU reference (knn_ref.c), the CUDA kernels (knn.cu) and the scratch
  * size query (knn_plan.c), so that all three agree on what is valid and on

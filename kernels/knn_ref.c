@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* knn_ref.c - the CPU reference of kNN: for each query row, the k nearest
  * rows of y by (distance, index).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* norm_math.h - the numerics of normalize, shared by cpu_ref.c and normalize.cu.
  *
  * Why a header of its own: the CPU reference and the CUDA kernels must agree

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* normalize.cu - row-wise normalize on the GPU: out = ((a*pre - sh) - sl) / den.
  *
  * The numerics are norm_math.h's, the CPU reference's own: every thread keeps

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pairwise.cu - pairwise distances x[m][d] vs y[n][d] -> out[m][n] on the GPU.
  *
  * Two routes:

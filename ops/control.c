@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* control.c - the control ops' wire descriptions: hello, ping, status,
  * sessions, metrics, arena_open, arena_import, arena_close, cancel (anyone) and
  * drain, shutdown, kill_session, set_limit (admin). None takes a payload or an op key; their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grid.c - the grid op: distances from every point of a lat x lon grid
  * (numpy.linspace ends included) to one point "to". No payload; output
  * [lat n, lon n] in "dtype" (f64 when absent).

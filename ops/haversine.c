@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* haversine.c - the haversine op: great-circle distances from points A
  * [n, 2] (lat, lon degrees) to one point "to", or pairwise to B [n, 2].
  * Output [n] in the input dtype, in the unit of "radius" (km by default).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* knn.c - the knn op: for each row of X [m, d] the k nearest rows of Y
  * [n, d] under "metric" (pairwise's metrics and zero rule): distances
  * [m, k] in the input dtype, then indices [m, k] as int64, nearest first,

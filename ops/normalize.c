@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* normalize.c - the normalize op: each row (or the whole array with "flat")
  * scaled by its sum, L1 or L2 norm, or to [0, 1] (minmax), or standardized
  * (zscore). Input A [n] or [rows, cols] f32/f64; output the same shape and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* op_backend.h - how an op runs: the GPUQ_OP_BACKEND side of ops/<op>.c,
  * linked into gpuq_ops_backend (gpuqd only; never into libgpuq).
  *

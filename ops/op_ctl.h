@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* op_ctl.h - an op's gpuqctl command: the GPUQ_OP_CTL side of ops/<op>.c,
  * compiled into gpuqctl only.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* op_def.h - what an op is on the wire: its name, flags, header keys and
  * check (the GPUQ_OP_PROTO side of ops/<op>.c, linked into gpuq_proto).
  *

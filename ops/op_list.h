@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* op_list.h - every op of gpuq, one line each (an X-macro).
  *
  * X(ENUM, name): ENUM becomes GPUQ_OP_<ENUM> in proto/header.h's gpuq_op,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* op_table.c - each side's op table, generated from op_list.h.
  *
  * The same file is compiled once per side (CMake defines the macro for the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* op_util.c - what the op files share, per side (see op_table.c).
  *
  * PROTO: the checks' common pieces (dtype, non-empty shapes, radius, "to")

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pairwise.c - the pairwise op: distances between every row of X [m, d] and
  * every row of Y [n, d] under "metric" (scipy cdist definitions), output
  * [m, n] in the input dtype. A zero vector under cosine is zero_norm unless

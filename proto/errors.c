@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* errors.c - names and descriptions of the GPUQ_E_* codes.
  *
  * A table indexed by -code; names are part of the wire protocol.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* errors.h - gpuq's stable error codes, shared by daemon, client and wire.
  *
  * Every function in gpuq returns 0 or a negative GPUQ_E_* code. The numeric

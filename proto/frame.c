@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* frame.c - encode and decode the 20-byte frame prefix.
  *
  * Decoding checks the bytes present so far in order (magic, version, kind,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* frame.h - the fixed 20-byte frame prefix.
  *
  * Layout (little-endian): magic "GPUQ" (4), version u8, kind u8, flags u16 (0),

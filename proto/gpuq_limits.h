@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* limits.h - named protocol constants and the daemon's default limits.
  *
  * The only place numeric limits are spelled. The daemon may be configured with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hdr_util.c - helpers shared by the header codecs and the op checks.
  *
  * Messages: every error message is one line of UTF-8 even when it echoes a

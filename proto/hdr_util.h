@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hdr_util.h - what the header codecs (request_*.c, reply.c, names.c) and
  * the op checks in ops/ share: one-line messages, name lookup, and msgpack
  * map writing with the head written last. Internal to gpuq_proto. */

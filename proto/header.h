@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* header.h - the msgpack request and reply headers.
  *
  * A request header is a msgpack map with string keys (PROTOCOL.md lists them).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* limits.c - the configurable limits: defaults (values live in gpuq_limits.h)
  * and one table of their names, fields and ranges, which set_limit, the
  * config file and the hello reply (both ends) all go through. */

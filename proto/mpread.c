@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mpread.c - a bounded, allocation-free msgpack cursor.
  *
  * Happy path: read_head() decodes one type byte and its length or value

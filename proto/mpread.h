@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mpread.h - a bounded msgpack reader.
  *
  * msgpack-c's unpacker trusts declared lengths (an array32 claiming 2^32-1

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mpwrite.c - msgpack writer over msgpack-c's sbuffer and packer.
  *
  * Only trusted, locally built values go through here. Any failed write (an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mpwrite.h - a small msgpack writer over msgpack-c's packer.
  *
  * The daemon builds hello/status "info" values with it without depending on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* names.c - names on the wire: ops (from the op table), dtypes, priority
  * levels. Method and metric names live with their ops (ops/normalize.c,
  * ops/pairwise.c), in the key tables the decoder reads.

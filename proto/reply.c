@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* reply.c - reply headers: decode (client side) and encode (server side).
  *
  * The decoder is lenient where the request decoder is strict: unknown keys

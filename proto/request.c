@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* request.c - a request's op arguments and its check.
  *
  * Op-specific header keys are not fields of gpuq_request: args[k] holds key

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* request_decode.c - a request header from msgpack into gpuq_request.
  *
  * Only the bounded reader (mpread.c) is used, never msgpack-c's unpacker, so

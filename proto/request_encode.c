@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* request_encode.c - a gpuq_request into a msgpack header.
  *
  * Writes id, op, timing, then what the op's def says it uses: dtype (compute

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* socket_path.h - where gpuqd's socket is when nobody names it: the names
  * gpuqd binds (server/listener.c) and libgpuq looks for (client/sockpath.c),
  * spelled once. Not installed: the API says it in words (gpuq.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* text_wrap.c - see text_wrap.h. */
 #include "text_wrap.h"
 

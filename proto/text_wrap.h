@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* text_wrap.h - help text wrapped to a width, for gpuqd's --help and
  * gpuqctl's help pages (one way of laying out an option's row for both). */
 #ifndef GPUQ_PROTO_TEXT_WRAP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* utf8.c - strict UTF-8 validation, cutting on character boundaries, and
  * escaping of bytes that are not UTF-8.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* utf8.h - UTF-8 checks for the wire: every string gpuq sends or accepts is
  * UTF-8 (PROTOCOL.md 1.2).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* arena.c - see arena.h. */
 #include "arena.h"
 

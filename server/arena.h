@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* arena.h - shared-memory arenas (PROTOCOL.md 3.4).
  *
  * An arena is a sealed memfd that gpuqd and one client both map: gpuqd

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* backend.h - the interface between gpuqd's loop and whatever runs the ops.
  *
  * Contract: "submit now, complete later on the loop thread". submit() is called

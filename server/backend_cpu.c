@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* backend_cpu.c - the CPU backend: libuv's thread pool runs backend_run_cpu.
  *
  * submit queues a uv_work_t; the work runs the CPU reference on a pool thread

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* backend_cuda.c - the CUDA backend of gpuqd: sessions on streams, submit,
  * and the completion path back to the loop.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* backend_cuda.h - the CUDA backend of gpuqd (see backend_cuda.c).
  *
  * backend_cuda_create is declared in backend.h with the other backends; this

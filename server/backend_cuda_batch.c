@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* backend_cuda_batch.c - see backend_cuda_batch.h. */
 #include "backend_cuda_batch.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* backend_cuda_batch.h - batched launches of small jobs in the CUDA backend.
  *
  * A job that may run in a batch (backend_batchable, its op's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* backend_cuda_defs.h - the types the CUDA backend's files share
  * (backend_cuda.c: submit, create, destroy; backend_cuda_dev.c: devices,
  * sessions, per-job state, host memory; backend_cuda_done.c: the completion

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* backend_cuda_dev.c - see backend_cuda_dev.h. */
 #include "backend_cuda_dev.h"
 

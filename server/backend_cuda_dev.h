@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* backend_cuda_dev.h - the CUDA backend's devices, sessions (stream,
  * kernel context, per-job state), host memory and error mapping.
  *

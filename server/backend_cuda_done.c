@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* backend_cuda_done.c - see backend_cuda_done.h. */
 #include "backend_cuda_done.h"
 

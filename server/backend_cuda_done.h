@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* backend_cuda_done.h - the CUDA backend's completion path: doorbells,
  * the completion async, the poll timer and the adaptive spin (see
  * backend_cuda.c's comment). Loop thread only, except doorbell(), which runs

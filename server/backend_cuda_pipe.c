@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* backend_cuda_pipe.c - pipelined, chunked CUDA jobs.
  *
  * Why: a job that copies all its input, runs, then copies all its output

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* backend_cuda_pipe.h - pipelined, chunked CUDA jobs: the upload of chunk
  * k+1, the op on chunk k and the download of chunk k-1 at once, on the
  * session's two copy streams and its compute stream (see

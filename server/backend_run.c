@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* backend_run.c - one job on the CPU reference kernels.
  *
  * The op's backend def (ops/<op>.c, op_backend_of) runs it on the job's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* backend_run.h - backend_run_cpu (declared in backend.h) and the mapping of
  * kernel codes to wire codes, shared by the backends. The ops' own hooks
  * (run, launch, messages, buffer layout) are in ops/op_backend.h. */

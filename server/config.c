@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* config.c - see config.h. The flags are parsed twice with getopt_long: the
  * first pass finds --config/--check-config (and --help, --version, bad
  * options), the file is read, then the second pass applies the other flags,

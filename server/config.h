@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* config.h - gpuqd's settings: defaults, then the INI config file, then the
  * command line (flags override the file).
  *

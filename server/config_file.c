@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* config_file.c - see config_file.h.
  *
  * libinih parses; this file decides what the sections and keys mean. inih

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* config_file.h - reading gpuqd's INI config file into a config (libinih).
  *
  * Happy path: config_file_read(c, path) applies each [server], [limits] and

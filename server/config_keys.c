@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* config_keys.c - see config_keys.h. */
 #include "config_keys.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* config_keys.h - the settings gpuqd knows by name, shared by the config file
  * and the command line: a flag is the key with '-' for '_' (--max-inflight is
  * [limits] max_inflight), so both check a value the same way.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* control.h - the control ops: hello, ping, status, sessions, metrics and
  * the admin ops drain, shutdown, kill_session, set_limit.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* listener.c - see listener.h. */
 #include "listener.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* listener.h - the listening Unix socket.
  *
  * Path: --socket, else $GPUQ_SOCKET, else $XDG_RUNTIME_DIR/gpuq/gpuqd.sock

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* log.c - see log.h. One fprintf per line so lines never interleave. */
 #include "log.h"
 

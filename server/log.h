@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* log.h - stderr logging with syslog priority prefixes ("<6>gpuqd: ...").
  *
  * journald reads the <N> prefix as the priority. Levels below the configured

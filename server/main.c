@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* main.c - gpuqd's entry: arguments, logging, SIGPIPE, then the server;
  * or, with --reload PID, the SIGHUP that makes a running gpuqd reload. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* metrics.h - request latency histograms by op and status, and the
  * Prometheus text exposition (format 0.0.4) of everything gpuqd counts.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* policy.h - who may do what: admin status and per-peer caps from the
  * peer's credentials (SO_PEERCRED uid/gid, SO_PEERGROUPS) and the config's
  * [policy], [user NAME] and [group NAME] sections.

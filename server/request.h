@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* request.h - one request's life, from its frame header to its reply.
  *
  * The request module owns a request: its state (header read, waiting for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* scheduler.c - see scheduler.h. */
 #include "scheduler.h"
 

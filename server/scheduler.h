@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* scheduler.h - the scheduler between requests whose input is in place and the
  * devices that run them.
  *

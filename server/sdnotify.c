@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sdnotify.c - see sdnotify.h. */
 #include "sdnotify.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sdnotify.h - the systemd glue: the listening socket systemd passes, and
  * the notifications gpuqd sends to the service manager.
  *

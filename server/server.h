@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* server.h - the daemon as a whole: backend choice, listener, accept,
  * signals, drain and shutdown. The top of the server: it calls session and
  * request; they reach it back only through srv->hooks (server_defs.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* server_defs.h - the types that server, session, request, control and stats
  * share (they would otherwise include each other). Types only.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* session.h - one client connection, the transport: bytes in, frames out,
  * timeouts, close. What a frame means is the request module's (request.h),
  * which the session reaches only through srv->sev (session_events).

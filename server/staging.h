@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* staging.h - the staging pool: host (pinned on CUDA) memory for payloads
  * and results.
  *

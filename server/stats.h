@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* stats.h - counters of the daemon (per op, per error code, bytes, sessions)
  * and the status reply's info map. */
 #ifndef GPUQ_SERVER_STATS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* uvx.c - see uvx.h. */
 #include "uvx.h"
 

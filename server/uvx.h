@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* uvx.h - libuv, wrapped once for what several server modules share.
  *
  * Each wrapper checks libuv's return code and logs the failure with what

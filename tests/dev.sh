@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/dev.sh - one entry point for a fresh Debian 12 machine.
 #
 #   tests/dev.sh daemon   install what is missing, build, run gpuqd in the

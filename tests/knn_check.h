@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* knn_check.h - is a kNN result right? One row at a time, for the CPU suite
  * (against scipy cdist + a stable argsort) and the GPU suite (against
  * gpuq_cpu_knn) alike.

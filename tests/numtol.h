@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* numtol.h - ill-conditioned inputs and per-element error bounds of the
  * ops, for the CPU, end-to-end and GPU suites alike, so that each is stated
  * once.

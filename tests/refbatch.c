@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* refbatch.c - see refbatch.h. Jobs are lines of tab-separated arguments in
  * <dir>/jobs; job k reads <dir>/k.in0, <dir>/k.in1 and writes <dir>/k.out. */
 #include "refbatch.h"

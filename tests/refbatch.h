@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* refbatch.h - many ref_ops.py references from one python process.
  *
  * Starting python with numpy/scipy costs about half a second, more than

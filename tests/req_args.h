@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* req_args.h - the op arguments of a gpuq_request under the names they had
  * as fields (method, flat, zero_ok, metric, to_lat, ...), for tests: thin
  * wrappers of gpuq_request_get_* / gpuq_request_set_* (which check the key

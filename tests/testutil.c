@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* testutil.c - see testutil.h. Test-only code: failures abort the test via
  * Check's ck_abort_msg, never silently. */
 #include "testutil.h"

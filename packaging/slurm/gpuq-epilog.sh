@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # gpuq-epilog.sh - Slurm Epilog (slurm.conf: Epilog=, run by slurmd as root
 # on each node of a job when it ends): stops the job's gpuqd that
 # gpuq-prolog.sh started (SIGTERM: it answers what it accepted, then exits;

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # gpuq-prolog.sh - Slurm Prolog (slurm.conf: Prolog=, run by slurmd as root
 # on each node of a job before its tasks): starts one gpuqd for the job on
 # this node, on the GPUs Slurm gave it (GRES gpu) and as the job's user, at

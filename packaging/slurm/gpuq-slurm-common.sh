@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # gpuq-slurm-common.sh - what gpuq-prolog.sh, gpuq-epilog.sh and
 # gpuq-task-prolog.sh share: the settings and the per-job paths. Sourced, not

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # gpuq-task-prolog.sh - Slurm TaskProlog (slurm.conf: TaskProlog=, run by
 # slurmstepd as the job's user before each task): points the task at the
 # job's gpuqd that gpuq-prolog.sh started on this node. slurmstepd reads

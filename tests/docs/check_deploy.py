@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Check packaging/kubernetes/ and packaging/container/ against gpuqd.
 
     check_deploy.py SRCDIR GPUQD        check; exit 1 with a list of what is wrong

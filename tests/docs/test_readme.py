@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Run the README's console examples against a CPU gpuqd and compare output.
 
     test_readme.py --bindir DIR [--gpuqd DIR] [--python PY] [README.md]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_slurm.sh - packaging/slurm's prolog, task prolog and epilog, run as
 # slurmd and slurmstepd would run them (a bare environment with the SLURM_*
 # variables of a job), with the build's gpuqd on the CPU backend:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* e2e_util.c - see e2e_util.h. */
 #include "e2e_util.h"
 

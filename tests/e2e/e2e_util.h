@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* e2e_util.h - helpers for the end-to-end suites: a daemon per test case,
  * raw frames, and reference results from tests/ref/ref_ops.py. */
 #ifndef GPUQ_E2E_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_admin.c - sessions, metrics and the admin ops (drain, shutdown,
  * kill_session, set_limit) against a real gpuqd, as an admin and as a
  * non-admin; and the caps of [user]/[group] rules (priority, max_inflight,

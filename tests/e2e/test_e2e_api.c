@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_api.c - libgpuq's public API: the generic request builder and the
  * result accessors.
  *

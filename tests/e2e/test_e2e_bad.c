@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_bad.c - every bad input named by the issue gets its error reply
  * (exact code) and the daemon keeps serving, on the same connection where the
  * protocol allows it and on a fresh one always. Strings that are not UTF-8

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_batch.c - gpuqd's batching of small normalize requests (CPU and
  * CUDA backends): requests that become ready in one loop iteration run as
  * one work item (CPU) or one launch (CUDA), each still answered alone with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_bench.c - gpuqctl bench, the load generator, against a real
  * gpuqd, as a user or a script runs it.
  *

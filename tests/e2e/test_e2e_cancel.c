@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_cancel.c - deadlines and cancellation end to end: libgpuq's
  * gpuq_set_deadline_ms and gpuq_submit_cancel, gpuqctl's --deadline (ops
  * and bench), and gpuqctl's cancel on Ctrl-C, against a real gpuqd.

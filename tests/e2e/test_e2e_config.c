@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_config.c - gpuqd started with --config FILE: the hello reply shows
  * the file's limits and the daemon enforces them; SIGHUP applies a changed
  * file, and a broken one changes nothing and is logged with its line;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_ctl.c - every gpuqctl form against a real gpuqd, checked against
  * numpy/scipy by tests/ref/ctl_check.py (which reports each failure), under
  * each --transport (auto, shm, socket); then the transports against each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_flow.c - many requests in flight: pipelining and reply order, many
  * concurrent clients at different priorities, a client that disconnects with
  * work in flight, backpressure, SIGTERM answering every accepted request, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_help.c - gpuqctl's help, version, option spellings, exit
  * statuses and diagnoses, run as a user would run it.
  *

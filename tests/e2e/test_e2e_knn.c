@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_knn.c - the knn op through a real gpuqd: libgpuq's gpuq_knn and
  * the generic builder (two outputs), against scipy (ref_ops.py knn:
  * argsort(cdist, kind='stable')[:, :k]), and every bad input.

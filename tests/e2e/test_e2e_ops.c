@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_ops.c - every op, method and dtype through a real gpuqd and libgpuq,
  * element by element against references from tests/ref/ref_ops.py (exact
  * rational results where the op sums, numpy where it does not), on fresh

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_refuse.c - a refusal a client can read: a connection over
  * --max-sessions gets busy (never "closed"), through libgpuq and gpuqctl,
  * and the daemon serves again once a session is freed; during a shutdown a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_sched.c - gpuqd's scheduler (CPU and CUDA backends): priority order
  * of queued work, the bulk window, deadlines (queued, running, waiting for
  * staging, bad values), cancel by id (queued, running, unknown id, missing

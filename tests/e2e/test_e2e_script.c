@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_script.c - gpuqctl in scripts and in long work, against a real
  * gpuqd: '-' for stdin and stdout, --json on every command, output files
  * that are never left half-written, the progress line, and Ctrl-C.

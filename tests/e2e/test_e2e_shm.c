@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_shm.c - shared-memory arenas (PROTOCOL.md 3.4) end to end.
  *
  * Against a real gpuqd (CPU backend here; the same suite runs on CUDA, where

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_slow.c - clients that are slow, silent or greedy cannot lock
  * others out: hello/frame/idle timeouts close them (with a `timeout` reply),
  * staging keeps a headroom for newcomers' small requests, and staging grown

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_socket.c - finding gpuqd's socket, and who may use it.
  *
  * Client side (libgpuq and gpuqctl, GPUQ_SOCKET unset, XDG_RUNTIME_DIR a

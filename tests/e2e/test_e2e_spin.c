@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_spin.c - the predictive spin of libgpuq's reply wait, end to end.
  *
  * A request with its arrays in an arena both ways (no payload on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_start.c - gpuqd's first log line says which backend runs and, for
  * the CPU backend under --device auto, why in plain words: "no NVIDIA
  * driver: using the CPU backend" on a machine without a driver (the CUDA

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_systemd.c - gpuqd under the systemd protocols, without systemd
  * as PID 1: socket activation through systemd-socket-activate, readiness
  * and watchdog through a NOTIFY_SOCKET the test binds, and the errors for a

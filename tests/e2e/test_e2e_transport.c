@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_transport.c - libgpuq's transports (gpuq_set_transport) end to
  * end: the blocking calls' staging arena.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/fuzz/coverage.sh - what the CI fuzz runs cover, by clang's source-based
 # coverage: builds the fuzz targets with -fprofile-instr-generate
 # -fcoverage-mapping (in build-cov/, or DIR), runs each target's ctest

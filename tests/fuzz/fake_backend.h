@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fake_backend.h - a deterministic backend for driving gpuqd's request path
  * in one thread (the session fuzzer): no CUDA, no thread pool.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_client.c - see fuzz_client.h. */
 #include "fuzz_client.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_client.h - the session fuzzer's clients, each with a model of how
  * the server must cut the bytes it sent into frames and answer them.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_config.c - libFuzzer target for gpuqd's config file parser
  * (server/config.c, config_file.c, config_keys.c over libinih): sections,
  * keys and values of every kind, [user NAME] / [group NAME] policy rules.

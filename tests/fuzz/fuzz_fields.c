@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_fields.c - see fuzz_fields.h. */
 #include "fuzz_fields.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_fields.h - field tables for the fuzz targets' round-trip invariants.
  *
  * A round trip (request encode -> decode, config print -> parse) is checked

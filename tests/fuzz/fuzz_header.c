@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_header.c - libFuzzer target for everything in proto/ that reads
  * untrusted bytes: the frame prefix, request headers (decode + check),
  * reply headers, and the JSON renderer.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_replay.c - see fuzz_replay.h. */
 #include "fuzz_replay.h"
 

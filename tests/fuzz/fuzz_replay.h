@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_replay.h - the main() side shared by the *_replay unit tests: each
  * libFuzzer target built without libFuzzer, run over built-in inputs and the
  * checked-in corpus files named on the command line, every input also cut

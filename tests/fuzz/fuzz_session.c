@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_session.c - libFuzzer target for gpuqd's session and request state
  * machine: read states (prefix, header, payload, skip, staging wait),
  * pipelining, reply order, backpressure, disconnects, drain.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_session.h - the script language of the session fuzzer
  * (fuzz_session.c runs it; fuzz_session_replay.c writes the seed scripts).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_session_replay.c - main() of fuzz_session_replay: the session
  * fuzzer's target (fuzz_session.c) over a built-in set of scripts and any
  * files named on the command line, as a plain unit test (normal and ASan

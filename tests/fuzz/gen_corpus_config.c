@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gen_corpus_config.c - writes corpus_config/, fuzz_config's seed corpus
  * and its dictionary config.dict (corpus_writer.h says how to run it).
  * The example systemd/gpuqd.conf is a seed too (tests/fuzz/CMakeLists.txt

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gen_corpus_header.c - writes corpus_header/, fuzz_header's seed corpus
  * (corpus_writer.h says how to run it).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gen_corpus_npy.c - writes corpus_npy/, fuzz_npy's seed corpus and its
  * dictionary npy.dict (corpus_writer.h says how to run it).
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # norandom.sh CMD ARGS... - run CMD with address-space layout randomization
 # off where the system lets a process ask for that (setarch -R; a container
 # may forbid it, then CMD runs as it is). libFuzzer records the operands of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpu_test.h - what the CUDA kernel suites share: the rule for a machine
  * without a GPU. */
 #ifndef GPUQ_GPU_TEST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_cuda.c - what only the CUDA backend has: stream priorities per
  * session (the levels against the device's range as CUDA itself reports it,
  * and a policy cap that holds), device out-of-memory on one request, and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_pipe.c - pipelined, chunked jobs through gpuqd on the CUDA
  * backend (server/backend_cuda_pipe.c), from a client's side.
  *

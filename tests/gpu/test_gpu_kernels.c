@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_gpu_kernels.c - gpuq_cuda_* against the CPU references (gpuq_cpu_*).
  *
  * Fresh random inputs every run (seed printed by testutil), outputs poisoned

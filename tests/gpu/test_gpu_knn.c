@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_gpu_knn.c - gpuq_cuda_knn against gpuq_cpu_knn.
  *
  * The CPU reference is itself checked against scipy (test_knn_ref); here

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_gpu_norm_batch.c - gpuq_cuda_normalize_batch against gpuq_cuda_normalize, bit for bit.
  *
  * Each item of a batch is first normalized alone by gpuq_cuda_normalize on the same ctx (its

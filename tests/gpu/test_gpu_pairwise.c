@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_gpu_pairwise.c - the tiled pairwise kernel (kernels/pairwise.cu) on
  * every edge of its tiles, against the float64 CPU reference.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_gpu_pipe.c - pipelined, chunked CUDA jobs (server/backend_cuda_pipe.c)
  * and the kernels' pieces they use.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_op_split.c - how each op says its CUDA run splits into row ranges
  * (op_backend_def.cuda_split, for the pipelined jobs of
  * server/backend_cuda_pipe.c). Plain C, no GPU: runs everywhere.

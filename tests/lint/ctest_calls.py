@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """ctest_calls.py - every script that runs ctest passes --no-tests=error.
 
 A ctest run that finds no test prints "No tests were found!!!" and exits 0,

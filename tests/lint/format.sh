@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/lint/format.sh SRC_DIR [CLANG_FORMAT] - every C, header and CUDA file
 # of the tree is as the checked-in .clang-format writes it.
 #

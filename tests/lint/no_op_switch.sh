@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # no_op_switch.sh - ops are described once, in ops/ (see ops/op_list.h):
 # outside ops/, no code in server/ proto/ client/ kernels/ may switch over
 # ops ("case GPUQ_OP_") or compare with a compute op ("== GPUQ_OP_NORMALIZE"

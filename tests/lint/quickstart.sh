@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/lint/quickstart.sh SOURCE_DIR - the README's two Quick start
 # commands, `tests/dev.sh daemon` and `tests/dev.sh test`, in either order,
 # configure a build whose ctest finds the whole suite.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """server_cycles.py - fail when gpuqd's server modules call each other in a
 cycle (ARCHITECTURE.md: inside server/, dependencies point one way;
 completions come back through callbacks the lower layer was handed).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """tests/mutate/run.py - the mutation check: does the suite catch planted bugs?
 
 Each mutation in tests/mutate/mutations.txt is a small, named bug (a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck disable=SC2317 # functions run through check and wait_for
 # tests/pkg/boot_checks.sh - the checks of tests/pkg/boot_test.sh, run INSIDE
 # the booted container (systemd as PID 1) by the oneshot unit

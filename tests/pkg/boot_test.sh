@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/pkg/boot_test.sh DEB|DIR - the packaged service under a real systemd:
 # a minimal Debian 12 booted in a container with systemd as PID 1. For CI and
 # for anyone with root on a Debian 12 machine (run by .ci/run after

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tests/pkg/deb_arg.sh - sourced by the package tests that take a .deb:
 # deb_arg NAME ARG sets deb to the absolute path of ARG, a .deb or a folder
 # holding exactly one gpuq_*.deb; on anything else it prints why, as NAME,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/pkg/deb_install_test.sh DEB|DIR - install the .deb on this machine and
 # use it as a service. For CI (a disposable Debian 12 container, root, no
 # systemd as PID 1); refuses to run unless root and GPUQ_CI_INSTALL_TEST=1.

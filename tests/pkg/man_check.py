@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """man_check.py - the man pages say what the programs say.
 
   gpuqd(8)       every option `gpuqd --help` lists, and the flag of every

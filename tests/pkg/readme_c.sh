@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # tests/pkg/readme_c.sh - sourced: the README's C example and its compile
 # command, as a user copies them (tests/pkg/test_readme_c.sh builds them

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/pkg/test_deb.sh BUILD_DIR - the Debian package of a build.
 #
 # Runs `cpack -G DEB` for BUILD_DIR into a temporary directory (the build

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/pkg/test_exports.sh LIBGPUQ_SO SRC_DIR - libgpuq.so exports exactly
 # the functions its installed headers declare (client/gpuq.h, proto/errors.h):
 # nothing internal (proto's gpuq_* helpers, gpuq_call/gpuq_submit/gpuq_wait of

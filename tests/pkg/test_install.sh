@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/pkg/test_install.sh BUILD_DIR - the install tree of a build.
 #
 # `cmake --install BUILD_DIR --prefix /usr` into a temporary DESTDIR, then:

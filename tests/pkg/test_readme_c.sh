@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/pkg/test_readme_c.sh BUILD_DIR SOURCE_DIR - the README's C example
 # runs as written, against an install of BUILD_DIR.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Drive every gpuqctl form against a running gpuqd and compare with numpy/scipy.
 
 usage: ctl_check.py GPUQCTL SOCKET WORKDIR

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """gpuqctl in scripts: '-' for stdin and stdout, and --json on every command.
 
 usage: ctl_script.py MODE GPUQCTL SOCKET WORKDIR

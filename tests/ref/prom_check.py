@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """prom_check.py - parse gpuqd's metrics text with prometheus_client's parser
 (the reference implementation of the text format) and check it.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """ref_ops.py - numpy/scipy references for the gpuq ops, used by the C tests.
 
 Every array file (inputs and OUT) is raw little-endian float64, C order, no

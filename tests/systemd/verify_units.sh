@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # verify_units.sh GPUQD UNITDIR [SYSTEMD_ANALYZE [SYSTEMD_SYSUSERS]]
 #
 # `systemd-analyze verify` on systemd/gpuqd.socket and systemd/gpuqd.service,

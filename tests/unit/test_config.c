@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_config.c - gpuqd's settings: the config file (every key, every error
  * class with its line), flags over the file in either order, the example
  * systemd/gpuqd.conf, config_print round trips, user/group resolution, and

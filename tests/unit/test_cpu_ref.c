@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_cpu_ref.c - the CPU reference ops against numpy/scipy and exact results.
  *
  * Every comparison is per element (tests/numtol.h: a whole-array norm

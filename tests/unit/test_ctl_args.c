@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_ctl_args.c - gpuqctl's argument parser (client/ctl_util.c) on its
  * own: a command's documented options in both spellings, the global ones
  * anywhere, flags, "--", the diagnoses by look (a point or a range split

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_ctl_bench_stats.c - gpuqctl bench's latency statistics
  * (client/ctl_bench_stats.c) on their own: exact nearest-rank percentiles
  * of samples given in any order, several sets merged as one, nothing given

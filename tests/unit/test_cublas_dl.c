@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_cublas_dl.c - cuBLAS loaded at run time (kernels/cublas_dl.cu).
  *
  * Needs no GPU: loading libcublas and resolving its symbols touches no

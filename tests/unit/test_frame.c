@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_frame.c - the 20-byte frame prefix: round trip, byte-by-byte arrival
  * (NEED_MORE until complete), and every kind of broken prefix. */
 #include "errors.h"

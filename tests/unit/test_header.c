@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_header.c - request/reply headers: encode -> decode round trips for
  * every op, each rule of gpuq_request_check (exact codes), overflow, limits,
  * strict decoding (unknown/duplicate keys, wrong types), truncation at every

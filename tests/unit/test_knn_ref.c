@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_knn_ref.c - gpuq_cpu_knn against scipy: argsort(cdist(X, Y),
  * kind='stable')[:, :k] and the distances in that order (ref_ops.py knn).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_mpread.c - the bounded msgpack reader: every type and length variant,
  * truncation at every byte, declared lengths beyond the buffer (array32 /
  * map32 / str32 / bin32 claiming billions), caps, nesting, JSON output, and

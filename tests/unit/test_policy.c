@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_policy.c - policy_caps_for: who is an admin and which caps apply,
  * from uid, primary gid, supplementary groups and the config's rules
  * (session_arena, where a rule's 0 is a value, on its own); and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_request.c - the request module (server/request.c) on a real server
  * with the fake backend (tests/fuzz/fake_backend.h), driven one loop turn at
  * a time from this thread: clients are plain blocking sockets whose small

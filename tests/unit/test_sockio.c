@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_sockio.c - libgpuq's blocking socket I/O (client/sockio.c): whole
  * transfers over short writes and reads, many pieces in one send, and the
  * process-wide byte counts (gpuq_io_counts) that gpuqctl's progress line

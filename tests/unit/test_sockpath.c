@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_sockpath.c - client/sockpath.c: the sockets libgpuq tries, from the
  * environment ($GPUQ_SOCKET alone; else the per-user path when
  * XDG_RUNTIME_DIR is set, then /run/gpuq/gpuqd.sock), gpuq_default_socket

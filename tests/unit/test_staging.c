@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_staging.c - staging_set_capacity (config reload): lowering the total
  * limit frees only unused memory, in-use slots stay valid, new reservations
  * wait (busy) or can never fit (too large); raising it lets them in again.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_utf8.c - proto/utf8.c: strict validation against a table taken from
  * Markus Kuhn's UTF-8 decoder stress test (boundary cases, unexpected
  * continuation bytes, lonely and incomplete sequences, impossible bytes,

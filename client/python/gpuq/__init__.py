@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """gpuq: NumPy arrays to a GPU daemon (gpuqd) and back.
 
     import gpuq, numpy as np

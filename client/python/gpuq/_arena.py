@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared-memory arenas on the client side (PROTOCOL.md section 3.4).
 
 An arena is a memfd that gpuqd made (``arena_open``), mapped here too. The

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What gpuq.Client and gpuq.aio.AsyncClient share: the hello's arguments and
 what its reply says, the session's attributes, arena bookkeeping that needs
 no I/O, and the ops by name. The I/O (blocking or asyncio) is theirs."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Turning what NumPy users pass into what the wire carries.
 
 gpuqd computes on float32 and float64 arrays, little-endian, C order. Any

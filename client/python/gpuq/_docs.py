@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The text of each op's method, shared by gpuq.Client and gpuq.aio.AsyncClient."""
 
 _INPUTS = """\

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ops as requests: one builder per op, and the text each op's method shows.
 
 A builder checks and converts its arguments (``_convert``) and returns a

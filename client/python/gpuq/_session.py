@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One connection's protocol state, shared by the blocking and asyncio clients.
 
 The session numbers requests, keeps the queue of those awaiting a reply

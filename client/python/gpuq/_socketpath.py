@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Finding gpuqd's socket, as libgpuq and gpuqctl do (client/sockpath.c).
 
 ``$GPUQ_SOCKET`` alone when it is set and not empty; else

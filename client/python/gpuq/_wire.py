@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Frames of the gpuq protocol (PROTOCOL.md section 1), without any I/O.
 
 A frame is a 20-byte little-endian prefix (``GPUQ``, version 1, kind,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """gpuq for asyncio: ``await gpuq.aio.connect()`` gives an :class:`AsyncClient`.
 
 The same ops, arguments and errors as :class:`gpuq.Client`, as coroutines::

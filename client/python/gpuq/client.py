@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The blocking client: gpuq.connect() and gpuq.Client.
 
 A Client is one connection (one session) to gpuqd. Its op methods send a

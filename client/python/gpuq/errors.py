@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Exceptions of the gpuq client: one class per error name of the protocol.
 
 Every error that gpuqd can send (PROTOCOL.md section 5) has its own class, a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fixtures: a real gpuqd on a temporary socket.
 
 The daemon is $GPUQD (ctest passes the build's), else build/server/gpuqd in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """gpuq.aio: the same ops, errors and arenas from asyncio code."""
 
 import asyncio

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """bench/py_bench.py tells failures from figures (its speed targets are not
 checked here: figures of a shared CI machine mean nothing)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Cancellation: a cancelled asyncio task, a cancelled future and a
 KeyboardInterrupt in a blocking call send gpuqd a ``cancel`` for the request,
 and the replies that follow (the request's, the cancel's) are read and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Inputs as NumPy users pass them: converted right, or refused clearly."""
 
 import numpy as np

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """deadline_ms: on the wire exactly when set (per call, or the client's
 default), refused before sending when it is not an int of 0 .. 86400000,
 and gpuqd's deadline_exceeded raised as DeadlineExceededError with the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ops' help text: there, the same for both clients, and its examples true."""
 
 import doctest

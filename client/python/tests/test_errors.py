@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Errors: one class per protocol error name, raised with the server's code
 and message, and the daemon (and the session, where the protocol keeps it)
 still serving afterwards."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The package installs offline (pip --no-build-isolation, Debian's setuptools)
 into a fresh venv that sees the system's numpy and msgpack, and works there."""
 

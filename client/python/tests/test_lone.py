@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The blocking client's short path for a request alone in flight
 (Client._express, Session.express_reply): a whole plain success in the first receive is taken there;
 every other reply (split over receives, an error, a mismatch, a wrong id,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every op, in both dtypes, against numpy/scipy."""
 
 import os

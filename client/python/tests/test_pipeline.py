@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Pipelining: many requests in flight, replies in order, within max_inflight."""
 
 import threading

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared-memory arenas: zero-copy arrays, results identical to the socket's,
 no array byte on the socket, and a transparent fallback without arenas."""
 

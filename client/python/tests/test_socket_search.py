@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Finding gpuqd's socket as libgpuq does, and saying why when none answers."""
 
 import errno

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* demo.c - a user of an installed libgpuq: includes <gpuq/gpuq.h> (which
  * must need no header that is not installed), links, and runs without a
  * daemon: the error table, the default socket path, the request builder
