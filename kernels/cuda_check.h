@@ -30,7 +30,7 @@ struct gpuq_cuda_ctx {
     void *d_scratch;     /* stream-ordered scratch, grown on demand */
     size_t scratch_cap;
     cublasHandle_t blas; /* created on first GEMM, bound to stream */
-    int no_gemm;         /* test hook: float64 pairwise stays tiled */
+    int no_gemm;         /* test hook: float64 cosine pairwise stays tiled */
 };
 
 /* One line to the host's log hook (gpuq_kernels.h); dropped without one. */

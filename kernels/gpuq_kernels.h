@@ -152,9 +152,12 @@ int gpuq_cuda_haversine_pair(gpuq_cuda_ctx *ctx, int dt, const void *d_a, const 
 int gpuq_cuda_grid(gpuq_cuda_ctx *ctx, int dt, double lat0, double lat1, uint64_t nlat, double lon0,
                    double lon1, uint64_t nlon, double lat, double lon, double radius, void *d_out);
 /* Rows [r0, r0 + nr) of a pairwise result: d_x + r0*d elements, m = nr,
- * d_out + r0*n elements. Outside float64's GEMM route (d >= 32, cuBLAS) a
- * range gives the same bits as the full call, allocates nothing and only
- * launches on ctx's stream (pairwise.cu). */
+ * d_out + r0*n elements. Outside float64 cosine's GEMM route (d >= 32,
+ * cuBLAS) a range gives the same bits as the full call, allocates nothing
+ * and only launches on ctx's stream (pairwise.cu). Euclidean and
+ * sqeuclidean sum (x - y)^2 directly in both dtypes (never the GEMM
+ * expansion, which cancels): float64 within (d + 2) u relative per
+ * element, identical rows exactly 0. */
 int gpuq_cuda_pairwise(gpuq_cuda_ctx *ctx, int dt, int metric, int zero_ok, const void *d_x,
                        const void *d_y, uint64_t m, uint64_t n, uint64_t d, void *d_out);
 
@@ -211,16 +214,17 @@ uint64_t gpuq_cuda_normalize_batch_state_bytes(void);
 int gpuq_cuda_normalize_batch(gpuq_cuda_ctx *ctx, const gpuq_norm_item *items, unsigned n,
                               void *d_state);
 
-/* cuBLAS (float64 pairwise with d >= 32 as a DGEMM) is loaded at run time,
- * on the first call of this function or of a pairwise that could use it.
+/* cuBLAS (float64 cosine pairwise with d >= 32 as a DGEMM) is loaded at run
+ * time, on the first call of this function or of a pairwise that could use it.
  * Returns 1 when it is available, with the path it was loaded from in why;
- * 0 when not, with the reason in why (float64 pairwise then uses the tiled
+ * 0 when not, with the reason in why (float64 cosine then uses the tiled
  * kernel). GPUQ_NO_CUBLAS=1 in the environment, read once at that first
  * call, keeps it unloaded (an ops and test switch). why may be NULL. The
  * answer never changes afterwards. */
 int gpuq_cuda_gemm_status(char *why, size_t cap);
-/* Test hook: use_gemm = 0 makes float64 pairwise on ctx take the tiled
- * kernel even when cuBLAS is available; 1 (the default) lets it use GEMM. */
+/* Test hook: use_gemm = 0 makes float64 cosine pairwise on ctx take the
+ * tiled kernel even when cuBLAS is available; 1 (the default) lets it use
+ * GEMM. */
 void gpuq_cuda_ctx_use_gemm(gpuq_cuda_ctx *ctx, int use_gemm);
 
 /* Map a CUDA error to GPUQ_K_E_NOMEM (allocation), GPUQ_K_E_STICKY (the

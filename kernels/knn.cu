@@ -6,7 +6,9 @@
  * (knn_plan.h; the tile is at most 128 MiB of scratch whatever m and n):
  *  1. knn_dist_kernel writes the mb x nb tile of distances, each computed
  *     in double with pairwise's formulas (k in order, as gpuq_cpu_pairwise
- *     sums) and rounded to the dtype: 64 x 64 outputs per block of 256
+ *     sums; the direct sums, never the GEMM expansion, which cancels:
+ *     pairwise.cu says why, and a wrong distance is a wrong index here)
+ *     and rounded to the dtype: 64 x 64 outputs per block of 256
  *     threads, 4 x 4 per thread, d in chunks of 16 through shared memory;
  *  2. knn_select_kernel, a block per query row, merges the tile's row into
  *     that row's running top-k, kept in the outputs d_dist/d_idx between

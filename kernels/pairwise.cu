@@ -12,10 +12,9 @@
  *    register prefetch: chunk c+1 is read from global memory while chunk c
  *    is summed, one barrier per chunk. Blocks stride over the tiles when
  *    there are more than a grid holds;
- *  - for float64 with d >= 32 and euclidean/sqeuclidean/cosine: cuBLAS DGEMM
- *    on ||x||^2 + ||y||^2 - 2 x.y (row norms by a kernel, the Gram matrix
- *    written straight into out, then an epilogue kernel combines, clamps at
- *    zero and takes the square root / the cosine).
+ *  - for float64 cosine with d >= 32: cuBLAS DGEMM for the dot products x.y
+ *    (row norms by a kernel, the Gram matrix written straight into out,
+ *    then an epilogue kernel takes 1 - x.y / (|x| |y|)).
  *
  * Numerics of the tiled kernel (the direct formulas: no norm expansion, so
  * no cancellation between ||x||^2 + ||y||^2 and 2 x.y):
@@ -37,13 +36,27 @@
  *    is converted as it enters shared memory; products of two floats are
  *    exact in double. The row norms are summed in the same kernel by the
  *    threads that stage each row.
- * Why float32 never takes the GEMM route: SGEMM accumulates in float, and
- * the identity cancels badly when distances are small relative to the
- * norms. The float64 GEMM route keeps ~1e-16 * ||x||^2 absolute error per
- * element, well inside 1e-12 relative over the matrix.
+ * Why euclidean and sqeuclidean never take the GEMM route, in either dtype
+ * (issue 30): the expansion ||x||^2 + ||y||^2 - 2 x.y cancels. Its error is
+ * about d u (||x||^2 + ||y||^2) absolute whatever the distance, so rows far
+ * from the origin and close to each other lose most digits: 1e4 + N(0,1)
+ * rows of d = 64 gave up to 3e-7 relative per element in float64 (SGEMM,
+ * summing in float, would lose them all), and identical rows gave no 0.
+ * Centring both sets on a common row first removes the offset only when
+ * every row shares it: two far-apart clusters with small distances inside
+ * each still cancel, and a zero distance still need not come out 0. The
+ * direct sum has no cancellation: every term is >= 0, so it is within
+ * (d + 2) u relative per element for any input whose squared differences
+ * do not underflow (~sqrt(d) u in practice), a zero distance is exactly 0,
+ * and it is what the CPU backend computes.
+ * It costs speed: DGEMM runs on the FP64 tensor cores, the tiled kernel on
+ * the FP64 units (a subtraction and an FMA per coordinate). Cosine keeps
+ * the GEMM route: 1 - x.y / (|x| |y|) divides the dot product by the
+ * norms, so a GEMM's dot product (within d u |x| |y|) is as good as the
+ * direct one, and the tiled kernel computes the same formula.
  * cuBLAS is loaded at run time (cublas_dl.h): when it is not available
  * (no toolkit libraries, GPUQ_NO_CUBLAS=1) or a test turned GEMM off on the
- * ctx, float64 takes the tiled kernel for every d.
+ * ctx, float64 cosine takes the tiled kernel for every d.
  * Cosine with a zero vector sets the flag ZERO unless zero_ok (then 1.0).
  * NaN and Inf propagate as in the CPU reference.
  *
@@ -53,8 +66,9 @@
  * same coordinates, norms summed in the same order whatever the row's place
  * in a tile), so a range gives the same bits as the full call. The tiled
  * route allocates nothing and synchronizes nothing: one launch on the ctx's
- * stream. (The GEMM route takes ctx scratch for the norms, grown only when
- * a call needs more, and cuBLAS may pick another algorithm for another m.)
+ * stream. (The cosine GEMM route takes ctx scratch for the norms, grown
+ * only when a call needs more, and cuBLAS may pick another algorithm for
+ * another m.)
  */
 #include <limits.h>
 #include <math.h>
@@ -393,7 +407,11 @@ __global__ void rownorm_kernel(const double *v, uint64_t rows, uint64_t d, doubl
     }
 }
 
-/* out holds the Gram matrix x.y; turn it into distances in place. */
+/* out holds the Gram matrix x.y; turn it into distances in place. Only
+ * cosine comes here (f64_gemm_metric); the squared metrics' branch stays so
+ * that the route rule alone decides, and restoring the old rule (the
+ * mutation cuda-pairwise-f64-gemm-squared) gives the old numbers for the
+ * accuracy tests to catch. */
 __global__ void gemm_epilogue_kernel(double *out, const double *nx, const double *ny, uint64_t m,
                                      uint64_t n, int metric, int zero_ok, int *flag)
 {
@@ -514,6 +532,13 @@ int gemm_f64(const gpuq_cublas_api *blas, gpuq_cuda_ctx *ctx, int metric, int ze
     return GPUQ_K_OK;
 }
 
+/* Whether a float64 metric may take the GEMM route: cosine only, as the
+ * top of this file says why (the squared metrics cancel there). */
+bool f64_gemm_metric(int metric)
+{
+    return metric == GPUQ_K_COSINE;
+}
+
 } /* namespace */
 
 extern "C" int gpuq_cuda_pairwise(gpuq_cuda_ctx *ctx, int dt, int metric, int zero_ok,
@@ -529,7 +554,7 @@ extern "C" int gpuq_cuda_pairwise(gpuq_cuda_ctx *ctx, int dt, int metric, int ze
     if (dt != GPUQ_K_F64)
         return GPUQ_K_E_ARG;
     const gpuq_cublas_api *blas;
-    if (d >= 32 && metric != GPUQ_K_MANHATTAN && m <= INT_MAX && n <= INT_MAX && d <= INT_MAX &&
+    if (d >= 32 && f64_gemm_metric(metric) && m <= INT_MAX && n <= INT_MAX && d <= INT_MAX &&
         !ctx->no_gemm && (blas = gpuq_cublas()) != NULL)
         return gemm_f64(blas, ctx, metric, zero_ok, (const double *)d_x, (const double *)d_y, m, n,
                         d, (double *)d_out);

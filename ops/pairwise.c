@@ -93,7 +93,7 @@ static int launch_cuda(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_siz
 
 /* Query rows [r0, r0 + nr) against all of Y: the rows' pointers, m = nr.
  * The tiled kernel computes each distance on its own (bit for bit the
- * whole run's); the float64 GEMM route (cuBLAS) may choose another
+ * whole run's); the float64 cosine GEMM route (cuBLAS) may choose another
  * algorithm for another m, so its values agree to within its bound. */
 static int launch_cuda_rows(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_sizes *sz,
                             const op_bufs *d, const op_rows *rw)

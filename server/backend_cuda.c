@@ -675,5 +675,5 @@ void backend_cuda_load_blas(void)
     if (gpuq_cuda_gemm_status(blas, sizeof blas))
         log_info("cuBLAS: loaded from %s", blas);
     else
-        log_info("cuBLAS not available (%s): float64 pairwise uses the tiled kernel", blas);
+        log_info("cuBLAS not available (%s): float64 cosine pairwise uses the tiled kernel", blas);
 }

@@ -19,10 +19,17 @@
  * 1000 + N(0,1) against ref_ops.py's exact reference (python and numpy, as
  * the end-to-end suites need them too).
  *
- * float64 pairwise runs on both routes, GEMM (cuBLAS, loaded at run time)
- * and tiled (gpuq_cuda_ctx_use_gemm(ctx, 0)). GPUQ_REQUIRE_GPU=1 also
- * requires cuBLAS to load; under GPUQ_NO_CUBLAS=1 (ctest runs the pairwise
- * case again that way) it must report itself off and both routes are tiled.
+ * float64 cosine pairwise runs on both routes, GEMM (cuBLAS, loaded at run
+ * time) and tiled (gpuq_cuda_ctx_use_gemm(ctx, 0)); the other metrics are
+ * tiled on both. GPUQ_REQUIRE_GPU=1 also requires cuBLAS to load; under
+ * GPUQ_NO_CUBLAS=1 (ctest runs the pairwise case again that way) it must
+ * report itself off and both routes are tiled.
+ *
+ * Issue 30 item 7: euclidean and sqeuclidean pairwise and kNN on 1e4 +
+ * N(0,1) rows, some of y copies of rows of x (pw_offset.h), with GEMM
+ * allowed on the ctx: every element within 1e-12 relative (float64; 1e-5
+ * float32) of the direct sum in long double, identical rows exactly 0; the
+ * GEMM expansion (3e-7 relative there) fails it.
  */
 #ifndef GPUQ_HAVE_CUDA
 #define GPUQ_HAVE_CUDA 1
@@ -38,6 +45,7 @@
 #include "gpu_test.h"
 #include "gpuq_kernels.h"
 #include "numtol.h"
+#include "pw_offset.h"
 #include "testutil.h"
 
 _Static_assert(NT_F32 == GPUQ_K_F32 && NT_F64 == GPUQ_K_F64 && NT_EUCLIDEAN == GPUQ_K_EUCLIDEAN &&
@@ -701,11 +709,11 @@ static double *row_sq(int dt, const void *v, uint64_t rows, uint64_t d)
     return s;
 }
 
-/* Whether float64 pairwise takes the GEMM route (pairwise.cu's rule) with
- * GEMM allowed on the ctx. */
+/* Whether float64 pairwise takes the GEMM route (pairwise.cu's rule: cosine
+ * only, d >= 32) with GEMM allowed on the ctx. */
 static int takes_gemm(int dt, int metric, uint64_t d)
 {
-    return dt == GPUQ_K_F64 && d >= 32 && metric != GPUQ_K_MANHATTAN &&
+    return dt == GPUQ_K_F64 && d >= 32 && metric == GPUQ_K_COSINE &&
            gpuq_cuda_gemm_status(NULL, 0) == 1;
 }
 
@@ -809,6 +817,122 @@ START_TEST(test_pairwise_zero)
 }
 END_TEST
 
+/* ---- 1e4 + N(0,1) (issue 30 item 7) ---- */
+
+/* The issue's shape, d just past the old GEMM threshold (a partial chunk),
+ * several tiles each way (neither a multiple of 128 nor of 64), and a long
+ * row. */
+static const uint64_t PO_SHAPES[][3] = {
+    {257, 129, 64}, {129, 65, 33}, {2051, 1029, 64}, {300, 200, 1000}};
+#define N_PO_SHAPES (sizeof PO_SHAPES / sizeof PO_SHAPES[0])
+
+/* Inputs of one case: x and y as doubles rounded to dt, and on the device. */
+typedef struct po_case {
+    uint64_t m, n, d;
+    double *x, *y;
+    void *d_x, *d_y;
+} po_case;
+
+static void po_case_make(po_case *c, int dt, const uint64_t *shape)
+{
+    c->m = shape[0], c->n = shape[1], c->d = shape[2];
+    c->x = dalloc(c->m * c->d), c->y = dalloc(c->n * c->d);
+    ck_assert_uint_gt(po_fill(c->x, c->m, c->y, c->n, c->d), 0);
+    void *x = to_dt(dt, c->x, c->m * c->d), *y = to_dt(dt, c->y, c->n * c->d);
+    c->d_x = dev_copy(x, c->m * c->d * esz(dt));
+    c->d_y = dev_copy(y, c->n * c->d * esz(dt));
+    free(x), free(y);
+}
+
+static void po_case_free(po_case *c)
+{
+    CK(cudaFree(c->d_x));
+    CK(cudaFree(c->d_y));
+    free(c->x), free(c->y);
+}
+
+/* _i enumerates dtype x (euclidean, sqeuclidean) x shape. GEMM allowed on
+ * the ctx (the route a daemon takes); then the same rows launched in two
+ * ranges (x + r0 d, m = nr, out + r0 n, r0 odd) give the same bits. */
+START_TEST(test_pairwise_offset)
+{
+    int dt = DTS[_i % 2], sq = (_i / 2) % 2;
+    int metric = sq ? GPUQ_K_SQEUCLIDEAN : GPUQ_K_EUCLIDEAN;
+    po_case c;
+    po_case_make(&c, dt, PO_SHAPES[_i / 4]);
+    uint64_t m = c.m, n = c.n, d = c.d;
+    size_t es = esz(dt);
+    gpuq_cuda_ctx_use_gemm(g_ctx, 1);
+    void *d_out = dev_out(m * n * es);
+    reset_flag();
+    ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, metric, 0, c.d_x, c.d_y, m, n, d, d_out), 0);
+    ck_assert_int_eq(read_flag(), 0);
+    double *got = fetch(dt, d_out, m * n);
+    char msg[512];
+    size_t zeros = 0;
+    int bad = po_check_pairwise(sq, dt == GPUQ_K_F64 ? PO_REL : PO_REL32, c.x, c.y, m, n, d, got,
+                                &zeros, msg, sizeof msg);
+    ck_assert_msg(!bad, "pairwise %s %s of 1e4 + N(0,1), %llux%llux%llu: %s",
+                  dt == GPUQ_K_F32 ? "f32" : "f64", sq ? "sqeuclidean" : "euclidean",
+                  (unsigned long long)m, (unsigned long long)n, (unsigned long long)d, msg);
+    ck_assert_uint_gt(zeros, 0);
+
+    uint64_t r0 = (m / 2) | 1; /* odd: rows of odd d start unaligned */
+    void *d_rows = dev_out(m * n * es);
+    reset_flag();
+    ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, metric, 0, c.d_x, c.d_y, r0, n, d, d_rows), 0);
+    ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, metric, 0, (const char *)c.d_x + r0 * d * es,
+                                        c.d_y, m - r0, n, d, (char *)d_rows + r0 * n * es),
+                     0);
+    ck_assert_int_eq(read_flag(), 0);
+    double *rows = fetch(dt, d_rows, m * n);
+    ck_assert_msg(memcmp(got, rows, m * n * sizeof *got) == 0,
+                  "pairwise in row ranges [0, %llu) and [%llu, %llu) differs from the whole",
+                  (unsigned long long)r0, (unsigned long long)r0, (unsigned long long)m);
+    CK(cudaFree(d_out));
+    CK(cudaFree(d_rows));
+    free(got), free(rows);
+    po_case_free(&c);
+}
+END_TEST
+
+/* _i enumerates dtype x (euclidean, sqeuclidean) x the first three shapes:
+ * kNN, k = 7 (pw_offset.h's rules; a copied row first at exactly 0). */
+START_TEST(test_knn_offset)
+{
+    int dt = DTS[_i % 2], sq = (_i / 2) % 2;
+    int metric = sq ? GPUQ_K_SQEUCLIDEAN : GPUQ_K_EUCLIDEAN;
+    po_case c;
+    po_case_make(&c, dt, PO_SHAPES[_i / 4]);
+    uint64_t m = c.m, n = c.n, d = c.d, k = 7;
+    size_t es = esz(dt);
+    uint64_t sb = gpuq_cuda_knn_scratch_bytes(dt, m, n, d, k);
+    ck_assert_uint_gt(sb, 0);
+    void *d_scratch = NULL, *d_dist = dev_out(m * k * es), *d_idx = dev_out(m * k * 8);
+    CK(cudaMalloc(&d_scratch, sb));
+    reset_flag();
+    ck_assert_int_eq(gpuq_cuda_knn(g_ctx, dt, metric, 0, c.d_x, c.d_y, m, n, d, k, d_scratch,
+                                   d_dist, (int64_t *)d_idx),
+                     0);
+    ck_assert_int_eq(read_flag(), 0);
+    double *dist = fetch(dt, d_dist, m * k);
+    int64_t *idx = malloc(m * k * sizeof *idx);
+    ck_assert_ptr_nonnull(idx);
+    CK(cudaMemcpy(idx, d_idx, m * k * sizeof *idx, cudaMemcpyDeviceToHost));
+    char msg[512];
+    int bad = po_check_knn(sq, dt == GPUQ_K_F64 ? PO_REL : PO_REL32, c.x, c.y, m, n, d, k, dist,
+                           idx, msg, sizeof msg);
+    ck_assert_msg(!bad, "knn %s %s of 1e4 + N(0,1), %llux%llux%llu: %s",
+                  dt == GPUQ_K_F32 ? "f32" : "f64", sq ? "sqeuclidean" : "euclidean",
+                  (unsigned long long)m, (unsigned long long)n, (unsigned long long)d, msg);
+    CK(cudaFree(d_scratch));
+    CK(cudaFree(d_dist));
+    CK(cudaFree(d_idx));
+    free(dist), free(idx);
+    po_case_free(&c);
+}
+END_TEST
+
 START_TEST(test_bad_args)
 {
     int dummy_dev = 0;
@@ -847,6 +971,8 @@ static Suite *gpu_suite(void)
     tcase_add_test(tc, test_cublas_status);
     tcase_add_loop_test(tc, test_pairwise, 0, 12);
     tcase_add_loop_test(tc, test_pairwise_zero, 0, 2);
+    tcase_add_loop_test(tc, test_pairwise_offset, 0, (int)(4 * N_PO_SHAPES));
+    tcase_add_loop_test(tc, test_knn_offset, 0, 12);
     suite_add_tcase(s, tc);
     return s;
 }
