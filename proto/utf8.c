@@ -74,6 +74,11 @@ bool gpuq_utf8_valid(const char *s, size_t len)
     return gpuq_utf8_valid_prefix(s, len) == len;
 }
 
+size_t gpuq_utf8_char_len(const char *s, size_t len)
+{
+    return len ? seq_len((const uint8_t *)s, len) : 0;
+}
+
 /* Bytes a sequence starting with lead byte c claims (1 for ASCII and for
  * bytes that cannot start one). Only the lead's shape counts here: cut()
  * must drop a half character without judging whether it was well formed. */

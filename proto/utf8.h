@@ -26,6 +26,11 @@ size_t gpuq_utf8_valid_prefix(const char *s, size_t len);
 /* s[0..len) is valid UTF-8. */
 bool gpuq_utf8_valid(const char *s, size_t len);
 
+/* Bytes (1 to 4) of the well-formed character that starts s[0..len), or 0
+ * when the bytes there do not start one (len 0 included). For callers that
+ * walk a string character by character (gpuqd's log escaping). */
+size_t gpuq_utf8_char_len(const char *s, size_t len);
+
 /* The length of the longest prefix of s[0..len) of at most max bytes that
  * does not end inside a character: a trailing lead byte whose continuation
  * bytes lie beyond the cut is dropped with them. For valid input the prefix

@@ -9,7 +9,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include "errors.h"
 #include "log.h"
@@ -42,10 +45,41 @@ static int arena_memfd(uint64_t size, int *fd_out, char *msg, size_t cap)
     return 0;
 }
 
-/* The client's fd: sealed against shrinking (else a truncate would turn our
- * mapping into SIGBUS), and its size. */
+/* A name for a file system that is not tmpfs, for the refusal's message. */
+static const char *fs_name(unsigned long magic, char *buf, size_t cap)
+{
+    switch (magic) {
+    case HUGETLBFS_MAGIC:
+        return "on hugetlbfs (MFD_HUGETLB)";
+    case PIPEFS_MAGIC:
+        return "a pipe";
+    case SOCKFS_MAGIC:
+        return "a socket";
+    default:
+        snprintf(buf, cap, "on file system type 0x%lx", magic);
+        return buf;
+    }
+}
+
+/* The client's fd: a memfd on tmpfs, sealed against shrinking, and its size.
+ * Each check keeps the daemon from faulting on the mapping later: a file
+ * that can shrink turns our mapping into SIGBUS after a truncate, and a
+ * hugetlbfs memfd (MFD_HUGETLB) does too once the client punches a hole
+ * (its huge page reservation is gone) and the pool is empty. A tmpfs page
+ * punched out is simply allocated again on the next fault. */
 static int arena_import_check(int fd, uint64_t *size, char *msg, size_t cap)
 {
+    struct statfs sfs;
+    if (fstatfs(fd, &sfs) != 0)
+        return fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "arena_import: %s: %s", "fstatfs", errno);
+    if ((unsigned long)sfs.f_type != TMPFS_MAGIC) {
+        char buf[48];
+        snprintf(msg, cap,
+                 "arena_import: the fd is not a tmpfs memfd (it is %s); only memfds on "
+                 "tmpfs are accepted",
+                 fs_name((unsigned long)sfs.f_type, buf, sizeof buf));
+        return GPUQ_E_BAD_ARGUMENT;
+    }
     int seals = fcntl(fd, F_GET_SEALS);
     if (seals < 0)
         return fail(msg, cap, GPUQ_E_BAD_ARGUMENT,

@@ -3,7 +3,8 @@
  *
  * An arena is a sealed memfd that gpuqd and one client both map: gpuqd
  * creates it (arena_open) or takes the client's (arena_import, which must
- * be sealed against shrinking), maps it MAP_SHARED, and registers it with
+ * be a tmpfs memfd sealed against shrinking: nothing else is safe to map,
+ * arena.c says why), maps it MAP_SHARED, and registers it with
  * the backend once (CUDA: cudaHostRegister), so requests that name bytes of
  * it ("in"/"out" refs) copy by DMA straight between it and the device.
  *
