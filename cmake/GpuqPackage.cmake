@@ -36,6 +36,11 @@ set(CPACK_PACKAGE_NAME gpuq)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "${GPUQ_DEB_MAINTAINER}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "GPU array work for local processes over a Unix socket")
+# The license: Apache-2.0 (LICENSE). A .deb says so in its DEP-5 copyright
+# file (packaging/debian/copyright.in); these are CPack's own fields, for
+# the generators that read them.
+set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
+set(CPACK_RPM_PACKAGE_LICENSE Apache-2.0)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_GENERATOR DEB)
@@ -73,6 +78,7 @@ set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 configure_file(${PROJECT_SOURCE_DIR}/packaging/debian/copyright.in
                ${PROJECT_BINARY_DIR}/packaging/debian/copyright @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/packaging/debian/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 if(GPUQ_GZIP)
   set(_gpuq_changelog ${PROJECT_BINARY_DIR}/packaging/debian/changelog.gz)
   add_custom_command(OUTPUT ${_gpuq_changelog}

@@ -238,8 +238,10 @@ void gpuq_request_get_pair(const gpuq_request *req, const char *key, double *x, 
 gpuq_arg_range gpuq_request_get_range(const gpuq_request *req, const char *key);
 
 /* Decode a header. On error returns a GPUQ_E_* code and writes a one-line
- * reason into msg[msgcap]. req->id is filled as soon as "id" is read, so the
- * error reply can name it (0 if absent). Unknown keys are an error; a key of
+ * reason into msg[msgcap]. req->id is then still the header's "id" when the
+ * map holds one as an unsigned int, before or after the bad key, so the
+ * error reply names the request (0 if absent, not an unsigned int, or past
+ * where the msgpack itself breaks). Unknown keys are an error; a key of
  * another op is bad_argument "<op> takes no \"<key>\"". The op's keys
  * depend on "op", which may come anywhere in the map: a first pass finds it,
  * the second decodes. */

@@ -359,30 +359,42 @@ int gpuq_mpr_double(gpuq_mpr *r, double *v)
     return 0;
 }
 
-static int skip_at(gpuq_mpr *r, unsigned depth)
+/* utf8: strings must be UTF-8 (gpuq_mpr_skip) or may be any bytes
+ * (gpuq_mpr_skip_any, which hands none of them out). */
+static int skip_at(gpuq_mpr *r, unsigned depth, bool utf8)
 {
     struct mphead h;
-    if (read_head(r, &h) != 0)
+    if ((utf8 ? read_head(r, &h) : read_head_bytes(r, &h)) != 0)
         return GPUQ_E_BAD_HEADER;
     if (h.type == GPUQ_MP_ARRAY || h.type == GPUQ_MP_MAP) {
         if (depth >= GPUQ_HDR_MAX_DEPTH)
             return GPUQ_E_BAD_HEADER;
         uint32_t k = h.type == GPUQ_MP_MAP ? 2 * h.n : h.n;
         for (uint32_t j = 0; j < k; j++) {
-            if (skip_at(r, depth + 1) != 0)
+            if (skip_at(r, depth + 1, utf8) != 0)
                 return GPUQ_E_BAD_HEADER;
         }
     }
     return 0;
 }
 
-int gpuq_mpr_skip(gpuq_mpr *r)
+static int skip(gpuq_mpr *r, bool utf8)
 {
     gpuq_mpr c = *r;
-    if (skip_at(&c, 0) != 0)
+    if (skip_at(&c, 0, utf8) != 0)
         return GPUQ_E_BAD_HEADER;
     *r = c;
     return 0;
+}
+
+int gpuq_mpr_skip(gpuq_mpr *r)
+{
+    return skip(r, true);
+}
+
+int gpuq_mpr_skip_any(gpuq_mpr *r)
+{
+    return skip(r, false);
 }
 
 /* ---- JSON rendering ---- */

@@ -56,6 +56,11 @@ int gpuq_mpr_double(gpuq_mpr *r, double *v); /* accepts float32/64 and ints */
 int gpuq_mpr_nil(gpuq_mpr *r);
 /* Skip one value of any type, nested at most GPUQ_HDR_MAX_DEPTH deep. */
 int gpuq_mpr_skip(gpuq_mpr *r);
+/* The same, by structure alone: strings inside may be any bytes (nothing
+ * skipped is handed out, so no string that is not UTF-8 gets through). For
+ * finding one key in a map already refused (the request id of an error
+ * reply). */
+int gpuq_mpr_skip_any(gpuq_mpr *r);
 
 /* Render one value as JSON into out (always NUL-terminated, truncated to cap).
  * Used by clients to print status replies. Returns 0, GPUQ_E_BAD_HEADER, or

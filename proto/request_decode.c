@@ -10,6 +10,8 @@
  * decodes every key in order, with the error the first bad key earns:
  * unknown or duplicate keys, wrong types, strings that are not UTF-8, bad
  * enum names, a key of another op (bad_argument "<op> takes no "<key>"").
+ * A header refused so still names its request: the error reply carries the
+ * map's "id" wherever it sits, even after the bad key (find_id).
  */
 #include <stdio.h>
 #include <string.h>
@@ -350,7 +352,35 @@ static gpuq_op find_op(const uint8_t *buf, size_t len)
     return GPUQ_OP_NONE;
 }
 
-int gpuq_request_decode(const uint8_t *buf, size_t len, gpuq_request *req, char *msg, size_t msgcap)
+/* For a header that failed to decode: the value of its first "id" key when
+ * that is an unsigned int, wherever it sits (before or after the bad key),
+ * so that the error reply names the request. Other values are skipped by
+ * structure alone (gpuq_mpr_skip_any: a string that is not UTF-8 is the
+ * error being answered, not a reason to lose the id); false when there is
+ * no such "id" or the msgpack itself breaks before it. */
+static bool find_id(const uint8_t *buf, size_t len, uint64_t *id)
+{
+    gpuq_mpr r;
+    uint32_t n;
+    gpuq_mpr_init(&r, buf, len);
+    if (gpuq_mpr_map(&r, &n) != 0)
+        return false;
+    for (uint32_t k = 0; k < n; k++) {
+        const char *key;
+        uint32_t klen;
+        if (gpuq_mpr_str(&r, &key, &klen) == 0) {
+            if (hdr_str_eq(key, klen, "id"))
+                return gpuq_mpr_uint(&r, id) == 0;
+        } else if (gpuq_mpr_skip_any(&r) != 0) { /* a key that is no string */
+            return false;
+        }
+        if (gpuq_mpr_skip_any(&r) != 0) /* its value */
+            return false;
+    }
+    return false;
+}
+
+static int decode_map(const uint8_t *buf, size_t len, gpuq_request *req, char *msg, size_t msgcap)
 {
     gpuq_mpr r;
     uint32_t n, seen = 0;
@@ -412,4 +442,13 @@ int gpuq_request_decode(const uint8_t *buf, size_t len, gpuq_request *req, char 
     if (req->dtype == GPUQ_DT_NONE && def)
         req->dtype = def->default_dtype;
     return 0;
+}
+
+int gpuq_request_decode(const uint8_t *buf, size_t len, gpuq_request *req, char *msg, size_t msgcap)
+{
+    int rc = decode_map(buf, len, req, msg, msgcap);
+    uint64_t id;
+    if (rc != 0 && find_id(buf, len, &id))
+        req->id = id;
+    return rc;
 }

@@ -572,6 +572,70 @@ START_TEST(protocol_corners)
 }
 END_TEST
 
+/* A header refused for a key that comes before "id" is answered with the
+ * request's id all the same (issue 30, item 9: it was 0), and the
+ * connection goes on: each header below has "id" last. */
+START_TEST(bad_key_before_id)
+{
+    static const uint8_t not_utf8[] = {0xa3, 'f', 0xff, '4'}; /* str "f\xff4" */
+    static const struct {
+        const char *what, *op, *key, *val; /* val NULL: a rank-3 shape, or raw bytes */
+        int code;
+    } cases[] = {
+        {"method", "normalize", "method", "max", GPUQ_E_BAD_ARGUMENT},
+        {"dtype", "normalize", "dtype", "f16", GPUQ_E_BAD_DTYPE},
+        {"on_zero", "pairwise", "on_zero", "nan", GPUQ_E_BAD_ARGUMENT},
+        {"shape", "normalize", "shape", NULL, GPUQ_E_BAD_SHAPE},
+        {"unknown key", "normalize", "bogus", "x", GPUQ_E_BAD_HEADER},
+        {"dtype not UTF-8", "normalize", "dtype", NULL, GPUQ_E_BAD_HEADER},
+    };
+    int fd = e2e_hello_socket("bad", hbuf, sizeof hbuf);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t id = 4000 + i;
+        gpuq_mpw *w = gpuq_mpw_new();
+        ck_assert_ptr_nonnull(w);
+        gpuq_mpw_map(w, 3);
+        gpuq_mpw_str(w, "op");
+        gpuq_mpw_str(w, cases[i].op);
+        gpuq_mpw_str(w, cases[i].key);
+        if (cases[i].val) {
+            gpuq_mpw_str(w, cases[i].val);
+        } else if (!strcmp(cases[i].key, "shape")) {
+            gpuq_mpw_array(w, 3);
+            for (int k = 0; k < 3; k++)
+                gpuq_mpw_uint(w, 2);
+        } else {
+            gpuq_mpw_raw(w, not_utf8, sizeof not_utf8);
+        }
+        gpuq_mpw_str(w, "id");
+        gpuq_mpw_uint(w, id);
+        uint8_t *b;
+        size_t len;
+        ck_assert_int_eq(gpuq_mpw_take(w, &b, &len), 0);
+        gpuq_mpw_free(w);
+        e2e_send_frame(fd, b, (uint32_t)len, 0, NULL, 0);
+        free(b);
+        gpuq_reply rep;
+        ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+        ck_assert_msg(rep.status == cases[i].code, "%s: got %s (%s), want %s", cases[i].what,
+                      gpuq_errname(rep.status), rep.message, gpuq_errname(cases[i].code));
+        ck_assert_msg(rep.id == id, "%s: reply id %llu, want %llu (%s)", cases[i].what,
+                      (unsigned long long)rep.id, (unsigned long long)id, rep.message);
+        /* the same connection still serves */
+        gpuq_request p;
+        gpuq_request_init(&p);
+        p.op = GPUQ_OP_PING;
+        p.id = id + 1000;
+        e2e_send_req(fd, &p, NULL, 0);
+        ck_assert_int_eq(e2e_read_reply(fd, &rep, hbuf, sizeof hbuf), 0);
+        ck_assert_int_eq(rep.status, 0);
+        ck_assert_uint_eq(rep.id, p.id);
+    }
+    close(fd);
+    e2e_assert_serves();
+}
+END_TEST
+
 /* ---- on_zero ---- */
 
 /* Send a normalize (or, with metric, a pairwise of shape [rows, cols] x
@@ -988,6 +1052,7 @@ static Suite *suite(void)
     tcase_add_test(tc, limits);
     tcase_add_test(tc, payload_at_the_limit);
     tcase_add_test(tc, protocol_corners);
+    tcase_add_test(tc, bad_key_before_id);
     tcase_add_test(tc, staging_per_request);
     tcase_add_test(tc, hangup_mid_payload);
     tcase_add_test(tc, on_zero_normalize);

@@ -7,7 +7,9 @@
 # `cpack -G DEB`).
 #
 #  1. apt-get install ./gpuq_*.deb: user and group gpuq exist, files in
-#     place, /etc/gpuq/gpuqd.conf is a conffile, gpuqd.socket is enabled;
+#     place (libgpuq, gpuq.pc and the CMake package in /usr/lib/<multiarch>,
+#     tests/pkg/libdir.sh, and not in /usr/lib itself), /etc/gpuq/gpuqd.conf
+#     is a conffile, gpuqd.socket is enabled;
 #     `gpuqd --check-config /etc/gpuq/gpuqd.conf` passes (skipped, with a
 #     message, while gpuqd --help does not offer --check-config).
 #  2. Reinstall (prerm upgrade, postinst configure VERSION): still fine.
@@ -41,6 +43,8 @@ fi
 . "$(dirname "$0")/deb_arg.sh"
 # shellcheck source=tests/pkg/readme_c.sh
 . "$(dirname "$0")/readme_c.sh"
+# shellcheck source=tests/pkg/libdir.sh
+. "$(dirname "$0")/libdir.sh"
 README=$(cd "$(dirname "$0")/../.." && pwd)/README.md
 deb_arg deb_install_test "${1:?usage: deb_install_test.sh DEB|DIR}"
 
@@ -136,7 +140,16 @@ for f in /usr/sbin/gpuqd /usr/bin/gpuqctl /usr/include/gpuq/gpuq.h /etc/gpuq/gpu
     /usr/share/doc/gpuq/README.md /usr/share/doc/gpuq/copyright; do
     [[ -e "$f" ]] || bad "missing $f"
 done
-[[ -n "$(find /usr/lib -maxdepth 2 -name libgpuq.so.1)" ]] || bad "no libgpuq.so.1 in /usr/lib"
+usr_lib=/usr/$(usr_libdir)
+for f in libgpuq.so.1 libgpuq.so libgpuq.a pkgconfig/gpuq.pc cmake/gpuq/gpuqConfig.cmake; do
+    [[ -e "$usr_lib/$f" ]] || bad "missing $usr_lib/$f"
+done
+if [[ "$usr_lib" != /usr/lib ]]; then
+    stray=$(find /usr/lib -maxdepth 2 \( -name 'libgpuq*' -o -name gpuq.pc -o -path '*/cmake/gpuq' \) ! -path "$usr_lib/*")
+    [[ -z "$stray" ]] || bad "in /usr/lib, not $usr_lib: $stray"
+fi
+pclibdir=$(pkg-config --variable=libdir gpuq 2>/dev/null || true)
+[[ "$pclibdir" == "$usr_lib" ]] || bad "pkg-config says libdir=$pclibdir, not $usr_lib"
 in_ld_cache() { ldconfig -p | has 'libgpuq\.so\.1 '; }
 check "libgpuq.so.1 in the loader cache (ldconfig trigger)" in_ld_cache
 check "/etc/gpuq/gpuqd.conf is a conffile" conffile_listed

@@ -11,21 +11,27 @@
 # libgpuq.so.1, and postinst/prerm/postrm executable, POSIX sh that
 # passes `sh -n` (and shellcheck -s sh where installed). Also that the unit's
 # ExecStart names a program the package ships; the man pages (when the build
-# made them: GPUQ_MAN=ON), the DEP-5 copyright file and the changelog, whose
-# first entry is the package's version; and, where lintian is installed,
+# made them: GPUQ_MAN=ON), the DEP-5 copyright file (gpuq's files under
+# Apache-2.0, that license's paragraph pointing to Debian's common-licenses
+# copy) and the changelog, whose first entry is the package's version; the
+# library, gpuq.pc and the CMake package in /usr/lib/<multiarch> on Debian
+# (tests/pkg/libdir.sh), nothing of them in /usr/lib itself; and, where lintian is installed,
 # that `lintian` reports no error (its warnings are printed; the ones that
 # are so by design are overridden in packaging/debian/gpuq.lintian-overrides).
 # GPUQ_REQUIRE_LINTIAN=1 (CI) makes a missing lintian a failure. Needs
 # dpkg-dev, not root.
 #
-# GPUQ_LIBDIR (relative to /usr), GPUQ_USR_UNITDIR, GPUQ_USR_SYSUSERSDIR
-# (absolute: where they go with prefix /usr) come from tests/pkg/CMakeLists.txt.
+# GPUQ_LIBDIR (the build's CMAKE_INSTALL_LIBDIR), GPUQ_USR_UNITDIR,
+# GPUQ_USR_SYSUSERSDIR (absolute: where they go with prefix /usr) come from
+# tests/pkg/CMakeLists.txt.
 set -euo pipefail
 # grep that reads all its input: grep -q exits at the first match, and the
 # writer's SIGPIPE then fails the pipeline under pipefail.
 has() { grep "$@" >/dev/null; }
 
 build=$(cd "${1:?usage: test_deb.sh BUILD_DIR}" && pwd)
+# shellcheck source=tests/pkg/libdir.sh
+. "$(dirname "$0")/libdir.sh"
 for t in cpack dpkg-deb dpkg-shlibdeps; do
     command -v "$t" >/dev/null ||
         { echo "test_deb: $t not found (apt-get install dpkg-dev)" >&2; exit 1; }
@@ -56,7 +62,8 @@ echo "package: $(basename "$deb")"
 
 # ---- contents ----
 dpkg-deb -c "$deb" | awk '{ print $6 }' >"$tmp/contents"
-lib=$(in_pkg "$GPUQ_LIBDIR")
+usr_lib=$(usr_libdir)
+lib=$(in_pkg "$usr_lib")
 expect=(
     ./usr/sbin/gpuqd
     ./usr/bin/gpuqctl
@@ -77,6 +84,7 @@ expect=(
     ./usr/share/doc/gpuq/README.md
     ./usr/share/doc/gpuq/PROTOCOL.md
     ./usr/share/doc/gpuq/copyright
+    ./usr/share/doc/gpuq/LICENSE
     ./usr/share/doc/gpuq/changelog.gz
     ./usr/share/lintian/overrides/gpuq
 )
@@ -95,6 +103,10 @@ for p in "${expect[@]}"; do
     grep -qxF "$p" "$tmp/contents" || bad "not in the package: $p"
 done
 grep -qE "^${lib//./\\.}/libgpuq\.so\.1\.[0-9.]+$" "$tmp/contents" || bad "no $lib/libgpuq.so.1.*"
+if [[ "$usr_lib" != lib ]]; then
+    stray=$(grep -E '^\./usr/lib/(libgpuq|pkgconfig/gpuq\.pc|cmake/gpuq/)' "$tmp/contents" || true)
+    [[ -z "$stray" ]] || bad "in /usr/lib, not $lib: $stray"
+fi
 echo "--- dpkg-deb -c (paths)"
 grep -v '/$' "$tmp/contents"
 
@@ -163,6 +175,14 @@ if [[ -f "$doc/copyright" ]]; then
     [[ "$(head -1 "$doc/copyright")" == "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/" ]] ||
         bad "copyright is not machine-readable (DEP-5 Format: line)"
     has -E '^Files: \*$' "$doc/copyright" || bad "copyright has no 'Files: *' paragraph"
+    # gpuq's own files: the paragraph of "Files: *" names Apache-2.0, and a
+    # License paragraph of its own points to Debian's copy of the text.
+    files_lic=$(awk '/^Files: \*$/ { f = 1 } f && /^License:/ { print $2; exit }' "$doc/copyright")
+    [[ "$files_lic" == Apache-2.0 ]] || bad "copyright: 'Files: *' has License: $files_lic, not Apache-2.0"
+    awk 'BEGIN { RS = "" } /^License: Apache-2.0\n/ && /\/usr\/share\/common-licenses\/Apache-2\.0/ { ok = 1 }
+        END { exit !ok }' "$doc/copyright" ||
+        bad "copyright has no 'License: Apache-2.0' paragraph naming /usr/share/common-licenses/Apache-2.0"
+    if has -i 'unspecified' "$doc/copyright"; then bad "copyright still says a license is unspecified"; fi
 fi
 if [[ -f "$doc/changelog.gz" ]]; then
     gzip -dc "$doc/changelog.gz" >"$tmp/changelog"

@@ -6,7 +6,9 @@
 # every expected file is there (libgpuq's soname links, gpuqd without
 # libcublas, the units, sysusers file and config in the system's places),
 # each installed header compiles on its own against that tree alone, gpuq.pc
-# names prefix /usr, and a small program using <gpuq/gpuq.h> builds against
+# names prefix /usr and libdir /usr/lib/<multiarch> on Debian (the
+# libraries, gpuq.pc and the CMake package are there, and nothing of them
+# in /usr/lib itself: tests/pkg/libdir.sh), and a small program using <gpuq/gpuq.h> builds against
 # that tree once with pkg-config and once with find_package(gpuq)
 # (gpuq::gpuq is libgpuq.so, gpuq::gpuq_static libgpuq.a with msgpack-c
 # found by the config, and as C++), and runs; gpuq::gpuq builds and runs
@@ -14,7 +16,10 @@
 # libmsgpack-dev).
 # Then `cmake --install BUILD_DIR --prefix TMP/p` with no DESTDIR: every
 # file of install_manifest.txt is under TMP/p (the units, sysusers file and
-# config included). Needs no daemon and no root.
+# config included), and the libraries, gpuq.pc (whose libdir says so) and
+# the CMake package, which a consumer builds against, are in
+# TMP/p/GPUQ_LIBDIR: GNUInstallDirs' own choice for such a prefix. Needs no
+# daemon and no root.
 #
 # The directories come from the build (tests/pkg/CMakeLists.txt):
 # GPUQ_LIBDIR, GPUQ_BINDIR, GPUQ_SBINDIR, GPUQ_INCLUDEDIR, GPUQ_DOCDIR,
@@ -33,6 +38,8 @@ has() { grep "$@" >/dev/null; }
 
 build=$(cd "${1:?usage: test_install.sh BUILD_DIR}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/pkg/libdir.sh
+. "$here/libdir.sh"
 for v in GPUQ_LIBDIR GPUQ_BINDIR GPUQ_SBINDIR GPUQ_INCLUDEDIR GPUQ_DOCDIR GPUQ_MANDIR \
     GPUQ_USR_UNITDIR GPUQ_USR_SYSUSERSDIR GPUQ_USR_SYSCONFDIR; do
     [[ -n "${!v:-}" ]] || { echo "test_install: $v is not set" >&2; exit 2; }
@@ -55,7 +62,9 @@ at() {
 DESTDIR=$root cmake --install "$build" --prefix /usr >"$tmp/install.log" 2>&1 ||
     { cat "$tmp/install.log" >&2; echo "FAIL: cmake --install" >&2; exit 1; }
 
-lib=$(at "$GPUQ_LIBDIR")
+usr_lib=$(usr_libdir)
+echo "with prefix /usr the libraries belong in /usr/$usr_lib"
+lib=$(at "$usr_lib")
 expect=(
     "$(at "$GPUQ_SBINDIR")/gpuqd"
     "$(at "$GPUQ_BINDIR")/gpuqctl"
@@ -73,6 +82,7 @@ expect=(
     "$(at "$GPUQ_DOCDIR")/README.md"
     "$(at "$GPUQ_DOCDIR")/PROTOCOL.md"
     "$(at "$GPUQ_DOCDIR")/copyright"
+    "$(at "$GPUQ_DOCDIR")/LICENSE"
 )
 if [[ "${GPUQ_INSTALL_SYSTEMD:-ON}" != OFF ]]; then
     expect+=(
@@ -111,7 +121,12 @@ py_imports() {
 for f in "$(at "$GPUQ_SBINDIR")/gpuqd" "$(at "$GPUQ_BINDIR")/gpuqctl"; do
     [[ -x "$f" ]] || bad "not executable: ${f#"$root"}"
 done
-ls "$lib"/libgpuq.so.1.* >/dev/null 2>&1 || bad "missing $GPUQ_LIBDIR/libgpuq.so.1.*"
+ls "$lib"/libgpuq.so.1.* >/dev/null 2>&1 || bad "missing $usr_lib/libgpuq.so.1.*"
+if [[ "$usr_lib" != lib ]]; then
+    stray=$(find "$root/usr/lib" -maxdepth 3 \( -name 'libgpuq*' -o -name gpuq.pc -o -path '*/cmake/gpuq' \) \
+        ! -path "$lib/*" 2>/dev/null || true)
+    [[ -z "$stray" ]] || bad "with prefix /usr, outside /usr/$usr_lib: ${stray//"$root"/}"
+fi
 [[ -L "$lib/libgpuq.so" && -L "$lib/libgpuq.so.1" ]] || bad "libgpuq.so and libgpuq.so.1 must be links"
 soname=$(objdump -p "$lib/libgpuq.so" | awk '$1 == "SONAME" {print $2}')
 [[ "$soname" == libgpuq.so.1 ]] || bad "soname '$soname', not libgpuq.so.1"
@@ -139,6 +154,8 @@ export PKG_CONFIG_LIBDIR=$lib/pkgconfig
 unset PKG_CONFIG_PATH
 prefix=$(pkg-config --variable=prefix gpuq)
 [[ "$prefix" == /usr ]] || bad "gpuq.pc says prefix=$prefix, installed with /usr"
+pclibdir=$(pkg-config --variable=libdir gpuq)
+[[ "$pclibdir" == "/usr/$usr_lib" ]] || bad "gpuq.pc says libdir=$pclibdir, not /usr/$usr_lib"
 [[ "$(pkg-config --modversion gpuq)" == "$(sed -n 's/^Version: //p' "$lib/pkgconfig/gpuq.pc")" ]] ||
     bad "pkg-config --modversion"
 pc=(pkg-config --define-variable=prefix="$root/usr")
@@ -159,11 +176,13 @@ else
 fi
 
 # ---- find_package(gpuq), against this tree only ----
-# consumer DIR WITH_STATIC [cmake args]: configure and build tests/pkg/consumer.
+# consumer DIR WITH_STATIC [cmake args]: configure and build tests/pkg/consumer
+# (against the /usr tree, or CONSUMER_PREFIX).
 consumer() {
     local dir=$1 with_static=$2
     shift 2
-    local cargs=(-S "$here/consumer" -B "$dir" -DCMAKE_PREFIX_PATH="$root/usr"
+    local cargs=(-S "$here/consumer" -B "$dir" -DCMAKE_PREFIX_PATH="${CONSUMER_PREFIX:-$root/usr}"
+        -DEXPECT_LIBDIR="${CONSUMER_LIBDIR:-$lib}"
         -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_BUILD_TYPE=Release -DWITH_STATIC="$with_static" "$@")
     [[ -n "${CC:-}" ]] && cargs+=(-DCMAKE_C_COMPILER="$CC")
     cmake "${cargs[@]}" >"$dir.log" 2>&1 && cmake --build "$dir" >>"$dir.log" 2>&1
@@ -258,6 +277,21 @@ if [[ -s "$manifest" ]]; then
     done
     [[ -z "${GPUQ_PYTHON_INSTALL_DIR:-}" || "$GPUQ_PYTHON_INSTALL_DIR" == /* ]] ||
         py_imports "$p/$GPUQ_PYTHON_INSTALL_DIR"
+    # the library directory: GNUInstallDirs' own choice for a prefix other than /usr
+    plib=$p/$GPUQ_LIBDIR
+    for f in libgpuq.so.1 libgpuq.a pkgconfig/gpuq.pc cmake/gpuq/gpuqConfig.cmake; do
+        grep -qxF "$plib/$f" "$manifest" || bad "--prefix $p: $plib/$f not installed"
+    done
+    pclibdir=$(PKG_CONFIG_LIBDIR=$plib/pkgconfig pkg-config --variable=libdir gpuq)
+    [[ "$pclibdir" == "$plib" ]] || bad "--prefix $p: gpuq.pc says libdir=$pclibdir, not $plib"
+    if CONSUMER_PREFIX=$p CONSUMER_LIBDIR=$plib consumer "$tmp/consumer-p" OFF; then
+        found=$(sed -n 's/^gpuq_DIR:PATH=//p' "$tmp/consumer-p/CMakeCache.txt")
+        [[ "$found" == "$plib/cmake/gpuq" ]] || bad "find_package in $p found $found"
+        LD_LIBRARY_PATH=$plib "$tmp/consumer-p/demo_shared" || bad "demo_shared (--prefix $p) failed"
+    else
+        cat "$tmp/consumer-p.log" >&2
+        bad "demo does not build with find_package(gpuq) from --prefix $p"
+    fi
 else
     bad "no $manifest after cmake --install --prefix $p"
 fi

@@ -12,7 +12,7 @@
 # socket, named by GPUQ_SOCKET (the example connects to the default
 # socket), with LD_LIBRARY_PATH naming TMP/p's library directory (the
 # README's advice for such a prefix; with the .deb the loader finds
-# libgpuq.so.1 in /usr/lib by itself, which tests/pkg/deb_install_test.sh
+# libgpuq.so.1 in /usr/lib/<multiarch> by itself, which tests/pkg/deb_install_test.sh
 # checks): exit 0, its line "N km in M us", and libgpuq.so.1 loaded from
 # TMP/p. Without LD_LIBRARY_PATH the loader must not find it (else the
 # check above proves nothing). GPUQ_LIBDIR and GPUQ_SBINDIR come from

@@ -1010,6 +1010,157 @@ START_TEST(test_decode_strict)
 }
 END_TEST
 
+/* ---- the id of a refused header, wherever "id" sits ---- */
+
+/* {"op": "normalize", <bad key>, "id": 9}: the bad key before "id". */
+static void id9(gpuq_mpw *w)
+{
+    KU(w, "id", 9);
+}
+static void l_method(gpuq_mpw *w)
+{
+    KS(w, "op", "normalize");
+    KS(w, "method", "max");
+    id9(w);
+}
+static void l_dtype(gpuq_mpw *w)
+{
+    KS(w, "op", "normalize");
+    KS(w, "dtype", "f16");
+    id9(w);
+}
+static void l_onzero(gpuq_mpw *w)
+{
+    KS(w, "op", "pairwise");
+    KS(w, "on_zero", "nan");
+    id9(w);
+}
+static void l_shape_rank(gpuq_mpw *w)
+{
+    KS(w, "op", "normalize");
+    gpuq_mpw_str(w, "shape");
+    gpuq_mpw_array(w, 3);
+    for (int k = 0; k < 3; k++)
+        gpuq_mpw_uint(w, 1);
+    id9(w);
+}
+static void l_shape_type(gpuq_mpw *w)
+{
+    KS(w, "op", "normalize");
+    gpuq_mpw_str(w, "shape");
+    gpuq_mpw_array(w, 1);
+    gpuq_mpw_double(w, 3.0);
+    id9(w);
+}
+static void l_unknown(gpuq_mpw *w)
+{
+    KS(w, "op", "normalize");
+    KU(w, "bogus", 1);
+    id9(w);
+}
+static void l_foreign(gpuq_mpw *w)
+{
+    KS(w, "op", "grid");
+    KS(w, "method", "l2");
+    id9(w);
+}
+static void l_badop(gpuq_mpw *w)
+{
+    KS(w, "op", "explode");
+    KS(w, "method", "l2");
+    id9(w);
+}
+static void l_nested(gpuq_mpw *w) /* an unknown key whose value is a map */
+{
+    KS(w, "op", "ping");
+    gpuq_mpw_str(w, "extra");
+    gpuq_mpw_map(w, 1);
+    KU(w, "id", 5); /* not the header's id */
+    id9(w);
+}
+static void l_keyint(gpuq_mpw *w)
+{
+    KS(w, "op", "ping");
+    gpuq_mpw_uint(w, 5);
+    gpuq_mpw_uint(w, 6);
+    id9(w);
+}
+static void l_utf8_value(gpuq_mpw *w)
+{
+    static const uint8_t bad[] = {0xa3, 'f', 0xff, '4'}; /* str "f\xff4" */
+    KS(w, "op", "normalize");
+    gpuq_mpw_str(w, "dtype");
+    gpuq_mpw_raw(w, bad, sizeof bad);
+    id9(w);
+}
+static void l_utf8_key(gpuq_mpw *w)
+{
+    static const uint8_t bad[] = {0xa2, 0xff, 'x'}; /* key "\xffx" */
+    KS(w, "op", "ping");
+    gpuq_mpw_raw(w, bad, sizeof bad);
+    gpuq_mpw_uint(w, 1);
+    id9(w);
+}
+static void l_dup(gpuq_mpw *w) /* the first "id" counts */
+{
+    id9(w);
+    KS(w, "op", "ping");
+    KU(w, "id", 8);
+}
+static void l_idstr(gpuq_mpw *w) /* no valid id: 0 */
+{
+    KS(w, "op", "normalize");
+    KS(w, "method", "max");
+    KS(w, "id", "9");
+}
+static void l_noid(gpuq_mpw *w)
+{
+    KS(w, "op", "normalize");
+    KS(w, "method", "max");
+}
+
+static const struct {
+    const char *name;
+    uint32_t nkeys;
+    build_fn fn;
+    int code;
+    uint64_t id;
+} id_cases[] = {
+    {"method", 3, l_method, GPUQ_E_BAD_ARGUMENT, 9},
+    {"dtype", 3, l_dtype, GPUQ_E_BAD_DTYPE, 9},
+    {"on_zero", 3, l_onzero, GPUQ_E_BAD_ARGUMENT, 9},
+    {"shape rank", 3, l_shape_rank, GPUQ_E_BAD_SHAPE, 9},
+    {"shape type", 3, l_shape_type, GPUQ_E_BAD_HEADER, 9},
+    {"unknown key", 3, l_unknown, GPUQ_E_BAD_HEADER, 9},
+    {"key of another op", 3, l_foreign, GPUQ_E_BAD_ARGUMENT, 9},
+    {"unknown op", 3, l_badop, GPUQ_E_UNKNOWN_OP, 9},
+    {"nested id", 3, l_nested, GPUQ_E_BAD_HEADER, 9},
+    {"int key", 3, l_keyint, GPUQ_E_BAD_HEADER, 9},
+    {"value not UTF-8", 3, l_utf8_value, GPUQ_E_BAD_HEADER, 9},
+    {"key not UTF-8", 3, l_utf8_key, GPUQ_E_BAD_HEADER, 9},
+    {"duplicate id", 3, l_dup, GPUQ_E_BAD_HEADER, 9},
+    {"map longer than said", 2, l_method, GPUQ_E_BAD_ARGUMENT, 0}, /* "id" is a trailing byte */
+    {"map shorter than said", 4, l_method, GPUQ_E_BAD_ARGUMENT, 9},
+    {"id a string", 3, l_idstr, GPUQ_E_BAD_ARGUMENT, 0},
+    {"no id", 2, l_noid, GPUQ_E_BAD_ARGUMENT, 0},
+};
+#define NID_CASES ((int)(sizeof id_cases / sizeof id_cases[0]))
+
+/* A header refused for a key before "id" still names its request (the
+ * issue's order dependence: id 0 when "id" came last); _i picks the case.
+ * The request struct starts dirty, so an id left over is seen too. */
+START_TEST(test_decode_id_last)
+{
+    gpuq_request q;
+    memset(&q, 0x5a, sizeof q);
+    int rc = decode_built(id_cases[_i].nkeys, id_cases[_i].fn, &q);
+    ck_assert_msg(rc == id_cases[_i].code, "%s: %s (%s), want %s", id_cases[_i].name,
+                  gpuq_errname(rc), msg, gpuq_errname(id_cases[_i].code));
+    ck_assert_msg(q.id == id_cases[_i].id, "%s: id %llu, want %llu (%s)", id_cases[_i].name,
+                  (unsigned long long)q.id, (unsigned long long)id_cases[_i].id, msg);
+}
+END_TEST
+
 /* _i selects the request to truncate at every byte */
 START_TEST(test_decode_truncated)
 {
@@ -1818,6 +1969,7 @@ static Suite *header_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_decode_strict);
     tcase_add_loop_test(tc, test_decode_truncated, 0, 4);
+    tcase_add_loop_test(tc, test_decode_id_last, 0, NID_CASES);
     tcase_add_loop_test(tc, test_decode_priority_int, -10, 11);
     tcase_add_test(tc, test_decode_priority_str);
     tcase_add_test(tc, test_decode_on_zero);
