@@ -3,6 +3,7 @@
 #include "listener.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "policy.h"
 #include "sdnotify.h"
 #include "socket_path.h"
 #include "uvx.h"
@@ -137,7 +139,7 @@ static void listener_log_passed(uv_pipe_t *pipe, int fd, const char *path)
 }
 
 int listener_open(uv_loop_t *loop, uv_pipe_t *pipe, const char *path, const listener_perm *perm,
-                  uv_connection_cb cb, bool *owned)
+                  int backlog, uv_connection_cb cb, bool *owned)
 {
     int rc = uvx_pipe_init(loop, pipe, pipe->data);
     if (rc < 0)
@@ -178,7 +180,7 @@ int listener_open(uv_loop_t *loop, uv_pipe_t *pipe, const char *path, const list
             goto err_after_bind;
         }
     }
-    if ((rc = uv_listen((uv_stream_t *)pipe, 128, cb)) < 0) {
+    if ((rc = uv_listen((uv_stream_t *)pipe, backlog, cb)) < 0) {
         log_error("listen %s: %s", path, uv_strerror(rc));
         goto err_after_bind;
     }
@@ -190,4 +192,83 @@ err_after_bind:
 err_after_init:
     uvx_close((uv_handle_t *)pipe, NULL);
     return -1;
+}
+
+static void listener_conn_free(uv_handle_t *h)
+{
+    listener_conn *c = h->data;
+    free(c->groups);
+    free(c);
+}
+
+/* The peer's credentials into c; unknown ones stay -1 (policy: no rights
+ * beyond the defaults). */
+static void listener_read_creds(listener_conn *c)
+{
+    uv_os_fd_t fd;
+    int rc = uv_fileno((uv_handle_t *)&c->pipe, &fd);
+    if (rc < 0)
+        return;
+    struct ucred cr;
+    socklen_t len = sizeof cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+        return;
+    c->pid = cr.pid;
+    c->uid = cr.uid;
+    c->gid = cr.gid;
+    if (policy_peer_groups(fd, &c->groups, &c->ngroups) != 0) {
+        c->groups = NULL; /* only the primary gid counts */
+        c->ngroups = 0;
+    }
+}
+
+listener_conn *listener_accept(uv_stream_t *ls, int *err)
+{
+    listener_conn *c = calloc(1, sizeof *c);
+    if (!c) {
+        *err = UV_ENOMEM;
+        return NULL;
+    }
+    c->pid = -1;
+    c->uid = (uid_t)-1;
+    c->gid = (gid_t)-1;
+    int rc = uv_pipe_init(ls->loop, &c->pipe, 0);
+    if (rc < 0) {
+        free(c);
+        *err = rc;
+        return NULL;
+    }
+    c->pipe.data = c;
+    if ((rc = uv_accept(ls, (uv_stream_t *)&c->pipe)) < 0) {
+        uv_close((uv_handle_t *)&c->pipe, listener_conn_free);
+        *err = rc;
+        return NULL;
+    }
+    listener_read_creds(c);
+    return c;
+}
+
+int listener_refuse(listener_conn *c, const void *frame, size_t len)
+{
+    uv_buf_t b = uv_buf_init((char *)frame, (unsigned)len);
+    int rc = len ? uv_try_write((uv_stream_t *)&c->pipe, &b, 1) : 0;
+    uv_close((uv_handle_t *)&c->pipe, listener_conn_free);
+    if (rc < 0)
+        return rc;
+    return (size_t)rc == len ? 0 : UV_EAGAIN;
+}
+
+int listener_conn_move(listener_conn *c, uv_pipe_t *to)
+{
+    uv_os_fd_t fd;
+    int rc = uv_fileno((uv_handle_t *)&c->pipe, &fd);
+    int nfd = rc < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (rc == 0 && nfd < 0)
+        rc = uv_translate_sys_error(errno);
+    uv_close((uv_handle_t *)&c->pipe, listener_conn_free);
+    if (rc < 0)
+        return rc;
+    if ((rc = uv_pipe_open(to, nfd)) < 0)
+        close(nfd);
+    return rc;
 }

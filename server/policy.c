@@ -2,10 +2,13 @@
 /* policy.c - see policy.h. */
 #include "policy.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 
+#include "errors.h"
 #include "header.h"
 
 int policy_peer_groups(int fd, gid_t **groups, int *n)
@@ -56,10 +59,11 @@ void policy_caps_for(const config *cfg, uid_t uid, gid_t gid, const gid_t *group
     out->max_inflight = cfg->lim.max_inflight;
     out->session_staging = cfg->lim.session_staging;
     out->session_arena = cfg->lim.session_arena;
+    out->max_sessions_per_user = out->admin ? UINT32_MAX : policy_sessions_per_user(cfg);
     if (!known)
         return;
     const policy_rule *user = NULL;
-    const policy_rule *prio = NULL, *infl = NULL, *stg = NULL, *arn = NULL;
+    const policy_rule *prio = NULL, *infl = NULL, *stg = NULL, *arn = NULL, *nses = NULL;
     for (int i = 0; i < pol->nrules; i++) {
         const policy_rule *r = &pol->rules[i];
         if (!r->is_group) {
@@ -77,6 +81,8 @@ void policy_caps_for(const config *cfg, uid_t uid, gid_t gid, const gid_t *group
             stg = r;
         if (!arn && r->has_session_arena)
             arn = r;
+        if (!nses && r->max_sessions_per_user)
+            nses = r;
     }
     if (user && user->max_priority != GPUQ_PRIO_UNSET)
         prio = user;
@@ -86,6 +92,8 @@ void policy_caps_for(const config *cfg, uid_t uid, gid_t gid, const gid_t *group
         stg = user;
     if (user && user->has_session_arena)
         arn = user;
+    if (user && user->max_sessions_per_user)
+        nses = user;
     if (prio)
         out->max_priority = prio->max_priority;
     if (infl && infl->max_inflight < out->max_inflight)
@@ -94,4 +102,77 @@ void policy_caps_for(const config *cfg, uid_t uid, gid_t gid, const gid_t *group
         out->session_staging = stg->session_staging;
     if (arn && arn->session_arena < out->session_arena)
         out->session_arena = arn->session_arena; /* 0: arenas off for this peer */
+    if (nses) /* replaces, admins too (max_sessions caps everyone anyway) */
+        out->max_sessions_per_user = nses->max_sessions_per_user;
+}
+
+uint32_t policy_sessions_per_user(const config *cfg)
+{
+    if (cfg->pol.max_sessions_per_user)
+        return cfg->pol.max_sessions_per_user;
+    uint32_t q = cfg->lim.max_sessions / 4;
+    return q ? q : 1;
+}
+
+/* The index of uid in u->v, or where it would go (*found false). */
+static uint32_t policy_users_find(const policy_users *u, uid_t uid, bool *found)
+{
+    uint32_t lo = 0, hi = u->len;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (u->v[mid].uid < uid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = lo < u->len && u->v[lo].uid == uid;
+    return lo;
+}
+
+uint32_t policy_users_count(const policy_users *u, uid_t uid)
+{
+    bool found;
+    uint32_t i = policy_users_find(u, uid, &found);
+    return found ? u->v[i].n : 0;
+}
+
+int policy_users_add(policy_users *u, uid_t uid)
+{
+    bool found;
+    uint32_t i = policy_users_find(u, uid, &found);
+    if (found) {
+        u->v[i].n++;
+        return 0;
+    }
+    if (u->len == u->cap) {
+        uint32_t ncap = u->cap ? u->cap * 2 : 16;
+        policy_user_count *nv = realloc(u->v, ncap * sizeof *nv);
+        if (!nv)
+            return GPUQ_E_NO_MEMORY;
+        u->v = nv;
+        u->cap = ncap;
+    }
+    memmove(&u->v[i + 1], &u->v[i], (u->len - i) * sizeof u->v[0]);
+    u->v[i] = (policy_user_count){.uid = uid, .n = 1};
+    u->len++;
+    return 0;
+}
+
+void policy_users_drop(policy_users *u, uid_t uid)
+{
+    bool found;
+    uint32_t i = policy_users_find(u, uid, &found);
+    assert(found && u->v[i].n > 0); /* counted by policy_users_add */
+    if (!found)
+        return;
+    if (--u->v[i].n == 0) {
+        memmove(&u->v[i], &u->v[i + 1], (u->len - i - 1) * sizeof u->v[0]);
+        u->len--;
+    }
+}
+
+void policy_users_free(policy_users *u)
+{
+    free(u->v);
+    memset(u, 0, sizeof *u);
 }

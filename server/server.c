@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -15,41 +16,96 @@
 #include "scheduler.h"
 #include "sdnotify.h"
 #include "session.h"
+#include "session_timeout.h"
 #include "staging.h"
 #include "uvx.h"
+
+/* Refusals and accept errors are logged at most LOG_LIMIT_BURST times per
+ * LOG_LIMIT_WINDOW_S: a burst of connections must not flood the journal. */
+static log_limit server_refuse_lim, server_accept_lim;
+
+/* Why c may not become a session, into why[cap] (the busy reply's
+ * message); 0 when it may. Over max_sessions first, then over its uid's
+ * max_sessions_per_user (policy.h: admins are capped only by a rule). */
+static int server_admit(server *srv, const listener_conn *c, char *why, size_t cap)
+{
+    if (srv->nsessions >= srv->cfg.lim.max_sessions) {
+        snprintf(why, cap, "%u sessions open (the limit)", srv->cfg.lim.max_sessions);
+        return -1;
+    }
+    policy_caps caps;
+    policy_caps_for(&srv->cfg, c->uid, c->gid, c->groups, c->ngroups, &caps);
+    uint32_t mine = policy_users_count(&srv->users, c->uid);
+    if (mine >= caps.max_sessions_per_user) {
+        snprintf(why, cap, "uid %u has %u sessions open (the max_sessions_per_user limit)",
+                 (unsigned)c->uid, mine);
+        return -1;
+    }
+    return 0;
+}
+
+/* Refuse c cheaply: no session is made. The busy reply (id 0) is written
+ * at once and c closed; nothing of the peer is read (its hello stays
+ * unread). On a Unix socket a written reply is in the peer's receive
+ * queue, where our close cannot discard it: the kernel reports
+ * ECONNRESET/EPIPE to the peer only after it has read what is queued (a
+ * peer whose hello write fails reads the reply then; libgpuq does). */
+static void server_refuse(server *srv, listener_conn *c, const char *why)
+{
+    log_limited(&server_refuse_lim, LOG_LVL_WARN, "connection of pid %d uid %u refused: %s",
+                (int)c->pid, (unsigned)c->uid, why);
+    gpuq_reply rep;
+    memset(&rep, 0, sizeof rep);
+    rep.status = GPUQ_E_BUSY;
+    snprintf(rep.message, sizeof rep.message, "%s", why);
+    stats_error(&srv->stats, GPUQ_E_BUSY);
+    metrics_observe(&srv->metrics, (gpuq_op)0, GPUQ_E_BUSY, 0.0);
+    uint8_t *frame = NULL;
+    size_t len = 0;
+    int rc = gpuq_reply_frame(&rep, 0, &frame, &len);
+    if (rc < 0) {
+        (void)listener_refuse(c, NULL, 0); /* closed without a reply */
+        return;
+    }
+    rc = listener_refuse(c, frame, len);
+    if (rc < 0)
+        log_debug("refused connection: reply not written: %s", uv_strerror(rc));
+    free(frame);
+}
 
 static void server_on_connection(uv_stream_t *ls, int status)
 {
     server *srv = ls->data;
-    if (status < 0) {
-        log_warn("accept: %s", uv_strerror(status));
+    int rc = status;
+    listener_conn *c = status < 0 ? NULL : listener_accept(ls, &rc);
+    if (!c) {
+        log_limited(&server_accept_lim, LOG_LVL_WARN, "accept: %s", uv_strerror(rc));
+        return;
+    }
+    char why[160];
+    if (server_admit(srv, c, why, sizeof why) < 0) {
+        server_refuse(srv, c, why);
         return;
     }
     session *s = session_new(srv);
     if (!s) {
         log_error("out of memory for a session");
+        server_refuse(srv, c, "out of memory for a session");
         return;
     }
-    int rc = uv_accept(ls, (uv_stream_t *)&s->pipe);
-    if (rc < 0) {
-        log_warn("uv_accept: %s", uv_strerror(rc));
+    if ((rc = listener_conn_move(c, &s->pipe)) < 0) {
+        log_warn("session %llu: uv_pipe_open: %s", (unsigned long long)s->id, uv_strerror(rc));
         session_close(s);
         return;
     }
     session_start(s);
-    if (srv->nsessions > srv->cfg.lim.max_sessions) {
-        log_warn("session %llu refused: %u sessions open (the limit)", (unsigned long long)s->id,
-                 srv->cfg.lim.max_sessions);
-        /* Nothing of the peer is read (its hello stays unread); the reply
-         * is written, and the connection closed only in its write callback
-         * (close_after). On a Unix socket a written reply is in the peer's
-         * receive queue, where our close cannot discard it: the kernel
-         * reports ECONNRESET/EPIPE to the peer only after it has read what
-         * is queued (a peer whose hello write fails reads the reply then;
-         * libgpuq does). So no uv_shutdown is needed before the close. */
-        request_refuse_session(s, GPUQ_E_BUSY, "%u sessions open (the limit)",
-                               srv->cfg.lim.max_sessions);
-    }
+    if (s->closing)
+        return;
+    if (policy_users_add(&srv->users, s->uid) == 0)
+        s->user_counted = true;
+    else
+        log_warn("session %llu: out of memory counting its uid: not capped per user",
+                 (unsigned long long)s->id);
 }
 
 static void server_maybe_destroy_backend(server *srv)
@@ -129,7 +185,8 @@ static void server_on_sweep(uv_timer_t *t)
 static void server_sweep_config(server *srv)
 {
     const config *c = &srv->cfg;
-    double t[] = {c->hello_timeout_s, c->idle_timeout_s, c->frame_timeout_s, c->staging_release_s};
+    double t[] = {c->hello_timeout_s, c->idle_timeout_s, c->frame_timeout_s, c->reply_timeout_s,
+                  c->staging_release_s};
     double shortest = 8.0;
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (t[i] > 0 && t[i] < shortest)
@@ -256,7 +313,8 @@ void server_set_args(server *srv, int argc, char **argv)
 }
 
 /* Take the run-time settings of a reloaded config; socket, socket_mode,
- * socket_group and device stay as they were (they need a restart). */
+ * socket_group, device, device_memory_limit and listen_backlog stay as
+ * they were (they need a restart). */
 static void server_apply_config(server *srv, const config *nc)
 {
     /* everything but what needs a restart (config_key_needs_restart) */
@@ -268,6 +326,7 @@ static void server_apply_config(server *srv, const config *nc)
     unsigned socket_mode = srv->cfg.socket_mode;
     gid_t socket_gid = srv->cfg.socket_gid;
     uint64_t device_memory_limit = srv->cfg.device_memory_limit;
+    uint64_t listen_backlog = srv->cfg.listen_backlog;
     srv->cfg = *nc;
     memcpy(srv->cfg.socket, socket, sizeof socket);
     memcpy(srv->cfg.device, device, sizeof device);
@@ -275,6 +334,7 @@ static void server_apply_config(server *srv, const config *nc)
     srv->cfg.socket_gid = socket_gid;
     srv->cfg.socket_mode = socket_mode;
     srv->cfg.device_memory_limit = device_memory_limit;
+    srv->cfg.listen_backlog = listen_backlog;
     log_set_level(nc->log_level);
     server_limits_changed(srv);
 }
@@ -428,8 +488,8 @@ int server_init_with_backend(server *srv, uv_loop_t *loop, const config *cfg, ba
         goto err_after_backend;
     }
     srv->listener.data = srv;
-    if (listener_open(loop, &srv->listener, srv->socket_path, &perm, server_on_connection,
-                      &srv->socket_owned) < 0) {
+    if (listener_open(loop, &srv->listener, srv->socket_path, &perm, (int)cfg->listen_backlog,
+                      server_on_connection, &srv->socket_owned) < 0) {
         code = 1;
         goto err_after_backend;
     }
@@ -476,6 +536,7 @@ int server_run(server *srv)
         unlink(srv->socket_path);
         srv->socket_owned = false;
     }
+    policy_users_free(&srv->users); /* empty: every session was closed */
     rc = uv_loop_close(srv->loop);
     if (rc != 0) {
         log_error("uv_loop_close: %s", uv_strerror(rc));

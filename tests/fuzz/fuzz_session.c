@@ -501,6 +501,9 @@ static void world_start(uint8_t profile, uint8_t profile2)
         lim->session_staging = lim->total_staging;
     lim->max_inflight = infl[(profile >> 4) & 3];
     lim->max_sessions = (profile & FZ_P1_MAX_SESSIONS_3) ? 3 : 256;
+    /* the model knows max_sessions only: every client has the fuzzer's uid,
+     * so the per-user cap (a quarter by default) must not refuse first */
+    W.cfg.pol.max_sessions_per_user = lim->max_sessions;
     if (profile2 & FZ_P2_DRAIN_TIMEOUT)
         W.cfg.drain_timeout_s = 1e-6; /* a 0 ms timer: fires at the next loop turn */
     if (profile2 & FZ_P2_NO_ADMIN) {

@@ -3,18 +3,22 @@
  * class with its line), flags over the file in either order, the example
  * systemd/gpuqd.conf, config_print round trips, user/group resolution, and
  * what config_log_changes counts; the session_arena rule key (0 a value,
- * unset its own state) through parse, print and the reload log. */
+ * unset its own state) through parse, print and the reload log;
+ * listen_backlog and max_sessions_per_user (global, rules, flags, default,
+ * print, reload). */
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "config_keys.h"
 #include "header.h"
 #include "log.h"
+#include "policy.h"
 #include "testutil.h"
 
 static char dir[256];
@@ -81,6 +85,8 @@ static void assert_same(const config *a, const config *b)
     ck_assert_uint_eq(a->staging_keep, b->staging_keep);
     ck_assert_uint_eq(a->staging_headroom, b->staging_headroom);
     ck_assert_uint_eq(a->device_memory_limit, b->device_memory_limit);
+    ck_assert_uint_eq(a->listen_backlog, b->listen_backlog);
+    ck_assert_uint_eq(a->pol.max_sessions_per_user, b->pol.max_sessions_per_user);
     ck_assert_str_eq(a->pol.admin_group, b->pol.admin_group);
     ck_assert_uint_eq(a->pol.admin_gid, b->pol.admin_gid);
     ck_assert_int_eq(a->pol.max_priority, b->pol.max_priority);
@@ -95,6 +101,7 @@ static void assert_same(const config *a, const config *b)
         ck_assert_uint_eq(x->session_staging, y->session_staging);
         ck_assert_int_eq(x->has_session_arena, y->has_session_arena);
         ck_assert_uint_eq(x->session_arena, y->session_arena);
+        ck_assert_uint_eq(x->max_sessions_per_user, y->max_sessions_per_user);
     }
 }
 
@@ -354,6 +361,14 @@ static const struct {
     {"[policy]\nsession_arena = 1M\n", 2, "unknown key 'session_arena'", "[policy]"},
     {"[server]\nsession_arena = 1M\n", 2, "unknown key 'session_arena'", "[server]"},
     {"[server]\ndevice =\n", 2, "device", "empty value"},
+    {"[server]\nlisten_backlog = 0\n", 2, "listen_backlog", "out of range (1 .. 1048576)"},
+    {"[server]\nlisten_backlog = many\n", 2, "listen_backlog", "bad number 'many'"},
+    {"[limits]\nlisten_backlog = 8\n", 2, "unknown key 'listen_backlog'", "[limits]"},
+    {"[policy]\nmax_sessions_per_user = 2M\n", 2, "max_sessions_per_user",
+     "out of range (0 .. 1048576)"},
+    {"[user root]\nmax_sessions_per_user = 0\n", 2, "[user root] max_sessions_per_user",
+     "out of range (1 .. 1048576)"},
+    {"[limits]\nmax_sessions_per_user = 2\n", 2, "unknown key 'max_sessions_per_user'", "[limits]"},
     {"[user no-such-user-gpuq]\n", 1, "unknown user 'no-such-user-gpuq'", ""},
     {"[group no-such-group-gpuq]\n", 1, "unknown group 'no-such-group-gpuq'", ""},
     {"[policy]\nadmin_group = no-such-group-gpuq\n", 2, "admin_group", "unknown group"},
@@ -465,7 +480,9 @@ START_TEST(print_round_trip)
         "device_memory_limit = 1G\n",
         arena_conf,
         "[limits]\nsession_arena = 0\ntotal_arena = 1M\n",
-        "[server]\nsocket_group = root\n"};
+        "[server]\nsocket_group = root\n",
+        "[server]\nlisten_backlog = 1024\n[policy]\nmax_sessions_per_user = 3\n"
+        "[user root]\nmax_sessions_per_user = 100\n[group 0]\nmax_sessions_per_user = 1\n"};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         config a, b;
         write_conf(path, texts[i]);
@@ -706,6 +723,70 @@ START_TEST(arena_rules_log_changes)
     ck_assert_msg(load_file(&c, path) == 0, "%s", c.error);
     ck_assert_int_eq(log_changes_caught(&a, &c, log, sizeof log), 0);
     ck_assert_int_eq(log_changes_caught(&a, &a, log, sizeof log), 0);
+}
+END_TEST
+
+/* listen_backlog ([server], needs a restart) and max_sessions_per_user
+ * ([policy] and rules): defaults, file, flags over the file, the printed
+ * form and what a reload logs. */
+START_TEST(session_caps_keys)
+{
+    config c;
+    ck_assert_int_eq(load(&c, NULL), 0);
+    ck_assert_uint_eq(c.listen_backlog, SOMAXCONN);
+    ck_assert_uint_eq(c.pol.max_sessions_per_user, 0);
+    ck_assert_uint_eq(policy_sessions_per_user(&c), 64); /* a quarter of 256 */
+    write_conf(path, "[server]\nlisten_backlog = 64\n"
+                     "[limits]\nmax_sessions = 3\n"
+                     "[policy]\nmax_sessions_per_user = 0\n"
+                     "[user root]\nmax_sessions_per_user = 9\n"
+                     "[group 0]\nmax_sessions_per_user = 2\nmax_inflight = 4\n");
+    ck_assert_msg(load_file(&c, path) == 0, "%s", c.error);
+    ck_assert_uint_eq(c.listen_backlog, 64);
+    ck_assert_uint_eq(policy_sessions_per_user(&c), 1); /* 3 / 4, at least 1 */
+    ck_assert_int_eq(c.pol.nrules, 2);
+    ck_assert_uint_eq(c.pol.rules[0].max_sessions_per_user, 9);
+    ck_assert_uint_eq(c.pol.rules[1].max_sessions_per_user, 2);
+    const char *flags[] = {"--listen-backlog=16",     "--config", path,
+                           "--max-sessions-per-user", "5",        NULL};
+    ck_assert_msg(load(&c, flags) == 0, "%s", c.error);
+    ck_assert_uint_eq(c.listen_backlog, 16);
+    ck_assert_uint_eq(c.pol.max_sessions_per_user, 5);
+    ck_assert_uint_eq(policy_sessions_per_user(&c), 5);
+    const char *bad_flag[] = {"--listen-backlog", "0", NULL};
+    ck_assert_int_eq(load(&c, bad_flag), -1);
+    ck_assert_msg(strstr(c.error, "--listen-backlog") && strstr(c.error, "1 .. 1048576"), "%s",
+                  c.error);
+    /* printed as the file spells them */
+    char out[400];
+    snprintf(out, sizeof out, "%s/printed.conf", dir);
+    FILE *f = fopen(out, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_msg(load(&c, flags) == 0, "%s", c.error);
+    config_print(&c, f);
+    ck_assert_int_eq(fclose(f), 0);
+    size_t len = 0;
+    char *text = tu_read_file(out, &len);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_msg(strstr(text, "\nlisten_backlog = 16\n"), "%s", text);
+    ck_assert_msg(strstr(text, "\n[policy]\n"), "%s", text);
+    ck_assert_msg(strstr(text, "\nmax_sessions_per_user = 5\n"), "%s", text);
+    ck_assert_msg(strstr(text, "[user root]\nmax_sessions_per_user = 9\n"), "%s", text);
+    free(text);
+    /* reload: listen_backlog needs a restart (warned, not counted); the
+     * global value and a rule's are counted */
+    config a, b;
+    ck_assert_int_eq(load(&a, NULL), 0);
+    ck_assert_int_eq(load(&b, NULL), 0);
+    b.listen_backlog = 8;
+    ck_assert_int_eq(config_log_changes(&a, &b), 0);
+    b.pol.max_sessions_per_user = 2;
+    ck_assert_int_eq(config_log_changes(&a, &b), 1);
+    write_conf(path, "[user root]\nmax_sessions_per_user = 9\n");
+    ck_assert_msg(load_file(&a, path) == 0, "%s", a.error);
+    write_conf(path, "[user root]\nmax_sessions_per_user = 4\n");
+    ck_assert_msg(load_file(&b, path) == 0, "%s", b.error);
+    ck_assert_int_eq(config_log_changes(&a, &b), 1);
 }
 END_TEST
 
@@ -978,6 +1059,7 @@ static Suite *suite(void)
     tcase_add_test(tc, arena_rules);
     tcase_add_test(tc, arena_rules_print);
     tcase_add_test(tc, arena_rules_log_changes);
+    tcase_add_test(tc, session_caps_keys);
     tcase_add_test(tc, parse_priority);
     tcase_add_test(tc, help_and_version);
     tcase_add_test(tc, help_defaults_are_defaults);

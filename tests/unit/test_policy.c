@@ -2,7 +2,8 @@
 /* test_policy.c - policy_caps_for: who is an admin and which caps apply,
  * from uid, primary gid, supplementary groups and the config's rules
  * (session_arena, where a rule's 0 is a value, on its own); and
- * policy_grant_priority, the cap applied to a hello's level. */
+ * policy_grant_priority, the cap applied to a hello's level; sessions per
+ * user (the default, admins, rules) and the per-uid count. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -285,6 +286,89 @@ START_TEST(grant_is_capped)
 }
 END_TEST
 
+/* max_sessions_per_user: a quarter of max_sessions (at least 1) by
+ * default, or the global value; root and admins not capped; a [user] rule
+ * beats the first [group] rule that sets it, and either may raise or lower
+ * it (admins too). */
+START_TEST(sessions_per_user)
+{
+    policy_caps c;
+    policy_caps_for(&cfg, 1000, 1000, NULL, 0, &c);
+    ck_assert_uint_eq(c.max_sessions_per_user, cfg.lim.max_sessions / 4);
+    ck_assert_uint_eq(policy_sessions_per_user(&cfg), 64);
+    cfg.lim.max_sessions = 7;
+    ck_assert_uint_eq(policy_sessions_per_user(&cfg), 1);
+    cfg.lim.max_sessions = 3; /* a quarter is 0: at least 1 */
+    policy_caps_for(&cfg, 1000, 1000, NULL, 0, &c);
+    ck_assert_uint_eq(c.max_sessions_per_user, 1);
+    cfg.lim.max_sessions = 256;
+    cfg.pol.max_sessions_per_user = 5;
+    policy_caps_for(&cfg, 1000, 1000, NULL, 0, &c);
+    ck_assert_uint_eq(c.max_sessions_per_user, 5);
+    policy_caps_for(&cfg, 0, 0, NULL, 0, &c); /* root */
+    ck_assert_uint_eq(c.max_sessions_per_user, UINT32_MAX);
+    snprintf(cfg.pol.admin_group, sizeof cfg.pol.admin_group, "ops");
+    cfg.pol.admin_gid = 2000;
+    gid_t ops[] = {2000};
+    policy_caps_for(&cfg, 1000, 1000, ops, 1, &c); /* an admin */
+    ck_assert_uint_eq(c.max_sessions_per_user, UINT32_MAX);
+    policy_caps_for(&cfg, (uid_t)-1, 1000, NULL, 0, &c); /* unknown: the global value */
+    ck_assert_uint_eq(c.max_sessions_per_user, 5);
+    add_rule(true, 300, GPUQ_PRIO_UNSET, 0, 0)->max_sessions_per_user = 2;  /* [group a] */
+    add_rule(true, 301, GPUQ_PRIO_UNSET, 0, 0)->max_sessions_per_user = 40; /* [group b] */
+    add_rule(false, 1001, GPUQ_PRIO_UNSET, 0, 0)->max_sessions_per_user = 9;
+    add_rule(false, 1002, GPUQ_PRIO_UNSET, 4, 0); /* sets no session cap */
+    gid_t ab[] = {300, 301}, ba[] = {301, 300}, b[] = {301};
+    policy_caps_for(&cfg, 1000, 1000, ab, 2, &c); /* first group rule in file order */
+    ck_assert_uint_eq(c.max_sessions_per_user, 2);
+    policy_caps_for(&cfg, 1000, 1000, ba, 2, &c);
+    ck_assert_uint_eq(c.max_sessions_per_user, 2);
+    policy_caps_for(&cfg, 1000, 1000, b, 1, &c); /* raised above the global value */
+    ck_assert_uint_eq(c.max_sessions_per_user, 40);
+    policy_caps_for(&cfg, 1001, 1001, ab, 2, &c); /* the user rule wins */
+    ck_assert_uint_eq(c.max_sessions_per_user, 9);
+    policy_caps_for(&cfg, 1002, 1002, NULL, 0, &c); /* its rule sets no cap */
+    ck_assert_uint_eq(c.max_sessions_per_user, 5);
+    gid_t ops_a[] = {2000, 300};
+    policy_caps_for(&cfg, 1003, 1003, ops_a, 2, &c); /* an admin named by a rule */
+    ck_assert(c.admin);
+    ck_assert_uint_eq(c.max_sessions_per_user, 2);
+}
+END_TEST
+
+/* The per-uid count: add, drop back to none, many uids in any order. */
+START_TEST(users_count)
+{
+    policy_users u = {0};
+    ck_assert_uint_eq(policy_users_count(&u, 1000), 0);
+    ck_assert_int_eq(policy_users_add(&u, 1000), 0);
+    ck_assert_int_eq(policy_users_add(&u, 1000), 0);
+    ck_assert_int_eq(policy_users_add(&u, 0), 0);
+    ck_assert_uint_eq(policy_users_count(&u, 1000), 2);
+    ck_assert_uint_eq(policy_users_count(&u, 0), 1);
+    ck_assert_uint_eq(policy_users_count(&u, 999), 0);
+    policy_users_drop(&u, 1000);
+    ck_assert_uint_eq(policy_users_count(&u, 1000), 1);
+    policy_users_drop(&u, 1000);
+    ck_assert_uint_eq(policy_users_count(&u, 1000), 0);
+    ck_assert_uint_eq(u.len, 1); /* a uid with none left is gone */
+    /* more uids than the first allocation, added in a scrambled order */
+    for (uint32_t i = 0; i < 100; i++)
+        for (uint32_t k = 0; k <= i % 3; k++)
+            ck_assert_int_eq(policy_users_add(&u, (uid_t)((i * 37) % 100 + 5000)), 0);
+    for (uint32_t i = 0; i < 100; i++)
+        ck_assert_uint_eq(policy_users_count(&u, (uid_t)((i * 37) % 100 + 5000)), i % 3 + 1);
+    for (uint32_t i = 1; i < u.len; i++)
+        ck_assert(u.v[i - 1].uid < u.v[i].uid);
+    ck_assert_uint_eq(policy_users_count(&u, (uid_t)-1), 0);
+    ck_assert_int_eq(policy_users_add(&u, (uid_t)-1), 0);
+    ck_assert_uint_eq(policy_users_count(&u, (uid_t)-1), 1);
+    ck_assert_uint_eq(policy_users_count(&u, 0), 1);
+    policy_users_free(&u);
+    ck_assert_uint_eq(policy_users_count(&u, 0), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("policy");
@@ -297,6 +381,8 @@ int main(void)
     tcase_add_test(tc, arena_precedence);
     tcase_add_test(tc, arena_never_above_limit);
     tcase_add_test(tc, grant_is_capped);
+    tcase_add_test(tc, sessions_per_user);
+    tcase_add_test(tc, users_count);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }
