@@ -8,17 +8,19 @@
  * nowhere else in libgpuq), writes prefix + header + A + B with one writev,
  * and queues (id, output buffers, expected size); gpuq_wait_req reads the
  * next reply frame into the queue head's buffers: output 0 then output 1, by
- * the reply's own dtype/shape and dtype_b/shape_b. gpuq_submit/gpuq_wait
- * (gpuq_internal.h) are the same path for a filled gpuq_request, the whole
- * payload into one buffer. The blocking calls (gpuq_call_req, gpuq_call)
- * may send their arrays through the connection's staging arena instead of
- * the socket (stage.c); pipelined submits never do. Deadlines, the
- * cancel op and interruptible waits are cancel.c's; a blocking call whose
- * wait was interrupted gives its request up (orphan: its reply is read and
- * dropped later, the caller's buffers no longer touched). A request with
- * its arrays by reference both ways (no payload) gets a spin window at send
- * (sockio_spin_plan): its wait sleeps to just before the reply is due, then
- * polls without sleeping for a while (sockio_spin_wait) before it blocks.
+ * the reply's own dtype/shape and dtype_b/shape_b (the reading itself is
+ * conn_reply.c's; the queue and the order check are here).
+ * gpuq_submit/gpuq_wait (gpuq_internal.h) are the same path for a filled
+ * gpuq_request, the whole payload into one buffer. The blocking calls
+ * (gpuq_call_req, gpuq_call) may send their arrays through the
+ * connection's staging arena instead of the socket (stage.c); pipelined
+ * submits never do. Deadlines, the cancel op and interruptible waits are
+ * cancel.c's; a blocking call whose wait was interrupted gives its request
+ * up (orphan: its reply is read and dropped later, the caller's buffers no
+ * longer touched). A request with its arrays by reference both ways (no
+ * payload) gets a spin window at send (sockio_spin_plan): its wait sleeps to
+ * just before the reply is due, then polls without sleeping for a while
+ * (sockio_spin_wait) before it blocks.
  *
  * Failures: a request that fails the checks is refused before anything is
  * sent, with the code the server would give. A socket error or a broken reply
@@ -28,10 +30,14 @@
  * refusal the server left for us, if any (busy over max_sessions), not
  * "closed". A result that does not fit its buffers, or whose size differs
  * from what its shapes or the request imply, is read and dropped
- * (GPUQ_E_TOO_LARGE, GPUQ_E_SIZE_MISMATCH) so the stream stays in step.
- * A submit refuses (GPUQ_E_BUSY, nothing sent) once max_inflight requests are
- * outstanding: callers interleave waits, so the server's replies never pile
- * up unread while we block writing.
+ * (GPUQ_E_TOO_LARGE, GPUQ_E_SIZE_MISMATCH; conn_reply.c) so the stream stays
+ * in step. A reply whose id is not the oldest outstanding request's
+ * (replies come in request order) breaks the connection with
+ * GPUQ_E_PROTOCOL before any of its payload is read: no caller's buffer
+ * gets another request's result. A submit refuses (GPUQ_E_BUSY, nothing
+ * sent) once max_inflight requests are outstanding: callers interleave
+ * waits, so the server's replies never pile up unread while we block
+ * writing.
  */
 #include "conn.h"
 
@@ -48,6 +54,7 @@
 #include "sockio.h"
 #include "arena.h"
 #include "cancel.h"
+#include "conn_reply.h"
 #include "hello.h"
 #include "sockpath.h"
 #include "stage.h"
@@ -73,16 +80,13 @@ struct gpuq_conn {
     char err[1024];   /* room for every socket path tried and why (sockpath.c) */
     pending_req *q;   /* ring buffer */
     size_t q_cap, q_head, q_len;
-    uint8_t *hbuf; /* last reply header; reply.info points here */
-    size_t hbuf_cap;
-    uint64_t last_payload; /* payload_len of the last reply read */
-    gpuq_result scratch;   /* the convenience calls' result (status info lives here) */
-    int rx_fd;             /* an fd that came with the last reply (arena_open), or -1 */
-    int tx_fd;             /* an fd to attach to the next frame sent (arena_import), or -1 */
-    gpuq_arena *arenas;    /* mapped arenas (client/arena.c) */
-    conn_stage stage;      /* the blocking calls' staging arena (client/stage.c) */
-    conn_cancel cancel;    /* its deadline and interrupt fd (client/cancel.c) */
-    bool spin_off;         /* gpuq_set_wait_spin(c, false), or GPUQ_WAIT_SPIN=0 at connect */
+    conn_reply reply;    /* the reply being read (client/conn_reply.c) */
+    gpuq_result scratch; /* the convenience calls' result (status info lives here) */
+    int tx_fd;           /* an fd to attach to the next frame sent (arena_import), or -1 */
+    gpuq_arena *arenas;  /* mapped arenas (client/arena.c) */
+    conn_stage stage;    /* the blocking calls' staging arena (client/stage.c) */
+    conn_cancel cancel;  /* its deadline and interrupt fd (client/cancel.c) */
+    bool spin_off;       /* gpuq_set_wait_spin(c, false), or GPUQ_WAIT_SPIN=0 at connect */
 };
 
 conn_stage *conn_stage_of(gpuq_conn *c)
@@ -100,6 +104,16 @@ int conn_broken(const gpuq_conn *c)
     return c->broken;
 }
 
+conn_reply *conn_reply_of(gpuq_conn *c)
+{
+    return &c->reply;
+}
+
+int conn_fd(const gpuq_conn *c)
+{
+    return c->fd;
+}
+
 gpuq_arena **conn_arenas(gpuq_conn *c)
 {
     return &c->arenas;
@@ -107,8 +121,8 @@ gpuq_arena **conn_arenas(gpuq_conn *c)
 
 int conn_take_rx_fd(gpuq_conn *c)
 {
-    int fd = c->rx_fd;
-    c->rx_fd = -1;
+    int fd = c->reply.rx_fd;
+    c->reply.rx_fd = -1;
     return fd;
 }
 
@@ -126,7 +140,7 @@ int conn_set_err(gpuq_conn *c, int code, const char *fmt, ...)
     return code;
 }
 
-static int conn_break(gpuq_conn *c, int code, const char *what)
+int conn_break(gpuq_conn *c, int code, const char *what)
 {
     c->broken = code;
     if (code == GPUQ_E_CLOSED)
@@ -195,190 +209,6 @@ int gpuq_send_raw(gpuq_conn *c, const void *buf, size_t len)
     if (rc)
         return conn_break(c, rc, "send");
     return 0;
-}
-
-/* Read one reply frame's prefix and header (into c->hbuf, *hlen bytes) and
- * decode it into *rep; c->last_payload is its payload length, still unread.
- * Transport or framing failures break the connection. */
-static int read_head(gpuq_conn *c, gpuq_reply *rep, size_t *hlen)
-{
-    if (c->broken)
-        return c->broken; /* c->err still says why */
-    memset(rep, 0, sizeof *rep);
-    uint8_t pre[GPUQ_PREFIX_SIZE];
-    int rx = -1;
-    int rc = sockio_read_full_fd(c->fd, pre, sizeof pre, &rx);
-    if (rc)
-        return conn_break(c, rc, "reading a reply");
-    if (c->rx_fd >= 0) /* an earlier reply's, never taken */
-        close(c->rx_fd);
-    c->rx_fd = rx;
-    gpuq_prefix p;
-    rc = gpuq_prefix_decode(pre, sizeof pre, &p);
-    if (rc == GPUQ_E_VERSION)
-        return conn_break(c, rc, "server speaks another protocol version");
-    if (rc || p.kind != GPUQ_KIND_REPLY)
-        return conn_break(c, GPUQ_E_PROTOCOL, "malformed reply frame prefix");
-    if (p.header_len == 0 || p.header_len > GPUQ_CLIENT_MAX_REPLY_HEADER)
-        return conn_break(c, GPUQ_E_PROTOCOL, "reply header length out of bounds");
-    if (p.header_len > c->hbuf_cap) {
-        uint8_t *nb = realloc(c->hbuf, p.header_len);
-        if (!nb)
-            return conn_break(c, GPUQ_E_NO_MEMORY, "out of memory reading a reply header");
-        c->hbuf = nb;
-        c->hbuf_cap = p.header_len;
-    }
-    rc = sockio_read_full(c->fd, c->hbuf, p.header_len);
-    if (rc)
-        return conn_break(c, rc, "reading a reply header");
-    c->last_payload = p.payload_len;
-    *hlen = p.header_len;
-    char msg[200];
-    if (gpuq_reply_decode(c->hbuf, p.header_len, rep, msg, sizeof msg)) {
-        /* Without a trustworthy id the stream cannot be matched up. */
-        char what[256];
-        snprintf(what, sizeof what, "bad reply header: %s", msg);
-        return conn_break(c, GPUQ_E_PROTOCOL, what);
-    }
-    return 0;
-}
-
-/* Drop the unread payload of the last reply. */
-static int drop_payload(gpuq_conn *c)
-{
-    int rc = sockio_discard(c->fd, c->last_payload);
-    if (rc)
-        return conn_break(c, rc, "reading a reply payload");
-    return 0;
-}
-
-/* The reply's status as the call's result: a server error is the request's
- * status, with "name: message" in gpuq_errmsg. */
-static int reply_status(gpuq_conn *c, const gpuq_reply *rep)
-{
-    if (rep->status < 0)
-        return conn_set_err(c, rep->status, "%s: %s", gpuq_errname(rep->status), rep->message);
-    return 0;
-}
-
-/* The whole payload into out[out_cap] (gpuq_submit's requests and raw
- * reads); one that does not fit is read and dropped. */
-static int read_payload_whole(gpuq_conn *c, const gpuq_reply *rep, void *out, size_t out_cap)
-{
-    uint64_t len = c->last_payload;
-    int rc;
-    if (len > out_cap || (len > 0 && !out)) {
-        if ((rc = drop_payload(c)))
-            return rc;
-        if (rep->status == 0)
-            return conn_set_err(c, GPUQ_E_TOO_LARGE,
-                                "result of %llu bytes does not fit the %zu-byte buffer",
-                                (unsigned long long)len, out_cap);
-    } else if (len > 0) {
-        rc = sockio_read_full(c->fd, out, (size_t)len);
-        if (rc)
-            return conn_break(c, rc, "reading a reply payload");
-    }
-    return reply_status(c, rep);
-}
-
-int gpuq_recv_reply(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_cap)
-{
-    size_t hlen;
-    int rc = read_head(c, rep, &hlen);
-    if (rc)
-        return rc;
-    return read_payload_whole(c, rep, out, out_cap);
-}
-
-/* Bytes of an array of dt with ndim dimensions; false on overflow or an
- * unknown dtype. */
-static bool array_bytes(int dt, unsigned ndim, const uint64_t *shape, uint64_t *bytes)
-{
-    uint64_t b = gpuq_dtype_size((gpuq_dtype)dt);
-    for (unsigned k = 0; k < ndim; k++) {
-        if (__builtin_mul_overflow(b, shape[k], &b))
-            return false;
-    }
-    *bytes = b;
-    return b != 0 || ndim > 0;
-}
-
-/* A builder request's reply into *res: output 0's bytes (by "dtype"/"shape")
- * into p->out[0], then output 1's (by "dtype_b"/"shape_b") into p->out[1];
- * without output buffers the payload is kept in res. A payload that does
- * not match the reply's shapes, the request, or the buffers is dropped, so
- * the stream stays in step. Returns the result's status, also kept in res. */
-static int read_payload_split(gpuq_conn *c, const pending_req *p, const gpuq_reply *rep,
-                              gpuq_result *res)
-{
-    uint64_t len = c->last_payload, n0 = len, n1 = 0;
-    int rc;
-    if (result_from_reply(res, rep))
-        goto err_no_memory;
-    if (rep->status < 0) {
-        if (len && (rc = drop_payload(c)))
-            return rc;
-        return reply_status(c, rep);
-    }
-    if (!p->out[0].buf && !p->out[1].buf) { /* a document, or nothing */
-        if (len == 0)
-            return 0;
-        if (len > GPUQ_CLIENT_MAX_DOC) {
-            res->status = conn_set_err(c, GPUQ_E_TOO_LARGE, "reply of %llu bytes is over %u",
-                                       (unsigned long long)len, GPUQ_CLIENT_MAX_DOC);
-            goto err_drop;
-        }
-        if (!(res->payload = malloc((size_t)len + 1)))
-            goto err_no_memory;
-        if ((rc = sockio_read_full(c->fd, res->payload, (size_t)len)))
-            return conn_break(c, rc, "reading a reply payload");
-        res->payload[len] = '\0';
-        res->payload_len = (size_t)len;
-        return 0;
-    }
-    if (res->nout >= 1 && !array_bytes(res->out[0].dtype, res->out[0].ndim, res->out[0].shape, &n0))
-        n0 = UINT64_MAX;
-    if (res->nout == 2 && !array_bytes(res->out[1].dtype, res->out[1].ndim, res->out[1].shape, &n1))
-        n1 = UINT64_MAX;
-    if (n0 == UINT64_MAX || n1 == UINT64_MAX || (p->shm_out ? len != 0 : n0 + n1 != len)) {
-        res->status = conn_set_err(c, GPUQ_E_SIZE_MISMATCH,
-                                   "reply payload of %llu bytes does not match its shapes",
-                                   (unsigned long long)len);
-        goto err_drop;
-    }
-    if (p->expect && n0 != p->expect) {
-        res->status = conn_set_err(c, GPUQ_E_SIZE_MISMATCH, "result of %llu bytes, expected %llu",
-                                   (unsigned long long)n0, (unsigned long long)p->expect);
-        goto err_drop;
-    }
-    for (unsigned i = 0; i < REQ_MAX_IO; i++) {
-        uint64_t want = i ? n1 : n0;
-        if (want > p->out[i].cap || (want && !p->out[i].buf)) {
-            res->status = conn_set_err(c, GPUQ_E_TOO_LARGE,
-                                       "output %u of %llu bytes does not fit the %zu-byte buffer",
-                                       i, (unsigned long long)want, p->out[i].cap);
-            goto err_drop;
-        }
-    }
-    for (unsigned i = 0; i < REQ_MAX_IO; i++) {
-        uint64_t want = i ? n1 : n0;
-        if (want && !p->shm_out && (rc = sockio_read_full(c->fd, p->out[i].buf, (size_t)want)))
-            return conn_break(c, rc, "reading a reply payload");
-        res->out[i].bytes = (size_t)want; /* shm_out: already in the arena */
-    }
-    return 0;
-
-err_no_memory:
-    res->status = conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory reading a reply");
-err_drop:
-    rc = res->status;
-    if (len && !c->broken) {
-        int drc = drop_payload(c);
-        if (drc)
-            return drc;
-    }
-    return rc;
 }
 
 /* Sending failed with rc. When the server hung up (rc GPUQ_E_CLOSED: EPIPE
@@ -583,18 +413,27 @@ int conn_submit_uncounted(gpuq_conn *c, gpuq_req *r, uint64_t *id)
     return submit_req(c, r, false, false, id);
 }
 
-/* The reply of a request whose blocking call was interrupted: its status
- * and message into *res (may be NULL), its payload dropped. */
-static int read_orphan(gpuq_conn *c, const gpuq_reply *rep, gpuq_result *res)
+/* A reply that is not the queue head's (a later request's, one already
+ * answered, an id never sent): replies come in request order, so the
+ * stream cannot be matched up any more and the connection breaks. Nothing
+ * of the reply reaches the caller: its payload is left unread (never in the
+ * head's buffers), and *rep and res (may be NULL) say only the head's id and
+ * GPUQ_E_PROTOCOL. */
+static int reply_not_head(gpuq_conn *c, uint64_t want, gpuq_reply *rep, gpuq_result *res)
 {
+    char what[128];
+    snprintf(what, sizeof what, "reply out of order: id %llu where %llu was due",
+             (unsigned long long)rep->id, (unsigned long long)want);
+    int rc = conn_break(c, GPUQ_E_PROTOCOL, what);
+    memset(rep, 0, sizeof *rep);
+    rep->id = want;
+    rep->status = rc;
     if (res) {
         result_reset(res);
-        res->id = rep->id;
-        res->status = rep->status;
-        memcpy(res->message, rep->message, sizeof res->message);
+        res->id = want;
+        res->status = rc;
     }
-    int rc = c->last_payload ? drop_payload(c) : 0;
-    return rc ? rc : reply_status(c, rep);
+    return rc;
 }
 
 /* Wait for the queue head: *rep gets its header; a builder request's
@@ -624,13 +463,16 @@ static int wait_head(gpuq_conn *c, gpuq_reply *rep, gpuq_result *res)
         return rc;
     }
     if (rc == 0)
-        rc = read_head(c, rep, &hlen);
+        rc = conn_reply_read_head(c, rep, &hlen);
+    /* the head's reply, or an error of the whole stream (id 0) */
+    if (rc == 0 && rep->id != head.id && !(rep->status < 0 && rep->id == 0))
+        return reply_not_head(c, head.id, rep, res);
     if (rc == 0 && head.orphan)
-        rc = read_orphan(c, rep, res);
+        rc = conn_reply_read_orphan(c, rep, res);
     else if (rc == 0 && head.split)
-        rc = read_payload_split(c, &head, rep, res ? res : &tmp);
+        rc = conn_reply_read_split(c, head.out, head.expect, head.shm_out, rep, res ? res : &tmp);
     else if (rc == 0)
-        rc = read_payload_whole(c, rep, head.out[0].buf, head.out[0].cap);
+        rc = conn_reply_read_whole(c, rep, head.out[0].buf, head.out[0].cap);
     result_reset(&tmp);
     rep->info = NULL;
     rep->info_len = 0;
@@ -638,11 +480,6 @@ static int wait_head(gpuq_conn *c, gpuq_reply *rep, gpuq_result *res)
         return rc;
     c->q_head = (c->q_head + 1) % c->q_cap;
     c->q_len--;
-    if (rep->id != head.id) {
-        if (rep->status < 0 && rep->id == 0)
-            return rc; /* the server failed the stream as a whole */
-        return conn_break(c, GPUQ_E_PROTOCOL, "reply out of order");
-    }
     return rc;
 }
 
@@ -710,9 +547,9 @@ int gpuq_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, cons
     rc = gpuq_wait(c, rep);
     if (rc == GPUQ_E_INTERRUPTED)
         orphan_head(c);
-    if (rc == 0 && c->last_payload != out_cap)
+    if (rc == 0 && c->reply.last_payload != out_cap)
         return conn_set_err(c, GPUQ_E_SIZE_MISMATCH, "result of %llu bytes, expected %zu",
-                            (unsigned long long)c->last_payload, out_cap);
+                            (unsigned long long)c->reply.last_payload, out_cap);
     return rc;
 }
 
@@ -741,7 +578,7 @@ int gpuq_connect(const gpuq_connect_opts *opts, gpuq_conn **out)
     if (!c)
         return GPUQ_E_NO_MEMORY;
     c->fd = -1;
-    c->rx_fd = c->tx_fd = -1;
+    c->reply.rx_fd = c->tx_fd = -1;
     c->cancel.intr_fd = -1;
     c->next_id = 1;
     c->info.device = -1;
@@ -783,10 +620,8 @@ void gpuq_close(gpuq_conn *c)
     arena_unmap_all(c); /* the daemon frees its side when the session ends */
     if (c->fd >= 0)
         close(c->fd);
-    if (c->rx_fd >= 0)
-        close(c->rx_fd);
+    conn_reply_release(&c->reply);
     result_reset(&c->scratch);
     free(c->q);
-    free(c->hbuf);
     free(c);
 }

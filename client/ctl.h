@@ -32,6 +32,10 @@ typedef struct ctl_ctx {
     int transport;                 /* gpuq_transport: --transport, AUTO by default */
     uint64_t deadline_ms;          /* --deadline: each compute request's (0: none) */
     const struct ctl_entry *entry; /* the command being run */
+    /* the command's arguments, as ctl_parse_args last saw them (borrowed):
+     * for messages that name the option a value came from (ctl_opt_of) */
+    int argc;
+    const char **argv;
 } ctl_ctx;
 
 /* One option as --help shows it and ctl_parse_args knows it. A long
@@ -75,6 +79,13 @@ typedef struct ctl_opt {
 int ctl_parse_args(ctl_ctx *ctx, int argc, const char **argv, const ctl_opt *opts, int nopts,
                    const char **pos, int *npos, bool *timing);
 
+/* The option that gave val, as the user typed it ("-o", "--output"): val
+ * must be the very pointer ctl_parse_args stored (argv[i + 1], or what
+ * follows "--name="); the name goes into buf[cap] when it must be cut out
+ * of "--name=VALUE". fallback when no argument gave val. */
+const char *ctl_opt_of(const ctl_ctx *ctx, const char *val, const char *fallback, char *buf,
+                       size_t cap);
+
 /* The options every command takes, before or after its name (--socket,
  * --json, --priority, --transport, --deadline), ended by a NULL name. */
 extern const ctl_optdoc ctl_global_opts[];
@@ -89,7 +100,8 @@ const char *ctl_suggest(const char *s, const char *const *names, int n);
 int ctl_set_enum(const ctl_ctx *ctx, gpuq_request *req, const char *key, const char *opt,
                  const char *s);
 /* Each of pos[n] must be a file argument: a number that names no file is
- * a usage error ("'101' is a number, not an .npy file"). */
+ * a usage error ("'101' is a number, not an .npy file"), and so is an
+ * empty one. */
 int ctl_check_files(const ctl_ctx *ctx, const char *const *pos, int n);
 
 int ctl_usage_error(const ctl_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -216,6 +216,42 @@ static int split_path(const char *path, char *dir, size_t cap, const char **base
     return 0;
 }
 
+/* Where output path would end up: its file, or (not there yet) its
+ * directory and name. */
+typedef struct out_id {
+    bool exists, dir_known;
+    struct stat st; /* of the file, or of its directory */
+    const char *base;
+} out_id;
+
+static void out_identify(const char *path, out_id *id)
+{
+    memset(id, 0, sizeof *id);
+    if (stat(path, &id->st) == 0) { /* follows a link, as out_open does */
+        id->exists = true;
+        return;
+    }
+    char dir[PATH_MAX];
+    if (split_path(path, dir, sizeof dir, &id->base) == 0)
+        id->dir_known = stat(dir[0] ? dir : ".", &id->st) == 0;
+}
+
+bool ctl_outfile_same(const char *a, const char *b)
+{
+    out_id ia, ib;
+    out_identify(a, &ia);
+    out_identify(b, &ib);
+    if (ia.exists != ib.exists)
+        return false;
+    if (ia.exists)
+        return ia.st.st_dev == ib.st.st_dev && ia.st.st_ino == ib.st.st_ino &&
+               !S_ISCHR(ia.st.st_mode);
+    if (ia.dir_known && ib.dir_known)
+        return ia.st.st_dev == ib.st.st_dev && ia.st.st_ino == ib.st.st_ino &&
+               strcmp(ia.base, ib.base) == 0;
+    return strcmp(a, b) == 0;
+}
+
 /* Open output path as o (see the top of the file). 0, or a GPUQ_E_* code
  * with the message in err. */
 static int out_open(out_file *o, int slot, const char *path, char *err, size_t cap)

@@ -27,6 +27,14 @@ typedef struct ctl_out {
 int ctl_outfile_write(const ctl_out *outs, unsigned nout, const uint8_t *out, const uint64_t *off,
                       char *err, size_t cap);
 
+/* Would outputs a and b (neither "-") end up as one file? An existing
+ * path is its file (links followed: same device and inode), one not there
+ * yet is the name its rename would make (the same directory, by device and
+ * inode, and the same last component); a directory that cannot be
+ * looked at compares by the path's text. A character device (/dev/null)
+ * takes any number of outputs and is never "the same". */
+bool ctl_outfile_same(const char *a, const char *b);
+
 /* From now on SIGINT, SIGTERM and SIGHUP remove the unfinished output
  * files, print "gpuqctl: interrupted" (terminated, hangup) and end the
  * process by that signal (exit status 128 + signal in a shell: 130 for

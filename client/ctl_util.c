@@ -160,6 +160,24 @@ int ctl_parse_deadline(const char *s, uint64_t *ms)
     return 0;
 }
 
+const char *ctl_opt_of(const ctl_ctx *ctx, const char *val, const char *fallback, char *buf,
+                       size_t cap)
+{
+    for (int i = 0; i < ctx->argc; i++) {
+        const char *a = ctx->argv[i];
+        if (a[0] != '-')
+            continue;
+        if (i + 1 < ctx->argc && ctx->argv[i + 1] == val)
+            return a;
+        const char *eq = a[1] == '-' ? strchr(a, '=') : NULL;
+        if (eq && eq + 1 == val) {
+            snprintf(buf, cap, "%.*s", (int)(eq - a), a);
+            return buf;
+        }
+    }
+    return fallback;
+}
+
 /* ---- global options ---- */
 
 _Static_assert(GPUQ_SHM_MIN_BYTES == 1u << 20, "--transport's help says 1 MiB");
@@ -217,6 +235,8 @@ static int opt_value(const ctl_ctx *ctx, int argc, const char **argv, int *i, si
     if (is_opt(ctx, argv[*i + 1]))
         return ctl_usage_error(ctx, "%s needs a value (%s %s), not the option '%s'", a, a, argname,
                                argv[*i + 1]);
+    if (!argv[*i + 1][0]) /* -o "": as --output= is */
+        return ctl_usage_error(ctx, "%s needs a value (%s %s), not an empty one", a, a, argname);
     *val = argv[++*i];
     return 0;
 }
@@ -411,6 +431,8 @@ int ctl_parse_args(ctl_ctx *ctx, int argc, const char **argv, const ctl_opt *opt
     }
     int n = 0, extra = -1, stdin_args = 0;
     bool only_pos = false;
+    ctx->argc = argc;
+    ctx->argv = argv;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *eqval, *v = NULL;
         if (only_pos || a[0] != '-' || a[1] == '\0') {
@@ -517,6 +539,8 @@ int ctl_set_enum(const ctl_ctx *ctx, gpuq_request *req, const char *key, const c
 int ctl_check_files(const ctl_ctx *ctx, const char *const *pos, int n)
 {
     for (int k = 0; k < n; k++) {
+        if (!pos[k][0])
+            return ctl_usage_error(ctx, "an empty argument is not an .npy file");
         if (is_number(pos[k]) && access(pos[k], F_OK) != 0)
             return ctl_usage_error(ctx, "'%s' is a number, not an .npy file", pos[k]);
     }

@@ -256,12 +256,28 @@ static void print_timing(const gpuq_reply *rep)
                 rep->timing.total_us);
 }
 
-/* "-" and --json: found before anything is sent. */
+/* "-" and --json, and two outputs that would be one file (the second
+ * written over the first): found before anything is sent. An output may
+ * be an input: the inputs are read whole before any output is opened, and
+ * an output replaces its file only once complete. */
 static int check_outs(const ctl_ctx *ctx, const ctl_out *outs, unsigned nout)
 {
     unsigned dash = 0;
     for (unsigned o = 0; o < nout; o++)
         dash += strcmp(outs[o].path, "-") == 0;
+    for (unsigned o = 0; o < nout; o++) {
+        for (unsigned p = o + 1; p < nout; p++) {
+            const char *a = outs[o].path, *b = outs[p].path;
+            if (!strcmp(a, "-") || !strcmp(b, "-") || !ctl_outfile_same(a, b))
+                continue;
+            char na[64], nb[64];
+            return ctl_usage_error(ctx,
+                                   "%s '%s' and %s '%s' name the same file: each output needs "
+                                   "its own",
+                                   ctl_opt_of(ctx, a, "-o", na, sizeof na), a,
+                                   ctl_opt_of(ctx, b, "-i", nb, sizeof nb), b);
+        }
+    }
     if (dash > 1)
         return ctl_usage_error(ctx, "only one output may be '-' (stdout)");
     if (dash && ctx->json)
@@ -270,6 +286,27 @@ static int check_outs(const ctl_ctx *ctx, const ctl_out *outs, unsigned nout)
     if (dash && isatty(STDOUT_FILENO))
         return ctl_usage_error(ctx, "'-' would write binary .npy data to a terminal: redirect "
                                     "or pipe stdout");
+    return 0;
+}
+
+/* gpuqd takes no array without elements: said here, with the file's name
+ * (gpuqd's own message can only name "shape" or "shape_b"). */
+static int check_ins(const npy_array *const *in)
+{
+    for (unsigned k = 0; k < 2; k++) {
+        const npy_array *a = in[k];
+        if (!a || (a->shape[0] && (a->ndim < 2 || a->shape[1])))
+            continue;
+        char shape[64];
+        if (a->ndim < 2)
+            snprintf(shape, sizeof shape, "(%llu,)", (unsigned long long)a->shape[0]);
+        else
+            snprintf(shape, sizeof shape, "(%llu, %llu)", (unsigned long long)a->shape[0],
+                     (unsigned long long)a->shape[1]);
+        const char *name = a->path ? a->path : k ? "the second input" : "the first input";
+        return ctl_failf(GPUQ_E_EMPTY, "%s: shape %s has no elements; arrays must not be empty",
+                         name, shape);
+    }
     return 0;
 }
 
@@ -283,6 +320,8 @@ int ctl_run_op(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_ar
     if (rc)
         return rc;
     xfer x = {.req = req, .in = {a, b}, .outs = outs, .nout = nout, .timing = timing};
+    if ((rc = check_ins(x.in)))
+        return rc;
     uint64_t total = 0;
     for (unsigned o = 0; o < nout; o++) {
         x.out_bytes[o] = gpuq_dtype_size(outs[o].dtype);

@@ -317,7 +317,10 @@ int gpuq_result_payload(const gpuq_result *res, const uint8_t **data, size_t *le
  * request's status (gpuq_result_status too); a reply whose payload does not
  * fit the output buffers is GPUQ_E_TOO_LARGE, one whose sizes differ from
  * what the request implies GPUQ_E_SIZE_MISMATCH, and the connection stays in
- * step either way. */
+ * step either way. A reply with another id than the oldest outstanding
+ * request's is GPUQ_E_PROTOCOL: nothing of it reaches the output buffers or
+ * res (which says only that id and the error), and the connection is broken
+ * (every later call returns it). */
 int gpuq_submit_req(gpuq_conn *c, gpuq_req *r, uint64_t *id);
 int gpuq_wait_req(gpuq_conn *c, gpuq_result *res);
 /* Number of submitted, not yet waited requests. */

@@ -59,7 +59,9 @@ static bool eat(cursor *c, char ch)
     return false;
 }
 
-/* A quoted string literal without escapes; s/len point into the text. */
+/* A quoted string literal; s/len point into the text, escapes ('\x00')
+ * left as written: no key or dtype gpuq takes has one, but a descr that
+ * does is told apart from "<f8" in its message (descr_text). */
 static bool read_str(cursor *c, const char **s, size_t *len)
 {
     skip_ws(c);
@@ -68,7 +70,7 @@ static bool read_str(cursor *c, const char **s, size_t *len)
     char q = *c->p++;
     const char *start = c->p;
     while (c->p < c->end && *c->p != q) {
-        if (*c->p == '\\')
+        if (*c->p == '\\' && ++c->p == c->end) /* the escaped character is skipped */
             return false;
         c->p++;
     }
@@ -119,6 +121,23 @@ static bool read_shape(cursor *c, uint64_t *dims, int *ndim)
     }
 }
 
+/* The first 32 bytes of a descr (s[len]) as found, for a message: a byte
+ * outside printable ASCII as \xHH (so "<f8" and "<f8\0" read apart),
+ * "..." after a longer one. */
+static const char *descr_text(const char *s, size_t len, char *buf, size_t cap)
+{
+    size_t at = 0, n = len > 32 ? 32 : len;
+    for (size_t k = 0; k < n && at + 5 <= cap; k++) {
+        unsigned char ch = (unsigned char)s[k];
+        if (ch >= 0x20 && ch < 0x7f)
+            buf[at++] = (char)ch;
+        else
+            at += (size_t)snprintf(buf + at, cap - at, "\\x%02x", ch);
+    }
+    snprintf(buf + at, cap - at, "%s", n < len ? "..." : "");
+    return buf;
+}
+
 int npy_parse_header(const char *text, size_t len, const char *path, npy_array *a, char *err,
                      size_t errcap)
 {
@@ -167,10 +186,12 @@ int npy_parse_header(const char *text, size_t len, const char *path, npy_array *
         a->dtype = GPUQ_DT_F32;
     else if (descr_len == 3 && memcmp(descr, "<f8", 3) == 0)
         a->dtype = GPUQ_DT_F64;
-    else
+    else {
+        char shown[4 * 32 + 4];
         return fail(err, errcap, GPUQ_E_BAD_DTYPE,
-                    "%s: dtype '%.*s' is not supported (float32/float64 only)", path,
-                    (int)(descr_len > 32 ? 32 : descr_len), descr);
+                    "%s: dtype '%s' is not supported (float32/float64 only)", path,
+                    descr_text(descr, descr_len, shown, sizeof shown));
+    }
     if (fortran)
         return fail(err, errcap, GPUQ_E_BAD_SHAPE,
                     "%s: Fortran-order arrays are not supported (save a C-order copy)", path);

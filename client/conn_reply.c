@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* conn_reply.c - reading one reply frame of a libgpuq connection.
+ *
+ * Happy path: conn_reply_read_head reads the frame's prefix and header
+ * (kept in the connection's buffer: reply.info points there, and an fd that
+ * came with the frame is kept for arena_open) and decodes it; the caller,
+ * having matched its id to the queue head (conn.c), reads the payload: the
+ * whole of it into one buffer (gpuq_submit's requests, raw reads), or a
+ * builder request's output 0 then output 1, by the reply's own dtype/shape
+ * and dtype_b/shape_b, into that request's buffers or, without buffers, as
+ * a document kept in its result.
+ *
+ * Failures: a transport error, a malformed prefix or header, or a header
+ * over GPUQ_CLIENT_MAX_REPLY_HEADER breaks the connection (every later call
+ * returns that code). A server error reply is just the request's status,
+ * with "name: message" in gpuq_errmsg. A result that does not fit its
+ * buffers, or whose size differs from what its shapes or the request
+ * imply, is read and dropped (GPUQ_E_TOO_LARGE, GPUQ_E_SIZE_MISMATCH) so
+ * the stream stays in step; so is a document over GPUQ_CLIENT_MAX_DOC.
+ */
+#include "conn_reply.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "frame.h"
+#include "sockio.h"
+
+int conn_reply_read_head(gpuq_conn *c, gpuq_reply *rep, size_t *hlen)
+{
+    if (conn_broken(c))
+        return conn_broken(c); /* c's message still says why */
+    conn_reply *r = conn_reply_of(c);
+    int fd = conn_fd(c);
+    memset(rep, 0, sizeof *rep);
+    uint8_t pre[GPUQ_PREFIX_SIZE];
+    int rx = -1;
+    int rc = sockio_read_full_fd(fd, pre, sizeof pre, &rx);
+    if (rc)
+        return conn_break(c, rc, "reading a reply");
+    if (r->rx_fd >= 0) /* an earlier reply's, never taken */
+        close(r->rx_fd);
+    r->rx_fd = rx;
+    gpuq_prefix p;
+    rc = gpuq_prefix_decode(pre, sizeof pre, &p);
+    if (rc == GPUQ_E_VERSION)
+        return conn_break(c, rc, "server speaks another protocol version");
+    if (rc || p.kind != GPUQ_KIND_REPLY)
+        return conn_break(c, GPUQ_E_PROTOCOL, "malformed reply frame prefix");
+    if (p.header_len == 0 || p.header_len > GPUQ_CLIENT_MAX_REPLY_HEADER)
+        return conn_break(c, GPUQ_E_PROTOCOL, "reply header length out of bounds");
+    if (p.header_len > r->hbuf_cap) {
+        uint8_t *nb = realloc(r->hbuf, p.header_len);
+        if (!nb)
+            return conn_break(c, GPUQ_E_NO_MEMORY, "out of memory reading a reply header");
+        r->hbuf = nb;
+        r->hbuf_cap = p.header_len;
+    }
+    rc = sockio_read_full(fd, r->hbuf, p.header_len);
+    if (rc)
+        return conn_break(c, rc, "reading a reply header");
+    r->last_payload = p.payload_len;
+    *hlen = p.header_len;
+    char msg[200];
+    if (gpuq_reply_decode(r->hbuf, p.header_len, rep, msg, sizeof msg)) {
+        /* Without a trustworthy id the stream cannot be matched up. */
+        char what[256];
+        snprintf(what, sizeof what, "bad reply header: %s", msg);
+        return conn_break(c, GPUQ_E_PROTOCOL, what);
+    }
+    return 0;
+}
+
+/* Drop the unread payload of the last reply. */
+static int drop_payload(gpuq_conn *c)
+{
+    int rc = sockio_discard(conn_fd(c), conn_reply_of(c)->last_payload);
+    if (rc)
+        return conn_break(c, rc, "reading a reply payload");
+    return 0;
+}
+
+/* The reply's status as the call's result: a server error is the request's
+ * status, with "name: message" in gpuq_errmsg. */
+static int reply_status(gpuq_conn *c, const gpuq_reply *rep)
+{
+    if (rep->status < 0)
+        return conn_set_err(c, rep->status, "%s: %s", gpuq_errname(rep->status), rep->message);
+    return 0;
+}
+
+int conn_reply_read_whole(gpuq_conn *c, const gpuq_reply *rep, void *out, size_t out_cap)
+{
+    uint64_t len = conn_reply_of(c)->last_payload;
+    int rc;
+    if (len > out_cap || (len > 0 && !out)) {
+        if ((rc = drop_payload(c)))
+            return rc;
+        if (rep->status == 0)
+            return conn_set_err(c, GPUQ_E_TOO_LARGE,
+                                "result of %llu bytes does not fit the %zu-byte buffer",
+                                (unsigned long long)len, out_cap);
+    } else if (len > 0) {
+        rc = sockio_read_full(conn_fd(c), out, (size_t)len);
+        if (rc)
+            return conn_break(c, rc, "reading a reply payload");
+    }
+    return reply_status(c, rep);
+}
+
+int gpuq_recv_reply(gpuq_conn *c, gpuq_reply *rep, void *out, size_t out_cap)
+{
+    size_t hlen;
+    int rc = conn_reply_read_head(c, rep, &hlen);
+    if (rc)
+        return rc;
+    return conn_reply_read_whole(c, rep, out, out_cap);
+}
+
+/* Bytes of an array of dt with ndim dimensions; false on overflow or an
+ * unknown dtype. */
+static bool array_bytes(int dt, unsigned ndim, const uint64_t *shape, uint64_t *bytes)
+{
+    uint64_t b = gpuq_dtype_size((gpuq_dtype)dt);
+    for (unsigned k = 0; k < ndim; k++) {
+        if (__builtin_mul_overflow(b, shape[k], &b))
+            return false;
+    }
+    *bytes = b;
+    return b != 0 || ndim > 0;
+}
+
+int conn_reply_read_split(gpuq_conn *c, const req_output out[REQ_MAX_IO], uint64_t expect,
+                          bool shm_out, const gpuq_reply *rep, gpuq_result *res)
+{
+    uint64_t len = conn_reply_of(c)->last_payload, n0 = len, n1 = 0;
+    int rc;
+    if (result_from_reply(res, rep))
+        goto err_no_memory;
+    if (rep->status < 0) {
+        if (len && (rc = drop_payload(c)))
+            return rc;
+        return reply_status(c, rep);
+    }
+    if (!out[0].buf && !out[1].buf) { /* a document, or nothing */
+        if (len == 0)
+            return 0;
+        if (len > GPUQ_CLIENT_MAX_DOC) {
+            res->status = conn_set_err(c, GPUQ_E_TOO_LARGE, "reply of %llu bytes is over %u",
+                                       (unsigned long long)len, GPUQ_CLIENT_MAX_DOC);
+            goto err_drop;
+        }
+        if (!(res->payload = malloc((size_t)len + 1)))
+            goto err_no_memory;
+        if ((rc = sockio_read_full(conn_fd(c), res->payload, (size_t)len)))
+            return conn_break(c, rc, "reading a reply payload");
+        res->payload[len] = '\0';
+        res->payload_len = (size_t)len;
+        return 0;
+    }
+    if (res->nout >= 1 && !array_bytes(res->out[0].dtype, res->out[0].ndim, res->out[0].shape, &n0))
+        n0 = UINT64_MAX;
+    if (res->nout == 2 && !array_bytes(res->out[1].dtype, res->out[1].ndim, res->out[1].shape, &n1))
+        n1 = UINT64_MAX;
+    if (n0 == UINT64_MAX || n1 == UINT64_MAX || (shm_out ? len != 0 : n0 + n1 != len)) {
+        res->status = conn_set_err(c, GPUQ_E_SIZE_MISMATCH,
+                                   "reply payload of %llu bytes does not match its shapes",
+                                   (unsigned long long)len);
+        goto err_drop;
+    }
+    if (expect && n0 != expect) {
+        res->status = conn_set_err(c, GPUQ_E_SIZE_MISMATCH, "result of %llu bytes, expected %llu",
+                                   (unsigned long long)n0, (unsigned long long)expect);
+        goto err_drop;
+    }
+    for (unsigned i = 0; i < REQ_MAX_IO; i++) {
+        uint64_t want = i ? n1 : n0;
+        if (want > out[i].cap || (want && !out[i].buf)) {
+            res->status = conn_set_err(c, GPUQ_E_TOO_LARGE,
+                                       "output %u of %llu bytes does not fit the %zu-byte buffer",
+                                       i, (unsigned long long)want, out[i].cap);
+            goto err_drop;
+        }
+    }
+    for (unsigned i = 0; i < REQ_MAX_IO; i++) {
+        uint64_t want = i ? n1 : n0;
+        if (want && !shm_out && (rc = sockio_read_full(conn_fd(c), out[i].buf, (size_t)want)))
+            return conn_break(c, rc, "reading a reply payload");
+        res->out[i].bytes = (size_t)want; /* shm_out: already in the arena */
+    }
+    return 0;
+
+err_no_memory:
+    res->status = conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory reading a reply");
+err_drop:
+    rc = res->status;
+    if (len && !conn_broken(c)) {
+        int drc = drop_payload(c);
+        if (drc)
+            return drc;
+    }
+    return rc;
+}
+
+int conn_reply_read_orphan(gpuq_conn *c, const gpuq_reply *rep, gpuq_result *res)
+{
+    if (res) {
+        result_reset(res);
+        res->id = rep->id;
+        res->status = rep->status;
+        memcpy(res->message, rep->message, sizeof res->message);
+    }
+    int rc = conn_reply_of(c)->last_payload ? drop_payload(c) : 0;
+    return rc ? rc : reply_status(c, rep);
+}
+
+void conn_reply_release(conn_reply *r)
+{
+    if (r->rx_fd >= 0)
+        close(r->rx_fd);
+    free(r->hbuf);
+}
