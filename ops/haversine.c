@@ -71,14 +71,26 @@ const gpuq_op_def op_def_haversine = {.op = GPUQ_OP_HAVERSINE,
 #ifdef GPUQ_OP_BACKEND
 #include "op_backend.h"
 
-static int run_cpu(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h)
+/* Points [r0, r0 + nr) (and B's, row-aligned), each on its own. */
+static int run_cpu_rows(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h,
+                        const op_rows *rw)
 {
     double lat, lon, radius = gpuq_request_arg_double(r, K_RADIUS);
     int dt = op_kernel_dtype(r);
+    size_t es = gpuq_dtype_size(r->dtype), at = (size_t)rw->r0 * es;
+    (void)sz;
     gpuq_request_arg_pair(r, K_TO, &lat, &lon);
     if (gpuq_request_arg_isset(r, K_TO))
-        return gpuq_cpu_haversine_to(dt, h->a, sz->n, lat, lon, radius, h->out[0]);
-    return gpuq_cpu_haversine_pair(dt, h->a, h->b, sz->n, radius, h->out[0]);
+        return gpuq_cpu_haversine_to(dt, (const char *)h->a + 2 * at, rw->nr, lat, lon, radius,
+                                     (char *)h->out[0] + at);
+    return gpuq_cpu_haversine_pair(dt, (const char *)h->a + 2 * at, (const char *)h->b + 2 * at,
+                                   rw->nr, radius, (char *)h->out[0] + at);
+}
+
+static int run_cpu(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h)
+{
+    op_rows all = {.r0 = 0, .nr = sz->n, .chunk = sz->n};
+    return run_cpu_rows(r, sz, h, &all);
 }
 
 #ifdef GPUQ_HAVE_CUDA
@@ -121,6 +133,7 @@ static int cuda_split(const gpuq_request *r, const gpuq_sizes *sz, op_split *sp)
 
 const op_backend_def op_backend_haversine = {
     .run_cpu = run_cpu,
+    .run_cpu_rows = run_cpu_rows,
 #ifdef GPUQ_HAVE_CUDA
     .launch_cuda = launch_cuda,
     .launch_cuda_rows = launch_cuda_rows,

@@ -77,24 +77,35 @@ const gpuq_op_def op_def_knn = {.op = GPUQ_OP_KNN,
 
 _Static_assert(GPUQ_KNN_K_MAX == 1024, "ops/knn.c's KNN_K_MAX differs from GPUQ_KNN_K_MAX");
 
-static int run_cpu(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h)
+/* Query rows [r0, r0 + nr): each row's neighbours are found on its own. */
+static int run_cpu_rows(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h,
+                        const op_rows *rw)
 {
     int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
     uint64_t k = gpuq_request_arg_uint(r, K_K);
-    int64_t *idx = h->out[1], *tmp = NULL;
+    size_t es = gpuq_dtype_size(r->dtype), ib = (size_t)(rw->nr * k) * sizeof(int64_t);
+    char *out_idx = (char *)h->out[1] + (size_t)(rw->r0 * k) * sizeof(int64_t);
+    int64_t *idx = (int64_t *)(void *)out_idx, *tmp = NULL;
     if ((uintptr_t)idx % _Alignof(int64_t) != 0) { /* packed after an odd count of f32 */
-        if (!(tmp = malloc((size_t)sz->out[1].bytes)))
+        if (!(tmp = malloc(ib ? ib : 1)))
             return GPUQ_K_E_NOMEM;
         idx = tmp;
     }
-    int kc = gpuq_cpu_knn(op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC), zero_ok, h->a,
-                          h->b, sz->m, sz->n, sz->d, k, h->out[0], idx);
+    int kc = gpuq_cpu_knn(op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC), zero_ok,
+                          (const char *)h->a + (size_t)(rw->r0 * sz->d) * es, h->b, rw->nr, sz->n,
+                          sz->d, k, (char *)h->out[0] + (size_t)(rw->r0 * k) * es, idx);
     if (tmp) {
         if (kc == GPUQ_K_OK)
-            memcpy(h->out[1], tmp, (size_t)sz->out[1].bytes);
+            memcpy(out_idx, tmp, ib);
         free(tmp);
     }
     return kc;
+}
+
+static int run_cpu(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h)
+{
+    op_rows all = {.r0 = 0, .nr = sz->m, .chunk = sz->m};
+    return run_cpu_rows(r, sz, h, &all);
 }
 
 /* Scratch: the kernels' tile, then (at a 256-byte boundary) the indices. */
@@ -178,6 +189,7 @@ static int cuda_split(const gpuq_request *r, const gpuq_sizes *sz, op_split *sp)
 }
 
 const op_backend_def op_backend_knn = {.run_cpu = run_cpu,
+                                       .run_cpu_rows = run_cpu_rows,
 #ifdef GPUQ_HAVE_CUDA
                                        .launch_cuda = launch_cuda,
                                        .cuda_chunk_scratch = cuda_chunk_scratch,

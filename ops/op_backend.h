@@ -61,6 +61,13 @@ typedef struct op_rows {
 typedef struct op_backend_def {
     /* Run on the CPU reference kernels; returns a GPUQ_K_* code. */
     int (*run_cpu)(const gpuq_request *req, const gpuq_sizes *sz, const op_bufs *h);
+    /* Optional, with cuda_split (one phase): run_cpu on rows rw of that
+     * split only, each value exactly as the whole run computes it; h holds
+     * the whole buffers. The CPU backend runs a long job in blocks of rows
+     * and stops between two once the job's result is no longer wanted
+     * (server/backend_run.c). */
+    int (*run_cpu_rows)(const gpuq_request *req, const gpuq_sizes *sz, const op_bufs *h,
+                        const op_rows *rw);
 #ifdef GPUQ_HAVE_CUDA
     /* Enqueue the op's kernels on ctx's stream; returns a GPUQ_K_* code. */
     int (*launch_cuda)(gpuq_cuda_ctx *ctx, const gpuq_request *req, const gpuq_sizes *sz,

@@ -75,11 +75,21 @@ const gpuq_op_def op_def_pairwise = {.op = GPUQ_OP_PAIRWISE,
 #ifdef GPUQ_OP_BACKEND
 #include "op_backend.h"
 
-static int run_cpu(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h)
+/* Query rows [r0, r0 + nr) against all of Y (each distance on its own). */
+static int run_cpu_rows(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h,
+                        const op_rows *rw)
 {
     int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
-    return gpuq_cpu_pairwise(op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC), zero_ok, h->a,
-                             h->b, sz->m, sz->n, sz->d, h->out[0]);
+    size_t es = gpuq_dtype_size(r->dtype);
+    return gpuq_cpu_pairwise(op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC), zero_ok,
+                             (const char *)h->a + (size_t)(rw->r0 * sz->d) * es, h->b, rw->nr,
+                             sz->n, sz->d, (char *)h->out[0] + (size_t)(rw->r0 * sz->n) * es);
+}
+
+static int run_cpu(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h)
+{
+    op_rows all = {.r0 = 0, .nr = sz->m, .chunk = sz->m};
+    return run_cpu_rows(r, sz, h, &all);
 }
 
 #ifdef GPUQ_HAVE_CUDA
@@ -114,6 +124,7 @@ static int cuda_split(const gpuq_request *r, const gpuq_sizes *sz, op_split *sp)
 }
 
 const op_backend_def op_backend_pairwise = {.run_cpu = run_cpu,
+                                            .run_cpu_rows = run_cpu_rows,
 #ifdef GPUQ_HAVE_CUDA
                                             .launch_cuda = launch_cuda,
                                             .launch_cuda_rows = launch_cuda_rows,

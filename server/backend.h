@@ -46,6 +46,12 @@ struct gpuq_job {
      * chunked job costs the loop many more calls, which that level's
      * requests would wait behind). */
     int whole;
+    /* Set by the server (loop thread, __atomic_store_n) once the job's
+     * result will not be used: it was cancelled, its deadline passed or its
+     * session closed, and its client was answered already. The backend
+     * stops at its next block of rows (CPU: backend_run_cpu; read with
+     * __atomic_load_n on any thread) and completes it as usual. */
+    int stop;
     /* set by the backend before completion */
     int status;         /* 0 or GPUQ_E_* */
     char message[160];  /* one line when status != 0 */
@@ -124,6 +130,12 @@ struct backend {
     uint64_t batches, batched;
     uint64_t pipelined, chunks;
     uint64_t seen_spin, seen_doorbell, seen_poll;
+    /* Jobs that are not batchable (backend_batchable) the backend runs at
+     * once; more would only wait inside it, where priority, cancel and
+     * deadlines cannot reach them, so the scheduler holds them back in its
+     * queue (the CPU backend: its thread pool's threads). 0: no limit of its
+     * own (CUDA: device_window alone). */
+    uint32_t slots;
 };
 
 /* May job run in a batch? Batching on, its op batchable (op_backend.h),
@@ -154,7 +166,9 @@ void backend_cuda_load_blas(void);
 #endif
 
 /* Run one job's op on the CPU reference (used by the CPU backend and as the
- * CUDA backend's nothing-to-do cases). Fills job->status/message. */
+ * CUDA backend's nothing-to-do cases). Fills job->status/message. Ops with
+ * run_cpu_rows run in blocks of rows, and stop between two blocks once
+ * job->stop is set (status GPUQ_E_CANCELLED). */
 void backend_run_cpu(gpuq_job *job);
 
 #endif

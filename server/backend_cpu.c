@@ -2,7 +2,9 @@
 /* backend_cpu.c - the CPU backend: libuv's thread pool runs backend_run_cpu.
  *
  * submit queues a uv_work_t; the work runs the CPU reference on a pool thread
- * (sleeping GPUQ_TEST_SLOW_MS first, a test hook that times as kernel time);
+ * (sleeping GPUQ_TEST_SLOW_MS first, a test hook that times as kernel time
+ * and stops, as the kernels do between blocks of rows, once the job is no
+ * longer wanted);
  * after_work runs on the loop thread and calls b->complete. Staging memory is
  * plain aligned malloc.
  *
@@ -12,7 +14,15 @@
  * work item that runs its jobs one after the other: a small job costs the
  * pool's hand-off and the wake-up of the loop once per batch instead of once
  * per job. Results are the same as alone (the same code runs each job).
+ *
+ * The pool runs what it is given in order, with no notion of priority,
+ * cancel or deadline; so the backend says how many jobs that are not
+ * batchable it runs at once (b.slots: the pool's threads) and the
+ * scheduler keeps the rest in its own queue, where those apply. A running
+ * job stops between two blocks of rows once it is no longer wanted
+ * (job->stop, backend_run_cpu).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,18 +55,33 @@ typedef struct cpu_work {
     } run[];
 } cpu_work;
 
+/* The slow hook stands for a slow kernel run in blocks: it sleeps ms in
+ * slices of CPU_SLOW_SLICE_MS and, like backend_run_cpu, stops between two
+ * once the job is no longer wanted. Returns false when it stopped. */
+#define CPU_SLOW_SLICE_MS 10
+static bool cpu_slow(int ms, gpuq_job *job)
+{
+    for (int done = 0; done < ms; done += CPU_SLOW_SLICE_MS) {
+        if (__atomic_load_n(&job->stop, __ATOMIC_RELAXED)) {
+            job->status = GPUQ_E_CANCELLED;
+            snprintf(job->message, sizeof job->message, "stopped before it ran");
+            return false;
+        }
+        int slice = ms - done < CPU_SLOW_SLICE_MS ? ms - done : CPU_SLOW_SLICE_MS;
+        struct timespec ts = {0, (long)slice * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return true;
+}
+
 static void cpu_work_cb(uv_work_t *w)
 {
     cpu_work *cw = w->data;
     for (uint32_t i = 0; i < cw->n; i++) {
         struct cpu_run *r = &cw->run[i];
-        r->start_ns = uv_hrtime(); /* the slow hook stands for a slow kernel: it counts as one */
-        if (cw->cb->slow_ms > 0) {
-            struct timespec ts = {cw->cb->slow_ms / 1000,
-                                  (long)(cw->cb->slow_ms % 1000) * 1000000L};
-            nanosleep(&ts, NULL);
-        }
-        backend_run_cpu(r->job);
+        r->start_ns = uv_hrtime(); /* the slow hook counts as kernel time */
+        if (cw->cb->slow_ms <= 0 || cpu_slow(cw->cb->slow_ms, r->job))
+            backend_run_cpu(r->job);
         r->end_ns = uv_hrtime();
     }
 }
@@ -177,6 +202,15 @@ alone:;
     return 0;
 }
 
+/* libuv's thread pool size, read as libuv reads it (UV_THREADPOOL_SIZE,
+ * default 4, at least 1, at most 1024). */
+static uint32_t cpu_pool_threads(void)
+{
+    const char *v = getenv("UV_THREADPOOL_SIZE");
+    long n = v && *v ? strtol(v, NULL, 10) : 4;
+    return n < 1 ? 1 : n > 1024 ? 1024 : (uint32_t)n;
+}
+
 static int cpu_session_open(backend *b, int priority, int device, void **bsess,
                             backend_session_info *info)
 {
@@ -273,6 +307,7 @@ backend *backend_cpu_create(uv_loop_t *loop, backend_complete_fn done, char *why
     cb->b.ops = &cpu_ops;
     cb->b.loop = loop;
     cb->b.complete = done;
+    cb->b.slots = cpu_pool_threads();
     const char *slow = getenv("GPUQ_TEST_SLOW_MS");
     if (slow && *slow)
         cb->slow_ms = atoi(slow);

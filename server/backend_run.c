@@ -55,6 +55,11 @@ int backend_map_kernel_error(gpuq_job *job, int kcode)
     }
 }
 
+/* Blocks a long CPU job runs in: a job stops within about 1/BACKEND_CPU_BLOCKS
+ * of its time once it is no longer wanted, at a cost of as many calls (the
+ * ops' row kernels set nothing up per call that matters at this count). */
+#define BACKEND_CPU_BLOCKS 64
+
 void backend_run_cpu(gpuq_job *job)
 {
     const op_backend_def *ob = op_backend_of(job->req->op);
@@ -66,7 +71,27 @@ void backend_run_cpu(gpuq_job *job)
     op_bufs h = {.a = job->h_in[0],
                  .b = job->sz->nin > 1 ? job->h_in[1] : NULL,
                  .out = {job->h_out[0], job->sz->nout > 1 ? job->h_out[1] : NULL}};
-    job->status = backend_map_kernel_error(job, ob->run_cpu(job->req, job->sz, &h));
+    op_split sp;
+    if (!ob->run_cpu_rows || !op_cuda_split(job->req, job->sz, &sp) || sp.two_phase) {
+        job->status = backend_map_kernel_error(job, ob->run_cpu(job->req, job->sz, &h));
+        return;
+    }
+    uint64_t block = (sp.rows + BACKEND_CPU_BLOCKS - 1) / BACKEND_CPU_BLOCKS;
+    for (op_rows rw = {.r0 = 0, .chunk = block}; rw.r0 < sp.rows; rw.r0 += rw.nr) {
+        if (__atomic_load_n(&job->stop, __ATOMIC_RELAXED)) {
+            job->status = GPUQ_E_CANCELLED;
+            snprintf(job->message, sizeof job->message, "stopped after %llu of %llu rows",
+                     (unsigned long long)rw.r0, (unsigned long long)sp.rows);
+            return;
+        }
+        rw.nr = sp.rows - rw.r0 < block ? sp.rows - rw.r0 : block;
+        int kc = ob->run_cpu_rows(job->req, job->sz, &h, &rw);
+        if (kc != GPUQ_K_OK) {
+            job->status = backend_map_kernel_error(job, kc);
+            return;
+        }
+    }
+    job->status = 0;
 }
 
 int backend_batchable(const backend *b, const gpuq_job *job)

@@ -12,12 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "config_file.h"
 #include "config_keys.h"
 #include "header.h"
 #include "text_wrap.h"
 #include "log.h"
+#include "policy.h"
 
 /* What --version says was built in. */
 #ifdef GPUQ_HAVE_SYSTEMD
@@ -53,6 +55,10 @@ static const opt_doc opt_docs[] = {
      "Group of the socket gpuqd binds and of the directory it makes for it (then mode 0750): "
      "as root, --socket-group gpuq lets the members of gpuq connect (systemd's socket has "
      "SocketGroup=)."},
+    {"listen_backlog", "N", NULL,
+     "Connections the kernel queues until gpuqd accepts them (1 .. 1048576; capped by "
+     "net.core.somaxconn); also set on a socket systemd passed. Needs a restart. The "
+     "default is SOMAXCONN."},
     {"device", "auto|cuda|cpu", NULL,
      "Backend: auto (CUDA when a GPU is usable, else the CPU), cuda (fail without a GPU) or "
      "cpu."},
@@ -68,6 +74,12 @@ static const opt_doc opt_docs[] = {
      "Close a session with nothing in flight and no traffic for that long (0: off)."},
     {"frame_timeout", "SEC", NULL,
      "Close a connection whose frame's bytes stop arriving for that long (0: off)."},
+    {"frame_min_rate", "N", NULL,
+     "Bytes per second a frame must arrive at, on average from its first byte, once "
+     "frame_timeout has passed; a slower one is closed with timeout (0: off)."},
+    {"reply_timeout", "SEC", NULL,
+     "Close a connection whose client takes no byte of its queued replies for that long "
+     "(0: off)."},
     {"staging_keep", "N", NULL, "Staging memory kept allocated when idle."},
     {"staging_release_after", "SEC", NULL,
      "Give staging memory beyond staging_keep back once no request has reserved any for that "
@@ -102,6 +114,10 @@ static const opt_doc opt_docs[] = {
      "Members of this group (and root) may drain, shut down, kill sessions and change limits."},
     {"max_priority", "low|normal|high", NULL,
      "The highest priority a non-admin session gets (also -1, 0, 1)."},
+    {"max_sessions_per_user", "N", NULL,
+     "Sessions one user (uid) may have open at once; more are refused (busy). 0: a quarter of "
+     "max_sessions, at least 1. Root and admins are capped only by max_sessions, unless a "
+     "[user] or [group] rule names them."},
 };
 
 /* The flags that are not settings. */
@@ -150,6 +166,9 @@ static const char *default_str(const config *d, const config_key *k, char *buf, 
         return config_log_level_str(d->log_level);
     case KEY_MAX_PRIORITY:
         return config_prio_str(d->pol.max_priority, buf, cap);
+    case KEY_MAX_SESSIONS_PER_USER:
+        snprintf(buf, cap, "%u", d->pol.max_sessions_per_user);
+        return buf;
     default:
         return NULL;
     }
@@ -183,8 +202,8 @@ static void usage(FILE *f)
                "config file key with '-' for '_' (--max-inflight is [limits] max_inflight).\n"
                "Flags take their value as --name VALUE or --name=VALUE. Sizes (N) take K, M\n"
                "or G suffixes (1K = 1024); SEC is decimal seconds. SIGHUP re-reads the file\n"
-               "and flags (all but socket, socket_mode, socket_group, device and\n"
-               "device_memory_limit).\n"
+               "and flags (all but socket, socket_mode, socket_group, device,\n"
+               "device_memory_limit and listen_backlog).\n"
                "\n"
                "options:\n");
     for (size_t i = 0; i < sizeof fixed_docs / sizeof fixed_docs[0]; i++)
@@ -257,6 +276,7 @@ static void config_defaults(config *c)
     memset(c, 0, sizeof *c);
     c->socket_mode = 0660;
     c->socket_gid = (gid_t)-1;
+    c->listen_backlog = SOMAXCONN;
     snprintf(c->device, sizeof c->device, "auto");
     gpuq_limits_default(&c->lim);
     c->log_level = LOG_LVL_INFO;
@@ -264,6 +284,8 @@ static void config_defaults(config *c)
     c->hello_timeout_s = 10.0;
     c->idle_timeout_s = 0.0;
     c->frame_timeout_s = 30.0;
+    c->frame_min_rate = 1ull << 20;
+    c->reply_timeout_s = 30.0;
     c->staging_keep = 64ull << 20;
     c->staging_release_s = 5.0;
     c->staging_headroom = 64ull << 20;
@@ -431,6 +453,8 @@ static void print_rule(const policy_rule *r, FILE *f)
         fprintf(f, "session_staging = %llu\n", (unsigned long long)r->session_staging);
     if (r->has_session_arena)
         fprintf(f, "session_arena = %llu\n", (unsigned long long)r->session_arena);
+    if (r->max_sessions_per_user)
+        fprintf(f, "max_sessions_per_user = %u\n", r->max_sessions_per_user);
 }
 
 void config_print(const config *c, FILE *f)
@@ -472,6 +496,10 @@ void config_print(const config *c, FILE *f)
     else
         fprintf(f, "admin_group =\n");
     fprintf(f, "max_priority = %s\n", config_prio_str(c->pol.max_priority, b, sizeof b));
+    if (!c->pol.max_sessions_per_user)
+        fprintf(f, "# max_sessions_per_user 0: a quarter of max_sessions, at least 1 (%u)\n",
+                policy_sessions_per_user(c));
+    fprintf(f, "max_sessions_per_user = %u\n", c->pol.max_sessions_per_user);
     for (int i = 0; i < c->pol.nrules; i++)
         print_rule(&c->pol.rules[i], f);
 }
@@ -527,6 +555,11 @@ static int log_rule_changes(const policy_rule *o, const policy_rule *n)
                  rule_arena_str(o, a, sizeof a), rule_arena_str(n, b, sizeof b));
         count++;
     }
+    if (o->max_sessions_per_user != n->max_sessions_per_user) {
+        log_info("reload: policy: [%s %s] max_sessions_per_user %u -> %u (0: unset)", what, n->name,
+                 o->max_sessions_per_user, n->max_sessions_per_user);
+        count++;
+    }
     return count;
 }
 
@@ -542,6 +575,11 @@ static int log_policy_changes(const gpuq_policy *o, const gpuq_policy *n)
     if (o->max_priority != n->max_priority) {
         log_info("reload: max_priority %s -> %s", config_prio_str(o->max_priority, a, sizeof a),
                  config_prio_str(n->max_priority, b, sizeof b));
+        count++;
+    }
+    if (o->max_sessions_per_user != n->max_sessions_per_user) {
+        log_info("reload: max_sessions_per_user %u -> %u (0: a quarter of max_sessions)",
+                 o->max_sessions_per_user, n->max_sessions_per_user);
         count++;
     }
     for (int i = 0; i < o->nrules; i++) {

@@ -35,15 +35,16 @@
  * session_arena holds (a rule zeroed with memset is a rule with nothing set). */
 #define GPUQ_PRIO_UNSET (-100)
 typedef struct policy_rule {
-    bool is_group;            /* [group NAME] (else [user NAME]) */
-    uint32_t id;              /* uid or gid, resolved when the file is read */
-    char name[GPUQ_NAME_MAX]; /* as written in the section header */
-    int max_priority;         /* a level (GPUQ_PRIO_*) or GPUQ_PRIO_UNSET */
-    uint32_t max_inflight;    /* 0: unset */
-    uint64_t session_staging; /* 0: unset */
-    bool has_session_arena;   /* session_arena is set */
-    uint64_t session_arena;   /* arena bytes (0: arenas off), if has_session_arena */
-    int line;                 /* line of the section header */
+    bool is_group;                  /* [group NAME] (else [user NAME]) */
+    uint32_t id;                    /* uid or gid, resolved when the file is read */
+    char name[GPUQ_NAME_MAX];       /* as written in the section header */
+    int max_priority;               /* a level (GPUQ_PRIO_*) or GPUQ_PRIO_UNSET */
+    uint32_t max_inflight;          /* 0: unset */
+    uint64_t session_staging;       /* 0: unset */
+    bool has_session_arena;         /* session_arena is set */
+    uint64_t session_arena;         /* arena bytes (0: arenas off), if has_session_arena */
+    uint32_t max_sessions_per_user; /* 0: unset */
+    int line;                       /* line of the section header */
 } policy_rule;
 
 typedef struct gpuq_policy {
@@ -51,6 +52,10 @@ typedef struct gpuq_policy {
     char admin_group[GPUQ_NAME_MAX]; /* "" : root only */
     gid_t admin_gid;                 /* (gid_t)-1 when admin_group is "" */
     int max_priority;                /* cap for non-admins without a rule (GPUQ_PRIO_*) */
+    /* Sessions one uid may hold at once, for non-admins without a rule
+     * (policy.h); 0: a quarter of lim.max_sessions, at least 1
+     * (policy_sessions_per_user). */
+    uint32_t max_sessions_per_user;
     int nrules;
     policy_rule rules[GPUQ_POLICY_MAX_RULES];
 } gpuq_policy;
@@ -63,6 +68,10 @@ typedef struct config {
      * (then 0750): "" (socket_gid (gid_t)-1) leaves both to gpuqd's own. */
     char socket_group[GPUQ_NAME_MAX];
     gid_t socket_gid;
+    /* listen(2)'s backlog: connections the kernel queues before gpuqd
+     * accepts them (capped by net.core.somaxconn); also set on a socket
+     * systemd passed. Needs a restart. */
+    uint64_t listen_backlog;
     char device[8]; /* "auto", "cuda", "cpu" */
     gpuq_limits lim;
     uint64_t device_memory_limit; /* device bytes per GPU for gpuqd's pool; 0: none */
@@ -70,10 +79,18 @@ typedef struct config {
     double drain_timeout_s;
     /* Slow clients (0: off). A connection without hello after hello_timeout,
      * a session with nothing in flight and no byte for idle_timeout, and a
-     * frame whose bytes stop for frame_timeout are closed (GPUQ_E_TIMEOUT). */
+     * frame whose bytes stop for frame_timeout are closed (GPUQ_E_TIMEOUT).
+     * So is a frame that arrives slower than frame_min_rate bytes per second
+     * on average, counted from its first byte (or from when its staging was
+     * granted) once frame_timeout has passed: a client trickling a large
+     * payload cannot hold its staging for long. And a session whose replies
+     * the client does not read: its write queue took no byte for
+     * reply_timeout. Both give their staging back at once. */
     double hello_timeout_s;
     double idle_timeout_s;
     double frame_timeout_s;
+    uint64_t frame_min_rate;
+    double reply_timeout_s;
     /* Staging memory: bytes kept allocated when idle (the rest is given back
      * once no reservation came for staging_release_after seconds), and the
      * headroom only sessions holding no staging may use (staging.h). */
@@ -112,7 +129,8 @@ void config_print(const config *c, FILE *f);
 
 /* Log (info) each run-time setting that differs between old and new, in the
  * form "reload: max_inflight 64 -> 32"; warn for settings that need a restart
- * (socket, socket_mode, socket_group, device: "... needs a restart; ignored"). Returns the
+ * (socket, socket_mode, socket_group, device, listen_backlog: "... needs a
+ * restart; ignored"). Returns the
  * number of run-time changes (the ones the server applies; not the warnings). */
 int config_log_changes(const config *old_cfg, const config *new_cfg);
 

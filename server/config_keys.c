@@ -31,6 +31,7 @@ static const config_key keys[KEY_COUNT] = {
     {KEY_SOCKET, "server", "socket", KIND_PATH, 0, 0},
     {KEY_SOCKET_MODE, "server", "socket_mode", KIND_MODE, 0, 0777},
     {KEY_SOCKET_GROUP, "server", "socket_group", KIND_GROUP, 0, 0},
+    {KEY_LISTEN_BACKLOG, "server", "listen_backlog", KIND_COUNT, 1, 1u << 20},
     {KEY_DEVICE, "server", "device", KIND_DEVICE, 0, 0},
     {KEY_LOG_LEVEL, "server", "log_level", KIND_LOG_LEVEL, 0, 0},
     {KEY_DRAIN_TIMEOUT, "server", "drain_timeout", KIND_SECONDS, 0, 86400},
@@ -38,6 +39,8 @@ static const config_key keys[KEY_COUNT] = {
     {KEY_HELLO_TIMEOUT, "server", "hello_timeout", KIND_SECONDS, 0, 86400},
     {KEY_IDLE_TIMEOUT, "server", "idle_timeout", KIND_SECONDS, 0, 86400 * 365},
     {KEY_FRAME_TIMEOUT, "server", "frame_timeout", KIND_SECONDS, 0, 86400},
+    {KEY_FRAME_MIN_RATE, "server", "frame_min_rate", KIND_SIZE, 0, U64},
+    {KEY_REPLY_TIMEOUT, "server", "reply_timeout", KIND_SECONDS, 0, 86400},
     {KEY_STAGING_KEEP, "server", "staging_keep", KIND_SIZE, 0, U64},
     {KEY_STAGING_RELEASE_AFTER, "server", "staging_release_after", KIND_SECONDS, 0, 86400},
     {KEY_STAGING_HEADROOM, "server", "staging_headroom", KIND_SIZE, 0, U64},
@@ -58,10 +61,13 @@ static const config_key keys[KEY_COUNT] = {
     {KEY_TOTAL_ARENA, "limits", "total_arena", KIND_SIZE, 0, 0},
     {KEY_ADMIN_GROUP, "policy", "admin_group", KIND_GROUP, 0, 0},
     {KEY_MAX_PRIORITY, "policy", "max_priority", KIND_PRIO, 0, 0},
+    /* 0: a quarter of max_sessions (policy_sessions_per_user) */
+    {KEY_MAX_SESSIONS_PER_USER, "policy", "max_sessions_per_user", KIND_COUNT, 0, 1u << 20},
     {KEY_RULE_MAX_PRIORITY, "rule", "max_priority", KIND_PRIO, 0, 0},
     {KEY_RULE_MAX_INFLIGHT, "rule", "max_inflight", KIND_COUNT, 1, 1u << 20},
     {KEY_RULE_SESSION_STAGING, "rule", "session_staging", KIND_SIZE, 1, U64},
     {KEY_RULE_SESSION_ARENA, "rule", "session_arena", KIND_SIZE, 0, U64}, /* 0: arenas off */
+    {KEY_RULE_MAX_SESSIONS_PER_USER, "rule", "max_sessions_per_user", KIND_COUNT, 1, 1u << 20},
 };
 
 int config_parse_size(const char *s, uint64_t *out)
@@ -137,6 +143,10 @@ void *config_key_field(config *c, const config_key *k)
         return &c->idle_timeout_s;
     case KEY_FRAME_TIMEOUT:
         return &c->frame_timeout_s;
+    case KEY_FRAME_MIN_RATE:
+        return &c->frame_min_rate;
+    case KEY_REPLY_TIMEOUT:
+        return &c->reply_timeout_s;
     case KEY_STAGING_RELEASE_AFTER:
         return &c->staging_release_s;
     case KEY_DEVICE_MEMORY_LIMIT:
@@ -155,6 +165,8 @@ void *config_key_field(config *c, const config_key *k)
         return &c->batch_max;
     case KEY_BATCH_BYTES:
         return &c->batch_bytes;
+    case KEY_LISTEN_BACKLOG:
+        return &c->listen_backlog;
     default:
         return NULL;
     }
@@ -174,7 +186,7 @@ bool config_key_is_server_number(const config_key *k)
 bool config_key_needs_restart(const config_key *k)
 {
     return k->id == KEY_SOCKET || k->id == KEY_SOCKET_MODE || k->id == KEY_SOCKET_GROUP ||
-           k->id == KEY_DEVICE || k->id == KEY_DEVICE_MEMORY_LIMIT;
+           k->id == KEY_DEVICE || k->id == KEY_DEVICE_MEMORY_LIMIT || k->id == KEY_LISTEN_BACKLOG;
 }
 
 int config_resolve_id(const char *name, int is_group, uint32_t *id)
@@ -258,6 +270,10 @@ const char *config_key_value_str(const config *c, const config_key *k, char *buf
         return "";
     if (k->kind == KIND_SECONDS)
         return config_seconds_str(*(const double *)f, buf, cap);
+    if (k->kind == KIND_COUNT) { /* a count reads best as a number: 4096, not 4K */
+        snprintf(buf, cap, "%llu", (unsigned long long)*(const uint64_t *)f);
+        return buf;
+    }
     return size_str(*(const uint64_t *)f, buf, cap);
 }
 
@@ -451,6 +467,12 @@ int config_key_set(config *c, policy_rule *rule, const config_key *k, const char
     case KEY_RULE_SESSION_ARENA:
         rule->session_arena = v;
         rule->has_session_arena = true;
+        break;
+    case KEY_MAX_SESSIONS_PER_USER:
+        c->pol.max_sessions_per_user = (uint32_t)v;
+        break;
+    case KEY_RULE_MAX_SESSIONS_PER_USER:
+        rule->max_sessions_per_user = (uint32_t)v;
         break;
     default:
         snprintf(why, cap, "internal error: key %s", k->name);

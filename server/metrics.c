@@ -3,6 +3,7 @@
 #include "metrics.h"
 #include "scheduler.h"
 #include "session.h"
+#include "session_timeout.h"
 
 #include <stdarg.h>
 #include <stdbool.h>

@@ -196,7 +196,12 @@ static int request_encode(session_frame *f, uv_buf_t bufs[2], unsigned *nbufs)
 static void request_frame_done(session_frame *f, int status)
 {
     (void)status; /* the session handled write errors */
-    request_free(REQUEST_OF_FRAME(f));
+    request *r = REQUEST_OF_FRAME(f);
+    if (r->in_backend) { /* answered early: freed when its job completes */
+        r->reply_done = true;
+        return;
+    }
+    request_free(r);
 }
 
 static const session_frame_ops request_frame_ops = {
@@ -332,19 +337,39 @@ static void request_answer(request *r, int code, const char *msg)
     request_refuse(r, code, "%s", msg);
 }
 
-/* sched's expire_waiting: r waits for staging (s->cur) and its deadline
- * passed. Answered now; its payload is read and discarded, and the
- * session reads on. */
+/* sched's abandon: r runs and its result is no longer wanted (cancelled,
+ * deadline passed, session closed). The client is answered now, so that
+ * neither it nor the replies after r wait for the job; the job is told to
+ * stop (at its next block of rows on the CPU) and r keeps its staging and
+ * arenas until it completed (request_complete). It no longer counts in
+ * flight for the session's max_inflight: the client may send the next. */
+static void request_abandon(request *r, int code, const char *msg)
+{
+    r->early = true;
+    __atomic_store_n(&r->job.stop, 1, __ATOMIC_RELAXED);
+    request_set_compute(r, false);
+    request_refuse(r, code, "%s", msg);
+}
+
+/* sched's expire_waiting: r waits for staging or its payload (s->cur) and
+ * its deadline passed. Answered now; the rest of its payload is read and
+ * discarded (its staging back at once), and the session reads on. */
 static void request_expire_waiting(request *r)
 {
     session *s = r->s;
-    if (s->cur != r || !session_waiting(s))
+    if (s->cur != r)
         return;
+    bool waiting = session_waiting(s);
     s->cur = NULL;
-    session_skip(s, r->req.nin_ref ? 0 : r->sz.payload);
+    if (waiting)
+        session_skip(s, r->req.nin_ref ? 0 : r->sz.payload);
+    else
+        session_drop_payload(s);
+    request_release_slot(r);
     session_ref(s);
-    request_refuse(r, GPUQ_E_DEADLINE_EXCEEDED, "deadline of %llu ms passed waiting for staging",
-                   (unsigned long long)r->req.deadline_ms);
+    request_refuse(r, GPUQ_E_DEADLINE_EXCEEDED, "deadline of %llu ms passed %s",
+                   (unsigned long long)r->req.deadline_ms,
+                   waiting ? "waiting for staging" : "while its payload arrived");
     session_update_reading(s);
     session_unref(s);
 }
@@ -422,6 +447,7 @@ static void request_reserve(session *s)
     if (in_sock) {
         s->cur = r;
         session_expect_payload(s, r->slot->ptr, in_sock);
+        sched_watch(r); /* its deadline holds while its payload arrives */
     } else {
         session_skip(s, 0);
         request_ready(r);
@@ -466,6 +492,7 @@ int request_layer_init(server *srv)
     srv->sched.run = request_run;
     srv->sched.answer = request_answer;
     srv->sched.expire_waiting = request_expire_waiting;
+    srv->sched.abandon = request_abandon;
     int rc = uvx_idle_init(srv->loop, &srv->retry_idle, srv);
     return rc < 0 ? rc : sched_init(srv);
 }
@@ -549,6 +576,7 @@ static void request_on_payload(session *s)
 {
     request *r = s->cur;
     s->cur = NULL;
+    sched_unwatch(r);
     request_ready(r);
 }
 
@@ -604,15 +632,15 @@ void request_complete(gpuq_job *job)
         log_error("device lost: %s", srv->b->lost_reason);
         srv->hooks.shutdown(srv, 3);
     }
+    if (r->early) { /* answered already (request_abandon) */
+        if (r->reply_done)
+            request_free(r);
+        return;
+    }
     r->status = job->status;
     if (srv->lost) {
         r->status = GPUQ_E_DEVICE_LOST;
         snprintf(r->message, sizeof r->message, "device lost: %.140s", srv->b->lost_reason);
-    } else if (r->discard) {
-        r->status = r->discard;
-        snprintf(r->message, sizeof r->message, "%s; its result was discarded",
-                 r->discard == GPUQ_E_CANCELLED ? "cancelled while it ran"
-                                                : "deadline passed while it ran");
     } else if (r->deadline_ns && uv_hrtime() > r->deadline_ns) {
         srv->sched.expired++;
         r->status = GPUQ_E_DEADLINE_EXCEEDED;

@@ -128,10 +128,13 @@ static void sched_expire(request *r)
 {
     sched *q = &r->s->srv->sched;
     char msg[96];
-    snprintf(msg, sizeof msg, "deadline of %llu ms passed before it ran",
-             (unsigned long long)r->req.deadline_ms);
+    snprintf(msg, sizeof msg, "deadline of %llu ms passed %s",
+             (unsigned long long)r->req.deadline_ms, r->running ? "while it ran" : "before it ran");
     q->expired++;
-    if (r->queued) {
+    if (r->running) {
+        sched_unwatch(r);
+        q->abandon(r, GPUQ_E_DEADLINE_EXCEEDED, msg);
+    } else if (r->queued) {
         sched_unqueue(r);
         q->answer(r, GPUQ_E_DEADLINE_EXCEEDED, msg);
     } else {
@@ -203,18 +206,43 @@ static bool sched_above(const server *srv, const sched_dev *d, int level, uint64
     return false;
 }
 
-/* May r (the first of the highest waiting level) enter d now? */
-static bool sched_admit(const server *srv, const sched_dev *d, const request *r, uint64_t now)
+/* Does r need one of the backend's slots (backend.h)? */
+static bool sched_needs_slot(const server *srv, const request *r)
+{
+    return srv->b && srv->b->slots && !backend_batchable(srv->b, &r->job);
+}
+
+enum sched_verdict { SCHED_WAIT, SCHED_GO, SCHED_NO_SLOT };
+
+/* May r (the first of the highest waiting level) enter d now? SCHED_NO_SLOT:
+ * only because it needs a backend slot and none is free. */
+static enum sched_verdict sched_admit(const server *srv, const sched_dev *d, const request *r,
+                                      uint64_t now)
 {
     const config *c = &srv->cfg;
     if (d->running >= c->device_window)
-        return false;
-    if (!sched_above(srv, d, r->level, now))
-        return true;
-    uint64_t lower = 0; /* levels between r's and an active one run nothing */
-    for (int l = 0; l <= r->level; l++)
-        lower += d->running_bytes[l];
-    return lower == 0 || lower + bytes_of(r) <= c->bulk_window;
+        return SCHED_WAIT;
+    if (sched_above(srv, d, r->level, now)) {
+        uint64_t lower = 0; /* levels between r's and an active one run nothing */
+        for (int l = 0; l <= r->level; l++)
+            lower += d->running_bytes[l];
+        if (lower && lower + bytes_of(r) > c->bulk_window)
+            return SCHED_WAIT;
+    }
+    if (sched_needs_slot(srv, r) && d->running_slots >= srv->b->slots)
+        return SCHED_NO_SLOT; /* it would wait inside the backend, out of reach */
+    return SCHED_GO;
+}
+
+/* The first request after r on its level that needs no slot and may enter
+ * d now, or NULL: while the level's first waits for a slot, small requests
+ * behind it go on (they run in batches, outside the slots). */
+static request *sched_past_slot(const server *srv, const sched_dev *d, request *r, uint64_t now)
+{
+    for (request *n = r->qnext; n; n = n->qnext)
+        if (!sched_needs_slot(srv, n))
+            return sched_admit(srv, d, n, now) == SCHED_GO ? n : NULL;
+    return NULL;
 }
 
 static void sched_pump(server *srv, sched_dev *d)
@@ -231,17 +259,25 @@ static void sched_pump(server *srv, sched_dev *d)
         if (l < 0)
             break;
         request *r = d->head[l];
-        if (!sched_admit(srv, d, r, now))
+        enum sched_verdict v = sched_admit(srv, d, r, now);
+        if (v == SCHED_NO_SLOT)
+            r = sched_past_slot(srv, d, r, now);
+        if (v == SCHED_WAIT || !r)
             break; /* strict: nothing of a lower level passes it */
         sched_unqueue(r);
         uint64_t bytes = bytes_of(r);
+        bool slot = sched_needs_slot(srv, r);
         r->running = true;
+        r->slot_held = slot;
         r->job.whole = sched_above(srv, d, l, now);
         d->running++;
+        d->running_slots += slot;
         d->running_n[l]++;
         d->running_bytes[l] += bytes;
-        if (q->run(r) < 0) { /* refused and answered: r may be gone */
+        sched_watch(r);      /* its deadline holds while it runs too */
+        if (q->run(r) < 0) { /* refused and answered (so unwatched): r may be gone */
             d->running--;
+            d->running_slots -= slot;
             d->running_n[l]--;
             d->running_bytes[l] -= bytes;
         }
@@ -286,6 +322,8 @@ void sched_done(request *r)
         return;
     r->running = false;
     d->running--;
+    d->running_slots -= r->slot_held;
+    r->slot_held = false;
     d->running_n[r->level]--;
     d->running_bytes[r->level] -= bytes_of(r);
     sched_pump(srv, d);
@@ -320,10 +358,14 @@ static void sched_cancel_walk(session *s, bool all_ids, uint64_t id, uint32_t *d
                 again = true;
                 break;
             }
-            if (r->running && !r->discard) {
-                r->discard = GPUQ_E_CANCELLED;
+            if (r->running) {
+                /* answered now, stopped at its next block of rows; it
+                 * leaves s's list, so the walk starts again */
                 q->cancelled++;
                 (*running)++;
+                q->abandon(r, GPUQ_E_CANCELLED, "cancelled while it ran");
+                again = true;
+                break;
             }
         }
     }

@@ -20,11 +20,16 @@
  * Also here: every unanswered compute request of a session is on the
  * session's list (sched_track .. sched_untrack), which is what cancel
  * (sched_cancel) and a closing session (sched_drop_session) walk; and the
- * deadline watch: a request with a deadline that waits for staging or in a
- * queue is watched, and one timer (the earliest deadline) answers it
+ * deadline watch: a request with a deadline is watched from its header
+ * until it is answered (waiting for staging or its payload, queued,
+ * running), and one timer (the earliest deadline) answers it
  * deadline_exceeded when its time has come (queued: dropped from the queue;
- * waiting for staging: srv->sched.expire_waiting). Requests running or
- * reading their payload are checked when that ends (request.c).
+ * waiting for staging or its payload: srv->sched.expire_waiting; running:
+ * srv->sched.abandon, which answers it at once and has its job stop).
+ *
+ * A backend with slots (backend.h: the CPU's thread pool) runs at most that
+ * many jobs that are not batchable at once; the others wait here, in
+ * priority order, where cancel and deadlines reach them.
  *
  * Calls up (answering a request, submitting it) go through the function
  * pointers request.c sets in srv->sched (server_defs.h), so this module
@@ -63,12 +68,12 @@ void sched_kick(server *srv);
 
 /* Cancel s's unanswered requests with id: a queued one is dropped and
  * answered GPUQ_E_CANCELLED (*dropped counts them); a running one is
- * marked so that it is answered GPUQ_E_CANCELLED once it finishes
- * (*running counts them). */
+ * answered GPUQ_E_CANCELLED too and its job told to stop (sched.abandon;
+ * *running counts them). */
 void sched_cancel(session *s, uint64_t id, uint32_t *dropped, uint32_t *running);
 /* s is closing: its queued requests are dropped (answered, which on a
  * closing session frees them at once, staging included), its running ones
- * marked cancelled; all counted as cancelled. */
+ * abandoned (their jobs stop); all counted as cancelled. */
 void sched_drop_session(session *s);
 
 /* Requests waiting in the queues of device index i (-1 or the CPU's: 0),

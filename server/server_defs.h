@@ -93,9 +93,12 @@ struct request {
     int level;            /* priority level index 0..SCHED_LEVELS-1 (low..high) */
     int dev;              /* device queue index */
     uint64_t deadline_ns; /* uv_hrtime() deadline; 0: none */
-    /* set while it runs: answer this code instead of its result once the
-     * backend is done (GPUQ_E_CANCELLED, GPUQ_E_DEADLINE_EXCEEDED) */
-    int discard;
+    /* Answered while its job still ran (cancelled, deadline passed, its
+     * session closed: request.c's request_abandon), the job told to stop:
+     * r lives on, staging and arenas held, until the job completed and the
+     * reply was written or dropped (reply_done), whichever comes last. */
+    bool early, reply_done;
+    bool slot_held; /* running in one of the backend's slots (backend.h) */
 };
 
 enum session_rstate { RS_PREFIX, RS_HEADER, RS_PAYLOAD, RS_SKIP, RS_WAIT_STAGING };
@@ -118,6 +121,7 @@ struct session {
     uint64_t id;
     int refs; /* pipe handle + each live request */
     bool closing, hello_done, reading, counted;
+    bool user_counted; /* in srv->users under uid (server.c counts it; closing drops it) */
     bool broken;       /* bad prefix: stop reading, close after the error */
     bool yielded;      /* read SESSION_READ_BUDGET: reads again next turn */
     uint64_t read_run; /* bytes read since it last yielded */
@@ -165,6 +169,12 @@ struct session {
     /* timeouts (session_sweep) */
     uint64_t rx_ns;           /* last byte in, or reading (re)started */
     uint64_t active_ns;       /* last byte in or reply written */
+    uint64_t frame_ns;        /* the current frame's rate clock (frame_min_rate) */
+    uint64_t frame_got;       /* its bytes since frame_ns */
+    uint64_t stop_ns;         /* reading stopped then (0: reading or never started) */
+    uint64_t taken_seen;      /* reply bytes the client had taken at the last sweep */
+    uint64_t taken_ns;        /* when it last took one, or had none to take */
+    bool eof;                 /* the client shut its side down (half-close) */
     uint64_t linger_until_ns; /* closing after a final reply: hard close then */
 };
 
@@ -189,6 +199,7 @@ typedef struct sched_dev {
     request *head[SCHED_LEVELS], *tail[SCHED_LEVELS]; /* queued, FIFO per level */
     uint32_t queued;
     uint32_t running;                     /* submitted to the backend, not completed */
+    uint32_t running_slots;               /* of those, in the backend's slots */
     uint32_t running_n[SCHED_LEVELS];     /* of those, per level */
     uint64_t running_bytes[SCHED_LEVELS]; /* input + output bytes of those, per level */
     uint64_t seen_ns[SCHED_LEVELS];       /* last compute request of each level queued */
@@ -209,6 +220,8 @@ typedef struct sched {
      * queued nor waiting, with code (the reply carries msg) */
     int (*run)(request *r);
     void (*answer)(request *r, int code, const char *msg);
+    /* answer r, which runs, with code now, and have its job stop */
+    void (*abandon)(request *r, int code, const char *msg);
     /* r waits for staging and its deadline passed */
     void (*expire_waiting)(request *r);
 } sched;
@@ -222,7 +235,13 @@ typedef struct server_hooks {
 } server_hooks;
 
 /* Why the server closed a session on its own (metrics, status). */
-enum session_timeout_kind { TIMEOUT_HELLO, TIMEOUT_IDLE, TIMEOUT_FRAME, TIMEOUT_KINDS };
+enum session_timeout_kind {
+    TIMEOUT_HELLO,
+    TIMEOUT_IDLE,
+    TIMEOUT_FRAME,
+    TIMEOUT_REPLY,
+    TIMEOUT_KINDS
+};
 
 struct server {
     uv_loop_t *loop;
@@ -260,6 +279,7 @@ struct server {
     int exit_code;
     session *sessions;
     uint32_t nsessions; /* not closing */
+    policy_users users; /* sessions not closing, per uid (max_sessions_per_user) */
     uint64_t next_session_id;
     uint64_t inflight;       /* compute requests accepted, not answered */
     arena_books arena_books; /* arena ids and bytes over all sessions */

@@ -3,11 +3,11 @@
 #include "session.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -95,6 +95,10 @@ void session_close(session *s)
     if (s->counted) {
         s->counted = false;
         srv->nsessions--;
+    }
+    if (s->user_counted) {
+        s->user_counted = false;
+        policy_users_drop(&srv->users, s->uid);
     }
     log_debug("session %llu closing (%u in flight)", (unsigned long long)s->id, s->inflight);
     if (s->reading) {
@@ -211,6 +215,8 @@ static void session_close_read_fd(session *s)
  * read's fd (if any) is offered to it. */
 static void session_frame_start(session *s)
 {
+    s->frame_ns = s->rx_ns;
+    s->frame_got = 0;
     if (s->rx_fd >= 0)
         close(s->rx_fd);
     s->rx_fd = s->read_fd;
@@ -223,6 +229,7 @@ static void session_frame_start(session *s)
  * part on when it is complete. */
 static void session_part(session *s, uint64_t n)
 {
+    s->frame_got += n;
     switch (s->rstate) {
     case RS_PREFIX:
         s->have += n;
@@ -305,15 +312,39 @@ static void session_feed(session *s)
 
 static void session_yield(session *s);
 
+/* After EOF: did the client only shut its sending side (shutdown(SHUT_WR):
+ * it still reads, so what it sent is answered) or close the connection
+ * (then nobody will read a reply and its work is dropped)? A Unix socket
+ * whose peer is gone polls POLLHUP; one that was half-closed does not. */
+static bool session_peer_reads(session *s)
+{
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)&s->pipe, &fd) != 0)
+        return false;
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    return poll(&p, 1, 0) >= 0 && !(p.revents & (POLLHUP | POLLERR | POLLNVAL));
+}
+
 static void session_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
     session *s = st->data;
     bool direct = nread > 0 && (const uint8_t *)buf->base != s->rx + s->rx_len;
     if (uv_pipe_pending_count(&s->pipe) > 0)
         session_take_pending_fds(s, direct);
+    if (nread == UV_EOF && !s->closing && session_peer_reads(s)) {
+        /* A half-close (shutdown(SHUT_WR)): libuv has stopped reading.
+         * Every request read before it is still answered; the session
+         * closes once they are (session_update_reading). */
+        s->eof = true;
+        s->reading = false;
+        s->stop_ns = uv_hrtime();
+        session_ref(s);
+        session_update_reading(s);
+        session_unref(s);
+        return;
+    }
     if (nread < 0) {
-        if (nread != UV_EOF)
-            log_debug("session %llu: read: %s", (unsigned long long)s->id, uv_strerror((int)nread));
+        log_debug("session %llu: read: %s", (unsigned long long)s->id, uv_strerror((int)nread));
         session_close(s);
         return;
     }
@@ -369,10 +400,23 @@ void session_header_done(session *s)
 
 void session_expect_payload(session *s, void *buf, uint64_t len)
 {
+    /* staging was granted: the payload's rate counts from now */
+    s->frame_ns = uv_hrtime();
+    s->frame_got = 0;
     s->payload_buf = buf;
     s->payload_len = len;
     s->have = 0;
     s->rstate = RS_PAYLOAD;
+}
+
+void session_drop_payload(session *s)
+{
+    if (s->rstate != RS_PAYLOAD)
+        return;
+    uint64_t left = s->payload_len - s->have;
+    s->payload_buf = NULL;
+    s->payload_len = 0;
+    session_skip(s, left);
 }
 
 void session_wait(session *s)
@@ -458,6 +502,16 @@ void session_layer_close(server *srv)
     uvx_close((uv_handle_t *)&srv->flush_prep, NULL);
 }
 
+/* After EOF: every frame read whole was answered and written (a frame cut
+ * short by the EOF is not a request: the request layer drops it on close),
+ * so the session closes. */
+static bool session_eof_done(session *s)
+{
+    return s->eof && s->rx_off == s->rx_len && s->rstate != RS_WAIT_STAGING &&
+           s->live == (s->cur ? 1u : 0u) && !s->pending && !s->flush_listed &&
+           uvx_write_queue_size((uv_stream_t *)&s->pipe) == 0;
+}
+
 void session_update_reading(session *s)
 {
     if (s->closing)
@@ -465,7 +519,11 @@ void session_update_reading(session *s)
     bool left = s->rx_off < s->rx_len; /* bytes read, not yet fed */
     if (left && !s->feeding && !s->yielded && s->rstate != RS_WAIT_STAGING && !s->broken)
         session_next_turn(s);
-    bool want = !left && !s->broken && !s->yielded && s->rstate != RS_WAIT_STAGING &&
+    if (session_eof_done(s)) {
+        session_close(s);
+        return;
+    }
+    bool want = !left && !s->eof && !s->broken && !s->yielded && s->rstate != RS_WAIT_STAGING &&
                 uvx_write_queue_size((uv_stream_t *)&s->pipe) <= s->caps.session_staging &&
                 s->live < 2 * s->caps.max_inflight + 16;
     int rc = 0;
@@ -474,10 +532,17 @@ void session_update_reading(session *s)
         rc = uvx_read_start((uv_stream_t *)&s->pipe, session_alloc_cb, session_read_cb,
                             session_label(s, label, sizeof label));
         s->reading = rc == 0;
-        s->rx_ns = uv_hrtime(); /* a frame's stall counts from here */
+        uint64_t now = uv_hrtime();
+        s->rx_ns = now; /* a frame's stall counts from here */
+        /* nor does the pause count against the frame's rate: a frame begun
+         * while reading stopped (from bytes already read) counts from now */
+        if (s->stop_ns && s->frame_ns)
+            s->frame_ns = s->frame_ns > s->stop_ns ? now : s->frame_ns + (now - s->stop_ns);
+        s->stop_ns = 0;
     } else if (!want && s->reading) {
         rc = uvx_read_stop((uv_stream_t *)&s->pipe, session_label(s, label, sizeof label));
         s->reading = false;
+        s->stop_ns = uv_hrtime();
     }
     if (rc < 0)
         session_close(s);
@@ -715,77 +780,4 @@ void session_send(session *s, session_frame *f)
     *pp = f;
     if (s->pending->seq == s->next_write_seq)
         session_list_flush(s);
-}
-
-/* In the middle of a frame: some of its bytes came, the rest has not. */
-static bool session_mid_frame(const session *s)
-{
-    return s->rstate != RS_PREFIX || s->have > 0;
-}
-
-/* The server waits on the client: it reads, or it stopped reading because
- * the client does not read its replies. (Waiting for staging, or for the
- * backend to finish earlier requests, is the server's own doing.) */
-static bool session_waits_for_client(session *s)
-{
-    return s->rstate != RS_WAIT_STAGING &&
-           (s->reading || uvx_write_queue_size((uv_stream_t *)&s->pipe) > 0);
-}
-
-static const char *const timeout_names[TIMEOUT_KINDS] = {"hello", "idle", "frame"};
-
-const char *session_timeout_name(int kind)
-{
-    return kind >= 0 && kind < TIMEOUT_KINDS ? timeout_names[kind] : "?";
-}
-
-/* Close s for a timeout: a final `timeout` reply, then the close; at most
- * SESSION_LINGER_NS later whatever happens. */
-#define SESSION_LINGER_NS 1000000000ull
-static void session_close_timeout(session *s, uint64_t now, const char *fmt, ...)
-{
-    char msg[160];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    static log_limit lim;
-    log_limited(&lim, LOG_LVL_INFO, "session %llu (pid %d, uid %d, '%s'): closed: %s",
-                (unsigned long long)s->id, (int)s->pid, s->uid == (uid_t)-1 ? -1 : (int)s->uid,
-                s->client, msg);
-    s->broken = true;
-    s->linger_until_ns = now + SESSION_LINGER_NS;
-    /* The reply goes after those owed before it; the linger bounds the wait
-     * when the client does not read them. */
-    s->srv->sev->timeout(s, msg);
-}
-
-int session_sweep(session *s, uint64_t now)
-{
-    const config *cfg = &s->srv->cfg;
-    if (s->closing)
-        return -1;
-    if (s->broken) { /* a final reply is on its way: give it a while, then close */
-        if (!s->linger_until_ns)
-            s->linger_until_ns = now + SESSION_LINGER_NS;
-        else if (now >= s->linger_until_ns)
-            session_close(s);
-        return -1;
-    }
-    double hello = cfg->hello_timeout_s, frame = cfg->frame_timeout_s, idle = cfg->idle_timeout_s;
-    if (!s->hello_done && hello > 0 && (double)(now - s->start_ns) >= hello * 1e9) {
-        session_close_timeout(s, now, "no hello within %g s (hello_timeout)", hello);
-        return TIMEOUT_HELLO;
-    }
-    if (session_mid_frame(s) && frame > 0 && session_waits_for_client(s) &&
-        (double)(now - s->rx_ns) >= frame * 1e9) {
-        session_close_timeout(s, now, "a frame stalled: no byte for %g s (frame_timeout)", frame);
-        return TIMEOUT_FRAME;
-    }
-    if (s->hello_done && idle > 0 && !s->live && !session_mid_frame(s) &&
-        (double)(now - s->active_ns) >= idle * 1e9) {
-        session_close_timeout(s, now, "idle for %g s (idle_timeout)", idle);
-        return TIMEOUT_IDLE;
-    }
-    return -1;
 }

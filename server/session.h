@@ -11,7 +11,10 @@
  * all earlier ones were written, is encoded when its turn comes and written
  * with one uv_write; its owner's done() runs once it was written.
  *
- * Failure: a read/write error or EOF closes the session (closing flag, read
+ * A half-close (EOF while the peer still reads) stops reading only: the
+ * session closes once every request read before it was answered.
+ *
+ * Failure: a read/write error or the peer's close closes the session (closing flag, read
  * stop, uv_close; pending frames are dropped through their done(), the
  * request layer drops s->cur through sev->closed). A client that is too
  * slow (no hello, a stalled frame, idle) is closed by session_sweep, which
@@ -57,6 +60,9 @@ int session_expect_header(session *s);
 void session_header_done(session *s);
 /* read len (> 0) payload bytes into buf (borrowed until sev->payload) */
 void session_expect_payload(session *s, void *buf, uint64_t len);
+/* the payload of session_expect_payload is no longer wanted: its bytes
+ * still to come are skipped (its buffer is no longer touched) */
+void session_drop_payload(session *s);
 /* stop reading until the request layer can take the frame (staging) */
 void session_wait(session *s);
 bool session_waiting(const session *s);
@@ -66,13 +72,5 @@ uint64_t session_next_seq(session *s);
 /* Queue f (owned by its owner until f->ops->done) for writing in seq order;
  * on a closing session it is dropped at once (done with UV_ECANCELED). */
 void session_send(session *s, session_frame *f);
-
-/* Timeouts (config hello_timeout, frame_timeout, idle_timeout; 0 is off):
- * close s if one has passed at now (uv_hrtime), with a final `timeout` reply
- * when nothing else is queued for it. Also ends the linger of a session that
- * is closing after a final reply. Returns the enum session_timeout_kind that
- * fired, or -1. */
-int session_sweep(session *s, uint64_t now);
-const char *session_timeout_name(int kind);
 
 #endif

@@ -7,6 +7,7 @@
 #include "scheduler.h"
 #include "server_defs.h"
 #include "session.h"
+#include "session_timeout.h"
 
 void stats_request(stats *st, gpuq_op op)
 {

@@ -19,7 +19,7 @@
 #include "e2e_util.h"
 #include "mpread.h"
 
-enum { N = 1024, NJOBS = 8 };
+enum { N = 1024, NJOBS = 16 };
 #define JOB_BYTES ((long long)(2 * N * sizeof(double)))
 
 static double x[N];
@@ -30,6 +30,11 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static bool is_cpu(void)
+{
+    return strcmp(tu_test_device(), "cpu") == 0;
 }
 
 /* A daemon whose jobs take slow_ms each, with extra flags. One job runs
@@ -210,19 +215,28 @@ START_TEST(deadline_queued_dropped)
 }
 END_TEST
 
-/* A request that runs past its deadline: answered deadline_exceeded when it
- * ends, its result discarded; the connection serves on. */
+/* A request that runs past its deadline: answered deadline_exceeded at the
+ * deadline, not when the work ends (PROTOCOL.md section 2); on the CPU its
+ * work stops at once (its staging back long before the job's 600 ms); the
+ * connection serves on. */
 START_TEST(deadline_running)
 {
-    start_slow(200, NULL);
+    start_slow(600, NULL);
     gpuq_conn *c = e2e_connect("dl", GPUQ_PRIO_NORMAL);
     double t0 = now_ms();
     submit_job(c, 0, 50);
     gpuq_reply rep;
     ck_assert_int_eq(wait_job(c, &rep), GPUQ_E_DEADLINE_EXCEEDED);
-    ck_assert_msg(now_ms() - t0 > 150, "answered before the job ended");
+    double dt = now_ms() - t0;
+    ck_assert_msg(dt >= 49 && dt < 300, "a 50 ms deadline answered after %.0f ms", dt);
     ck_assert_msg(strstr(rep.message, "while it ran") != NULL, "message: %s", rep.message);
+    ck_assert_msg(y[0][0] == 0, "an expired request's result was written");
     ck_assert_int_eq(e2e_status_int("expired"), 1);
+    ck_assert_int_eq(e2e_status_int("in_flight"), 0);
+    if (is_cpu()) { /* stopped at its next block: staging back at once */
+        e2e_wait_status("staging_bytes", 0, 10);
+        ck_assert_msg(now_ms() - t0 < 450, "the expired job ran on for %.0f ms", now_ms() - t0);
+    }
     submit_job(c, 1, 5000); /* a deadline that is met */
     ck_assert_int_eq(wait_job(c, &rep), 0);
     check_result(1);
@@ -302,19 +316,26 @@ START_TEST(cancel_queued)
 }
 END_TEST
 
-/* cancel of a running request: it ends on the device, then is answered
- * cancelled (no result). */
+/* cancel of a running request: answered cancelled at once (no result), not
+ * when the work ends; on the CPU the work stops at once. */
 START_TEST(cancel_running)
 {
-    start_slow(300, NULL);
+    start_slow(800, NULL);
     gpuq_conn *c = e2e_connect("cx", GPUQ_PRIO_NORMAL);
     uint64_t id0 = submit_job(c, 0, 0);
     usleep(60000);
+    double t0 = now_ms();
     gpuq_req *q = submit_cancel(c, id0);
     gpuq_reply rep;
     ck_assert_int_eq(wait_job(c, &rep), GPUQ_E_CANCELLED);
+    double dt = now_ms() - t0;
+    ck_assert_msg(dt < 300, "the cancelled request was answered after %.0f ms", dt);
     ck_assert_msg(y[0][0] == 0, "a cancelled request's result was written");
     wait_cancel(c, q, 0, 1);
+    if (is_cpu()) {
+        e2e_wait_status("staging_bytes", 0, 10);
+        ck_assert_msg(now_ms() - t0 < 500, "the cancelled job ran on for %.0f ms", now_ms() - t0);
+    }
     ck_assert_int_eq(e2e_status_int("cancelled"), 1);
     submit_job(c, 1, 0);
     ck_assert_int_eq(wait_job(c, &rep), 0);
@@ -346,8 +367,8 @@ START_TEST(cancel_unknown_and_missing)
 END_TEST
 
 /* A client that leaves with six requests in flight: the five queued ones
- * are dropped at once (staging back), the running one discarded when it
- * ends; none of the dropped ones runs. */
+ * are dropped at once (staging back), the running one stopped (CPU: at
+ * once) or discarded when it ends (CUDA); none of the dropped ones runs. */
 START_TEST(disconnect_drops_queued)
 {
     const char *extra[] = {"--device-window", "1", NULL};
@@ -363,13 +384,117 @@ START_TEST(disconnect_drops_queued)
     e2e_status(js, sizeof js);
     ck_assert_int_eq(e2e_json_int(js, "queued"), 0);
     ck_assert_int_eq(e2e_json_int(js, "cancelled"), 6);
-    ck_assert_int_eq(e2e_json_int(js, "staging_bytes"), JOB_BYTES); /* the running one's */
+    /* the running one's, until it stops */
+    ck_assert_int_eq(e2e_json_int(js, "staging_bytes"), is_cpu() ? 0 : JOB_BYTES);
     usleep(450000);
     e2e_status(js, sizeof js);
     ck_assert_int_eq(e2e_json_int(js, "in_flight"), 0);
     ck_assert_int_eq(e2e_json_int(js, "staging_bytes"), 0);
     ck_assert_int_eq(e2e_json_int(js, "bytes"), 2 * JOB_BYTES); /* the warm-up and #0 */
     e2e_assert_serves();
+}
+END_TEST
+
+/* ---- the CPU backend with the default device_window (issue 30): it runs
+ * as many jobs as its thread pool has threads (UV_THREADPOOL_SIZE, 4 here)
+ * and the rest wait in the scheduler's queue, where priority, cancel,
+ * deadlines and a disconnect reach them. Before, every job went to libuv's
+ * FIFO pool at once. */
+
+static void start_pool(int slow_ms)
+{
+    setenv("UV_THREADPOOL_SIZE", "4", 1);
+    start_slow(slow_ms, NULL);
+    unsetenv("UV_THREADPOOL_SIZE");
+}
+
+/* 12 low-priority jobs of 300 ms: 4 run, 8 wait in the queue; a
+ * high-priority one sent then runs as soon as a thread is free (about
+ * 300 ms later), not after the 12 (1.2 s). */
+START_TEST(cpu_pool_priority)
+{
+    if (!is_cpu())
+        return; /* CUDA: device_window alone (covered above) */
+    start_pool(300);
+    gpuq_conn *lo = e2e_connect("lo", GPUQ_PRIO_LOW), *hi = e2e_connect("hi", GPUQ_PRIO_HIGH);
+    for (int k = 0; k < 12; k++)
+        submit_job(lo, k, 0);
+    e2e_wait_status("queued", 8, 5);
+    double t0 = now_ms();
+    submit_job(hi, 12, 0);
+    gpuq_reply rep;
+    ck_assert_int_eq(wait_job(hi, &rep), 0);
+    double dt = now_ms() - t0;
+    check_result(12);
+    ck_assert_msg(dt < 750, "the high-priority job waited %.0f ms behind low ones", dt);
+    for (int k = 0; k < 12; k++) {
+        ck_assert_int_eq(wait_job(lo, &rep), 0);
+        check_result(k);
+    }
+    gpuq_close(lo);
+    gpuq_close(hi);
+}
+END_TEST
+
+/* Cancelling the last of 8 jobs finds it queued (dropped, never run), and a
+ * 100 ms deadline of another session's job is kept. */
+START_TEST(cpu_pool_cancel_and_deadline)
+{
+    if (!is_cpu())
+        return;
+    start_pool(400);
+    gpuq_conn *c = e2e_connect("cx", GPUQ_PRIO_NORMAL), *d = e2e_connect("dl", GPUQ_PRIO_NORMAL);
+    uint64_t ids[8];
+    for (int k = 0; k < 8; k++)
+        ids[k] = submit_job(c, k, 0);
+    e2e_wait_status("queued", 4, 5);
+    double t0 = now_ms();
+    submit_job(d, 8, 100);
+    gpuq_reply rep;
+    ck_assert_int_eq(wait_job(d, &rep), GPUQ_E_DEADLINE_EXCEEDED);
+    double dt = now_ms() - t0;
+    ck_assert_msg(dt >= 99 && dt < 300, "a 100 ms deadline answered after %.0f ms", dt);
+    gpuq_req *q = submit_cancel(c, ids[7]);
+    for (int k = 0; k < 7; k++) {
+        ck_assert_int_eq(wait_job(c, &rep), 0);
+        check_result(k);
+    }
+    ck_assert_int_eq(wait_job(c, &rep), GPUQ_E_CANCELLED);
+    ck_assert_msg(strstr(rep.message, "before it ran") != NULL, "message: %s", rep.message);
+    wait_cancel(c, q, 1, 0);
+    ck_assert_int_eq(e2e_status_int("bytes"), 8 * JOB_BYTES); /* the warm-up and #0..#6 */
+    gpuq_close(c);
+    gpuq_close(d);
+}
+END_TEST
+
+/* A client that leaves with 16 jobs of 1 s in flight: its 4 running jobs
+ * stop and its 12 queued ones are dropped, so another client's job runs
+ * at once instead of after 4 s, and all staging is back. */
+START_TEST(cpu_pool_disconnect)
+{
+    if (!is_cpu())
+        return;
+    start_pool(1000);
+    gpuq_conn *gone = e2e_connect("gone", GPUQ_PRIO_NORMAL);
+    for (int k = 0; k < 16; k++)
+        submit_job(gone, k, 0);
+    e2e_wait_status("queued", 12, 5);
+    gpuq_close(gone);
+    gpuq_conn *c = e2e_connect("next", GPUQ_PRIO_NORMAL);
+    double t0 = now_ms();
+    submit_job(c, 0, 0);
+    gpuq_reply rep;
+    ck_assert_int_eq(wait_job(c, &rep), 0);
+    double dt = now_ms() - t0;
+    check_result(0);
+    /* its own 1 s, not the 4 s of the leaver's work */
+    ck_assert_msg(dt < 1700, "the next client's job took %.0f ms", dt);
+    e2e_wait_status("staging_bytes", 0, 5);
+    ck_assert_int_eq(e2e_status_int("cancelled"), 16);
+    /* the warm-up, the 4 that ran (stopped) and c's: none of the 12 ran */
+    ck_assert_int_eq(e2e_status_int("bytes"), 6 * JOB_BYTES);
+    gpuq_close(c);
 }
 END_TEST
 
@@ -412,6 +537,9 @@ static Suite *suite(void)
     tcase_add_test(tc, cancel_unknown_and_missing);
     tcase_add_test(tc, disconnect_drops_queued);
     tcase_add_test(tc, open_close_while_busy);
+    tcase_add_test(tc, cpu_pool_priority);
+    tcase_add_test(tc, cpu_pool_cancel_and_deadline);
+    tcase_add_test(tc, cpu_pool_disconnect);
     suite_add_tcase(s, tc);
     return s;
 }

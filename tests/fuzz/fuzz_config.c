@@ -77,6 +77,7 @@ static const fuzz_field cfg_fields[] = {
     CF(socket_mode, CF_SAME),
     CF(socket_group, CF_STR),
     CF(socket_gid, CF_SAME),
+    CF(listen_backlog, CF_SAME),
     CF(device, CF_STR),
     CF(lim, CF_SAME),
     CF(device_memory_limit, CF_SAME),
@@ -85,6 +86,8 @@ static const fuzz_field cfg_fields[] = {
     CF(hello_timeout_s, CF_SAME),
     CF(idle_timeout_s, CF_SAME),
     CF(frame_timeout_s, CF_SAME),
+    CF(frame_min_rate, CF_SAME),
+    CF(reply_timeout_s, CF_SAME),
     CF(staging_keep, CF_SAME),
     CF(staging_release_s, CF_SAME),
     CF(staging_headroom, CF_SAME),
@@ -100,8 +103,9 @@ static const fuzz_field cfg_fields[] = {
 };
 #define PF(m, r) FUZZ_FIELD(gpuq_policy, m, r, 0)
 static const fuzz_field pol_fields[] = {
-    PF(admin_group, CF_STR), PF(admin_gid, CF_SAME), PF(max_priority, CF_SAME),
-    PF(nrules, CF_SAME),     PF(rules, CF_RULES),
+    PF(admin_group, CF_STR),   PF(admin_gid, CF_SAME),
+    PF(max_priority, CF_SAME), PF(max_sessions_per_user, CF_SAME),
+    PF(nrules, CF_SAME),       PF(rules, CF_RULES),
 };
 #define RF(m, r) FUZZ_FIELD(policy_rule, m, r, 0)
 static const fuzz_field rule_fields[] = {
@@ -113,6 +117,7 @@ static const fuzz_field rule_fields[] = {
     RF(session_staging, CF_SAME),
     RF(has_session_arena, CF_SAME),
     RF(session_arena, CF_SAME),
+    RF(max_sessions_per_user, CF_SAME),
     RF(line, CF_SKIP),
 };
 /* gpuq_limits, compared as bytes above: both sides start from memset 0 */
@@ -218,6 +223,9 @@ static void bounds(const config *c)
     seconds_in("drain_timeout", c->drain_timeout_s, 86400);
     seconds_in("hello_timeout", c->hello_timeout_s, 86400);
     seconds_in("frame_timeout", c->frame_timeout_s, 86400);
+    seconds_in("reply_timeout", c->reply_timeout_s, 86400);
+    count_in("listen_backlog", c->listen_backlog, 1, 1u << 20);
+    count_in("max_sessions_per_user", c->pol.max_sessions_per_user, 0, 1u << 20);
     seconds_in("idle_timeout", c->idle_timeout_s, 86400.0 * 365);
     seconds_in("staging_release_after", c->staging_release_s, 86400);
     count_in("max_header", c->lim.max_header, 1, 1u << 30);
