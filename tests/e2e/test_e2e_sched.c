@@ -413,8 +413,10 @@ static void start_pool(int slow_ms)
  * 300 ms later), not after the 12 (1.2 s). */
 START_TEST(cpu_pool_priority)
 {
-    if (!is_cpu())
-        return; /* CUDA: device_window alone (covered above) */
+    if (!is_cpu()) {
+        e2e_start(NULL); /* for the teardown */
+        return;          /* CUDA: device_window alone (covered above) */
+    }
     start_pool(300);
     gpuq_conn *lo = e2e_connect("lo", GPUQ_PRIO_LOW), *hi = e2e_connect("hi", GPUQ_PRIO_HIGH);
     for (int k = 0; k < 12; k++)
@@ -440,8 +442,10 @@ END_TEST
  * 100 ms deadline of another session's job is kept. */
 START_TEST(cpu_pool_cancel_and_deadline)
 {
-    if (!is_cpu())
+    if (!is_cpu()) {
+        e2e_start(NULL); /* for the teardown */
         return;
+    }
     start_pool(400);
     gpuq_conn *c = e2e_connect("cx", GPUQ_PRIO_NORMAL), *d = e2e_connect("dl", GPUQ_PRIO_NORMAL);
     uint64_t ids[8];
@@ -473,8 +477,10 @@ END_TEST
  * at once instead of after 4 s, and all staging is back. */
 START_TEST(cpu_pool_disconnect)
 {
-    if (!is_cpu())
+    if (!is_cpu()) {
+        e2e_start(NULL); /* for the teardown */
         return;
+    }
     start_pool(1000);
     gpuq_conn *gone = e2e_connect("gone", GPUQ_PRIO_NORMAL);
     for (int k = 0; k < 16; k++)
