@@ -6,6 +6,7 @@
  * on CUDA, where staging is pinned memory. */
 #include <check.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -380,6 +381,277 @@ START_TEST(staging_given_back)
 }
 END_TEST
 
+/* Send a prefix and the header of a float64 normalize of n values (its
+ * payload to follow). */
+static void send_norm_header(int fd, uint64_t id, uint64_t n)
+{
+    gpuq_request r = e2e_norm_req(n);
+    r.id = id;
+    uint8_t *h = NULL;
+    size_t hl = 0;
+    ck_assert_int_eq(gpuq_request_encode(&r, &h, &hl), 0);
+    e2e_send_frame(fd, h, (uint32_t)hl, n * sizeof(double), NULL, 0);
+    free(h);
+}
+
+/* Send len bytes of p (the rest of a payload); false once the daemon
+ * closed the connection. */
+static bool send_piece(int fd, const void *p, size_t len)
+{
+    const uint8_t *b = p;
+    while (len > 0) {
+        ssize_t w = send(fd, b, len, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        b += w;
+        len -= (size_t)w;
+    }
+    return true;
+}
+
+/* The reply to normalize `id` of x[n] (method sum) within 5 s: status 0
+ * and y = x / sum(x) (x sums to sum). */
+static void expect_norm_reply(int fd, uint64_t id, const double *x, size_t n, double sum)
+{
+    double *y = malloc(n * sizeof *y);
+    ck_assert_ptr_nonnull(y);
+    struct timeval tv = {.tv_sec = 5};
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+    gpuq_reply rep;
+    size_t len = 0;
+    int rc = e2e_read_reply_data(fd, &rep, hbuf, sizeof hbuf, y, n * sizeof *y, &len);
+    ck_assert_msg(rc == 0, "normalize %llu: %s", (unsigned long long)id,
+                  rc == E2E_CLOSED ? "closed without a reply" : "no reply within 5 s");
+    ck_assert_msg(rep.status == 0, "normalize %llu: %s (%s)", (unsigned long long)id,
+                  gpuq_errname(rep.status), rep.message);
+    ck_assert_uint_eq(rep.id, id);
+    ck_assert_uint_eq(len, n * sizeof *y);
+    for (size_t j = 0; j < n; j += 997)
+        ck_assert_double_eq_tol(y[j], x[j] / sum, 1e-12 * fabs(x[j] / sum));
+    free(y);
+}
+
+/* frame_min_rate (issue 30, item 5), with frame_timeout 1 s and a rate of
+ * 100000 bytes/s. A header promising 4 MiB of payload, then 16 bytes every
+ * 0.3 s (the byte gap never reaches frame_timeout): closed about 1 s after
+ * its staging was granted, with one `timeout` naming frame_min_rate, its
+ * 8 MiB of staging back at once. The same 4 MiB at full speed, and 2 MiB
+ * sent at about 1 MiB/s in pieces 0.25 s apart (2 s, past frame_timeout),
+ * are served. */
+START_TEST(slow_frame_min_rate)
+{
+    const char *extra[] = {"--frame-timeout", "1", "--frame-min-rate", "100000", NULL};
+    e2e_restart(extra);
+    enum { BIG = 1 << 19, MID = 1 << 18, PIECE = 1 << 15 }; /* 4 MiB, 2 MiB, 256 KiB */
+    double *x = malloc(BIG * sizeof *x);
+    ck_assert_ptr_nonnull(x);
+    double sum_big = 0, sum_mid = 0;
+    for (int i = 0; i < BIG; i++) {
+        x[i] = (double)(i % 13) - 5.5 + (i == 0 ? 1e4 : 0);
+        sum_big += x[i];
+        sum_mid += i < MID ? x[i] : 0;
+    }
+    /* the trickle */
+    int fd = e2e_hello_socket("trickle", hbuf, sizeof hbuf);
+    double t0 = tu_now_s();
+    send_norm_header(fd, 5, BIG);
+    const uint8_t *p = (const uint8_t *)x;
+    gpuq_reply rep;
+    int rc = E2E_TIMED_OUT;
+    while (rc == E2E_TIMED_OUT && tu_now_s() - t0 < 4.0) {
+        (void)send_piece(fd, p, 16); /* fails once closed: the reply is still read */
+        p += 16;
+        rc = e2e_read_reply_within(fd, &rep, hbuf, sizeof hbuf, 0.3);
+    }
+    double dt = tu_now_s() - t0;
+    ck_assert_msg(rc == 0, "the trickling frame: %s after %.1f s (sent %zu bytes)",
+                  rc == E2E_CLOSED ? "closed without a reply" : "still open", dt,
+                  (size_t)(p - (const uint8_t *)x));
+    ck_assert_msg(rep.status == GPUQ_E_TIMEOUT, "got %s (%s)", gpuq_errname(rep.status),
+                  rep.message);
+    ck_assert_msg(strstr(rep.message, "frame_min_rate"), "message '%s' lacks frame_min_rate",
+                  rep.message);
+    ck_assert_uint_eq(rep.id, 5);
+    ck_assert_msg(dt > 0.9 && dt < 4.0, "closed %.2f s after the header (frame_timeout 1 s)", dt);
+    e2e_expect_closed_promptly(fd);
+    close(fd);
+    ck_assert_int_eq(timeout_count("frame"), 1);
+    ck_assert_int_eq(status_int("staging_bytes"), 0); /* back at once */
+    /* the same payload at full speed */
+    fd = e2e_hello_socket("fast", hbuf, sizeof hbuf);
+    send_norm_header(fd, 6, BIG);
+    ck_assert(send_piece(fd, x, BIG * sizeof *x));
+    expect_norm_reply(fd, 6, x, BIG, sum_big);
+    /* 2 MiB at about 1 MiB/s: 8 pieces, 0.25 s apart */
+    send_norm_header(fd, 7, MID);
+    t0 = tu_now_s();
+    for (int k = 0; k < MID / PIECE; k++) {
+        tu_sleep_s(0.25);
+        ck_assert_msg(send_piece(fd, x + (size_t)k * PIECE, PIECE * sizeof *x),
+                      "closed while sending at 1 MiB/s (piece %d, %.2f s)", k, tu_now_s() - t0);
+    }
+    ck_assert_msg(tu_now_s() - t0 > 1.5, "sent in %.2f s: not past frame_timeout", tu_now_s() - t0);
+    expect_norm_reply(fd, 7, x, MID, sum_mid);
+    close(fd);
+    ck_assert_int_eq(timeout_count("frame"), 1);
+    free(x);
+    e2e_assert_serves();
+}
+END_TEST
+
+/* Pipeline float32 normalizes of 4 MiB (an 8 MiB staging slot each) until
+ * the daemon stops reading or closes; never read. */
+typedef struct pipeliner {
+    int fd, max;
+    const float *x;
+    int sent;
+} pipeliner;
+
+static void *pipeliner_main(void *arg)
+{
+    pipeliner *g = arg;
+    for (int i = 0; i < g->max; i++) {
+        gpuq_request r;
+        gpuq_request_init(&r);
+        r.id = (uint64_t)i + 10;
+        r.op = GPUQ_OP_NORMALIZE;
+        r.dtype = GPUQ_DT_F32;
+        r.ndim_a = 1;
+        r.shape_a[0] = HOG_N;
+        uint8_t *h = NULL;
+        size_t hl = 0;
+        if (gpuq_request_encode(&r, &h, &hl))
+            break;
+        gpuq_prefix p = {.version = GPUQ_PROTO_VERSION,
+                         .kind = GPUQ_KIND_REQUEST,
+                         .header_len = (uint32_t)hl,
+                         .payload_len = HOG_N * sizeof(float)};
+        uint8_t pre[GPUQ_PREFIX_SIZE];
+        gpuq_prefix_encode(&p, pre);
+        bool ok = send_piece(g->fd, pre, sizeof pre) && send_piece(g->fd, h, hl) &&
+                  send_piece(g->fd, g->x, HOG_N * sizeof(float));
+        free(h);
+        if (!ok)
+            break;
+        g->sent++;
+    }
+    return NULL;
+}
+
+/* reply_timeout (issue 30, item 5), 1 s here. A client that pipelines 4 MiB
+ * normalizes and never reads is closed within a few seconds (timeouts.reply
+ * counts it), its staging back; what it then reads is whole replies (the
+ * final timeout among them if it fits), then the end of the stream (a reply
+ * cut short by the close included). A client that reads its replies
+ * slowly but steadily (128 KiB every 0.3 s, for 3 s) is not closed and gets
+ * every reply. (gpuqd sees a client's reads only as its socket's send
+ * buffer drains, in steps of about 200 KiB with Linux's default buffer:
+ * a reader taking 32 KiB every 0.3 s looks idle to it for 2 s.) */
+START_TEST(reply_timeout_unread)
+{
+    const char *extra[] = {"--reply-timeout", "1", "--session-staging", "64M", NULL};
+    e2e_restart(extra);
+    float *x = malloc(HOG_N * sizeof *x);
+    ck_assert_ptr_nonnull(x);
+    for (int i = 0; i < HOG_N; i++)
+        x[i] = 1.0f + (float)(i % 7);
+    /* the client that never reads */
+    pipeliner g = {.fd = e2e_hello_socket("deaf", hbuf, sizeof hbuf), .max = 64, .x = x};
+    pthread_t th;
+    double t0 = tu_now_s();
+    ck_assert_int_eq(pthread_create(&th, NULL, pipeliner_main, &g), 0);
+    while (timeout_count("reply") == 0 && tu_now_s() - t0 < 6.0)
+        tu_sleep_s(0.05);
+    double dt = tu_now_s() - t0;
+    ck_assert_msg(timeout_count("reply") == 1, "not closed for reply_timeout within %.1f s", dt);
+    ck_assert_msg(dt > 0.9, "closed for reply_timeout after %.2f s", dt);
+    e2e_wait_status("sessions", 1, 2.5); /* within the linger */
+    e2e_wait_status("staging_bytes", 0, 1);
+    pthread_join(th, NULL); /* its sends fail once the daemon closed */
+    ck_assert_int_gt(g.sent, 1);
+    int replies = 0, rc;
+    gpuq_reply rep;
+    while ((rc = e2e_read_reply_within(g.fd, &rep, hbuf, sizeof hbuf, 5)) == 0) {
+        if (rep.status == GPUQ_E_TIMEOUT) {
+            ck_assert_msg(strstr(rep.message, "reply_timeout"), "%s", rep.message);
+            e2e_expect_closed(g.fd, 5);
+            rc = E2E_CLOSED;
+            break;
+        }
+        ck_assert_msg(rep.status == 0, "%s (%s)", gpuq_errname(rep.status), rep.message);
+        ck_assert_uint_eq(rep.id, 10 + (uint64_t)replies);
+        replies++;
+    }
+    ck_assert_msg(rc == E2E_CLOSED, "after %d replies: still open", replies);
+    ck_assert_int_lt(replies, g.sent);
+    close(g.fd);
+    /* the slow, steady reader: every byte it takes goes to acc, where the
+     * replies are parsed afterwards */
+    enum { SLOW_REQS = 4 };
+    pipeliner s = {
+        .fd = e2e_hello_socket("slow-reader", hbuf, sizeof hbuf), .max = SLOW_REQS, .x = x};
+    ck_assert_int_eq(pthread_create(&th, NULL, pipeliner_main, &s), 0);
+    enum { CHUNK = 1 << 17 };
+    size_t cap = SLOW_REQS * (HOG_N * sizeof(float) + 65536), got = 0;
+    uint8_t *acc = malloc(cap);
+    ck_assert_ptr_nonnull(acc);
+    struct timeval tv = {.tv_sec = 2};
+    ck_assert_int_eq(setsockopt(s.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+    for (int k = 0; k < 10; k++) {
+        tu_sleep_s(0.3);
+        ssize_t r = recv(s.fd, acc + got, CHUNK, MSG_WAITALL);
+        ck_assert_msg(r == CHUNK, "slow read %d: %zd (%s)", k, r,
+                      r < 0 ? strerror(errno) : "closed");
+        got += (size_t)r;
+    }
+    ck_assert_int_eq(timeout_count("reply"), 1);
+    /* the rest at full speed */
+    int parsed = 0;
+    size_t off = 0;
+    while (parsed < SLOW_REQS) {
+        gpuq_prefix pf;
+        size_t need = GPUQ_PREFIX_SIZE;
+        if (got - off >= GPUQ_PREFIX_SIZE) {
+            ck_assert_int_eq(gpuq_prefix_decode(acc + off, GPUQ_PREFIX_SIZE, &pf), 0);
+            need += pf.header_len + (size_t)pf.payload_len;
+        }
+        if (got - off >= need && need > GPUQ_PREFIX_SIZE) {
+            char msg[128];
+            ck_assert_int_eq(gpuq_reply_decode(acc + off + GPUQ_PREFIX_SIZE, pf.header_len, &rep,
+                                               msg, sizeof msg),
+                             0);
+            ck_assert_msg(rep.status == 0, "slow reader's reply %d: %s (%s)", parsed,
+                          gpuq_errname(rep.status), rep.message);
+            ck_assert_uint_eq(rep.id, 10 + (uint64_t)parsed);
+            ck_assert_uint_eq(pf.payload_len, HOG_N * sizeof(float));
+            const uint8_t *py = acc + off + GPUQ_PREFIX_SIZE + pf.header_len;
+            float y[8];
+            memcpy(y, py, sizeof y);
+            ck_assert_float_eq_tol(y[1], 2.0f / 4194298.0f,
+                                   1e-5f * 2.0f / 4194298.0f); /* sum 4194298 */
+            off += need;
+            parsed++;
+            continue;
+        }
+        ck_assert_msg(got < cap, "more bytes than %d replies", SLOW_REQS);
+        ssize_t r = recv(s.fd, acc + got, cap - got, 0);
+        ck_assert_msg(r > 0, "slow reader, after %d replies: %s", parsed,
+                      r == 0 ? "closed" : strerror(errno));
+        got += (size_t)r;
+    }
+    ck_assert_uint_eq(off, got);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(s.sent, SLOW_REQS);
+    ck_assert_int_eq(timeout_count("reply"), 1);
+    free(acc);
+    close(s.fd);
+    free(x);
+    e2e_assert_serves();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("slow");
@@ -392,6 +664,8 @@ static Suite *suite(void)
     tcase_add_test(tc, stalled_giant_headers);
     tcase_add_test(tc, unread_replies);
     tcase_add_test(tc, staging_given_back);
+    tcase_add_test(tc, slow_frame_min_rate);
+    tcase_add_test(tc, reply_timeout_unread);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -81,6 +81,8 @@ static void assert_same(const config *a, const config *b)
     ck_assert(a->hello_timeout_s == b->hello_timeout_s);
     ck_assert(a->idle_timeout_s == b->idle_timeout_s);
     ck_assert(a->frame_timeout_s == b->frame_timeout_s);
+    ck_assert_uint_eq(a->frame_min_rate, b->frame_min_rate);
+    ck_assert(a->reply_timeout_s == b->reply_timeout_s);
     ck_assert(a->staging_release_s == b->staging_release_s);
     ck_assert_uint_eq(a->staging_keep, b->staging_keep);
     ck_assert_uint_eq(a->staging_headroom, b->staging_headroom);
@@ -338,6 +340,13 @@ static const struct {
     {"[server]\ndrain_timeout = 86401\n", 2, "drain_timeout", "out of range (0 .. 86400"},
     {"[server]\nhello_timeout = -1\n", 2, "hello_timeout", "out of range (0 .. 86400"},
     {"[server]\nframe_timeout = soon\n", 2, "frame_timeout", "bad number of seconds"},
+    {"[server]\nreply_timeout = -1\n", 2, "reply_timeout", "out of range (0 .. 86400"},
+    {"[server]\n\nreply_timeout = 86401\n", 3, "reply_timeout", "out of range (0 .. 86400"},
+    {"[server]\nreply_timeout = soon\n", 2, "reply_timeout", "bad number of seconds"},
+    {"[server]\nframe_min_rate = fast\n", 2, "frame_min_rate", "bad size 'fast'"},
+    {"[server]\nframe_min_rate = -1\n", 2, "frame_min_rate", "bad size '-1'"},
+    {"[limits]\nframe_min_rate = 1M\n", 2, "unknown key 'frame_min_rate'", "[limits]"},
+    {"[limits]\nreply_timeout = 5\n", 2, "unknown key 'reply_timeout'", "[limits]"},
     {"[server]\nstaging_keep = 1Q\n", 2, "staging_keep", "bad size '1Q'"},
     {"[limits]\nstaging_headroom = 1M\n", 2, "unknown key 'staging_headroom'", "[limits]"},
     {"[server]\nsocket_mode = 01777\n", 2, "socket_mode", "out of range (0000 .. 0777)"},
@@ -478,6 +487,8 @@ START_TEST(print_round_trip)
         "[server]\nhello_timeout = 2.5\nidle_timeout = 600\nframe_timeout = 0\n"
         "staging_keep = 3M\nstaging_release_after = 0.25\nstaging_headroom = 12345\n"
         "device_memory_limit = 1G\n",
+        "[server]\nframe_min_rate = 0\nreply_timeout = 0\n",
+        "[server]\nframe_min_rate = 12345\nreply_timeout = 2.5\n",
         arena_conf,
         "[limits]\nsession_arena = 0\ntotal_arena = 1M\n",
         "[server]\nsocket_group = root\n",
@@ -790,6 +801,68 @@ START_TEST(session_caps_keys)
 }
 END_TEST
 
+/* frame_min_rate and reply_timeout ([server], issue 30 item 5): defaults
+ * (1M bytes/s, 30 s), the file, flags over the file, 0 (off), range
+ * errors, the printed form and a reload. */
+START_TEST(stall_bound_keys)
+{
+    config c;
+    ck_assert_int_eq(load(&c, NULL), 0);
+    ck_assert_uint_eq(c.frame_min_rate, 1u << 20);
+    ck_assert(c.reply_timeout_s == 30.0);
+    write_conf(path, "[server]\nframe_min_rate = 64K\nreply_timeout = 7.5\n");
+    ck_assert_msg(load_file(&c, path) == 0, "%s", c.error);
+    ck_assert_uint_eq(c.frame_min_rate, 64u << 10);
+    ck_assert(c.reply_timeout_s == 7.5);
+    ck_assert(c.frame_timeout_s == 30.0); /* the others untouched */
+    const char *flags[] = {"--frame-min-rate",  "100000", "--config", path,
+                           "--reply-timeout=1", NULL};
+    ck_assert_msg(load(&c, flags) == 0, "%s", c.error);
+    ck_assert_uint_eq(c.frame_min_rate, 100000);
+    ck_assert(c.reply_timeout_s == 1.0);
+    const char *off[] = {"--frame-min-rate=0", "--reply-timeout", "0", NULL};
+    ck_assert_msg(load(&c, off) == 0, "%s", c.error);
+    ck_assert_uint_eq(c.frame_min_rate, 0);
+    ck_assert(c.reply_timeout_s == 0.0);
+    const char *bad_rt[] = {"--reply-timeout", "86401", NULL};
+    ck_assert_int_eq(load(&c, bad_rt), -1);
+    ck_assert_msg(strstr(c.error, "--reply-timeout") && strstr(c.error, "0 .. 86400"), "%s",
+                  c.error);
+    const char *neg_rt[] = {"--reply-timeout", "-0.5", NULL};
+    ck_assert_int_eq(load(&c, neg_rt), -1);
+    ck_assert_msg(strstr(c.error, "--reply-timeout") != NULL, "%s", c.error);
+    const char *bad_rate[] = {"--frame-min-rate", "1X", NULL};
+    ck_assert_int_eq(load(&c, bad_rate), -1);
+    ck_assert_msg(strstr(c.error, "--frame-min-rate") && strstr(c.error, "bad size '1X'"), "%s",
+                  c.error);
+    /* printed, and loaded back */
+    ck_assert_msg(load(&c, flags) == 0, "%s", c.error);
+    char out[400];
+    snprintf(out, sizeof out, "%s/printed.conf", dir);
+    FILE *f = fopen(out, "w");
+    ck_assert_ptr_nonnull(f);
+    config_print(&c, f);
+    ck_assert_int_eq(fclose(f), 0);
+    size_t len = 0;
+    char *text = tu_read_file(out, &len);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_msg(strstr(text, "\nframe_min_rate = 100000\n"), "%s", text);
+    ck_assert_msg(strstr(text, "\nreply_timeout = 1\n"), "%s", text);
+    free(text);
+    config b;
+    ck_assert_msg(load_file(&b, out) == 0, "%s", b.error);
+    assert_same(&c, &b);
+    /* a reload counts each */
+    config a;
+    ck_assert_int_eq(load(&a, NULL), 0);
+    ck_assert_int_eq(load(&b, NULL), 0);
+    b.frame_min_rate = 1;
+    ck_assert_int_eq(config_log_changes(&a, &b), 1);
+    b.reply_timeout_s = 3;
+    ck_assert_int_eq(config_log_changes(&a, &b), 2);
+}
+END_TEST
+
 START_TEST(parse_priority)
 {
     int p = 99;
@@ -1060,6 +1133,7 @@ static Suite *suite(void)
     tcase_add_test(tc, arena_rules_print);
     tcase_add_test(tc, arena_rules_log_changes);
     tcase_add_test(tc, session_caps_keys);
+    tcase_add_test(tc, stall_bound_keys);
     tcase_add_test(tc, parse_priority);
     tcase_add_test(tc, help_and_version);
     tcase_add_test(tc, help_defaults_are_defaults);
