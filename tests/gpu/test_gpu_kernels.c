@@ -858,6 +858,8 @@ START_TEST(test_pairwise_offset)
 {
     int dt = DTS[_i % 2], sq = (_i / 2) % 2;
     int metric = sq ? GPUQ_K_SQEUCLIDEAN : GPUQ_K_EUCLIDEAN;
+    if (getenv("GPUQ_SANITIZER_SMALL") && _i / 4 > 0)
+        return; /* under compute-sanitizer the first (smallest) shape does */
     po_case c;
     po_case_make(&c, dt, PO_SHAPES[_i / 4]);
     uint64_t m = c.m, n = c.n, d = c.d;
@@ -902,6 +904,8 @@ START_TEST(test_knn_offset)
 {
     int dt = DTS[_i % 2], sq = (_i / 2) % 2;
     int metric = sq ? GPUQ_K_SQEUCLIDEAN : GPUQ_K_EUCLIDEAN;
+    if (getenv("GPUQ_SANITIZER_SMALL") && _i / 4 > 0)
+        return; /* under compute-sanitizer the first (smallest) shape does */
     po_case c;
     po_case_make(&c, dt, PO_SHAPES[_i / 4]);
     uint64_t m = c.m, n = c.n, d = c.d, k = 7;
