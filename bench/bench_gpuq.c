@@ -133,7 +133,7 @@ static void row_error(row *r, const char *side, const char *msg)
 static void ratio_fmt(char *buf, size_t cap, double num, double den)
 {
     if (num > 0 && den > 0 && isfinite(num / den))
-        snprintf(buf, cap, "%.2f", num / den);
+        snprintf(buf, cap, "%.*f", num / den < 0.1 ? 4 : 2, num / den); /* never "0.00" */
     else
         snprintf(buf, cap, "n/a");
 }
