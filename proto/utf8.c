@@ -74,11 +74,6 @@ bool gpuq_utf8_valid(const char *s, size_t len)
     return gpuq_utf8_valid_prefix(s, len) == len;
 }
 
-size_t gpuq_utf8_char_len(const char *s, size_t len)
-{
-    return len ? seq_len((const uint8_t *)s, len) : 0;
-}
-
 /* Bytes a sequence starting with lead byte c claims (1 for ASCII and for
  * bytes that cannot start one). Only the lead's shape counts here: cut()
  * must drop a half character without judging whether it was well formed. */
@@ -128,7 +123,24 @@ size_t gpuq_utf8_escaped_len(const char *s, size_t len)
     return out;
 }
 
-size_t gpuq_utf8_escape(char *out, size_t cap, const char *s, size_t len)
+/* The escape of byte c at out[*o], when it fits before the NUL: \n, \r, \t
+ * for those controls when controls, else \xHH. */
+static bool put_escape(char *out, size_t cap, size_t *o, uint8_t c, bool controls)
+{
+    char e[4] = {'\\', 'x', hexdig[c >> 4], hexdig[c & 0x0f]};
+    size_t n = 4;
+    if (controls && (c == '\n' || c == '\r' || c == '\t')) {
+        e[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+        n = 2;
+    }
+    if (cap - 1 - *o < n)
+        return false;
+    memcpy(out + *o, e, n);
+    *o += n;
+    return true;
+}
+
+size_t gpuq_utf8_escape_ctl(char *out, size_t cap, const char *s, size_t len, bool controls)
 {
     const uint8_t *p = (const uint8_t *)s;
     size_t i = 0, o = 0;
@@ -137,24 +149,36 @@ size_t gpuq_utf8_escape(char *out, size_t cap, const char *s, size_t len)
         return 0;
     while (i < len) {
         size_t n = seq_len(p + i, len - i);
-        if (n == 0) {
-            if (cap - 1 - o < 4)
-                break;
-            out[o++] = '\\';
-            out[o++] = 'x';
-            out[o++] = hexdig[p[i] >> 4];
-            out[o++] = hexdig[p[i] & 0x0f];
-            i++;
-        } else {
+        /* C0 controls and DEL; C1 controls (U+0080..U+009F, C2 80..C2 9F:
+         * 0x9B is a CSI to some terminals) byte by byte, as is every byte
+         * that does not start a valid character. */
+        bool esc = n == 0 || (controls && (n == 1   ? p[i] < 0x20 || p[i] == 0x7f
+                                           : n == 2 ? p[i] == 0xc2 && p[i + 1] < 0xa0
+                                                    : false));
+        if (!esc) {
             if (cap - 1 - o < n)
                 break;
             memcpy(out + o, p + i, n);
             o += n;
             i += n;
+            continue;
         }
+        size_t k = n ? n : 1, o0 = o;
+        for (size_t j = 0; j < k; j++)
+            if (!put_escape(out, cap, &o, p[i + j], controls)) {
+                o = o0; /* never half of a character's escapes */
+                out[o] = '\0';
+                return o;
+            }
+        i += k;
     }
     out[o] = '\0';
     return o;
+}
+
+size_t gpuq_utf8_escape(char *out, size_t cap, const char *s, size_t len)
+{
+    return gpuq_utf8_escape_ctl(out, cap, s, len, false);
 }
 
 int gpuq_utf8_vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap)

@@ -26,11 +26,6 @@ size_t gpuq_utf8_valid_prefix(const char *s, size_t len);
 /* s[0..len) is valid UTF-8. */
 bool gpuq_utf8_valid(const char *s, size_t len);
 
-/* Bytes (1 to 4) of the well-formed character that starts s[0..len), or 0
- * when the bytes there do not start one (len 0 included). For callers that
- * walk a string character by character (gpuqd's log escaping). */
-size_t gpuq_utf8_char_len(const char *s, size_t len);
-
 /* The length of the longest prefix of s[0..len) of at most max bytes that
  * does not end inside a character: a trailing lead byte whose continuation
  * bytes lie beyond the cut is dropped with them. For valid input the prefix
@@ -46,6 +41,11 @@ size_t gpuq_utf8_escaped_len(const char *s, size_t len);
  * fit (never half of one); always NUL-terminates when cap > 0. Returns the
  * bytes written, NUL excluded. */
 size_t gpuq_utf8_escape(char *out, size_t cap, const char *s, size_t len);
+/* The same, and with controls also every control character escaped: C0
+ * controls and DEL (\n, \r and \t as such, the others \xHH) and C1 controls
+ * (U+0080..U+009F, each of their two bytes \xHH), so that the result
+ * cannot start a line of its own or move a terminal (gpuqd's log). */
+size_t gpuq_utf8_escape_ctl(char *out, size_t cap, const char *s, size_t len, bool controls);
 
 /* vsnprintf that, when it has to truncate, cuts on a character boundary
  * instead of leaving half a character at the end of buf. The return value

@@ -8,8 +8,6 @@
 #include "log.h"
 
 #include <stdarg.h>
-#include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -40,56 +38,9 @@ int log_level_parse(const char *s)
     return -1;
 }
 
-static const char hexdig[] = "0123456789ABCDEF";
-
-/* Append the escape of byte c ("\\n", "\\r", "\\t" or "\\xHH") at out[*o];
- * false (nothing written) when it does not fit before the NUL. */
-static bool put_escape(char *out, size_t cap, size_t *o, uint8_t c)
-{
-    char e[4] = {'\\', 'x', hexdig[c >> 4], hexdig[c & 0x0f]};
-    size_t n = 4;
-    if (c == '\n' || c == '\r' || c == '\t') {
-        e[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
-        n = 2;
-    }
-    if (cap - 1 - *o < n)
-        return false;
-    memcpy(out + *o, e, n);
-    *o += n;
-    return true;
-}
-
 size_t log_escape(char *out, size_t cap, const char *s, size_t len)
 {
-    const uint8_t *p = (const uint8_t *)s;
-    size_t i = 0, o = 0;
-
-    if (cap == 0)
-        return 0;
-    while (i < len) {
-        size_t n = gpuq_utf8_char_len(s + i, len - i);
-        /* C0 controls and DEL; C1 controls (U+0080..U+009F, C2 80..C2 9F:
-         * 0x9B is a CSI to some terminals) byte by byte, as is every byte
-         * that does not start a valid character. */
-        bool ctl = n == 1 ? p[i] < 0x20 || p[i] == 0x7f : n == 2 && p[i] == 0xc2 && p[i + 1] < 0xa0;
-        if (n == 0 || ctl) {
-            size_t k = n ? n : 1, o0 = o;
-            for (size_t j = 0; j < k; j++)
-                if (!put_escape(out, cap, &o, p[i + j])) {
-                    out[o0] = '\0'; /* never half of a character's escapes */
-                    return o0;
-                }
-            i += k;
-            continue;
-        }
-        if (cap - 1 - o < n)
-            break;
-        memcpy(out + o, p + i, n);
-        o += n;
-        i += n;
-    }
-    out[o] = '\0';
-    return o;
+    return gpuq_utf8_escape_ctl(out, cap, s, len, true);
 }
 
 void log_tagged(int level, const char *tag, const char *fmt, ...)
