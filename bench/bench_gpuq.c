@@ -1304,8 +1304,9 @@ static pid_t daemon_start(bench *b, const char *gpuqd, const char *device, char 
         return -1;
     }
     if (d == 0) {
+        /* every client is this user: the per-user cap lifted to max_sessions */
         execl(gpuqd, gpuqd, "--device", device, "--socket", b->sock, "--log-level", "warn",
-              (char *)NULL);
+              "--max-sessions-per-user", "256", (char *)NULL);
         fprintf(stderr, "bench: exec %s: %s\n", gpuqd, strerror(errno));
         _exit(127);
     }

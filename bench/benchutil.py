@@ -14,10 +14,13 @@ def start_daemon(who: str, path: str, device: str, sock: str, extra=()) -> subpr
     """Start gpuqd (path) with --device and --socket (and extra flags),
     logging to sock + ".log", and wait until it accepts a connection;
     exits the script (its name: who) when it dies or does not listen
-    within 60 s."""
+    within 60 s. Every client of a benchmark is the same user: the per-user
+    session cap (a quarter of max_sessions by default) is lifted to
+    max_sessions, as for root."""
     log = open(sock + ".log", "wb")
     p = subprocess.Popen([path, "--device", device, "--socket", sock, "--log-level", "warn",
-                          *extra], stdout=log, stderr=subprocess.STDOUT)
+                          "--max-sessions-per-user", "256", *extra],
+                         stdout=log, stderr=subprocess.STDOUT)
     log.close()  # the child has it
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
