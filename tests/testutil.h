@@ -18,6 +18,12 @@ void tu_rmtree(const char *path);
 /* Write/read whole files. tu_read_file returns malloc'd bytes plus a NUL (caller frees), *len set.
  */
 int tu_write_file(const char *path, const void *buf, size_t len);
+/* n bytes from socket fd into buf (EINTR retried): 0, or -1 when the peer
+ * closed or an error came first. */
+int tu_recv_all(int fd, void *buf, size_t n);
+/* n bytes of buf to socket fd (EINTR retried, no SIGPIPE); stops quietly
+ * when the peer left (its test says what it expected). */
+void tu_send_all(int fd, const void *buf, size_t n);
 void *tu_read_file(const char *path, size_t *len);
 /* Run GPUQ_PYTHON with the script tests/<script> and NULL-terminated args;
  * returns its exit status (0 = success). */

@@ -76,35 +76,6 @@ typedef struct fake {
 
 static fake F;
 
-static int read_all(int fd, void *buf, size_t n)
-{
-    uint8_t *p = buf;
-    while (n > 0) {
-        ssize_t r = recv(fd, p, n, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
-static void write_all(int fd, const void *buf, size_t n)
-{
-    const uint8_t *p = buf;
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return; /* the client left: its test says what it expected */
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
 /* A reply frame: rep's header, then payload_len bytes of FAKE_BYTE. */
 static void send_reply(const gpuq_reply *rep, uint64_t payload_len)
 {
@@ -112,14 +83,14 @@ static void send_reply(const gpuq_reply *rep, uint64_t payload_len)
     size_t len;
     if (gpuq_reply_frame(rep, payload_len, &buf, &len) != 0)
         abort();
-    write_all(F.fd, buf, len);
+    tu_send_all(F.fd, buf, len);
     free(buf);
     if (payload_len) {
         uint8_t *pl = malloc(payload_len);
         if (!pl)
             abort();
         memset(pl, FAKE_BYTE, payload_len);
-        write_all(F.fd, pl, payload_len);
+        tu_send_all(F.fd, pl, payload_len);
         free(pl);
     }
 }
@@ -236,7 +207,7 @@ static int serve_frame(void)
 {
     uint8_t pre[GPUQ_PREFIX_SIZE];
     gpuq_prefix p;
-    if (read_all(F.fd, pre, sizeof pre) || gpuq_prefix_decode(pre, sizeof pre, &p))
+    if (tu_recv_all(F.fd, pre, sizeof pre) || gpuq_prefix_decode(pre, sizeof pre, &p))
         return -1;
     uint8_t *hdr = malloc(p.header_len);
     uint8_t *pl = malloc(p.payload_len ? p.payload_len : 1);
@@ -245,7 +216,7 @@ static int serve_frame(void)
     gpuq_request req;
     char msg[256];
     int rc = -1;
-    if (read_all(F.fd, hdr, p.header_len) || read_all(F.fd, pl, p.payload_len))
+    if (tu_recv_all(F.fd, hdr, p.header_len) || tu_recv_all(F.fd, pl, p.payload_len))
         goto out;
     rc = 0;
     if (gpuq_request_decode(hdr, p.header_len, &req, msg, sizeof msg) != 0) {

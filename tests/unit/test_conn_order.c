@@ -59,35 +59,6 @@ typedef struct fake {
 
 static fake F;
 
-static int read_all(int fd, void *buf, size_t n)
-{
-    uint8_t *p = buf;
-    while (n > 0) {
-        ssize_t r = recv(fd, p, n, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
-static void write_all(int fd, const void *buf, size_t n)
-{
-    const uint8_t *p = buf;
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return; /* the client left: its test says what it expected */
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
 /* A reply frame with rep's header and payload_len bytes of fill. */
 static void send_reply(const gpuq_reply *rep, uint64_t payload_len, uint8_t fill)
 {
@@ -95,10 +66,10 @@ static void send_reply(const gpuq_reply *rep, uint64_t payload_len, uint8_t fill
     size_t len;
     if (gpuq_reply_frame(rep, payload_len, &buf, &len) != 0 || payload_len > sizeof pl)
         abort();
-    write_all(F.fd, buf, len);
+    tu_send_all(F.fd, buf, len);
     free(buf);
     memset(pl, fill, sizeof pl);
-    write_all(F.fd, pl, (size_t)payload_len);
+    tu_send_all(F.fd, pl, (size_t)payload_len);
 }
 
 /* hello's info: the default limits, no arenas (so nothing is staged). */
@@ -131,13 +102,14 @@ static int read_req(gpuq_request *req)
 {
     uint8_t pre[GPUQ_PREFIX_SIZE];
     gpuq_prefix p;
-    if (read_all(F.fd, pre, sizeof pre) || gpuq_prefix_decode(pre, sizeof pre, &p))
+    if (tu_recv_all(F.fd, pre, sizeof pre) || gpuq_prefix_decode(pre, sizeof pre, &p))
         return -1;
     uint8_t *hdr = malloc(p.header_len);
     uint8_t *pl = malloc(p.payload_len ? p.payload_len : 1);
     char msg[256];
     int rc = -1;
-    if (hdr && pl && !read_all(F.fd, hdr, p.header_len) && !read_all(F.fd, pl, p.payload_len) &&
+    if (hdr && pl && !tu_recv_all(F.fd, hdr, p.header_len) &&
+        !tu_recv_all(F.fd, pl, p.payload_len) &&
         gpuq_request_decode(hdr, p.header_len, req, msg, sizeof msg) == 0)
         rc = 0;
     free(hdr);
