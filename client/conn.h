@@ -24,8 +24,7 @@ int conn_set_err(gpuq_conn *c, int code, const char *fmt, ...)
  * names what failed (what), with strerror(errno) for GPUQ_E_IO. Returns
  * code. */
 int conn_break(gpuq_conn *c, int code, const char *what);
-/* 0, or the code that broke c's stream (conn_break). Also declared in
- * stage.h, its first user. */
+/* 0, or the code that broke c's stream (conn_break). */
 int conn_broken(const gpuq_conn *c);
 /* c's own result, reused by every convenience call (borrowed; valid until
  * the next call on c). */
