@@ -142,8 +142,9 @@ static int print_status(gpuq_mpr *r)
            ctl_kv_num(kv, n, "sessions_total"));
     printf("%-10s %.0f (%.0f queued)\n", "in flight", ctl_kv_num(kv, n, "in_flight"),
            ctl_kv_num(kv, n, "queued"));
-    printf("%-10s %.0f, %.0f past their deadline\n", "cancelled", ctl_kv_num(kv, n, "cancelled"),
-           ctl_kv_num(kv, n, "expired"));
+    printf("%-10s %.0f, %.0f past their deadline; %.0f stopped running early\n", "cancelled",
+           ctl_kv_num(kv, n, "cancelled"), ctl_kv_num(kv, n, "expired"),
+           ctl_kv_num(kv, n, "stopped"));
     printf("%-10s %.0f requests in %.0f batches\n", "batched", ctl_kv_num(kv, n, "batched"),
            ctl_kv_num(kv, n, "batches"));
     printf("%-10s %.0f requests in %.0f chunks\n", "pipelined", ctl_kv_num(kv, n, "pipelined"),

@@ -347,8 +347,9 @@ int gpuq_set_deadline_ms(gpuq_conn *c, uint64_t ms);
  * without waiting; *id (may be NULL) gets the cancel's own id. Its reply
  * is read by gpuq_wait_req like any other, after the target's: replies
  * come in request order. The target is then answered GPUQ_E_CANCELLED at
- * once unless it had finished (a running one too: its work stops, or on
- * CUDA runs out, without delaying the replies after it); the
+ * once unless it had finished (a running one too: its work stops, on CUDA
+ * at its kernels' next tile, PROTOCOL.md section 2, without delaying the
+ * replies after it); the
  * cancel's reply is status 0 with the counts below. An id that matches
  * nothing is not an error (both counts 0). A cancel is no compute request:
  * it does not count against limits.max_inflight (the daemon does not count

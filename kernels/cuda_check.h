@@ -31,6 +31,7 @@ struct gpuq_cuda_ctx {
     size_t scratch_cap;
     cublasHandle_t blas; /* created on first GEMM, bound to stream */
     int no_gemm;         /* test hook: float64 cosine pairwise stays tiled */
+    const int *gate;     /* the next launches' stop gate (gpuq_cuda_ctx_set_gate) */
 };
 
 /* One line to the host's log hook (gpuq_kernels.h); dropped without one. */
@@ -82,6 +83,17 @@ __device__ __forceinline__ void gpuq_set_flag(int *flag, int v)
 #define GPUQ_FLAG_ZERO 2     /* -GPUQ_K_E_ZERO */
 #define GPUQ_FLAG_RANGE 3    /* -GPUQ_K_E_RANGE */
 #define GPUQ_FLAG_OVERFLOW 7 /* -GPUQ_K_E_OVERFLOW */
+#define GPUQ_FLAG_STOPPED 8  /* -GPUQ_K_E_STOPPED */
+/* A stop gate's value (gpuq_cuda_ctx_set_gate; gate not NULL): a
+ * system-scope load, so a store by the host is seen within a load or two,
+ * and volatile, so that it is issued where it is written: the thread waits
+ * for it only where it first uses the value. */
+__device__ __forceinline__ int gpuq_gate_load(const int *gate)
+{
+    int v;
+    asm volatile("ld.relaxed.sys.b32 %0, [%1];" : "=r"(v) : "l"(gate) : "memory");
+    return v;
+}
 #endif
 
 #endif

@@ -182,6 +182,12 @@ extern "C" void gpuq_cuda_ctx_use_gemm(gpuq_cuda_ctx *ctx, int use_gemm)
         ctx->no_gemm = !use_gemm;
 }
 
+extern "C" void gpuq_cuda_ctx_set_gate(gpuq_cuda_ctx *ctx, const int *gate)
+{
+    if (ctx)
+        ctx->gate = gate;
+}
+
 int gpuq_cuda_scratch(gpuq_cuda_ctx *ctx, size_t bytes, void **out)
 {
     if (bytes == 0)
@@ -242,20 +248,23 @@ extern "C" int gpuq_cuda_test_fault(cudaStream_t stream)
     return GPUQ_K_OK;
 }
 
-/* One thread that waits ns nanoseconds of the GPU's global timer. */
-__global__ void gpuq_sleep_kernel(unsigned long long ns)
+/* One thread that waits ns nanoseconds of the GPU's global timer, or until
+ * the gate is set. */
+__global__ void gpuq_sleep_kernel(unsigned long long ns, const int *gate)
 {
     unsigned long long t0, t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
     do {
+        if (gate && gpuq_gate_load(gate))
+            return;
         __nanosleep(10000);
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     } while (t - t0 < ns);
 }
 
-extern "C" int gpuq_cuda_test_sleep(cudaStream_t stream, unsigned ms)
+extern "C" int gpuq_cuda_test_sleep(cudaStream_t stream, unsigned ms, const int *gate)
 {
-    gpuq_sleep_kernel<<<1, 1, 0, stream>>>((unsigned long long)ms * 1000000ull);
+    gpuq_sleep_kernel<<<1, 1, 0, stream>>>((unsigned long long)ms * 1000000ull, gate);
     GPUQ_LAUNCH_CHECK(NULL);
     return GPUQ_K_OK;
 }

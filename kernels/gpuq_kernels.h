@@ -38,13 +38,14 @@ extern "C" {
 
 enum {
     GPUQ_K_OK = 0,
-    GPUQ_K_E_ARG = -1,     /* bad dtype/method/size */
-    GPUQ_K_E_ZERO = -2,    /* zero norm / constant row / zero vector */
-    GPUQ_K_E_RANGE = -3,   /* latitude out of [-90, 90] or non-finite coordinate */
-    GPUQ_K_E_NOMEM = -4,   /* allocation failed */
-    GPUQ_K_E_CUDA = -5,    /* a CUDA error for this call; context still usable */
-    GPUQ_K_E_STICKY = -6,  /* sticky CUDA error: context is lost */
-    GPUQ_K_E_OVERFLOW = -7 /* normalize: a result out of the dtype's range */
+    GPUQ_K_E_ARG = -1,      /* bad dtype/method/size */
+    GPUQ_K_E_ZERO = -2,     /* zero norm / constant row / zero vector */
+    GPUQ_K_E_RANGE = -3,    /* latitude out of [-90, 90] or non-finite coordinate */
+    GPUQ_K_E_NOMEM = -4,    /* allocation failed */
+    GPUQ_K_E_CUDA = -5,     /* a CUDA error for this call; context still usable */
+    GPUQ_K_E_STICKY = -6,   /* sticky CUDA error: context is lost */
+    GPUQ_K_E_OVERFLOW = -7, /* normalize: a result out of the dtype's range */
+    GPUQ_K_E_STOPPED = -8   /* the ctx's gate was set: kernels ended early (set_gate) */
 };
 
 /* ---- CPU references (synchronous, thread-safe, no allocation) ---- */
@@ -142,6 +143,20 @@ int gpuq_cuda_ctx_flag_to_host(gpuq_cuda_ctx *ctx, int *h_flag);
 /* Enqueue a one-thread kernel that clears the device error flag (the reset
  * without cudaMemsetAsync, for the same reason). Returns a GPUQ_K_* code. */
 int gpuq_cuda_ctx_flag_reset(gpuq_cuda_ctx *ctx);
+/* The stop gate of the launches that follow on ctx (NULL: none, the
+ * default): an int in pinned host memory the device reaches at that
+ * pointer, which the host sets to nonzero once their work is no longer
+ * wanted. The long kernels (pairwise's tiled route, kNN's distance tiles,
+ * the test sleep) read it with a system-scope load at each tile (pairwise:
+ * the value loaded while the tile before was summed, so the load costs no
+ * wait) and, once set, end without writing the rest of their output and
+ * set the error flag to -GPUQ_K_E_STOPPED (unless a data error came
+ * first). What they skipped is garbage: the caller discards the result.
+ * Not stopped: copies, cuBLAS (float64 cosine's GEMM) and the kernels that
+ * move bytes at memory speed (normalize, haversine, grid), which take less
+ * time than the job's copies. The gate is an argument of each launch, so
+ * setting another (or NULL) later does not touch launches already made. */
+void gpuq_cuda_ctx_set_gate(gpuq_cuda_ctx *ctx, const int *gate);
 
 int gpuq_cuda_normalize(gpuq_cuda_ctx *ctx, int dt, int method, int zero_ok, const void *d_in,
                         void *d_out, uint64_t rows, uint64_t cols);
@@ -235,8 +250,10 @@ int gpuq_cuda_error_code(cudaError_t e);
 int gpuq_cuda_test_fault(cudaStream_t stream);
 /* Test hook: enqueue a one-thread kernel that waits ms milliseconds of the
  * GPU's clock (gpuqd's GPUQ_TEST_SLOW_MS: slow jobs for the scheduler's
- * tests). Returns a GPUQ_K_* code. */
-int gpuq_cuda_test_sleep(cudaStream_t stream, unsigned ms);
+ * tests), or less: it ends within about 10 us of *gate becoming nonzero
+ * (gate: as gpuq_cuda_ctx_set_gate's; NULL: none). Sets no flag. Returns a
+ * GPUQ_K_* code. */
+int gpuq_cuda_test_sleep(cudaStream_t stream, unsigned ms, const int *gate);
 
 /* kNN as gpuq_cpu_knn, on ctx's stream: d_scratch holds at least
  * gpuq_cuda_knn_scratch_bytes(dt, m, n, d, k) bytes, aligned as cudaMalloc

@@ -43,10 +43,11 @@ constexpr uint64_t KEY_NONE = UINT64_MAX; /* NaN, and the empty slot */
 template <typename T, int METRIC>
 __global__ void __launch_bounds__(256)
     knn_dist_kernel(const T *x, const T *y, uint64_t rows, uint64_t cols, uint64_t d, int zero_ok,
-                    T *tile, int *flag)
+                    T *tile, int *flag, const int *gate)
 {
     __shared__ double xs[DT_K][DT_TILE + 1];
     __shared__ double ys[DT_K][DT_TILE + 1];
+    __shared__ int stop; /* the gate as thread 0 read it */
     const unsigned tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
     const uint64_t r0 = (uint64_t)blockIdx.y * DT_TILE, c0 = (uint64_t)blockIdx.x * DT_TILE;
     double acc[4][4], nx[4], ny[4];
@@ -57,6 +58,10 @@ __global__ void __launch_bounds__(256)
         for (int b = 0; b < 4; b++)
             acc[a][b] = 0.0;
     }
+    /* The gate (gpuq_cuda_ctx_set_gate): thread 0's load is in flight with
+     * the first chunk's; the block decides after the first barrier (stop is
+     * written once) and ends at once when set. */
+    const int g = gate && tid == 0 ? gpuq_gate_load(gate) : 0;
     for (uint64_t k0 = 0; k0 < d; k0 += DT_K) {
         for (unsigned e = tid; e < DT_TILE * DT_K; e += 256) {
             unsigned r = e / DT_K, kk = e % DT_K;
@@ -65,7 +70,14 @@ __global__ void __launch_bounds__(256)
             xs[kk][r] = (r0 + r < rows && k < d) ? (double)x[(r0 + r) * d + k] : 0.0;
             ys[kk][r] = (c0 + r < cols && k < d) ? (double)y[(c0 + r) * d + k] : 0.0;
         }
+        if (k0 == 0 && tid == 0)
+            stop = g;
         __syncthreads();
+        if (stop) {
+            if (tid == 0)
+                gpuq_set_flag(flag, GPUQ_FLAG_STOPPED);
+            return;
+        }
 #pragma unroll
         for (int kk = 0; kk < DT_K; kk++) {
             double a[4], b[4];
@@ -249,8 +261,8 @@ int launch_dist(gpuq_cuda_ctx *ctx, const T *x, const T *y, uint64_t rows, uint6
     dim3 grid((unsigned)((cols + DT_TILE - 1) / DT_TILE),
               (unsigned)((rows + DT_TILE - 1) / DT_TILE));
     dim3 block(16, 16);
-    knn_dist_kernel<T, METRIC>
-        <<<grid, block, 0, ctx->stream>>>(x, y, rows, cols, d, zero_ok, tile, ctx->d_flag);
+    knn_dist_kernel<T, METRIC><<<grid, block, 0, ctx->stream>>>(x, y, rows, cols, d, zero_ok, tile,
+                                                                ctx->d_flag, ctx->gate);
     GPUQ_LAUNCH_CHECK(ctx);
     return GPUQ_K_OK;
 }

@@ -236,7 +236,8 @@ __device__ __forceinline__ float pw_finish_f32(float v, const float *xr, const f
 template <typename T, typename C, int METRIC, bool LONG>
 __global__ void __launch_bounds__(NTHREADS)
     pair_tile_kernel(const T *__restrict__ x, const T *__restrict__ y, uint64_t m, uint64_t n,
-                     uint64_t d, int zero_ok, int vec, int ovec, T *__restrict__ out, int *flag)
+                     uint64_t d, int zero_ok, int vec, int ovec, T *__restrict__ out, int *flag,
+                     const int *gate)
 {
     constexpr int KC = chunk_of<C>::KC, VB = chunk_of<C>::VB;
     constexpr int NG = TN / VB; /* a thread's y rows: NG groups of VB */
@@ -248,6 +249,7 @@ __global__ void __launch_bounds__(NTHREADS)
     typedef vec_t<C, VB> cvec;
 
     __shared__ pw_smem<C, NORMS> sm;
+    __shared__ int stop; /* the gate as thread 0 read it for this tile */
     const unsigned tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
     const uint64_t tiles_n = n / BN + (n % BN != 0);
     const uint64_t tiles = (m / BM + (m % BM != 0)) * tiles_n;
@@ -270,11 +272,23 @@ __global__ void __launch_bounds__(NTHREADS)
                     sum[LONG ? i : 0][LONG ? j : 0] = 0.0;
             }
 
+        /* The gate (gpuq_cuda_ctx_set_gate): thread 0's load is in
+         * flight with the first chunk's, the block decides after the
+         * barrier (every thread reads the same value: the next store is
+         * after this tile's later barriers) and ends at once when set. */
+        const int g = gate && tid == 0 ? gpuq_gate_load(gate) : 0;
         sx.load(x, m, d, row0, 0, vec, tid);
         sy.load(y, n, d, col0, 0, vec, tid);
         sx.template store<NORMS>(sm.xs[0], tid);
         sy.template store<NORMS>(sm.ys[0], tid);
+        if (tid == 0)
+            stop = g;
         __syncthreads();
+        if (stop) {
+            if (tid == 0)
+                gpuq_set_flag(flag, GPUQ_FLAG_STOPPED);
+            return;
+        }
         for (uint64_t c = 0; c < nchunks; c++) {
             const int s = (int)(c & 1);
             const bool more = c + 1 < nchunks;
@@ -450,8 +464,8 @@ int launch_tile(gpuq_cuda_ctx *ctx, const T *x, const T *y, uint64_t m, uint64_t
      * is not); 16-byte stores of VB results need n a multiple of VB. */
     const int vec = d % (16 / sizeof(T)) == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0;
     const int ovec = n % VB == 0 && (uintptr_t)out % (VB * sizeof(T)) == 0;
-    pair_tile_kernel<T, C, METRIC, LONG>
-        <<<grid, NTHREADS, 0, ctx->stream>>>(x, y, m, n, d, zero_ok, vec, ovec, out, ctx->d_flag);
+    pair_tile_kernel<T, C, METRIC, LONG><<<grid, NTHREADS, 0, ctx->stream>>>(
+        x, y, m, n, d, zero_ok, vec, ovec, out, ctx->d_flag, ctx->gate);
     GPUQ_LAUNCH_CHECK(ctx);
     return GPUQ_K_OK;
 }

@@ -50,7 +50,8 @@ struct gpuq_job {
      * result will not be used: it was cancelled, its deadline passed or its
      * session closed, and its client was answered already. The backend
      * stops at its next block of rows (CPU: backend_run_cpu; read with
-     * __atomic_load_n on any thread) and completes it as usual. */
+     * __atomic_load_n on any thread) or tile (CUDA: ops->stop, the kernels'
+     * gate) and completes it as usual. */
     int stop;
     /* set by the backend before completion */
     int status;         /* 0 or GPUQ_E_* */
@@ -87,6 +88,11 @@ typedef struct backend_ops {
                         backend_session_info *info);
     void (*session_close)(backend *b, void *bsess);
     int (*submit)(backend *b, gpuq_job *job);
+    /* Optional (NULL: the backend reads job->stop itself, as the CPU one
+     * does between blocks of rows): job, submitted and not completed, was
+     * abandoned and job->stop is set; tell its work to stop early. It
+     * completes as usual. */
+    void (*stop)(backend *b, gpuq_job *job);
     /* Staging host memory (pinned on CUDA). Large, rare calls. */
     void *(*host_alloc)(backend *b, size_t len);
     void (*host_free)(backend *b, void *p);

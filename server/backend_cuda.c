@@ -233,6 +233,11 @@ static int cuda_submit(backend *bb, gpuq_job *job)
         est_bytes = job->sz->payload > job->sz->output ? job->sz->payload : job->sz->output;
     if (!chunked && cuda_batch_take(b, s, job))
         return 0; /* launched with others in the idle phase (backend_cuda_batch.c) */
+    /* The stop gate of this job's launches (cuda_stop), unset again at
+     * fail_enqueued, which every path after this one passes. */
+    const int *gate = s->dev->host_ptr_ok ? x->h_gate : NULL;
+    gpuq_cuda_ctx_set_gate(s->kctx,
+                           job->sz->payload + job->sz->output > CUDA_GATE_BYTES ? gate : NULL);
 
 #define STEP(call, what)                                                                           \
     do {                                                                                           \
@@ -261,7 +266,7 @@ static int cuda_submit(backend *bb, gpuq_job *job)
     if (x->timing && !up_first)
         STEP(cudaEventRecord(x->t[0], s->stream), "cudaEventRecord");
     if (b->slow_ms) /* test hook: a slow job, as the CPU backend's */
-        KSTEP(gpuq_cuda_test_sleep(s->stream, (unsigned)b->slow_ms),
+        KSTEP(gpuq_cuda_test_sleep(s->stream, (unsigned)b->slow_ms, gate),
               "slow-job kernel launch failed");
     uint64_t scratch = chunked ? plan.scratch : op_scratch_bytes(job->req, job->sz);
     if (zc) { /* kernels on the host arrays */
@@ -345,6 +350,7 @@ tail:
         STEP(cudaEventRecord(x->t[3], s->stream), "cudaEventRecord");
 
 fail_enqueued:
+    gpuq_cuda_ctx_set_gate(s->kctx, NULL);
     /* Free the buffers in stream order (after the work that uses them); a
      * small job's stay with x, reused only once this job completed. */
     if (small)
@@ -464,11 +470,24 @@ static void cuda_destroy(backend *bb)
     uv_close((uv_handle_t *)&b->flush, on_handle_closed);
 }
 
+/* The job was abandoned (job->stop is set): its gate tells the kernels it
+ * gave one (cuda_submit) to end at their next tile. The device reads the
+ * store within a load or two; the job still completes as usual, with the
+ * flag GPUQ_K_E_STOPPED when a kernel saw it. */
+static void cuda_stop(backend *bb, gpuq_job *job)
+{
+    (void)bb;
+    cuda_jobx *x = job->bpriv;
+    if (x && x->h_gate)
+        __atomic_store_n(x->h_gate, 1, __ATOMIC_RELAXED);
+}
+
 static const backend_ops cuda_ops = {
     .name = "cuda",
     .session_open = cuda_session_open,
     .session_close = cuda_session_close,
     .submit = cuda_submit,
+    .stop = cuda_stop,
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
     .host_register = cuda_host_register,

@@ -41,6 +41,12 @@
 /* Pinned error flags (backend_cuda_dev.c): one slab of this many, shared
  * by every session's per-job state (more come one by one). */
 #define CUDA_FLAG_SLOTS 16384u
+/* Jobs of more input + output bytes than this give their kernels a stop
+ * gate (cuda_submit): their long kernels end at their next tile once the
+ * job is abandoned. Below it a job's kernels take microseconds, and the
+ * gate's load from host memory (about a microsecond, at each block's
+ * start) would be a visible part of that. */
+#define CUDA_GATE_BYTES ((uint64_t)1 << 20)
 #define CUDA_PIPE_MAX_CHUNKS 32
 #define CUDA_PIPE_RAMP 4
 /* Two-phase ops (flat normalize) upload in chunks this many times the
@@ -97,6 +103,7 @@ typedef struct cuda_jobx {
     cudaEvent_t t[4]; /* start, after H2D, after kernel, after D2H */
     int has_timing_events;
     int *h_flag;     /* pinned copy of the ctx errflag (the backend's slab, or own) */
+    int *h_gate;     /* h_flag + 1: the job's stop gate (cuda_stop; gpuq_cuda_ctx_set_gate) */
     int flag_own;    /* h_flag is its own cudaHostAlloc (the slab was full) */
     void *d_small;   /* small jobs' device buffer (b->small_bytes, from the pool), kept */
     int timing;      /* this job recorded t[] */
@@ -168,7 +175,7 @@ typedef struct backend_cuda {
     uint64_t small_bytes;    /* GPUQ_CUDA_SMALL_BYTES (0: pool allocations for every job) */
     uint64_t small_jobs;     /* jobs that ran in a kept small buffer */
     uint64_t zc_bytes;       /* GPUQ_CUDA_ZERO_COPY_BYTES (0: every job copies) */
-    int *flag_slab;          /* CUDA_FLAG_SLOTS pinned ints (cudaHostAlloc) */
+    int *flag_slab;          /* CUDA_FLAG_SLOTS pinned pairs of ints: flag, gate (cudaHostAlloc) */
     uint32_t *flag_next;     /* free list of the slab: next index */
     uint32_t flag_head;      /* first free slot; CUDA_FLAG_SLOTS: none */
     uint64_t zero_copy_jobs; /* jobs whose kernels used the host arrays */

@@ -76,8 +76,10 @@ uint64_t cuda_env_u64(const char *name)
     return v && *v ? strtoull(v, NULL, 10) : 0;
 }
 
-/* ---- pinned error flags ----
- * Every job's flag is copied into pinned host memory. A cudaFreeHost waits
+/* ---- pinned error flags and stop gates ----
+ * Every job's flag is copied into pinned host memory, and its stop gate is
+ * the int after it (x->h_gate), which the loop sets and the kernels read
+ * (cuda_stop). A cudaFreeHost waits
  * for the whole device, so flags are never freed while gpuqd runs: they
  * come from one slab allocated with the backend, and go back to it when a
  * session ends (a session that closes would otherwise stall the loop until
@@ -88,8 +90,8 @@ int cuda_flags_init(backend_cuda *b)
     b->flag_next = malloc(CUDA_FLAG_SLOTS * sizeof *b->flag_next);
     if (!b->flag_next)
         return -1;
-    cudaError_t e =
-        cudaHostAlloc((void **)&b->flag_slab, CUDA_FLAG_SLOTS * sizeof(int), cudaHostAllocPortable);
+    cudaError_t e = cudaHostAlloc((void **)&b->flag_slab, CUDA_FLAG_SLOTS * 2 * sizeof(int),
+                                  cudaHostAllocPortable);
     if (e != cudaSuccess) {
         free(b->flag_next);
         b->flag_next = NULL;
@@ -161,7 +163,7 @@ void cuda_jobx_free(backend_cuda *b, cuda_jobx *x)
     if (x->h_flag && x->flag_own) {
         cudaFreeHost(x->h_flag);
     } else if (x->h_flag) {
-        uint32_t i = (uint32_t)(x->h_flag - b->flag_slab);
+        uint32_t i = (uint32_t)(x->h_flag - b->flag_slab) / 2;
         b->flag_next[i] = b->flag_head;
         b->flag_head = i;
     }
@@ -187,10 +189,10 @@ int cuda_jobx_get(backend_cuda *b, cuda_sess *s, int timing, cuda_jobx **out)
             return cuda_status_of(b, e, "cudaEventCreate");
         }
         if (b->flag_slab && b->flag_head < CUDA_FLAG_SLOTS) {
-            x->h_flag = &b->flag_slab[b->flag_head];
+            x->h_flag = &b->flag_slab[2 * b->flag_head];
             b->flag_head = b->flag_next[b->flag_head];
         } else {
-            e = cudaHostAlloc((void **)&x->h_flag, sizeof(int), cudaHostAllocPortable);
+            e = cudaHostAlloc((void **)&x->h_flag, 2 * sizeof(int), cudaHostAllocPortable);
             if (e != cudaSuccess) {
                 x->h_flag = NULL;
                 cuda_jobx_free(b, x);
@@ -198,6 +200,7 @@ int cuda_jobx_get(backend_cuda *b, cuda_sess *s, int timing, cuda_jobx **out)
             }
             x->flag_own = 1;
         }
+        x->h_gate = x->h_flag + 1;
     }
     if (timing && !x->has_timing_events) {
         int i;
@@ -219,6 +222,8 @@ int cuda_jobx_get(backend_cuda *b, cuda_sess *s, int timing, cuda_jobx **out)
     x->status = 0;
     x->message[0] = '\0';
     *x->h_flag = 0;
+    /* no kernel reads it: the job that used x last has completed */
+    __atomic_store_n(x->h_gate, 0, __ATOMIC_RELAXED);
     *out = x;
     return 0;
 }

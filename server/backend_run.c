@@ -37,6 +37,9 @@ int backend_map_kernel_error(gpuq_job *job, int kcode)
         if (!own)
             snprintf(m, cap, "latitude outside [-90, 90] or non-finite coordinate");
         return GPUQ_E_OUT_OF_RANGE;
+    case GPUQ_K_E_STOPPED:
+        snprintf(m, cap, "stopped on the device: no longer wanted");
+        return GPUQ_E_CANCELLED;
     case GPUQ_K_E_ARG:
         snprintf(m, cap, "invalid argument for the kernel");
         return GPUQ_E_BAD_ARGUMENT;

@@ -241,6 +241,10 @@ int metrics_render(const server *srv, char **out, size_t *len)
     counter(&t, "gpuq_requests_expired_total",
             "Requests answered deadline_exceeded (not finished within their deadline_ms).",
             srv->sched.expired);
+    counter(&t, "gpuq_requests_stopped_total",
+            "Requests answered early (cancelled, expired, disconnected) whose work then stopped "
+            "before its end.",
+            srv->sched.stopped);
     counter(&t, "gpuq_batches_total",
             "Batches of two or more small requests that ran together (batch_max, batch_bytes).",
             srv->b ? srv->b->batches : 0);

@@ -215,6 +215,9 @@ typedef struct sched {
     uint64_t timer_at;
     request *watch; /* requests with a deadline waiting for staging or queued */
     uint64_t cancelled, expired, dropped_closed;
+    /* requests answered early whose work then stopped before its end
+     * (request_complete: their job ended GPUQ_E_CANCELLED) */
+    uint64_t stopped;
     /* request.c's (set by request_layer_init): submit r to the backend now
      * (0, or < 0: r was refused and answered); answer r, which is no longer
      * queued nor waiting, with code (the reply carries msg) */

@@ -116,7 +116,7 @@ void stats_server_keys(const server *srv, gpuq_mpw *w)
 void stats_status_info(const server *srv, gpuq_mpw *w)
 {
     const stats *st = &srv->stats;
-    gpuq_mpw_map(w, STATS_SERVER_KEYS + 27);
+    gpuq_mpw_map(w, STATS_SERVER_KEYS + 28);
     stats_server_keys(srv, w);
     gpuq_mpw_str(w, "uptime_s");
     gpuq_mpw_double(w, (double)(uv_hrtime() - srv->start_ns) / 1e9);
@@ -174,6 +174,8 @@ void stats_status_info(const server *srv, gpuq_mpw *w)
     gpuq_mpw_uint(w, srv->sched.cancelled);
     gpuq_mpw_str(w, "expired");
     gpuq_mpw_uint(w, srv->sched.expired);
+    gpuq_mpw_str(w, "stopped");
+    gpuq_mpw_uint(w, srv->sched.stopped);
     /* the backend's counters (PROTOCOL.md, status) */
     const backend *b = srv->b;
     const struct {

@@ -126,14 +126,14 @@ static char *slurp(const char *path)
 /* ---- libgpuq ---- */
 
 /* A request still running when its deadline passes is answered
- * deadline_exceeded when its job ends (one that waits in the queue, at the
- * deadline); the connection serves on, and status counts it expired. */
+ * deadline_exceeded at the deadline and its job stops early; the
+ * connection serves on, and status counts it expired and stopped. */
 START_TEST(deadline_exceeded_then_serves_on)
 {
     if (!is_cpu())
         return; /* GPUQ_TEST_SLOW_MS is the CPU backend's */
     e2e_restart_slow(SLOW_MS, NULL);
-    long long expired0 = counter("expired");
+    long long expired0 = counter("expired"), stopped0 = counter("stopped");
     gpuq_conn *c = e2e_connect("deadline", GPUQ_PRIO_NORMAL);
     static double in[N], out[N];
     fill(in, N);
@@ -144,6 +144,7 @@ START_TEST(deadline_exceeded_then_serves_on)
     ck_assert_msg(tu_now_s() - t0 < 5, "answered after %.1f s", tu_now_s() - t0);
     ck_assert_msg(strncmp(gpuq_errmsg(c), "deadline_exceeded: ", 19) == 0, "%s", gpuq_errmsg(c));
     e2e_wait_status("expired", expired0 + 1, 10);
+    e2e_wait_status("stopped", stopped0 + 1, 10);
     /* the same connection: a deadline that the job meets, then none */
     ck_assert_int_eq(gpuq_set_deadline_ms(c, 20000), 0);
     ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F64, GPUQ_NORM_SUM, in, N, out), 0);
@@ -215,15 +216,16 @@ START_TEST(cancel_a_queued_request)
 }
 END_TEST
 
-/* A running request cannot be stopped: a cancel marks it, it is answered
- * cancelled when its job ends (no result), and the cancel says 0 dropped,
- * 1 running. */
+/* A running request: a cancel answers it cancelled at once (no result), the
+ * cancel says 0 dropped, 1 running, and its job stops early (the slow
+ * hook between two of its slices): status counts it stopped. The CUDA
+ * backend's kernels: tests/gpu/test_e2e_stop.c. */
 START_TEST(cancel_a_running_request)
 {
     if (!is_cpu())
         return;
     e2e_restart_slow(SLOW_MS, NULL);
-    long long cancelled0 = counter("cancelled");
+    long long cancelled0 = counter("cancelled"), stopped0 = counter("stopped");
     gpuq_conn *c = e2e_connect("cancel", GPUQ_PRIO_NORMAL);
     static double in[N], out[N];
     fill(in, N);
@@ -251,6 +253,7 @@ START_TEST(cancel_a_running_request)
     ck_assert_uint_eq(dropped, 0);
     ck_assert_uint_eq(running, 1);
     ck_assert_int_eq(counter("cancelled"), cancelled0 + 1);
+    e2e_wait_status("stopped", stopped0 + 1, SLOW_MS / 1000.0 / 2);
     /* a cancel naming nothing outstanding: no error, nothing counted */
     ck_assert_int_eq(gpuq_submit_cancel(c, a, &cid), 0);
     ck_assert_int_eq(gpuq_wait_req(c, res), 0);

@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_gpu_gate.c - the kernels' stop gate (gpuq_cuda_ctx_set_gate): what
+ * gpuqd sets when a running request is cancelled, expires or loses its
+ * client (issue 30, item 6).
+ *
+ *  - set before the launch: pairwise's tiled kernel (float32 and float64)
+ *    writes no output (every element keeps its NaN poison) and the flag
+ *    reads -GPUQ_K_E_STOPPED; kNN's flag reads the same;
+ *  - the gate belongs to the launch: after set_gate(NULL) the same ctx
+ *    computes the CPU reference's distances again, flag clear;
+ *  - set while a pairwise of some hundred milliseconds runs: it ends early
+ *    (under half its ungated time, measured in the same run), the flag says
+ *    stopped and part of the output was never written;
+ *  - the test sleep (gpuqd's GPUQ_TEST_SLOW_MS) ends within milliseconds of
+ *    its gate, not after its full time.
+ * No GPU: exit 77 (ctest: Skipped) unless GPUQ_REQUIRE_GPU=1.
+ */
+#ifndef GPUQ_HAVE_CUDA
+#define GPUQ_HAVE_CUDA 1
+#endif
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "gpu_test.h"
+#include "gpuq_kernels.h"
+#include "testutil.h"
+
+static cudaStream_t g_stream;
+static gpuq_cuda_ctx *g_ctx;
+static int *g_gate; /* pinned: the device reads it at this pointer */
+static int *g_flag; /* pinned */
+
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        ck_assert_msg(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                 \
+    } while (0)
+
+static void gate_set(int v)
+{
+    __atomic_store_n(g_gate, v, __ATOMIC_RELAXED);
+}
+
+/* The ctx's error flag after the stream's work, then cleared. */
+static int flag_now(void)
+{
+    ck_assert_int_eq(gpuq_cuda_ctx_flag_to_host(g_ctx, g_flag), GPUQ_K_OK);
+    CK(cudaStreamSynchronize(g_stream));
+    int f = *g_flag;
+    ck_assert_int_eq(gpuq_cuda_ctx_flag_reset(g_ctx), GPUQ_K_OK);
+    CK(cudaStreamSynchronize(g_stream));
+    return f;
+}
+
+static void *dev_copy(const void *h, size_t bytes)
+{
+    void *d = NULL;
+    CK(cudaMalloc(&d, bytes));
+    CK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+    return d;
+}
+
+/* Elements of out[0..n) (f32 or f64 on the device) that are still NaN. */
+static uint64_t count_nan(const void *d_out, uint64_t n, size_t esz)
+{
+    void *h = malloc(n * esz);
+    ck_assert_ptr_nonnull(h);
+    CK(cudaMemcpy(h, d_out, n * esz, cudaMemcpyDeviceToHost));
+    uint64_t k = 0;
+    for (uint64_t i = 0; i < n; i++)
+        k += esz == 4 ? isnan(((float *)h)[i]) : isnan(((double *)h)[i]);
+    free(h);
+    return k;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* _i: 0 float32, 1 float64. A gate set before the launch: no output
+ * written, the flag says stopped; then without a gate the same launch
+ * gives the float64 CPU reference's distances. */
+START_TEST(pairwise_gate_set_before)
+{
+    const int dt = _i ? GPUQ_K_F64 : GPUQ_K_F32;
+    const size_t esz = _i ? 8 : 4;
+    const uint64_t m = 300, n = 129, d = 65;
+    double *hx = malloc(m * d * sizeof *hx), *hy = malloc(n * d * sizeof *hy);
+    ck_assert(hx && hy);
+    tu_rand_fill_f64(hx, m * d, -1, 1);
+    tu_rand_fill_f64(hy, n * d, -1, 1);
+    void *bx = malloc(m * d * esz), *by = malloc(n * d * esz);
+    ck_assert(bx && by);
+    for (uint64_t i = 0; i < m * d; i++)
+        _i ? (void)(((double *)bx)[i] = hx[i]) : (void)(((float *)bx)[i] = (float)hx[i]);
+    for (uint64_t i = 0; i < n * d; i++)
+        _i ? (void)(((double *)by)[i] = hy[i]) : (void)(((float *)by)[i] = (float)hy[i]);
+    void *dx = dev_copy(bx, m * d * esz), *dy = dev_copy(by, n * d * esz), *dout = NULL;
+    CK(cudaMalloc(&dout, m * n * esz));
+    CK(cudaMemset(dout, 0xff, m * n * esz)); /* all-ones bits: NaN in both dtypes */
+
+    gate_set(1);
+    gpuq_cuda_ctx_set_gate(g_ctx, g_gate);
+    ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, GPUQ_K_EUCLIDEAN, 0, dx, dy, m, n, d, dout),
+                     GPUQ_K_OK);
+    gpuq_cuda_ctx_set_gate(g_ctx, NULL);
+    ck_assert_int_eq(flag_now(), -GPUQ_K_E_STOPPED);
+    ck_assert_uint_eq(count_nan(dout, m * n, esz), m * n);
+
+    /* the gate is still set, but this launch has none */
+    ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, GPUQ_K_EUCLIDEAN, 0, dx, dy, m, n, d, dout),
+                     GPUQ_K_OK);
+    ck_assert_int_eq(flag_now(), 0);
+    void *got = malloc(m * n * esz);
+    double *ref = malloc(m * n * sizeof *ref);
+    ck_assert(got && ref);
+    CK(cudaMemcpy(got, dout, m * n * esz, cudaMemcpyDeviceToHost));
+    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 0, hx, hy, m, n, d, ref),
+                     GPUQ_K_OK);
+    for (uint64_t i = 0; i < m * n; i++) {
+        double g = _i ? ((double *)got)[i] : (double)((float *)got)[i];
+        ck_assert_msg(fabs(g - ref[i]) <= (_i ? 1e-12 : 1e-5) * (fabs(ref[i]) + 1e-30),
+                      "out[%llu] %.17g, reference %.17g", (unsigned long long)i, g, ref[i]);
+    }
+    gate_set(0);
+    free(got), free(ref), free(hx), free(hy), free(bx), free(by);
+    CK(cudaFree(dx));
+    CK(cudaFree(dy));
+    CK(cudaFree(dout));
+}
+END_TEST
+
+/* kNN with its gate set: the distance tiles stop and the flag says so;
+ * without it, the flag stays clear. */
+START_TEST(knn_gate_set_before)
+{
+    const uint64_t m = 700, n = 900, d = 33, k = 5;
+    float *hx = malloc(m * d * sizeof *hx), *hy = malloc(n * d * sizeof *hy);
+    ck_assert(hx && hy);
+    for (uint64_t i = 0; i < m * d; i++)
+        hx[i] = (float)((double)rand() / RAND_MAX);
+    for (uint64_t i = 0; i < n * d; i++)
+        hy[i] = (float)((double)rand() / RAND_MAX);
+    void *dx = dev_copy(hx, m * d * 4), *dy = dev_copy(hy, n * d * 4), *dist = NULL, *idx = NULL,
+         *scratch = NULL;
+    uint64_t sb = gpuq_cuda_knn_scratch_bytes(GPUQ_K_F32, m, n, d, k);
+    ck_assert_uint_gt(sb, 0);
+    CK(cudaMalloc(&scratch, sb));
+    CK(cudaMalloc(&dist, m * k * 4));
+    CK(cudaMalloc(&idx, m * k * 8));
+    for (int gated = 1; gated >= 0; gated--) {
+        gate_set(1);
+        gpuq_cuda_ctx_set_gate(g_ctx, gated ? g_gate : NULL);
+        ck_assert_int_eq(gpuq_cuda_knn(g_ctx, GPUQ_K_F32, GPUQ_K_EUCLIDEAN, 0, dx, dy, m, n, d, k,
+                                       scratch, dist, (int64_t *)idx),
+                         GPUQ_K_OK);
+        gpuq_cuda_ctx_set_gate(g_ctx, NULL);
+        ck_assert_int_eq(flag_now(), gated ? -GPUQ_K_E_STOPPED : 0);
+    }
+    gate_set(0);
+    free(hx), free(hy);
+    CK(cudaFree(dx));
+    CK(cudaFree(dy));
+    CK(cudaFree(dist));
+    CK(cudaFree(idx));
+    CK(cudaFree(scratch));
+}
+END_TEST
+
+/* A float32 pairwise of a few hundred milliseconds, its gate set a tenth
+ * of the way in: it ends before half its ungated time, part of its output
+ * unwritten, the flag saying stopped. Inputs are constant (the time does
+ * not depend on values); d grows until the ungated run takes 200 ms. */
+START_TEST(pairwise_gate_mid_run)
+{
+    const uint64_t m = 8192, n = 8192;
+    uint64_t d = 2048;
+    void *dx = NULL, *dy = NULL, *dout = NULL;
+    CK(cudaMalloc(&dout, m * n * 4));
+    double full = 0;
+    for (;;) {
+        CK(cudaMalloc(&dx, m * d * 4));
+        CK(cudaMalloc(&dy, n * d * 4));
+        CK(cudaMemset(dx, 0x3f, m * d * 4)); /* 0.747 each: no zero sums */
+        CK(cudaMemset(dy, 0, n * d * 4));
+        CK(cudaDeviceSynchronize());
+        double t0 = now_s();
+        ck_assert_int_eq(
+            gpuq_cuda_pairwise(g_ctx, GPUQ_K_F32, GPUQ_K_SQEUCLIDEAN, 0, dx, dy, m, n, d, dout),
+            GPUQ_K_OK);
+        CK(cudaStreamSynchronize(g_stream));
+        full = now_s() - t0;
+        ck_assert_int_eq(flag_now(), 0);
+        if (full >= 0.2 || d >= 32768)
+            break;
+        CK(cudaFree(dx));
+        CK(cudaFree(dy));
+        d *= 2;
+    }
+    printf("pairwise_gate_mid_run: %llu x %llu x %llu float32 takes %.0f ms ungated\n",
+           (unsigned long long)m, (unsigned long long)n, (unsigned long long)d, full * 1e3);
+    ck_assert_msg(full >= 0.1, "the ungated run took only %.0f ms", full * 1e3);
+    CK(cudaMemset(dout, 0xff, m * n * 4));
+    CK(cudaDeviceSynchronize());
+    gate_set(0);
+    gpuq_cuda_ctx_set_gate(g_ctx, g_gate);
+    double t0 = now_s();
+    ck_assert_int_eq(
+        gpuq_cuda_pairwise(g_ctx, GPUQ_K_F32, GPUQ_K_SQEUCLIDEAN, 0, dx, dy, m, n, d, dout),
+        GPUQ_K_OK);
+    gpuq_cuda_ctx_set_gate(g_ctx, NULL);
+    usleep((useconds_t)(full * 1e5)); /* a tenth */
+    gate_set(1);
+    CK(cudaStreamSynchronize(g_stream));
+    double gated = now_s() - t0;
+    printf("pairwise_gate_mid_run: gate set after %.0f ms, the kernel ended after %.0f ms\n",
+           full * 1e2, gated * 1e3);
+    ck_assert_int_eq(flag_now(), -GPUQ_K_E_STOPPED);
+    uint64_t unwritten = count_nan(dout, m * n, 4);
+    ck_assert_msg(unwritten > 0 && unwritten < m * n, "%llu of %llu unwritten",
+                  (unsigned long long)unwritten, (unsigned long long)(m * n));
+    ck_assert_msg(gated < full / 2, "gated run %.0f ms, ungated %.0f ms", gated * 1e3, full * 1e3);
+    gate_set(0);
+    CK(cudaFree(dx));
+    CK(cudaFree(dy));
+    CK(cudaFree(dout));
+}
+END_TEST
+
+/* The test sleep of 10 s, its gate set after 50 ms: the stream is idle
+ * well before a second. Without a gate, 100 ms take 100 ms. */
+START_TEST(sleep_gate)
+{
+    double t0 = now_s();
+    ck_assert_int_eq(gpuq_cuda_test_sleep(g_stream, 100, NULL), GPUQ_K_OK);
+    CK(cudaStreamSynchronize(g_stream));
+    ck_assert_double_ge(now_s() - t0, 0.095);
+    gate_set(0);
+    t0 = now_s();
+    ck_assert_int_eq(gpuq_cuda_test_sleep(g_stream, 10000, g_gate), GPUQ_K_OK);
+    usleep(50000);
+    gate_set(1);
+    CK(cudaStreamSynchronize(g_stream));
+    double t = now_s() - t0;
+    ck_assert_msg(t < 1.0, "the gated sleep ended after %.0f ms", t * 1e3);
+    gate_set(0);
+}
+END_TEST
+
+static Suite *gate_suite(void)
+{
+    Suite *s = suite_create("gpu_gate");
+    TCase *tc = tcase_create("gate");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, pairwise_gate_set_before, 0, 2);
+    tcase_add_test(tc, knn_gate_set_before);
+    tcase_add_test(tc, pairwise_gate_mid_run);
+    tcase_add_test(tc, sleep_gate);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    int no_dev = gpu_test_no_device("test_gpu_gate");
+    if (no_dev >= 0)
+        return no_dev;
+    printf("test_gpu_gate: seed %llu\n", (unsigned long long)tu_seed());
+    setenv("CK_FORK", "no", 1); /* CUDA state does not survive fork */
+    if (cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking) != cudaSuccess ||
+        gpuq_cuda_ctx_create(g_stream, &g_ctx) != GPUQ_K_OK ||
+        cudaHostAlloc((void **)&g_gate, 2 * sizeof(int), cudaHostAllocPortable) != cudaSuccess) {
+        fprintf(stderr, "test_gpu_gate: cannot create stream, ctx or pinned gate\n");
+        return EXIT_FAILURE;
+    }
+    g_flag = g_gate + 1;
+    *g_gate = *g_flag = 0;
+    int failed = gpu_test_run(gate_suite());
+    gpuq_cuda_ctx_destroy(g_ctx);
+    cudaFreeHost(g_gate);
+    cudaStreamDestroy(g_stream);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
