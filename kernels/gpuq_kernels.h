@@ -146,8 +146,8 @@ int gpuq_cuda_ctx_flag_reset(gpuq_cuda_ctx *ctx);
 /* The stop gate of the launches that follow on ctx (NULL: none, the
  * default): an int in pinned host memory the device reaches at that
  * pointer, which the host sets to nonzero once their work is no longer
- * wanted. The long kernels (pairwise's tiled route, kNN's distance tiles,
- * the test sleep) read it with a system-scope load at each tile (pairwise:
+ * wanted. The long kernels (pairwise's tiled route, kNN's distance tiles
+ * and its top-k merge, the test sleep) read it with a system-scope load at each tile (pairwise:
  * the value loaded while the tile before was summed, so the load costs no
  * wait) and, once set, end without writing the rest of their output and
  * set the error flag to -GPUQ_K_E_STOPPED (unless a data error came

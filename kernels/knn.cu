@@ -184,14 +184,18 @@ __device__ void bitonic_sort(uint64_t *key, int64_t *id, unsigned q)
 template <typename T>
 __global__ void __launch_bounds__(SEL_THREADS)
     knn_select_kernel(const T *tile, uint64_t rows, uint64_t cols, uint64_t j0, uint64_t k,
-                      unsigned kpad, unsigned p, int first, T *dist, int64_t *idx)
+                      unsigned kpad, unsigned p, int first, T *dist, int64_t *idx, int *flag,
+                      const int *gate)
 {
     extern __shared__ uint64_t sel_smem[];
     uint64_t *key = sel_smem;
     int64_t *id = (int64_t *)(sel_smem + p);
     __shared__ unsigned cnt;
+    __shared__ int stop; /* the gate as thread 0 read it for this row */
     const unsigned nt = blockDim.x;
     for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+        /* the gate, as in knn_dist_kernel: loaded with the row's entries */
+        const int g = gate && threadIdx.x == 0 ? gpuq_gate_load(gate) : 0;
         T *drow = dist + row * k;
         int64_t *irow = idx + row * k;
         for (unsigned t = threadIdx.x; t < kpad; t += nt) {
@@ -203,9 +207,16 @@ __global__ void __launch_bounds__(SEL_THREADS)
                 id[t] = INT64_MAX;
             }
         }
-        if (threadIdx.x == 0)
+        if (threadIdx.x == 0) {
             cnt = 0;
+            stop = g;
+        }
         __syncthreads();
+        if (stop) {
+            if (threadIdx.x == 0)
+                gpuq_set_flag(flag, GPUQ_FLAG_STOPPED);
+            return;
+        }
         uint64_t tk = key[k - 1]; /* the entry to beat */
         int64_t ti = id[k - 1];
         bool dirty = false;
@@ -304,7 +315,8 @@ int knn_typed(gpuq_cuda_ctx *ctx, int dt, int metric, int zero_ok, const T *x, c
             if (rc != GPUQ_K_OK)
                 return rc;
             knn_select_kernel<T><<<(unsigned)rows, SEL_THREADS, smem, ctx->stream>>>(
-                tile, rows, cols, j0, k, kpad, p, j0 == 0, dist + i0 * k, idx + i0 * k);
+                tile, rows, cols, j0, k, kpad, p, j0 == 0, dist + i0 * k, idx + i0 * k, ctx->d_flag,
+                ctx->gate);
             GPUQ_LAUNCH_CHECK(ctx);
         }
     }

@@ -20,6 +20,12 @@
 
 #include "e2e_util.h"
 
+/* stdout unbuffered: a failing case's child exits without flushing it */
+__attribute__((constructor)) static void unbuffered(void)
+{
+    setvbuf(stdout, NULL, _IONBF, 0);
+}
+
 #define M 32768
 #define K 4
 #define TINY 1024
