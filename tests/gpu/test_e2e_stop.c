@@ -195,6 +195,10 @@ START_TEST(disconnect_stops_knn)
     uint64_t id;
     ck_assert_int_eq(gpuq_submit_req(c, r, &id), 0);
     usleep((useconds_t)(g_kernel_s / 4 * 1e6));
+    char pre[16384];
+    e2e_status(pre, sizeof pre);
+    printf("test_e2e_stop: before the close: in_flight %lld staging %lld\n",
+           e2e_json_int(pre, "in_flight"), e2e_json_int(pre, "staging_bytes"));
     double t0 = tu_now_s();
     gpuq_close(c);
     /* what gpuqd shows meanwhile, as it changes */
@@ -215,6 +219,12 @@ START_TEST(disconnect_stops_knn)
         if (stopped == s0 + 1 || t > 10)
             break;
         usleep(5000);
+    }
+    if (t >= g_kernel_s / 2) { /* gpuqd's side of it */
+        size_t len = 0;
+        char *log = tu_read_file(e2e_d.log, &len);
+        printf("test_e2e_stop: gpuqd's log:\n%s\n", log && len > 6000 ? log + len - 6000 : log);
+        free(log);
     }
     ck_assert_msg(t < g_kernel_s / 2, "stopped %.0f ms after the close (kernels: %.0f ms)", t * 1e3,
                   g_kernel_s * 1e3);
