@@ -10,7 +10,8 @@
  *    computes the CPU reference's distances again, flag clear;
  *  - set while a pairwise of some hundred milliseconds runs: it ends early
  *    (under half its ungated time, measured in the same run), the flag says
- *    stopped and part of the output was never written;
+ *    stopped and part of the output was never written; the same for kNN
+ *    (time and flag);
  *  - the test sleep (gpuqd's GPUQ_TEST_SLOW_MS) ends within milliseconds of
  *    its gate, not after its full time.
  * No GPU: exit 77 (ctest: Skipped) unless GPUQ_REQUIRE_GPU=1.
@@ -238,6 +239,52 @@ START_TEST(pairwise_gate_mid_run)
 }
 END_TEST
 
+/* kNN of a few hundred milliseconds (its top-k merge over 32768 x 32768
+ * candidates is most of it), its gate set a tenth of the way in: it ends
+ * before half its ungated time and the flag says stopped. */
+START_TEST(knn_gate_mid_run)
+{
+    const uint64_t m = 32768, n = 32768, d = 64, k = 4;
+    void *dx = NULL, *dy = NULL, *dist = NULL, *idx = NULL, *scratch = NULL;
+    uint64_t sb = gpuq_cuda_knn_scratch_bytes(GPUQ_K_F32, m, n, d, k);
+    CK(cudaMalloc(&dx, m * d * 4));
+    CK(cudaMalloc(&dy, n * d * 4));
+    CK(cudaMemset(dx, 0x3f, m * d * 4));
+    CK(cudaMemset(dy, 0x3e, n * d * 4));
+    CK(cudaMalloc(&scratch, sb));
+    CK(cudaMalloc(&dist, m * k * 4));
+    CK(cudaMalloc(&idx, m * k * 8));
+    CK(cudaDeviceSynchronize());
+    double t[2] = {0, 0};
+    for (int gated = 0; gated < 2; gated++) {
+        gate_set(0);
+        gpuq_cuda_ctx_set_gate(g_ctx, gated ? g_gate : NULL);
+        double t0 = now_s();
+        ck_assert_int_eq(gpuq_cuda_knn(g_ctx, GPUQ_K_F32, GPUQ_K_EUCLIDEAN, 0, dx, dy, m, n, d, k,
+                                       scratch, dist, (int64_t *)idx),
+                         GPUQ_K_OK);
+        gpuq_cuda_ctx_set_gate(g_ctx, NULL);
+        if (gated) {
+            usleep((useconds_t)(t[0] * 1e5)); /* a tenth */
+            gate_set(1);
+        }
+        CK(cudaStreamSynchronize(g_stream));
+        t[gated] = now_s() - t0;
+        ck_assert_int_eq(flag_now(), gated ? -GPUQ_K_E_STOPPED : 0);
+    }
+    printf("knn_gate_mid_run: %.0f ms ungated, %.0f ms with the gate set after %.0f ms\n",
+           t[0] * 1e3, t[1] * 1e3, t[0] * 1e2);
+    ck_assert_msg(t[0] >= 0.05, "the ungated kNN took only %.0f ms", t[0] * 1e3);
+    ck_assert_msg(t[1] < t[0] / 2, "gated %.0f ms, ungated %.0f ms", t[1] * 1e3, t[0] * 1e3);
+    gate_set(0);
+    CK(cudaFree(dx));
+    CK(cudaFree(dy));
+    CK(cudaFree(dist));
+    CK(cudaFree(idx));
+    CK(cudaFree(scratch));
+}
+END_TEST
+
 /* The test sleep of 10 s, its gate set after 50 ms: the stream is idle
  * well before a second. Without a gate, 100 ms take 100 ms. */
 START_TEST(sleep_gate)
@@ -266,6 +313,7 @@ static Suite *gate_suite(void)
     tcase_add_loop_test(tc, pairwise_gate_set_before, 0, 2);
     tcase_add_test(tc, knn_gate_set_before);
     tcase_add_test(tc, pairwise_gate_mid_run);
+    tcase_add_test(tc, knn_gate_mid_run);
     tcase_add_test(tc, sleep_gate);
     suite_add_tcase(s, tc);
     return s;
