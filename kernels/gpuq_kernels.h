@@ -147,15 +147,18 @@ int gpuq_cuda_ctx_flag_reset(gpuq_cuda_ctx *ctx);
  * default): an int in pinned host memory the device reaches at that
  * pointer, which the host sets to nonzero once their work is no longer
  * wanted. The long kernels (pairwise's tiled route, kNN's distance tiles
- * and its top-k merge, the test sleep) read it with a system-scope load at each tile (pairwise:
- * the value loaded while the tile before was summed, so the load costs no
- * wait) and, once set, end without writing the rest of their output and
- * set the error flag to -GPUQ_K_E_STOPPED (unless a data error came
- * first). What they skipped is garbage: the caller discards the result.
- * Not stopped: copies, cuBLAS (float64 cosine's GEMM) and the kernels that
- * move bytes at memory speed (normalize, haversine, grid), which take less
- * time than the job's copies. The gate is an argument of each launch, so
- * setting another (or NULL) later does not touch launches already made. */
+ * and its top-k merge, the test sleep) check at the start of each tile
+ * (block): one tile in 256 reads the gate with a system-scope load, and on
+ * finding it set writes -GPUQ_K_E_STOPPED into the ctx's error flag
+ * (unless a data error came first), which every later tile reads from
+ * device memory; so they end within about 256 tiles of the store, without
+ * writing the rest of their output. What they skipped is garbage: the
+ * caller discards the result. The flag must be clear when the work starts
+ * (reset per job, as for data errors). Not stopped: copies, cuBLAS
+ * (float64 cosine's GEMM) and the kernels that move bytes at memory speed
+ * (normalize, haversine, grid), which take less time than the job's
+ * copies. The gate is an argument of each launch, so setting another (or
+ * NULL) later does not touch launches already made. */
 void gpuq_cuda_ctx_set_gate(gpuq_cuda_ctx *ctx, const int *gate);
 
 int gpuq_cuda_normalize(gpuq_cuda_ctx *ctx, int dt, int method, int zero_ok, const void *d_in,

@@ -58,10 +58,6 @@ __global__ void __launch_bounds__(256)
         for (int b = 0; b < 4; b++)
             acc[a][b] = 0.0;
     }
-    /* The gate (gpuq_cuda_ctx_set_gate): thread 0's load is in flight with
-     * the first chunk's; the block decides after the first barrier (stop is
-     * written once) and ends at once when set. */
-    const int g = gate && tid == 0 ? gpuq_gate_load(gate) : 0;
     for (uint64_t k0 = 0; k0 < d; k0 += DT_K) {
         for (unsigned e = tid; e < DT_TILE * DT_K; e += 256) {
             unsigned r = e / DT_K, kk = e % DT_K;
@@ -70,14 +66,14 @@ __global__ void __launch_bounds__(256)
             xs[kk][r] = (r0 + r < rows && k < d) ? (double)x[(r0 + r) * d + k] : 0.0;
             ys[kk][r] = (c0 + r < cols && k < d) ? (double)y[(c0 + r) * d + k] : 0.0;
         }
+        /* The gate (gpuq_cuda_ctx_set_gate, gpuq_gate_check), asked by
+         * thread 0 while the first chunk's loads are in flight; the block
+         * decides after the first barrier (stop is written once). */
         if (k0 == 0 && tid == 0)
-            stop = g;
+            stop = gpuq_gate_check(gate, flag, (uint64_t)blockIdx.y * gridDim.x + blockIdx.x);
         __syncthreads();
-        if (stop) {
-            if (tid == 0)
-                gpuq_set_flag(flag, GPUQ_FLAG_STOPPED);
+        if (stop)
             return;
-        }
 #pragma unroll
         for (int kk = 0; kk < DT_K; kk++) {
             double a[4], b[4];
@@ -194,8 +190,6 @@ __global__ void __launch_bounds__(SEL_THREADS)
     __shared__ int stop; /* the gate as thread 0 read it for this row */
     const unsigned nt = blockDim.x;
     for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-        /* the gate, as in knn_dist_kernel: loaded with the row's entries */
-        const int g = gate && threadIdx.x == 0 ? gpuq_gate_load(gate) : 0;
         T *drow = dist + row * k;
         int64_t *irow = idx + row * k;
         for (unsigned t = threadIdx.x; t < kpad; t += nt) {
@@ -207,16 +201,13 @@ __global__ void __launch_bounds__(SEL_THREADS)
                 id[t] = INT64_MAX;
             }
         }
-        if (threadIdx.x == 0) {
+        if (threadIdx.x == 0) { /* the gate, as in knn_dist_kernel */
             cnt = 0;
-            stop = g;
+            stop = gpuq_gate_check(gate, flag, row);
         }
         __syncthreads();
-        if (stop) {
-            if (threadIdx.x == 0)
-                gpuq_set_flag(flag, GPUQ_FLAG_STOPPED);
+        if (stop)
             return;
-        }
         uint64_t tk = key[k - 1]; /* the entry to beat */
         int64_t ti = id[k - 1];
         bool dirty = false;

@@ -272,23 +272,19 @@ __global__ void __launch_bounds__(NTHREADS)
                     sum[LONG ? i : 0][LONG ? j : 0] = 0.0;
             }
 
-        /* The gate (gpuq_cuda_ctx_set_gate): thread 0's load is in
-         * flight with the first chunk's, the block decides after the
-         * barrier (every thread reads the same value: the next store is
-         * after this tile's later barriers) and ends at once when set. */
-        const int g = gate && tid == 0 ? gpuq_gate_load(gate) : 0;
         sx.load(x, m, d, row0, 0, vec, tid);
         sy.load(y, n, d, col0, 0, vec, tid);
         sx.template store<NORMS>(sm.xs[0], tid);
         sy.template store<NORMS>(sm.ys[0], tid);
+        /* The gate (gpuq_cuda_ctx_set_gate, gpuq_gate_check): thread 0
+         * asks while the first chunk's loads are in flight, the block
+         * decides after the barrier (every thread reads the same value:
+         * the next store is after this tile's later barriers). */
         if (tid == 0)
-            stop = g;
+            stop = gpuq_gate_check(gate, flag, tile);
         __syncthreads();
-        if (stop) {
-            if (tid == 0)
-                gpuq_set_flag(flag, GPUQ_FLAG_STOPPED);
+        if (stop)
             return;
-        }
         for (uint64_t c = 0; c < nchunks; c++) {
             const int s = (int)(c & 1);
             const bool more = c + 1 < nchunks;
