@@ -17,7 +17,9 @@ but still pass.
 
 Each test has its own daemon, so work that outlives a test (as before the
 change) cannot slow the others. Status must count the work `stopped` (it
-ended early: a job that ran to its end is not counted). The tests run on the
+ended early: a job that ran to its end is not counted), unless the deadline
+passed before it ran (over the socket on a slow machine, while the payload
+still arrived: the reply says which). The tests run on the
 CPU backend only: on a GPU this pairwise takes milliseconds; the CUDA
 backend's stop (kernels at their next tile) is tests/gpu/test_e2e_stop.c's."""
 
@@ -81,9 +83,12 @@ def test_deadline_answers_and_stops_running_pairwise(make_daemon, base, transpor
     with gpuq.connect(d.path, name="pytest-abandon", transport=transport) as c, \
             gpuq.connect(d.path, name="pytest-watch", transport="socket") as watch:
         t0 = time.monotonic()
-        with pytest.raises(gpuq.DeadlineExceededError):
+        with pytest.raises(gpuq.DeadlineExceededError) as ei:
             c.pairwise(base, base, deadline_ms=50)
         took = time.monotonic() - t0
+        # over the socket on a slow machine (sanitizers) the deadline may
+        # pass while the payload still arrives: then the work never ran
+        ran = "while it ran" in str(ei.value)
         assert took < REPLY_S, f"deadline_exceeded after {took:.2f} s (deadline 50 ms)"
         # the connection goes on, at once, while the work stops
         t1 = time.monotonic()
@@ -92,8 +97,9 @@ def test_deadline_answers_and_stops_running_pairwise(make_daemon, base, transpor
         assert tiny < REPLY_S, f"the next request waited {tiny:.2f} s"
         stop, st = wait_stopped(watch.status, t0)
         assert st["expired"] == 1 and st["errors"].get("deadline_exceeded") == 1, st
-        assert st["stopped"] == 1, st
-        print(f"[{transport}] deadline_exceeded after {took:.3f} s, next reply "
+        assert st["stopped"] == (1 if ran else 0), (str(ei.value), st)
+        print(f"[{transport}] deadline_exceeded ({'while it ran' if ran else 'before'}) "
+              f"after {took:.3f} s, next reply "
               f"{tiny:.3f} s, work stopped {stop:.3f} s after the call")
         assert not c._s.pending
 
