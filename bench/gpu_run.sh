@@ -209,10 +209,14 @@ main() {
         else
             echo "== compute-sanitizer"
             for tool in memcheck racecheck; do
-                for t in test_gpu_kernels test_gpu_knn; do
+                for t in test_gpu_kernels test_gpu_knn test_gpu_gate; do
                     log=$LOGS/cs_${tool}_$t.log
                     echo "-- $tool $t ($(date -u +%T))"
-                    CK_FORK=no CK_DEFAULT_TIMEOUT=600 GPUQ_SANITIZER_SMALL=1 \
+                    # the gate suite's small case (its mid_run case runs
+                    # hundreds of milliseconds of kernels per test)
+                    local ck=()
+                    [[ $t == test_gpu_gate ]] && ck=(CK_RUN_CASE=gate)
+                    env "${ck[@]}" CK_FORK=no CK_DEFAULT_TIMEOUT=600 GPUQ_SANITIZER_SMALL=1 \
                         "$CS" --tool "$tool" --error-exitcode 9 "build-gpu/tests/gpu/$t" >"$log" 2>&1
                     rc=$?
                     row "$(okfail "$rc")" "compute-sanitizer $tool $t" \

@@ -235,7 +235,7 @@ static int cuda_submit(backend *bb, gpuq_job *job)
         return 0; /* launched with others in the idle phase (backend_cuda_batch.c) */
     /* The stop gate of this job's launches (cuda_stop), unset again at
      * fail_enqueued, which every path after this one passes. */
-    const int *gate = s->dev->host_ptr_ok ? x->h_gate : NULL;
+    const int *gate = s->dev->host_ptr_ok ? cuda_jobx_gate(x) : NULL;
     gpuq_cuda_ctx_set_gate(s->kctx,
                            job->sz->payload + job->sz->output > CUDA_GATE_BYTES ? gate : NULL);
 
@@ -478,8 +478,8 @@ static void cuda_stop(backend *bb, gpuq_job *job)
 {
     (void)bb;
     cuda_jobx *x = job->bpriv;
-    if (x && x->h_gate)
-        __atomic_store_n(x->h_gate, 1, __ATOMIC_RELAXED);
+    if (x && x->h_flag)
+        __atomic_store_n(cuda_jobx_gate(x), 1, __ATOMIC_RELAXED);
 }
 
 static const backend_ops cuda_ops = {

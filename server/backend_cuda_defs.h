@@ -44,8 +44,8 @@
 /* Jobs of more input + output bytes than this give their kernels a stop
  * gate (cuda_submit): their long kernels end at their next tile once the
  * job is abandoned. Below it a job's kernels take microseconds, and the
- * gate's load from host memory (about a microsecond, at each block's
- * start) would be a visible part of that. */
+ * gate's load from host memory by the first block (about a microsecond)
+ * would be a visible part of that. */
 #define CUDA_GATE_BYTES ((uint64_t)1 << 20)
 #define CUDA_PIPE_MAX_CHUNKS 32
 #define CUDA_PIPE_RAMP 4
@@ -103,7 +103,6 @@ typedef struct cuda_jobx {
     cudaEvent_t t[4]; /* start, after H2D, after kernel, after D2H */
     int has_timing_events;
     int *h_flag;     /* pinned copy of the ctx errflag (the backend's slab, or own) */
-    int *h_gate;     /* h_flag + 1: the job's stop gate (cuda_stop; gpuq_cuda_ctx_set_gate) */
     int flag_own;    /* h_flag is its own cudaHostAlloc (the slab was full) */
     void *d_small;   /* small jobs' device buffer (b->small_bytes, from the pool), kept */
     int timing;      /* this job recorded t[] */
@@ -113,6 +112,12 @@ typedef struct cuda_jobx {
     int status;      /* preset failure, 0 if none */
     char message[160];
 } cuda_jobx;
+
+/* x's stop gate: the int after its flag (cuda_stop; gpuq_cuda_ctx_set_gate). */
+static inline int *cuda_jobx_gate(const cuda_jobx *x)
+{
+    return x->h_flag + 1;
+}
 
 typedef struct cuda_sess {
     struct backend_cuda *b;

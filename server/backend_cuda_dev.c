@@ -78,7 +78,7 @@ uint64_t cuda_env_u64(const char *name)
 
 /* ---- pinned error flags and stop gates ----
  * Every job's flag is copied into pinned host memory, and its stop gate is
- * the int after it (x->h_gate), which the loop sets and the kernels read
+ * the int after it (cuda_jobx_gate), which the loop sets and the kernels read
  * (cuda_stop). A cudaFreeHost waits
  * for the whole device, so flags are never freed while gpuqd runs: they
  * come from one slab allocated with the backend, and go back to it when a
@@ -200,7 +200,6 @@ int cuda_jobx_get(backend_cuda *b, cuda_sess *s, int timing, cuda_jobx **out)
             }
             x->flag_own = 1;
         }
-        x->h_gate = x->h_flag + 1;
     }
     if (timing && !x->has_timing_events) {
         int i;
@@ -223,7 +222,7 @@ int cuda_jobx_get(backend_cuda *b, cuda_sess *s, int timing, cuda_jobx **out)
     x->message[0] = '\0';
     *x->h_flag = 0;
     /* no kernel reads it: the job that used x last has completed */
-    __atomic_store_n(x->h_gate, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(cuda_jobx_gate(x), 0, __ATOMIC_RELAXED);
     *out = x;
     return 0;
 }

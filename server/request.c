@@ -340,9 +340,10 @@ static void request_answer(request *r, int code, const char *msg)
 /* sched's abandon: r runs and its result is no longer wanted (cancelled,
  * deadline passed, session closed). The client is answered now, so that
  * neither it nor the replies after r wait for the job; the job is told to
- * stop (at its next block of rows on the CPU, tile on CUDA) and r keeps its staging and
- * arenas until it completed (request_complete). It no longer counts in
- * flight for the session's max_inflight: the client may send the next. */
+ * stop (at its next block of rows on the CPU, tile on CUDA) and r keeps
+ * its staging and arenas until it completed (request_complete). It no
+ * longer counts in flight for the session's max_inflight: the client may
+ * send the next. */
 static void request_abandon(request *r, int code, const char *msg)
 {
     backend *b = r->s->srv->b;
@@ -635,8 +636,10 @@ void request_complete(gpuq_job *job)
         log_error("device lost: %s", srv->b->lost_reason);
         srv->hooks.shutdown(srv, 3);
     }
-    if (r->early) {                          /* answered already (request_abandon) */
-        if (job->status == GPUQ_E_CANCELLED) /* its work stopped early */
+    if (r->early) {
+        /* answered already (request_abandon); cancelled: its work stopped
+         * early */
+        if (job->status == GPUQ_E_CANCELLED)
             srv->sched.stopped++;
         if (r->reply_done)
             request_free(r);

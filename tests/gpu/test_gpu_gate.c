@@ -90,6 +90,57 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* A float32 kNN's device buffers: x (m x d), y (n x d), its outputs and
+ * scratch. x and y copied from hx, hy, or (NULL) constant bytes. */
+typedef struct knn_dev {
+    uint64_t m, n, d, k;
+    void *x, *y, *dist, *idx, *scratch;
+} knn_dev;
+
+static void *dev_fill(const void *h, size_t bytes, int byte)
+{
+    if (h)
+        return dev_copy(h, bytes);
+    void *d = NULL;
+    CK(cudaMalloc(&d, bytes));
+    CK(cudaMemset(d, byte, bytes));
+    return d;
+}
+
+static knn_dev knn_dev_new(uint64_t m, uint64_t n, uint64_t d, uint64_t k, const float *hx,
+                           const float *hy)
+{
+    knn_dev b = {.m = m, .n = n, .d = d, .k = k};
+    uint64_t sb = gpuq_cuda_knn_scratch_bytes(GPUQ_K_F32, m, n, d, k);
+    ck_assert_uint_gt(sb, 0);
+    b.x = dev_fill(hx, m * d * 4, 0x3f);
+    b.y = dev_fill(hy, n * d * 4, 0x3e);
+    CK(cudaMalloc(&b.scratch, sb));
+    CK(cudaMalloc(&b.dist, m * k * 4));
+    CK(cudaMalloc(&b.idx, m * k * 8));
+    CK(cudaDeviceSynchronize());
+    return b;
+}
+
+/* Enqueue the kNN on the test's ctx, with gate (NULL: none). */
+static void knn_dev_run(const knn_dev *b, const int *gate)
+{
+    gpuq_cuda_ctx_set_gate(g_ctx, gate);
+    ck_assert_int_eq(gpuq_cuda_knn(g_ctx, GPUQ_K_F32, GPUQ_K_EUCLIDEAN, 0, b->x, b->y, b->m, b->n,
+                                   b->d, b->k, b->scratch, b->dist, (int64_t *)b->idx),
+                     GPUQ_K_OK);
+    gpuq_cuda_ctx_set_gate(g_ctx, NULL);
+}
+
+static void knn_dev_free(knn_dev *b)
+{
+    CK(cudaFree(b->x));
+    CK(cudaFree(b->y));
+    CK(cudaFree(b->dist));
+    CK(cudaFree(b->idx));
+    CK(cudaFree(b->scratch));
+}
+
 /* _i: 0 float32, 1 float64. A gate set before the launch: the tile that
  * reads it writes nothing, the flag says stopped; then without a gate the
  * same launch gives the float64 CPU reference's distances. */
@@ -157,36 +208,22 @@ END_TEST
  * without it, the flag stays clear. */
 START_TEST(knn_gate_set_before)
 {
-    const uint64_t m = 700, n = 900, d = 33, k = 5;
+    const uint64_t m = 700, n = 900, d = 33;
     float *hx = malloc(m * d * sizeof *hx), *hy = malloc(n * d * sizeof *hy);
     ck_assert(hx && hy);
     for (uint64_t i = 0; i < m * d; i++)
         hx[i] = (float)((double)rand() / RAND_MAX);
     for (uint64_t i = 0; i < n * d; i++)
         hy[i] = (float)((double)rand() / RAND_MAX);
-    void *dx = dev_copy(hx, m * d * 4), *dy = dev_copy(hy, n * d * 4), *dist = NULL, *idx = NULL,
-         *scratch = NULL;
-    uint64_t sb = gpuq_cuda_knn_scratch_bytes(GPUQ_K_F32, m, n, d, k);
-    ck_assert_uint_gt(sb, 0);
-    CK(cudaMalloc(&scratch, sb));
-    CK(cudaMalloc(&dist, m * k * 4));
-    CK(cudaMalloc(&idx, m * k * 8));
+    knn_dev b = knn_dev_new(m, n, d, 5, hx, hy);
     for (int gated = 1; gated >= 0; gated--) {
         gate_set(1);
-        gpuq_cuda_ctx_set_gate(g_ctx, gated ? g_gate : NULL);
-        ck_assert_int_eq(gpuq_cuda_knn(g_ctx, GPUQ_K_F32, GPUQ_K_EUCLIDEAN, 0, dx, dy, m, n, d, k,
-                                       scratch, dist, (int64_t *)idx),
-                         GPUQ_K_OK);
-        gpuq_cuda_ctx_set_gate(g_ctx, NULL);
+        knn_dev_run(&b, gated ? g_gate : NULL);
         ck_assert_int_eq(flag_now(), gated ? -GPUQ_K_E_STOPPED : 0);
     }
     gate_set(0);
     free(hx), free(hy);
-    CK(cudaFree(dx));
-    CK(cudaFree(dy));
-    CK(cudaFree(dist));
-    CK(cudaFree(idx));
-    CK(cudaFree(scratch));
+    knn_dev_free(&b);
 }
 END_TEST
 
@@ -255,26 +292,12 @@ END_TEST
  * before half its ungated time and the flag says stopped. */
 START_TEST(knn_gate_mid_run)
 {
-    const uint64_t m = 32768, n = 32768, d = 1024, k = 4;
-    void *dx = NULL, *dy = NULL, *dist = NULL, *idx = NULL, *scratch = NULL;
-    uint64_t sb = gpuq_cuda_knn_scratch_bytes(GPUQ_K_F32, m, n, d, k);
-    CK(cudaMalloc(&dx, m * d * 4));
-    CK(cudaMalloc(&dy, n * d * 4));
-    CK(cudaMemset(dx, 0x3f, m * d * 4));
-    CK(cudaMemset(dy, 0x3e, n * d * 4));
-    CK(cudaMalloc(&scratch, sb));
-    CK(cudaMalloc(&dist, m * k * 4));
-    CK(cudaMalloc(&idx, m * k * 8));
-    CK(cudaDeviceSynchronize());
+    knn_dev b = knn_dev_new(32768, 32768, 1024, 4, NULL, NULL);
     double t[2] = {0, 0};
     for (int gated = 0; gated < 2; gated++) {
         gate_set(0);
-        gpuq_cuda_ctx_set_gate(g_ctx, gated ? g_gate : NULL);
         double t0 = now_s();
-        ck_assert_int_eq(gpuq_cuda_knn(g_ctx, GPUQ_K_F32, GPUQ_K_EUCLIDEAN, 0, dx, dy, m, n, d, k,
-                                       scratch, dist, (int64_t *)idx),
-                         GPUQ_K_OK);
-        gpuq_cuda_ctx_set_gate(g_ctx, NULL);
+        knn_dev_run(&b, gated ? g_gate : NULL);
         if (gated) {
             usleep((useconds_t)(t[0] * 1e5)); /* a tenth */
             gate_set(1);
@@ -288,11 +311,7 @@ START_TEST(knn_gate_mid_run)
     ck_assert_msg(t[0] >= 0.02, "the ungated kNN took only %.0f ms", t[0] * 1e3);
     ck_assert_msg(t[1] < t[0] / 2, "gated %.0f ms, ungated %.0f ms", t[1] * 1e3, t[0] * 1e3);
     gate_set(0);
-    CK(cudaFree(dx));
-    CK(cudaFree(dy));
-    CK(cudaFree(dist));
-    CK(cudaFree(idx));
-    CK(cudaFree(scratch));
+    knn_dev_free(&b);
 }
 END_TEST
 
@@ -319,14 +338,19 @@ END_TEST
 static Suite *gate_suite(void)
 {
     Suite *s = suite_create("gpu_gate");
+    /* small: what compute-sanitizer runs (CK_RUN_CASE=gate) */
     TCase *tc = tcase_create("gate");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, pairwise_gate_set_before, 0, 2);
     tcase_add_test(tc, knn_gate_set_before);
-    tcase_add_test(tc, pairwise_gate_mid_run);
-    tcase_add_test(tc, knn_gate_mid_run);
     tcase_add_test(tc, sleep_gate);
     suite_add_tcase(s, tc);
+    /* hundreds of milliseconds of kernels each */
+    TCase *mid = tcase_create("mid_run");
+    tcase_set_timeout(mid, 300);
+    tcase_add_test(mid, pairwise_gate_mid_run);
+    tcase_add_test(mid, knn_gate_mid_run);
+    suite_add_tcase(s, mid);
     return s;
 }
 
