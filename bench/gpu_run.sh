@@ -359,7 +359,7 @@ main() {
     # Issue 12's load table (bench/load.py: gpuqctl bench on a CUDA gpuqd).
     if want load; then
         echo "== bench/load.py"
-        "$PY" bench/load.py --gpuqd build-gpu/server/gpuqd --gpuqctl build-gpu/client/gpuqctl \
+        "$PY" bench/load.py --gpuqd build-gpu/server/gpuqd --gpuqctl build-gpu/client/cli/gpuqctl \
             --device cuda 2>&1 | tee "$LOGS/load.txt"
         rc=${PIPESTATUS[0]}
         row "$(okfail "$rc")" "load table (gpuqctl bench)" \
@@ -369,7 +369,7 @@ main() {
     # Issue 12's several-GPU row (bench/scale.py: every GPU against the first).
     if want scale; then
         echo "== bench/scale.py"
-        "$PY" bench/scale.py --gpuqd build-gpu/server/gpuqd --gpuqctl build-gpu/client/gpuqctl \
+        "$PY" bench/scale.py --gpuqd build-gpu/server/gpuqd --gpuqctl build-gpu/client/cli/gpuqctl \
             --device cuda 2>&1 | tee "$LOGS/scale.txt"
         rc=${PIPESTATUS[0]}
         row "$(okfail "$rc")" "several GPUs (gpuqctl bench)" \
@@ -388,7 +388,7 @@ main() {
         for _ in $(seq 200); do [[ -S $T/s.sock ]] && break; sleep 0.1; done
         line=
         for _ in 1 2 3; do # the first one warms the pools
-            build-gpu/client/gpuqctl --socket "$T/s.sock" normalize --method l2 --timing \
+            build-gpu/client/cli/gpuqctl --socket "$T/s.sock" normalize --method l2 --timing \
                 "$T/x.npy" -o "$T/y.npy" >"$T/ctl.txt" 2>&1 || ctl_rc=$?
             cat "$T/ctl.txt"
             line=$(grep timing "$T/ctl.txt")

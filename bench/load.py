@@ -8,7 +8,7 @@
 Starts its own gpuqd (--gpuqd, default build/server/gpuqd; --device, default
 auto; each --gpuqd-arg added to its command line) on a temporary socket, or
 uses the one at --socket, and runs `gpuqctl --json bench` (--gpuqctl,
-default build/client/gpuqctl) for each row:
+default build/client/cli/gpuqctl) for each row:
 
   1. normalize of 1024 float32 by socket, 1 client, 1 in flight (the serial
      round trip; on a CUDA gpuqd its p50 is set beside PyTorch's in-process,
@@ -97,7 +97,7 @@ def fmt_rate(v) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--gpuqctl", default=os.path.join(REPO, "build", "client", "gpuqctl"))
+    ap.add_argument("--gpuqctl", default=os.path.join(REPO, "build", "client", "cli", "gpuqctl"))
     ap.add_argument("--gpuqd", default=os.path.join(REPO, "build", "server", "gpuqd"))
     ap.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
     ap.add_argument("--socket", help="use the gpuqd listening here")

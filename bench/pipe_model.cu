@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // pipe_model.cu - gpuq_pipe_model: the device-only floor of gpuqd's pipelined
-// jobs (server/backend_cuda_pipe.c), with no daemon, socket or client.
+// jobs (server/backends/cuda/backend_cuda_pipe.c), with no daemon, socket or client.
 //
 // It tells the link's and the pattern's share of a job's time from gpuqd's:
 // - copies: 64 MiB and 16 MB each way alone, then both ways at once (the

@@ -77,7 +77,7 @@ def measure(a, env_devices, args) -> tuple:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--gpuqctl", default=os.path.join(REPO, "build", "client", "gpuqctl"))
+    ap.add_argument("--gpuqctl", default=os.path.join(REPO, "build", "client", "cli", "gpuqctl"))
     ap.add_argument("--gpuqd", default=os.path.join(REPO, "build", "server", "gpuqd"))
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--clients", type=int, default=32)

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # GpuqFixExport.cmake - run at install time, after install(EXPORT gpuqTargets)
-# (client/CMakeLists.txt), with _gpuq_libdir set (cmake/GpuqLibDir.cmake).
+# (client/lib/CMakeLists.txt), with _gpuq_libdir set (cmake/GpuqLibDir.cmake).
 #
 # The libraries' destination is \${_gpuq_libdir}, known only when
 # installing. CMake writes it into the export files as that literal text and

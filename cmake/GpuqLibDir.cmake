@@ -14,7 +14,7 @@
 #   any other        CMAKE_INSTALL_LIBDIR, GNUInstallDirs' own choice
 #
 # A CMAKE_INSTALL_LIBDIR set by hand (not GNUInstallDirs' default) is used
-# for every prefix. The install rules (client/CMakeLists.txt) name the
+# for every prefix. The install rules (client/lib/CMakeLists.txt) name the
 # directory \${_gpuq_libdir}, which the install code GPUQ_LIBDIR_CODE sets;
 # cmake/GpuqFixExport.cmake then writes it into the installed export files.
 

@@ -3,8 +3,8 @@
  * sessions, metrics, arena_open, arena_import, arena_close, cancel (anyone) and
  * drain, shutdown, kill_session, set_limit (admin). None takes a payload or an op key; their
  * arguments are the protocol's common fields (version, client, priority, device, session, limit,
- * value). What they do is the server's (server/dispatch.c); their gpuqctl commands live in
- * client/ctl_basic.c and client/ctl_admin.c.
+ * value). What they do is the server's (server/request/control.c); their gpuqctl commands live in
+ * client/cli/ctl_basic.c and client/cli/ctl_admin.c.
  */
 
 /* ---------------------------------------------------------------- proto */

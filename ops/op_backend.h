@@ -27,7 +27,7 @@ typedef struct op_bufs {
 } op_bufs;
 
 /* How a CUDA run splits into independent ranges of rows, for the pipelined
- * path (server/backend_cuda_pipe.c: the upload of one chunk, the kernel on
+ * path (server/backends/cuda/backend_cuda_pipe.c: the upload of one chunk, the kernel on
  * the one before and the download of the one before that run at once).
  * Row r of the split is A's bytes [r * a_row, (r + 1) * a_row) and output
  * k's [r * out_row[k], ...); rows * a_row is A's size (0: no input A, as in
@@ -46,7 +46,7 @@ typedef struct op_split {
     int two_phase;
     /* The op's chunk scratch (cuda_chunk_scratch) depends on the chunk's
      * rows: every chunk but the last gets the same rows (no tapering, see
-     * server/backend_cuda_pipe.c), and op_rows.chunk is that size. */
+     * server/backends/cuda/backend_cuda_pipe.c), and op_rows.chunk is that size. */
     int fixed_chunks;
 } op_split;
 
@@ -65,7 +65,7 @@ typedef struct op_backend_def {
      * split only, each value exactly as the whole run computes it; h holds
      * the whole buffers. The CPU backend runs a long job in blocks of rows
      * and stops between two once the job's result is no longer wanted
-     * (server/backend_run.c). */
+     * (server/backends/backend_run.c). */
     int (*run_cpu_rows)(const gpuq_request *req, const gpuq_sizes *sz, const op_bufs *h,
                         const op_rows *rw);
 #ifdef GPUQ_HAVE_CUDA

@@ -23,7 +23,7 @@ const ctl_entry *op_ctl_at(unsigned i);
 /* One output of a command: its dtype, shape and .npy file. */
 typedef ctl_out op_ctl_out;
 
-/* ctl_run_op (client/ctl_xfer.h): connect, send req with inputs a/b (either
+/* ctl_run_op (client/cli/ctl_xfer.h): connect, send req with inputs a/b (either
  * may be NULL; opened by op_ctl_load, their data read on the way), write
  * each of the nout (1 or 2) outputs to its .npy file. Returns an exit
  * status. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* socket_path.h - where gpuqd's socket is when nobody names it: the names
- * gpuqd binds (server/listener.c) and libgpuq looks for (client/sockpath.c),
+ * gpuqd binds (server/transport/listener.c) and libgpuq looks for (client/lib/sockpath.c),
  * spelled once. Not installed: the API says it in words (gpuq.h).
  *
  *   $GPUQ_SOCKET                          alone, when set and not empty

@@ -6,7 +6,7 @@
  * the session (transport) hands what it read to session_events (the request
  * module's), and session, request and control reach the daemon as a whole
  * through server_hooks (server.c's). So no server module calls one that
- * calls it back (tests/lint/server_cycles.py). */
+ * calls it back (tests/lint/layers.py). */
 #ifndef GPUQ_SERVER_DEFS_H
 #define GPUQ_SERVER_DEFS_H
 

@@ -431,15 +431,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("readme", nargs="?", default=os.path.join(os.path.dirname(__file__), "..",
                                                               "..", "README.md"))
-    ap.add_argument("--bindir", required=True, help="folder of gpuqctl (build/client)")
+    ap.add_argument("--bindir", required=True, help="folder of gpuqctl (build/client/cli)")
     ap.add_argument("--gpuqd", dest="gpuqd_dir", help="folder of gpuqd (build/server; "
-                    "default: BINDIR/../server)")
+                    "default: BINDIR/../../server)")
     ap.add_argument("--python", default="/usr/bin/python3", help="python3 with numpy")
     ap.add_argument("--update", action="store_true", help="rewrite README's output blocks")
     ap.add_argument("--self-test", action="store_true", help="check that wrong blocks fail")
     args = ap.parse_args()
     args.bindir = os.path.abspath(args.bindir)
-    args.gpuqd_dir = os.path.abspath(args.gpuqd_dir or os.path.join(args.bindir, "..", "server"))
+    args.gpuqd_dir = os.path.abspath(args.gpuqd_dir or os.path.join(args.bindir, "..", "..", "server"))
     for prog in (os.path.join(args.bindir, "gpuqctl"), os.path.join(args.gpuqd_dir, "gpuqd")):
         if not os.access(prog, os.X_OK):
             raise SystemExit("test_readme: %s is missing (build gpuqctl and gpuqd)" % prog)

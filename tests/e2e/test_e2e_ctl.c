@@ -10,7 +10,7 @@
  * shared memory. Against a gpuqd without arenas (--session-arena 0), shm
  * exits 1 with one line saying so and the daemon serves on, while auto
  * falls back to the socket; with too small a session_arena, shm says
- * too_large and auto falls back. ctl_run_op (client/ctl_xfer.c), which
+ * too_large and auto falls back. ctl_run_op (client/cli/ctl_xfer.c), which
  * reads .npy data straight into the staging arena, is driven directly too:
  * opened and read inputs, two outputs, a file that shrank after its header
  * was read.

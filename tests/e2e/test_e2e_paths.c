@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_paths.c - gpuqctl's file arguments, run as a user would run it
- * (client/ctl_xfer.c, ctl_outfile.c, ctl_util.c, npy.c).
+ * (client/cli/ctl_xfer.c, ctl_outfile.c, ctl_util.c, npy.c).
  *
  * Two outputs of one command that would be one file (the same name, another
  * spelling of it, a link to it) are a usage error (exit 2) naming both

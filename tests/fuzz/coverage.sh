@@ -111,5 +111,5 @@ for t in fuzz_header fuzz_npy fuzz_config; do
     run "$t" ctest --test-dir "$B" --no-tests=error -R "^$t\$" -V
 done
 report fuzz_header proto/header.c proto/mpread.c proto/frame.c proto/utf8.c
-report fuzz_npy client/npy.c
-report fuzz_config server/config.c server/config_file.c server/config_keys.c
+report fuzz_npy client/cli/npy.c
+report fuzz_config server/service/config.c server/service/config_file.c server/service/config_keys.c

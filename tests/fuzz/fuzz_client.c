@@ -65,7 +65,8 @@ static fuzz_expect *expect_push(fuzz_client *c)
     return e;
 }
 
-/* A complete prefix, as request_on_prefix (server/request.c) judges it (with env->max_header). */
+/* A complete prefix, as request_on_prefix (server/request/request.c) judges it (with
+ * env->max_header). */
 static void model_prefix(fuzz_env *env, fuzz_client *c)
 {
     fuzz_model *m = &c->m;
@@ -103,7 +104,7 @@ static void model_prefix(fuzz_env *env, fuzz_client *c)
     m->st = M_HEADER;
 }
 
-/* A complete header, as request_on_header (server/request.c) decodes it. */
+/* A complete header, as request_on_header (server/request/request.c) decodes it. */
 static void model_header(fuzz_env *env, fuzz_client *c)
 {
     fuzz_model *m = &c->m;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_config.c - libFuzzer target for gpuqd's config file parser
- * (server/config.c, config_file.c, config_keys.c over libinih): sections,
+ * (server/service/config.c, config_file.c, config_keys.c over libinih): sections,
  * keys and values of every kind, [user NAME] / [group NAME] policy rules.
  *
  * An input is a gpuqd.conf, written to a memfd and read as

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* fuzz_npy.c - libFuzzer target for gpuqctl's .npy reader (client/npy.c),
+/* fuzz_npy.c - libFuzzer target for gpuqctl's .npy reader (client/cli/npy.c),
  * which parses files a user names: the magic and version, the header
  * length, the header dict (descr, fortran_order, shape as Python literal
  * text), and the data size the shape implies against the file's size.

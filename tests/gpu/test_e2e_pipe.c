@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_e2e_pipe.c - pipelined, chunked jobs through gpuqd on the CUDA
- * backend (server/backend_cuda_pipe.c), from a client's side.
+ * backend (server/backends/cuda/backend_cuda_pipe.c), from a client's side.
  *
  * The same requests, every op in f32 and f64 with row counts no chunk size
  * divides, go to a daemon that runs jobs whole (GPUQ_CUDA_CHUNK_BYTES=0)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_gpu_pipe.c - pipelined, chunked CUDA jobs (server/backend_cuda_pipe.c)
+/* test_gpu_pipe.c - pipelined, chunked CUDA jobs (server/backends/cuda/backend_cuda_pipe.c)
  * and the kernels' pieces they use.
  *
  * The backend is driven directly (its own uv loop, one session), so that a
@@ -44,7 +44,7 @@
 #include <uv.h>
 
 #include "backend.h"
-#include "backend_cuda_defs.h"
+#include "backend_cuda_dev.h"
 #include "backend_cuda_pipe.h"
 #include "errors.h"
 #include "gpu_test.h"

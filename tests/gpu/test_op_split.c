@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_op_split.c - how each op says its CUDA run splits into row ranges
  * (op_backend_def.cuda_split, for the pipelined jobs of
- * server/backend_cuda_pipe.c). Plain C, no GPU: runs everywhere.
+ * server/backends/cuda/backend_cuda_pipe.c). Plain C, no GPU: runs everywhere.
  *
  * For every compute op and shapes that no power of two divides: the rows
  * are the op's independent units (normalize rows, or its values when there

@@ -3,11 +3,11 @@
 """man_check.py - the man pages say what the programs say.
 
   gpuqd(8)       every option `gpuqd --help` lists, and the flag of every
-                 [server]/[limits]/[policy] key of server/config_keys.c
+                 [server]/[limits]/[policy] key of server/service/config_keys.c
   gpuqctl(1)     every option and command `gpuqctl --help` lists, and every
                  option of each command's own help (`gpuqctl help CMD`,
                  where gpuqctl has it)
-  gpuqd.conf(5)  every key of server/config_keys.c, and its section
+  gpuqd.conf(5)  every key of server/service/config_keys.c, and its section
 
 An option is a word like --name or -x; a man page mentions it when the
 word occurs in its scdoc source with no letter, digit or '-' on either side.

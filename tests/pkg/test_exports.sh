@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # tests/pkg/test_exports.sh LIBGPUQ_SO SRC_DIR - libgpuq.so exports exactly
-# the functions its installed headers declare (client/gpuq.h, proto/errors.h):
+# the functions its installed headers declare (client/lib/gpuq.h, proto/errors.h):
 # nothing internal (proto's gpuq_* helpers, gpuq_call/gpuq_submit/gpuq_wait of
 # gpuq_internal.h) leaks into the ABI, and nothing declared is missing.
 set -euo pipefail
@@ -11,7 +11,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpuq-exports.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 nm -D --defined-only "$so" | awk '$2 ~ /^[TtWDdBbRrVviI]$/ {print $3}' | grep -v '^_' |
     sort -u >"$tmp/exported"
-cat "$src/client/gpuq.h" "$src/proto/errors.h" | grep -oE '\bgpuq_[a-z0-9_]+\(' | tr -d '(' |
+cat "$src/client/lib/gpuq.h" "$src/proto/errors.h" | grep -oE '\bgpuq_[a-z0-9_]+\(' | tr -d '(' |
     sort -u >"$tmp/declared"
 if ! diff -u "$tmp/declared" "$tmp/exported" >"$tmp/diff"; then
     echo "FAIL: exported symbols of $so differ from the public declarations" >&2

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_conn_cancel.c - libgpuq's deadlines, cancel and interruptible waits
- * (client/conn.c, client/req.c) against a fake gpuqd in a thread, so that
+ * (client/lib/conn.c, client/lib/req.c) against a fake gpuqd in a thread, so that
  * every frame libgpuq sends can be read back exactly and every reply is
  * the test's to time.
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_conn_order.c - libgpuq matches each reply to the oldest outstanding
- * request (client/conn.c, wait_head), against a fake gpuqd in a thread
+ * request (client/lib/conn.c, wait_head), against a fake gpuqd in a thread
  * that answers out of order or with a wrong id when a test says so.
  *
  * Replies come in request order (PROTOCOL.md 2), so a reply whose id is not

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_ctl_args.c - gpuqctl's argument parser (client/ctl_util.c) on its
+/* test_ctl_args.c - gpuqctl's argument parser (client/cli/ctl_util.c) on its
  * own: a command's documented options in both spellings, the global ones
  * anywhere, flags, "--", the diagnoses by look (a point or a range split
  * into words, a missing value, a typo), the suggestion metric, enum values

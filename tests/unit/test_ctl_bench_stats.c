@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_ctl_bench_stats.c - gpuqctl bench's latency statistics
- * (client/ctl_bench_stats.c) on their own: exact nearest-rank percentiles
+ * (client/cli/ctl_bench_stats.c) on their own: exact nearest-rank percentiles
  * of samples given in any order, several sets merged as one, nothing given
  * (NaN), a set past its cap (a uniform reservoir, count and max exact), and
  * a reservoir weighted by the latencies it stands for when merged with an

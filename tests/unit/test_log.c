@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_log.c - server/log.c: the escaping that keeps peer strings from
+/* test_log.c - server/service/log.c: the escaping that keeps peer strings from
  * forging log lines (issue 30, item 2).
  *
  * log_escape against a table (controls, DEL, C1 controls, invalid UTF-8,

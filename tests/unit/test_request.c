@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_request.c - the request module (server/request.c) on a real server
+/* test_request.c - the request module (server/request/request.c) on a real server
  * with the fake backend (tests/fuzz/fake_backend.h), driven one loop turn at
  * a time from this thread: clients are plain blocking sockets whose small
  * frames fit the socket buffer, the loop runs with UV_RUN_NOWAIT.

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_sockio.c - libgpuq's blocking socket I/O (client/sockio.c): whole
+/* test_sockio.c - libgpuq's blocking socket I/O (client/lib/sockio.c): whole
  * transfers over short writes and reads, many pieces in one send, and the
  * process-wide byte counts (gpuq_io_counts) that gpuqctl's progress line
  * reads from another thread: exact, and moving while one large send is

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_sockpath.c - client/sockpath.c: the sockets libgpuq tries, from the
+/* test_sockpath.c - client/lib/sockpath.c: the sockets libgpuq tries, from the
  * environment ($GPUQ_SOCKET alone; else the per-user path when
  * XDG_RUNTIME_DIR is set, then /run/gpuq/gpuqd.sock), gpuq_default_socket
  * as the first of them, the diagnosis of each way a connect fails (missing

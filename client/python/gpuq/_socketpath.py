@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Finding gpuqd's socket, as libgpuq and gpuqctl do (client/sockpath.c).
+"""Finding gpuqd's socket, as libgpuq and gpuqctl do (client/lib/sockpath.c).
 
 ``$GPUQ_SOCKET`` alone when it is set and not empty; else
 ``$XDG_RUNTIME_DIR/gpuq/gpuqd.sock`` (when ``XDG_RUNTIME_DIR`` is set and
@@ -34,7 +34,7 @@ SYSTEM_SOCKET_DIR = "/run/gpuq"
 SYSTEM_SOCKET = SYSTEM_SOCKET_DIR + "/" + SOCKET_FILE
 TEST_SYSTEM_SOCKET_DIR_ENV = "GPUQ_TEST_SYSTEM_SOCKET_DIR"
 
-# client/sockpath.h: bytes of one path, NUL included (a longer one is a bad
+# client/lib/sockpath.h: bytes of one path, NUL included (a longer one is a bad
 # argument); sun_path's size (108) less the NUL: the longest a connect takes.
 _SOCKPATH_LEN = 256
 _SUN_PATH_MAX = 107

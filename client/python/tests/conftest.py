@@ -2,7 +2,7 @@
 """Fixtures: a real gpuqd on a temporary socket.
 
 The daemon is $GPUQD (ctest passes the build's), else build/server/gpuqd in
-the repository (gpuqctl likewise $GPUQCTL, else build/client/gpuqctl); its backend is $GPUQ_TEST_DEVICE (cpu by default; ctest's
+the repository (gpuqctl likewise $GPUQCTL, else build/client/cli/gpuqctl); its backend is $GPUQ_TEST_DEVICE (cpu by default; ctest's
 gpu-labelled run says cuda). Without a GPU a cuda run exits 77 (ctest:
 skipped) unless GPUQ_REQUIRE_GPU=1, like the C end-to-end suites.
 Each daemon is stopped with SIGTERM at teardown and must exit 0.
@@ -27,7 +27,7 @@ sys.path.insert(0, PKG_ROOT)  # the package from the tree, not an installed one
 
 GPUQD = os.environ.get("GPUQD") or os.path.join(REPO, "build", "server", "gpuqd")
 # gpuqctl, whose diagnoses the Python client's must equal (test_socket_search)
-GPUQCTL = os.environ.get("GPUQCTL") or os.path.join(REPO, "build", "client", "gpuqctl")
+GPUQCTL = os.environ.get("GPUQCTL") or os.path.join(REPO, "build", "client", "cli", "gpuqctl")
 DEVICE = os.environ.get("GPUQ_TEST_DEVICE", "cpu")
 
 

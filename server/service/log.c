@@ -20,10 +20,6 @@ void log_set_level(int level)
 {
     g_level = level;
 }
-int log_level(void)
-{
-    return g_level;
-}
 
 int log_level_parse(const char *s)
 {

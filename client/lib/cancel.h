@@ -19,8 +19,6 @@ typedef struct conn_cancel {
     int intr_fd;          /* a wait for a reply ends while this is readable (-1: none) */
 } conn_cancel;
 
-/* conn.c's: c's deadline and interrupt fd. */
-conn_cancel *conn_cancel_of(gpuq_conn *c);
 /* conn.c's: submit a builder request that does not count against
  * max_inflight (a cancel; gpuqd counts compute requests only). */
 int conn_submit_uncounted(gpuq_conn *c, gpuq_req *r, uint64_t *id);

@@ -24,10 +24,6 @@ typedef struct conn_reply {
     int rx_fd;             /* an fd that came with the last reply (arena_open), or -1 */
 } conn_reply;
 
-/* conn.c's: c's reply state, and its socket. */
-conn_reply *conn_reply_of(gpuq_conn *c);
-int conn_fd(const gpuq_conn *c);
-
 /* Read one reply frame's prefix and header (into the reply state's hbuf,
  * *hlen bytes) and decode it into *rep; last_payload is its payload
  * length, still unread. Transport or framing failures break the

@@ -29,14 +29,13 @@ int sockio_read_full(int fd, void *buf, size_t n);
 int sockio_discard(int fd, uint64_t n);
 /* Write all of iov[0..cnt); iov is modified (borrowed, scratch). */
 int sockio_writev_full(int fd, struct iovec *iov, int cnt);
-/* The same with send_fd (>= 0) attached to the first byte (SCM_RIGHTS). */
-int sockio_writev_full_fd(int fd, struct iovec *iov, int cnt, int send_fd);
 /* Wait until fd is ready for events (POLLIN, POLLOUT: 1) or intr_fd is
  * readable, at its end or in error, which wins when both are (0);
  * GPUQ_E_BAD_ARGUMENT when intr_fd is not open, GPUQ_E_IO when poll fails.
  * A signal just makes it look again. */
 int sockio_wait_intr(int fd, short events, int intr_fd);
-/* sockio_writev_full_fd, interruptible when intr_fd >= 0: before each
+/* sockio_writev_full with send_fd (>= 0) attached to the first byte
+ * (SCM_RIGHTS), interruptible when intr_fd >= 0: before each
  * piece it waits for fd to take bytes or intr_fd to be readable (or at its
  * end), and returns GPUQ_E_INTERRUPTED at once when intr_fd is, whether or
  * not fd could take more; GPUQ_E_BAD_ARGUMENT when intr_fd is not open.
@@ -58,7 +57,7 @@ int sockio_wait_readable(int fd, int timeout_ms);
  * (2.5-3 ms) behind a process that spins on its own stream. So the wait
  * sleeps until shortly before the guess, then polls without sleeping until
  * the reply is there or the window ends (gpuqd's own wait for the device
- * does the same, server/backend_cuda_done.c). The guess is a range, from
+ * does the same, server/backends/cuda/backend_cuda_done.c). The guess is a range, from
  * the send: the larger of the input and output ref bytes at
  * SOCKIO_SPIN_BYTES_PER_NS (gpuqd pipelines a row-wise op's upload and
  * download at once) to their sum at that rate (a flat normalize, whose

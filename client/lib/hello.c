@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "conn.h"
+#include "conn_defs.h"
 #include "mpread.h"
 #include "utf8.h"
 
@@ -92,7 +93,7 @@ int hello_exchange(gpuq_conn *c, const gpuq_connect_opts *o, gpuq_server_info *s
     gpuq_req_set_str(r, "client", client);
     gpuq_req_set_i64(r, "priority", o ? o->priority : GPUQ_PRIO_NORMAL);
     gpuq_req_set_i64(r, "device", o ? o->device : -1);
-    gpuq_result *res = conn_scratch(c);
+    gpuq_result *res = &c->scratch;
     int rc = gpuq_call_req(c, r, res);
     gpuq_req_free(r);
     if (rc)

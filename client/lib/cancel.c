@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "conn.h"
+#include "conn_defs.h"
 #include "mpread.h"
 #include "sockio.h"
 
@@ -44,7 +45,7 @@ int gpuq_set_deadline_ms(gpuq_conn *c, uint64_t ms)
         return conn_set_err(c, GPUQ_E_BAD_ARGUMENT,
                             "bad_argument: a deadline of %llu ms is over %llu (a day)",
                             (unsigned long long)ms, (unsigned long long)GPUQ_MAX_DEADLINE_MS);
-    conn_cancel_of(c)->deadline_ms = ms;
+    c->cancel.deadline_ms = ms;
     return 0;
 }
 
@@ -52,7 +53,7 @@ int gpuq_set_interrupt_fd(gpuq_conn *c, int fd)
 {
     if (fd < -1)
         return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "bad_argument: interrupt fd %d", fd);
-    conn_cancel_of(c)->intr_fd = fd;
+    c->cancel.intr_fd = fd;
     return 0;
 }
 
@@ -102,7 +103,7 @@ int gpuq_result_cancel_counts(const gpuq_result *res, uint64_t *dropped, uint64_
 
 int cancel_wait(gpuq_conn *c, int fd, uint64_t id)
 {
-    int ifd = conn_cancel_of(c)->intr_fd;
+    int ifd = c->cancel.intr_fd;
     if (ifd < 0)
         return 0;
     int rc = sockio_wait_intr(fd, POLLIN, ifd);
@@ -121,6 +122,5 @@ int cancel_unsent(gpuq_conn *c, int code, uint64_t id)
     if (code == GPUQ_E_INTERRUPTED)
         return conn_set_err(c, code, "interrupted: request %llu was not sent",
                             (unsigned long long)id);
-    return conn_set_err(c, code, "bad_argument: interrupt fd %d is not open",
-                        conn_cancel_of(c)->intr_fd);
+    return conn_set_err(c, code, "bad_argument: interrupt fd %d is not open", c->cancel.intr_fd);
 }

@@ -16,7 +16,6 @@
 enum { LOG_LVL_ERROR = 3, LOG_LVL_WARN = 4, LOG_LVL_INFO = 6, LOG_LVL_DEBUG = 7 };
 
 void log_set_level(int level);
-int log_level(void);
 /* Parse "error|warn|info|debug"; returns -1 for others. */
 int log_level_parse(const char *s);
 /* Write "<level>tag: message\n" (tag "gpuqd" when NULL, else a string of

@@ -13,6 +13,25 @@
 
 #include "backend_cuda_defs.h"
 
+/* A session's level as an index 0 .. CUDA_LEVELS - 1 (clamped). */
+static inline int cuda_level_index(int level)
+{
+    int l = level - GPUQ_PRIO_LOW;
+    return l < 0 ? 0 : l >= CUDA_LEVELS ? CUDA_LEVELS - 1 : l;
+}
+
+/* x's stop gate: the int after its flag (cuda_stop; gpuq_cuda_ctx_set_gate). */
+static inline int *cuda_jobx_gate(const cuda_jobx *x)
+{
+    return x->h_flag + 1;
+}
+
+/* Jobs in flight on s's own stream or, for a lane, in its batches. */
+static inline int cuda_sess_busy(const cuda_sess *s)
+{
+    return s->head != NULL || s->bhead != NULL;
+}
+
 int cuda_sticky(cudaError_t e);
 void cuda_mark_lost(backend_cuda *b, const char *what, cudaError_t e);
 /* Map a CUDA error of a submit step to a job status (logged); sticky ones

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "conn_defs.h"
 #include "mpread.h"
 
 #define ARENA_ALIGN 64u
@@ -74,13 +75,14 @@ static int arena_make(gpuq_conn *c, const char *op, uint64_t bytes, int fd, gpuq
         return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory");
     if (fd < 0)
         gpuq_req_set_u64(r, "size", bytes);
-    gpuq_result *res = conn_scratch(c);
+    gpuq_result *res = &c->scratch;
     if (fd >= 0)
-        conn_set_tx_fd(c, fd);
+        c->tx_fd = fd;
     int rc = gpuq_call_req(c, r, res);
-    conn_set_tx_fd(c, -1);
+    c->tx_fd = -1;
     gpuq_req_free(r);
-    int rx = conn_take_rx_fd(c);
+    int rx = c->reply.rx_fd;
+    c->reply.rx_fd = -1;
     if (rc) {
         if (rx >= 0)
             close(rx);
@@ -122,7 +124,7 @@ static int arena_make(gpuq_conn *c, const char *op, uint64_t bytes, int fd, gpuq
     a->cap = 8;
     a->nseg = 1;
     a->segs[0] = (seg){0, size, false};
-    gpuq_arena **head = conn_arenas(c);
+    gpuq_arena **head = &c->arenas;
     a->next = *head;
     *head = a;
     *out = a;
@@ -135,7 +137,7 @@ err_fd:
     if (id) {
         gpuq_req *cr = gpuq_req_new("arena_close");
         if (cr && gpuq_req_set_u64(cr, "arena", id) == 0)
-            (void)gpuq_call_req(c, cr, conn_scratch(c));
+            (void)gpuq_call_req(c, cr, &c->scratch);
         gpuq_req_free(cr);
     }
     return rc;
@@ -157,7 +159,7 @@ int gpuq_arena_import(gpuq_conn *c, int fd, gpuq_arena **out)
 
 static void arena_unlink_free(gpuq_arena *a)
 {
-    gpuq_arena **pp = conn_arenas(a->c);
+    gpuq_arena **pp = &a->c->arenas;
     while (*pp && *pp != a)
         pp = &(*pp)->next;
     if (*pp)
@@ -175,7 +177,7 @@ int gpuq_arena_close(gpuq_arena *a)
     int rc = GPUQ_E_NO_MEMORY;
     gpuq_req *r = gpuq_req_new("arena_close");
     if (r && gpuq_req_set_u64(r, "arena", a->id) == 0)
-        rc = gpuq_call_req(c, r, conn_scratch(c));
+        rc = gpuq_call_req(c, r, &c->scratch);
     gpuq_req_free(r);
     arena_unlink_free(a);
     return rc;
@@ -183,7 +185,7 @@ int gpuq_arena_close(gpuq_arena *a)
 
 void arena_unmap_all(gpuq_conn *c)
 {
-    gpuq_arena **head = conn_arenas(c);
+    gpuq_arena **head = &c->arenas;
     while (*head)
         arena_unlink_free(*head);
 }
@@ -278,7 +280,7 @@ static gpuq_arena *arena_of(gpuq_conn *c, const void *p, uint64_t len, uint64_t 
                             bool *straddle)
 {
     const uint8_t *b = p;
-    for (gpuq_arena *a = *conn_arenas(c); a; a = a->next) {
+    for (gpuq_arena *a = c->arenas; a; a = a->next) {
         const uint8_t *lo = a->base, *hi = a->base + a->size;
         if (b >= lo && b < hi) {
             if (len > (uint64_t)(hi - b)) {
@@ -299,7 +301,7 @@ static gpuq_arena *arena_of(gpuq_conn *c, const void *p, uint64_t len, uint64_t 
 int arena_refs_for(gpuq_conn *c, const gpuq_req *r, const gpuq_sizes *sz, req_refs *refs)
 {
     memset(refs, 0, sizeof *refs);
-    if (!*conn_arenas(c))
+    if (!c->arenas)
         return 0;
     bool straddle = false;
     uint32_t nin = 0, nout = 0;

@@ -7,12 +7,6 @@
 
 #include "req.h"
 
-/* conn.c's: the connection's list of arenas, and the fds that go with a
- * frame (taken from the last reply / attached to the next request). */
-gpuq_arena **conn_arenas(gpuq_conn *c);
-int conn_take_rx_fd(gpuq_conn *c);
-void conn_set_tx_fd(gpuq_conn *c, int fd);
-
 /* refs for r's arrays (its checked sizes sz): all inputs by reference when
  * every set input lies wholly in one arena of c, else none; the same for
  * the outputs. An array that straddles an arena's edge is

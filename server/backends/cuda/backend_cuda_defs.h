@@ -57,13 +57,6 @@
 #define CUDA_PIPE_TWO_PHASE_SCALE 4
 /* Priority levels (GPUQ_PRIO_LOW .. HIGH): a device's batch lanes. */
 #define CUDA_LEVELS 3
-/* A session's level as an index 0 .. CUDA_LEVELS - 1 (clamped). */
-static inline int cuda_level_index(int level)
-{
-    int l = level - GPUQ_PRIO_LOW;
-    return l < 0 ? 0 : l >= CUDA_LEVELS ? CUDA_LEVELS - 1 : l;
-}
-
 struct cuda_sess;
 
 /* One batched launch in flight on a lane (backend_cuda_batch.c): its jobs
@@ -112,12 +105,6 @@ typedef struct cuda_jobx {
     int status;      /* preset failure, 0 if none */
     char message[160];
 } cuda_jobx;
-
-/* x's stop gate: the int after its flag (cuda_stop; gpuq_cuda_ctx_set_gate). */
-static inline int *cuda_jobx_gate(const cuda_jobx *x)
-{
-    return x->h_flag + 1;
-}
 
 typedef struct cuda_sess {
     struct backend_cuda *b;
@@ -189,11 +176,5 @@ typedef struct backend_cuda {
     int flush_on;
     cuda_sess *pend_lanes; /* lanes with pending jobs (pend_next) */
 } backend_cuda;
-
-/* Jobs in flight on s's own stream or, for a lane, in its batches. */
-static inline int cuda_sess_busy(const cuda_sess *s)
-{
-    return s->head != NULL || s->bhead != NULL;
-}
 
 #endif

@@ -26,10 +26,6 @@ typedef struct conn_stage {
     uint64_t out_off[REQ_MAX_IO], out_len[REQ_MAX_IO];
 } conn_stage;
 
-/* conn.c's: c's staging state (conn_broken, in conn.h, says whether c's
- * stream is dead). */
-conn_stage *conn_stage_of(gpuq_conn *c);
-
 /* The submit of gpuq_call_req: r's arrays that refs (arena_refs_for) does
  * not name, into the staging arena when c's transport says so, and refs
  * names them too. Not staged (SOCKET; AUTO under GPUQ_SHM_MIN_BYTES, or

@@ -26,15 +26,16 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "conn_defs.h"
 #include "frame.h"
 #include "sockio.h"
 
 int conn_reply_read_head(gpuq_conn *c, gpuq_reply *rep, size_t *hlen)
 {
-    if (conn_broken(c))
-        return conn_broken(c); /* c's message still says why */
-    conn_reply *r = conn_reply_of(c);
-    int fd = conn_fd(c);
+    if (c->broken)
+        return c->broken; /* c's message still says why */
+    conn_reply *r = &c->reply;
+    int fd = c->fd;
     memset(rep, 0, sizeof *rep);
     uint8_t pre[GPUQ_PREFIX_SIZE];
     int rx = -1;
@@ -77,7 +78,7 @@ int conn_reply_read_head(gpuq_conn *c, gpuq_reply *rep, size_t *hlen)
 /* Drop the unread payload of the last reply. */
 static int drop_payload(gpuq_conn *c)
 {
-    int rc = sockio_discard(conn_fd(c), conn_reply_of(c)->last_payload);
+    int rc = sockio_discard(c->fd, c->reply.last_payload);
     if (rc)
         return conn_break(c, rc, "reading a reply payload");
     return 0;
@@ -94,7 +95,7 @@ static int reply_status(gpuq_conn *c, const gpuq_reply *rep)
 
 int conn_reply_read_whole(gpuq_conn *c, const gpuq_reply *rep, void *out, size_t out_cap)
 {
-    uint64_t len = conn_reply_of(c)->last_payload;
+    uint64_t len = c->reply.last_payload;
     int rc;
     if (len > out_cap || (len > 0 && !out)) {
         if ((rc = drop_payload(c)))
@@ -104,7 +105,7 @@ int conn_reply_read_whole(gpuq_conn *c, const gpuq_reply *rep, void *out, size_t
                                 "result of %llu bytes does not fit the %zu-byte buffer",
                                 (unsigned long long)len, out_cap);
     } else if (len > 0) {
-        rc = sockio_read_full(conn_fd(c), out, (size_t)len);
+        rc = sockio_read_full(c->fd, out, (size_t)len);
         if (rc)
             return conn_break(c, rc, "reading a reply payload");
     }
@@ -136,7 +137,7 @@ static bool array_bytes(int dt, unsigned ndim, const uint64_t *shape, uint64_t *
 int conn_reply_read_split(gpuq_conn *c, const req_output out[REQ_MAX_IO], uint64_t expect,
                           bool shm_out, const gpuq_reply *rep, gpuq_result *res)
 {
-    uint64_t len = conn_reply_of(c)->last_payload, n0 = len, n1 = 0;
+    uint64_t len = c->reply.last_payload, n0 = len, n1 = 0;
     int rc;
     if (result_from_reply(res, rep))
         goto err_no_memory;
@@ -155,7 +156,7 @@ int conn_reply_read_split(gpuq_conn *c, const req_output out[REQ_MAX_IO], uint64
         }
         if (!(res->payload = malloc((size_t)len + 1)))
             goto err_no_memory;
-        if ((rc = sockio_read_full(conn_fd(c), res->payload, (size_t)len)))
+        if ((rc = sockio_read_full(c->fd, res->payload, (size_t)len)))
             return conn_break(c, rc, "reading a reply payload");
         res->payload[len] = '\0';
         res->payload_len = (size_t)len;
@@ -187,7 +188,7 @@ int conn_reply_read_split(gpuq_conn *c, const req_output out[REQ_MAX_IO], uint64
     }
     for (unsigned i = 0; i < REQ_MAX_IO; i++) {
         uint64_t want = i ? n1 : n0;
-        if (want && !shm_out && (rc = sockio_read_full(conn_fd(c), out[i].buf, (size_t)want)))
+        if (want && !shm_out && (rc = sockio_read_full(c->fd, out[i].buf, (size_t)want)))
             return conn_break(c, rc, "reading a reply payload");
         res->out[i].bytes = (size_t)want; /* shm_out: already in the arena */
     }
@@ -197,7 +198,7 @@ err_no_memory:
     res->status = conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory reading a reply");
 err_drop:
     rc = res->status;
-    if (len && !conn_broken(c)) {
+    if (len && !c->broken) {
         int drc = drop_payload(c);
         if (drc)
             return drc;
@@ -213,7 +214,7 @@ int conn_reply_read_orphan(gpuq_conn *c, const gpuq_reply *rep, gpuq_result *res
         res->status = rep->status;
         memcpy(res->message, rep->message, sizeof res->message);
     }
-    int rc = conn_reply_of(c)->last_payload ? drop_payload(c) : 0;
+    int rc = c->reply.last_payload ? drop_payload(c) : 0;
     return rc ? rc : reply_status(c, rep);
 }
 

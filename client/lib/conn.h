@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* conn.h - libgpuq internals shared between conn.c and ops.c.
- *
- * The struct itself stays private to conn.c; ops.c uses the public API plus
- * conn_set_err for argument errors it finds before any I/O and
- * conn_scratch for the result its convenience calls read. conn_reply.c,
- * which reads the replies, breaks the connection with conn_break.
+/* conn.h - libgpuq internals: the connection's error state, for conn.c and
+ * its parts (conn_defs.h holds the connection's fields, which they use
+ * directly: c->broken is the code that broke its stream, c->scratch the
+ * result the convenience calls reuse).
  */
 #ifndef GPUQ_CLIENT_CONN_H
 #define GPUQ_CLIENT_CONN_H
@@ -24,10 +22,5 @@ int conn_set_err(gpuq_conn *c, int code, const char *fmt, ...)
  * names what failed (what), with strerror(errno) for GPUQ_E_IO. Returns
  * code. */
 int conn_break(gpuq_conn *c, int code, const char *what);
-/* 0, or the code that broke c's stream (conn_break). */
-int conn_broken(const gpuq_conn *c);
-/* c's own result, reused by every convenience call (borrowed; valid until
- * the next call on c). */
-gpuq_result *conn_scratch(gpuq_conn *c);
 
 #endif

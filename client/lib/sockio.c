@@ -139,11 +139,6 @@ int sockio_writev_full(int fd, struct iovec *iov, int cnt)
     return sockio_writev_full_intr(fd, iov, cnt, -1, -1, NULL);
 }
 
-int sockio_writev_full_fd(int fd, struct iovec *iov, int cnt, int send_fd)
-{
-    return sockio_writev_full_intr(fd, iov, cnt, send_fd, -1, NULL);
-}
-
 int sockio_wait_intr(int fd, short events, int intr_fd)
 {
     struct pollfd p[2] = {{.fd = intr_fd, .events = POLLIN}, {.fd = fd, .events = events}};

@@ -40,6 +40,7 @@
  * writing.
  */
 #include "conn.h"
+#include "conn_defs.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -58,78 +59,6 @@
 #include "hello.h"
 #include "sockpath.h"
 #include "stage.h"
-
-typedef struct pending_req {
-    uint64_t id;
-    bool split;                 /* from gpuq_submit_req: outputs 0 and 1 by the reply's shapes */
-    req_output out[REQ_MAX_IO]; /* borrowed from the caller until its wait */
-    uint64_t expect;            /* split: bytes of output 0 the request implies (0: no result) */
-    bool shm_out;               /* outputs named by "out" refs: the reply has no payload */
-    bool orphan; /* its blocking call was interrupted: no buffer is the caller's, the payload is
-                    dropped */
-    sockio_spin spin; /* by reference both ways: when its wait spins (sockio.h) */
-} pending_req;
-
-struct gpuq_conn {
-    int fd;
-    int broken; /* 0, or the code that broke the stream */
-    uint64_t next_id;
-    gpuq_server_info info;
-    char path[SOCKPATH_LEN];
-    bool unreachable; /* gpuq_connect found no socket that accepts */
-    char err[1024];   /* room for every socket path tried and why (sockpath.c) */
-    pending_req *q;   /* ring buffer */
-    size_t q_cap, q_head, q_len;
-    conn_reply reply;    /* the reply being read (client/conn_reply.c) */
-    gpuq_result scratch; /* the convenience calls' result (status info lives here) */
-    int tx_fd;           /* an fd to attach to the next frame sent (arena_import), or -1 */
-    gpuq_arena *arenas;  /* mapped arenas (client/arena.c) */
-    conn_stage stage;    /* the blocking calls' staging arena (client/stage.c) */
-    conn_cancel cancel;  /* its deadline and interrupt fd (client/cancel.c) */
-    bool spin_off;       /* gpuq_set_wait_spin(c, false), or GPUQ_WAIT_SPIN=0 at connect */
-};
-
-conn_stage *conn_stage_of(gpuq_conn *c)
-{
-    return &c->stage;
-}
-
-conn_cancel *conn_cancel_of(gpuq_conn *c)
-{
-    return &c->cancel;
-}
-
-int conn_broken(const gpuq_conn *c)
-{
-    return c->broken;
-}
-
-conn_reply *conn_reply_of(gpuq_conn *c)
-{
-    return &c->reply;
-}
-
-int conn_fd(const gpuq_conn *c)
-{
-    return c->fd;
-}
-
-gpuq_arena **conn_arenas(gpuq_conn *c)
-{
-    return &c->arenas;
-}
-
-int conn_take_rx_fd(gpuq_conn *c)
-{
-    int fd = c->reply.rx_fd;
-    c->reply.rx_fd = -1;
-    return fd;
-}
-
-void conn_set_tx_fd(gpuq_conn *c, int fd)
-{
-    c->tx_fd = fd;
-}
 
 int conn_set_err(gpuq_conn *c, int code, const char *fmt, ...)
 {
@@ -174,11 +103,6 @@ int gpuq_set_wait_spin(gpuq_conn *c, bool on)
         return GPUQ_E_BAD_ARGUMENT;
     c->spin_off = !on;
     return 0;
-}
-
-gpuq_result *conn_scratch(gpuq_conn *c)
-{
-    return &c->scratch;
 }
 
 static int queue_push(gpuq_conn *c, const pending_req *p)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "conn.h"
+#include "conn_defs.h"
 #include "mpread.h"
 
 /* n1 * n2 * esize into *out, or GPUQ_E_BAD_SHAPE on overflow. */
@@ -46,7 +47,7 @@ static gpuq_req *req_begin(gpuq_conn *c, const char *op)
 /* Blocking call of r into c's scratch result; r is freed. */
 static int req_finish(gpuq_conn *c, gpuq_req *r)
 {
-    int rc = gpuq_call_req(c, r, conn_scratch(c));
+    int rc = gpuq_call_req(c, r, &c->scratch);
     gpuq_req_free(r);
     return rc;
 }
@@ -63,7 +64,7 @@ int gpuq_status_info(gpuq_conn *c, const uint8_t **info, size_t *len)
     int rc = r ? req_finish(c, r) : GPUQ_E_NO_MEMORY;
     if (rc)
         return rc;
-    if (gpuq_result_info(conn_scratch(c), info, len))
+    if (gpuq_result_info(&c->scratch, info, len))
         return conn_set_err(c, GPUQ_E_PROTOCOL, "status reply without info");
     return 0;
 }
@@ -91,7 +92,7 @@ static void info_uint(gpuq_conn *c, const char *key, uint64_t *v)
 {
     const uint8_t *info;
     size_t len;
-    if (gpuq_result_info(conn_scratch(c), &info, &len))
+    if (gpuq_result_info(&c->scratch, &info, &len))
         return;
     gpuq_mpr r;
     gpuq_mpr_init(&r, info, len);
@@ -122,7 +123,7 @@ static int call_doc(gpuq_conn *c, const char *op, uint8_t **doc, size_t *len, ui
         return rc;
     const uint8_t *data;
     size_t dlen;
-    gpuq_result_payload(conn_scratch(c), &data, &dlen);
+    gpuq_result_payload(&c->scratch, &data, &dlen);
     uint8_t *d = malloc(dlen + 1);
     if (!d)
         return conn_set_err(c, GPUQ_E_NO_MEMORY, "no_memory: out of memory");

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "conn.h"
+#include "conn_defs.h"
 
 #define STAGE_ALIGN 64u
 
@@ -77,16 +78,16 @@ static int stage_grow(gpuq_conn *c, conn_stage *s, uint64_t need)
             want = grown;
         gpuq_arena_close(s->arena); /* unmapped whatever the daemon said */
         s->arena = NULL;
-        if (conn_broken(c))
-            return conn_broken(c);
+        if (c->broken)
+            return c->broken;
     }
     int rc = gpuq_arena_open(c, want, &s->arena);
-    if (rc && want > need && !conn_broken(c))
+    if (rc && want > need && !c->broken)
         rc = gpuq_arena_open(c, need, &s->arena);
     if (rc == 0)
         return 0;
     s->arena = NULL;
-    if (conn_broken(c))
+    if (c->broken)
         return rc;
     if (!shm) {
         if (!s->failed_at || need < s->failed_at)
@@ -101,11 +102,11 @@ static int stage_grow(gpuq_conn *c, conn_stage *s, uint64_t need)
 
 static int stage_area(gpuq_conn *c, uint64_t bytes, uint64_t need, void **base, uint64_t *arena_id)
 {
-    conn_stage *s = conn_stage_of(c);
+    conn_stage *s = &c->stage;
     *base = NULL;
     *arena_id = 0;
-    if (conn_broken(c))
-        return conn_broken(c);
+    if (c->broken)
+        return c->broken;
     if (s->transport == GPUQ_TRANSPORT_SOCKET ||
         (s->transport == GPUQ_TRANSPORT_AUTO && (!s->offered || bytes < GPUQ_SHM_MIN_BYTES)))
         return 0;
@@ -125,7 +126,7 @@ static int stage_area(gpuq_conn *c, uint64_t bytes, uint64_t need, void **base, 
 static int stage_begin(gpuq_conn *c, const stage_io *io, gpuq_ref *in_refs, gpuq_ref *out_refs,
                        bool *staged)
 {
-    conn_stage *s = conn_stage_of(c);
+    conn_stage *s = &c->stage;
     *staged = false;
     s->active = false;
     if (io->nin + io->nout == 0 || io->nin > REQ_MAX_IO || io->nout > REQ_MAX_IO)
@@ -166,7 +167,7 @@ static int stage_begin(gpuq_conn *c, const stage_io *io, gpuq_ref *in_refs, gpuq
 
 void stage_end(gpuq_conn *c, bool ok)
 {
-    conn_stage *s = conn_stage_of(c);
+    conn_stage *s = &c->stage;
     if (!s->active)
         return;
     s->active = false;
@@ -216,7 +217,7 @@ int stage_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, con
                size_t b_len, void *out, size_t out_cap, bool *staged)
 {
     *staged = false;
-    const conn_stage *s = conn_stage_of(c);
+    const conn_stage *s = &c->stage;
     uint64_t bytes = (uint64_t)a_len + b_len + out_cap;
     if (req->nin_ref || req->nout_ref || s->transport == GPUQ_TRANSPORT_SOCKET ||
         (s->transport == GPUQ_TRANSPORT_AUTO && (!s->offered || bytes < GPUQ_SHM_MIN_BYTES)))
@@ -253,7 +254,7 @@ int gpuq_stage_area(gpuq_conn *c, uint64_t bytes, uint64_t need, void **base, ui
 {
     *base = NULL;
     *arena_id = 0;
-    if (!conn_broken(c) && gpuq_pending(c))
+    if (!c->broken && gpuq_pending(c))
         return conn_set_err(c, GPUQ_E_BUSY, "busy: %u requests outstanding: wait first",
                             gpuq_pending(c));
     return stage_area(c, bytes, need, base, arena_id);
@@ -261,7 +262,7 @@ int gpuq_stage_area(gpuq_conn *c, uint64_t bytes, uint64_t need, void **base, ui
 
 int gpuq_set_transport(gpuq_conn *c, gpuq_transport t)
 {
-    conn_stage *s = conn_stage_of(c);
+    conn_stage *s = &c->stage;
     if (t != GPUQ_TRANSPORT_AUTO && t != GPUQ_TRANSPORT_SOCKET && t != GPUQ_TRANSPORT_SHM)
         return conn_set_err(c, GPUQ_E_BAD_ARGUMENT,
                             "bad_argument: transport %d is none of auto (0), socket (1), shm (2)",
@@ -272,7 +273,7 @@ int gpuq_set_transport(gpuq_conn *c, gpuq_transport t)
                             "shared-memory arenas (session_arena 0, or a gpuqd without them)");
     s->transport = t;
     s->failed_at = 0; /* a new choice asks again */
-    if (t == GPUQ_TRANSPORT_SOCKET && s->arena && gpuq_pending(c) == 0 && !conn_broken(c)) {
+    if (t == GPUQ_TRANSPORT_SOCKET && s->arena && gpuq_pending(c) == 0 && !c->broken) {
         gpuq_arena_close(s->arena);
         s->arena = NULL;
     }
