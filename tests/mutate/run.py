@@ -117,7 +117,12 @@ def run(cmd, cwd, timeout=None, env=None):
 def copy_tree(scratch):
     """The working tree as git sees it (tracked and untracked, not ignored)
     into scratch/src; files that did not change keep their mtime, so the
-    scratch build stays incremental between runs."""
+    scratch build stays incremental between runs. A file that differs gets
+    the time of the copy, not the source's: after a run killed while a
+    mutant was in place, the scratch object built from the mutant is newer
+    than the source file, and a copy with the source's old time would leave
+    that object in the build (the unmutated baseline then fails, as it did
+    on the H200 on 2026-11-28)."""
     src = os.path.join(scratch, "src")
     files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                            cwd=ROOT, check=True, capture_output=True).stdout.split(b"\0")
@@ -133,7 +138,7 @@ def copy_tree(scratch):
             with open(a, "rb") as fa, open(b, "rb") as fb:
                 if fa.read() == fb.read():
                     continue
-        shutil.copy2(a, b)
+        shutil.copy(a, b)
     for dirpath, _, names in os.walk(src):
         for n in names:
             rel = os.path.relpath(os.path.join(dirpath, n), src)
