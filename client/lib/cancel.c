@@ -8,9 +8,9 @@
  * anything is sent, as gpuqd would.
  *
  * Cancel: a builder request {"op": "cancel", "request": id} submitted
- * outside the max_inflight count; its reply comes after the target's
- * (replies come in request order) and its info map holds the counts,
- * read here with proto's bounded reader.
+ * outside the max_inflight count (ops.c's gpuq_submit_cancel); its reply
+ * comes after the target's (replies come in request order) and its info
+ * map holds the counts, read here with proto's bounded reader.
  *
  * Interrupting: with an interrupt fd set, a wait polls it beside the
  * socket before it reads a reply's first byte and returns
@@ -21,7 +21,7 @@
  * frame is cut and the connection broken. poll ended by a signal just
  * looks again, so a handler that wrote to the fd (a self-pipe) is seen
  * then: the handler itself stays async-signal-safe. A blocking call whose
- * wait was interrupted gives its request up (conn.c); the calls libgpuq
+ * wait was interrupted gives its request up (conn_call); the calls libgpuq
  * makes for itself (a staging arena's arena_open) are not interrupted.
  */
 #include "cancel.h"
@@ -29,8 +29,8 @@
 #include <poll.h>
 #include <string.h>
 
-#include "conn.h"
 #include "conn_defs.h"
+#include "conn_err.h"
 #include "mpread.h"
 #include "sockio.h"
 
@@ -55,17 +55,6 @@ int gpuq_set_interrupt_fd(gpuq_conn *c, int fd)
         return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "bad_argument: interrupt fd %d", fd);
     c->cancel.intr_fd = fd;
     return 0;
-}
-
-int gpuq_submit_cancel(gpuq_conn *c, uint64_t target, uint64_t *id)
-{
-    gpuq_req *r = gpuq_req_new("cancel");
-    if (!r)
-        return conn_set_err(c, GPUQ_E_NO_MEMORY, "no_memory: out of memory building a cancel");
-    gpuq_req_set_u64(r, "request", target);
-    int rc = conn_submit_uncounted(c, r, id);
-    gpuq_req_free(r);
-    return rc;
 }
 
 int gpuq_result_cancel_counts(const gpuq_result *res, uint64_t *dropped, uint64_t *running)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cancel.h - a connection's deadline, the cancel op and interruptible
- * waits (gpuq_set_deadline_ms, gpuq_submit_cancel,
- * gpuq_result_cancel_counts and gpuq_set_interrupt_fd in gpuq.h).
+ * waits (gpuq_set_deadline_ms, gpuq_result_cancel_counts and
+ * gpuq_set_interrupt_fd in gpuq.h; gpuq_submit_cancel is ops.c's).
  *
  * conn.c embeds a conn_cancel in each connection, asks cancel_deadline for
  * the "deadline_ms" of each request it encodes, and calls cancel_wait
@@ -18,10 +18,6 @@ typedef struct conn_cancel {
     uint64_t deadline_ms; /* of each compute request (0: none) */
     int intr_fd;          /* a wait for a reply ends while this is readable (-1: none) */
 } conn_cancel;
-
-/* conn.c's: submit a builder request that does not count against
- * max_inflight (a cancel; gpuqd counts compute requests only). */
-int conn_submit_uncounted(gpuq_conn *c, gpuq_req *r, uint64_t *id);
 
 /* The "deadline_ms" to add to a request of op (a gpuq_op, or -1 for a name
  * that is none): the connection's for a compute op, else 0 (none). */

@@ -1,7 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* conn.c - a libgpuq connection: socket, hello, pipelined submit/wait.
+/* conn.c - a libgpuq connection's request path: pipelined submit and wait,
+ * and the plain blocking call (conn_call) the other parts build on.
  *
- * Happy path: gpuq_connect opens the Unix socket, sends "hello" and keeps the
+ * libgpuq's files, top to bottom (calls point down only; tests/lint/
+ * layers.py checks that none comes back up): ops.c (convenience calls);
+ * call.c (the blocking calls); stage.c (the staging arena); arena.c (the
+ * arena ops) and connect.c (gpuq_connect: socket, hello; gpuq_close);
+ * conn.c; conn_reply.c (reading replies), cancel.c (deadlines, interrupts)
+ * and arena_map.c (mapped arenas, refs); conn_err.c (the error state).
+ *
+ * Happy path: gpuq_connect (connect.c) made the connection and keeps the
  * server's info and limits. gpuq_submit_req encodes a builder request with
  * the next id, decodes and checks that header with proto's own functions
  * (what is valid, and the exact input and output sizes, are decided there and
@@ -12,12 +20,13 @@
  * conn_reply.c's; the queue and the order check are here).
  * gpuq_submit/gpuq_wait (gpuq_internal.h) are the same path for a filled
  * gpuq_request, the whole payload into one buffer. The blocking calls
- * (gpuq_call_req, gpuq_call) may send their arrays through the
- * connection's staging arena instead of the socket (stage.c); pipelined
- * submits never do. Deadlines, the cancel op and interruptible waits are
- * cancel.c's; a blocking call whose wait was interrupted gives its request
- * up (orphan: its reply is read and dropped later, the caller's buffers no
- * longer touched). A request with its arrays by reference both ways (no
+ * (call.c's gpuq_call_req, gpuq_call) may send their arrays through the
+ * connection's staging arena instead of the socket: conn_submit_req takes
+ * the stager they hand it (stage.c's stage_req); pipelined submits never
+ * stage. Deadlines and interruptible waits are cancel.c's; a blocking call
+ * whose wait was interrupted gives its request up (conn_orphan_head: its
+ * reply is read and dropped later, the caller's buffers no longer
+ * touched). A request with its arrays by reference both ways (no
  * payload) gets a spin window at send (sockio_spin_plan): its wait sleeps to
  * just before the reply is due, then polls without sleeping for a while
  * (sockio_spin_wait) before it blocks.
@@ -52,32 +61,11 @@
 #include "frame.h"
 #include "gpuq_limits.h"
 #include "mpread.h"
-#include "sockio.h"
-#include "arena.h"
+#include "arena_map.h"
 #include "cancel.h"
+#include "conn_err.h"
 #include "conn_reply.h"
-#include "hello.h"
-#include "sockpath.h"
-#include "stage.h"
-
-int conn_set_err(gpuq_conn *c, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->err, sizeof c->err, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
-int conn_break(gpuq_conn *c, int code, const char *what)
-{
-    c->broken = code;
-    if (code == GPUQ_E_CLOSED)
-        return conn_set_err(c, code, "server closed the connection (%s)", what);
-    if (code == GPUQ_E_IO)
-        return conn_set_err(c, code, "%s: %s", what, strerror(errno));
-    return conn_set_err(c, code, "%s", what);
-}
+#include "sockio.h"
 
 bool gpuq_unreachable(const gpuq_conn *c)
 {
@@ -270,9 +258,7 @@ static int check_req(gpuq_conn *c, gpuq_req *r, const uint8_t *hdr, size_t hlen,
     return 0;
 }
 
-/* gpuq_submit_req, and the submit of gpuq_call_req (blocking: its arrays
- * may go through the staging arena); counted: against max_inflight. */
-static int submit_req(gpuq_conn *c, gpuq_req *r, bool blocking, bool counted, uint64_t *id)
+int conn_submit_req(gpuq_conn *c, gpuq_req *r, conn_stager stage, bool counted, uint64_t *id)
 {
     int rc = submit_ready(c, counted);
     if (rc)
@@ -298,7 +284,7 @@ static int submit_req(gpuq_conn *c, gpuq_req *r, bool blocking, bool counted, ui
         goto err_after_encode;
     int ifd = c->cancel.intr_fd; /* staging's own calls (arena_open) are not interrupted */
     c->cancel.intr_fd = -1;
-    rc = blocking ? stage_req(c, r, &sz, &refs) : 0;
+    rc = stage ? stage(c, r, &sz, &refs) : 0;
     c->cancel.intr_fd = ifd;
     if (rc)
         goto err_after_encode;
@@ -329,12 +315,7 @@ err_after_encode:
 
 int gpuq_submit_req(gpuq_conn *c, gpuq_req *r, uint64_t *id)
 {
-    return submit_req(c, r, false, true, id);
-}
-
-int conn_submit_uncounted(gpuq_conn *c, gpuq_req *r, uint64_t *id)
-{
-    return submit_req(c, r, false, false, id);
+    return conn_submit_req(c, r, NULL, true, id);
 }
 
 /* A reply that is not the queue head's (a later request's, one already
@@ -407,9 +388,7 @@ static int wait_head(gpuq_conn *c, gpuq_reply *rep, gpuq_result *res)
     return rc;
 }
 
-/* A blocking call's wait was interrupted: its request, the only one
- * outstanding, is given up by the call (gpuq_set_interrupt_fd). */
-static void orphan_head(gpuq_conn *c)
+void conn_orphan_head(gpuq_conn *c)
 {
     pending_req *p = &c->q[c->q_head];
     p->orphan = true;
@@ -433,7 +412,7 @@ int gpuq_wait_req(gpuq_conn *c, gpuq_result *res)
     return rc;
 }
 
-static int blocking_ready(gpuq_conn *c)
+int conn_blocking_ready(gpuq_conn *c)
 {
     if (c->broken)
         return c->broken; /* c->err still says why */
@@ -443,45 +422,10 @@ static int blocking_ready(gpuq_conn *c)
     return 0;
 }
 
-int gpuq_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, const void *b,
-              size_t b_len, void *out, size_t out_cap, gpuq_reply *rep)
+int conn_call(gpuq_conn *c, gpuq_req *r, conn_stager stage, gpuq_result *res)
 {
-    gpuq_reply tmp;
-    if (!rep)
-        rep = &tmp;
-    bool staged = false;
-    int rc = blocking_ready(c);
-    int ifd = c->cancel.intr_fd; /* staging's own calls (arena_open) are not interrupted */
-    c->cancel.intr_fd = -1;
-    rc = rc ? rc : stage_call(c, req, a, a_len, b, b_len, out, out_cap, &staged);
-    c->cancel.intr_fd = ifd;
-    if (rc)
-        return rc;
-    if (staged) {
-        rc = gpuq_submit(c, req, NULL, 0, NULL, 0, NULL, 0, NULL);
-        req->nin_ref = req->nout_ref = 0; /* the caller's request as it came */
-        rc = rc ? rc : gpuq_wait(c, rep);
-        if (rc == GPUQ_E_INTERRUPTED)
-            orphan_head(c);
-        stage_end(c, rc == 0);
-        return rc;
-    }
-    if ((rc = gpuq_submit(c, req, a, a_len, b, b_len, out, out_cap, NULL)))
-        return rc;
-    rc = gpuq_wait(c, rep);
-    if (rc == GPUQ_E_INTERRUPTED)
-        orphan_head(c);
-    if (rc == 0 && c->reply.last_payload != out_cap)
-        return conn_set_err(c, GPUQ_E_SIZE_MISMATCH, "result of %llu bytes, expected %zu",
-                            (unsigned long long)c->reply.last_payload, out_cap);
-    return rc;
-}
-
-int gpuq_call_req(gpuq_conn *c, gpuq_req *r, gpuq_result *res)
-{
-    int rc = blocking_ready(c);
-    if (rc || (rc = submit_req(c, r, true, true, NULL))) {
-        stage_end(c, false);
+    int rc = conn_blocking_ready(c);
+    if (rc || (rc = conn_submit_req(c, r, stage, true, NULL))) {
         if (res) {
             result_reset(res);
             res->status = rc;
@@ -490,62 +434,6 @@ int gpuq_call_req(gpuq_conn *c, gpuq_req *r, gpuq_result *res)
     }
     rc = gpuq_wait_req(c, res);
     if (rc == GPUQ_E_INTERRUPTED)
-        orphan_head(c);
-    stage_end(c, rc == 0);
+        conn_orphan_head(c);
     return rc;
-}
-
-int gpuq_connect(const gpuq_connect_opts *opts, gpuq_conn **out)
-{
-    *out = NULL;
-    gpuq_conn *c = calloc(1, sizeof *c);
-    if (!c)
-        return GPUQ_E_NO_MEMORY;
-    c->fd = -1;
-    c->reply.rx_fd = c->tx_fd = -1;
-    c->cancel.intr_fd = -1;
-    c->next_id = 1;
-    c->info.device = -1;
-    const char *spin = getenv("GPUQ_WAIT_SPIN");
-    c->spin_off = spin && strcmp(spin, "0") == 0;
-    gpuq_limits_default(&c->info.limits);
-    int rc;
-    sockpath_list l;
-    if (opts && opts->socket_path ? sockpath_single(&l, opts->socket_path)
-                                  : sockpath_candidates(&l)) {
-        rc = conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "socket path too long: %.200s...",
-                          opts && opts->socket_path ? opts->socket_path : l.path[l.n]);
-        goto err_after_alloc;
-    }
-    unsigned used = 0;
-    rc = sockpath_connect(&l, &c->fd, &used, c->err, sizeof c->err);
-    if (rc) {
-        c->unreachable = true;
-        goto err_after_alloc;
-    }
-    memcpy(c->path, l.path[used], sizeof c->path);
-    rc = hello_exchange(c, opts, &c->info, &c->stage.offered);
-    if (rc)
-        goto err_after_alloc;
-    *out = c;
-    return 0;
-
-err_after_alloc:
-    /* The caller may want the message: hand back the failed connection. */
-    c->broken = c->broken ? c->broken : rc;
-    *out = c;
-    return rc;
-}
-
-void gpuq_close(gpuq_conn *c)
-{
-    if (!c)
-        return;
-    arena_unmap_all(c); /* the daemon frees its side when the session ends */
-    if (c->fd >= 0)
-        close(c->fd);
-    conn_reply_release(&c->reply);
-    result_reset(&c->scratch);
-    free(c->q);
-    free(c);
 }

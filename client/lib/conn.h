@@ -1,26 +1,36 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* conn.h - libgpuq internals: the connection's error state, for conn.c and
- * its parts (conn_defs.h holds the connection's fields, which they use
- * directly: c->broken is the code that broke its stream, c->scratch the
- * result the convenience calls reuse).
+/* conn.h - libgpuq's request path (conn.c) as its other parts use it:
+ * submit a builder request, optionally staging its arrays through a hook
+ * the caller hands down (call.c's blocking calls pass stage.c's), and a
+ * blocking call on that path. conn_defs.h holds the connection's fields;
+ * conn_err.h its error state.
  */
 #ifndef GPUQ_CLIENT_CONN_H
 #define GPUQ_CLIENT_CONN_H
 
+#include <stdbool.h>
+
 #include "req.h"
 
-/* Largest reply header libgpuq accepts (status info included). */
-#define GPUQ_CLIENT_MAX_REPLY_HEADER (1u << 20)
-/* Largest document (sessions, metrics) libgpuq reads; larger ones are
- * skipped and reported as too_large. */
-#define GPUQ_CLIENT_MAX_DOC (256u << 20)
+/* Stage r's arrays that refs does not already name (r's sizes in sz):
+ * 0, or an error code with c's message set. Called by conn_submit_req
+ * after the checks and before the header is encoded, with c's interrupt fd
+ * off (staging's own calls are not interrupted). */
+typedef int (*conn_stager)(gpuq_conn *c, const gpuq_req *r, const gpuq_sizes *sz, req_refs *refs);
 
-/* Record a one-line message for gpuq_errmsg and return code. */
-int conn_set_err(gpuq_conn *c, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* The stream is dead: every later call on c returns code. The message
- * names what failed (what), with strerror(errno) for GPUQ_E_IO. Returns
- * code. */
-int conn_break(gpuq_conn *c, int code, const char *what);
+/* Submit r: checked by proto's own decoder and checks, its arrays by
+ * reference when they lie in c's arenas, else staged by stage (may be
+ * NULL: by socket); counted: against max_inflight (a cancel is not).
+ * *id (may be NULL) gets its id. */
+int conn_submit_req(gpuq_conn *c, gpuq_req *r, conn_stager stage, bool counted, uint64_t *id);
+/* 0 when c may make a blocking call: not broken, nothing outstanding. */
+int conn_blocking_ready(gpuq_conn *c);
+/* A blocking call of r on c's request path: submit (stage as above), wait,
+ * and give the request up (its reply read and dropped later) when the
+ * wait is interrupted. res (may be NULL) gets the result. */
+int conn_call(gpuq_conn *c, gpuq_req *r, conn_stager stage, gpuq_result *res);
+/* A blocking call's wait was interrupted: its request, the only one
+ * outstanding, is given up by the call (gpuq_set_interrupt_fd). */
+void conn_orphan_head(gpuq_conn *c);
 
 #endif

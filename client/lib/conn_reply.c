@@ -25,8 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "conn.h"
 #include "conn_defs.h"
+#include "conn_err.h"
 #include "frame.h"
 #include "sockio.h"
 

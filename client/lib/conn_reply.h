@@ -17,6 +17,12 @@
 
 #include "req.h"
 
+/* Largest reply header libgpuq accepts (status info included). */
+#define GPUQ_CLIENT_MAX_REPLY_HEADER (1u << 20)
+/* Largest document (sessions, metrics) libgpuq reads; larger ones are
+ * skipped and reported as too_large. */
+#define GPUQ_CLIENT_MAX_DOC (256u << 20)
+
 typedef struct conn_reply {
     uint8_t *hbuf; /* last reply header; reply.info points here */
     size_t hbuf_cap;

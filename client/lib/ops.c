@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* ops.c - libgpuq's convenience calls: each builds one request with the
- * public builder (gpuq_req_*) and makes a blocking gpuq_call_req.
+ * public builder (gpuq_req_*) and makes a blocking gpuq_call_req; and
+ * gpuq_submit_cancel, the cancel op submitted on the pipelined path.
  *
  * They add no checks of their own: shapes, ranges and sizes are checked by
  * the submit (proto's decoder and checks, the daemon's) before anything is
@@ -15,6 +16,7 @@
 
 #include "conn.h"
 #include "conn_defs.h"
+#include "conn_err.h"
 #include "mpread.h"
 
 /* n1 * n2 * esize into *out, or GPUQ_E_BAD_SHAPE on overflow. */
@@ -323,4 +325,15 @@ int gpuq_knn(gpuq_conn *c, gpuq_dtype dt, gpuq_metric metric, uint64_t k, const 
     gpuq_req_set_output(r, 0, out_dist, db);
     gpuq_req_set_output(r, 1, out_idx, ib);
     return req_finish(c, r);
+}
+
+int gpuq_submit_cancel(gpuq_conn *c, uint64_t target, uint64_t *id)
+{
+    gpuq_req *r = gpuq_req_new("cancel");
+    if (!r)
+        return conn_set_err(c, GPUQ_E_NO_MEMORY, "no_memory: out of memory building a cancel");
+    gpuq_req_set_u64(r, "request", target);
+    int rc = conn_submit_req(c, r, NULL, false, id); /* not counted, as gpuqd does not */
+    gpuq_req_free(r);
+    return rc;
 }

@@ -23,8 +23,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "conn.h"
 #include "conn_defs.h"
+#include "conn_err.h"
 
 #define STAGE_ALIGN 64u
 

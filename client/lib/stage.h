@@ -3,9 +3,10 @@
  * arrays that are not in an arena through shared memory (gpuq_set_transport
  * in gpuq.h says what the user sees).
  *
- * conn.c embeds a conn_stage in each connection and calls stage_begin from
- * the submit of a blocking call (never from a pipelined one) with the
- * arrays that would cross the socket, and stage_end once the reply is in.
+ * Each connection embeds a conn_stage (conn_defs.h). The blocking calls
+ * (call.c) stage: gpuq_call_req hands stage_req to conn_submit_req as its
+ * stager, gpuq_call calls stage_call before its submit (a pipelined submit
+ * never stages), and both call stage_end once the reply is in.
  * Only one request from the blocking calls is ever in flight, so one arena
  * and one record of the staged request suffice.
  */

@@ -19,11 +19,12 @@ or when modules call each other in a cycle.
      the backends' alone.
    A folder under server/ that LAYERS does not name fails: say where a new
    layer sits before adding it.
-2. No cycles. One node per X.c of a folder; an edge X -> Y when X.c includes
-   Y.h and Y.c is a module of the same group (type-only *_defs.h and
-   interfaces without a .c of their own are no edges). Groups: server/ (all
-   its layers together), client/cli, bench, and the tests' helper folders
-   (CYCLE_GROUPS says why not client/lib).
+2. No cycles. One node per X.c of a folder; an edge X -> Y when X.c calls a
+   function Y.c defines (whatever header declares it) or includes Y.h, Y.c
+   being a module of the same group (type-only *_defs.h and interfaces
+   without a .c of their own are no edges). Groups: server/ (all
+   its layers together), client/lib, client/cli, bench, and the tests'
+   helper folders.
 
 usage: layers.py [ROOT]        (default: the checkout holding this script)
        layers.py --self-test    (planted faults must be found)
@@ -50,13 +51,8 @@ LAYERS = {
 }
 BACKEND_ONLY_DIRS = ("kernels",)
 BACKEND_ONLY_HEADERS = ("op_backend.h",)
-# Not client/lib: libgpuq's connection (conn.c) and its parts call each
-# other both ways today (hello and the arena ops are requests over the
-# connection that conn.c opens and closes with them; gpuq_call_req stages
-# through an arena it opens with a call of its own). Making that one-way
-# (the blocking calls and gpuq_connect above the pipelined submit/wait) is
-# a change of its own; conn_defs.h already removed the accessors.
-CYCLE_GROUPS = ["server", "client/cli", "bench", "tests", "tests/e2e", "tests/gpu", "tests/fuzz"]
+CYCLE_GROUPS = ["server", "client/lib", "client/cli", "bench", "tests", "tests/e2e", "tests/gpu",
+                "tests/fuzz"]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 CALL = re.compile(r'(->|\.)?\s*\b([A-Za-z_]\w*)\s*\(')
@@ -199,20 +195,38 @@ def check_layers(root, quiet=False):
     return 1 if errors else 0
 
 
+DEFINE = re.compile(r'^(?!static\b)[A-Za-z_][\w \t\*]*?\b(\w+)\s*\([^;{}]*\)\s*\{', re.M)
+
+
 def module_graph(group_dir, recursive):
+    """One node per X.c; an edge X -> Y when X.c calls a function that Y.c
+    defines (not static), whichever header declares it (a public header such
+    as gpuq.h declares functions of many files), or includes Y.h. A name
+    that several files define (main, a fuzz target's entry point) belongs to
+    separate programs and makes no edge."""
     files = []
     if recursive:
         for dirpath, _, names in os.walk(group_dir):
             files += [os.path.join(dirpath, f) for f in names if f.endswith(".c")]
     else:
         files = [os.path.join(group_dir, f) for f in os.listdir(group_dir) if f.endswith(".c")]
-    mods = {os.path.basename(p)[:-2]: p for p in files}
-    g = {}
-    for m, p in sorted(mods.items()):
+    mods, defined_by = {}, {}
+    for p in files:
+        m = os.path.basename(p)[:-2]
         with open(p, encoding="utf-8") as fh:
-            incs = INCLUDE.findall(fh.read())
-        g[m] = sorted({os.path.basename(i)[:-2] for i in incs if i.endswith(".h")} -
-                      {m} & set(mods) - {x for x in mods if x.endswith("_defs")})
+            mods[m] = fh.read()
+        for name in DEFINE.findall(strip(mods[m])):
+            defined_by.setdefault(name, set()).add(m)
+    g = {}
+    for m, text in sorted(mods.items()):
+        deps = {os.path.basename(i)[:-2] for i in INCLUDE.findall(text) if i.endswith(".h")}
+        deps = {d for d in deps if d in mods and not d.endswith("_defs")}
+        for c in CALL.finditer(strip(text)):
+            owners = defined_by.get(c.group(2), set())
+            if not c.group(1) and len(owners) == 1:  # several: separate programs
+                deps |= owners
+        deps.discard(m)
+        g[m] = sorted(deps)
     return g
 
 
@@ -283,6 +297,9 @@ def self_test():
         "server/service/log.h": 'void log_msg(const char *m);\n',
         "server/service/log.c": '#include "log.h"\nvoid log_msg(const char *m) { (void)m; }\n',
         "bench/a.c": '#include "b.h"\n', "bench/b.c": '#include "x_defs.h"\n',
+        "bench/pub.h": 'int c_fn(void);\nint d_fn(void);\n',
+        "bench/c.c": '#include "pub.h"\nint c_fn(void) { return d_fn(); }\n',
+        "bench/d.c": '#include "pub.h"\nint d_fn(void) { return 0; }\n',
         "kernels/gpuq_kernels.h": 'int k(void);\n',
     }
     faults = {
@@ -296,6 +313,8 @@ def self_test():
         "a kernel header outside the backends": ("server/request/request.c",
                                                  '#include "gpuq_kernels.h"\n'),
         "a module cycle": ("bench/b.c", '#include "a.h"\n'),
+        "a call cycle through a public header": ("bench/d.c",
+                                                 'int e_fn(void) { return c_fn(); }\n'),
     }
     ok = True
     for what, plant in [(None, None)] + sorted(faults.items()):

@@ -1,17 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* hello.c - the hello exchange of gpuq_connect, and the hello reply's info
- * map (PROTOCOL.md 3.3, "hello") into gpuq_server_info, and whether the
- * session may open arenas.
+/* connect.c - a connection's life: gpuq_connect opens the Unix socket
+ * (sockpath.c tries the candidates), sends "hello" as a blocking call on the
+ * request path (conn.c) and keeps the reply's info map (PROTOCOL.md 3.3,
+ * "hello") as gpuq_server_info, with whether the session may open arenas;
+ * gpuq_close unmaps the arenas and frees it all.
  *
  * Known keys of the wrong type make the info malformed; unknown keys are
  * skipped, so a newer gpuqd's additions do not break an older libgpuq. */
-#include "hello.h"
-
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "arena_map.h"
 #include "conn.h"
 #include "conn_defs.h"
+#include "conn_err.h"
+#include "conn_reply.h"
 #include "mpread.h"
+#include "sockpath.h"
 #include "utf8.h"
 
 static int key_is(const char *k, uint32_t klen, const char *want)
@@ -26,7 +32,10 @@ static void copy_str(char *dst, size_t cap, const char *s, uint32_t len)
     dst[n] = '\0';
 }
 
-int hello_info_parse(const uint8_t *buf, size_t len, gpuq_server_info *si, bool *arenas)
+/* Fill *si from the info map buf[0..len) (fields the map lacks keep their
+ * values) and *arenas from its "arenas" (left alone when absent: a gpuqd
+ * without arenas). Returns 0 or GPUQ_E_BAD_HEADER. */
+static int hello_info_parse(const uint8_t *buf, size_t len, gpuq_server_info *si, bool *arenas)
 {
     gpuq_mpr r;
     gpuq_mpr_init(&r, buf, len);
@@ -76,7 +85,15 @@ int hello_info_parse(const uint8_t *buf, size_t len, gpuq_server_info *si, bool 
     return 0;
 }
 
-int hello_exchange(gpuq_conn *c, const gpuq_connect_opts *o, gpuq_server_info *si, bool *arenas)
+/* The hello of a connection just made: the client name (UTF-8, cut to
+ * GPUQ_CLIENT_NAME_MAX on a character boundary), priority and device of o
+ * (NULL: the defaults), one blocking call on c, and the reply's info into
+ * *si and *arenas. Returns 0 or the code (message set on c): the server's,
+ * GPUQ_E_PROTOCOL for a reply without a readable info map,
+ * GPUQ_E_VERSION for another protocol version; the caller then treats c as
+ * broken. */
+static int hello_exchange(gpuq_conn *c, const gpuq_connect_opts *o, gpuq_server_info *si,
+                          bool *arenas)
 {
     const char *name = o && o->client_name ? o->client_name : "libgpuq";
     size_t nlen = strlen(name);
@@ -94,7 +111,7 @@ int hello_exchange(gpuq_conn *c, const gpuq_connect_opts *o, gpuq_server_info *s
     gpuq_req_set_i64(r, "priority", o ? o->priority : GPUQ_PRIO_NORMAL);
     gpuq_req_set_i64(r, "device", o ? o->device : -1);
     gpuq_result *res = &c->scratch;
-    int rc = gpuq_call_req(c, r, res);
+    int rc = conn_call(c, r, NULL, res); /* no arrays: nothing to stage */
     gpuq_req_free(r);
     if (rc)
         return rc;
@@ -105,4 +122,59 @@ int hello_exchange(gpuq_conn *c, const gpuq_connect_opts *o, gpuq_server_info *s
     if (si->version != GPUQ_PROTO_VERSION)
         return conn_set_err(c, GPUQ_E_VERSION, "server protocol version differs");
     return 0;
+}
+
+int gpuq_connect(const gpuq_connect_opts *opts, gpuq_conn **out)
+{
+    *out = NULL;
+    gpuq_conn *c = calloc(1, sizeof *c);
+    if (!c)
+        return GPUQ_E_NO_MEMORY;
+    c->fd = -1;
+    c->reply.rx_fd = c->tx_fd = -1;
+    c->cancel.intr_fd = -1;
+    c->next_id = 1;
+    c->info.device = -1;
+    const char *spin = getenv("GPUQ_WAIT_SPIN");
+    c->spin_off = spin && strcmp(spin, "0") == 0;
+    gpuq_limits_default(&c->info.limits);
+    int rc;
+    sockpath_list l;
+    if (opts && opts->socket_path ? sockpath_single(&l, opts->socket_path)
+                                  : sockpath_candidates(&l)) {
+        rc = conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "socket path too long: %.200s...",
+                          opts && opts->socket_path ? opts->socket_path : l.path[l.n]);
+        goto err_after_alloc;
+    }
+    unsigned used = 0;
+    rc = sockpath_connect(&l, &c->fd, &used, c->err, sizeof c->err);
+    if (rc) {
+        c->unreachable = true;
+        goto err_after_alloc;
+    }
+    memcpy(c->path, l.path[used], sizeof c->path);
+    rc = hello_exchange(c, opts, &c->info, &c->stage.offered);
+    if (rc)
+        goto err_after_alloc;
+    *out = c;
+    return 0;
+
+err_after_alloc:
+    /* The caller may want the message: hand back the failed connection. */
+    c->broken = c->broken ? c->broken : rc;
+    *out = c;
+    return rc;
+}
+
+void gpuq_close(gpuq_conn *c)
+{
+    if (!c)
+        return;
+    arena_unmap_all(c); /* the daemon frees its side when the session ends */
+    if (c->fd >= 0)
+        close(c->fd);
+    conn_reply_release(&c->reply);
+    result_reset(&c->scratch);
+    free(c->q);
+    free(c);
 }

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* arena_map.h - libgpuq's shared-memory arenas (PROTOCOL.md 3.4) as a
+ * connection has them mapped: the allocator's segments, which arrays of a
+ * request lie in an arena of its connection, and unmapping. */
+#ifndef GPUQ_CLIENT_ARENA_MAP_H
+#define GPUQ_CLIENT_ARENA_MAP_H
+
+#include <stdbool.h>
+
+#include "req.h"
+
+#define ARENA_ALIGN 64u
+
+typedef struct seg {
+    uint64_t off, len;
+    bool used;
+} seg;
+
+struct gpuq_arena {
+    gpuq_conn *c;
+    uint64_t id;
+    uint8_t *base;
+    uint64_t size;
+    seg *segs;
+    size_t nseg, cap;
+    gpuq_arena *next;
+};
+
+/* Unlink a from its connection's list, unmap and free it. */
+void arena_unmap(gpuq_arena *a);
+/* refs for r's arrays (its checked sizes sz): all inputs by reference when
+ * every set input lies wholly in one arena of c, else none; the same for
+ * the outputs. An array that straddles an arena's edge is
+ * GPUQ_E_BAD_ARGUMENT (message set on c). */
+int arena_refs_for(gpuq_conn *c, const gpuq_req *r, const gpuq_sizes *sz, req_refs *refs);
+/* Unmap and free every arena of c (gpuq_close; the daemon frees its side
+ * when the session ends). */
+void arena_unmap_all(gpuq_conn *c);
+
+#endif
