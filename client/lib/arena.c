@@ -3,11 +3,7 @@
  * arena ops as blocking calls on the connection's request path (conn.c),
  * the memfd of the reply mapped (arena_map.c keeps the mapping). Arena ops
  * carry no arrays, so they never stage. */
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "arena_map.h"
@@ -80,34 +76,10 @@ static int arena_make(gpuq_conn *c, const char *op, uint64_t bytes, int fd, gpuq
         rc = conn_set_err(c, GPUQ_E_PROTOCOL, "protocol: arena_open reply without an fd");
         goto err_fd;
     }
-    gpuq_arena *a = calloc(1, sizeof *a);
-    if (a)
-        a->segs = malloc(sizeof *a->segs * 8);
-    if (!a || !a->segs) {
-        if (a)
-            free(a);
-        rc = conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory");
+    if ((rc = arena_map_add(c, id, size, map_fd, out)) != 0)
         goto err_fd;
-    }
-    void *p = size <= SIZE_MAX
-                  ? mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, map_fd, 0)
-                  : MAP_FAILED;
-    if (p == MAP_FAILED) {
-        free(a->segs);
-        free(a);
-        rc = conn_set_err(c, GPUQ_E_IO, "cannot map arena %llu: %m", (unsigned long long)id);
-        goto err_fd;
-    }
     if (rx >= 0)
         close(rx); /* the mapping keeps the memory */
-    a->c = c, a->id = id, a->base = p, a->size = size;
-    a->cap = 8;
-    a->nseg = 1;
-    a->segs[0] = (seg){0, size, false};
-    gpuq_arena **head = &c->arenas;
-    a->next = *head;
-    *head = a;
-    *out = a;
     return 0;
 
 err_fd:

@@ -10,15 +10,38 @@
  * aligned) and merged with free neighbours on free. */
 #include "arena_map.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "conn_defs.h"
 #include "conn_err.h"
+
+int arena_map_add(gpuq_conn *c, uint64_t id, uint64_t size, int fd, gpuq_arena **out)
+{
+    gpuq_arena *a = calloc(1, sizeof *a);
+    if (a)
+        a->segs = malloc(sizeof *a->segs * 8);
+    if (!a || !a->segs) {
+        free(a);
+        return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory");
+    }
+    void *p = size <= SIZE_MAX ? mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                               : MAP_FAILED;
+    if (p == MAP_FAILED) {
+        free(a->segs);
+        free(a);
+        return conn_set_err(c, GPUQ_E_IO, "cannot map arena %llu: %m", (unsigned long long)id);
+    }
+    a->c = c, a->id = id, a->base = p, a->size = size;
+    a->cap = 8;
+    a->nseg = 1;
+    a->segs[0] = (seg){0, size, false};
+    a->next = c->arenas;
+    c->arenas = a;
+    *out = a;
+    return 0;
+}
 
 void arena_unmap(gpuq_arena *a)
 {

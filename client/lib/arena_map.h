@@ -26,6 +26,10 @@ struct gpuq_arena {
     gpuq_arena *next;
 };
 
+/* Map size bytes of fd (the daemon's arena id) as a new arena of c, one
+ * free segment, first on c's list: 0, or GPUQ_E_NO_MEMORY / GPUQ_E_IO with
+ * c's message set (fd stays the caller's). */
+int arena_map_add(gpuq_conn *c, uint64_t id, uint64_t size, int fd, gpuq_arena **out);
 /* Unlink a from its connection's list, unmap and free it. */
 void arena_unmap(gpuq_arena *a);
 /* refs for r's arrays (its checked sizes sz): all inputs by reference when

@@ -51,8 +51,6 @@
 #include "conn.h"
 #include "conn_defs.h"
 
-#include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -257,7 +257,7 @@ def find_cycle(g):
     return None
 
 
-def check_cycles(root, groups, quiet=False):
+def check_cycles(root, groups):
     bad = 0
     for grp in groups:
         path = os.path.join(root, grp)
@@ -276,7 +276,7 @@ def check_cycles(root, groups, quiet=False):
 
 
 def check(root, quiet=False):
-    rc = check_layers(root, quiet) | check_cycles(root, CYCLE_GROUPS, quiet)
+    rc = check_layers(root, quiet) | check_cycles(root, CYCLE_GROUPS)
     if rc == 0 and not quiet:
         print("layers: ok")
     return rc
@@ -329,7 +329,7 @@ def self_test():
                 os.makedirs(os.path.dirname(os.path.join(d, plant[0])), exist_ok=True)
                 with open(os.path.join(d, plant[0]), "w") as fh:
                     fh.write(plant[1])
-            rc = check_layers(d, quiet=True) | check_cycles(d, ["server", "bench"], quiet=True)
+            rc = check_layers(d, quiet=True) | check_cycles(d, ["server", "bench"])
         want = 0 if what is None else 1
         if rc != want:
             print("self-test: %s: exit %d, want %d" % (what or "the clean tree", rc, want))
