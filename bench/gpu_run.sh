@@ -28,12 +28,14 @@
 #
 # GPUQ_STEPS picks what runs after the (incremental) build, so a short device
 # lease can take it in two calls: "ctest sanitize" then "bench timing".
-# "sanshm" (not in the default list) runs compute-sanitizer memcheck over
+# "sanio" (not in the default list) runs compute-sanitizer over gpuqd under
+# the I/O-thread and pinning suites (issue 28). "sanshm" (nor that) runs compute-sanitizer memcheck over
 # the data plane's suites (shared-memory arenas, pipelining); "sanbatch"
 # (nor that) memcheck and racecheck over batching's suites. "py" (not in
 # the default list either) runs bench/py_bench.py: the Python client beside
-# libgpuq on a CUDA gpuqd; "load" (nor that) runs bench/load.py, issue 12's
-# load table through gpuqctl bench; "scale" (nor that) runs bench/scale.py,
+# libgpuq on a CUDA gpuqd; "load" (nor that) runs bench/load.py, issues 12's
+# and 28's load table (gpuqctl bench with streamers, py_bench.py --rows load,
+# peer_torch.py), its table repeated in the summary; "scale" (nor that) runs bench/scale.py,
 # the same load on every GPU against the first alone (the 2-GPU machine);
 # "model" (nor that) runs gpuq_pipe_model, the device-only floor of the
 # pipelined patterns.
@@ -101,6 +103,10 @@ main() {
         if [[ -f "$LOGS/peer_torch.txt" ]]; then
             echo "-- PyTorch in-process, the same rows (bench/peer_torch.py)"
             grep -E '^\|' "$LOGS/peer_torch.txt"
+        fi
+        if [[ -f "$LOGS/load.txt" ]]; then
+            echo "-- the load table, this run (bench/load.py)"
+            grep -E '^\||^load: ' "$LOGS/load.txt"
         fi
         if [[ -f "$LOGS/bench.txt" && -f "$LOGS/peer_torch.txt" ]]; then
             echo "-- the data-plane targets, this run (bench/targets.py)"
@@ -231,6 +237,23 @@ main() {
         fi
     fi
 
+    # compute-sanitizer over issue 28's paths ("sanio", not in the default
+    # list): gpuqd under memcheck while clients stream and trickle socket
+    # bulk on its I/O threads and leave mid-transfer (test_e2e_iothreads),
+    # and while staging grows and arenas are pinned on the pinning thread
+    # (test_e2e_pin), and under racecheck for the first.
+    if want sanio; then
+        local CS3
+        CS3=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+        if [[ -z $CS3 ]]; then
+            row FAIL "compute-sanitizer" "not found"
+        else
+            cs_gpuqd "$CS3" memcheck e2e/test_e2e_iothreads 240
+            cs_gpuqd "$CS3" memcheck e2e/test_e2e_pin 240
+            cs_gpuqd "$CS3" racecheck e2e/test_e2e_iothreads 240
+        fi
+    fi
+
     # compute-sanitizer over the data plane (a step of its own: the whole
     # sanitize step does not fit one device call): memcheck of the pipelined
     # kernels' suite, and of gpuqd under the shared-memory and pipelining
@@ -356,14 +379,16 @@ main() {
             "exit $rc; targets met: $(grep -cE '\| yes \|' "$LOGS/py_bench.txt") of $(grep -cE '\| (yes|NO) \|' "$LOGS/py_bench.txt")"
     fi
 
-    # Issue 12's load table (bench/load.py: gpuqctl bench on a CUDA gpuqd).
+    # Issues 12's and 28's load table (bench/load.py: gpuqctl bench with
+    # streamers, libgpuq's and the Python client's blocking calls, PyTorch
+    # in-process, on a CUDA gpuqd).
     if want load; then
         echo "== bench/load.py"
         "$PY" bench/load.py --gpuqd build-gpu/server/gpuqd --gpuqctl build-gpu/client/cli/gpuqctl \
-            --device cuda 2>&1 | tee "$LOGS/load.txt"
+            --peer build-gpu/bench/gpuq_py_peer --device cuda 2>&1 | tee "$LOGS/load.txt"
         rc=${PIPESTATUS[0]}
-        row "$(okfail "$rc")" "load table (gpuqctl bench)" \
-            "exit $rc; targets met: $(grep -cE '\| yes \|$' "$LOGS/load.txt") of $(grep -cE '\| (yes|NO) \|$' "$LOGS/load.txt")"
+        row "$(okfail "$rc")" "load table (gpuqctl bench, py_bench, PyTorch)" \
+            "exit $rc; targets met: $(grep -cE '\| yes \| [0-9?]+ \|$' "$LOGS/load.txt") of $(grep -cE '\| (yes|NO|n/a) \| [0-9?]+ \|$' "$LOGS/load.txt")"
     fi
 
     # Issue 12's several-GPU row (bench/scale.py: every GPU against the first).

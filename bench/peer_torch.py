@@ -12,10 +12,13 @@ against numpy in float64 on the CPU; a wrong result or any exception makes
 the row an error and the script exit 1. Without torch or a GPU it prints
 why and exits 3 (bench/gpu_run.sh marks the step skipped).
 
-  python3 bench/peer_torch.py [--quick] [--small-only]
+  python3 bench/peer_torch.py [--quick] [--small-only] [--sum-n N]...
 
 --small-only: the first row alone (the 4 KiB serial normalize; bench/load.py
-sets it beside gpuqctl bench's serial row).
+sets it beside gpuqctl bench's serial row), and a flat float32 sum normalize
+of N values ("normalize f32 sum, n = N", pinned host memory, as the large
+row of that name) for each --sum-n N (bench/load.py: 2^20 and 2^24, beside
+libgpuq's blocking gpuq_normalize_1d).
 """
 import sys
 import time
@@ -32,9 +35,25 @@ def fmt_us(t):
     return f"{t * 1e6:.1f} us" if t < 1e-3 else f"{t * 1e3:.2f} ms"
 
 
+def sum_sizes(argv):
+    """The N of each --sum-n N (or --sum-n=N); exits 2 on a bad one."""
+    out = []
+    for k, arg in enumerate(argv):
+        v = arg[len("--sum-n="):] if arg.startswith("--sum-n=") else \
+            (argv[k + 1] if arg == "--sum-n" and k + 1 < len(argv) else None)
+        if arg.startswith("--sum-n"):
+            if v is None or not v.isdigit() or int(v) < 1:
+                print(f"peer_torch: bad --sum-n {v!r} (a count of values, 1 or more)",
+                      file=sys.stderr)
+                sys.exit(2)
+            out.append(int(v))
+    return out
+
+
 def main():
     quick = "--quick" in sys.argv[1:]
     small_only = "--small-only" in sys.argv[1:]
+    sums = sum_sizes(sys.argv[1:])
     try:
         import torch
     except Exception as e:  # noqa: BLE001 - any import failure means no peer
@@ -231,6 +250,8 @@ def main():
             check)
 
     normalize_row("normalize 4 KiB f32, 1 in flight", 1024, 200 if quick else 2000)
+    for n in sums:  # 25 repetitions as the large rows; more of the small ones
+        normalize_row(f"normalize f32 sum, n = {n}", n, 25 if n >= (1 << 22) else 100)
     if not small_only:
         # gpuq_bench's large rows, by the same names (bench/targets.py joins them)
         n = 100000 if quick else 16777216

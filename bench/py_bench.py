@@ -4,7 +4,7 @@
 
     bench/py_bench.py [--gpuqd PATH] [--device auto|cuda|cpu] [--socket PATH]
                       [--peer PATH] [--quick] [--small-n N] [--large-n N]
-                      [--small-reps R] [--large-reps R]
+                      [--small-reps R] [--large-reps R] [--rows issue13|load] [--json]
 
 Starts its own gpuqd (--gpuqd, default build/server/gpuqd; --device, default
 auto) on a temporary socket, or uses the one at --socket. Rows, each beside
@@ -18,6 +18,21 @@ libgpuq's figure for the same work on the same daemon in the same run
      arena (Client.asarray / Client.empty, out=): no array byte on the
      socket. Target: <= 1.1x libgpuq's p50 with its arrays in an arena.
      (Also shown: without out=, the result a new arena array each time.)
+
+--rows load: issue 28's rows instead (bench/load.py runs them):
+
+  a. libgpuq's blocking gpuq_normalize_1d of 2^24 float32 values (--large-n)
+     in the caller's own malloc'ed memory, libgpuq's default transport
+     (auto: its staging arena), and the same of 2^20 values (--mid-n): the
+     figures load.py sets beside PyTorch's;
+  b. Python c.normalize(x), x a plain ndarray of --large-n float32, the
+     default transport (auto), against a.'s libgpuq figure. Target: <= 1.15x;
+  c. Python c.normalize(x) of --small-n float32 with x in the session's arena
+     (c.asarray), against the same with x a plain ndarray (both transport
+     auto). Target: <= 1.0x.
+
+--json: one JSON object on stdout instead of the table (each figure's p50s
+of its rounds, the median, its errors), for load.py.
 
 Ours and libgpuq's samples are taken in alternating rounds (--rounds, 8),
 so drift on a shared machine hits both. Each round of either side is a new
@@ -111,14 +126,14 @@ def summary(ts):
             "p90_us": float(a[len(a) * 9 // 10]), "min_us": float(a[0]), "ok": len(a)}
 
 
-WORKER_MODES = ("small", "small-out", "shm", "shm-new")
+WORKER_MODES = ("small", "small-out", "shm", "shm-new", "auto", "small-plain", "small-arena")
 
 
 def worker(mode: str, sock: str, n: int, reps: int, warmup: int) -> int:
     """One round of our samples, in this process: prints one line as
     gpuq_py_peer does (p50_us=... errors=E); exit 1 when a call failed."""
     try:
-        c = gpuq.connect(sock, name="py_bench", transport="socket" if mode.startswith("small")
+        c = gpuq.connect(sock, name="py_bench", transport="socket" if mode in ("small", "small-out")
                          else "auto")
     except gpuq.Error as e:
         print(f"py_bench --worker: {e}", file=sys.stderr)
@@ -126,7 +141,7 @@ def worker(mode: str, sock: str, n: int, reps: int, warmup: int) -> int:
     errs: list = []
     with c:
         data = (1 + np.arange(n) % 1000).astype(np.float32)
-        if mode == "small":
+        if mode in ("small", "small-plain", "auto"):  # a plain ndarray
             ts = timed(lambda: c.normalize(data), reps, warmup, errs)
         elif mode == "small-out":
             out = np.empty_like(data)
@@ -137,7 +152,9 @@ def worker(mode: str, sock: str, n: int, reps: int, warmup: int) -> int:
             xs = c.asarray(data)
             if not c.in_arena(xs):
                 errs.append("the input is not in an arena")
-            if mode == "shm":
+            if mode == "small-arena":
+                ts = timed(lambda: c.normalize(xs), reps, warmup, errs)
+            elif mode == "shm":
                 ys = c.empty(n, np.float32, strict=True)
                 # cleared before each call with the C library's memset, as
                 # gpuq_py_peer clears its own (the same stores, so the same
@@ -166,6 +183,65 @@ def fmt_us(v: float) -> str:
     return f"{v:.1f} us" if v < 1e4 else f"{v / 1e3:.2f} ms"
 
 
+def figure(rounds) -> dict:
+    """One figure of --rows load: its rounds' p50s, their median, errors."""
+    return {"p50_us": median_p50(rounds), "rounds_p50_us": [t.get("p50_us") for t in rounds],
+            "errors": sum(int(t.get("errors", 0)) for t in rounds),
+            "failed": [t["failed"] for t in rounds if "failed" in t][:3]}
+
+
+def load_rows(a, sock: str, backend: str, large_n: int, small_reps: int, large_reps: int) -> int:
+    """Issue 28's rows (--rows load), in alternating rounds: the table, or
+    one JSON object with --json. Exit 1 when any call failed."""
+    mid_n = a.mid_n or (1 << 18 if a.quick else 1 << 20)
+    rounds = max(1, a.rounds)
+    per_large = max(1, large_reps // rounds)
+    per_mid = max(1, 4 * large_reps // rounds)
+    per_small = max(1, small_reps // rounds)
+    r = {k: [] for k in ("libgpuq_auto_large", "libgpuq_auto_mid", "python_auto_large",
+                         "python_small_plain", "python_small_arena")}
+    for _ in range(rounds):
+        r["libgpuq_auto_large"].append(peer(a.peer, sock, "auto", large_n, per_large, 2))
+        r["python_auto_large"].append(ours("auto", sock, large_n, per_large, 2))
+        r["libgpuq_auto_mid"].append(peer(a.peer, sock, "auto", mid_n, per_mid, 2))
+        r["python_small_plain"].append(ours("small-plain", sock, a.small_n, per_small, 50))
+        r["python_small_arena"].append(ours("small-arena", sock, a.small_n, per_small, 50))
+    figs = {k: figure(v) for k, v in r.items()}
+    for k, n in (("libgpuq_auto_large", large_n), ("python_auto_large", large_n),
+                 ("libgpuq_auto_mid", mid_n), ("python_small_plain", a.small_n),
+                 ("python_small_arena", a.small_n)):
+        figs[k]["n"] = n
+    nerr = sum(f["errors"] for f in figs.values())
+    for k, f in figs.items():
+        for why in f["failed"]:
+            print(f"py_bench: {k}: {why}", file=sys.stderr)
+    if a.json:
+        import json
+        print(json.dumps({"rows": "load", "backend": backend, "quick": a.quick,
+                          "figures": figs, "errors": nerr}))
+    else:
+        def ratio(x, y):
+            return x / y if x == x and y == y and y else float("nan")
+
+        print(f"| py_bench --rows load ({backend}) | p50 | against | its p50 | ratio | target "
+              f"| met |")
+        print("|---|---:|---|---:|---:|---:|---|")
+        L, M = figs["libgpuq_auto_large"], figs["libgpuq_auto_mid"]
+        P, S, A = figs["python_auto_large"], figs["python_small_plain"], figs["python_small_arena"]
+        for what, f, base, bname, target in (
+                (f"libgpuq gpuq_normalize_1d, n = {large_n}, malloc, auto", L, None, "", None),
+                (f"libgpuq gpuq_normalize_1d, n = {mid_n}, malloc, auto", M, None, "", None),
+                (f"Python c.normalize(x), plain ndarray, n = {large_n}", P, L, "libgpuq", 1.15),
+                (f"Python, n = {a.small_n} in an arena (c.asarray)", A, S, "plain ndarray", 1.0)):
+            rt = ratio(f["p50_us"], base["p50_us"]) if base else float("nan")
+            met = "" if target is None else ("yes" if rt <= target else "NO")
+            print(f"| {what} | {fmt_us(f['p50_us'])} | {bname} | "
+                  f"{fmt_us(base['p50_us']) if base else ''} | "
+                  f"{f'{rt:.2f}x' if base else ''} | {f'<= {target}x' if target else ''} | {met} |")
+        print(f"py_bench: {'FAILED (errors above)' if nerr else 'ok'}")
+    return 1 if nerr else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpuqd", default=os.path.join(REPO, "build", "server", "gpuqd"))
@@ -177,7 +253,11 @@ def main() -> int:
     ap.add_argument("--large-n", type=int)
     ap.add_argument("--small-reps", type=int)
     ap.add_argument("--large-reps", type=int)
+    ap.add_argument("--mid-n", type=int, help="--rows load: libgpuq's second size (2^20)")
     ap.add_argument("--rounds", type=int, default=8, help="alternating rounds per row (default 8)")
+    ap.add_argument("--rows", choices=("issue13", "load"), default="issue13",
+                    help="issue 13's rows (default) or issue 28's (bench/load.py)")
+    ap.add_argument("--json", action="store_true", help="one JSON object instead of the table")
     ap.add_argument("--worker", choices=WORKER_MODES, help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--reps", type=int, help=argparse.SUPPRESS)
@@ -212,6 +292,14 @@ def main() -> int:
             proc.kill()
             proc.wait()
         return 2
+    if a.rows == "load":
+        rc = 1
+        try:
+            rc = load_rows(a, sock, backend, large_n, small_reps, large_reps)
+        finally:
+            if proc is not None and not stop_daemon("py_bench", proc):
+                rc = 1  # said on stderr
+        return rc
     rows = []
     try:
         rounds = max(1, a.rounds)

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* py_peer.c - libgpuq's figures for bench/py_bench.py (issue 13's targets).
  *
- * gpuq_py_peer --socket PATH --mode small|shm [--n N] [--reps R] [--warmup W]
+ * gpuq_py_peer --socket PATH --mode small|shm|auto [--n N] [--reps R] [--warmup W]
  *
  * small: a float32 sum normalize of N values (default 1024) one at a time
  * by socket (gpuq_normalize_1d, transport SOCKET), as the Python client's
  * serial calls do. shm: the same of N values (default 2^24) with input and
  * output in an arena of the connection (no array byte on the socket).
+ * auto: the same of N values (default 2^24) in the caller's own malloc'ed
+ * memory with libgpuq's default transport (AUTO: large arrays go through
+ * its staging arena, a copy in and a copy out), as a plain C caller makes
+ * the call (bench/load.py and py_bench.py's issue-28 rows).
  * Each call is timed on its own (CLOCK_MONOTONIC); the result is checked
  * (sum of the output within 1e-3 of 1). Prints one line:
  *   p50_us=... p10_us=... p90_us=... min_us=... ok=R errors=E backend=...
@@ -36,7 +40,7 @@ static int cmp_double(const void *a, const void *b)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: gpuq_py_peer --socket PATH --mode small|shm [--n N] [--reps R] "
+    fprintf(stderr, "usage: gpuq_py_peer --socket PATH --mode small|shm|auto [--n N] [--reps R] "
                     "[--warmup W]\n");
 }
 
@@ -71,17 +75,17 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    int shm = mode && !strcmp(mode, "shm");
-    if (!sock || !mode || (!shm && strcmp(mode, "small"))) {
+    int shm = mode && !strcmp(mode, "shm"), aut = mode && !strcmp(mode, "auto");
+    if (!sock || !mode || (!shm && !aut && strcmp(mode, "small"))) {
         usage();
         return 2;
     }
     if (!n)
-        n = shm ? (1u << 24) : 1024;
+        n = shm || aut ? (1u << 24) : 1024;
     if (reps <= 0)
-        reps = shm ? 15 : 2000;
+        reps = shm || aut ? 15 : 2000;
     if (warmup < 0)
-        warmup = shm ? 2 : 100;
+        warmup = shm || aut ? 2 : 100;
 
     gpuq_connect_opts o = {.socket_path = sock, .client_name = "gpuq_py_peer", .device = -1};
     gpuq_conn *c = NULL;
@@ -97,7 +101,7 @@ int main(int argc, char **argv)
     gpuq_arena *a = NULL;
     if (!t)
         goto err_after_connect;
-    if (gpuq_set_transport(c, GPUQ_TRANSPORT_SOCKET)) {
+    if (gpuq_set_transport(c, aut ? GPUQ_TRANSPORT_AUTO : GPUQ_TRANSPORT_SOCKET)) {
         fprintf(stderr, "py_peer: transport: %s\n", gpuq_errmsg(c));
         goto err_after_connect;
     }

@@ -112,7 +112,8 @@ static void server_maybe_destroy_backend(server *srv)
 {
     if (!srv->finishing || srv->sessions || !srv->b || srv->b->ops->inflight(srv->b) != 0)
         return;
-    staging_destroy(&srv->st);
+    staging_destroy(&srv->st); /* its memory to the pinning thread */
+    pinner_close(&srv->pin);   /* which frees it, and is joined */
     srv->b->ops->destroy(srv->b);
     srv->b = NULL;
 }
@@ -137,6 +138,7 @@ static void server_finish(server *srv)
         next = s->next;
         session_close(s);
     }
+    session_layer_stop_io(srv);
     server_maybe_destroy_backend(srv);
 }
 
@@ -145,14 +147,18 @@ static void server_finish(server *srv)
 static void server_staging_sweep(server *srv, uint64_t now)
 {
     staging *st = &srv->st;
-    if (st->reserves != srv->sweep_reserves || !srv->staging_idle_since_ns) {
-        srv->sweep_reserves = st->reserves;
+    /* a grow started or in flight is activity too: its memory is for a
+     * waiter, not to be given back before it reserved */
+    uint64_t seen = st->reserves + st->grows_started;
+    if (seen != srv->sweep_reserves || !srv->staging_idle_since_ns || st->grows) {
+        srv->sweep_reserves = seen;
         srv->staging_idle_since_ns = now;
         return;
     }
-    /* Only with nothing on the backend: freeing page-locked memory
-     * (cudaFreeHost) waits for the whole device, which must not stall the
-     * loop behind a long kernel. */
+    /* The memory is freed on the pinning thread (pinner.h), never on the
+     * loop; still only with nothing on the backend, because cudaFreeHost
+     * waits for the whole device and a grow queued behind it on that
+     * thread would wait as long. */
     double after = srv->cfg.staging_release_s;
     if (st->capacity <= srv->cfg.staging_keep ||
         (double)(now - srv->staging_idle_since_ns) < after * 1e9 || !srv->b ||

@@ -20,6 +20,7 @@
 #include "config.h"
 #include "frame.h"
 #include "header.h"
+#include "io_pool.h"
 #include "metrics.h"
 #include "policy.h"
 #include "sdnotify.h"
@@ -62,6 +63,8 @@ struct request {
     gpuq_job job;
     staging_slot *slot; /* owned; NULL when none */
     size_t out_off;     /* result offset in the slot */
+    /* the staging grow it waits for (staging.h: staging_reserve_wait), or 0 */
+    uint64_t staging_ticket;
     int status;
     char message[160];
     uint8_t *info; /* owned msgpack value (hello/status) */
@@ -176,6 +179,16 @@ struct session {
     uint64_t taken_ns;        /* when it last took one, or had none to take */
     bool eof;                 /* the client shut its side down (half-close) */
     uint64_t linger_until_ns; /* closing after a final reply: hard close then */
+    /* bulk bytes on the I/O threads (session.c, io_pool.h): a payload's
+     * rest of at least cfg.io_bulk_min is read by io.rd, a reply group that
+     * large written by io.wr; each holds a reference while submitted */
+    io_conn io;
+    bool io_on;              /* io holds the pipe's fd */
+    uint64_t io_rd_seen;     /* bytes of io.rd already counted */
+    session_frame *io_first; /* the group io.wr writes (linked by next) */
+    session_frame *io_held;  /* encoded, waits for io.wr's group (then goes first) */
+    uv_buf_t io_held_bufs[2];
+    unsigned io_held_n;
 };
 
 /* What the session (transport) hands up: the request module's functions
@@ -256,12 +269,16 @@ struct server {
     bool turn_pending;
     uv_prepare_t flush_prep; /* session.c: listed sessions write their replies */
     bool flush_init, flush_on;
-    session *flush_head;  /* sessions with replies to write (flush_next) */
-    uint64_t read_yields; /* times a session yielded after SESSION_READ_BUDGET */
+    session *flush_head;          /* sessions with replies to write (flush_next) */
+    uint64_t read_yields;         /* times a session yielded after SESSION_READ_BUDGET */
+    io_pool *io;                  /* session.c: the I/O threads; NULL: bulk on the loop */
+    uint64_t io_reads, io_writes; /* payloads and reply groups they moved */
     config cfg;
     backend *b;
     char backend_why[256];
     staging st;
+    /* planes/pinner.h: pins and unpins host memory off the loop */
+    pinner pin;
     stats stats;
     metrics metrics;
     uv_pipe_t listener;

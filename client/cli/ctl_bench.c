@@ -13,7 +13,19 @@
  * --warmup, for --duration) are counted and timed; the main thread draws a
  * live line a second on a terminal (ctl_progress_wanted). At the end of the
  * window the clients stop submitting, read what is outstanding, and the
- * summary is printed: text, or one JSON object with --json.
+ * summary is printed (ctl_bench_report.c): text, or one JSON object with
+ * --json. --op ping: the measured clients time gpuq_ping round trips
+ * instead, one at a time.
+ *
+ * Streamers (--bulk B, the isolation scenario): B more clients, each its
+ * own session with its own priority (--bulk-priority, low by default) and
+ * transport (--bulk-transport, socket by default), keep --bulk-depth f32
+ * sum normalizes of --bulk-size values in flight through the same warm-up
+ * and window as the measured clients, and stop with them; their figures
+ * are reported apart. --baseline first runs the measured clients alone
+ * (the same warm-up and window, the streamers connected but idle), then
+ * again beside the streamers, and reports both and their ratios: the
+ * slowdown the streamers cause, from one command and the same sessions.
  *
  * Latency: each client stores its samples (microseconds, doubles), at most
  * BENCH_SAMPLES_TOTAL over all clients (and BENCH_SAMPLES_CLIENT_MAX for
@@ -23,15 +35,14 @@
  * exact. The live line's percentiles come from a histogram of ~5 % buckets.
  *
  * Failures: a reply with an error, or a result that fails its check, is an
- * error (counted in the warm-up and the drain too; exit 1, the first named
- * on stderr); req/s, MB/s and the latencies count successes only; a run in
- * which no request finished inside the window exits 1 as well. A submit
- * that libgpuq refuses (nothing sent: the same request would be refused
- * again) or a connection that breaks ends that client. Usage errors (2) are
- * found before connecting, but for --depth over max_inflight; no gpuqd (3)
- * at connect. SIGINT, SIGTERM or SIGHUP stop the clients; the summary of
- * what was measured is printed and the exit status is 128 + signal (130
- * for Ctrl-C); a second one ends gpuqctl at once.
+ * error (counted in the warm-up and the drain too, the streamers' and the
+ * baseline's too; exit 1, the first named on stderr); req/s, MB/s and the latencies count successes
+ * only; a run in which no request finished inside the window exits 1 as well. A submit that libgpuq
+ * refuses (nothing sent: the same request would be refused again) or a connection that breaks ends
+ * that client. Usage errors (2) are found before connecting, but for --depth over max_inflight; no
+ * gpuqd (3) at connect. SIGINT, SIGTERM or SIGHUP stop the clients; the summary of what was
+ * measured is printed and the exit status is 128 + signal (130 for Ctrl-C); a second one ends
+ * gpuqctl at once.
  */
 #include <errno.h>
 #include <math.h>
@@ -46,7 +57,7 @@
 
 #include "ctl.h"
 #include "ctl_bench_client.h"
-#include "ctl_json.h"
+#include "ctl_bench_report.h"
 #include "ctl_progress.h"
 
 #define BENCH_SAMPLES_TOTAL (8u << 20)
@@ -153,143 +164,83 @@ static void live_clear(bench_live *lv)
     lv->shown = false;
 }
 
-/* ---- the summary ---- */
-
-typedef struct bench_sum {
-    double duration_s;
-    uint64_t ok, errors;
-    const char *first; /* NULL: none */
-    int first_code;
-    double req_s, mb_s;
-    bench_pct lat;
-} bench_sum;
-
-/* cls[n] after the join; -1: no memory for the percentiles (said). */
-static int summarize(const bench_client *cls, unsigned n, const bench_run *run, bench_sum *s)
-{
-    memset(s, 0, sizeof *s);
-    int64_t first_ns = 0;
-    bench_samples *sets = malloc(n * sizeof *sets);
-    for (unsigned i = 0; i < n; i++) {
-        const bench_client *cl = &cls[i];
-        s->ok += cl->lat.count;
-        s->errors += cl->errors;
-        if (sets)
-            sets[i] = cl->lat; /* a shallow copy: the samples stay the client's */
-        if (cl->errors && (!s->first || cl->first_ns < first_ns)) {
-            s->first = cl->first;
-            s->first_code = cl->first_code;
-            first_ns = cl->first_ns;
-        }
-    }
-    int64_t we = atomic_load(&run->we_ns);
-    s->duration_s = we > run->ws_ns ? (double)(we - run->ws_ns) / 1e9 : 0;
-    s->req_s = s->duration_s > 0 ? (double)s->ok / s->duration_s : 0;
-    s->mb_s = s->req_s * (double)bench_plan_bytes(run->plan) / 1e6;
-    int rc = sets ? bench_percentiles(sets, n, &s->lat) : -1;
-    free(sets);
-    if (rc) {
-        s->lat.p50 = s->lat.p90 = s->lat.p99 = s->lat.p999 = s->lat.max = s->lat.mean = NAN;
-        fprintf(stderr, "gpuqctl: bench: no memory to sort the latencies; percentiles left out\n");
-    }
-    return rc;
-}
-
-typedef struct bench_args {
-    bench_op op;
-    uint64_t size, dim;
-    gpuq_dtype dt;
-    unsigned clients, depth;
-    double duration, warmup;
-} bench_args;
-
-static const char *prio_name(int p)
-{
-    const char *s = gpuq_prio_name(p);
-    return s ? s : "?";
-}
-
-static void print_json(const ctl_ctx *ctx, const bench_args *a, const char *transport, int granted,
-                       const char *backend, const bench_sum *s, int sig)
-{
-    FILE *f = stdout;
-    fprintf(f, "{\"command\":\"bench\",\"op\":\"%s\",\"size\":%llu,", bench_op_names[a->op],
-            (unsigned long long)a->size);
-    if (a->op == BENCH_PAIRWISE || a->op == BENCH_KNN)
-        fprintf(f, "\"dim\":%llu,", (unsigned long long)a->dim);
-    fprintf(f,
-            "\"dtype\":\"%s\",\"clients\":%u,\"depth\":%u,\"transport\":\"%s\","
-            "\"priority\":\"%s\",\"priority_granted\":\"%s\",\"deadline_ms\":%llu,"
-            "\"backend\":",
-            gpuq_dtype_name(a->dt), a->clients, a->depth, transport, prio_name(ctx->priority),
-            prio_name(granted), (unsigned long long)ctx->deadline_ms);
-    ctl_json_str(f, backend);
-    fputs(",\"warmup_s\":", f);
-    ctl_json_num(f, a->warmup);
-    fputs(",\"duration_s\":", f);
-    ctl_json_num(f, round(s->duration_s * 1e6) / 1e6);
-    fprintf(f, ",\"requests\":%llu,\"errors\":%llu,\"first_error\":", (unsigned long long)s->ok,
-            (unsigned long long)s->errors);
-    if (s->first)
-        ctl_json_str(f, s->first);
-    else
-        fputs("null", f);
-    const struct {
-        const char *key;
-        double v;
-    } nums[] = {{"req_s", s->req_s},    {"mb_s", s->mb_s},       {"p50_us", s->lat.p50},
-                {"p90_us", s->lat.p90}, {"p99_us", s->lat.p99},  {"p999_us", s->lat.p999},
-                {"max_us", s->lat.max}, {"mean_us", s->lat.mean}};
-    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
-        fprintf(f, ",\"%s\":", nums[k].key);
-        ctl_json_num(f, round(nums[k].v * 1e3) / 1e3); /* NaN: null */
-    }
-    fprintf(f, ",\"interrupted\":%s}\n", sig ? "true" : "false");
-}
-
-static void print_text(const ctl_ctx *ctx, const bench_args *a, const char *transport, int granted,
-                       const char *backend, const bench_sum *s)
-{
-    char size[64];
-    if (a->op == BENCH_PAIRWISE || a->op == BENCH_KNN)
-        snprintf(size, sizeof size, "%llu x %llu", (unsigned long long)a->size,
-                 (unsigned long long)a->dim);
-    else if (a->op == BENCH_GRID)
-        snprintf(size, sizeof size, "%llu x %llu", (unsigned long long)a->size,
-                 (unsigned long long)a->size);
-    else
-        snprintf(size, sizeof size, "%llu", (unsigned long long)a->size);
-    printf("%-11s %s, size %s, %s\n", "op", bench_op_names[a->op], size, gpuq_dtype_name(a->dt));
-    printf("%-11s %u x depth %u\n", "clients", a->clients, a->depth);
-    printf("%-11s %s\n", "transport", transport);
-    printf("%-11s %s (asked %s)\n", "priority", prio_name(granted), prio_name(ctx->priority));
-    if (ctx->deadline_ms)
-        printf("%-11s %llu ms a request\n", "deadline", (unsigned long long)ctx->deadline_ms);
-    printf("%-11s %s\n", "backend", backend);
-    printf("%-11s %.3f s (after %.3g s of warm-up)\n", "duration", s->duration_s, a->warmup);
-    printf("%-11s %llu\n", "requests", (unsigned long long)s->ok);
-    if (s->first)
-        printf("%-11s %llu (first: %s)\n", "errors", (unsigned long long)s->errors, s->first);
-    else
-        printf("%-11s 0\n", "errors");
-    printf("%-11s %.0f req/s, %.1f MB/s\n", "throughput", s->req_s, s->mb_s);
-    if (s->ok)
-        printf("%-11s p50 %.1f, p90 %.1f, p99 %.1f, p99.9 %.1f, max %.1f us\n", "latency",
-               s->lat.p50, s->lat.p90, s->lat.p99, s->lat.p999, s->lat.max);
-    else
-        printf("%-11s - (no request completed in the measured time)\n", "latency");
-}
-
 /* ---- the command ---- */
+
+/* "--bulk-size" given without --bulk: a usage error naming it. */
+static int bulk_alone(ctl_ctx *ctx, const char *const *vals, const char *const *names, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (vals[k])
+            return ctl_usage_error(ctx, "%s needs --bulk C (the streamers it describes)", names[k]);
+    return 0;
+}
+
+/* The streamers' options into a (a->bulk set). */
+static int parse_bulk(ctl_ctx *ctx, bench_args *a, const char *size_s, const char *depth_s,
+                      const char *tr_s, const char *prio_s)
+{
+    uint64_t v;
+    if (size_s &&
+        (ctl_parse_u64(size_s, &a->bulk_size) || a->bulk_size < 1 || a->bulk_size > BENCH_MAX_SIZE))
+        return ctl_usage_error(ctx, "bad --bulk-size '%s' (1 .. %llu)", size_s, BENCH_MAX_SIZE);
+    if (depth_s && (ctl_parse_u64(depth_s, &v) || v < 1 || v > (1u << 20)))
+        return ctl_usage_error(ctx, "bad --bulk-depth '%s' (1 .. gpuqd's max_inflight)", depth_s);
+    a->bulk_depth = depth_s ? (unsigned)v : a->bulk_depth;
+    if (tr_s && ctl_parse_transport(tr_s, &a->bulk_transport))
+        return ctl_usage_error(ctx, "bad --bulk-transport '%s' (socket|shm|auto)", tr_s);
+    if (prio_s && ctl_parse_priority(prio_s, &a->bulk_priority))
+        return ctl_usage_error(ctx, "bad --bulk-priority '%s' (low|normal|high or -1|0|1)", prio_s);
+    return 0;
+}
+
+static int parse_op(ctl_ctx *ctx, const char *op_s, bench_args *a)
+{
+    if (!strcmp(op_s, "ping")) {
+        a->ping = true;
+        return 0;
+    }
+    int k = 0;
+    while (k < BENCH_NOPS && strcmp(op_s, bench_op_names[k]) != 0)
+        k++;
+    if (k < BENCH_NOPS) {
+        a->op = (bench_op)k;
+        return 0;
+    }
+    const char *names[BENCH_NOPS + 1];
+    for (int j = 0; j < BENCH_NOPS; j++)
+        names[j] = bench_op_names[j];
+    names[BENCH_NOPS] = "ping";
+    const char *near = ctl_suggest(op_s, names, BENCH_NOPS + 1);
+    if (near)
+        return ctl_usage_error(ctx, "bad --op '%s': did you mean %s? (%s)", op_s, near,
+                               "normalize|haversine|pairwise|grid|knn|ping");
+    return ctl_usage_error(ctx, "bad --op '%s' (normalize|haversine|pairwise|grid|knn|ping)", op_s);
+}
 
 static int parse_args(ctl_ctx *ctx, int argc, const char **argv, bench_args *a)
 {
     const char *op_s = NULL, *size_s = NULL, *dim_s = NULL, *dtype_s = NULL, *clients_s = NULL,
-               *depth_s = NULL, *dur_s = NULL, *warm_s = NULL;
+               *depth_s = NULL, *dur_s = NULL, *warm_s = NULL, *bulk_s = NULL;
+    /* the streamers' options, in bulk_names' order */
+    static const char *const bulk_names[] = {"--bulk-size", "--bulk-depth", "--bulk-transport",
+                                             "--bulk-priority"};
+    const char *bv[4] = {NULL, NULL, NULL, NULL};
+    bool baseline = false;
     const ctl_opt opts[] = {
-        {"--op", &op_s, NULL},        {"--size", &size_s, NULL},       {"--dim", &dim_s, NULL},
-        {"--dtype", &dtype_s, NULL},  {"--clients", &clients_s, NULL}, {"--depth", &depth_s, NULL},
-        {"--duration", &dur_s, NULL}, {"--warmup", &warm_s, NULL},
+        {"--op", &op_s, NULL},
+        {"--size", &size_s, NULL},
+        {"--dim", &dim_s, NULL},
+        {"--dtype", &dtype_s, NULL},
+        {"--clients", &clients_s, NULL},
+        {"--depth", &depth_s, NULL},
+        {"--duration", &dur_s, NULL},
+        {"--warmup", &warm_s, NULL},
+        {"--bulk", &bulk_s, NULL},
+        {"--bulk-size", &bv[0], NULL},
+        {"--bulk-depth", &bv[1], NULL},
+        {"--bulk-transport", &bv[2], NULL},
+        {"--bulk-priority", &bv[3], NULL},
+        {"--baseline", NULL, &baseline},
     };
     const char *pos[1];
     int npos;
@@ -304,21 +255,13 @@ static int parse_args(ctl_ctx *ctx, int argc, const char **argv, bench_args *a)
                       .clients = 1,
                       .depth = 1,
                       .duration = 5,
-                      .warmup = 0.5};
-    if (op_s) {
-        int k = 0;
-        while (k < BENCH_NOPS && strcmp(op_s, bench_op_names[k]) != 0)
-            k++;
-        if (k == BENCH_NOPS) {
-            const char *near = ctl_suggest(op_s, bench_op_names, BENCH_NOPS);
-            if (near)
-                return ctl_usage_error(ctx, "bad --op '%s': did you mean %s? (%s)", op_s, near,
-                                       "normalize|haversine|pairwise|grid|knn");
-            return ctl_usage_error(ctx, "bad --op '%s' (normalize|haversine|pairwise|grid|knn)",
-                                   op_s);
-        }
-        a->op = (bench_op)k;
-    }
+                      .warmup = 0.5,
+                      .bulk_depth = 2,
+                      .bulk_size = 4u << 20, /* 16 MiB of f32 */
+                      .bulk_priority = GPUQ_PRIO_LOW,
+                      .bulk_transport = GPUQ_TRANSPORT_SOCKET};
+    if (op_s && (rc = parse_op(ctx, op_s, a)))
+        return rc;
     if (size_s && (ctl_parse_u64(size_s, &a->size) || a->size < 1 || a->size > BENCH_MAX_SIZE))
         return ctl_usage_error(ctx, "bad --size '%s' (1 .. %llu)", size_s, BENCH_MAX_SIZE);
     if (dim_s && (ctl_parse_u64(dim_s, &a->dim) || a->dim < 1 || a->dim > BENCH_MAX_DIM))
@@ -338,10 +281,23 @@ static int parse_args(ctl_ctx *ctx, int argc, const char **argv, bench_args *a)
     if (depth_s && (ctl_parse_u64(depth_s, &v) || v < 1 || v > (1u << 20)))
         return ctl_usage_error(ctx, "bad --depth '%s' (1 .. gpuqd's max_inflight)", depth_s);
     a->depth = depth_s ? (unsigned)v : a->depth;
+    if (a->ping && a->depth != 1)
+        return ctl_usage_error(ctx, "--op ping: each client has one ping in flight (--depth 1)");
     if (dur_s && (ctl_parse_double(dur_s, &a->duration) || !(a->duration > 0) || a->duration > 1e6))
         return ctl_usage_error(ctx, "bad --duration '%s' (seconds, more than 0)", dur_s);
     if (warm_s && (ctl_parse_double(warm_s, &a->warmup) || !(a->warmup >= 0) || a->warmup > 1e6))
         return ctl_usage_error(ctx, "bad --warmup '%s' (seconds, 0 or more)", warm_s);
+    if (bulk_s && (ctl_parse_u64(bulk_s, &v) || v > BENCH_MAX_CLIENTS))
+        return ctl_usage_error(ctx, "bad --bulk '%s' (0 .. %u)", bulk_s, BENCH_MAX_CLIENTS);
+    a->bulk = bulk_s ? (unsigned)v : 0;
+    if (!a->bulk && (rc = bulk_alone(ctx, bv, bulk_names, 4)))
+        return rc;
+    if (a->bulk && (rc = parse_bulk(ctx, a, bv[0], bv[1], bv[2], bv[3])))
+        return rc;
+    a->baseline = baseline;
+    if (baseline && !a->bulk)
+        return ctl_usage_error(ctx, "--baseline needs --bulk C (it measures the clients without "
+                                    "the streamers first)");
     return 0;
 }
 
@@ -365,10 +321,12 @@ static int start_clients(bench_client *cls, unsigned n, bench_run *run)
         return ctl_failf(GPUQ_E_INTERNAL, "pthread_sigmask: %s", strerror(rc));
     int fail = 0;
     for (unsigned i = 0; i < n; i++) {
-        atomic_fetch_add(&run->running, 1);
+        if (!cls[i].bulk)
+            atomic_fetch_add(&run->running, 1);
         rc = pthread_create(&cls[i].thread, NULL, bench_client_main, &cls[i]);
         if (rc != 0) {
-            atomic_fetch_sub(&run->running, 1);
+            if (!cls[i].bulk)
+                atomic_fetch_sub(&run->running, 1);
             fail = ctl_failf(GPUQ_E_NO_MEMORY, "cannot start client thread %u: %s", i + 1,
                              strerror(rc));
             break;
@@ -380,20 +338,21 @@ static int start_clients(bench_client *cls, unsigned n, bench_run *run)
     return fail;
 }
 
-/* Run the window: the live line until it ends, every client finished or a
- * signal came; then stop the clients and join them. Returns the signal. */
-static int run_window(bench_client *cls, unsigned n, bench_run *run, int64_t we)
+/* Run the window: the live line (of the nlive measured clients) until it
+ * ends, every measured client finished or a signal came; then stop all n
+ * clients (the streamers too) and join them. Returns the signal. */
+static int run_window(bench_client *cls, unsigned nlive, unsigned n, bench_run *run, int64_t we,
+                      uint64_t req_bytes)
 {
     bench_live lv = {.on = ctl_progress_wanted(), .tty = isatty(STDERR_FILENO) == 1};
     lv.last_ns = run->ws_ns;
     int64_t next = run->ws_ns + BENCH_NS;
-    uint64_t req_bytes = bench_plan_bytes(run->plan);
     while (bench_sig == 0 && atomic_load(&run->running) > 0 && !atomic_load(&run->stop)) {
         int64_t t = bench_now_ns();
         if (t >= we)
             break;
         if (lv.on && t >= next) {
-            live_draw(&lv, cls, n, run, req_bytes);
+            live_draw(&lv, cls, nlive, run, req_bytes);
             next += BENCH_NS;
         }
         int64_t wake = t + BENCH_NS / 20; /* notice finished clients soon */
@@ -419,13 +378,109 @@ static int run_window(bench_client *cls, unsigned n, bench_run *run, int64_t we)
     return sig;
 }
 
-static const char *err_text(int code, const char *msg)
+/* One measured run of cls[n] (the first nlive the measured clients): the
+ * warm-up, then the window. 0 or an error code (said); *sig the signal
+ * that stopped it. */
+static int run_phase(bench_client *cls, unsigned nlive, unsigned n, bench_run *run,
+                     const bench_args *a, uint64_t req_bytes, int *sig)
 {
-    const char *name = gpuq_errname(code);
-    size_t nl = strlen(name);
-    if (strncmp(msg, name, nl) == 0 && msg[nl] == ':' && msg[nl + 1] == ' ')
-        return msg + nl + 2;
-    return msg;
+    int64_t t0 = bench_now_ns();
+    run->ws_ns = t0 + (int64_t)(a->warmup * 1e9);
+    int64_t we = run->ws_ns + (int64_t)(a->duration * 1e9);
+    atomic_store(&run->we_ns, we);
+    atomic_store(&run->stop, false);
+    atomic_store(&run->running, 0);
+    int rc = start_clients(cls, n, run);
+    if (rc)
+        atomic_store(&run->stop, true); /* those started stop at once */
+    *sig = run_window(cls, nlive, n, run, we, req_bytes);
+    return rc;
+}
+
+/* Connect and set up client i of cls (measured below a->clients, then the
+ * streamers). 0 or an exit status (message printed). */
+static int client_open(ctl_ctx *ctx, const bench_args *a, bench_client *cls, unsigned i,
+                       const bench_plan *plan, const bench_plan *bplan, bench_run *run)
+{
+    bench_client *cl = &cls[i];
+    bool bulk = i >= a->clients;
+    ctl_ctx cc = *ctx;
+    if (bulk) { /* the streamers' session: their priority and transport, no deadline */
+        cc.priority = a->bulk_priority;
+        cc.transport = a->bulk_transport;
+        cc.deadline_ms = 0;
+    }
+    size_t share = BENCH_SAMPLES_TOTAL / a->clients;
+    share = share < BENCH_SAMPLES_CLIENT_MIN   ? BENCH_SAMPLES_CLIENT_MIN
+            : share > BENCH_SAMPLES_CLIENT_MAX ? BENCH_SAMPLES_CLIENT_MAX
+                                               : share;
+    cl->run = run;
+    cl->bulk = bulk;
+    cl->plan = bulk ? bplan : a->ping ? NULL : plan;
+    cl->depth = bulk ? a->bulk_depth : a->depth;
+    int rc = ctl_connect(&cc, &cl->c);
+    if (rc)
+        return rc;
+    uint32_t maxin = gpuq_info(cl->c)->limits.max_inflight;
+    if ((i == 0 || i == a->clients) && cl->depth > maxin)
+        return ctl_usage_error(ctx, "%s %u is over gpuqd's max_inflight (%u)",
+                               bulk ? "--bulk-depth" : "--depth", cl->depth, maxin);
+    char why[512] = "";
+    int src = bench_client_setup(cl, cc.transport, bulk ? BENCH_SAMPLES_CLIENT_MIN : share, i + 1,
+                                 why, sizeof why);
+    if (src)
+        return ctl_failf(src, "%s %u: %s", bulk ? "streamer" : "client",
+                         bulk ? i + 1 - a->clients : i + 1, why);
+    return 0;
+}
+
+/* "shm", "socket" or "mixed": how the arrays of cls[n] travel. */
+static const char *transport_of(const bench_client *cls, unsigned n)
+{
+    unsigned nshm = 0;
+    for (unsigned i = 0; i < n; i++)
+        nshm += cls[i].shm;
+    return nshm == n ? "shm" : nshm ? "mixed" : "socket";
+}
+
+/* The exit status of a finished run (its report printed). */
+static int run_status(const bench_report *r)
+{
+    const bench_sum *sums[3] = {&r->alone, &r->main, &r->bulk}; /* in the order they ran */
+    const char *who[3] = {"alone: ", "", "streamers: "};
+    uint64_t errors = 0;
+    int k0 = -1;
+    for (int k = 0; k < 3; k++) {
+        errors += sums[k]->errors;
+        if (k0 < 0 && sums[k]->errors)
+            k0 = k;
+    }
+    if (fflush(stdout) != 0)
+        return ctl_fail(GPUQ_E_IO, "stdout: write failed");
+    if (r->sig) {
+        fprintf(stderr, "gpuqctl: interrupted\n");
+        return 128 + r->sig;
+    }
+    if (errors)
+        return ctl_failf(sums[k0]->first_code,
+                         "%llu request%s failed or gave a wrong result; the first: %s%s",
+                         (unsigned long long)errors, errors == 1 ? "" : "s", who[k0],
+                         bench_err_text(sums[k0]->first_code, sums[k0]->first));
+    const bench_sum *none = r->a->baseline && r->alone.ok == 0 ? &r->alone
+                            : r->main.ok == 0                  ? &r->main
+                                                               : NULL;
+    if (none) /* measured nothing: no figure a script should take */
+        return ctl_failf(GPUQ_E_TIMEOUT,
+                         "no request finished within the %.3g s measured: one takes longer (a "
+                         "longer --duration, or a smaller --size)",
+                         none->duration_s);
+    return 0;
+}
+
+static void sum_empty(bench_sum *s)
+{
+    memset(s, 0, sizeof *s);
+    s->lat.p50 = s->lat.p90 = s->lat.p99 = s->lat.p999 = s->lat.max = s->lat.mean = NAN;
 }
 
 static int bench_exec(ctl_ctx *ctx, int argc, const char **argv)
@@ -434,98 +489,83 @@ static int bench_exec(ctl_ctx *ctx, int argc, const char **argv)
     int rc = parse_args(ctx, argc, argv, &a);
     if (rc)
         return rc;
-    bench_plan plan;
+    bench_plan plan, bplan;
+    memset(&plan, 0, sizeof plan);
+    memset(&bplan, 0, sizeof bplan);
     char why[512] = "";
-    int prc = bench_plan_make(&plan, a.op, a.dt, a.size, a.dim, why, sizeof why);
+    int prc = a.ping ? 0 : bench_plan_make(&plan, a.op, a.dt, a.size, a.dim, why, sizeof why);
+    if (!prc && a.bulk)
+        prc =
+            bench_plan_make(&bplan, BENCH_NORMALIZE, GPUQ_DT_F32, a.bulk_size, 1, why, sizeof why);
     if (prc) {
-        bench_plan_free(&plan);
-        return ctl_fail(prc, why);
+        rc = ctl_fail(prc, why);
+        goto out_plan;
     }
-    bench_run run = {.plan = &plan};
+    bench_run run;
+    memset(&run, 0, sizeof run);
     atomic_init(&run.we_ns, 0);
     atomic_init(&run.stop, false);
     atomic_init(&run.running, 0);
-    bench_client *cls = calloc(a.clients, sizeof *cls);
+    unsigned total = a.clients + a.bulk;
+    bench_client *cls = calloc(total, sizeof *cls);
     if (!cls) {
         rc = ctl_fail(GPUQ_E_NO_MEMORY, "out of memory");
         goto out_plan;
     }
-    size_t share = BENCH_SAMPLES_TOTAL / a.clients;
-    share = share < BENCH_SAMPLES_CLIENT_MIN   ? BENCH_SAMPLES_CLIENT_MIN
-            : share > BENCH_SAMPLES_CLIENT_MAX ? BENCH_SAMPLES_CLIENT_MAX
-                                               : share;
-    for (unsigned i = 0; i < a.clients; i++) {
-        bench_client *cl = &cls[i];
-        cl->run = &run;
-        cl->depth = a.depth;
-        if ((rc = ctl_connect(ctx, &cl->c)))
+    for (unsigned i = 0; i < total; i++)
+        if ((rc = client_open(ctx, &a, cls, i, &plan, &bplan, &run)))
             goto out_clients;
-        uint32_t maxin = gpuq_info(cl->c)->limits.max_inflight;
-        if (i == 0 && a.depth > maxin) {
-            rc = ctl_usage_error(ctx, "--depth %u is over gpuqd's max_inflight (%u)", a.depth,
-                                 maxin);
-            goto out_clients;
-        }
-        int src = bench_client_setup(cl, ctx->transport, share, i + 1, why, sizeof why);
-        if (src) {
-            rc = ctl_failf(src, "client %u: %s", i + 1, why);
-            goto out_clients;
-        }
-    }
-    unsigned nshm = 0;
-    for (unsigned i = 0; i < a.clients; i++)
-        nshm += cls[i].shm;
-    const char *transport = nshm == a.clients ? "shm" : nshm ? "mixed" : "socket";
     const gpuq_server_info *si = gpuq_info(cls[0].c);
+    bench_report rep = {.a = &a,
+                        .transport = a.ping ? "socket" : transport_of(cls, a.clients),
+                        .granted = si->priority_granted,
+                        .backend = si->backend};
+    sum_empty(&rep.main);
+    sum_empty(&rep.alone);
+    sum_empty(&rep.bulk);
+    if (a.bulk) {
+        rep.bulk_transport = transport_of(cls + a.clients, a.bulk);
+        rep.bulk_granted = gpuq_info(cls[a.clients].c)->priority_granted;
+    }
+    uint64_t req_bytes = a.ping ? 0 : bench_plan_bytes(&plan);
     struct sigaction old[BENCH_NSIG];
     signals_on(old);
-    int64_t t0 = bench_now_ns();
-    run.ws_ns = t0 + (int64_t)(a.warmup * 1e9);
-    int64_t we = run.ws_ns + (int64_t)(a.duration * 1e9);
-    atomic_store(&run.we_ns, we);
-    int sig = 0;
-    if ((rc = start_clients(cls, a.clients, &run)))
-        atomic_store(&run.stop, true); /* those started stop at once */
-    sig = run_window(cls, a.clients, &run, we);
-    signals_off(old);
-    if (rc)
-        goto out_clients;
-    bench_sum s;
-    (void)summarize(cls, a.clients, &run, &s); /* without memory: no percentiles, said */
-    if (ctx->json)
-        print_json(ctx, &a, transport, si->priority_granted, si->backend, &s, sig);
-    else
-        print_text(ctx, &a, transport, si->priority_granted, si->backend, &s);
-    if (fflush(stdout) != 0) {
-        rc = ctl_fail(GPUQ_E_IO, "stdout: write failed");
-    } else if (sig) {
-        fprintf(stderr, "gpuqctl: interrupted\n");
-        rc = 128 + sig;
-    } else if (s.errors) {
-        rc = ctl_failf(s.first_code, "%llu request%s failed or gave a wrong result; the first: %s",
-                       (unsigned long long)s.errors, s.errors == 1 ? "" : "s",
-                       err_text(s.first_code, s.first));
-    } else if (s.ok == 0) { /* measured nothing: no figure a script should take */
-        rc = ctl_failf(GPUQ_E_TIMEOUT,
-                       "no request finished within the %.3g s measured: one takes longer (a "
-                       "longer --duration, or a smaller --size)",
-                       s.duration_s);
-    } else {
-        rc = 0;
+    if (a.baseline) { /* the measured clients alone, then the same beside the streamers */
+        rc = run_phase(cls, a.clients, a.clients, &run, &a, req_bytes, &rep.sig);
+        (void)bench_summarize(cls, a.clients, &run, req_bytes, &rep.alone);
+        for (unsigned i = 0; i < a.clients; i++)
+            bench_client_reset(&cls[i]);
     }
+    if (!rc && !rep.sig) {
+        rc = run_phase(cls, a.clients, total, &run, &a, req_bytes, &rep.sig);
+        (void)bench_summarize(cls, a.clients, &run, req_bytes, &rep.main);
+        if (a.bulk)
+            (void)bench_summarize(cls + a.clients, a.bulk, &run, bench_plan_bytes(&bplan),
+                                  &rep.bulk);
+    }
+    signals_off(old);
+    if (rc) /* a thread that would not start (said) */
+        goto out_clients;
+    if (ctx->json)
+        bench_print_json(ctx, &rep);
+    else
+        bench_print_text(ctx, &rep);
+    rc = run_status(&rep);
 out_clients:
-    for (unsigned i = 0; i < a.clients; i++)
+    for (unsigned i = 0; i < total; i++)
         bench_client_free(&cls[i]);
     free(cls);
 out_plan:
     bench_plan_free(&plan);
+    bench_plan_free(&bplan);
     return rc;
 }
 
 static const ctl_optdoc bench_opts[] = {
     {"--op", NULL, "NAME", "normalize",
      "The op to send: normalize (sum, 1-D), haversine (to 30,101), pairwise (euclidean, rows "
-     "against themselves), grid (the whole globe) or knn (euclidean, k 10)."},
+     "against themselves), grid (the whole globe) or knn (euclidean, k 10); or ping: round trips "
+     "of a ping, one at a time a client (--depth 1; --size, --dim and --dtype unused)."},
     {"--size", NULL, "N", "1024",
      "normalize: N values; haversine: N points; pairwise: N rows of --dim; knn: N rows of --dim, "
      "min(N, 1024) of them the queries; grid: N x N points. 1 .. 2147483648."},
@@ -538,13 +578,28 @@ static const ctl_optdoc bench_opts[] = {
     {"--duration", NULL, "SEC", "5", "Seconds measured, after the warm-up (decimals allowed)."},
     {"--warmup", NULL, "SEC", "0.5",
      "Seconds of load before the measurement; their replies are checked, not counted."},
+    {"--bulk", NULL, "B", "0",
+     "Streamers: B more clients, each its own session, that keep large f32 sum normalizes in "
+     "flight beside the measured clients, through the same warm-up and window (the background "
+     "load of an isolation test). Their figures are reported apart; their errors count."},
+    {"--bulk-size", NULL, "N", "4194304", "Values of each streamer's normalize (16 MiB of f32)."},
+    {"--bulk-depth", NULL, "K", "2", "Normalizes each streamer keeps in flight."},
+    {"--bulk-transport", NULL, "socket|shm|auto", "socket",
+     "How the streamers' arrays travel: over the socket, or in an arena of their session (shm; "
+     "auto as --transport says)."},
+    {"--bulk-priority", NULL, "low|normal|high", "low", "The streamers' sessions' priority."},
+    {"--baseline", NULL, NULL, NULL,
+     "With --bulk: first measure the clients alone (the same warm-up and duration, the "
+     "streamers idle), then beside the streamers, and report both and their p50 and p99 "
+     "ratios."},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 const ctl_entry ctl_bench_entry = {
     .name = "bench",
     .usage = "[--op NAME] [--size N] [--dim D] [--dtype f32|f64] [--clients C] [--depth D] "
-             "[--duration SEC] [--warmup SEC]",
+             "[--duration SEC] [--warmup SEC] [--bulk B] [--bulk-size N] [--bulk-depth K] "
+             "[--bulk-transport socket|shm|auto] [--bulk-priority PRIO] [--baseline]",
     .min_args = 0,
     .max_args = 0,
     .exec = bench_exec,
@@ -559,16 +614,27 @@ const ctl_entry ctl_bench_entry = {
             "clients, depth, transport, priority, priority_granted, deadline_ms (0: none), "
             "backend, warmup_s, "
             "duration_s, requests, errors, first_error (null when none), req_s, mb_s, p50_us, "
-            "p90_us, p99_us, p999_us, max_us, mean_us, interrupted. --priority sets the "
+            "p90_us, p99_us, p999_us, max_us, mean_us, bulk, alone, interrupted. --priority sets "
+            "the "
             "sessions' priority; --transport shm puts each client's arrays in a shared-memory "
             "arena of its session (auto does so when they come to 1 MiB); --deadline MS gives "
             "each request a deadline, and one answered deadline_exceeded is an error, named so "
-            "(first_error). Exit status 1 when any "
+            "(first_error). --op ping times ping round trips instead (op \"ping\", size 0, dtype "
+            "null). --bulk B runs B streamers beside the clients (16 MiB f32 normalizes, 2 in "
+            "flight each, over the socket at low priority unless --bulk-size, --bulk-depth, "
+            "--bulk-transport or --bulk-priority say otherwise); JSON bulk is then an object "
+            "(clients, op, size, dtype, depth, transport, priority, priority_granted, requests, "
+            "errors, first_error and the same figures), else null. --baseline measures the "
+            "clients alone first; JSON alone is then an object (requests, errors, first_error, "
+            "the figures, p50_ratio and p99_ratio: beside the streamers divided by alone), else "
+            "null. Exit status 1 when any "
             "request failed, or when none finished within the measured time; Ctrl-C stops, "
             "prints what was measured and exits 130.",
     .opts = bench_opts,
     .example = "gpuqctl bench --duration 0.3\n"
                "gpuqctl bench --op pairwise --size 128 --clients 2 --depth 4 --duration 0.3\n"
                "gpuqctl --json bench --op=haversine --dtype f64 --duration=0.3 --warmup 0\n"
-               "gpuqctl bench --deadline 2000 --clients 2 --depth 4 --duration 0.3",
+               "gpuqctl bench --deadline 2000 --clients 2 --depth 4 --duration 0.3\n"
+               "gpuqctl bench --bulk 2 --bulk-size 65536 --baseline --duration 0.3\n"
+               "gpuqctl bench --op ping --bulk 1 --bulk-size 65536 --duration 0.3",
 };

@@ -9,11 +9,14 @@
  * submits again into the freed slot. At the window's end it stops
  * submitting and reads what is outstanding (checked, not counted).
  *
+ * A pinging client (no plan) calls gpuq_ping in a loop instead, each
+ * round trip timed as a reply is.
+ *
  * Failures: an error reply or a wrong result is an error, and the client
  * goes on. A submit libgpuq refuses (nothing was sent: the same request
  * would be refused again) ends the client; so does a broken connection,
- * whose outstanding requests all count as errors. The first error's code,
- * time and message are kept.
+ * whose outstanding requests all count as errors; so does a failed ping.
+ * The first error's code, time and message are kept.
  */
 #include "ctl_bench_client.h"
 
@@ -75,11 +78,25 @@ static bool client_may_submit(const bench_client *cl)
            bench_now_ns() < atomic_load_explicit(&run->we_ns, memory_order_relaxed);
 }
 
-/* One client's thread: depth requests in flight until the window ends. */
-void *bench_client_main(void *arg)
+/* A pinging client: one gpuq_ping at a time until the window ends. */
+static void client_pings(bench_client *cl)
 {
-    bench_client *cl = arg;
-    const bench_plan *p = cl->run->plan;
+    while (client_may_submit(cl)) {
+        int64_t t0 = bench_now_ns();
+        int rc = gpuq_ping(cl->c);
+        int64_t t = bench_now_ns();
+        if (rc) {
+            client_error(cl, rc, t, gpuq_errmsg(cl->c), 1);
+            break;
+        }
+        client_ok(cl, t0, t);
+    }
+}
+
+/* depth requests of the plan in flight until the window ends. */
+static void client_requests(bench_client *cl)
+{
+    const bench_plan *p = cl->plan;
     uint64_t sent = 0, got = 0;
     bool sending = true;
     char why[512];
@@ -121,7 +138,18 @@ void *bench_client_main(void *arg)
         }
         client_ok(cl, s->t_sub, t);
     }
-    atomic_fetch_sub(&cl->run->running, 1);
+}
+
+/* One client's thread. */
+void *bench_client_main(void *arg)
+{
+    bench_client *cl = arg;
+    if (cl->plan)
+        client_requests(cl);
+    else
+        client_pings(cl);
+    if (!cl->bulk)
+        atomic_fetch_sub(&cl->run->running, 1);
     return NULL;
 }
 
@@ -137,7 +165,7 @@ static uint64_t align64(uint64_t n)
  * arena to be had: the socket), or an error code (message in why). */
 static int client_arena(bench_client *cl, int transport, const void **in, char *why, size_t cap)
 {
-    const bench_plan *p = cl->run->plan;
+    const bench_plan *p = cl->plan;
     const gpuq_server_info *si = gpuq_info(cl->c);
     uint64_t bytes = bench_plan_bytes(p);
     if (transport == GPUQ_TRANSPORT_SOCKET ||
@@ -185,8 +213,10 @@ err_full:
 int bench_client_setup(bench_client *cl, int transport, size_t cap_max, uint64_t seed, char *why,
                        size_t cap)
 {
-    const bench_plan *p = cl->run->plan;
+    const bench_plan *p = cl->plan;
     bench_samples_init(&cl->lat, cap_max, seed);
+    if (!p) /* it pings */
+        return 0;
     if (!(cl->res = gpuq_result_new()) || !(cl->slots = calloc(cl->depth, sizeof *cl->slots))) {
         snprintf(why, cap, "out of memory");
         return GPUQ_E_NO_MEMORY;
@@ -223,4 +253,17 @@ void bench_client_free(bench_client *cl)
     gpuq_result_free(cl->res);
     gpuq_close(cl->c); /* and its arena */
     bench_samples_free(&cl->lat);
+}
+
+void bench_client_reset(bench_client *cl)
+{
+    bench_samples_clear(&cl->lat);
+    cl->errors = 0;
+    cl->first_code = 0;
+    cl->first_ns = 0;
+    cl->first[0] = '\0';
+    atomic_store(&cl->live_ok, 0);
+    atomic_store(&cl->live_err, 0);
+    for (int b = 0; b < BENCH_HIST_BUCKETS; b++)
+        atomic_store(&cl->hist[b], 0);
 }

@@ -2,7 +2,10 @@
 /* ctl_bench_client.h - one client of gpuqctl bench (ctl_bench_client.c):
  * a session of its own, its output buffers and requests (in an arena of the
  * session under shm), and the thread that keeps --depth requests in flight
- * until the run's window ends, checking and timing every reply.
+ * until the run's window ends, checking and timing every reply. A client
+ * is one of the measured ones, or a streamer (bulk: the background load of
+ * --bulk, its own plan, not counted in run->running); a measured client may
+ * ping instead (--op ping: gpuq_ping, one at a time, no plan).
  *
  * A client is set up on the main thread (bench_client_setup, after
  * ctl_connect gave it c), runs on its own (bench_client_main), and is read
@@ -26,11 +29,10 @@
 /* ---- the run, shared by the clients ---- */
 
 typedef struct bench_run {
-    const bench_plan *plan;
     int64_t ws_ns;         /* the measured window starts (after the warm-up) */
     _Atomic int64_t we_ns; /* and ends: ws + duration, or when stopped */
     atomic_bool stop;      /* submit no more */
-    atomic_int running;    /* clients not yet finished */
+    atomic_int running;    /* measured clients not yet finished (streamers not counted) */
 } bench_run;
 
 typedef struct bench_slot {
@@ -40,9 +42,11 @@ typedef struct bench_slot {
 } bench_slot;
 
 typedef struct bench_client {
-    bench_run *run; /* borrowed */
-    gpuq_conn *c;   /* owned */
-    bool shm;       /* its arrays in an arena of c (owned by c) */
+    bench_run *run;         /* borrowed */
+    const bench_plan *plan; /* borrowed; NULL for a pinging client */
+    gpuq_conn *c;           /* owned */
+    bool bulk;              /* a streamer: not counted in run->running */
+    bool shm;               /* its arrays in an arena of c (owned by c) */
     unsigned depth;
     bench_slot *slots; /* owned, depth of them */
     gpuq_result *res;  /* owned */
@@ -67,7 +71,8 @@ int64_t bench_now_ns(void);
 int bench_hist_bucket(double us);
 double bench_hist_value(int b);
 
-/* cl->run, cl->c and cl->depth set: its buffers and requests; the arrays
+/* cl->run, cl->plan, cl->c, cl->depth (and cl->bulk) set: its buffers
+ * and requests (none without a plan: it pings); the arrays
  * in an arena of cl->c under shm (auto: when gpuqd offers arenas and they
  * come to GPUQ_SHM_MIN_BYTES), else the heap (inputs: the plan's, shared).
  * Latencies stored up to cap_max, then a reservoir seeded by seed. 0, or an
@@ -76,9 +81,14 @@ double bench_hist_value(int b);
 int bench_client_setup(bench_client *cl, int transport, size_t cap_max, uint64_t seed, char *why,
                        size_t cap);
 void bench_client_free(bench_client *cl);
+/* Forget what cl measured (latencies, errors, live counters), between two
+ * runs of the same clients (--baseline); its buffers and session stay. */
+void bench_client_reset(bench_client *cl);
 /* The client's thread (pthread_create's start routine, arg a
  * bench_client): submit and read until the window ends or run->stop, then
- * read what is outstanding; decrements run->running at the end. */
+ * read what is outstanding; decrements run->running at the end (a
+ * measured client). Without a plan: gpuq_ping round trips, one at a time;
+ * a failed ping is an error and ends the client. */
 void *bench_client_main(void *arg);
 
 #endif

@@ -60,6 +60,13 @@ void bench_samples_free(bench_samples *s)
     s->n = s->cap = 0;
 }
 
+void bench_samples_clear(bench_samples *s)
+{
+    s->n = 0;
+    s->count = 0;
+    s->max = 0;
+}
+
 typedef struct wsample {
     double v, w;
 } wsample;

@@ -31,6 +31,8 @@ void bench_samples_init(bench_samples *s, size_t cap_max, uint64_t seed);
  * a reservoir of what it has. */
 void bench_samples_add(bench_samples *s, double v);
 void bench_samples_free(bench_samples *s);
+/* Forget every latency given (the array is kept for the next ones). */
+void bench_samples_clear(bench_samples *s);
 
 typedef struct bench_pct {
     double p50, p90, p99, p999; /* nearest rank over the weighted samples */

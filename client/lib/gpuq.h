@@ -226,7 +226,17 @@ void gpuq_arena_free(gpuq_arena *a, void *p);
  *
  * GPUQ_TRANSPORT_SOCKET: never stage. GPUQ_TRANSPORT_SHM: stage arrays of
  * any size; a blocking call whose arrays cannot be staged fails (the
- * arena_open's code, the message says so) and nothing is sent. */
+ * arena_open's code, the message says so) and nothing is sent.
+ *
+ * The copies into and out of the staging arena are spread over a small
+ * process-wide pool of threads, in chunks, when a side's arrays come to
+ * 1 MiB or more (less: one memcpy on the calling thread). The pool starts
+ * at the first such copy with min(8, usable CPUs / 2) threads that copy,
+ * the calling thread counted; the environment's GPUQ_COPY_THREADS (1..64)
+ * read then overrides it, 1 meaning never a thread. Its threads block all
+ * signals. A child after fork starts its own pool when it needs one. When
+ * threads cannot be started, or another thread's copy has the pool, a copy
+ * is a plain memcpy: the bytes are the same either way. */
 typedef enum gpuq_transport {
     GPUQ_TRANSPORT_AUTO = 0,
     GPUQ_TRANSPORT_SOCKET = 1,

@@ -6,7 +6,9 @@
  * out in the connection's staging arena, each on a 64-byte boundary (the
  * inputs, then the outputs), the inputs copied in, and the request names
  * them by reference; when the reply is in, the outputs are copied out to
- * the caller's buffers. The arena is opened on first use and grown by
+ * the caller's buffers. Both copies go through copy_pool.c: chunked over
+ * the process's copy threads from COPY_POOL_MIN bytes on, one memcpy on
+ * this thread below that. The arena is opened on first use and grown by
  * closing it and opening a larger one (twice the old size, at least what
  * the request needs, at most the session's session_arena), so a run of
  * growing requests reopens it only a few times.
@@ -25,6 +27,7 @@
 
 #include "conn_defs.h"
 #include "conn_err.h"
+#include "copy_pool.h"
 
 #define STAGE_ALIGN 64u
 
@@ -148,11 +151,12 @@ static int stage_begin(gpuq_conn *c, const stage_io *io, gpuq_ref *in_refs, gpuq
     int rc = stage_area(c, bytes, need, &base, &id);
     if (rc || !base)
         return rc;
+    copy_seg seg[REQ_MAX_IO];
     for (uint32_t k = 0; k < io->nin; k++) {
-        if (io->in_len[k])
-            memcpy((uint8_t *)base + in_off[k], io->in[k], (size_t)io->in_len[k]);
+        seg[k] = (copy_seg){(uint8_t *)base + in_off[k], io->in[k], (size_t)io->in_len[k]};
         in_refs[k] = (gpuq_ref){id, in_off[k], io->in_len[k]};
     }
+    copy_pool_run(seg, io->nin);
     s->nout = io->nout;
     for (uint32_t k = 0; k < io->nout; k++) {
         out_refs[k] = (gpuq_ref){id, out_off[k], io->out_len[k]};
@@ -174,9 +178,10 @@ void stage_end(gpuq_conn *c, bool ok)
     if (!ok || !s->arena)
         return;
     const uint8_t *base = gpuq_arena_base(s->arena);
+    copy_seg seg[REQ_MAX_IO];
     for (uint32_t k = 0; k < s->nout; k++)
-        if (s->out_len[k])
-            memcpy(s->out[k], base + s->out_off[k], (size_t)s->out_len[k]);
+        seg[k] = (copy_seg){s->out[k], base + s->out_off[k], (size_t)s->out_len[k]};
+    copy_pool_run(seg, s->nout);
 }
 
 /* gpuq_call_req's arrays that are in no arena, into the staging arena

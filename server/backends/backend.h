@@ -93,7 +93,15 @@ typedef struct backend_ops {
      * abandoned and job->stop is set; tell its work to stop early. It
      * completes as usual. */
     void (*stop)(backend *b, gpuq_job *job);
-    /* Staging host memory (pinned on CUDA). Large, rare calls. */
+    /* Optional (NULL: the host memory calls below stay on the loop, as
+     * the tests' fake backends want): called once on the thread that will
+     * make them (planes/pinner.c), before any; CUDA makes a device
+     * current there. 0, or a GPUQ_E_* code with why: gpuqd does not
+     * start. */
+    int (*host_thread_init)(backend *b, char *why, size_t cap);
+    /* Staging host memory (pinned on CUDA). Large, rare calls, made on the
+     * pinning thread once host_thread_init ran there (and on the loop
+     * before the first session and at shutdown). */
     void *(*host_alloc)(backend *b, size_t len);
     void (*host_free)(backend *b, void *p);
     /* Optional (NULL: nothing to do, as on CPU): make memory the server
@@ -142,7 +150,42 @@ struct backend {
      * queue (the CPU backend: its thread pool's threads). 0: no limit of its
      * own (CUDA: device_window alone). */
     uint32_t slots;
+    /* Pinning on the loop (issue 28): the loop thread, saved by
+     * backend_mark_serving at the first hello, and the host memory calls
+     * (host_alloc, host_free, host_register, host_unregister; CUDA's own
+     * page-locked flags beyond its slab too) the backend made on it from
+     * then on: status's loop_pins, 0 while the pinner does them all.
+     * serving and loop_pins are read and written with __atomic builtins. */
+    uv_thread_t loop_thread;
+    int serving;
+    uint64_t loop_pins;
 };
+
+/* Sessions are served from now on, on this (the loop) thread. */
+static inline void backend_mark_serving(backend *b)
+{
+    if (__atomic_load_n(&b->serving, __ATOMIC_ACQUIRE))
+        return;
+    b->loop_thread = uv_thread_self();
+    __atomic_store_n(&b->serving, 1, __ATOMIC_RELEASE);
+}
+
+/* A host memory call (pin or unpin) is made now: counted when it is made
+ * on the loop thread while sessions are served. Any thread. */
+static inline void backend_note_pin(backend *b)
+{
+    if (!__atomic_load_n(&b->serving, __ATOMIC_ACQUIRE))
+        return;
+    uv_thread_t self = uv_thread_self();
+    if (uv_thread_equal(&self, &b->loop_thread))
+        __atomic_add_fetch(&b->loop_pins, 1, __ATOMIC_RELAXED);
+}
+
+/* The count backend_note_pin keeps. */
+static inline uint64_t backend_loop_pins(const backend *b)
+{
+    return b ? __atomic_load_n(&b->loop_pins, __ATOMIC_RELAXED) : 0;
+}
 
 /* May job run in a batch? Batching on, its op batchable (op_backend.h),
  * its input + output at most batch_bytes, no timing asked. */

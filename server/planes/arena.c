@@ -101,9 +101,36 @@ static int arena_import_check(int fd, uint64_t *size, char *msg, size_t cap)
     return 0;
 }
 
-int arena_create(arena_table *t, arena_books *bk, backend *b, int fd, uint64_t size,
+static void arena_remove_at(arena_table *t, uint32_t k);
+
+/* The pin of a pending arena finished (loop thread). The job's reference
+ * keeps a alive through the caller's callback. */
+static void arena_pin_done(pin_job *j)
+{
+    arena *a = (arena *)j;
+    int rc = j->status;
+    char why[sizeof j->why];
+    snprintf(why, sizeof why, "%s", j->why[0] ? j->why : gpuq_strerror(rc));
+    if (rc == 0) {
+        a->registered = true;
+        a->ready = true;
+    } else if (a->table) {
+        for (uint32_t k = 0; k < a->table->n; k++)
+            if (a->table->a[k] == a) {
+                arena_remove_at(a->table, k);
+                break;
+            }
+    }
+    arena_pinned_fn pinned = a->pinned;
+    a->pinned = NULL;
+    if (pinned)
+        pinned(a->pinned_arg, a, rc, why);
+    arena_unref(a); /* the job's */
+}
+
+int arena_create(arena_table *t, arena_books *bk, backend *b, pinner *pin, int fd, uint64_t size,
                  uint64_t session_cap, uint64_t total_cap, arena **out, int *fd_out, char *msg,
-                 size_t cap)
+                 size_t cap, arena_pinned_fn pinned, void *arg)
 {
     int rc, own_fd = -1;
     *out = NULL;
@@ -163,7 +190,9 @@ int arena_create(arena_table *t, arena_books *bk, backend *b, int fd, uint64_t s
     a->base = p;
     a->size = size;
     a->b = b;
-    if (b && b->ops->host_register) {
+    a->pin = pin;
+    bool pending = b && b->ops->host_register && pinner_on(pin);
+    if (b && b->ops->host_register && !pending) {
         char why[128] = "";
         if (b->ops->host_register(b, p, (size_t)size, why, sizeof why) != 0) {
             snprintf(msg, cap, "cannot pin the arena for DMA: %s", why);
@@ -175,6 +204,8 @@ int arena_create(arena_table *t, arena_books *bk, backend *b, int fd, uint64_t s
     a->id = ++bk->next_id;
     a->refs = 1; /* the table's */
     a->books = bk;
+    a->ready = !pending;
+    a->table = t;
     bk->bytes += size;
     bk->count++;
     t->a[t->n++] = a;
@@ -184,7 +215,17 @@ int arena_create(arena_table *t, arena_books *bk, backend *b, int fd, uint64_t s
     else if (own_fd >= 0)
         close(own_fd);
     *out = a;
-    return 0;
+    if (!pending)
+        return 0;
+    a->refs++; /* the pin job's */
+    a->pinned = pinned;
+    a->pinned_arg = arg;
+    a->job.kind = PIN_REGISTER;
+    a->job.ptr = a->base;
+    a->job.len = (size_t)a->size;
+    a->job.done = arena_pin_done;
+    pinner_submit(pin, &a->job);
+    return ARENA_PENDING;
 
 err_map:
     munmap(p, (size_t)size);
@@ -199,7 +240,7 @@ err_fd:
 arena *arena_find(arena_table *t, uint64_t id)
 {
     for (uint32_t k = 0; k < t->n; k++)
-        if (t->a[k]->id == id)
+        if (t->a[k]->id == id && t->a[k]->ready)
             return t->a[k];
     return NULL;
 }
@@ -209,22 +250,38 @@ void arena_ref(arena *a)
     a->refs++;
 }
 
+static void arena_release_done(pin_job *j)
+{
+    free((arena *)j);
+}
+
 void arena_unref(arena *a)
 {
     if (--a->refs > 0)
         return;
+    a->books->bytes -= a->size;
+    a->books->count--;
+    if (pinner_on(a->pin)) { /* unpinned and unmapped on the pinning thread */
+        memset(&a->job, 0, sizeof a->job);
+        a->job.kind = PIN_RELEASE;
+        a->job.ptr = a->base;
+        a->job.len = (size_t)a->size;
+        a->job.registered = a->registered && a->b->ops->host_unregister;
+        a->job.done = arena_release_done;
+        pinner_submit(a->pin, &a->job);
+        return;
+    }
     if (a->registered && a->b->ops->host_unregister)
         a->b->ops->host_unregister(a->b, a->base);
     if (munmap(a->base, (size_t)a->size) != 0)
         log_error("arena %llu: munmap: %s", (unsigned long long)a->id, strerror(errno));
-    a->books->bytes -= a->size;
-    a->books->count--;
     free(a);
 }
 
 static void arena_remove_at(arena_table *t, uint32_t k)
 {
     arena *a = t->a[k];
+    a->table = NULL;
     t->bytes -= a->size;
     t->a[k] = t->a[--t->n];
     t->a[t->n] = NULL;
@@ -234,11 +291,21 @@ static void arena_remove_at(arena_table *t, uint32_t k)
 int arena_close(arena_table *t, uint64_t id)
 {
     for (uint32_t k = 0; k < t->n; k++)
-        if (t->a[k]->id == id) {
+        if (t->a[k]->id == id && t->a[k]->ready) {
             arena_remove_at(t, k);
             return 0;
         }
     return GPUQ_E_BAD_ARGUMENT;
+}
+
+void arena_drop(arena_table *t, arena *a)
+{
+    a->pinned = NULL;
+    for (uint32_t k = 0; k < t->n; k++)
+        if (t->a[k] == a) {
+            arena_remove_at(t, k);
+            return;
+        }
 }
 
 void arena_close_all(arena_table *t)

@@ -16,6 +16,14 @@
 #include "stats.h"
 #include "uvx.h"
 
+/* request.c's reply function for answers that come later (loop thread). */
+static void (*control_reply_later)(request *r);
+
+void control_layer_init(void (*reply_later)(request *r))
+{
+    control_reply_later = reply_later;
+}
+
 static int control_info_take(request *r, gpuq_mpw *w)
 {
     int rc = gpuq_mpw_take(w, &r->info, &r->info_len);
@@ -48,6 +56,7 @@ static int control_hello(request *r)
                      gpuq_strerror(rc));
         return rc;
     }
+    backend_mark_serving(srv->b); /* loop_pins counts from here on */
     s->priority = prio;
     snprintf(s->client, sizeof s->client, "%s", r->req.client);
     s->hello_done = true;
@@ -224,30 +233,62 @@ static int control_set_limit(request *r)
 
 /* ---- shared-memory arenas (PROTOCOL.md 3.4; arena.h) ---- */
 
+/* The arena's reply: {"arena": id, "size": bytes}, or the pin's failure
+ * (then no fd goes with it). */
+static int control_arena_reply(request *r, arena *a, int rc, const char *why)
+{
+    if (rc == 0)
+        rc = control_info_uint(r, "arena", a->id, "size", a->size);
+    else
+        snprintf(r->message, sizeof r->message, "cannot pin the arena for DMA: %s", why);
+    if (rc < 0) {
+        uvx_fd_handle_close(r->fd_pipe);
+        r->fd_pipe = NULL;
+        return rc;
+    }
+    log_debug("session %llu: arena %llu of %llu bytes %s", (unsigned long long)r->s->id,
+              (unsigned long long)a->id, (unsigned long long)a->size,
+              r->req.op == GPUQ_OP_ARENA_OPEN ? "created" : "imported");
+    return 0;
+}
+
+/* A pending arena's pin finished (arena.h): r's reply goes now, in its
+ * place in the session's order (its session may have closed meanwhile:
+ * the reply is then dropped, and the arena went with the session). */
+static void control_arena_pinned(void *arg, arena *a, int rc, const char *why)
+{
+    request *r = arg;
+    r->status = control_arena_reply(r, a, rc, why);
+    if (r->status < 0 && !r->message[0])
+        snprintf(r->message, sizeof r->message, "%s", gpuq_strerror(r->status));
+    control_reply_later(r);
+}
+
 /* Create (fd < 0) or import (fd: the client's, borrowed) an arena; reply
  * {"arena": id, "size": bytes}; a created arena's memfd goes with the reply
- * (r->fd_pipe, closed when the request is freed). */
+ * (r->fd_pipe, closed when the request is freed). Pinned on the pinning
+ * thread: CONTROL_PENDING, the reply follows (control_arena_pinned). */
 static int control_arena_make(request *r, int fd)
 {
     session *s = r->s;
     server *srv = s->srv;
     arena *a = NULL;
     int send_fd = -1;
-    int rc = arena_create(&s->arenas, &srv->arena_books, srv->b, fd, r->req.size,
-                          s->caps.session_arena, srv->cfg.lim.total_arena, &a,
-                          fd < 0 ? &send_fd : NULL, r->message, sizeof r->message);
+    int rc =
+        arena_create(&s->arenas, &srv->arena_books, srv->b, &srv->pin, fd, r->req.size,
+                     s->caps.session_arena, srv->cfg.lim.total_arena, &a, fd < 0 ? &send_fd : NULL,
+                     r->message, sizeof r->message, control_arena_pinned, r);
     if (rc < 0)
         return rc;
     if (send_fd >= 0 && !(r->fd_pipe = uvx_fd_handle(srv->loop, send_fd))) {
         close(send_fd);
-        (void)arena_close(&s->arenas, a->id);
+        arena_drop(&s->arenas, a); /* a pending pin then answers no one */
         snprintf(r->message, sizeof r->message, "cannot pass the arena's fd");
         return GPUQ_E_NO_MEMORY;
     }
-    log_debug("session %llu: arena %llu of %llu bytes %s", (unsigned long long)s->id,
-              (unsigned long long)a->id, (unsigned long long)a->size,
-              fd < 0 ? "created" : "imported");
-    return control_info_uint(r, "arena", a->id, "size", a->size);
+    if (rc == ARENA_PENDING)
+        return CONTROL_PENDING;
+    return control_arena_reply(r, a, 0, "");
 }
 
 static int control_arena_open(request *r)
@@ -269,7 +310,7 @@ static int control_arena_import(request *r)
         return GPUQ_E_BAD_ARGUMENT;
     }
     int rc = control_arena_make(r, fd);
-    close(fd); /* mapped (or refused): the daemon keeps no fd */
+    close(fd); /* mapped (or refused; a pending pin needs only the mapping) */
     return rc;
 }
 

@@ -273,6 +273,10 @@ int metrics_render(const server *srv, char **out, size_t *len)
     counter(&t, "gpuq_read_yields_total",
             "Times a session stopped reading after 1 MiB to let others in on the same turn.",
             srv->read_yields);
+    counter(&t, "gpuq_io_thread_reads_total",
+            "Payloads whose bulk an I/O thread read (io_bulk_min and more).", srv->io_reads);
+    counter(&t, "gpuq_io_thread_writes_total",
+            "Reply groups an I/O thread wrote (io_bulk_min bytes and more).", srv->io_writes);
     gauge(&t, "gpuq_pinned_bytes_in_use",
           "Staging bytes reserved by requests (page-locked on the CUDA backend).",
           (double)srv->st.in_use);
@@ -283,6 +287,10 @@ int metrics_render(const server *srv, char **out, size_t *len)
     counter(&t, "gpuq_pinned_bytes_released_total",
             "Staging bytes given back after being idle (above staging_keep).",
             srv->st.released_total);
+    counter(&t, "gpuq_loop_pins_total",
+            "Host memory pin and unpin calls made on the loop thread while sessions were "
+            "served (0: all of them ran on the pinning thread).",
+            backend_loop_pins(srv->b));
     render_devices(&t, srv);
     if (t.oom) {
         free(t.p);

@@ -12,8 +12,10 @@
 #include "frame.h"
 #include "log.h"
 #include "metrics.h"
+#include "pinner.h"
 #include "scheduler.h"
 #include "session.h"
+#include "session_io.h"
 #include "staging.h"
 #include "stats.h"
 #include "utf8.h"
@@ -47,13 +49,17 @@ static void request_set_compute(request *r, bool on)
  * is done at once), this matters only when the rest of a partly written
  * group was written inside uv_write itself, whose callback then waits a
  * turn: a race of microseconds that no test provokes at will (the mutation
- * check no longer plants a bug here for that reason). */
+ * check no longer plants a bug here for that reason). A group an I/O
+ * thread writes counts as written as far as its system calls have offered
+ * it to the client (session_write_backlog, io_pool.h's io_left): the client
+ * can have read no more, and may have read that much before the call
+ * returned. */
 static uint32_t request_inflight(session *s)
 {
     uint32_t n = s->inflight;
     if (!s->wq_head)
         return n;
-    uint64_t written = s->bytes_out - uv_stream_get_write_queue_size((uv_stream_t *)&s->pipe);
+    uint64_t written = s->bytes_out - session_write_backlog(s);
     for (const request *w = s->wq_head; w && w->wr_end <= written && n > 0; w = w->wnext)
         n--;
     return n;
@@ -423,7 +429,10 @@ static void request_reserve(session *s)
         request_ready(r);
         return;
     }
-    int rc = staging_reserve(&srv->st, need, &s->staging_used, s->caps.session_staging, &r->slot);
+    /* New memory is pinned off the loop: busy until that grow finished
+     * (r->staging_ticket), then retried as after a release. */
+    int rc = staging_reserve_wait(&srv->st, need, &s->staging_used, s->caps.session_staging,
+                                  &r->staging_ticket, &r->slot);
     if (rc == GPUQ_E_BUSY) {
         if (!session_waiting(s))
             log_debug("session %llu: waiting for %zu bytes of staging", (unsigned long long)s->id,
@@ -444,7 +453,8 @@ static void request_reserve(session *s)
                            "session_staging (%llu) or total_staging - staging_headroom",
                            need, staging_class(need), (unsigned long long)s->caps.session_staging);
         else
-            request_refuse(r, rc, "cannot allocate %zu bytes of staging", need);
+            request_refuse(r, rc, "cannot allocate %zu bytes of staging: %s", need,
+                           staging_fail_msg(&srv->st));
         return;
     }
     r->out_off = align64(in_sock);
@@ -491,8 +501,28 @@ void request_schedule_retry(server *srv)
         srv->retry_pending = true;
 }
 
+/* A staging grow finished (staging.h): waiters reserve again, as after a
+ * release. */
+static void request_staging_grown(void *arg)
+{
+    request_schedule_retry(arg);
+}
+
+/* A control op answered later (control.h: CONTROL_PENDING). */
+static void request_control_later(request *r)
+{
+    request_reply(r);
+}
+
 int request_layer_init(server *srv)
 {
+    char why[200] = "";
+    if (pinner_init(&srv->pin, srv->loop, srv->b, why, sizeof why) < 0) {
+        log_error("cannot start the pinning thread: %s", why);
+        return UV_EIO;
+    }
+    staging_set_pinner(&srv->st, &srv->pin, request_staging_grown, srv);
+    control_layer_init(request_control_later);
     srv->sched.run = request_run;
     srv->sched.answer = request_answer;
     srv->sched.expire_waiting = request_expire_waiting;
@@ -568,6 +598,8 @@ static void request_on_header(session *s)
         return;
     }
     rc = control_run(r);
+    if (rc == CONTROL_PENDING)
+        return; /* control.c owns r until it is answered */
     if (rc < 0) {
         if (!r->message[0])
             snprintf(r->message, sizeof r->message, "%s", gpuq_strerror(rc));

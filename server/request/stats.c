@@ -116,7 +116,7 @@ void stats_server_keys(const server *srv, gpuq_mpw *w)
 void stats_status_info(const server *srv, gpuq_mpw *w)
 {
     const stats *st = &srv->stats;
-    gpuq_mpw_map(w, STATS_SERVER_KEYS + 28);
+    gpuq_mpw_map(w, STATS_SERVER_KEYS + 32);
     stats_server_keys(srv, w);
     gpuq_mpw_str(w, "uptime_s");
     gpuq_mpw_double(w, (double)(uv_hrtime() - srv->start_ns) / 1e9);
@@ -166,6 +166,12 @@ void stats_status_info(const server *srv, gpuq_mpw *w)
     gpuq_mpw_uint(w, st->bytes_out);
     gpuq_mpw_str(w, "read_yields");
     gpuq_mpw_uint(w, srv->read_yields);
+    gpuq_mpw_str(w, "io_threads");
+    gpuq_mpw_uint(w, io_pool_threads(srv->io));
+    gpuq_mpw_str(w, "io_reads");
+    gpuq_mpw_uint(w, srv->io_reads);
+    gpuq_mpw_str(w, "io_writes");
+    gpuq_mpw_uint(w, srv->io_writes);
     gpuq_mpw_str(w, "sessions_total");
     gpuq_mpw_uint(w, st->sessions_total);
     gpuq_mpw_str(w, "queued");
@@ -191,6 +197,10 @@ void stats_status_info(const server *srv, gpuq_mpw *w)
         gpuq_mpw_str(w, counts[i].key);
         gpuq_mpw_uint(w, counts[i].v);
     }
+    /* pin and unpin calls made on the loop thread while sessions were
+     * served (backend.h: backend_note_pin); 0 unless something pins there */
+    gpuq_mpw_str(w, "loop_pins");
+    gpuq_mpw_uint(w, backend_loop_pins(b));
     gpuq_mpw_str(w, "pid");
     gpuq_mpw_uint(w, (uint64_t)getpid());
 }

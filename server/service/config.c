@@ -100,6 +100,12 @@ static const opt_doc opt_docs[] = {
      "Small requests that run together as one batch at most (0 .. 1024; 0: each runs alone)."},
     {"batch_bytes", "N", NULL,
      "A request of at most this many input + output bytes may join a batch (at most 16M)."},
+    {"io_threads", "N", NULL,
+     "Threads that read large payloads and write large replies, so the loop thread never "
+     "carries a session's bulk bytes (0 .. 64; 0: the loop moves every byte). Needs a "
+     "restart."},
+    {"io_bulk_min", "N", NULL,
+     "A payload's rest or a reply of at least this many bytes moves on an I/O thread."},
     {"max_header", "N", NULL, "Bytes of one request's header (1 .. 1G)."},
     {"max_payload", "N", NULL, "Bytes of one request's payload (its input arrays)."},
     {"max_output", "N", NULL, "Bytes of one request's result."},
@@ -203,7 +209,7 @@ static void usage(FILE *f)
                "Flags take their value as --name VALUE or --name=VALUE. Sizes (N) take K, M\n"
                "or G suffixes (1K = 1024); SEC is decimal seconds. SIGHUP re-reads the file\n"
                "and flags (all but socket, socket_mode, socket_group, device,\n"
-               "device_memory_limit and listen_backlog).\n"
+               "device_memory_limit, listen_backlog and io_threads).\n"
                "\n"
                "options:\n");
     for (size_t i = 0; i < sizeof fixed_docs / sizeof fixed_docs[0]; i++)
@@ -294,6 +300,8 @@ static void config_defaults(config *c)
     c->priority_hold_s = 0.2;
     c->batch_max = 128;
     c->batch_bytes = 64u << 10;
+    c->io_threads = 2;
+    c->io_bulk_min = 64u << 10;
     c->pol.admin_gid = (gid_t)-1;
     c->pol.max_priority = GPUQ_PRIO_HIGH;
 }

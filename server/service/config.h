@@ -108,6 +108,11 @@ typedef struct config {
      * loop turn run together; 0: every request runs alone. */
     uint64_t batch_max;
     uint64_t batch_bytes;
+    /* The I/O threads (transport/io_pool.h): how many (0: none, every byte
+     * moves on the loop thread; needs a restart), and the payload rest or
+     * reply size from which they move a session's bytes. */
+    uint64_t io_threads;
+    uint64_t io_bulk_min;
     gpuq_policy pol;
     bool check_only;  /* --check-config FILE: print and exit */
     pid_t reload_pid; /* --reload PID: SIGHUP to that gpuqd and exit; 0: none */

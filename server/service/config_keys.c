@@ -49,6 +49,8 @@ static const config_key keys[KEY_COUNT] = {
     {KEY_PRIORITY_HOLD, "server", "priority_hold", KIND_SECONDS, 0, 3600},
     {KEY_BATCH_MAX, "server", "batch_max", KIND_COUNT, 0, 1024},
     {KEY_BATCH_BYTES, "server", "batch_bytes", KIND_SIZE, 0, 1u << 24},
+    {KEY_IO_THREADS, "server", "io_threads", KIND_COUNT, 0, 64},
+    {KEY_IO_BULK_MIN, "server", "io_bulk_min", KIND_SIZE, 1, U64},
     /* [limits]: names, fields and ranges are proto's (gpuq_limits_set) */
     {KEY_MAX_HEADER, "limits", "max_header", KIND_SIZE, 0, 0},
     {KEY_MAX_PAYLOAD, "limits", "max_payload", KIND_SIZE, 0, 0},
@@ -167,6 +169,10 @@ void *config_key_field(config *c, const config_key *k)
         return &c->batch_bytes;
     case KEY_LISTEN_BACKLOG:
         return &c->listen_backlog;
+    case KEY_IO_THREADS:
+        return &c->io_threads;
+    case KEY_IO_BULK_MIN:
+        return &c->io_bulk_min;
     default:
         return NULL;
     }
@@ -186,7 +192,8 @@ bool config_key_is_server_number(const config_key *k)
 bool config_key_needs_restart(const config_key *k)
 {
     return k->id == KEY_SOCKET || k->id == KEY_SOCKET_MODE || k->id == KEY_SOCKET_GROUP ||
-           k->id == KEY_DEVICE || k->id == KEY_DEVICE_MEMORY_LIMIT || k->id == KEY_LISTEN_BACKLOG;
+           k->id == KEY_DEVICE || k->id == KEY_DEVICE_MEMORY_LIMIT || k->id == KEY_LISTEN_BACKLOG ||
+           k->id == KEY_IO_THREADS;
 }
 
 int config_resolve_id(const char *name, int is_group, uint32_t *id)

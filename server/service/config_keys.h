@@ -40,6 +40,8 @@ enum config_key_id {
     KEY_PRIORITY_HOLD,
     KEY_BATCH_MAX,
     KEY_BATCH_BYTES,
+    KEY_IO_THREADS,
+    KEY_IO_BULK_MIN,
     KEY_MAX_HEADER,
     KEY_MAX_PAYLOAD,
     KEY_MAX_OUTPUT,

@@ -7,23 +7,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "frame.h"
 #include "log.h"
-#include "policy.h"
+#include "session_fd.h"
+#include "session_io.h"
+#include "session_peer.h"
 #include "uvx.h"
 
-/* "session N" for the log lines uvx writes. */
-static const char *session_label(const session *s, char *buf, size_t cap)
-{
-    snprintf(buf, cap, "session %llu", (unsigned long long)s->id);
-    return buf;
-}
-
-static void session_close_read_fd(session *s);
+static void session_group_done(session *s, session_frame *f, int status);
+static void session_list_flush(session *s);
 
 session *session_new(server *srv)
 {
@@ -107,6 +101,23 @@ void session_close(session *s)
         s->reading = false;
     }
     session_ref(s); /* this scope */
+    /* Before the fd closes: no I/O thread touches it, nor the buffers the
+     * request layer is about to give back, after io_cancel. */
+    if (srv->io && io_cancel(srv->io, &s->io.rd)) {
+        session_io_count(s);
+        session_unref(s);
+    }
+    if (srv->io && io_cancel(srv->io, &s->io.wr)) {
+        session_frame *first = s->io_first;
+        s->io_first = NULL;
+        session_group_done(s, first, UV_ECANCELED);
+        session_unref(s);
+    }
+    if (s->io_held) {
+        session_frame *f = s->io_held;
+        s->io_held = NULL;
+        f->ops->done(f, UV_ECANCELED);
+    }
     uvx_close((uv_handle_t *)&s->pipe, session_on_close);
     while (s->pending) {
         session_frame *f = s->pending;
@@ -151,78 +162,13 @@ static void session_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     *buf = uv_buf_init((char *)s->rx + s->rx_len, (unsigned)(SESSION_RX - s->rx_len));
 }
 
-/* Fds (SCM_RIGHTS). The kernel hands an fd over with the read that holds
- * the first byte of the frame it came with, and ends that read after the
- * message that carried it. So it belongs to a frame that begins in the
- * read's bytes: it waits in read_fd, is offered to each frame that begins
- * in them (rx_fd, from its prefix on; arena_import takes it, request.c
- * drops it for any other op, which passes it on to the next frame while
- * the read's bytes last), and is closed when they are all fed. A client
- * that attaches its fds as PROTOCOL.md says (each arena_import's own, with
- * its first byte; none with other frames) gets each to its own frame. An
- * fd that comes with a direct read (inside a payload) belongs to no frame:
- * closed at once. */
-static void session_take_pending_fds(session *s, bool direct)
+/* The payload of session_expect_payload is all in: hand it up. */
+static void session_payload_in(session *s)
 {
-    int fd;
-    while ((fd = uvx_take_pending_fd(&s->pipe)) != -1) {
-        if (fd < 0)
-            continue; /* could not be taken: closed */
-        if (!direct && s->read_fd < 0) {
-            s->read_fd = fd;
-            continue;
-        }
-        if (!direct)
-            s->read_fd_extra = true;
-        close(fd);
-    }
-}
-
-int session_take_fd(session *s, bool *extra)
-{
-    int fd = s->rx_fd;
-    *extra = s->rx_fd_extra;
-    s->rx_fd = -1;
-    s->rx_fd_extra = false;
-    return fd;
-}
-
-void session_drop_fd(session *s)
-{
-    if (s->rx_fd >= 0 && s->read_fd < 0 && s->rx_off < s->rx_len && !s->closing) {
-        /* a later frame in this read's bytes may be the fd's */
-        s->read_fd = s->rx_fd;
-        s->read_fd_extra = s->rx_fd_extra;
-        s->rx_fd = -1;
-        s->rx_fd_extra = false;
-        return;
-    }
-    if (s->rx_fd >= 0)
-        close(s->rx_fd);
-    s->rx_fd = -1;
-    s->rx_fd_extra = false;
-}
-
-static void session_close_read_fd(session *s)
-{
-    if (s->read_fd >= 0)
-        close(s->read_fd);
-    s->read_fd = -1;
-    s->read_fd_extra = false;
-}
-
-/* A frame begins: the previous frame's fd, never taken, is closed; this
- * read's fd (if any) is offered to it. */
-static void session_frame_start(session *s)
-{
-    s->frame_ns = s->rx_ns;
-    s->frame_got = 0;
-    if (s->rx_fd >= 0)
-        close(s->rx_fd);
-    s->rx_fd = s->read_fd;
-    s->rx_fd_extra = s->read_fd_extra;
-    s->read_fd = -1;
-    s->read_fd_extra = false;
+    s->payload_buf = NULL;
+    s->payload_len = 0;
+    session_skip(s, 0);
+    s->srv->sev->payload(s);
 }
 
 /* n bytes of the current part arrived (in place): account, and hand the
@@ -246,12 +192,8 @@ static void session_part(session *s, uint64_t n)
         break;
     case RS_PAYLOAD:
         s->have += n;
-        if (s->have == s->payload_len) {
-            s->payload_buf = NULL;
-            s->payload_len = 0;
-            session_skip(s, 0);
-            s->srv->sev->payload(s);
-        }
+        if (s->have == s->payload_len)
+            session_payload_in(s);
         break;
     case RS_SKIP:
         s->skip_left -= n;
@@ -312,26 +254,10 @@ static void session_feed(session *s)
 
 static void session_yield(session *s);
 
-/* After EOF: did the client only shut its sending side (shutdown(SHUT_WR):
- * it still reads, so what it sent is answered) or close the connection
- * (then nobody will read a reply and its work is dropped)? A Unix socket
- * whose peer is gone polls POLLHUP; one that was half-closed does not. */
-static bool session_peer_reads(session *s)
+/* A read ended with err (< 0): EOF or a socket error. */
+static void session_read_error(session *s, int err)
 {
-    uv_os_fd_t fd;
-    if (uv_fileno((uv_handle_t *)&s->pipe, &fd) != 0)
-        return false;
-    struct pollfd p = {.fd = fd, .events = POLLOUT};
-    return poll(&p, 1, 0) >= 0 && !(p.revents & (POLLHUP | POLLERR | POLLNVAL));
-}
-
-static void session_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
-{
-    session *s = st->data;
-    bool direct = nread > 0 && (const uint8_t *)buf->base != s->rx + s->rx_len;
-    if (uv_pipe_pending_count(&s->pipe) > 0)
-        session_take_pending_fds(s, direct);
-    if (nread == UV_EOF && !s->closing && session_peer_reads(s)) {
+    if (err == UV_EOF && !s->closing && session_peer_reads(s)) {
         /* A half-close (shutdown(SHUT_WR)): libuv has stopped reading.
          * Every request read before it is still answered; the session
          * closes once they are (session_update_reading). */
@@ -343,9 +269,18 @@ static void session_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         session_unref(s);
         return;
     }
+    log_debug("session %llu: read: %s", (unsigned long long)s->id, uv_strerror(err));
+    session_close(s);
+}
+
+static void session_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
+{
+    session *s = st->data;
+    bool direct = nread > 0 && (const uint8_t *)buf->base != s->rx + s->rx_len;
+    if (uv_pipe_pending_count(&s->pipe) > 0)
+        session_take_pending_fds(s, direct);
     if (nread < 0) {
-        log_debug("session %llu: read: %s", (unsigned long long)s->id, uv_strerror((int)nread));
-        session_close(s);
+        session_read_error(s, (int)nread);
         return;
     }
     if (nread == 0 || s->closing)
@@ -413,6 +348,11 @@ void session_drop_payload(session *s)
 {
     if (s->rstate != RS_PAYLOAD)
         return;
+    if (s->srv->io && io_cancel(s->srv->io, &s->io.rd)) { /* the buffer is no longer touched */
+        session_io_count(s);
+        s->have += atomic_load(&s->io.rd.moved);
+        session_unref(s);
+    }
     uint64_t left = s->payload_len - s->have;
     s->payload_buf = NULL;
     s->payload_len = 0;
@@ -488,7 +428,22 @@ int session_layer_init(server *srv)
     }
     srv->flush_prep.data = srv;
     srv->flush_init = true;
+    unsigned n = (unsigned)srv->cfg.io_threads;
+    if (n) {
+        srv->io = io_pool_new(srv->loop, n);
+        if (srv->io)
+            log_debug("%u I/O threads for payloads and replies of %llu bytes and more", n,
+                      (unsigned long long)srv->cfg.io_bulk_min);
+        else
+            log_warn("no I/O threads: bulk bytes move on the loop thread");
+    }
     return 0;
+}
+
+void session_layer_stop_io(server *srv)
+{
+    io_pool_free(srv->io); /* every session closed: each took its jobs back */
+    srv->io = NULL;
 }
 
 void session_layer_close(server *srv)
@@ -502,6 +457,32 @@ void session_layer_close(server *srv)
     uvx_close((uv_handle_t *)&srv->flush_prep, NULL);
 }
 
+static void session_io_read_done(io_job *j)
+{
+    session *s = j->owner;
+    session_io_count(s);
+    s->srv->io_reads++;
+    s->have += atomic_load(&j->moved);
+    if (s->closing) { /* not reached: session_close takes the job back */
+        session_unref(s);
+        return;
+    }
+    if (s->have == s->payload_len)
+        session_payload_in(s);
+    else
+        session_read_error(s, j->status < 0 ? j->status : UV_EIO);
+    session_update_reading(s);
+    session_unref(s);
+}
+
+static void session_io_read(session *s)
+{
+    s->io_rd_seen = 0;
+    session_ref(s); /* the job's */
+    (void)io_read(s->srv->io, &s->io, s->payload_buf + s->have, s->payload_len - s->have,
+                  session_io_level(s), session_io_read_done, s);
+}
+
 /* After EOF: every frame read whole was answered and written (a frame cut
  * short by the EOF is not a request: the request layer drops it on close),
  * so the session closes. */
@@ -509,7 +490,7 @@ static bool session_eof_done(session *s)
 {
     return s->eof && s->rx_off == s->rx_len && s->rstate != RS_WAIT_STAGING &&
            s->live == (s->cur ? 1u : 0u) && !s->pending && !s->flush_listed &&
-           uvx_write_queue_size((uv_stream_t *)&s->pipe) == 0;
+           !io_busy(&s->io.rd) && !io_busy(&s->io.wr) && session_write_backlog(s) == 0;
 }
 
 void session_update_reading(session *s)
@@ -524,21 +505,24 @@ void session_update_reading(session *s)
         return;
     }
     bool want = !left && !s->eof && !s->broken && !s->yielded && s->rstate != RS_WAIT_STAGING &&
-                uvx_write_queue_size((uv_stream_t *)&s->pipe) <= s->caps.session_staging &&
+                !io_busy(&s->io.rd) && session_write_backlog(s) <= s->caps.session_staging &&
                 s->live < 2 * s->caps.max_inflight + 16;
     int rc = 0;
     char label[32];
-    if (want && !s->reading) {
+    if (want && session_io_reads(s)) {
+        if (s->reading) {
+            rc = uvx_read_stop((uv_stream_t *)&s->pipe, session_label(s, label, sizeof label));
+            s->reading = false;
+        }
+        if (rc == 0) {
+            session_reading_resumed(s);
+            session_io_read(s);
+        }
+    } else if (want && !s->reading) {
         rc = uvx_read_start((uv_stream_t *)&s->pipe, session_alloc_cb, session_read_cb,
                             session_label(s, label, sizeof label));
         s->reading = rc == 0;
-        uint64_t now = uv_hrtime();
-        s->rx_ns = now; /* a frame's stall counts from here */
-        /* nor does the pause count against the frame's rate: a frame begun
-         * while reading stopped (from bytes already read) counts from now */
-        if (s->stop_ns && s->frame_ns)
-            s->frame_ns = s->frame_ns > s->stop_ns ? now : s->frame_ns + (now - s->stop_ns);
-        s->stop_ns = 0;
+        session_reading_resumed(s);
     } else if (!want && s->reading) {
         rc = uvx_read_stop((uv_stream_t *)&s->pipe, session_label(s, label, sizeof label));
         s->reading = false;
@@ -548,44 +532,15 @@ void session_update_reading(session *s)
         session_close(s);
 }
 
-/* The peer's supplementary groups (SO_PEERGROUPS, Linux 4.13+) into
- * s->groups; without them only the primary gid counts for policy. */
-static void session_read_groups(session *s, int fd)
-{
-    gid_t *g;
-    int n, err = policy_peer_groups(fd, &g, &n);
-    if (err) {
-        log_debug("session %llu: SO_PEERGROUPS: %s", (unsigned long long)s->id, strerror(err));
-        return;
-    }
-    free(s->groups);
-    s->groups = g;
-    s->ngroups = n;
-}
-
-void session_apply_policy(session *s)
-{
-    policy_caps_for(&s->srv->cfg, s->uid, s->gid, s->groups, s->ngroups, &s->caps);
-}
-
 void session_start(session *s)
 {
     uv_os_fd_t fd;
     s->start_ns = s->rx_ns = s->active_ns = uv_hrtime();
     int rc = uv_fileno((uv_handle_t *)&s->pipe, &fd);
     if (rc == 0) {
-        struct ucred cr;
-        socklen_t len = sizeof cr;
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0) {
-            s->pid = cr.pid;
-            s->uid = cr.uid;
-            s->gid = cr.gid;
-            session_read_groups(s, fd);
-        } else {
-            log_warn("session %llu: SO_PEERCRED failed", (unsigned long long)s->id);
-            s->uid = (uid_t)-1;
-            s->gid = (gid_t)-1;
-        }
+        io_conn_init(&s->io, fd, (unsigned)s->id);
+        s->io_on = true;
+        session_peer_read(s, fd);
     } else {
         log_warn("session %llu: uv_fileno: %s", (unsigned long long)s->id, uv_strerror(rc));
         s->uid = (uid_t)-1;
@@ -641,11 +596,33 @@ static void session_on_write(uv_write_t *wr, int status)
  * it all (its frames are done now), else the rest through uv_write (done
  * in its callback); a frame with an fd always goes through uv_write2. On
  * failure every frame of it is done with the error and the session closes. */
+static void session_io_write_done(io_job *j)
+{
+    session *s = j->owner;
+    session_frame *first = s->io_first;
+    s->io_first = NULL;
+    s->srv->io_writes++;
+    session_group_done(s, first, j->status);
+    if (!s->closing && (s->io_held || (s->pending && s->pending->seq == s->next_write_seq)))
+        session_list_flush(s); /* the replies that waited for this group */
+    session_unref(s);
+}
+
 static void session_write_group(session *s, session_frame *first, uv_buf_t *bufs, unsigned nbufs)
 {
     uint64_t total = 0;
     for (unsigned i = 0; i < nbufs; i++)
         total += bufs[i].len;
+    /* bulk: an I/O thread writes it all, unless libuv still has bytes of
+     * this session to write (they go first) */
+    if (!first->send_handle && s->srv->io && s->io_on && total >= s->srv->cfg.io_bulk_min &&
+        uvx_write_queue_size((uv_stream_t *)&s->pipe) == 0) {
+        s->io_first = first;
+        session_ref(s); /* the job's */
+        (void)io_write(s->srv->io, &s->io, bufs, nbufs, session_io_level(s), session_io_write_done,
+                       s);
+        return;
+    }
     if (!first->send_handle) {
         int n = uv_try_write((uv_stream_t *)&s->pipe, bufs, nbufs);
         if (n >= 0 && (uint64_t)n == total) {
@@ -674,13 +651,49 @@ static void session_write_group(session *s, session_frame *first, uv_buf_t *bufs
         session_group_done(s, first, rc);
 }
 
+/* The group session_flush builds: frames linked from first, their bufs. */
+typedef struct session_group {
+    uv_buf_t bufs[2 * SESSION_WRITE_GROUP];
+    unsigned nbufs, nframes;
+    session_frame *first, *last;
+} session_group;
+
+static void session_group_write(session *s, session_group *g)
+{
+    if (g->first)
+        session_write_group(s, g->first, g->bufs, g->nbufs);
+    g->first = g->last = NULL;
+    g->nbufs = g->nframes = 0;
+}
+
+/* f, encoded into fb[0..fn), joins the group (and ends it when it carries
+ * an fd or closes the session). */
+static void session_group_add(session *s, session_group *g, session_frame *f, const uv_buf_t *fb,
+                              unsigned fn)
+{
+    if (!g->first)
+        g->first = f;
+    else
+        g->last->next = f;
+    g->last = f;
+    for (unsigned i = 0; i < fn; i++)
+        g->bufs[g->nbufs++] = fb[i];
+    g->nframes++;
+    if (f->send_handle || f->close_after)
+        session_group_write(s, g);
+}
+
 static void session_flush(session *s)
 {
     session_ref(s);
-    uv_buf_t bufs[2 * SESSION_WRITE_GROUP];
-    unsigned nbufs = 0, nframes = 0;
-    session_frame *first = NULL, *last = NULL;
-    while (!s->closing && s->pending && s->pending->seq == s->next_write_seq) {
+    session_group g = {.nbufs = 0};
+    if (s->io_held && !io_busy(&s->io.wr)) { /* it waited for the group before it */
+        session_frame *f = s->io_held;
+        s->io_held = NULL;
+        session_group_add(s, &g, f, s->io_held_bufs, s->io_held_n);
+    }
+    while (!s->closing && !io_busy(&s->io.wr) && !s->io_held && s->pending &&
+           s->pending->seq == s->next_write_seq) {
         session_frame *f = s->pending;
         s->pending = f->next;
         f->next = NULL;
@@ -691,38 +704,28 @@ static void session_flush(session *s)
         if (rc < 0) {
             log_error("session %llu: cannot encode reply (out of memory)",
                       (unsigned long long)s->id);
-            if (first)
-                session_write_group(s, first, bufs, nbufs);
+            session_group_write(s, &g);
             f->ops->done(f, rc);
             session_close(s);
-            first = NULL;
             break;
         }
-        if (first && (f->send_handle || nframes == SESSION_WRITE_GROUP)) {
-            session_write_group(s, first, bufs, nbufs);
-            first = NULL;
-        }
-        if (!first) {
-            first = f;
-            nbufs = nframes = 0;
-        } else {
-            last->next = f;
-        }
-        last = f;
         for (unsigned i = 0; i < fn; i++) {
-            bufs[nbufs++] = fb[i];
             /* counted frame by frame, as encode assumed (request.c's wr_end) */
             s->srv->stats.bytes_out += fb[i].len;
             s->bytes_out += fb[i].len;
         }
-        nframes++;
-        if (f->send_handle || f->close_after) {
-            session_write_group(s, first, bufs, nbufs);
-            first = NULL;
+        if (g.first && (f->send_handle || g.nframes == SESSION_WRITE_GROUP))
+            session_group_write(s, &g);
+        if (io_busy(&s->io.wr)) { /* that group went to an I/O thread: f waits */
+            s->io_held = f;
+            s->io_held_n = fn;
+            for (unsigned i = 0; i < fn; i++)
+                s->io_held_bufs[i] = fb[i];
+            break;
         }
+        session_group_add(s, &g, f, fb, fn);
     }
-    if (first)
-        session_write_group(s, first, bufs, nbufs);
+    session_group_write(s, &g);
     session_update_reading(s);
     session_unref(s);
 }

@@ -26,6 +26,8 @@
 #define GPUQ_SERVER_SESSION_H
 
 #include "server_defs.h"
+#include "session_fd.h"
+#include "session_peer.h"
 
 /* A new session with an initialised pipe (refs = 1, the handle); NULL on
  * allocation failure. Linked into srv's list. */
@@ -36,8 +38,6 @@ void session_start(session *s);
 void session_close(session *s);
 void session_ref(session *s);
 void session_unref(session *s);
-/* (Re)compute s->caps from its credentials and the server's config. */
-void session_apply_policy(session *s);
 /* Start or stop reading according to state, write queue and limits. */
 void session_update_reading(session *s);
 /* The idle handle that lets sessions which yielded their read budget read
@@ -48,11 +48,6 @@ void session_layer_close(struct server *srv);
 /* The read state, set by the layer above after each event: */
 /* skip n payload bytes next (then back to PREFIX; n = 0: PREFIX now) */
 void session_skip(session *s, uint64_t n);
-/* The fd that came with the current frame's first byte (SCM_RIGHTS), now
- * the caller's, or -1; *extra: more than one came (the others were closed).
- * session_drop_fd closes it (each frame's header calls one of the two). */
-int session_take_fd(session *s, bool *extra);
-void session_drop_fd(session *s);
 /* read s->pre.header_len header bytes next (into s->hbuf). Returns 0 or
  * GPUQ_E_NO_MEMORY (nothing changed). */
 int session_expect_header(session *s);
@@ -66,6 +61,10 @@ void session_drop_payload(session *s);
 /* stop reading until the request layer can take the frame (staging) */
 void session_wait(session *s);
 bool session_waiting(const session *s);
+
+/* Stop the I/O threads that session_layer_init started (cfg.io_threads;
+ * 0: none, bulk stays on the loop), once every session is closing. */
+void session_layer_stop_io(struct server *srv);
 
 /* The sequence number of the next reply frame on s. */
 uint64_t session_next_seq(session *s);

@@ -7,6 +7,7 @@
 
 #include "log.h"
 #include "session.h"
+#include "session_io.h"
 #include "uvx.h"
 
 /* In the middle of a frame: some of its bytes came, the rest has not. */
@@ -21,7 +22,7 @@ static bool session_mid_frame(const session *s)
 static bool session_waits_for_client(session *s)
 {
     return s->rstate != RS_WAIT_STAGING &&
-           (s->reading || uvx_write_queue_size((uv_stream_t *)&s->pipe) > 0);
+           (s->reading || io_busy(&s->io.rd) || session_write_backlog(s) > 0);
 }
 
 static const char *const timeout_names[TIMEOUT_KINDS] = {"hello", "idle", "frame", "reply"};
@@ -66,7 +67,8 @@ int session_sweep(session *s, uint64_t now)
     }
     double hello = cfg->hello_timeout_s, frame = cfg->frame_timeout_s, idle = cfg->idle_timeout_s;
     double reply = cfg->reply_timeout_s, rate = (double)cfg->frame_min_rate;
-    uint64_t wq = uvx_write_queue_size((uv_stream_t *)&s->pipe), taken = s->bytes_out - wq;
+    session_io_progress(s); /* an I/O thread's bytes count as read */
+    uint64_t wq = session_write_backlog(s), taken = s->bytes_out - wq;
     if (wq == 0 || taken != s->taken_seen || !s->taken_ns)
         s->taken_ns = now;
     s->taken_seen = taken;

@@ -10,8 +10,12 @@
  * crosses the socket). Errors: a gpuqd that refuses every request (staging
  * too small: every reply too_large), and one whose max_output libgpuq
  * refuses before sending, give exit 1, the errors counted and the first
- * named. Usage errors exit 2 with nothing on stdout (also --depth over
- * max_inflight, known only once connected), no daemon exits 3. The text
+ * named. Streamers (--bulk): their own sessions, priority and transport,
+ * their figures apart in "bulk", their errors counted; --baseline measures
+ * the clients alone first ("alone", with the ratios); --op ping times
+ * pings. Usage errors exit 2 with nothing on stdout (also --depth and
+ * --bulk-depth over max_inflight, known only once connected), no daemon
+ * exits 3. The text
  * summary names every field; the live line shows off a terminal only with
  * GPUQ_PROGRESS=1; SIGINT stops the run, prints what was measured (JSON
  * "interrupted": true) and exits 130.
@@ -108,14 +112,15 @@ static void assert_one_object(const char *js)
     ck_assert_msg(len > 2 && js[0] == '{' && js[len - 2] == '}' && js[len - 1] == '\n' &&
                       strchr(js, '\n') == js + len - 1,
                   "not one JSON object on one line: %s", js);
-    static const char *const keys[] = {"command",   "op",       "size",
-                                       "dtype",     "clients",  "depth",
-                                       "transport", "priority", "priority_granted",
-                                       "backend",   "warmup_s", "duration_s",
-                                       "requests",  "errors",   "first_error",
-                                       "req_s",     "mb_s",     "p50_us",
-                                       "p90_us",    "p99_us",   "p999_us",
-                                       "max_us",    "mean_us",  "interrupted"};
+    static const char *const keys[] = {"command",   "op",         "size",
+                                       "dtype",     "clients",    "depth",
+                                       "transport", "priority",   "priority_granted",
+                                       "backend",   "warmup_s",   "duration_s",
+                                       "requests",  "errors",     "first_error",
+                                       "req_s",     "mb_s",       "p50_us",
+                                       "p90_us",    "p99_us",     "p999_us",
+                                       "max_us",    "mean_us",    "bulk",
+                                       "alone",     "interrupted"};
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
         (void)json_at(js, keys[k]);
     assert_jstr(js, "command", "bench");
@@ -130,6 +135,8 @@ static void assert_sane(const char *js, double duration, double req_bytes)
     ck_assert_msg(req > 0 && jnum(js, "errors") == 0, "%s", js);
     assert_jword(js, "first_error", "null");
     assert_jword(js, "interrupted", "false");
+    const char *bulk = strstr(js, "\"bulk\":{");
+    ck_assert_msg(!bulk || jnum(bulk, "errors") == 0, "streamers' errors: %s", js);
     ck_assert_msg(fabs(dur - duration) < 0.02, "duration_s %g, asked %g: %s", dur, duration, js);
     ck_assert_msg(rs > 0 && fabs(rs - req / dur) <= 1e-3 * rs + 1e-3, "req_s %g: %s", rs, js);
     ck_assert_msg(fabs(mbs - rs * req_bytes / 1e6) <= 1e-3 * mbs + 1e-3, "mb_s %g: %s", mbs, js);
@@ -165,6 +172,8 @@ START_TEST(json_normalize_pipelined)
     assert_jstr(r.out, "backend", tu_test_device());
     assert_jstr(r.out, "priority", "normal");
     assert_jstr(r.out, "priority_granted", "normal");
+    assert_jword(r.out, "bulk", "null");
+    assert_jword(r.out, "alone", "null");
     ck_assert_int_eq((int)jnum(r.out, "size"), 1024);
     ck_assert_int_eq((int)jnum(r.out, "clients"), 2);
     ck_assert_int_eq((int)jnum(r.out, "depth"), 4);
@@ -245,6 +254,113 @@ START_TEST(priority_echoed)
     ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
     assert_jstr(r.out, "priority", "low");
     assert_jstr(r.out, "priority_granted", "low");
+    run_free(&r);
+}
+END_TEST
+
+/* ---- streamers, the baseline, pings ---- */
+
+/* The object at "key":{ in js (its keys are then the first found). */
+static const char *jobj(const char *js, const char *key)
+{
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\":{", key);
+    const char *p = strstr(js, k);
+    ck_assert_msg(p, "no object \"%s\" in %s", key, js);
+    return p + strlen(k) - 1;
+}
+
+/* A high-priority client beside 2 low-priority socket streamers, measured
+ * alone first: three sets of figures, each counted by gpuqd too. */
+START_TEST(json_bulk_baseline)
+{
+    long long before = status_count("normalize");
+    const char *pre[] = {GPUQCTL_PATH, "--socket", e2e_d.socket, "--priority", "high", NULL};
+    const char *args[] = {"--json", "bench",      "--bulk",    "2", "--bulk-size",
+                          "65536",  "--baseline", "--clients", "1", "--duration",
+                          "0.3",    "--warmup",   "0.1",       NULL};
+    run_out r = tu_capture(pre, args, e2e_d.dir, "bulk");
+    ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
+    assert_sane(r.out, 0.3, 2 * 1024 * 4);
+    assert_jstr(r.out, "priority_granted", "high");
+    const char *b = jobj(r.out, "bulk"), *al = jobj(r.out, "alone");
+    ck_assert_int_eq((int)jnum(b, "clients"), 2);
+    ck_assert_int_eq((int)jnum(b, "size"), 65536);
+    ck_assert_int_eq((int)jnum(b, "depth"), 2);
+    assert_jstr(b, "transport", "socket");
+    assert_jstr(b, "priority", "low");
+    assert_jstr(b, "priority_granted", "low");
+    double breq = jnum(b, "requests"), areq = jnum(al, "requests");
+    ck_assert_msg(breq > 0 && jnum(b, "errors") == 0 && jnum(b, "mb_s") > 0, "%s", r.out);
+    ck_assert_msg(fabs(jnum(b, "mb_s") - jnum(b, "req_s") * 2 * 65536 * 4 / 1e6) <=
+                      1e-3 * jnum(b, "mb_s") + 1e-3,
+                  "%s", r.out);
+    ck_assert_msg(areq > 0 && jnum(al, "errors") == 0 && jnum(al, "p50_us") > 0, "%s", r.out);
+    double ratio = jnum(r.out, "p99_us") / jnum(al, "p99_us");
+    ck_assert_msg(fabs(jnum(al, "p99_ratio") - ratio) <= 1e-3 * ratio, "%s", r.out);
+    /* gpuqd served every counted request of the three */
+    long long sent = status_count("normalize") - before;
+    ck_assert_msg(sent >= (long long)(jnum(r.out, "requests") + areq + breq), "%lld: %s", sent,
+                  r.out);
+    run_free(&r);
+    /* the streamers in arenas: one each, none for the measured client */
+    long long opens = status_count("arena_open");
+    r = BENCH("--json", "--bulk", "2", "--bulk-size", "65536", "--bulk-transport", "shm",
+              "--bulk-priority", "normal", "--transport", "socket", "--duration", "0.3", "--warmup",
+              "0");
+    ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
+    assert_sane(r.out, 0.3, 2 * 1024 * 4);
+    assert_jstr(jobj(r.out, "bulk"), "transport", "shm");
+    assert_jstr(jobj(r.out, "bulk"), "priority_granted", "normal");
+    assert_jword(r.out, "alone", "null");
+    ck_assert_int_eq(status_count("arena_open") - opens, 2);
+    run_free(&r);
+}
+END_TEST
+
+/* The streamers' failures are errors of the run: exit 1, counted, named. */
+START_TEST(bulk_errors_counted)
+{
+    const char *extra[] = {"--max-output", "8192", NULL}; /* 4 KiB results pass, 256 KiB not */
+    e2e_restart(extra);
+    run_out r = BENCH("--json", "--bulk", "2", "--bulk-size", "65536", "--duration", "0.3",
+                      "--warmup", "0");
+    ck_assert_msg(r.rc == 1, "exit %d: %s", r.rc, r.err);
+    assert_one_object(r.out);
+    const char *b = jobj(r.out, "bulk");
+    ck_assert_msg(jnum(r.out, "errors") == 0 && jnum(r.out, "requests") > 0, "%s", r.out);
+    ck_assert_msg(jnum(b, "errors") == 2 && jnum(b, "requests") == 0, "%s", r.out);
+    ck_assert_msg(strstr(r.err, "the first: streamers: ") && strstr(r.err, "max_output"), "%s",
+                  r.err);
+    run_free(&r);
+    /* the text summary shows them */
+    r = BENCH("--bulk", "1", "--bulk-size", "65536", "--baseline", "--duration", "0.2", "--warmup",
+              "0");
+    ck_assert_msg(r.rc == 1, "exit %d: %s", r.rc, r.err);
+    ck_assert_msg(strstr(r.out, "streamers   1 x depth 2, normalize 65536 f32, socket, priority "
+                                "low (asked low)\n") &&
+                      strstr(r.out, "errors 1 (first: ") && strstr(r.out, "\nalone       "),
+                  "%s", r.out);
+    run_free(&r);
+}
+END_TEST
+
+/* --op ping: gpuq_ping round trips, counted by gpuqd as pings. */
+START_TEST(json_ping)
+{
+    long long before = status_count("ping");
+    run_out r =
+        BENCH("--json", "--op", "ping", "--clients", "2", "--duration", "0.3", "--warmup", "0.1");
+    ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
+    assert_sane(r.out, 0.3, 0);
+    assert_jstr(r.out, "op", "ping");
+    assert_jword(r.out, "dtype", "null");
+    ck_assert_int_eq((int)jnum(r.out, "size"), 0);
+    ck_assert_msg(status_count("ping") - before >= (long long)jnum(r.out, "requests"), "%s", r.out);
+    run_free(&r);
+    r = BENCH("--op", "ping", "--duration", "0.2", "--warmup", "0");
+    ck_assert_msg(r.rc == 0 && strstr(r.out, "op          ping (gpuq_ping round trips)\n"),
+                  "%d %s %s", r.rc, r.out, r.err);
     run_free(&r);
 }
 END_TEST
@@ -332,6 +448,14 @@ static const struct {
     {{"--dtype", "i64"}, "bad --dtype 'i64'"},
     {{"--dim", "0"}, "bad --dim '0'"},
     {{"--count", "3"}, "unknown option '--count'"},
+    {{"--op", "pong"}, "did you mean ping"},
+    {{"--op", "ping", "--depth", "2"}, "--op ping: each client has one ping in flight"},
+    {{"--baseline"}, "--baseline needs --bulk"},
+    {{"--bulk-size", "5"}, "--bulk-size needs --bulk"},
+    {{"--bulk", "1", "--bulk-transport", "tcp"}, "bad --bulk-transport 'tcp'"},
+    {{"--bulk", "1", "--bulk-priority", "top"}, "bad --bulk-priority 'top'"},
+    {{"--bulk", "1", "--bulk-size", "0"}, "bad --bulk-size '0'"},
+    {{"--bulk", "1", "--bulk-depth", "65"}, "--bulk-depth 65 is over gpuqd's max_inflight (64)"},
     {{"extra"}, "unexpected argument 'extra'"},
 };
 
@@ -463,6 +587,9 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, json_each_op, 0, (int)(sizeof ops / sizeof ops[0]));
     tcase_add_test(tc, json_shm);
     tcase_add_test(tc, priority_echoed);
+    tcase_add_test(tc, json_bulk_baseline);
+    tcase_add_test(tc, bulk_errors_counted);
+    tcase_add_test(tc, json_ping);
     tcase_add_test(tc, daemon_refuses_all);
     tcase_add_test(tc, refused_before_sending);
     tcase_add_test(tc, nothing_finished);

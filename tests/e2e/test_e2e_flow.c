@@ -365,11 +365,16 @@ START_TEST(sigterm_answers_in_flight)
 }
 END_TEST
 
-/* A 16 MiB payload over the socket: the session yields the loop after
- * every MiB it reads (SESSION_READ_BUDGET: status read_yields counts 16),
- * the result is right, and another session is served meanwhile and after. */
-START_TEST(large_payload_yields)
+/* A 16 MiB payload over the socket and its 16 MiB result, the result
+ * right and another session served meanwhile and after. With the I/O
+ * threads off (--io-threads 0) the loop reads it, yielding after every MiB
+ * (SESSION_READ_BUDGET: status read_yields counts 16); with them (the
+ * default) one thread reads the payload and one writes the reply
+ * (io_reads, io_writes) and the loop never yields. */
+static void large_payload(bool threads)
 {
+    const char *off[] = {"--io-threads", "0", NULL};
+    e2e_restart(threads ? NULL : off);
     enum { N = 2 << 20 }; /* float64: 16 MiB */
     double *x = malloc((size_t)N * sizeof *x), *y = malloc((size_t)N * sizeof *y);
     ck_assert(x && y);
@@ -378,10 +383,12 @@ START_TEST(large_payload_yields)
         sum += x[i] = 1.0 + i % 7;
     char js[16384];
     e2e_status(js, sizeof js);
-    long long before = e2e_json_int(js, "read_yields");
-    ck_assert_int_ge(before, 0);
+    long long yields0 = e2e_json_int(js, "read_yields"), reads0 = e2e_json_int(js, "io_reads");
+    long long writes0 = e2e_json_int(js, "io_writes");
+    ck_assert_int_eq(e2e_json_int(js, "io_threads"), threads ? 2 : 0);
     gpuq_conn *a = e2e_connect("big", GPUQ_PRIO_NORMAL),
               *b = e2e_connect("small", GPUQ_PRIO_NORMAL);
+    ck_assert_int_eq(gpuq_set_transport(a, GPUQ_TRANSPORT_SOCKET), 0);
     ck_assert_int_eq(gpuq_ping(b), 0);
     gpuq_request r = e2e_norm_req(N);
     uint64_t id;
@@ -393,14 +400,34 @@ START_TEST(large_payload_yields)
     for (int i = 0; i < N; i += 4099)
         ck_assert_double_eq_tol(y[i], x[i] / sum, 1e-15);
     e2e_status(js, sizeof js);
-    long long yields = e2e_json_int(js, "read_yields") - before;
-    ck_assert_msg(yields >= 16 && yields <= 17, "read_yields grew by %lld, want 16", yields);
+    long long yields = e2e_json_int(js, "read_yields") - yields0;
+    long long reads = e2e_json_int(js, "io_reads") - reads0;
+    long long writes = e2e_json_int(js, "io_writes") - writes0;
+    if (threads) {
+        ck_assert_msg(yields == 0 && reads == 1 && writes == 1,
+                      "read_yields +%lld, io_reads +%lld, io_writes +%lld; want 0, 1, 1", yields,
+                      reads, writes);
+    } else {
+        ck_assert_msg(yields >= 16 && yields <= 17, "read_yields grew by %lld, want 16", yields);
+        ck_assert_msg(reads == 0 && writes == 0, "io_reads +%lld, io_writes +%lld", reads, writes);
+    }
     ck_assert_int_eq(gpuq_ping(b), 0);
     gpuq_close(a);
     gpuq_close(b);
     free(x);
     free(y);
     e2e_assert_serves();
+}
+
+START_TEST(large_payload_io_threads)
+{
+    large_payload(true);
+}
+END_TEST
+
+START_TEST(large_payload_yields)
+{
+    large_payload(false);
 }
 END_TEST
 
@@ -417,6 +444,7 @@ static Suite *suite(void)
     tcase_add_test(tc, max_inflight_on_the_wire);
     tcase_add_test(tc, inflight_slot_free_once_reply_read);
     tcase_add_test(tc, sigterm_answers_in_flight);
+    tcase_add_test(tc, large_payload_io_threads);
     tcase_add_test(tc, large_payload_yields);
     suite_add_tcase(s, tc);
     return s;

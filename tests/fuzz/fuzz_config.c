@@ -96,6 +96,8 @@ static const fuzz_field cfg_fields[] = {
     CF(priority_hold_s, CF_SAME),
     CF(batch_max, CF_SAME),
     CF(batch_bytes, CF_SAME),
+    CF(io_threads, CF_SAME),
+    CF(io_bulk_min, CF_SAME),
     CF(pol, CF_POLICY),
     CF(check_only, CF_SAME),
     CF(reload_pid, CF_SKIP),

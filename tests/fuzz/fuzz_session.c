@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -130,6 +131,7 @@ static void pump(void)
 /* What moves when anything happens (no padding: compared with memcmp). */
 typedef struct sig {
     uint64_t progress, completed, submitted, live, in_use, bytes_in, bytes_out, nsess, flags;
+    uint64_t io_moved, io_busy; /* the I/O threads' bytes, and jobs of theirs not yet done */
 } sig;
 
 static sig signature(void)
@@ -142,9 +144,14 @@ static sig signature(void)
              W.srv.stats.bytes_in,
              W.srv.stats.bytes_out,
              0,
-             (uint64_t)W.fst.closed | (uint64_t)W.srv.finishing << 1};
-    for (session *s = W.srv.sessions; s; s = s->next)
+             (uint64_t)W.fst.closed | (uint64_t)W.srv.finishing << 1,
+             0,
+             0};
+    for (session *s = W.srv.sessions; s; s = s->next) {
         g.nsess++;
+        g.io_moved += atomic_load(&s->io.rd.moved) + atomic_load(&s->io.wr.moved);
+        g.io_busy += io_busy(&s->io.rd) + io_busy(&s->io.wr);
+    }
     return g;
 }
 
@@ -158,6 +165,8 @@ static void quiesce(void)
             fake_backend_finish_all(W.b, 0);
         pump();
         sig after = signature();
+        if (after.io_busy) /* a thread's job moves, or waits for a client: give it time */
+            nanosleep(&(struct timespec){.tv_nsec = 20000}, NULL);
         if (!memcmp(&before, &after, sizeof before)) {
             if (++idle >= IDLE_PUMPS)
                 return;

@@ -3,10 +3,19 @@
  * limit frees only unused memory, in-use slots stay valid, new reservations
  * wait (busy) or can never fit (too large); raising it lets them in again.
  * The headroom kept for newcomers, and memory given back when idle.
- * A fake backend counts host allocations. */
+ * A fake backend counts host allocations.
+ *
+ * Growth off the loop (issue 28): with a pinner, new memory is allocated on
+ * the pinning thread (the fake's host_alloc records the thread it ran on);
+ * the reservation waits (busy, with a ticket) until the grow finished and
+ * the waker ran; a failed grow gives the waiter no_memory with the reason,
+ * and later reservations grow again; frees run on that thread too; the
+ * next chunk is grown ahead under the low-water mark. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <uv.h>
 
 #include "errors.h"
 #include "staging.h"
@@ -172,6 +181,218 @@ START_TEST(release_idle)
 }
 END_TEST
 
+/* ---- growth on the pinning thread ---- */
+
+static uv_thread_t main_thread;
+static int t_alloc_off_loop, t_alloc_on_loop, t_free_off_loop, t_free_on_loop;
+static int t_nalloc, t_nfree, t_fail, t_wakes;
+
+static int on_main(void)
+{
+    uv_thread_t self = uv_thread_self();
+    return uv_thread_equal(&self, &main_thread);
+}
+
+static int t_thread_init(backend *b, char *why, size_t cap)
+{
+    (void)b;
+    (void)why;
+    (void)cap;
+    return 0;
+}
+
+/* (counters: written on the pinning thread, read on the loop after the
+ * job came back through the pinner's mutex) */
+static void *t_alloc(backend *b, size_t len)
+{
+    (void)b;
+    if (on_main())
+        t_alloc_on_loop++;
+    else
+        t_alloc_off_loop++;
+    if (t_fail)
+        return NULL;
+    t_nalloc++;
+    return malloc(len);
+}
+
+static void t_free(backend *b, void *p)
+{
+    (void)b;
+    if (on_main())
+        t_free_on_loop++;
+    else
+        t_free_off_loop++;
+    t_nfree++;
+    free(p);
+}
+
+static const backend_ops thread_ops = {
+    .name = "fake", .host_thread_init = t_thread_init, .host_alloc = t_alloc, .host_free = t_free};
+
+static void t_wake(void *arg)
+{
+    (void)arg;
+    t_wakes++;
+}
+
+typedef struct tpool {
+    uv_loop_t loop;
+    backend b;
+    pinner pin;
+    staging st;
+} tpool;
+
+static void tpool_init(tpool *t, uint64_t total)
+{
+    memset(t, 0, sizeof *t);
+    main_thread = uv_thread_self();
+    t_alloc_off_loop = t_alloc_on_loop = t_free_off_loop = t_free_on_loop = 0;
+    t_nalloc = t_nfree = t_fail = t_wakes = 0;
+    ck_assert_int_eq(uv_loop_init(&t->loop), 0);
+    t->b.ops = &thread_ops;
+    t->b.loop = &t->loop;
+    char why[160] = "";
+    ck_assert_int_eq(pinner_init(&t->pin, &t->loop, &t->b, why, sizeof why), 0);
+    ck_assert(pinner_on(&t->pin));
+    staging_init(&t->st, &t->b, total);
+    staging_set_pinner(&t->st, &t->pin, t_wake, NULL);
+}
+
+/* Run the loop until the pinner has nothing in flight (5 s at most). */
+static void tpool_settle(tpool *t)
+{
+    for (int i = 0; i < 5000 && t->pin.pending; i++) {
+        (void)uv_run(&t->loop, UV_RUN_NOWAIT);
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    ck_assert_uint_eq(t->pin.pending, 0);
+}
+
+static void tpool_fini(tpool *t)
+{
+    staging_destroy(&t->st);
+    pinner_close(&t->pin);
+    ck_assert_uint_eq(t->pin.pending, 0);
+    ck_assert_int_eq(uv_run(&t->loop, UV_RUN_DEFAULT), 0);
+    ck_assert_int_eq(uv_loop_close(&t->loop), 0);
+    ck_assert_int_eq(t_nalloc, t_nfree);
+    ck_assert_int_eq(t_alloc_on_loop, 0);
+    ck_assert_int_eq(t_free_on_loop, 0);
+}
+
+START_TEST(grow_on_the_pinning_thread)
+{
+    tpool t;
+    tpool_init(&t, 256 * MIB);
+    uint64_t used = 0, ticket = 0;
+    staging_slot *a = NULL, *big = NULL;
+    /* a small class: a chunk is grown, the caller waits */
+    ck_assert_int_eq(staging_reserve_wait(&t.st, 64 * 1024, &used, 256 * MIB, &ticket, &a),
+                     GPUQ_E_BUSY);
+    ck_assert_uint_ne(ticket, 0);
+    ck_assert_uint_eq(used, 0);
+    ck_assert_uint_eq(t.st.capacity, 0);
+    ck_assert_uint_eq(t.st.growing, 16 * MIB);
+    ck_assert_int_eq(t_wakes, 0);
+    tpool_settle(&t);
+    ck_assert_int_eq(t_wakes, 1);
+    ck_assert_int_eq(t_alloc_off_loop, 1);
+    ck_assert_uint_eq(t.st.capacity, 16 * MIB);
+    ck_assert_int_eq(staging_reserve_wait(&t.st, 64 * 1024, &used, 256 * MIB, &ticket, &a), 0);
+    ck_assert_uint_eq(ticket, 0);
+    memset(a->ptr, 1, a->size);
+    /* a stand-alone slot: another grow, joined by a second try */
+    uint64_t t2 = 0;
+    ck_assert_int_eq(staging_reserve_wait(&t.st, 3 * MIB, &used, 256 * MIB, &t2, &big),
+                     GPUQ_E_BUSY);
+    uint64_t first = t2;
+    ck_assert_int_eq(staging_reserve_wait(&t.st, 3 * MIB, &used, 256 * MIB, &t2, &big),
+                     GPUQ_E_BUSY);
+    ck_assert_uint_eq(t2, first); /* the same grow, not a second one */
+    tpool_settle(&t);
+    ck_assert_int_eq(t_alloc_off_loop, 2);
+    ck_assert_int_eq(staging_reserve_wait(&t.st, 3 * MIB, &used, 256 * MIB, &t2, &big), 0);
+    memset(big->ptr, 2, big->size);
+    /* given back: accounted at once, freed on the pinning thread */
+    staging_release(&t.st, big, &used);
+    staging_release(&t.st, a, &used);
+    ck_assert_uint_eq(used, 0);
+    uint64_t cap = t.st.capacity;
+    ck_assert_uint_eq(staging_release_idle(&t.st, 0), cap);
+    ck_assert_uint_eq(t.st.capacity, 0);
+    tpool_settle(&t);
+    ck_assert_int_eq(t_free_off_loop, 2);
+    ck_assert_int_eq(t_free_on_loop, 0);
+    tpool_fini(&t);
+}
+END_TEST
+
+START_TEST(grow_fails_then_recovers)
+{
+    tpool t;
+    tpool_init(&t, 256 * MIB);
+    uint64_t used = 0, ticket = 0;
+    staging_slot *a = NULL;
+    t_fail = 1;
+    ck_assert_int_eq(staging_reserve_wait(&t.st, 2 * MIB, &used, 256 * MIB, &ticket, &a),
+                     GPUQ_E_BUSY);
+    tpool_settle(&t);
+    ck_assert_int_eq(t_wakes, 1); /* a failure wakes the waiter too */
+    ck_assert_int_eq(staging_reserve_wait(&t.st, 2 * MIB, &used, 256 * MIB, &ticket, &a),
+                     GPUQ_E_NO_MEMORY);
+    ck_assert_uint_eq(ticket, 0);
+    ck_assert_ptr_nonnull(strstr(staging_fail_msg(&t.st), "could not allocate 2097152 bytes"));
+    ck_assert_uint_eq(t.st.grow_failures, 1);
+    ck_assert_uint_eq(t.st.growing, 0);
+    ck_assert_uint_eq(used, 0);
+    ck_assert_uint_eq(t.st.in_use, 0);
+    /* the failure does not stick: the next reservation grows again */
+    t_fail = 0;
+    ck_assert_int_eq(staging_reserve_wait(&t.st, 2 * MIB, &used, 256 * MIB, &ticket, &a),
+                     GPUQ_E_BUSY);
+    tpool_settle(&t);
+    ck_assert_int_eq(staging_reserve_wait(&t.st, 2 * MIB, &used, 256 * MIB, &ticket, &a), 0);
+    ck_assert_uint_eq(used, 2 * MIB);
+    staging_release(&t.st, a, &used);
+    tpool_fini(&t);
+}
+END_TEST
+
+START_TEST(grow_ahead_under_low_water)
+{
+    tpool t;
+    tpool_init(&t, 256 * MIB);
+    uint64_t used = 0, ticket = 0;
+    staging_slot *s[16];
+    ck_assert_int_eq(staging_reserve_wait(&t.st, MIB, &used, 256 * MIB, &ticket, &s[0]),
+                     GPUQ_E_BUSY);
+    tpool_settle(&t);
+    int n = 0;
+    /* 1 MiB slots until the chunk's free room is under the mark */
+    while (16 * MIB - (uint64_t)(n + 1) * MIB >= STAGING_LOW_WATER) {
+        ck_assert_int_eq(staging_reserve_wait(&t.st, MIB, &used, 256 * MIB, &ticket, &s[n]), 0);
+        n++;
+        ck_assert_uint_eq(t.st.grows_ahead, 0);
+    }
+    ck_assert_int_eq(staging_reserve_wait(&t.st, MIB, &used, 256 * MIB, &ticket, &s[n]), 0);
+    n++;
+    ck_assert_uint_eq(t.st.grows_ahead, 1);
+    ck_assert_uint_eq(t.st.growing, 16 * MIB);
+    tpool_settle(&t);
+    ck_assert_uint_eq(t.st.capacity, 32 * MIB);
+    /* the rest comes without waiting */
+    while (n < 16) {
+        ck_assert_int_eq(staging_reserve_wait(&t.st, MIB, &used, 256 * MIB, &ticket, &s[n]), 0);
+        n++;
+    }
+    for (int i = 0; i < n; i++)
+        staging_release(&t.st, s[i], &used);
+    tpool_fini(&t);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("staging");
@@ -181,6 +402,12 @@ static Suite *suite(void)
     tcase_add_test(tc, headroom_for_newcomers);
     tcase_add_test(tc, release_idle);
     suite_add_tcase(s, tc);
+    TCase *tp = tcase_create("pinner");
+    tcase_set_timeout(tp, 30);
+    tcase_add_test(tp, grow_on_the_pinning_thread);
+    tcase_add_test(tp, grow_fails_then_recovers);
+    tcase_add_test(tp, grow_ahead_under_low_water);
+    suite_add_tcase(s, tp);
     return s;
 }
 

@@ -23,7 +23,6 @@ import ctypes
 import mmap
 import os
 import threading
-import weakref
 from typing import List, Optional, Tuple
 
 import numpy as np
@@ -90,9 +89,22 @@ class Block:
         self.nbytes = nbytes
         self.__array_interface__ = {"data": (arena.addr + off, False), "shape": (nbytes,),
                                     "typestr": "|u1", "version": 3}
-        weakref.finalize(self, pool._freed.append, (arena, off, nbytes))
+
+    def __del__(self):
+        # The last array made from the block is gone: its bytes go back to
+        # the free list at the pool's next alloc (no lock taken here: this
+        # runs wherever the garbage was made). Cheaper than weakref.finalize,
+        # which a small request's result block would pay for each time.
+        self.pool._freed.append((self.arena, self.off, self.nbytes))
 
     def array(self, shape, dtype) -> np.ndarray:
+        """The block as an array of shape and dtype (nbytes in all), made
+        once per block."""
+        dt = np.dtype(dtype)
+        if dt.fields is None and dt.subdtype is None:  # one step: the array's base is the block
+            self.__array_interface__ = {"data": self.__array_interface__["data"],
+                                        "shape": tuple(shape), "typestr": dt.str, "version": 3}
+            return np.asarray(self)
         return np.asarray(self).view(dtype).reshape(shape)
 
 
@@ -128,9 +140,22 @@ class Pool:
             arena.free(off, nbytes)
 
     def alloc(self, nbytes: int) -> Optional[Block]:
-        """A block of nbytes (> 0) in an open arena, or None (no room)."""
+        """A block of nbytes (> 0) in an open arena, or None (no room). A
+        block freed since the last call, of the same size, is taken as it
+        is (a run of small requests on arena arrays frees a result's block
+        and wants one of that size again)."""
         with self._lock:
-            self._drain_freed()
+            if self._freed:
+                need = (nbytes + ALIGN - 1) // ALIGN * ALIGN
+                reuse = None
+                while self._freed:  # not iterated: a finalizer may append meanwhile
+                    arena, off, n = self._freed.popleft()
+                    if reuse is None and arena.open and (n + ALIGN - 1) // ALIGN * ALIGN == need:
+                        reuse = arena, off
+                    else:
+                        arena.free(off, n)
+                if reuse is not None:
+                    return Block(self, reuse[0], reuse[1], nbytes)
             for a in self.arenas:
                 if a.open:
                     off = a.alloc(nbytes)
@@ -141,8 +166,16 @@ class Pool:
     def has_room(self, nbytes: int) -> bool:
         need = (nbytes + ALIGN - 1) // ALIGN * ALIGN
         with self._lock:
-            self._drain_freed()
-            return any(a.open and a.largest_free() >= need for a in self.arenas)
+            if self._freed:
+                # the block freed last is room enough: keep it for alloc to take
+                arena, _, n = self._freed[-1]
+                if arena.open and (n + ALIGN - 1) // ALIGN * ALIGN >= need:
+                    return True
+                self._drain_freed()
+            for a in self.arenas:
+                if a.open and a.largest_free() >= need:
+                    return True
+            return False
 
     def want(self, nbytes: int) -> Optional[int]:
         """The size of the arena to open for a need of nbytes, or None when
@@ -170,9 +203,13 @@ class Pool:
     def lookup(self, arr: np.ndarray) -> Optional[Tuple[int, int]]:
         """(arena id, offset) of a C-contiguous array that lives in an open
         arena of this pool, else None."""
-        b = block_of(arr)
-        if b is None or b.pool is not self or not b.arena.open:
+        b = arr.base  # block_of(arr), inline: every request on arena arrays asks
+        while isinstance(b, np.ndarray):
+            b = b.base
+        if type(b) is not Block or b.pool is not self or not b.arena.open:
             return None
+        if arr.nbytes == b.nbytes and arr.flags.c_contiguous:
+            return b.arena.id, b.off  # all of the block (views stay inside it): its start
         off = arr.__array_interface__["data"][0] - b.arena.addr
         if off % arr.dtype.itemsize:
             return None  # the protocol wants element-aligned offsets

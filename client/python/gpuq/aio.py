@@ -37,7 +37,7 @@ from numpy.typing import ArrayLike, DTypeLike
 
 from . import _base
 from . import _convert as cv
-from . import _docs, _ops, _socketpath, errors
+from . import _copy, _docs, _ops, _socketpath, errors
 from ._ops import EARTH_RADIUS_KM, Call, KnnResult, Result
 from ._session import SHM_MIN_BYTES, Pending
 
@@ -278,7 +278,7 @@ class AsyncClient(_base.Base):
         if self.in_arena(arr) and arr.dtype == dt:
             return arr
         out = await self.empty(arr.shape, dt, strict=strict)
-        np.copyto(out, arr, casting="unsafe" if dtype is None else "same_kind")
+        _copy.copy(out, arr, "unsafe" if dtype is None else "same_kind")
         return out
 
     # ---- the ops ----

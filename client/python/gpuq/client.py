@@ -38,7 +38,7 @@ from numpy.typing import ArrayLike, DTypeLike
 
 from . import _base
 from . import _convert as cv
-from . import _docs, _ops, _socketpath, errors
+from . import _copy, _docs, _ops, _socketpath, errors
 from ._ops import EARTH_RADIUS_KM, Call, KnnResult, Result
 from ._session import MISS, SHM_MIN_BYTES, Pending, Plan, drop
 
@@ -489,6 +489,34 @@ class Client(_base.Base):
             self._rx = False
         return MISS
 
+    def _express_ref(self, call: Call, plan: Plan, resolve) -> Any:
+        """A request alone on the connection (none queued or to be sent
+        again) that goes through arenas: sent (queued, as _start does), and when the first receive brings its
+        whole reply as a plain success, answered here (Session.ref_reply).
+        Otherwise the bytes go to the general reader, which resolve then
+        tells; returns MISS then."""
+        s = self._s
+        if plan.blocks:
+            self._ensure_room(plan.blocks)
+        bufs, p = s.compute(call, plan, resolve)
+        self._send(bufs, p.id)
+        if not s.pending or s.pending[0] is not p:
+            return MISS  # answered (or its reply begun) while a large send read replies
+        s.reader.arm()
+        self._rx = True
+        try:
+            got = self._receive()
+        except OSError as e:
+            got = e
+        if type(got) is int and got:
+            v = s.ref_reply(p, got)
+            if v is not MISS:
+                self._rx = False
+                return v
+        self._take(got, self._break)
+        self._rx = False
+        return MISS
+
     def _run(self, call: Call, deadline_ms: Optional[int]) -> Any:
         """submit + result, without a Future: the blocking ops' path."""
         call.deadline_ms = self._deadline if deadline_ms is None else _ops.deadline(deadline_ms)
@@ -504,7 +532,11 @@ class Client(_base.Base):
                         v = self._express(call, lambda v, e: box.extend((v, e)))
                         if v is not MISS:
                             return v
-                if plan is None or plan.use:
+                    else:
+                        v = self._express_ref(call, plan, lambda v, e: box.extend((v, e)))
+                        if v is not MISS:
+                            return v
+                else:
                     self._start(call, lambda v, e: box.extend((v, e)), plan)
                 while not box:
                     if s.broken is not None or self._closed:
@@ -578,7 +610,7 @@ class Client(_base.Base):
         if self.in_arena(arr) and arr.dtype == dt:
             return arr
         out = self.empty(arr.shape, dt, strict=strict)
-        np.copyto(out, arr, casting="unsafe" if dtype is None else "same_kind")
+        _copy.copy(out, arr, "unsafe" if dtype is None else "same_kind")
         return out
 
     # ---- the ops ----

@@ -4,7 +4,8 @@
  * submit queues a uv_work_t; the work runs the CPU reference on a pool thread
  * (sleeping GPUQ_TEST_SLOW_MS first, a test hook that times as kernel time
  * and stops, as the kernels do between blocks of rows, once the job is no
- * longer wanted);
+ * longer wanted; GPUQ_TEST_HOST_ALLOC_FAIL_BYTES=N, another, makes host
+ * allocations of at least N bytes fail);
  * after_work runs on the loop thread and calls b->complete. Staging memory is
  * plain aligned malloc.
  *
@@ -38,7 +39,8 @@ typedef struct cpu_backend {
     uint64_t sessions;
     uint64_t bytes;
     int slow_ms;
-    uv_idle_t flush; /* runs the pending batchable jobs (flush_on) */
+    uint64_t fail_bytes; /* test hook: host allocations of at least this many fail */
+    uv_idle_t flush;     /* runs the pending batchable jobs (flush_on) */
     int flush_on;
     gpuq_job *pend_head, *pend_tail; /* batchable jobs not yet given to the pool */
     uint32_t npend;
@@ -230,8 +232,23 @@ static void cpu_session_close(backend *b, void *bsess)
     ((cpu_backend *)b)->sessions--;
 }
 
+/* The pinning thread needs nothing: staging memory is plain memory here,
+ * allocated there all the same (the same path as CUDA's, testable without a
+ * GPU), and counted when allocated on the loop (backend_note_pin). */
+static int cpu_host_thread_init(backend *b, char *why, size_t cap)
+{
+    (void)b;
+    (void)why;
+    (void)cap;
+    return 0;
+}
+
 static void *cpu_host_alloc(backend *b, size_t len)
 {
+    backend_note_pin(b);
+    uint64_t fail = ((cpu_backend *)b)->fail_bytes;
+    if (fail && len >= fail)
+        return NULL;
     void *p = NULL;
     if (posix_memalign(&p, 4096, len ? len : 1))
         return NULL;
@@ -240,6 +257,8 @@ static void *cpu_host_alloc(backend *b, size_t len)
 
 static void cpu_host_free(backend *b, void *p)
 {
+    if (p)
+        backend_note_pin(b);
     free(p);
 }
 
@@ -282,6 +301,7 @@ static const backend_ops cpu_ops = {
     .session_open = cpu_session_open,
     .session_close = cpu_session_close,
     .submit = cpu_submit,
+    .host_thread_init = cpu_host_thread_init,
     .host_alloc = cpu_host_alloc,
     .host_free = cpu_host_free,
     .ndevices = cpu_ndevices,
@@ -311,5 +331,8 @@ backend *backend_cpu_create(uv_loop_t *loop, backend_complete_fn done, char *why
     const char *slow = getenv("GPUQ_TEST_SLOW_MS");
     if (slow && *slow)
         cb->slow_ms = atoi(slow);
+    const char *fail = getenv("GPUQ_TEST_HOST_ALLOC_FAIL_BYTES");
+    if (fail && *fail)
+        cb->fail_bytes = strtoull(fail, NULL, 10);
     return &cb->b;
 }

@@ -488,6 +488,7 @@ static const backend_ops cuda_ops = {
     .session_close = cuda_session_close,
     .submit = cuda_submit,
     .stop = cuda_stop,
+    .host_thread_init = cuda_host_thread_init,
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
     .host_register = cuda_host_register,

@@ -161,7 +161,9 @@ void cuda_jobx_free(backend_cuda *b, cuda_jobx *x)
         for (int i = 0; i < 4; i++)
             cudaEventDestroy(x->t[i]);
     if (x->h_flag && x->flag_own) {
-        cudaFreeHost(x->h_flag);
+        backend_note_pin(&b->base);
+        if (cudaFreeHost(x->h_flag) != cudaSuccess)
+            log_error("cuda: cudaFreeHost(flag) failed");
     } else if (x->h_flag) {
         uint32_t i = (uint32_t)(x->h_flag - b->flag_slab) / 2;
         b->flag_next[i] = b->flag_head;
@@ -192,6 +194,9 @@ int cuda_jobx_get(backend_cuda *b, cuda_sess *s, int timing, cuda_jobx **out)
             x->h_flag = &b->flag_slab[2 * b->flag_head];
             b->flag_head = b->flag_next[b->flag_head];
         } else {
+            /* beyond the slab (CUDA_FLAG_SLOTS jobs at once): on the loop,
+             * and counted as such */
+            backend_note_pin(&b->base);
             e = cudaHostAlloc((void **)&x->h_flag, 2 * sizeof(int), cudaHostAllocPortable);
             if (e != cudaSuccess) {
                 x->h_flag = NULL;
@@ -463,9 +468,29 @@ void cuda_session_close(backend *bb, void *bsess)
 
 /* ---- host memory, devices, lifetime ---- */
 
+/* The pinning thread (planes/pinner.c): the first device made current
+ * there; page-locked memory is portable, so one context serves every
+ * device's sessions. cudaSetDevice directly, not cuda_use_device: cur_dev is
+ * the loop thread's. */
+int cuda_host_thread_init(backend *bb, char *why, size_t cap)
+{
+    backend_cuda *b = (backend_cuda *)bb;
+    if (b->ndev < 1) {
+        snprintf(why, cap, "no CUDA device");
+        return GPUQ_E_DEVICE;
+    }
+    cudaError_t e = cudaSetDevice(b->devs[0].index);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(why, cap, "cudaSetDevice(%d): %s", b->devs[0].index, cudaGetErrorString(e));
+        return GPUQ_E_DEVICE;
+    }
+    return 0;
+}
+
 void *cuda_host_alloc(backend *bb, size_t len)
 {
-    (void)bb;
+    backend_note_pin(bb);
     void *p = NULL;
     cudaError_t e = cudaHostAlloc(&p, len ? len : 1, cudaHostAllocPortable);
     if (e != cudaSuccess) {
@@ -477,7 +502,7 @@ void *cuda_host_alloc(backend *bb, size_t len)
 
 int cuda_host_register(backend *bb, void *p, size_t len, char *why, size_t cap)
 {
-    (void)bb;
+    backend_note_pin(bb);
     /* Portable: every device's sessions copy from it. */
     cudaError_t e = cudaHostRegister(p, len, cudaHostRegisterPortable);
     if (e != cudaSuccess) {
@@ -491,7 +516,7 @@ int cuda_host_register(backend *bb, void *p, size_t len, char *why, size_t cap)
 
 void cuda_host_unregister(backend *bb, void *p)
 {
-    (void)bb;
+    backend_note_pin(bb);
     cudaError_t e = cudaHostUnregister(p);
     if (e != cudaSuccess)
         log_error("cuda: cudaHostUnregister: %s", cudaGetErrorString(e));
@@ -499,8 +524,8 @@ void cuda_host_unregister(backend *bb, void *p)
 
 void cuda_host_free(backend *bb, void *p)
 {
-    (void)bb;
     if (p) {
+        backend_note_pin(bb);
         cudaError_t e = cudaFreeHost(p);
         if (e != cudaSuccess)
             log_error("cuda: cudaFreeHost: %s", cudaGetErrorString(e));

@@ -66,6 +66,10 @@ void cuda_batch_free(cuda_sess *lane, cuda_batch *bt);
 void cuda_sess_maybe_destroy(backend_cuda *b, cuda_sess *s);
 void cuda_reap_sessions(backend_cuda *b);
 
+/* Host memory: made on the pinning thread (planes/pinner.c), which
+ * cuda_host_thread_init prepares; each call is counted when made on the
+ * loop while sessions are served (backend_note_pin). */
+int cuda_host_thread_init(backend *bb, char *why, size_t cap);
 void *cuda_host_alloc(backend *bb, size_t len);
 void cuda_host_free(backend *bb, void *p);
 /* Pin an arena's mapping for DMA (cudaHostRegister) and unpin it. */

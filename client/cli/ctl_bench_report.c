@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ctl_bench_report.c - gpuqctl bench's figures and summary
+ * (ctl_bench_report.h).
+ *
+ * Happy path: each group of clients (the measured ones, alone and beside
+ * the streamers; the streamers) is summed after its join: successes,
+ * errors (the earliest named), req/s over the window, MB/s from the bytes
+ * one request moves, and the latency percentiles of every success
+ * (ctl_bench_stats.h). Then one summary: text lines, or one JSON object
+ * whose keys stay the same from run to run (null where a figure does not
+ * apply: "bulk" without --bulk, "alone" without --baseline, a ratio over a
+ * figure of 0).
+ *
+ * Failures: no memory to merge the latencies leaves the percentiles out
+ * (NaN, null in JSON), said on stderr.
+ */
+#include "ctl_bench_report.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl_json.h"
+
+int bench_summarize(const bench_client *cls, unsigned n, const bench_run *run, uint64_t req_bytes,
+                    bench_sum *s)
+{
+    memset(s, 0, sizeof *s);
+    int64_t first_ns = 0;
+    bool have_first = false;
+    bench_samples *sets = malloc((n ? n : 1) * sizeof *sets);
+    for (unsigned i = 0; i < n; i++) {
+        const bench_client *cl = &cls[i];
+        s->ok += cl->lat.count;
+        s->errors += cl->errors;
+        if (sets)
+            sets[i] = cl->lat; /* a shallow copy: the samples stay the client's */
+        if (cl->errors && (!have_first || cl->first_ns < first_ns)) {
+            snprintf(s->first, sizeof s->first, "%s", cl->first);
+            s->first_code = cl->first_code;
+            first_ns = cl->first_ns;
+            have_first = true;
+        }
+    }
+    int64_t we = atomic_load(&run->we_ns);
+    s->duration_s = we > run->ws_ns ? (double)(we - run->ws_ns) / 1e9 : 0;
+    s->req_s = s->duration_s > 0 ? (double)s->ok / s->duration_s : 0;
+    s->mb_s = s->req_s * (double)req_bytes / 1e6;
+    int rc = sets ? bench_percentiles(sets, n, &s->lat) : -1;
+    free(sets);
+    if (rc) {
+        s->lat.p50 = s->lat.p90 = s->lat.p99 = s->lat.p999 = s->lat.max = s->lat.mean = NAN;
+        fprintf(stderr, "gpuqctl: bench: no memory to sort the latencies; percentiles left out\n");
+    }
+    return rc;
+}
+
+const char *bench_err_text(int code, const char *msg)
+{
+    const char *name = gpuq_errname(code);
+    size_t nl = strlen(name);
+    if (strncmp(msg, name, nl) == 0 && msg[nl] == ':' && msg[nl + 1] == ' ')
+        return msg + nl + 2;
+    return msg;
+}
+
+static const char *prio_name(int p)
+{
+    const char *s = gpuq_prio_name(p);
+    return s ? s : "?";
+}
+
+/* now / then, NaN when then is not a positive figure */
+static double ratio(double now, double then)
+{
+    return then > 0 && isfinite(now) ? now / then : NAN;
+}
+
+/* ,"key":v for each of a sum's figures named in keys (a NULL-ended list
+ * of req_s mb_s p50_us p90_us p99_us p999_us max_us mean_us). */
+static void json_figures(FILE *f, const bench_sum *s, const char *const *keys)
+{
+    const struct {
+        const char *key;
+        double v;
+    } nums[] = {{"req_s", s->req_s},    {"mb_s", s->mb_s},       {"p50_us", s->lat.p50},
+                {"p90_us", s->lat.p90}, {"p99_us", s->lat.p99},  {"p999_us", s->lat.p999},
+                {"max_us", s->lat.max}, {"mean_us", s->lat.mean}};
+    for (const char *const *k = keys; *k; k++) {
+        for (size_t j = 0; j < sizeof nums / sizeof nums[0]; j++) {
+            if (strcmp(*k, nums[j].key) != 0)
+                continue;
+            fprintf(f, ",\"%s\":", nums[j].key);
+            ctl_json_num(f, round(nums[j].v * 1e3) / 1e3); /* NaN: null */
+        }
+    }
+}
+
+/* "requests":N,"errors":E,"first_error":... (no leading comma) */
+static void json_counts(FILE *f, const bench_sum *s)
+{
+    fprintf(f, "\"requests\":%llu,\"errors\":%llu,\"first_error\":", (unsigned long long)s->ok,
+            (unsigned long long)s->errors);
+    if (s->first[0])
+        ctl_json_str(f, s->first);
+    else
+        fputs("null", f);
+}
+
+static const char *const all_figures[] = {"req_s",   "mb_s",   "p50_us",  "p90_us", "p99_us",
+                                          "p999_us", "max_us", "mean_us", NULL};
+
+static void json_bulk(FILE *f, const bench_report *r)
+{
+    const bench_args *a = r->a;
+    fprintf(f,
+            ",\"bulk\":{\"clients\":%u,\"op\":\"normalize\",\"size\":%llu,\"dtype\":\"f32\","
+            "\"depth\":%u,\"transport\":\"%s\",\"priority\":\"%s\",\"priority_granted\":\"%s\",",
+            a->bulk, (unsigned long long)a->bulk_size, a->bulk_depth, r->bulk_transport,
+            prio_name(a->bulk_priority), prio_name(r->bulk_granted));
+    json_counts(f, &r->bulk);
+    json_figures(f, &r->bulk, all_figures);
+    fputc('}', f);
+}
+
+static void json_alone(FILE *f, const bench_report *r)
+{
+    fputs(",\"alone\":{", f);
+    json_counts(f, &r->alone);
+    json_figures(f, &r->alone, all_figures);
+    fputs(",\"p50_ratio\":", f);
+    ctl_json_num(f, round(ratio(r->main.lat.p50, r->alone.lat.p50) * 1e4) / 1e4);
+    fputs(",\"p99_ratio\":", f);
+    ctl_json_num(f, round(ratio(r->main.lat.p99, r->alone.lat.p99) * 1e4) / 1e4);
+    fputc('}', f);
+}
+
+void bench_print_json(const ctl_ctx *ctx, const bench_report *r)
+{
+    FILE *f = stdout;
+    const bench_args *a = r->a;
+    const bench_sum *s = &r->main;
+    fprintf(f, "{\"command\":\"bench\",\"op\":\"%s\",\"size\":%llu,",
+            a->ping ? "ping" : bench_op_names[a->op], a->ping ? 0ull : (unsigned long long)a->size);
+    if (!a->ping && (a->op == BENCH_PAIRWISE || a->op == BENCH_KNN))
+        fprintf(f, "\"dim\":%llu,", (unsigned long long)a->dim);
+    if (a->ping)
+        fputs("\"dtype\":null,", f);
+    else
+        fprintf(f, "\"dtype\":\"%s\",", gpuq_dtype_name(a->dt));
+    fprintf(f,
+            "\"clients\":%u,\"depth\":%u,\"transport\":\"%s\","
+            "\"priority\":\"%s\",\"priority_granted\":\"%s\",\"deadline_ms\":%llu,"
+            "\"backend\":",
+            a->clients, a->depth, r->transport, prio_name(ctx->priority), prio_name(r->granted),
+            (unsigned long long)ctx->deadline_ms);
+    ctl_json_str(f, r->backend);
+    fputs(",\"warmup_s\":", f);
+    ctl_json_num(f, a->warmup);
+    fputs(",\"duration_s\":", f);
+    ctl_json_num(f, round(s->duration_s * 1e6) / 1e6);
+    fputc(',', f);
+    json_counts(f, s);
+    json_figures(f, s, all_figures);
+    if (a->bulk)
+        json_bulk(f, r);
+    else
+        fputs(",\"bulk\":null", f);
+    if (a->baseline)
+        json_alone(f, r);
+    else
+        fputs(",\"alone\":null", f);
+    fprintf(f, ",\"interrupted\":%s}\n", r->sig ? "true" : "false");
+}
+
+void bench_print_text(const ctl_ctx *ctx, const bench_report *r)
+{
+    const bench_args *a = r->a;
+    const bench_sum *s = &r->main;
+    char size[64];
+    if (a->op == BENCH_PAIRWISE || a->op == BENCH_KNN)
+        snprintf(size, sizeof size, "%llu x %llu", (unsigned long long)a->size,
+                 (unsigned long long)a->dim);
+    else if (a->op == BENCH_GRID)
+        snprintf(size, sizeof size, "%llu x %llu", (unsigned long long)a->size,
+                 (unsigned long long)a->size);
+    else
+        snprintf(size, sizeof size, "%llu", (unsigned long long)a->size);
+    if (a->ping)
+        printf("%-11s ping (gpuq_ping round trips)\n", "op");
+    else
+        printf("%-11s %s, size %s, %s\n", "op", bench_op_names[a->op], size,
+               gpuq_dtype_name(a->dt));
+    printf("%-11s %u x depth %u\n", "clients", a->clients, a->depth);
+    printf("%-11s %s\n", "transport", r->transport);
+    printf("%-11s %s (asked %s)\n", "priority", prio_name(r->granted), prio_name(ctx->priority));
+    if (ctx->deadline_ms)
+        printf("%-11s %llu ms a request\n", "deadline", (unsigned long long)ctx->deadline_ms);
+    printf("%-11s %s\n", "backend", r->backend);
+    printf("%-11s %.3f s (after %.3g s of warm-up)\n", "duration", s->duration_s, a->warmup);
+    printf("%-11s %llu\n", "requests", (unsigned long long)s->ok);
+    if (s->first[0])
+        printf("%-11s %llu (first: %s)\n", "errors", (unsigned long long)s->errors, s->first);
+    else
+        printf("%-11s 0\n", "errors");
+    printf("%-11s %.0f req/s, %.1f MB/s\n", "throughput", s->req_s, s->mb_s);
+    if (s->ok)
+        printf("%-11s p50 %.1f, p90 %.1f, p99 %.1f, p99.9 %.1f, max %.1f us\n", "latency",
+               s->lat.p50, s->lat.p90, s->lat.p99, s->lat.p999, s->lat.max);
+    else
+        printf("%-11s - (no request completed in the measured time)\n", "latency");
+    if (a->bulk) {
+        const bench_sum *b = &r->bulk;
+        printf("%-11s %u x depth %u, normalize %llu f32, %s, priority %s (asked %s)\n", "streamers",
+               a->bulk, a->bulk_depth, (unsigned long long)a->bulk_size, r->bulk_transport,
+               prio_name(r->bulk_granted), prio_name(a->bulk_priority));
+        printf("%-11s %llu requests, %.1f req/s, %.1f MB/s, p50 %.1f, p99 %.1f us, errors "
+               "%llu%s%s%s\n",
+               "", (unsigned long long)b->ok, b->req_s, b->mb_s, b->lat.p50, b->lat.p99,
+               (unsigned long long)b->errors, b->first[0] ? " (first: " : "", b->first,
+               b->first[0] ? ")" : "");
+    }
+    if (a->baseline) {
+        const bench_sum *al = &r->alone;
+        printf("%-11s %llu requests, p50 %.1f, p99 %.1f us, errors %llu; beside the streamers "
+               "p50 x%.2f, p99 x%.2f\n",
+               "alone", (unsigned long long)al->ok, al->lat.p50, al->lat.p99,
+               (unsigned long long)al->errors, ratio(s->lat.p50, al->lat.p50),
+               ratio(s->lat.p99, al->lat.p99));
+    }
+}

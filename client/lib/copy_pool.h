@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* copy_pool.h - memcpy spread over a few threads, for the staging copies
+ * (stage.c) into and out of a connection's arena.
+ *
+ * One pool per process, started on the first copy that is large enough:
+ * the copy is cut into chunks of COPY_POOL_CHUNK bytes that the caller and
+ * the pool's threads take in turn, and the call returns when every chunk
+ * is done. A copy of less than COPY_POOL_MIN bytes, a copy while another
+ * thread's copy has the pool, and any copy in a process whose pool could
+ * not start are one memcpy per segment on the caller's thread. The result
+ * is memcpy's, byte for byte.
+ *
+ * Threads that copy (the caller counted): min(8, usable CPUs / 2), at least
+ * 1; the environment's GPUQ_COPY_THREADS (1..64) at the pool's start
+ * overrides it (1: never a thread). A child after fork starts a pool of
+ * its own when it first needs one; it never waits on its parent's threads.
+ */
+#ifndef GPUQ_CLIENT_COPY_POOL_H
+#define GPUQ_CLIENT_COPY_POOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define COPY_POOL_CHUNK ((size_t)256 << 10) /* bytes a thread takes at a time */
+#define COPY_POOL_MIN ((size_t)1 << 20)     /* below: one memcpy on the caller's thread */
+#define COPY_POOL_MAX_SEGS 4u               /* segments of one copy (more: memcpy) */
+#define COPY_POOL_MAX_THREADS 64u
+
+/* One memcpy: len bytes from src to dst (borrowed; they must not overlap). */
+typedef struct copy_seg {
+    void *dst;
+    const void *src;
+    size_t len;
+} copy_seg;
+
+/* Copy every segment of segs[n] (borrowed for the call), as memcpy would,
+ * on up to the pool's threads when they come to COPY_POOL_MIN bytes or
+ * more. Returns when all bytes are copied; never fails (the fallback is
+ * memcpy on this thread). Safe from several threads at once. */
+void copy_pool_run(const copy_seg *segs, unsigned n);
+
+/* For tests. The pool's worker threads alive in this process (0 before the
+ * first large copy, after fork until the child's first, or when threads
+ * could not start); threads that copy = workers + 1. */
+unsigned copy_pool_workers(void);
+/* Chunks the workers (not callers) have copied in this process so far. */
+uint64_t copy_pool_worker_chunks(void);
+
+#endif

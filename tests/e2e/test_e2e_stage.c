@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_e2e_stage.c - plain memory staged through the connection's arena
+ * with the threaded copies (client/lib/copy_pool.c), end to end.
+ *
+ * The suite runs with GPUQ_COPY_THREADS=4, so the staging copies are cut
+ * into chunks for four threads wherever a call's inputs or outputs come to
+ * COPY_POOL_MIN bytes. Under AUTO the results equal the socket path's
+ * byte for byte, and nothing is written past the caller's output, for
+ * arrays whose bytes lie at the chunk boundaries (a whole number of chunks,
+ * one element less, one more; the threshold itself) and for one that gives
+ * every thread several chunks: one input and one output (normalize, f32 and
+ * f64), two inputs (haversine between two point sets), two outputs (knn's
+ * distances and indices). A child forked after the parent's copies ran on
+ * threads makes staged calls of its own on a new connection with threads
+ * of its own, while the parent keeps calling.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "copy_pool.h"
+#include "e2e_util.h"
+#include "gpuq.h"
+
+#define CH COPY_POOL_CHUNK
+#define GUARD_BYTES 64
+
+static gpuq_conn *conn_with(const char *name, gpuq_transport t)
+{
+    gpuq_conn *c = e2e_connect(name, GPUQ_PRIO_NORMAL);
+    ck_assert_msg(gpuq_set_transport(c, t) == 0, "%s", gpuq_errmsg(c));
+    return c;
+}
+
+static void *rand_buf(size_t bytes, int f32)
+{
+    size_t n = bytes / (f32 ? 4 : 8);
+    double *d = malloc(n * sizeof *d);
+    void *b = malloc(bytes);
+    ck_assert(d && b);
+    tu_rand_fill_f64(d, n, -7, 11);
+    for (size_t i = 0; i < n; i++) {
+        if (f32)
+            ((float *)b)[i] = (float)d[i];
+        else
+            ((double *)b)[i] = d[i];
+    }
+    free(d);
+    return b;
+}
+
+/* An output buffer of bytes with GUARD_BYTES of 0xa5 after it. */
+static void *out_buf(size_t bytes)
+{
+    uint8_t *b = malloc(bytes + GUARD_BYTES);
+    ck_assert_ptr_nonnull(b);
+    memset(b, 0x3c, bytes);
+    memset(b + bytes, 0xa5, GUARD_BYTES);
+    return b;
+}
+
+static void guard_intact(const void *buf, size_t bytes, const char *what)
+{
+    const uint8_t *g = (const uint8_t *)buf + bytes;
+    for (size_t i = 0; i < GUARD_BYTES; i++)
+        ck_assert_msg(g[i] == 0xa5, "%s: byte %zu past the output written", what, i);
+}
+
+/* Byte counts of an array at the copy chunk boundaries, in elements of
+ * `elem` bytes: k chunks less one element, k chunks, k chunks and one. */
+static size_t at_boundary(int k, int d, size_t elem)
+{
+    return (k * CH + (size_t)(d * (long)elem)) / elem;
+}
+
+START_TEST(normalize_at_chunk_boundaries)
+{
+    gpuq_conn *a = e2e_connect("auto", GPUQ_PRIO_NORMAL),
+              *s = conn_with("sock", GPUQ_TRANSPORT_SOCKET);
+    /* chunks: 2 (half the threshold each way: the call is staged, each copy
+     * on the caller's thread alone), 4 (the threshold), 5, and 4 threads x
+     * 5 chunks and a bit */
+    static const int ks[] = {2, 4, 5, 20};
+    for (int f32 = 0; f32 < 2; f32++) {
+        size_t elem = f32 ? 4 : 8;
+        for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
+            for (int d = -1; d <= 1; d++) {
+                size_t n = at_boundary(ks[ki], d, elem), bytes = n * elem;
+                void *x = rand_buf(bytes, f32), *ya = out_buf(bytes), *ys = out_buf(bytes);
+                gpuq_dtype dt = f32 ? GPUQ_DT_F32 : GPUQ_DT_F64;
+                ck_assert_msg(gpuq_normalize_1d(a, dt, GPUQ_NORM_ZSCORE, x, n, ya) == 0, "%s",
+                              gpuq_errmsg(a));
+                ck_assert_msg(gpuq_normalize_1d(s, dt, GPUQ_NORM_ZSCORE, x, n, ys) == 0, "%s",
+                              gpuq_errmsg(s));
+                ck_assert_msg(memcmp(ya, ys, bytes) == 0,
+                              "normalize of %zu bytes (%s): staged differs from socket", bytes,
+                              f32 ? "f32" : "f64");
+                guard_intact(ya, bytes, "normalize");
+                /* in place: the input is the output */
+                memcpy(ya, x, bytes);
+                ck_assert_int_eq(gpuq_normalize_1d(a, dt, GPUQ_NORM_ZSCORE, ya, n, ya), 0);
+                ck_assert_int_eq(memcmp(ya, ys, bytes), 0);
+                free(x), free(ya), free(ys);
+            }
+        }
+    }
+    ck_assert_int_eq(e2e_status_int("arena_open") > 0, 1);
+    ck_assert_uint_eq(copy_pool_workers(), 3); /* the copies had threads */
+    gpuq_close(a), gpuq_close(s);
+}
+END_TEST
+
+START_TEST(two_inputs_at_chunk_boundaries)
+{
+    gpuq_conn *a = e2e_connect("auto", GPUQ_PRIO_NORMAL),
+              *s = conn_with("sock", GPUQ_TRANSPORT_SOCKET);
+    /* haversine between a[i] and b[i]: two inputs of 16 bytes a point */
+    static const int ks[] = {4, 5, 20};
+    for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
+        for (int d = -1; d <= 1; d++) {
+            size_t n = at_boundary(ks[ki], d, 16);
+            double *pa = rand_buf(16 * n, 0), *pb = rand_buf(16 * n, 0);
+            double *oa = out_buf(8 * n), *os = out_buf(8 * n);
+            ck_assert_msg(gpuq_haversine_pair(a, GPUQ_DT_F64, pa, pb, n, 6371.0, oa) == 0, "%s",
+                          gpuq_errmsg(a));
+            ck_assert_msg(gpuq_haversine_pair(s, GPUQ_DT_F64, pa, pb, n, 6371.0, os) == 0, "%s",
+                          gpuq_errmsg(s));
+            ck_assert_msg(memcmp(oa, os, 8 * n) == 0, "haversine of %zu points differs", n);
+            guard_intact(oa, 8 * n, "haversine");
+            free(pa), free(pb), free(oa), free(os);
+        }
+    }
+    gpuq_close(a), gpuq_close(s);
+}
+END_TEST
+
+START_TEST(two_outputs_at_chunk_boundaries)
+{
+    gpuq_conn *a = e2e_connect("auto", GPUQ_PRIO_NORMAL),
+              *s = conn_with("sock", GPUQ_TRANSPORT_SOCKET);
+    /* knn with k 1 against 8 points of 2 dimensions: distances of 4 bytes a
+     * row, indices of 8 */
+    enum { N = 8, D = 2 };
+    float *y = rand_buf(N * D * 4, 1);
+    static const int ks[] = {4, 5};
+    for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
+        for (int d = -1; d <= 1; d++) {
+            size_t m = at_boundary(ks[ki], d, 4);
+            float *x = rand_buf(m * D * 4, 1);
+            float *da = out_buf(4 * m), *ds = out_buf(4 * m);
+            int64_t *ia = out_buf(8 * m), *is = out_buf(8 * m);
+            ck_assert_msg(
+                gpuq_knn(a, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, 1, x, y, m, N, D, da, ia) == 0,
+                "%s", gpuq_errmsg(a));
+            ck_assert_msg(
+                gpuq_knn(s, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, 1, x, y, m, N, D, ds, is) == 0,
+                "%s", gpuq_errmsg(s));
+            ck_assert_msg(memcmp(da, ds, 4 * m) == 0, "knn distances of %zu rows differ", m);
+            ck_assert_msg(memcmp(ia, is, 8 * m) == 0, "knn indices of %zu rows differ", m);
+            guard_intact(da, 4 * m, "knn distances");
+            guard_intact(ia, 8 * m, "knn indices");
+            free(x), free(da), free(ds), free(ia), free(is);
+        }
+    }
+    free(y);
+    gpuq_close(a), gpuq_close(s);
+}
+END_TEST
+
+static unsigned tasks(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    unsigned n = 0;
+    if (!d)
+        return 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+enum { FN = 5 * CH / 4 + 1 }; /* f32 elements: 5 chunks and 4 bytes each way */
+
+/* The forked child: staged calls on a connection of its own give ref's
+ * bytes, with copy threads of its own. Returns its exit status. */
+static int child_calls(const float *x, const float *ref)
+{
+    if (copy_pool_workers() != 0)
+        return 10;
+    gpuq_connect_opts o = {.socket_path = e2e_d.socket, .client_name = "child", .device = -1};
+    gpuq_conn *c = NULL;
+    if (gpuq_connect(&o, &c))
+        return 11;
+    float *y = malloc(FN * 4);
+    if (!y)
+        return 12;
+    for (int i = 0; i < 3; i++) {
+        memset(y, 0, FN * 4);
+        if (gpuq_normalize_1d(c, GPUQ_DT_F32, GPUQ_NORM_ZSCORE, x, FN, y))
+            return 13;
+        if (memcmp(y, ref, FN * 4))
+            return 14;
+    }
+    unsigned w = copy_pool_workers();
+    if (w != 3 || tasks() != 1 + w)
+        return 15;
+    gpuq_close(c);
+    free(y);
+    return 0;
+}
+
+START_TEST(forked_child_stages)
+{
+    gpuq_conn *a = e2e_connect("parent", GPUQ_PRIO_NORMAL),
+              *s = conn_with("sock", GPUQ_TRANSPORT_SOCKET);
+    float *x = rand_buf(FN * 4, 1), *ref = malloc(FN * 4), *y = malloc(FN * 4);
+    ck_assert(ref && y);
+    ck_assert_int_eq(gpuq_normalize_1d(s, GPUQ_DT_F32, GPUQ_NORM_ZSCORE, x, FN, ref), 0);
+    ck_assert_int_eq(gpuq_normalize_1d(a, GPUQ_DT_F32, GPUQ_NORM_ZSCORE, x, FN, y), 0);
+    ck_assert_int_eq(memcmp(y, ref, FN * 4), 0);
+    ck_assert_uint_eq(copy_pool_workers(), 3);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        _exit(child_calls(x, ref));
+    for (int i = 0; i < 3; i++) { /* the parent calls on meanwhile */
+        memset(y, 0, FN * 4);
+        ck_assert_int_eq(gpuq_normalize_1d(a, GPUQ_DT_F32, GPUQ_NORM_ZSCORE, x, FN, y), 0);
+        ck_assert_int_eq(memcmp(y, ref, FN * 4), 0);
+    }
+    int rc = e2e_wait_exit(pid, 60);
+    ck_assert_msg(rc == 0, "the forked child exited %d (see child_calls)", rc);
+    free(x), free(ref), free(y);
+    gpuq_close(a), gpuq_close(s);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("e2e_stage");
+    TCase *tc = tcase_create("stage");
+    tcase_add_checked_fixture(tc, e2e_setup, e2e_teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, normalize_at_chunk_boundaries);
+    tcase_add_test(tc, two_inputs_at_chunk_boundaries);
+    tcase_add_test(tc, two_outputs_at_chunk_boundaries);
+    tcase_add_test(tc, forked_child_stages);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    e2e_skip_without_gpu();
+    /* four threads copy, whatever this machine's CPUs: the chunks above
+     * are spread over them */
+    if (setenv("GPUQ_COPY_THREADS", "4", 1))
+        return 1;
+    return tu_run_suite(suite());
+}
