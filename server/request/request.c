@@ -623,6 +623,7 @@ static void request_on_timeout(session *s, const char *msg)
     request *r = s->cur;
     if (r) {
         s->cur = NULL;
+        session_drop_payload(s); /* an I/O thread reading it stops first */
         request_release_slot(r);
         request_set_compute(r, false);
     } else if (!(r = request_new(s))) {

@@ -463,7 +463,11 @@ static void session_io_read_done(io_job *j)
     session_io_count(s);
     s->srv->io_reads++;
     s->have += atomic_load(&j->moved);
-    if (s->closing) { /* not reached: session_close takes the job back */
+    if (s->closing || s->rstate != RS_PAYLOAD) {
+        /* not reached: whoever closes the session or drops the payload
+         * takes the job back first (session_close, session_drop_payload) */
+        log_error("session %llu: an I/O thread's read ended after its payload was dropped",
+                  (unsigned long long)s->id);
         session_unref(s);
         return;
     }

@@ -68,6 +68,11 @@ int session_sweep(session *s, uint64_t now)
     double hello = cfg->hello_timeout_s, frame = cfg->frame_timeout_s, idle = cfg->idle_timeout_s;
     double reply = cfg->reply_timeout_s, rate = (double)cfg->frame_min_rate;
     session_io_progress(s); /* an I/O thread's bytes count as read */
+    /* its clock may have read a later time than the sweep's now */
+    if (s->rx_ns > now)
+        now = s->rx_ns;
+    if (s->active_ns > now)
+        now = s->active_ns;
     uint64_t wq = session_write_backlog(s), taken = s->bytes_out - wq;
     if (wq == 0 || taken != s->taken_seen || !s->taken_ns)
         s->taken_ns = now;
