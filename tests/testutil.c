@@ -4,6 +4,7 @@
 #include "testutil.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <iconv.h>
@@ -280,6 +281,18 @@ double tu_now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+unsigned tu_thread_count(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    unsigned n = 0;
+    if (!d)
+        return 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
 }
 
 void tu_sleep_s(double s)

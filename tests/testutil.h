@@ -53,6 +53,8 @@ double tu_round_f32(double v);
 /* CLOCK_MONOTONIC in seconds; sleep s seconds (through EINTR). */
 double tu_now_s(void);
 void tu_sleep_s(double s);
+/* Threads of this process (/proc/self/task); 0 when it cannot be read. */
+unsigned tu_thread_count(void);
 uint64_t tu_seed(void);
 /* ||a - ref|| / ||ref|| in double; NaN anywhere -> +inf. */
 double tu_rel_err_f64(const double *a, const double *ref, size_t n);

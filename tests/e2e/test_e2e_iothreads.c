@@ -319,6 +319,50 @@ START_TEST(threshold_and_pipelining)
 }
 END_TEST
 
+/* A 1 MiB reply whose job takes 200 ms, then 20 requests refused at once
+ * (a payload of the wrong size), all in one write: the refusals wait for
+ * the big reply, and when it comes the first 16 replies go to an I/O
+ * thread as one group; the 17th waits for that group (it must not be
+ * written beside it), then the rest follow, each whole and in order. */
+START_TEST(replies_wait_for_a_threads_group)
+{
+    const char *extra[] = {"--io-bulk-min", "64K", NULL};
+    e2e_restart_slow(200, extra);
+    static uint8_t hb[65536];
+    int fd = e2e_hello_socket("held", hb, sizeof hb);
+    enum { N = 1 << 17 };
+    double *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), sum, bad[1] = {1};
+    fill(x, N, 7, &sum);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    gpuq_request r = e2e_norm_req(N);
+    r.id = 1;
+    e2e_append_req(&buf, &len, &r, x, N * sizeof *x);
+    for (int i = 0; i < 20; i++) {
+        gpuq_request e = e2e_norm_req(4);
+        e.id = 2u + (unsigned)i;
+        e2e_append_req(&buf, &len, &e, bad, sizeof bad); /* 8 bytes, not 32 */
+    }
+    ck_assert_int_eq(send(fd, buf, len, MSG_NOSIGNAL), (ssize_t)len);
+    free(buf);
+    gpuq_reply rep;
+    size_t got;
+    ck_assert_int_eq(e2e_read_reply_data(fd, &rep, hb, sizeof hb, y, N * sizeof *y, &got), 0);
+    ck_assert_int_eq(rep.status, 0);
+    ck_assert_uint_eq(rep.id, 1);
+    check_norm(x, y, N, sum);
+    for (int i = 0; i < 20; i++) {
+        ck_assert_int_eq(e2e_read_reply(fd, &rep, hb, sizeof hb), 0);
+        ck_assert_int_ne(rep.status, 0);
+        ck_assert_uint_eq(rep.id, 2u + (unsigned)i);
+    }
+    close(fd);
+    free(x);
+    free(y);
+    e2e_assert_serves();
+}
+END_TEST
+
 /* Some session holds staging (within 5 s). */
 static void staging_held(void)
 {
@@ -374,6 +418,7 @@ static Suite *suite(void)
     tcase_add_test(tc, bulk_beside_small);
     tcase_add_test(tc, threshold_and_pipelining);
     tcase_add_test(tc, gone_mid_transfer);
+    tcase_add_test(tc, replies_wait_for_a_threads_group);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -14,7 +14,6 @@
  * fork while another thread copies never leaves the child stuck.
  */
 #include <check.h>
-#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -204,18 +203,6 @@ START_TEST(two_callers_at_once)
 }
 END_TEST
 
-static unsigned tasks(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    unsigned n = 0;
-    if (!d)
-        return 0;
-    for (struct dirent *e; (e = readdir(d));)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
-
 /* In a child after fork: the pool is the child's own. Returns the exit
  * status to give. */
 static int child_copies(void)
@@ -233,7 +220,7 @@ static int child_copies(void)
     if (memcmp(dst, src, len) != 0)
         return 4;
     unsigned w = copy_pool_workers();
-    if (w != 3 || tasks() != 1 + w)
+    if (w != 3 || tu_thread_count() != 1 + w)
         return 5; /* its own workers, as many as it says */
     return 0;
 }

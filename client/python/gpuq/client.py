@@ -466,12 +466,7 @@ class Client(_base.Base):
             self._sent = h["id"]
             self._x = h  # sent, not queued: an interrupt queues it (_interrupted)
             self._tx = False
-            s.reader.arm()
-            self._rx = True
-            try:
-                got = self._receive()
-            except OSError as e:
-                got = e
+            got = self._receive_now()
             if type(got) is int and got:
                 v = s.express_reply(call, h["id"], got, outs)
                 if v is not MISS:
@@ -489,6 +484,16 @@ class Client(_base.Base):
             self._rx = False
         return MISS
 
+    def _receive_now(self):
+        """The first receive of a reply on the short paths: the reader
+        armed, what _receive got (bytes in, or None), or the OSError."""
+        self._s.reader.arm()
+        self._rx = True
+        try:
+            return self._receive()
+        except OSError as e:
+            return e
+
     def _express_ref(self, call: Call, plan: Plan, resolve) -> Any:
         """A request alone on the connection (none queued or to be sent
         again) that goes through arenas: sent (queued, as _start does), and when the first receive brings its
@@ -502,12 +507,7 @@ class Client(_base.Base):
         self._send(bufs, p.id)
         if not s.pending or s.pending[0] is not p:
             return MISS  # answered (or its reply begun) while a large send read replies
-        s.reader.arm()
-        self._rx = True
-        try:
-            got = self._receive()
-        except OSError as e:
-            got = e
+        got = self._receive_now()
         if type(got) is int and got:
             v = s.ref_reply(p, got)
             if v is not MISS:
