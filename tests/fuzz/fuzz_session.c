@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -131,11 +132,34 @@ static void pump(void)
 /* What moves when anything happens (no padding: compared with memcmp). */
 typedef struct sig {
     uint64_t progress, completed, submitted, live, in_use, bytes_in, bytes_out, nsess, flags;
-    uint64_t io_moved, io_busy; /* the I/O threads' bytes, and jobs of theirs not yet done */
+    /* the I/O threads: bytes moved; jobs not yet done; of those, the ones
+     * that must still end: a write while every client reads, or a read
+     * whose socket holds bytes for it */
+    uint64_t io_moved, io_busy, io_due;
 } sig;
+
+/* Bytes the server's end of s's socket holds unread. */
+static int pending_in(session *s)
+{
+    uv_os_fd_t fd;
+    int n = 0;
+    if (uv_fileno((uv_handle_t *)&s->pipe, &fd) != 0 || ioctl(fd, FIONREAD, &n) != 0)
+        return 0;
+    return n;
+}
+
+/* Every client that is open reads its replies. */
+static bool all_reading(void)
+{
+    for (int i = 0; i < FZ_CLIENTS; i++)
+        if (W.cl[i].fd >= 0 && !W.cl[i].eof && !W.cl[i].reading)
+            return false;
+    return true;
+}
 
 static sig signature(void)
 {
+    bool reading = all_reading();
     sig g = {W.env.progress,
              W.fst.completed,
              W.fst.submitted,
@@ -146,11 +170,13 @@ static sig signature(void)
              0,
              (uint64_t)W.fst.closed | (uint64_t)W.srv.finishing << 1,
              0,
+             0,
              0};
     for (session *s = W.srv.sessions; s; s = s->next) {
         g.nsess++;
         g.io_moved += atomic_load(&s->io.rd.moved) + atomic_load(&s->io.wr.moved);
         g.io_busy += io_busy(&s->io.rd) + io_busy(&s->io.wr);
+        g.io_due += (reading && io_busy(&s->io.wr)) + (io_busy(&s->io.rd) && pending_in(s) > 0);
     }
     return g;
 }
@@ -167,7 +193,7 @@ static void quiesce(void)
         sig after = signature();
         if (after.io_busy) /* a thread's job moves, or waits for a client: give it time */
             nanosleep(&(struct timespec){.tv_nsec = 20000}, NULL);
-        if (!memcmp(&before, &after, sizeof before)) {
+        if (!memcmp(&before, &after, sizeof before) && !after.io_due) {
             if (++idle >= IDLE_PUMPS)
                 return;
         } else {
