@@ -633,6 +633,11 @@ static void init_once(void)
         fuzz_violation("config_load: %s", g_base_cfg.error);
     snprintf(g_base_cfg.device, sizeof g_base_cfg.device, "cpu");
     g_base_cfg.drain_timeout_s = 0; /* no timer: the drain ends when all is answered */
+    /* No I/O threads: a script's turns stay deterministic (libFuzzer and the
+     * replay must see the same run) and fast; test_io_pool and
+     * test_e2e_iothreads cover them. quiesce() still waits for their jobs,
+     * should a script turn them on. */
+    g_base_cfg.io_threads = 0;
     /* nothing that depends on the clock: no timeouts, staging never given back */
     g_base_cfg.hello_timeout_s = g_base_cfg.frame_timeout_s = g_base_cfg.idle_timeout_s = 0;
     g_base_cfg.staging_release_s = 86400;
