@@ -38,9 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -132,34 +130,10 @@ static void pump(void)
 /* What moves when anything happens (no padding: compared with memcmp). */
 typedef struct sig {
     uint64_t progress, completed, submitted, live, in_use, bytes_in, bytes_out, nsess, flags;
-    /* the I/O threads: bytes moved; jobs not yet done; of those, the ones
-     * that must still end: a write while every client reads, or a read
-     * whose socket holds bytes for it */
-    uint64_t io_moved, io_busy, io_due;
 } sig;
-
-/* Bytes the server's end of s's socket holds unread. */
-static int pending_in(session *s)
-{
-    uv_os_fd_t fd;
-    int n = 0;
-    if (uv_fileno((uv_handle_t *)&s->pipe, &fd) != 0 || ioctl(fd, FIONREAD, &n) != 0)
-        return 0;
-    return n;
-}
-
-/* Every client that is open reads its replies. */
-static bool all_reading(void)
-{
-    for (int i = 0; i < FZ_CLIENTS; i++)
-        if (W.cl[i].fd >= 0 && !W.cl[i].eof && !W.cl[i].reading)
-            return false;
-    return true;
-}
 
 static sig signature(void)
 {
-    bool reading = all_reading();
     sig g = {W.env.progress,
              W.fst.completed,
              W.fst.submitted,
@@ -168,16 +142,9 @@ static sig signature(void)
              W.srv.stats.bytes_in,
              W.srv.stats.bytes_out,
              0,
-             (uint64_t)W.fst.closed | (uint64_t)W.srv.finishing << 1,
-             0,
-             0,
-             0};
-    for (session *s = W.srv.sessions; s; s = s->next) {
+             (uint64_t)W.fst.closed | (uint64_t)W.srv.finishing << 1};
+    for (session *s = W.srv.sessions; s; s = s->next)
         g.nsess++;
-        g.io_moved += atomic_load(&s->io.rd.moved) + atomic_load(&s->io.wr.moved);
-        g.io_busy += io_busy(&s->io.rd) + io_busy(&s->io.wr);
-        g.io_due += (reading && io_busy(&s->io.wr)) + (io_busy(&s->io.rd) && pending_in(s) > 0);
-    }
     return g;
 }
 
@@ -191,9 +158,7 @@ static void quiesce(void)
             fake_backend_finish_all(W.b, 0);
         pump();
         sig after = signature();
-        if (after.io_busy) /* a thread's job moves, or waits for a client: give it time */
-            nanosleep(&(struct timespec){.tv_nsec = 20000}, NULL);
-        if (!memcmp(&before, &after, sizeof before) && !after.io_due) {
+        if (!memcmp(&before, &after, sizeof before)) {
             if (++idle >= IDLE_PUMPS)
                 return;
         } else {
@@ -633,10 +598,10 @@ static void init_once(void)
         fuzz_violation("config_load: %s", g_base_cfg.error);
     snprintf(g_base_cfg.device, sizeof g_base_cfg.device, "cpu");
     g_base_cfg.drain_timeout_s = 0; /* no timer: the drain ends when all is answered */
-    /* No I/O threads: a script's turns stay deterministic (libFuzzer and the
-     * replay must see the same run) and fast; test_io_pool and
-     * test_e2e_iothreads cover them. quiesce() still waits for their jobs,
-     * should a script turn them on. */
+    /* No I/O threads (io_threads needs a restart, so no script turns them
+     * on): a script's turns stay deterministic, as libFuzzer and the replay
+     * need, and quiet means quiet; test_io_pool and test_e2e_iothreads
+     * cover them. */
     g_base_cfg.io_threads = 0;
     /* nothing that depends on the clock: no timeouts, staging never given back */
     g_base_cfg.hello_timeout_s = g_base_cfg.frame_timeout_s = g_base_cfg.idle_timeout_s = 0;
