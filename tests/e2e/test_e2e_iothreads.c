@@ -8,6 +8,7 @@
 #include <check.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -363,6 +364,43 @@ START_TEST(replies_wait_for_a_threads_group)
 }
 END_TEST
 
+/* A libgpuq client killed while its plain arrays are staged through its
+ * arena (transport auto) and its requests run: the daemon drops its
+ * session, arena and staging, and serves on. */
+START_TEST(killed_mid_staged_call)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        enum { N = 4 << 20 }; /* float32: 16 MiB each way */
+        float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+        for (int i = 0; x && i < N; i++)
+            x[i] = 1.0f + (float)(i % 5);
+        gpuq_connect_opts o = {.socket_path = e2e_d.socket,
+                               .client_name = "killed",
+                               .priority = GPUQ_PRIO_NORMAL,
+                               .device = -1};
+        gpuq_conn *c = NULL;
+        if (!x || !y || gpuq_connect(&o, &c) != 0)
+            _exit(2);
+        for (;;)
+            if (gpuq_normalize_1d(c, GPUQ_DT_F32, GPUQ_NORM_SUM, x, N, y) != 0)
+                _exit(3);
+    }
+    double t0 = tu_now_s();
+    while (e2e_status_int("arenas") <= 0 && tu_now_s() - t0 < 10)
+        tu_sleep_s(0.01);
+    ck_assert_int_gt(e2e_status_int("arenas"), 0); /* it staged through one */
+    tu_sleep_s(0.1);
+    ck_assert_int_eq(kill(pid, SIGKILL), 0);
+    ck_assert_int_eq(e2e_wait_exit(pid, 10), 128 + SIGKILL);
+    e2e_wait_status("arenas", 0, 10);
+    e2e_wait_status("arena_bytes", 0, 10);
+    e2e_wait_status("staging_bytes", 0, 10);
+    e2e_assert_serves();
+}
+END_TEST
+
 /* Some session holds staging (within 5 s). */
 static void staging_held(void)
 {
@@ -419,6 +457,7 @@ static Suite *suite(void)
     tcase_add_test(tc, threshold_and_pipelining);
     tcase_add_test(tc, gone_mid_transfer);
     tcase_add_test(tc, replies_wait_for_a_threads_group);
+    tcase_add_test(tc, killed_mid_staged_call);
     suite_add_tcase(s, tc);
     return s;
 }
