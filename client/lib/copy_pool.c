@@ -22,6 +22,21 @@
  * by memcpy. A mutex or condition call that fails in the middle of a job
  * means the pool's state is broken: abort.
  *
+ * Chunks are copied with streaming (non-temporal) stores on x86-64: the
+ * destination is not read soon (the daemon's DMA reads the arena; the
+ * caller reads its result much later), so its lines are not first read
+ * into the cache; each thread fences its stores before it reports its
+ * chunks done (GPUQ_COPY_NT=0: memcpy).
+ *
+ * Spin: a worker that copied waits for the next job by polling for
+ * GPUQ_COPY_SPIN_US (COPY_POOL_SPIN_US by default; 0: never) after the
+ * job ended, then sleeps on the condition. A blocking call's copy out
+ * follows its copy in by the request's device time (a quarter of a
+ * millisecond for 4 MiB each way), and a worker woken from sleep on a
+ * virtual machine's idle CPU starts late enough to leave its chunks to
+ * the others (4 MiB each way took 500 us with eight threads asleep, about
+ * what one thread takes).
+ *
  * Fork: the prepare handler takes the mutex (never held across a copy),
  * so the child gets the pool's state at rest; the child's handler forgets
  * the parent's workers and leaves a pool to be started anew.
@@ -37,7 +52,12 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+#define COPY_HAVE_NT 1
+#endif
 
 enum { POOL_NEW, POOL_UP, POOL_OFF };
 
@@ -50,11 +70,14 @@ static struct {
     bool fork_held; /* the prepare handler holds mu */
     unsigned nworkers;
     pthread_t tid[COPY_POOL_MAX_THREADS];
-    bool stop;       /* workers leave (the library is unloaded) */
-    bool busy;       /* a caller owns the job */
-    bool open;       /* workers may join the job */
-    uint64_t gen;    /* the job's number */
-    unsigned inside; /* workers in the job */
+    bool stop;           /* workers leave (the library is unloaded); atomic */
+    bool busy;           /* a caller owns the job */
+    bool open;           /* workers may join the job */
+    uint64_t gen;        /* the job's number; written under mu, atomic (spinners read it) */
+    bool nt;             /* streaming stores (GPUQ_COPY_NT) */
+    uint64_t spin_ns;    /* GPUQ_COPY_SPIN_US */
+    uint64_t spin_until; /* workers poll until then (CLOCK_MONOTONIC ns); atomic */
+    unsigned inside;     /* workers in the job */
     copy_seg seg[COPY_POOL_MAX_SEGS];
     size_t seg_chunks[COPY_POOL_MAX_SEGS];
     unsigned nseg;
@@ -66,6 +89,50 @@ static struct {
     .wake = PTHREAD_COND_INITIALIZER,
     .idle = PTHREAD_COND_INITIALIZER,
 };
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* memcpy of one chunk, with streaming stores where the pool uses them:
+ * the destination's first bytes up to a 16-byte boundary and its last
+ * partial 64 bytes by memcpy, the rest 64 bytes at a time. */
+static void copy_chunk(uint8_t *d, const uint8_t *s, size_t n)
+{
+#ifdef COPY_HAVE_NT
+    if (pool.nt && n >= 4096) {
+        size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+        memcpy(d, s, head);
+        d += head, s += head, n -= head;
+        size_t body = n & ~(size_t)63;
+        for (size_t i = 0; i < body; i += 64) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(s + i));
+            __m128i b = _mm_loadu_si128((const __m128i *)(s + i + 16));
+            __m128i c = _mm_loadu_si128((const __m128i *)(s + i + 32));
+            __m128i e = _mm_loadu_si128((const __m128i *)(s + i + 48));
+            _mm_stream_si128((__m128i *)(d + i), a);
+            _mm_stream_si128((__m128i *)(d + i + 16), b);
+            _mm_stream_si128((__m128i *)(d + i + 32), c);
+            _mm_stream_si128((__m128i *)(d + i + 48), e);
+        }
+        memcpy(d + body, s + body, n - body);
+        return;
+    }
+#endif
+    memcpy(d, s, n);
+}
+
+/* This thread's streaming stores are visible before what it publishes next. */
+static void copy_fence(void)
+{
+#ifdef COPY_HAVE_NT
+    if (pool.nt)
+        _mm_sfence();
+#endif
+}
 
 static void memcpy_all(const copy_seg *segs, unsigned n)
 {
@@ -94,8 +161,33 @@ static uint64_t take_chunks(void)
         const copy_seg *g = &pool.seg[s];
         size_t off = k * COPY_POOL_CHUNK;
         size_t len = g->len - off < COPY_POOL_CHUNK ? g->len - off : COPY_POOL_CHUNK;
-        memcpy((uint8_t *)g->dst + off, (const uint8_t *)g->src + off, len);
+        copy_chunk((uint8_t *)g->dst + off, (const uint8_t *)g->src + off, len);
         done++;
+    }
+}
+
+/* With mu held: a job ended, so the workers poll for the next one until
+ * spin_ns from now (set by each thread of the job as it leaves: a worker
+ * that leaves last must not find the caller's older window). */
+static void spin_from_now(void)
+{
+    if (pool.spin_ns)
+        __atomic_store_n(&pool.spin_until, mono_ns() + pool.spin_ns, __ATOMIC_RELAXED);
+}
+
+/* Poll until a job after job gen is published, the pool stops, or the
+ * spin window (until) ends. Without mu. */
+static void spin_wait(uint64_t gen, uint64_t until)
+{
+    for (unsigned i = 1;; i++) {
+        if (__atomic_load_n(&pool.gen, __ATOMIC_ACQUIRE) != gen ||
+            __atomic_load_n(&pool.stop, __ATOMIC_RELAXED))
+            return;
+#ifdef COPY_HAVE_NT
+        _mm_pause();
+#endif
+        if ((i & 63) == 0 && mono_ns() >= until)
+            return;
     }
 }
 
@@ -105,17 +197,27 @@ static void *worker(void *arg)
     uint64_t seen = 0;
     must(pthread_mutex_lock(&pool.mu));
     for (;;) {
-        while (!pool.stop && !(pool.open && pool.gen != seen))
+        while (!pool.stop && !(pool.open && pool.gen != seen)) {
+            uint64_t until = __atomic_load_n(&pool.spin_until, __ATOMIC_RELAXED), gen = pool.gen;
+            if (seen && until && mono_ns() < until) { /* it copied before: poll a while */
+                must(pthread_mutex_unlock(&pool.mu));
+                spin_wait(gen, until);
+                must(pthread_mutex_lock(&pool.mu));
+                continue; /* a job, the stop, a window moved on, or sleep */
+            }
             must(pthread_cond_wait(&pool.wake, &pool.mu));
+        }
         if (pool.stop)
             break;
         seen = pool.gen;
         pool.inside++;
         must(pthread_mutex_unlock(&pool.mu));
         uint64_t done = take_chunks();
+        copy_fence();
         if (done)
             __atomic_fetch_add(&pool.worker_chunks, done, __ATOMIC_RELAXED);
         must(pthread_mutex_lock(&pool.mu));
+        spin_from_now();
         if (--pool.inside == 0)
             must(pthread_cond_signal(&pool.idle));
     }
@@ -185,6 +287,15 @@ static void pool_start(void)
     if (want == 0 || sigfillset(&all) || pthread_sigmask(SIG_SETMASK, &all, &old))
         return;
     pool.stop = false;
+    const char *nt = getenv("GPUQ_COPY_NT"), *spin = getenv("GPUQ_COPY_SPIN_US");
+    pool.nt = !(nt && strcmp(nt, "0") == 0);
+    pool.spin_ns = (uint64_t)COPY_POOL_SPIN_US * 1000u;
+    if (spin && *spin) {
+        char *end;
+        long v = strtol(spin, &end, 10);
+        if (*end == '\0' && v >= 0 && v <= 1000000)
+            pool.spin_ns = (uint64_t)v * 1000u;
+    }
     while (pool.nworkers < want &&
            pthread_create(&pool.tid[pool.nworkers], NULL, worker, NULL) == 0)
         pool.nworkers++;
@@ -219,7 +330,7 @@ void copy_pool_run(const copy_seg *segs, unsigned n)
     }
     pool.next = 0;
     pool.busy = pool.open = true;
-    pool.gen++;
+    __atomic_add_fetch(&pool.gen, 1, __ATOMIC_RELEASE);
     /* as many workers as there are chunks besides the caller's first */
     if (pool.nchunks - 1 >= pool.nworkers) {
         must(pthread_cond_broadcast(&pool.wake));
@@ -229,11 +340,13 @@ void copy_pool_run(const copy_seg *segs, unsigned n)
     }
     must(pthread_mutex_unlock(&pool.mu));
     take_chunks();
+    copy_fence();
     must(pthread_mutex_lock(&pool.mu));
     pool.open = false;
     while (pool.inside)
         must(pthread_cond_wait(&pool.idle, &pool.mu));
     pool.busy = false;
+    spin_from_now();
     must(pthread_mutex_unlock(&pool.mu));
 }
 
@@ -258,7 +371,7 @@ __attribute__((destructor)) static void copy_pool_fini(void)
         return;
     unsigned n = pool.state == POOL_UP ? pool.nworkers : 0;
     pool.state = POOL_OFF;
-    pool.stop = true;
+    __atomic_store_n(&pool.stop, true, __ATOMIC_RELAXED);
     bool ok = pthread_cond_broadcast(&pool.wake) == 0;
     ok = pthread_mutex_unlock(&pool.mu) == 0 && ok;
     for (unsigned k = 0; ok && k < n; k++)

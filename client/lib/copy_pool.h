@@ -12,7 +12,10 @@
  *
  * Threads that copy (the caller counted): min(8, usable CPUs / 2), at least
  * 1; the environment's GPUQ_COPY_THREADS (1..64) at the pool's start
- * overrides it (1: never a thread). A child after fork starts a pool of
+ * overrides it (1: never a thread). Chunks are copied with streaming
+ * stores on x86-64 (GPUQ_COPY_NT=0: memcpy), and the workers poll for the
+ * next job for COPY_POOL_SPIN_US after one ended (GPUQ_COPY_SPIN_US; both
+ * read at the pool's start). A child after fork starts a pool of
  * its own when it first needs one; it never waits on its parent's threads.
  */
 #ifndef GPUQ_CLIENT_COPY_POOL_H
@@ -25,6 +28,10 @@
 #define COPY_POOL_MIN ((size_t)1 << 20)     /* below: one memcpy on the caller's thread */
 #define COPY_POOL_MAX_SEGS 4u               /* segments of one copy (more: memcpy) */
 #define COPY_POOL_MAX_THREADS 64u
+/* How long a worker polls for the next job after one ended (microseconds;
+ * GPUQ_COPY_SPIN_US, 0..1000000, overrides it at the pool's start; 0:
+ * workers sleep at once). */
+#define COPY_POOL_SPIN_US 300
 
 /* One memcpy: len bytes from src to dst (borrowed; they must not overlap). */
 typedef struct copy_seg {

@@ -233,10 +233,12 @@ void gpuq_arena_free(gpuq_arena *a, void *p);
  * 1 MiB or more (less: one memcpy on the calling thread). The pool starts
  * at the first such copy with min(8, usable CPUs / 2) threads that copy,
  * the calling thread counted; the environment's GPUQ_COPY_THREADS (1..64)
- * read then overrides it, 1 meaning never a thread. Its threads block all
- * signals. A child after fork starts its own pool when it needs one. When
- * threads cannot be started, or another thread's copy has the pool, a copy
- * is a plain memcpy: the bytes are the same either way. */
+ * read then overrides it, 1 meaning never a thread. Chunks are written
+ * with streaming stores on x86-64 (GPUQ_COPY_NT=0: memcpy), and the
+ * threads poll for the next copy for 300 us after one (GPUQ_COPY_SPIN_US,
+ * 0: sleep at once). Its threads block all signals. A child after fork starts its own pool when it
+ * needs one. When threads cannot be started, or another thread's copy has the pool, a copy is a
+ * plain memcpy: the bytes are the same either way. */
 typedef enum gpuq_transport {
     GPUQ_TRANSPORT_AUTO = 0,
     GPUQ_TRANSPORT_SOCKET = 1,

@@ -11,8 +11,13 @@
  * values included; the workers do take chunks. Two threads copying at once
  * both get memcpy's bytes. After fork the child has no workers until its
  * first large copy, then its own (as many as /proc/self/task shows), and a
- * fork while another thread copies never leaves the child stuck.
+ * fork while another thread copies never leaves the child stuck. Streaming
+ * stores and memcpy (GPUQ_COPY_NT=0) give the same bytes. Workers poll for
+ * GPUQ_COPY_SPIN_US after a job (running, not asleep), then sleep; with 0
+ * they sleep at once.
  */
+#include <dirent.h>
+#include <stdio.h>
 #include <check.h>
 #include <pthread.h>
 #include <sched.h>
@@ -66,6 +71,8 @@ static void use_threads(const char *v)
 START_TEST(sizes_and_alignments)
 {
     use_threads("4");
+    if (_i == 1) /* memcpy instead of streaming stores */
+        ck_assert_int_eq(setenv("GPUQ_COPY_NT", "0", 1), 0);
     static const size_t align[][2] = {{0, 0}, {1, 0}, {0, 1}, {3, 7}, {63, 1}, {17, 33}};
     size_t sizes[] = {0,
                       1,
@@ -159,6 +166,62 @@ START_TEST(workers_take_chunks)
     }
     ck_assert_uint_gt(copy_pool_worker_chunks(), 0);
     free(src), free(dst);
+}
+END_TEST
+
+/* The states of this process's threads other than the main one: how many
+ * run (R) and how many sleep (S). */
+static void worker_states(int *running, int *sleeping)
+{
+    *running = *sleeping = 0;
+    DIR *d = opendir("/proc/self/task");
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.' || atoi(e->d_name) == getpid())
+            continue;
+        char path[300], buf[256];
+        snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue; /* gone meanwhile */
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        const char *close = strrchr(buf, ')'); /* "pid (comm) S ..." */
+        ck_assert_ptr_nonnull(close);
+        *running += close[2] == 'R';
+        *sleeping += close[2] == 'S';
+    }
+    closedir(d);
+}
+
+START_TEST(workers_spin_then_sleep)
+{
+    use_threads("3");
+    /* _i: 0 polls for 0.4 s after a job, 1 never */
+    ck_assert_int_eq(setenv("GPUQ_COPY_SPIN_US", _i == 0 ? "400000" : "0", 1), 0);
+    int running = 0, sleeping = 0, polled = 0, quiet = 0;
+    /* A worker that woke after the caller took every chunk did not copy
+     * and does not poll: on a loaded machine it may take a few rounds
+     * before both workers copied in one. 50 ms after a copy, pollers
+     * still run and the others sleep. */
+    for (int round = 0; round < (_i == 0 ? 20 : 3) && !polled; round++) {
+        check_one(64 * CH, 0, 0);
+        usleep(50000);
+        worker_states(&running, &sleeping);
+        polled = running == 2;
+        quiet += running == 0;
+    }
+    ck_assert_uint_eq(copy_pool_workers(), 2);
+    if (_i == 0)
+        ck_assert_msg(polled, "no copy of 20 left both workers polling 50 ms after it");
+    else
+        ck_assert_msg(quiet > 0, "workers ran 50 ms after each of 3 copies, with spin 0");
+    /* past the window: asleep (within a second more on a loaded machine) */
+    usleep(400000);
+    for (int i = 0; i < 100 && (worker_states(&running, &sleeping), sleeping != 2); i++)
+        usleep(10000);
+    ck_assert_msg(sleeping == 2, "%d of 2 workers sleep after the window", sleeping);
 }
 END_TEST
 
@@ -285,7 +348,8 @@ static Suite *suite(void)
     Suite *s = suite_create("copy_pool");
     TCase *tc = tcase_create("copy_pool");
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, sizes_and_alignments);
+    tcase_add_loop_test(tc, sizes_and_alignments, 0, 2);
+    tcase_add_loop_test(tc, workers_spin_then_sleep, 0, 2);
     tcase_add_test(tc, segments);
     tcase_add_loop_test(tc, thread_counts, 0, 6);
     tcase_add_test(tc, workers_take_chunks);
