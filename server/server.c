@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "listener.h"
+#include "pinner.h"
 #include "log.h"
 #include "request.h"
 #include "scheduler.h"
@@ -450,6 +451,13 @@ int server_init(server *srv, uv_loop_t *loop, const config *cfg)
     return server_init_with_backend(srv, loop, cfg, srv->b);
 }
 
+/* A staging grow finished (staging.h): waiters reserve again, as after a
+ * release. */
+static void server_staging_grown(void *arg)
+{
+    request_schedule_retry(arg);
+}
+
 int server_init_with_backend(server *srv, uv_loop_t *loop, const config *cfg, backend *b)
 {
     memset(srv, 0, sizeof *srv);
@@ -463,6 +471,13 @@ int server_init_with_backend(server *srv, uv_loop_t *loop, const config *cfg, ba
     srv->sev = &request_session_events;
     staging_init(&srv->st, srv->b, cfg->lim.total_staging);
     int rc, code;
+    char why[200] = "";
+    if (pinner_init(&srv->pin, loop, srv->b, why, sizeof why) < 0) {
+        log_error("cannot start the pinning thread: %s", why);
+        code = 1;
+        goto err_after_backend;
+    }
+    staging_set_pinner(&srv->st, &srv->pin, server_staging_grown, srv);
     if ((rc = request_layer_init(srv)) < 0 || (rc = session_layer_init(srv)) < 0 ||
         (rc = uvx_timer_init(loop, &srv->drain_timer, srv)) < 0 ||
         (rc = uvx_timer_init(loop, &srv->sweep_timer, srv)) < 0 ||

@@ -12,7 +12,6 @@
 #include "frame.h"
 #include "log.h"
 #include "metrics.h"
-#include "pinner.h"
 #include "scheduler.h"
 #include "session.h"
 #include "session_io.h"
@@ -501,13 +500,6 @@ void request_schedule_retry(server *srv)
         srv->retry_pending = true;
 }
 
-/* A staging grow finished (staging.h): waiters reserve again, as after a
- * release. */
-static void request_staging_grown(void *arg)
-{
-    request_schedule_retry(arg);
-}
-
 /* A control op answered later (control.h: CONTROL_PENDING). */
 static void request_control_later(request *r)
 {
@@ -516,12 +508,6 @@ static void request_control_later(request *r)
 
 int request_layer_init(server *srv)
 {
-    char why[200] = "";
-    if (pinner_init(&srv->pin, srv->loop, srv->b, why, sizeof why) < 0) {
-        log_error("cannot start the pinning thread: %s", why);
-        return UV_EIO;
-    }
-    staging_set_pinner(&srv->st, &srv->pin, request_staging_grown, srv);
     control_layer_init(request_control_later);
     srv->sched.run = request_run;
     srv->sched.answer = request_answer;
