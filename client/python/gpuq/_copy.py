@@ -6,11 +6,13 @@ after the reply) is a memory copy that one thread does at a few GB/s; NumPy
 releases the GIL while it copies, so several threads each copying a slice
 move several times that. :func:`copy` is ``np.copyto`` with that split:
 arrays of :data:`MIN_BYTES` or more are cut into slices (:func:`slice_bytes`: a
-multiple of :data:`CHUNK_MIN`, at most :data:`CHUNK`) that the caller and the process's copy threads take in
-turn (a thread that starts late finds fewer slices left, or none, and
-nobody waits for it); smaller ones, and any whose layout does not split
-into slices cheaply, are one ``np.copyto`` on the caller's thread. The
-bytes are ``np.copyto``'s either way.
+multiple of :data:`CHUNK_MIN`, at most :data:`CHUNK`) that the caller and the
+process's copy threads take in turn (a thread that starts late finds fewer
+slices left, or none, and nobody waits for it); smaller ones, and any whose
+layout does not split into slices cheaply, are one ``np.copyto`` on the
+caller's thread. The bytes are ``np.copyto``'s either way. :func:`copy_of`
+copies a result out of its block into memory of the process's result cache
+(:mod:`._results`) when it is :data:`MIN_BYTES` or more.
 
 Threads that copy (the caller counted): ``min(8, usable CPUs // 2)``, at
 least 1; the environment's ``GPUQ_COPY_THREADS`` (1..64) when the first
@@ -28,6 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import List, Optional, Tuple
 
 import numpy as np
+
+from . import _results
 
 # Slices are nbytes / (2 x threads), rounded down to a multiple of
 # CHUNK_MIN and kept within [CHUNK_MIN, CHUNK]: 2 MiB slices measured
@@ -166,7 +170,10 @@ def copy(dst: np.ndarray, src: np.ndarray, casting: str = "same_kind") -> None:
 
 
 def copy_of(a: np.ndarray) -> np.ndarray:
-    """A new C-contiguous array equal to a (np.array(a)), copied as copy() does."""
-    out = np.empty(a.shape, a.dtype)
+    """A new C-contiguous array equal to a (np.array(a)), copied as copy() does;
+    of MIN_BYTES or more, in a buffer of the process's result cache (_results:
+    memory an earlier result gave back is written without page faults)."""
+    out = _results.empty(a.shape, a.dtype) if a.nbytes >= MIN_BYTES else \
+        np.empty(a.shape, a.dtype)
     copy(out, a, "no")
     return out
