@@ -78,6 +78,8 @@ static struct {
     uint64_t spin_ns;    /* GPUQ_COPY_SPIN_US */
     uint64_t spin_until; /* workers poll until then (CLOCK_MONOTONIC ns); atomic */
     unsigned inside;     /* workers in the job */
+    unsigned want;   /* workers the job takes: one per COPY_POOL_PER_THREAD bytes past the first */
+    unsigned joined; /* workers that joined it */
     copy_seg seg[COPY_POOL_MAX_SEGS];
     size_t seg_chunks[COPY_POOL_MAX_SEGS];
     unsigned nseg;
@@ -195,11 +197,12 @@ static void *worker(void *arg)
 {
     (void)arg;
     uint64_t seen = 0;
+    bool copied = false; /* in the last job it saw: it polls for the next */
     must(pthread_mutex_lock(&pool.mu));
     for (;;) {
         while (!pool.stop && !(pool.open && pool.gen != seen)) {
             uint64_t until = __atomic_load_n(&pool.spin_until, __ATOMIC_RELAXED), gen = pool.gen;
-            if (seen && until && mono_ns() < until) { /* it copied before: poll a while */
+            if (copied && until && mono_ns() < until) {
                 must(pthread_mutex_unlock(&pool.mu));
                 spin_wait(gen, until);
                 must(pthread_mutex_lock(&pool.mu));
@@ -210,6 +213,10 @@ static void *worker(void *arg)
         if (pool.stop)
             break;
         seen = pool.gen;
+        copied = pool.joined < pool.want;
+        if (!copied)
+            continue; /* the job has the threads its size calls for */
+        pool.joined++;
         pool.inside++;
         must(pthread_mutex_unlock(&pool.mu));
         uint64_t done = take_chunks();
@@ -253,7 +260,7 @@ static void fork_child(void)
 }
 
 /* Threads that copy, the caller counted: GPUQ_COPY_THREADS, else
- * min(8, usable CPUs / 2), at least 1. */
+ * min(16, usable CPUs - 2), at least 1. */
 static unsigned copy_threads(void)
 {
     const char *env = getenv("GPUQ_COPY_THREADS");
@@ -269,7 +276,7 @@ static unsigned copy_threads(void)
         cpus = CPU_COUNT(&set);
     if (cpus <= 0)
         cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    long n = cpus / 2 < 8 ? cpus / 2 : 8;
+    long n = cpus - 2 < 16 ? cpus - 2 : 16;
     return n < 1 ? 1u : (unsigned)n;
 }
 
@@ -329,13 +336,16 @@ void copy_pool_run(const copy_seg *segs, unsigned n)
         pool.nchunks += pool.seg_chunks[k];
     }
     pool.next = 0;
+    size_t per = (total + COPY_POOL_PER_THREAD - 1) / COPY_POOL_PER_THREAD;
+    pool.want = per - 1 < pool.nworkers ? (unsigned)(per - 1) : pool.nworkers;
+    pool.joined = 0;
     pool.busy = pool.open = true;
     __atomic_add_fetch(&pool.gen, 1, __ATOMIC_RELEASE);
-    /* as many workers as there are chunks besides the caller's first */
-    if (pool.nchunks - 1 >= pool.nworkers) {
+    /* the workers it takes (those still polling join without a signal) */
+    if (pool.want == pool.nworkers) {
         must(pthread_cond_broadcast(&pool.wake));
     } else {
-        for (size_t k = 1; k < pool.nchunks; k++)
+        for (unsigned k = 0; k < pool.want; k++)
             must(pthread_cond_signal(&pool.wake));
     }
     must(pthread_mutex_unlock(&pool.mu));

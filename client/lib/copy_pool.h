@@ -10,9 +10,11 @@
  * not start are one memcpy per segment on the caller's thread. The result
  * is memcpy's, byte for byte.
  *
- * Threads that copy (the caller counted): min(8, usable CPUs / 2), at least
- * 1; the environment's GPUQ_COPY_THREADS (1..64) at the pool's start
- * overrides it (1: never a thread). Chunks are copied with streaming
+ * Threads that copy (the caller counted): min(16, usable CPUs - 2), at
+ * least 1 (two CPUs are left to gpuqd's loop and I/O threads, which serve
+ * the call); the environment's GPUQ_COPY_THREADS (1..64) at the pool's
+ * start overrides it (1: never a thread). One copy takes at most one
+ * thread per COPY_POOL_PER_THREAD bytes. Chunks are copied with streaming
  * stores on x86-64 (GPUQ_COPY_NT=0: memcpy), and the workers poll for the
  * next job for COPY_POOL_SPIN_US after one ended (GPUQ_COPY_SPIN_US; both
  * read at the pool's start). A child after fork starts a pool of
@@ -26,7 +28,10 @@
 
 #define COPY_POOL_CHUNK ((size_t)256 << 10) /* bytes a thread takes at a time */
 #define COPY_POOL_MIN ((size_t)1 << 20)     /* below: one memcpy on the caller's thread */
-#define COPY_POOL_MAX_SEGS 4u               /* segments of one copy (more: memcpy) */
+/* A copy takes one thread per this many bytes (the caller's first counted):
+ * a 4 MiB copy waits for eight threads' wake-ups and polls, not sixteen. */
+#define COPY_POOL_PER_THREAD ((size_t)512 << 10)
+#define COPY_POOL_MAX_SEGS 4u /* segments of one copy (more: memcpy) */
 #define COPY_POOL_MAX_THREADS 64u
 /* How long a worker polls for the next job after one ended (microseconds;
  * GPUQ_COPY_SPIN_US, 0..1000000, overrides it at the pool's start; 0:

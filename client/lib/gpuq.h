@@ -231,9 +231,9 @@ void gpuq_arena_free(gpuq_arena *a, void *p);
  * The copies into and out of the staging arena are spread over a small
  * process-wide pool of threads, in chunks, when a side's arrays come to
  * 1 MiB or more (less: one memcpy on the calling thread). The pool starts
- * at the first such copy with min(8, usable CPUs / 2) threads that copy,
- * the calling thread counted; the environment's GPUQ_COPY_THREADS (1..64)
- * read then overrides it, 1 meaning never a thread. Chunks are written
+ * at the first such copy with min(16, usable CPUs - 2) threads that copy,
+ * the calling thread counted (one per 512 KiB of a copy at most); the environment's
+ * GPUQ_COPY_THREADS (1..64) read then overrides it, 1 meaning never a thread. Chunks are written
  * with streaming stores on x86-64 (GPUQ_COPY_NT=0: memcpy), and the
  * threads poll for the next copy for 300 us after one (GPUQ_COPY_SPIN_US,
  * 0: sleep at once). Its threads block all signals. A child after fork starts its own pool when it

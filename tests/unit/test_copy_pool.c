@@ -14,7 +14,8 @@
  * fork while another thread copies never leaves the child stuck. Streaming
  * stores and memcpy (GPUQ_COPY_NT=0) give the same bytes. Workers poll for
  * GPUQ_COPY_SPIN_US after a job (running, not asleep), then sleep; with 0
- * they sleep at once.
+ * they sleep at once. A copy takes one thread per COPY_POOL_PER_THREAD
+ * bytes at most.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -132,8 +133,8 @@ static unsigned default_threads(void)
 {
     cpu_set_t set;
     ck_assert_int_eq(sched_getaffinity(0, sizeof set, &set), 0);
-    unsigned n = (unsigned)CPU_COUNT(&set) / 2;
-    return n > 8 ? 8 : n < 1 ? 1 : n;
+    int n = CPU_COUNT(&set) - 2;
+    return n > 16 ? 16 : n < 1 ? 1 : (unsigned)n;
 }
 
 START_TEST(thread_counts)
@@ -222,6 +223,25 @@ START_TEST(workers_spin_then_sleep)
     for (int i = 0; i < 100 && (worker_states(&running, &sleeping), sleeping != 2); i++)
         usleep(10000);
     ck_assert_msg(sleeping == 2, "%d of 2 workers sleep after the window", sleeping);
+}
+END_TEST
+
+START_TEST(threads_follow_size)
+{
+    use_threads("8");
+    ck_assert_int_eq(setenv("GPUQ_COPY_SPIN_US", "400000", 1), 0);
+    /* 16 MiB: every worker may take part, and those that did poll; then
+     * 1 MiB + 1, three per-thread shares: the caller and two workers take
+     * it, the pollers beyond those two go to sleep */
+    check_one(64 * CH, 0, 0);
+    check_one(COPY_POOL_MIN + 1, 0, 0);
+    ck_assert_uint_eq(copy_pool_workers(), 7);
+    usleep(50000);
+    int running, sleeping;
+    worker_states(&running, &sleeping);
+    ck_assert_msg(running <= 2 && sleeping >= 5,
+                  "a copy of 1 MiB + 1 left %d workers running, %d sleeping (at most 2 take it)",
+                  running, sleeping);
 }
 END_TEST
 
@@ -350,6 +370,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, sizes_and_alignments, 0, 2);
     tcase_add_loop_test(tc, workers_spin_then_sleep, 0, 2);
+    tcase_add_test(tc, threads_follow_size);
     tcase_add_test(tc, segments);
     tcase_add_loop_test(tc, thread_counts, 0, 6);
     tcase_add_test(tc, workers_take_chunks);

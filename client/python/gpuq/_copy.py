@@ -14,7 +14,7 @@ caller's thread. The bytes are ``np.copyto``'s either way. :func:`copy_of`
 copies a result out of its block into memory of the process's result cache
 (:mod:`._results`) when it is :data:`MIN_BYTES` or more.
 
-Threads that copy (the caller counted): ``min(8, usable CPUs // 2)``, at
+Threads that copy (the caller counted): ``min(16, usable CPUs - 2)``, at
 least 1; the environment's ``GPUQ_COPY_THREADS`` (1..64) when the first
 large copy starts the pool overrides it, as for libgpuq (1: never a
 thread). A child after ``fork`` starts a pool of its own when it needs one.
@@ -41,6 +41,7 @@ from . import _results
 CHUNK = 2 << 20  # bytes of a slice at most
 CHUNK_MIN = 256 << 10  # bytes of a slice at least, and what slices are multiples of
 MIN_BYTES = 1 << 20  # below: np.copyto on the caller's thread
+PER_THREAD = 512 << 10  # a copy takes one thread per this many bytes at most
 MAX_THREADS = 64
 
 _lock = threading.Lock()
@@ -50,7 +51,7 @@ _nthreads = 0  # threads that copy, the caller counted (0: not decided yet)
 
 def threads() -> int:
     """The threads a copy uses, the caller counted (GPUQ_COPY_THREADS, else
-    min(8, usable CPUs // 2), at least 1)."""
+    min(16, usable CPUs - 2), at least 1)."""
     env = os.environ.get("GPUQ_COPY_THREADS", "")
     if env.isdigit() and 1 <= int(env) <= MAX_THREADS:
         return int(env)
@@ -58,7 +59,7 @@ def threads() -> int:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    return max(1, min(8, cpus // 2))
+    return max(1, min(16, cpus - 2))
 
 
 def _executor() -> Tuple[Optional[ThreadPoolExecutor], int]:
@@ -154,7 +155,9 @@ def copy(dst: np.ndarray, src: np.ndarray, casting: str = "same_kind") -> None:
         return
     job = _Job(pieces)
     try:
-        for _ in range(min(n - 1, len(pieces) - 1)):
+        # one thread per PER_THREAD bytes at most, as libgpuq's pool
+        helpers = min(n - 1, len(pieces) - 1, (dst.nbytes + PER_THREAD - 1) // PER_THREAD - 1)
+        for _ in range(helpers):
             pool.submit(job.helper, casting)
     except RuntimeError:  # interpreter shutdown, or no thread to be had: the caller copies
         pass

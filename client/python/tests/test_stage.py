@@ -154,7 +154,7 @@ def test_copy_threads_setting(monkeypatch):
     cpus = len(os.sched_getaffinity(0))
     for v in ("0", "65", "x", "", "-3"):
         monkeypatch.setenv("GPUQ_COPY_THREADS", v)
-        assert _copy.threads() == max(1, min(8, cpus // 2))
+        assert _copy.threads() == max(1, min(16, cpus - 2))
 
 
 # ---- staged requests against the socket ----
