@@ -78,8 +78,9 @@ static struct {
     uint64_t spin_ns;    /* GPUQ_COPY_SPIN_US */
     uint64_t spin_until; /* workers poll until then (CLOCK_MONOTONIC ns); atomic */
     unsigned inside;     /* workers in the job */
-    unsigned want;   /* workers the job takes: one per COPY_POOL_PER_THREAD bytes past the first */
-    unsigned joined; /* workers that joined it */
+    unsigned want;    /* workers the job takes: one per COPY_POOL_PER_THREAD bytes past the first */
+    unsigned joined;  /* workers that joined it */
+    unsigned polling; /* workers polling for the next job (they need no signal) */
     copy_seg seg[COPY_POOL_MAX_SEGS];
     size_t seg_chunks[COPY_POOL_MAX_SEGS];
     unsigned nseg;
@@ -201,11 +202,17 @@ static void *worker(void *arg)
     must(pthread_mutex_lock(&pool.mu));
     for (;;) {
         while (!pool.stop && !(pool.open && pool.gen != seen)) {
+            if (pool.gen != seen) { /* a job it missed (closed already): needed no more */
+                seen = pool.gen;
+                copied = false;
+            }
             uint64_t until = __atomic_load_n(&pool.spin_until, __ATOMIC_RELAXED), gen = pool.gen;
             if (copied && until && mono_ns() < until) {
+                pool.polling++;
                 must(pthread_mutex_unlock(&pool.mu));
                 spin_wait(gen, until);
                 must(pthread_mutex_lock(&pool.mu));
+                pool.polling--;
                 continue; /* a job, the stop, a window moved on, or sleep */
             }
             must(pthread_cond_wait(&pool.wake, &pool.mu));
@@ -256,7 +263,7 @@ static void fork_child(void)
     pool.fork_held = false;
     pool.nworkers = 0;
     pool.stop = pool.busy = pool.open = false;
-    pool.inside = 0;
+    pool.inside = pool.polling = 0;
 }
 
 /* Threads that copy, the caller counted: GPUQ_COPY_THREADS, else
@@ -341,11 +348,14 @@ void copy_pool_run(const copy_seg *segs, unsigned n)
     pool.joined = 0;
     pool.busy = pool.open = true;
     __atomic_add_fetch(&pool.gen, 1, __ATOMIC_RELEASE);
-    /* the workers it takes (those still polling join without a signal) */
-    if (pool.want == pool.nworkers) {
+    /* the workers it takes: those polling join without a signal, and a
+     * sleeper woken beyond them would only find the job full (and take a
+     * CPU from those who copy) */
+    unsigned wake = pool.want > pool.polling ? pool.want - pool.polling : 0;
+    if (wake >= pool.nworkers) {
         must(pthread_cond_broadcast(&pool.wake));
     } else {
-        for (unsigned k = 0; k < pool.want; k++)
+        for (unsigned k = 0; k < wake; k++)
             must(pthread_cond_signal(&pool.wake));
     }
     must(pthread_mutex_unlock(&pool.mu));
