@@ -348,17 +348,14 @@ void copy_pool_run(const copy_seg *segs, unsigned n)
     pool.joined = 0;
     pool.busy = pool.open = true;
     __atomic_add_fetch(&pool.gen, 1, __ATOMIC_RELEASE);
-    /* the workers it takes: those polling join without a signal, and a
-     * sleeper woken beyond them would only find the job full (and take a
-     * CPU from those who copy) */
-    unsigned wake = pool.want > pool.polling ? pool.want - pool.polling : 0;
-    if (wake >= pool.nworkers) {
-        must(pthread_cond_broadcast(&pool.wake));
-    } else {
-        for (unsigned k = 0; k < wake; k++)
-            must(pthread_cond_signal(&pool.wake));
-    }
+    /* the workers it takes: those polling join without a signal; if more
+     * are needed, every sleeper is woken at once after the unlock (one
+     * call, where a signal each would hold up this thread's own copying;
+     * those beyond the job's share find it full and sleep again) */
+    bool wake = pool.want > pool.polling;
     must(pthread_mutex_unlock(&pool.mu));
+    if (wake)
+        must(pthread_cond_broadcast(&pool.wake));
     take_chunks();
     copy_fence();
     must(pthread_mutex_lock(&pool.mu));
