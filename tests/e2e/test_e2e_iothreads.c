@@ -4,7 +4,9 @@
  * so a high-priority session is served while others stream bulk over the
  * socket or trickle a payload; frames around the threshold and pipelined
  * behind bulk arrive intact; a client that goes away in the middle of a
- * payload or of its reply leaves nothing held. */
+ * payload or of its reply leaves nothing held; a payload an I/O thread is
+ * reading when frame_timeout or the request's deadline ends it is given
+ * up cleanly (the interleavings that crashed gpuqd once, 0fc0934). */
 #include <check.h>
 #include <math.h>
 #include <pthread.h>
@@ -447,6 +449,84 @@ START_TEST(gone_mid_transfer)
 }
 END_TEST
 
+/* A 16 MiB payload half sent, then nothing: an I/O thread is in the middle
+ * of reading it when (1) the request's deadline passes: deadline_exceeded,
+ * the rest is read and discarded when it comes, and the session goes on;
+ * (2) frame_timeout passes: timeout, the session closes. Staging comes
+ * back both times and the daemon serves. */
+START_TEST(deadline_and_timeout_mid_bulk_payload)
+{
+    const char *extra[] = {"--frame-timeout", "1", NULL};
+    e2e_restart(extra);
+    static uint8_t hb[65536];
+    size_t n = 2 << 20, bytes = n * sizeof(double);
+    double *x = malloc(bytes), sum;
+    fill(x, n, 5, &sum);
+    gpuq_request r = e2e_norm_req(n);
+    r.id = 11;
+    r.deadline_ms = 300;
+    uint8_t *h = NULL;
+    size_t hl = 0;
+    ck_assert_int_eq(gpuq_request_encode(&r, &h, &hl), 0);
+    long long reads0 = e2e_status_int("io_reads");
+    int fd = e2e_hello_socket("late", hb, sizeof hb);
+    e2e_send_frame(fd, h, (uint32_t)hl, bytes, x, bytes / 2);
+    staging_held();
+    gpuq_reply rep;
+    ck_assert_int_eq(e2e_read_reply_within(fd, &rep, hb, sizeof hb, 5), 0);
+    ck_assert_uint_eq(rep.id, 11);
+    ck_assert_msg(rep.status == GPUQ_E_DEADLINE_EXCEEDED, "got %s (%s)", gpuq_errname(rep.status),
+                  rep.message);
+    e2e_wait_status("staging_bytes", 0, 10);
+    /* the rest of the payload, then a ping on the same session */
+    ck_assert_int_eq(send(fd, (const uint8_t *)x + bytes / 2, bytes / 2, MSG_NOSIGNAL),
+                     (ssize_t)(bytes / 2));
+    gpuq_request ping;
+    gpuq_request_init(&ping);
+    ping.op = GPUQ_OP_PING;
+    ping.id = 12;
+    e2e_send_req(fd, &ping, NULL, 0);
+    ck_assert_int_eq(e2e_read_reply_within(fd, &rep, hb, sizeof hb, 5), 0);
+    ck_assert_uint_eq(rep.id, 12);
+    ck_assert_int_eq(rep.status, 0);
+    close(fd);
+    /* frame_timeout mid-payload */
+    r.deadline_ms = 0;
+    free(h);
+    h = NULL;
+    ck_assert_int_eq(gpuq_request_encode(&r, &h, &hl), 0);
+    fd = e2e_hello_socket("stalled", hb, sizeof hb);
+    e2e_send_frame(fd, h, (uint32_t)hl, bytes, x, bytes / 2);
+    staging_held();
+    ck_assert_int_eq(e2e_read_reply_within(fd, &rep, hb, sizeof hb, 5), 0);
+    ck_assert_msg(rep.status == GPUQ_E_TIMEOUT, "got %s (%s)", gpuq_errname(rep.status),
+                  rep.message);
+    ck_assert_msg(strstr(rep.message, "frame_timeout"), "message: %s", rep.message);
+    /* the rest, late: whatever of it gpuqd still reads must land nowhere
+     * (the ASan build checks) */
+    (void)send(fd, (const uint8_t *)x + bytes / 2, bytes / 2, MSG_NOSIGNAL | MSG_DONTWAIT);
+    e2e_expect_closed(fd, 5);
+    close(fd);
+    e2e_wait_status("staging_bytes", 0, 10);
+    /* the same request whole: right, and its payload went by an I/O
+     * thread (as the two above did, until they were given up) */
+    fd = e2e_hello_socket("whole", hb, sizeof hb);
+    e2e_send_frame(fd, h, (uint32_t)hl, bytes, x, bytes);
+    double *y = malloc(bytes);
+    size_t got = 0;
+    ck_assert_int_eq(e2e_read_reply_data(fd, &rep, hb, sizeof hb, y, bytes, &got), 0);
+    ck_assert_int_eq(rep.status, 0);
+    ck_assert_uint_eq(got, bytes);
+    check_norm(x, y, n, sum);
+    ck_assert_int_gt(e2e_status_int("io_reads"), reads0);
+    close(fd);
+    free(y);
+    free(h);
+    free(x);
+    e2e_assert_serves();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("e2e_iothreads");
@@ -458,6 +538,7 @@ static Suite *suite(void)
     tcase_add_test(tc, gone_mid_transfer);
     tcase_add_test(tc, replies_wait_for_a_threads_group);
     tcase_add_test(tc, killed_mid_staged_call);
+    tcase_add_test(tc, deadline_and_timeout_mid_bulk_payload);
     suite_add_tcase(s, tc);
     return s;
 }
