@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* control.c - the control ops' wire descriptions: hello, ping, status,
- * sessions, metrics, arena_open, arena_import, arena_close, cancel (anyone) and
+ * sessions, metrics, arena_open, arena_import, arena_close, cancel, ready (anyone) and
  * drain, shutdown, kill_session, set_limit (admin). None takes a payload or an op key; their
  * arguments are the protocol's common fields (version, client, priority, device, session, limit,
  * value). What they do is the server's (server/request/control.c); their gpuqctl commands live in
@@ -72,6 +72,15 @@ static int check_cancel(const gpuq_request *req, uint64_t payload_len, const gpu
     return 0;
 }
 
+static int check_ready(const gpuq_request *req, uint64_t payload_len, const gpuq_limits *lim,
+                       gpuq_sizes *sz, uint64_t *in_elems, char *msg, size_t cap)
+{
+    if (!req->has_request || !req->has_bytes)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT,
+                        "ready needs \"request\" (the gated request's id) and \"bytes\"");
+    return 0;
+}
+
 #define CONTROL_(e, n, f, chk)                                                                     \
     const gpuq_op_def op_def_##n = {                                                               \
         .op = GPUQ_OP_##e, .name = #n, .flags = GPUQ_OPF_NO_PAYLOAD | (f), .check = (chk)}
@@ -88,6 +97,7 @@ CONTROL_(ARENA_OPEN, arena_open, 0, check_arena_open);
 CONTROL_(ARENA_IMPORT, arena_import, 0, NULL);
 CONTROL_(ARENA_CLOSE, arena_close, 0, check_arena_close);
 CONTROL_(CANCEL, cancel, 0, check_cancel);
+CONTROL_(READY, ready, 0, check_ready);
 #undef CONTROL_
 #endif
 
@@ -99,7 +109,7 @@ CONTROL_(CANCEL, cancel, 0, check_cancel);
 const op_backend_def op_backend_hello, op_backend_ping, op_backend_status, op_backend_sessions,
     op_backend_metrics, op_backend_drain, op_backend_shutdown, op_backend_kill_session,
     op_backend_set_limit, op_backend_arena_open, op_backend_arena_import, op_backend_arena_close,
-    op_backend_cancel;
+    op_backend_cancel, op_backend_ready;
 #endif
 
 /* ------------------------------------------------------------------ ctl */
@@ -121,4 +131,6 @@ const ctl_entry *const op_ctl_arena_import = NULL;
 const ctl_entry *const op_ctl_arena_close = NULL;
 /* gpuqctl sends cancel itself on Ctrl-C */
 const ctl_entry *const op_ctl_cancel = NULL;
+/* libgpuq sends ready for its gated staging */
+const ctl_entry *const op_ctl_ready = NULL;
 #endif

@@ -31,6 +31,7 @@
     X(ARENA_OPEN, arena_open)                                                                      \
     X(ARENA_IMPORT, arena_import)                                                                  \
     X(ARENA_CLOSE, arena_close)                                                                    \
-    X(CANCEL, cancel)
+    X(CANCEL, cancel)                                                                              \
+    X(READY, ready)
 
 #endif

@@ -157,9 +157,16 @@ typedef struct gpuq_request {
      * many ms of the header's arrival (0: no deadline; at most
      * GPUQ_MAX_DEADLINE_MS) */
     uint64_t deadline_ms;
-    /* cancel: the id of the request to cancel ("request") */
+    /* cancel, ready: the id of the request to cancel, or whose input is
+     * announced ("request") */
     bool has_request;
     uint64_t request;
+    /* compute ops: the inputs (in arenas) are in place only as far as
+     * ready requests say ("gate"; PROTOCOL.md 3.4) */
+    bool gate;
+    /* ready: input bytes in place ("bytes") */
+    bool has_bytes;
+    uint64_t bytes;
 } gpuq_request;
 
 /* One output array of a checked request. */

@@ -301,6 +301,8 @@ static int check_refs(const gpuq_request *req, const gpuq_op_def *d, uint64_t pa
                       const gpuq_sizes *sz, char *msg, size_t msgcap)
 {
     int rc;
+    if (req->gate && !req->nin_ref)
+        return hdr_fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT, "\"gate\" needs \"in\"");
     if (!req->nin_ref && !req->nout_ref)
         return 0;
     if (!(d->flags & GPUQ_OPF_COMPUTE))

@@ -42,17 +42,19 @@ enum reqkey {
     K_ARENA,
     K_DEADLINE_MS,
     K_REQUEST,
+    K_GATE,
+    K_BYTES,
     K_COUNT
 };
 
 static const char *const req_keys[K_COUNT] = {
     "id",     "op",       "dtype",  "shape",       "shape_b", "timing", "version",
     "client", "priority", "device", "session",     "limit",   "value",  "in",
-    "out",    "size",     "arena",  "deadline_ms", "request",
+    "out",    "size",     "arena",  "deadline_ms", "request", "gate", "bytes",
 };
 
 /* Op keys take seen-bits from here up. */
-#define OPKEY_BIT0 20u
+#define OPKEY_BIT0 22u
 _Static_assert(K_COUNT <= OPKEY_BIT0 && OPKEY_BIT0 + GPUQ_MAX_OP_ARGS <= 32,
                "seen bits of common and op keys overlap");
 
@@ -319,6 +321,13 @@ static int decode_value(gpuq_mpr *r, enum reqkey key, gpuq_request *req, char *m
         if (gpuq_mpr_uint(r, &req->request) != 0)
             return hdr_fail(msg, cap, GPUQ_E_BAD_HEADER, "\"request\" must be an unsigned int");
         req->has_request = true;
+        return 0;
+    case K_GATE:
+        return read_bool(r, name, &req->gate, msg, cap);
+    case K_BYTES:
+        if (gpuq_mpr_uint(r, &req->bytes) != 0)
+            return hdr_fail(msg, cap, GPUQ_E_BAD_HEADER, "\"bytes\" must be an unsigned int");
+        req->has_bytes = true;
         return 0;
     case K_COUNT:
         break;

@@ -134,6 +134,16 @@ static void encode_common(gpuq_mpw *w, uint32_t *n, const gpuq_request *req, uns
         gpuq_mpw_uint(w, req->request);
         (*n)++;
     }
+    if (req->gate) {
+        gpuq_mpw_str(w, "gate");
+        gpuq_mpw_bool(w, true);
+        (*n)++;
+    }
+    if (req->has_bytes) {
+        gpuq_mpw_str(w, "bytes");
+        gpuq_mpw_uint(w, req->bytes);
+        (*n)++;
+    }
 }
 
 int gpuq_request_encode(const gpuq_request *req, uint8_t **out, size_t *outlen)

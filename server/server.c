@@ -179,6 +179,8 @@ static void server_on_sweep(uv_timer_t *t)
     for (session *s = srv->sessions, *next; s; s = next) {
         session_ref(s);
         int kind = session_sweep(s, now);
+        if (kind < 0 && request_gate_sweep(s, now))
+            kind = TIMEOUT_FRAME;
         if (kind >= 0)
             srv->timeouts[kind]++;
         next = s->next;

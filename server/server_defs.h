@@ -102,6 +102,11 @@ struct request {
      * reply was written or dropped (reply_done), whichever comes last. */
     bool early, reply_done;
     bool slot_held; /* running in one of the backend's slots (backend.h) */
+    /* A gated request (PROTOCOL.md 3.4: "gate") whose input is not all in
+     * while the backend cannot wait for it on the device (backend.h: gate)
+     * waits outside the queue (gate_held; scheduler.c: sched_hold) until the last
+     * ready. Its bytes in place so far are job.gate_ready. */
+    bool gate_held;
 };
 
 enum session_rstate { RS_PREFIX, RS_HEADER, RS_PAYLOAD, RS_SKIP, RS_WAIT_STAGING };

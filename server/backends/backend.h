@@ -53,6 +53,12 @@ struct gpuq_job {
      * __atomic_load_n on any thread) or tile (CUDA: ops->stop, the kernels'
      * gate) and completes it as usual. */
     int stop;
+    /* A gated job (PROTOCOL.md 3.4): its input bytes in place (h_in's,
+     * counted A's then B's) are gate_ready of gate_total; the loop raises
+     * gate_ready (then calls ops->gate) as ready requests come. The backend
+     * reads no input byte past gate_ready. 0 / 0 when not gated. */
+    int gated;
+    uint64_t gate_ready, gate_total;
     /* set by the backend before completion */
     int status;         /* 0 or GPUQ_E_* */
     char message[160];  /* one line when status != 0 */
@@ -93,6 +99,12 @@ typedef struct backend_ops {
      * abandoned and job->stop is set; tell its work to stop early. It
      * completes as usual. */
     void (*stop)(backend *b, gpuq_job *job);
+    /* Optional (NULL, or b->gate_ok 0: the server submits a gated job only
+     * once its input is all in): job, submitted, gated and not completed,
+     * has more input in place (job->gate_ready grew); its transfers waiting
+     * for those bytes may go. The backend also releases every wait of a job
+     * it is told to stop (the input no longer matters). */
+    void (*gate)(backend *b, gpuq_job *job);
     /* Optional (NULL: the host memory calls below stay on the loop, as
      * the tests' fake backends want): called once on the thread that will
      * make them (planes/pinner.c), before any; CUDA makes a device
@@ -127,6 +139,9 @@ struct backend {
      * everything in flight with GPUQ_E_DEVICE_LOST and exits non-zero. */
     int lost;
     char lost_reason[160];
+    /* ops->gate works here (CUDA: the driver's stream memory operations
+     * were found); set by the backend at create. */
+    int gate_ok;
     /* Batching, set by the server (config batch_max, batch_bytes; at start
      * and on reload). A job that backend_batchable accepts is not started
      * by submit: it waits until the loop's next idle phase (the end of the

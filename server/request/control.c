@@ -66,7 +66,7 @@ static int control_hello(request *r)
     gpuq_mpw *w = gpuq_mpw_new();
     if (!w)
         return GPUQ_E_NO_MEMORY;
-    gpuq_mpw_map(w, STATS_SERVER_KEYS + 7);
+    gpuq_mpw_map(w, STATS_SERVER_KEYS + 8);
     stats_server_keys(srv, w);
     gpuq_mpw_str(w, "session");
     gpuq_mpw_uint(w, s->id);
@@ -87,6 +87,8 @@ static int control_hello(request *r)
     gpuq_limits_encode(&mine, w);
     gpuq_mpw_str(w, "arenas"); /* shared-memory arenas offered (PROTOCOL.md 3.4) */
     gpuq_mpw_bool(w, mine.session_arena > 0);
+    gpuq_mpw_str(w, "gate"); /* gated requests and ready (PROTOCOL.md 3.4) */
+    gpuq_mpw_bool(w, true);
     return control_info_take(r, w);
 }
 
@@ -339,6 +341,61 @@ static int control_cancel(request *r)
     return control_info_uint(r, "dropped", dropped, "running", running);
 }
 
+/* ready: the first n input bytes of this session's unanswered gated request
+ * with that id are in place (PROTOCOL.md 3.4). A held request goes to its
+ * queue once all are; one in a backend that waits on the device is told. */
+static int control_ready(request *r)
+{
+    session *s = r->s;
+    uint64_t id = r->req.request, n = r->req.bytes;
+    request *g = NULL;
+    bool seen = false;
+    uint64_t total = 0;
+    for (request *u = s->unanswered; u && !g; u = u->lnext) {
+        seen |= u->req.id == id;
+        if (u->req.id == id && u->req.gate)
+            g = u;
+    }
+    if (!g && seen) {
+        snprintf(r->message, sizeof r->message, "request %llu is not gated",
+                 (unsigned long long)id);
+        return GPUQ_E_BAD_ARGUMENT;
+    }
+    gpuq_mpw *w = gpuq_mpw_new();
+    if (!w)
+        return GPUQ_E_NO_MEMORY;
+    gpuq_mpw_map(w, 3);
+    gpuq_mpw_str(w, "found");
+    gpuq_mpw_bool(w, g != NULL);
+    if (g) {
+        gpuq_job *job = &g->job;
+        total = g->sz.payload;
+        if (n > total || n < job->gate_ready) {
+            gpuq_mpw_free(w);
+            if (n > total)
+                snprintf(r->message, sizeof r->message, "bytes %llu is over its %llu input bytes",
+                         (unsigned long long)n, (unsigned long long)total);
+            else
+                snprintf(r->message, sizeof r->message,
+                         "bytes %llu is less than the %llu already ready", (unsigned long long)n,
+                         (unsigned long long)job->gate_ready);
+            return GPUQ_E_BAD_ARGUMENT;
+        }
+        bool more = n > job->gate_ready;
+        job->gate_ready = n;
+        backend *b = s->srv->b;
+        if (g->gate_held && n == total)
+            sched_release(g); /* may submit it, or answer it (its deadline): g may be gone */
+        else if (more && g->in_backend && !job->stop && b->ops->gate)
+            b->ops->gate(b, job);
+    }
+    gpuq_mpw_str(w, "ready");
+    gpuq_mpw_uint(w, g ? n : 0);
+    gpuq_mpw_str(w, "input");
+    gpuq_mpw_uint(w, total);
+    return control_info_take(r, w);
+}
+
 static const control_entry control_table[GPUQ_OP_COUNT] = {
     [GPUQ_OP_HELLO] = {.run = control_hello},
     [GPUQ_OP_PING] = {.run = control_ping},
@@ -353,6 +410,7 @@ static const control_entry control_table[GPUQ_OP_COUNT] = {
     [GPUQ_OP_ARENA_IMPORT] = {.run = control_arena_import},
     [GPUQ_OP_ARENA_CLOSE] = {.run = control_arena_close},
     [GPUQ_OP_CANCEL] = {.run = control_cancel, .while_draining = true},
+    [GPUQ_OP_READY] = {.run = control_ready, .while_draining = true},
 };
 
 static const control_entry *control_entry_of(gpuq_op op)

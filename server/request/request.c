@@ -383,6 +383,32 @@ static void request_expire_waiting(request *r)
     session_unref(s);
 }
 
+bool request_gate_sweep(session *s, uint64_t now)
+{
+    double ft = s->srv->cfg.frame_timeout_s;
+    if (ft <= 0 || s->closing)
+        return false;
+    for (request *r = s->unanswered; r; r = r->lnext) {
+        if (!r->req.gate || r->job.gate_ready >= r->sz.payload || r->early || now < r->t0_ns ||
+            (double)(now - r->t0_ns) < ft * 1e9)
+            continue;
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "frame_timeout: gated request %llu: %llu of its %llu input bytes announced "
+                 "within %g s",
+                 (unsigned long long)r->req.id, (unsigned long long)r->job.gate_ready,
+                 (unsigned long long)r->sz.payload, ft);
+        log_info("session %llu: %s", (unsigned long long)s->id, msg);
+        r->out.close_after = true; /* as for a payload that stopped */
+        session_ref(s);
+        sched_fail(r, GPUQ_E_TIMEOUT, msg);
+        session_update_reading(s);
+        session_unref(s);
+        return true;
+    }
+    return false;
+}
+
 /* r's input is in place: the job is set up and r goes to its device's
  * queue (scheduler.c), which submits it when its turn comes. */
 static void request_ready(request *r)
@@ -405,6 +431,16 @@ static void request_ready(request *r)
     r->job.bsess = s->bsess;
     r->job.owner = r;
     r->job.submit_ns = uv_hrtime(); /* timing's queue_us includes the wait in the queue */
+    if (r->req.gate) {
+        backend *b = s->srv->b;
+        r->job.gated = 1;
+        r->job.gate_total = sz->payload;
+        /* a backend that cannot wait on the device gets it all at once */
+        if (r->job.gate_ready < sz->payload && !(b->ops->gate && b->gate_ok)) {
+            sched_hold(r);
+            return;
+        }
+    }
     sched_enqueue(r);
 }
 

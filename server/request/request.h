@@ -56,6 +56,11 @@ int request_layer_init(server *srv);
 /* Close the retry handle (shutdown; idempotent). */
 void request_layer_close(server *srv);
 
+/* The sweep (server.c): a gated request of s whose input was not all
+ * announced frame_timeout after its header is answered timeout, and s
+ * closes after that reply (PROTOCOL.md 3.4). Returns whether one was. */
+bool request_gate_sweep(session *s, uint64_t now);
+
 /* The backend's completion callback (loop thread); job->owner is the
  * request. */
 void request_complete(gpuq_job *job);

@@ -65,6 +65,7 @@ void sched_untrack(request *r)
     session *s = r->s;
     sched_unqueue(r);
     sched_unwatch(r);
+    r->gate_held = false;
     if (!r->listed)
         return;
     if (r->lprev)
@@ -124,20 +125,58 @@ void sched_unwatch(request *r)
     r->watched = false;
 }
 
+/* r is answered code now: 1 when it was running (abandoned), queued or
+ * held (dropped); 0 when it is in none of those states. */
+static int sched_answer_now(request *r, int code, const char *msg)
+{
+    sched *q = &r->s->srv->sched;
+    if (r->running) {
+        sched_unwatch(r);
+        q->abandon(r, code, msg);
+    } else if (r->queued) {
+        sched_unqueue(r);
+        q->answer(r, code, msg);
+    } else if (r->gate_held) {
+        r->gate_held = false;
+        sched_unwatch(r);
+        q->answer(r, code, msg);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+void sched_fail(request *r, int code, const char *msg)
+{
+    (void)sched_answer_now(r, code, msg);
+}
+
+void sched_hold(request *r)
+{
+    r->gate_held = true;
+    sched_watch(r);
+}
+
+void sched_release(request *r)
+{
+    if (!r->gate_held)
+        return;
+    r->gate_held = false;
+    sched_unwatch(r);
+    sched_enqueue(r);
+}
+
 static void sched_expire(request *r)
 {
     sched *q = &r->s->srv->sched;
     char msg[96];
     snprintf(msg, sizeof msg, "deadline of %llu ms passed %s",
-             (unsigned long long)r->req.deadline_ms, r->running ? "while it ran" : "before it ran");
+             (unsigned long long)r->req.deadline_ms,
+             r->running ? "while it ran"
+             : r->gate_held  ? "before its input was all announced"
+                        : "before it ran");
     q->expired++;
-    if (r->running) {
-        sched_unwatch(r);
-        q->abandon(r, GPUQ_E_DEADLINE_EXCEEDED, msg);
-    } else if (r->queued) {
-        sched_unqueue(r);
-        q->answer(r, GPUQ_E_DEADLINE_EXCEEDED, msg);
-    } else {
+    if (!sched_answer_now(r, GPUQ_E_DEADLINE_EXCEEDED, msg)) {
         sched_unwatch(r);
         q->expire_waiting(r);
     }
@@ -350,11 +389,10 @@ static void sched_cancel_walk(session *s, bool all_ids, uint64_t id, uint32_t *d
         for (request *r = s->unanswered; r; r = r->lnext) {
             if (!all_ids && r->req.id != id)
                 continue;
-            if (r->queued) {
-                sched_unqueue(r);
+            if (r->queued || r->gate_held) {
                 q->cancelled++;
                 (*dropped)++;
-                q->answer(r, GPUQ_E_CANCELLED, "cancelled before it ran");
+                (void)sched_answer_now(r, GPUQ_E_CANCELLED, "cancelled before it ran");
                 again = true;
                 break;
             }

@@ -61,6 +61,14 @@ void sched_unwatch(request *r);
 /* r's input is in place: queue it on its device and start what may start
  * (r may have been submitted, or answered, when this returns). */
 void sched_enqueue(request *r);
+/* r (gated) waits for its input outside the queue: held, its deadline
+ * watched; cancel, a closing session and its deadline answer it as a
+ * queued one. sched_release: its input is all in now, it is queued. */
+void sched_hold(request *r);
+void sched_release(request *r);
+/* Answer r now with code, wherever it is (held or queued: dropped and
+ * answered; running: abandoned, its job told to stop). */
+void sched_fail(request *r, int code, const char *msg);
 /* r, which ran, left its device: let the queue move. */
 void sched_done(request *r);
 /* The limits changed (reload): let every queue move. */

@@ -135,11 +135,15 @@ static const fuzz_field req_fields[] = {
     RQ(deadline_ms, OPS_ALL, 0),
     RQ(has_request, OPS_ALL, 0),
     RQ(request, OPS_ALL, 0),
+    /* the gate and ready's bytes: encoded whenever set */
+    RQ(gate, OPS_ALL, 0),
+    RQ(has_bytes, OPS_ALL, 0),
+    RQ(bytes, OPS_ALL, 0),
 };
 #define N_REQ_FIELDS (sizeof req_fields / sizeof req_fields[0])
 
 #if defined(__LP64__)
-_Static_assert(sizeof(gpuq_request) == 568,
+_Static_assert(sizeof(gpuq_request) == 584,
                "gpuq_request changed: give the new field a row in req_fields (fuzz_header.c) "
                "saying which ops keep it, then update this size");
 #endif

@@ -172,6 +172,18 @@ static void gen_requests(void)
     q.has_request = true;
     q.request = 7;
     frame_req("req-cancel", &q);
+    frame_base(&q, GPUQ_OP_READY, GPUQ_DT_NONE);
+    q.has_request = true;
+    q.request = 7;
+    q.has_bytes = true;
+    q.bytes = 1u << 20;
+    frame_req("req-ready", &q);
+    frame_base(&q, GPUQ_OP_NORMALIZE, GPUQ_DT_F32);
+    frame_shape(q.shape_a, &q.ndim_a, 1, 1024, 0);
+    q.nin_ref = 1;
+    q.in_ref[0] = (gpuq_ref){1, 0, 4096};
+    q.gate = true;
+    frame_req("req-normalize-gated", &q);
     frame_base(&q, GPUQ_OP_NORMALIZE, GPUQ_DT_F32);
     frame_shape(q.shape_a, &q.ndim_a, 1, 4, 0);
     q.deadline_ms = 250;
