@@ -66,6 +66,7 @@
 #include "backend_cuda_batch.h"
 #include "backend_cuda_dev.h"
 #include "backend_cuda_done.h"
+#include "backend_cuda_gate.h"
 #include "backend_cuda_pipe.h"
 #include "backend_run.h"
 
@@ -233,6 +234,9 @@ static int cuda_submit(backend *bb, gpuq_job *job)
         est_bytes = job->sz->payload > job->sz->output ? job->sz->payload : job->sz->output;
     if (!chunked && cuda_batch_take(b, s, job))
         return 0; /* launched with others in the idle phase (backend_cuda_batch.c) */
+    if (job->gated &&
+        (status = cuda_gate_setup(b, job, x, chunked ? &plan : NULL, detail, sizeof detail)) != 0)
+        goto fail_now;
     /* The stop gate of this job's launches (cuda_stop), unset again at
      * fail_enqueued, which every path after this one passes. */
     const int *gate = s->dev->host_ptr_ok ? cuda_jobx_gate(x) : NULL;
@@ -302,6 +306,8 @@ static int cuda_submit(backend *bb, gpuq_job *job)
             goto fail_enqueued;
         goto tail;
     }
+    if (job->gated && (status = cuda_gate_wait(b, s->stream, x, 1, detail, sizeof detail)) != 0)
+        goto fail_enqueued; /* the input's copies (or zero-copy kernels) wait for all of it */
     for (uint32_t k = 0; k < job->sz->nin && !zc;) { /* A then B; one copy when adjacent */
         uint32_t n =
             copy_run(job->sz->nin - k, (const void *const *)&job->h_in[k], &job->sz->in_bytes[k]);
@@ -478,8 +484,10 @@ static void cuda_stop(backend *bb, gpuq_job *job)
 {
     (void)bb;
     cuda_jobx *x = job->bpriv;
-    if (x && x->h_flag)
+    if (x && x->h_flag) {
         __atomic_store_n(cuda_jobx_gate(x), 1, __ATOMIC_RELAXED);
+        cuda_gate_release(x); /* its uploads need no announcement now */
+    }
 }
 
 static const backend_ops cuda_ops = {
@@ -488,6 +496,7 @@ static const backend_ops cuda_ops = {
     .session_close = cuda_session_close,
     .submit = cuda_submit,
     .stop = cuda_stop,
+    .gate = cuda_gate,
     .host_thread_init = cuda_host_thread_init,
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
@@ -657,6 +666,7 @@ backend *backend_cuda_create(uv_loop_t *loop, backend_complete_fn done, uint64_t
     b->spin_ns = (spin && *spin ? cuda_env_u64("GPUQ_CUDA_SPIN_US") : CUDA_SPIN_US_DEFAULT) * 1000;
     b->base.ops = &cuda_ops;
     b->base.complete = done;
+    cuda_gate_init(b);
     b->inject_sticky = cuda_env_u64("GPUQ_TEST_INJECT_STICKY");
     b->inject_oom = cuda_env_u64("GPUQ_TEST_INJECT_OOM");
     b->slow_ms = cuda_env_u64("GPUQ_TEST_SLOW_MS");

@@ -41,6 +41,13 @@
 /* Pinned error flags (backend_cuda_dev.c): one slab of this many, shared
  * by every session's per-job state (more come one by one). */
 #define CUDA_FLAG_SLOTS 16384u
+/* ints of one slot: the error flag, the stop gate, the input gate's word
+ * (a gated job's announced units), one spare */
+#define CUDA_FLAG_INTS 4
+/* Gated jobs (backend_cuda_gate.c): at most CUDA_PIPE_MAX_CHUNKS units of
+ * input; the word is released past any unit with this value (a wait's
+ * comparison is (int32_t)(word - value) >= 0). */
+#define CUDA_GATE_RELEASE 0x40000000u
 /* Jobs of more input + output bytes than this give their kernels a stop
  * gate (cuda_submit): their long kernels end at their next tile once the
  * job is abandoned. Below it a job's kernels take microseconds, and the
@@ -104,6 +111,12 @@ typedef struct cuda_jobx {
     uint64_t est_ns; /* its guessed device time, counted in its session's level's dev->est_ns */
     int status;      /* preset failure, 0 if none */
     char message[160];
+    /* A gated job (backend_cuda_gate.c): gate_n units of input (0: not
+     * gated), unit k in place once the first gate_end[k] input bytes are;
+     * d_ready: the device's address of its word (cuda_jobx_ready). */
+    uint32_t gate_n;
+    uint64_t gate_end[CUDA_PIPE_MAX_CHUNKS];
+    uint64_t d_ready;
 } cuda_jobx;
 
 typedef struct cuda_sess {
@@ -175,6 +188,10 @@ typedef struct backend_cuda {
     uv_idle_t flush;         /* starts the lanes' pending jobs (flush_on) */
     int flush_on;
     cuda_sess *pend_lanes; /* lanes with pending jobs (pend_next) */
+    /* cuStreamWaitValue32 (the driver's, by cudaGetDriverEntryPointByVersion;
+     * NULL: none, gated jobs are held by the server until their input is
+     * in) */
+    void *wait_value32;
 } backend_cuda;
 
 #endif

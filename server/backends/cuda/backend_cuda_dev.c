@@ -90,8 +90,9 @@ int cuda_flags_init(backend_cuda *b)
     b->flag_next = malloc(CUDA_FLAG_SLOTS * sizeof *b->flag_next);
     if (!b->flag_next)
         return -1;
-    cudaError_t e = cudaHostAlloc((void **)&b->flag_slab, CUDA_FLAG_SLOTS * 2 * sizeof(int),
-                                  cudaHostAllocPortable);
+    cudaError_t e =
+        cudaHostAlloc((void **)&b->flag_slab, CUDA_FLAG_SLOTS * CUDA_FLAG_INTS * sizeof(int),
+                      cudaHostAllocPortable);
     if (e != cudaSuccess) {
         free(b->flag_next);
         b->flag_next = NULL;
@@ -165,7 +166,7 @@ void cuda_jobx_free(backend_cuda *b, cuda_jobx *x)
         if (cudaFreeHost(x->h_flag) != cudaSuccess)
             log_error("cuda: cudaFreeHost(flag) failed");
     } else if (x->h_flag) {
-        uint32_t i = (uint32_t)(x->h_flag - b->flag_slab) / 2;
+        uint32_t i = (uint32_t)(x->h_flag - b->flag_slab) / CUDA_FLAG_INTS;
         b->flag_next[i] = b->flag_head;
         b->flag_head = i;
     }
@@ -191,13 +192,14 @@ int cuda_jobx_get(backend_cuda *b, cuda_sess *s, int timing, cuda_jobx **out)
             return cuda_status_of(b, e, "cudaEventCreate");
         }
         if (b->flag_slab && b->flag_head < CUDA_FLAG_SLOTS) {
-            x->h_flag = &b->flag_slab[2 * b->flag_head];
+            x->h_flag = &b->flag_slab[CUDA_FLAG_INTS * b->flag_head];
             b->flag_head = b->flag_next[b->flag_head];
         } else {
             /* beyond the slab (CUDA_FLAG_SLOTS jobs at once): on the loop,
              * and counted as such */
             backend_note_pin(&b->base);
-            e = cudaHostAlloc((void **)&x->h_flag, 2 * sizeof(int), cudaHostAllocPortable);
+            e = cudaHostAlloc((void **)&x->h_flag, CUDA_FLAG_INTS * sizeof(int),
+                              cudaHostAllocPortable);
             if (e != cudaSuccess) {
                 x->h_flag = NULL;
                 cuda_jobx_free(b, x);
@@ -228,6 +230,8 @@ int cuda_jobx_get(backend_cuda *b, cuda_sess *s, int timing, cuda_jobx **out)
     *x->h_flag = 0;
     /* no kernel reads it: the job that used x last has completed */
     __atomic_store_n(cuda_jobx_gate(x), 0, __ATOMIC_RELAXED);
+    __atomic_store_n(cuda_jobx_ready(x), 0u, __ATOMIC_RELAXED);
+    x->gate_n = 0;
     *out = x;
     return 0;
 }

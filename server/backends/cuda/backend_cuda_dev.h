@@ -26,6 +26,13 @@ static inline int *cuda_jobx_gate(const cuda_jobx *x)
     return x->h_flag + 1;
 }
 
+/* The input gate's word (a gated job, backend_cuda_gate.c): how many of
+ * its units of input are announced; the device waits on it. */
+static inline unsigned *cuda_jobx_ready(const cuda_jobx *x)
+{
+    return (unsigned *)(x->h_flag + 2);
+}
+
 /* Jobs in flight on s's own stream or, for a lane, in its batches. */
 static inline int cuda_sess_busy(const cuda_sess *s)
 {

@@ -80,6 +80,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backend_cuda_dev.h"
+#include "backend_cuda_gate.h"
 #include "errors.h"
 #include "gpuq_kernels.h"
 #include "log.h"
@@ -149,8 +150,13 @@ int cuda_pipe_plan(const backend_cuda *b, const gpuq_job *job, cuda_plan *pl)
     const gpuq_sizes *sz = job->sz;
     const op_backend_def *ob = op_backend_of(job->req->op);
     memset(pl, 0, sizeof *pl);
+    /* A gated job chunks at an eighth of the size, from a quarter of the
+     * threshold up: its uploads wait for the client's copies, which come
+     * in pieces of a few MiB (libgpuq: 1 to 4 MiB), so smaller chunks
+     * start sooner after each. */
+    uint64_t cb = job->gated ? b->chunk_bytes / 8 : b->chunk_bytes;
     if (b->chunk_bytes == 0 || job->whole || !ob || !ob->launch_cuda_rows ||
-        sz->payload + sz->output <= b->chunk_bytes)
+        sz->payload + sz->output <= (job->gated ? b->chunk_bytes / 4 : b->chunk_bytes))
         return 0;
     if (!op_cuda_split(job->req, sz, &pl->sp) || pl->sp.rows < 2)
         return 0;
@@ -163,11 +169,11 @@ int cuda_pipe_plan(const backend_cuda *b, const gpuq_job *job, cuda_plan *pl)
     uint64_t row = up > down ? up : down;
     if (row == 0)
         return 0;
-    uint64_t c = b->chunk_bytes / row;
+    uint64_t c = cb / row;
     if (c == 0)
         c = 1;
     uint64_t nominal = c;
-    if (sp->two_phase) /* fewer, larger uploads; the download starts small */
+    if (sp->two_phase && !job->gated) /* fewer, larger uploads; the download starts small */
         c = c > UINT64_MAX / CUDA_PIPE_TWO_PHASE_SCALE ? UINT64_MAX : c * CUDA_PIPE_TWO_PHASE_SCALE;
     if (c >= sp->rows)
         c = sp->rows / 2 + sp->rows % 2; /* over the threshold: two chunks at least */
@@ -257,6 +263,11 @@ static int pipe_upload(pipe_ctx *p, uint64_t k)
     cuda_jobx *x = p->job->bpriv;
     op_rows rw = pipe_rows(p->pl, k);
     const char *h_a = p->job->h_in[0], *h_b = p->job->h_in[1];
+    int rc;
+    /* a gated job of a unit per chunk: chunk k waits for its rows */
+    if (x->gate_n > 1 &&
+        (rc = cuda_gate_wait(p->b, s->copy_in, x, (uint32_t)k + 1, p->detail, p->cap)) != 0)
+        return rc;
     if (sp->a_row)
         PIPE_CALL(p,
                   cudaMemcpyAsync(p->d_a + rw.r0 * sp->a_row, h_a + rw.r0 * sp->a_row,
@@ -325,6 +336,9 @@ static int pipe_enqueue(pipe_ctx *p)
     int rc, has_in = p->d_a != NULL;
     if (has_in) {
         p->in_used = 1;
+        /* a gated job of one unit: everything on IN waits for all of it */
+        if (x->gate_n == 1 && (rc = cuda_gate_wait(p->b, s->copy_in, x, 1, p->detail, p->cap)) != 0)
+            return rc;
         if (sz->nin > 1 && !pl->sp.b_row && sz->in_bytes[1])
             PIPE_CALL(p,
                       cudaMemcpyAsync(p->d_b, p->job->h_in[1], sz->in_bytes[1],
