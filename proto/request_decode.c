@@ -50,7 +50,7 @@ enum reqkey {
 static const char *const req_keys[K_COUNT] = {
     "id",     "op",       "dtype",  "shape",       "shape_b", "timing", "version",
     "client", "priority", "device", "session",     "limit",   "value",  "in",
-    "out",    "size",     "arena",  "deadline_ms", "request", "gate", "bytes",
+    "out",    "size",     "arena",  "deadline_ms", "request", "gate",   "bytes",
 };
 
 /* Op keys take seen-bits from here up. */

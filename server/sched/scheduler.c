@@ -172,9 +172,9 @@ static void sched_expire(request *r)
     char msg[96];
     snprintf(msg, sizeof msg, "deadline of %llu ms passed %s",
              (unsigned long long)r->req.deadline_ms,
-             r->running ? "while it ran"
-             : r->gate_held  ? "before its input was all announced"
-                        : "before it ran");
+             r->running     ? "while it ran"
+             : r->gate_held ? "before its input was all announced"
+                            : "before it ran");
     q->expired++;
     if (!sched_answer_now(r, GPUQ_E_DEADLINE_EXCEEDED, msg)) {
         sched_unwatch(r);
