@@ -22,6 +22,17 @@ How arrays travel (``transport``):
   calls do. No arena offered, or no room: the socket.
 * ``"shm"``: always by arena; no room is an error (``TooLargeError``).
 
+Gated input (PROTOCOL.md 3.4): when the staged inputs come to ``GATE_MIN``
+bytes or more and the hello said ``gate: true`` (and ``GPUQ_GATE`` is not
+``0``), the request goes out with ``"gate": true`` before its inputs are
+copied; the client then copies them in pieces (:func:`piece_bytes`) and
+sends a ``ready`` after each (:meth:`Session.gate_run`), so gpuqd uploads
+one piece while the next is copied. The ``ready`` requests' replies (after
+the request's own) are consumed by its :class:`Gate`: the caller's value
+comes once the last of them is in, and a ``ready`` refused (a client bug)
+is raised in its place. A copy that fails announces the whole input (so
+gpuqd is not left waiting until ``frame_timeout``) and cancels the request.
+
 Results are the same bytes whichever way they went.
 """
 
@@ -35,6 +46,7 @@ import numpy as np
 from . import _convert as cv
 from . import _copy, _wire, errors
 from ._arena import Pool, block_of
+from ._gate import GATE_MIN, GATE_PIECE, Gate, gate_enabled, piece_bytes  # noqa: F401
 from ._ops import Call, Timed, Timing
 
 SHM_MIN_BYTES = 1 << 20
@@ -44,7 +56,6 @@ SHM_MIN_BYTES = 1 << 20
 # exactly max_inflight requests outstanding may get busy now and then.
 BUSY_RETRIES = 1000
 TRANSPORTS = ("auto", "socket", "shm")
-
 Resolve = Callable[[Any, Optional[BaseException]], None]
 MISS = object()  # express_reply(): not answered that way
 
@@ -73,6 +84,7 @@ class Pending:
     req_payload: List[memoryview] = ()
     tries = 0
     cancelled = False  # Session.cancel() gave it up
+    gate: Optional["Gate"] = None  # a gated request's input still to copy and announce
 
     def __init__(self, rid: int, op: str, resolve: Resolve):
         self.id = rid
@@ -119,6 +131,7 @@ class Session:
         self.max_inflight = 1
         self._cur: Optional[Pending] = None
         self.retry: collections.deque = collections.deque()  # busy, to be sent again
+        self.stats = {"gated": 0, "ready": 0}  # gated requests and ready requests sent
 
     # ---- requests ----
 
@@ -170,6 +183,19 @@ class Session:
             p.dests = [np.empty(d.shape, d.dtype) for d in p.dests]
             p.copies = []
         return self.control("cancel", {"request": p.id}, resolve)
+
+    def full(self) -> bool:
+        """Whether max_inflight requests that gpuqd counts in flight await
+        their replies (ready requests it never counts)."""
+        n = len(self.pending)
+        if n < self.max_inflight:
+            return False
+        if not self.stats["ready"]:
+            return True
+        for q in self.pending:
+            if q.op == "ready":
+                n -= 1
+        return n >= self.max_inflight
 
     def unqueue(self, p: Pending) -> None:
         """Take back queue entry p of a request that was never sent."""
@@ -278,10 +304,14 @@ class Session:
         p.results = [None] * nout
         p.copies = []
         p.keep = [call.inputs]  # arena inputs must outlive the request
+        jobs: Optional[list] = None  # the copies a gated request makes after it is sent
         if not call.inputs:
             in_refs = None
         elif plan.stage:
-            in_refs = self._stage_inputs(call, plan, p)
+            if gate_enabled(self.info) and \
+                    sum(call.inputs[i].nbytes for i in plan.stage) >= GATE_MIN:
+                jobs = []
+            in_refs = self._stage_inputs(call, plan, p, jobs)
         else:  # all of them in arenas already
             in_refs = [(r[0], r[1], x.nbytes) for r, x in zip(plan.refs, call.inputs)]
         out_refs = self._arena_outputs(call, plan, p)
@@ -302,6 +332,16 @@ class Session:
             p.copy_out = None
             p.results, p.dests, p.copies = self.outputs(call)
         p.req = h
+        if jobs and in_refs is not None:
+            p.req = dict(h)  # sent again after busy (its input all copied by then): ungated
+            h["gate"] = True
+            job_of = {id(x): j for j, (_, x) in enumerate(jobs)}
+            ranges = [(x.nbytes, job_of.get(id(x), -1)) for x in call.inputs]
+            as_bytes = [(d.reshape(-1).view(np.uint8), x.reshape(-1).view(np.uint8))
+                        for d, x in jobs]  # both C-contiguous
+            p.gate = Gate(p, resolve, as_bytes, ranges)
+            p.resolve = p.gate.on_reply
+            self.stats["gated"] += 1
         p.req_payload = payload
         plen = 0
         for b in payload:
@@ -425,7 +465,7 @@ class Session:
     def resend(self) -> Optional[list]:
         """The buffers of the oldest busy-refused request, sent again with a
         new id, or None (none waiting, or max_inflight in flight)."""
-        if not self.retry or len(self.pending) >= self.max_inflight:
+        if not self.retry or self.full():
             return None
         p = self.retry.popleft()
         p.id = self.next_id
@@ -438,7 +478,55 @@ class Session:
         self.pending.append(p)
         return [_wire.encode_head(p.req, plen)] + body
 
-    def _stage_inputs(self, call: Call, plan: Plan, p: Pending):
+    def gate_run(self, p: Pending, send: Callable[[list, int], None]) -> None:
+        """Gated request p was just sent: copy its staged input piece by
+        piece, and after each piece send (send(buffers, id): a whole frame)
+        a ready saying how many input bytes are in place. Once p has its
+        reply no ready is sent (busy: the rest is still copied, for the
+        request sent again ungated; any other reply: copying stops; a
+        cancelled p is announced on, and answered cancelled). When
+        something raises (a copy, an interrupt), the whole input is
+        announced and p cancelled, best effort, before it propagates."""
+        g = p.gate
+        try:
+            while not g.copied_all() and g.answer is None:
+                n = g.step()
+                if not g.replied:
+                    bufs, q = self._ready(g, n)
+                    send(bufs, q.id)
+        except BaseException:
+            self._gate_abort(p, send)
+            raise
+        finally:
+            g.seal()
+
+    def _ready(self, g: Gate, n: int) -> Tuple[list, Pending]:
+        bufs, q = self.control("ready", {"request": g.p.id, "bytes": n}, g.on_ready)
+        g.waiting += 1
+        g.announced = n
+        self.stats["ready"] += 1
+        return bufs, q
+
+    def _gate_abort(self, p: Pending, send: Callable[[list, int], None]) -> None:
+        """Gated request p failed on this side: announce all of its input
+        (gpuqd would otherwise wait for it until frame_timeout, then close
+        the connection), and cancel it (its reply is dropped)."""
+        g = p.gate
+        try:
+            if not g.replied and g.announced < g.total and self.broken is None:
+                bufs, q = self._ready(g, g.total)
+                send(bufs, q.id)
+            got = self.cancel(p)
+            if got is not None:
+                send(got[0], got[1].id)
+        except BaseException:  # the stream broke meanwhile: what raised first is what counts
+            pass
+
+    def _stage_inputs(self, call: Call, plan: Plan, p: Pending, jobs: Optional[list] = None):
+        """The "in" references of call's inputs, those not in an arena
+        copied into new blocks; None when there is no room. jobs: where a
+        gated request lists its copies (block array, input) instead of
+        making them now."""
         refs = list(plan.refs)
         staged = {}
         for i in plan.stage:
@@ -447,7 +535,10 @@ class Session:
             if blk is None:
                 return None
             arr = blk.array(x.shape, x.dtype)
-            _copy.copy(arr, x, "no")
+            if jobs is None:
+                _copy.copy(arr, x, "no")
+            else:
+                jobs.append((arr, x))
             p.keep.append(arr)
             staged[id(x)] = (blk.arena.id, blk.off)
         for i, x in enumerate(call.inputs):
@@ -512,6 +603,8 @@ class Session:
         self.pending.popleft()
         if p.want_fd:
             self.fd_wanted -= 1
+        if p.gate is not None:
+            p.gate.replied = True
         self._cur = p
         p.hdr = hdr
         if status != "ok":

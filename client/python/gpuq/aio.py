@@ -215,7 +215,7 @@ class AsyncClient(_base.Base):
     async def _submit(self, call: Call) -> Tuple[asyncio.Future, Pending]:
         self._check()
         s = self._s
-        while len(s.pending) >= s.max_inflight:
+        while s.full():
             w = self._loop.create_future()
             self._slot_waiters.append(w)
             await w
@@ -227,6 +227,8 @@ class AsyncClient(_base.Base):
         fut = self._loop.create_future()
         bufs, p = s.compute(call, plan, self._resolver(fut))
         self._write(bufs)
+        if p.gate is not None:  # its input is copied now, announced piece by piece
+            s.gate_run(p, lambda b, rid: self._write(b))
         return fut, p
 
     async def _run(self, call: Call, deadline_ms: Optional[int]) -> Any:

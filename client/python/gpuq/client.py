@@ -319,6 +319,14 @@ class Client(_base.Base):
         self._sent = rid
         self._tx = False
 
+    def _send_next(self, bufs: List[Any], rid: int) -> None:
+        """_send, refused (OSError) while an interrupted send left a frame
+        partly sent: a frame after it would put the stream out of step
+        (_interrupted then closes the client)."""
+        if self._tx:
+            raise OSError("a frame is partly sent")
+        self._send(bufs, rid)
+
     def _send_rest(self, bufs: List[Any], n: Union[int, OSError]) -> None:
         """After a first sendmsg of bufs that sent n bytes (or raised n),
         send the rest."""
@@ -428,11 +436,11 @@ class Client(_base.Base):
         max_inflight (reading replies), and an arena when it needs one.
         plan: the request's, when made already."""
         s = self._s
-        if s.retry or len(s.pending) >= s.max_inflight:
+        if s.retry or s.full():
             self._check()
             if s.retry:
                 self._resend()
-            while len(s.pending) >= s.max_inflight and s.broken is None:
+            while s.full() and s.broken is None:
                 self._recv_once()
                 self._resend()
             plan = None
@@ -444,6 +452,8 @@ class Client(_base.Base):
             self._ensure_room(plan.blocks)
         bufs, p = s.compute(call, plan, resolve)
         self._send(bufs, p.id)
+        if p.gate is not None:  # its input is copied now, announced piece by piece
+            s.gate_run(p, self._send_next)
         return p
 
     def _express(self, call: Call, resolve) -> Any:
@@ -505,6 +515,9 @@ class Client(_base.Base):
             self._ensure_room(plan.blocks)
         bufs, p = s.compute(call, plan, resolve)
         self._send(bufs, p.id)
+        if p.gate is not None:  # its readies' replies follow its own: the general reader
+            s.gate_run(p, self._send_next)
+            return MISS
         if not s.pending or s.pending[0] is not p:
             return MISS  # answered (or its reply begun) while a large send read replies
         got = self._receive_now()
