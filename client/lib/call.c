@@ -4,6 +4,12 @@
  * staging arena when its transport says so (stage.c), the results copied
  * out of it after the reply, and the request given up when its wait is
  * interrupted. Pipelined submits (conn.c) never stage.
+ *
+ * A staged request may go gated (stage.h): sent before its inputs are in
+ * the arena, which stage_feed then copies, announcing each piece with a
+ * "ready". The wait reads the readies' replies after the request's (conn.c,
+ * conn_follow_last), so an interrupted wait gives up the request alone and
+ * the next wait still reads them all: the connection stays in step.
  */
 #include <stddef.h>
 
@@ -18,7 +24,7 @@ int gpuq_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, cons
     gpuq_reply tmp;
     if (!rep)
         rep = &tmp;
-    bool staged = false;
+    bool staged = false, own_gate = req->gate;
     int rc = conn_blocking_ready(c);
     int ifd = c->cancel.intr_fd; /* staging's own calls (arena_open) are not interrupted */
     c->cancel.intr_fd = -1;
@@ -27,11 +33,15 @@ int gpuq_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, cons
     if (rc)
         return rc;
     if (staged) {
-        rc = gpuq_submit(c, req, NULL, 0, NULL, 0, NULL, 0, NULL);
+        uint64_t id = 0;
+        rc = gpuq_submit(c, req, NULL, 0, NULL, 0, NULL, 0, &id);
         req->nin_ref = req->nout_ref = 0; /* the caller's request as it came */
-        rc = rc ? rc : gpuq_wait(c, rep);
-        if (rc == GPUQ_E_INTERRUPTED)
-            conn_orphan_head(c);
+        req->gate = own_gate;
+        if (rc == 0 && (rc = stage_feed(c, id)) == 0) {
+            rc = gpuq_wait(c, rep);
+            if (rc == GPUQ_E_INTERRUPTED)
+                conn_orphan_head(c);
+        }
         stage_end(c, rc == 0);
         return rc;
     }
@@ -48,7 +58,17 @@ int gpuq_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, cons
 
 int gpuq_call_req(gpuq_conn *c, gpuq_req *r, gpuq_result *res)
 {
-    int rc = conn_call(c, r, stage_req, res);
+    uint64_t id = 0;
+    int rc = conn_blocking_ready(c);
+    if (rc == 0 && (rc = conn_submit_req(c, r, stage_req, true, &id)) == 0 &&
+        (rc = stage_feed(c, id)) == 0) {
+        rc = gpuq_wait_req(c, res);
+        if (rc == GPUQ_E_INTERRUPTED)
+            conn_orphan_head(c);
+    } else if (res) {
+        result_reset(res);
+        res->status = rc;
+    }
     stage_end(c, rc == 0);
     return rc;
 }

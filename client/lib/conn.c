@@ -23,10 +23,14 @@
  * (call.c's gpuq_call_req, gpuq_call) may send their arrays through the
  * connection's staging arena instead of the socket: conn_submit_req takes
  * the stager they hand it (stage.c's stage_req); pipelined submits never
- * stage. Deadlines and interruptible waits are cancel.c's; a blocking call
- * whose wait was interrupted gives its request up (conn_orphan_head: its
- * reply is read and dropped later, the caller's buffers no longer
- * touched). A request with its arrays by reference both ways (no
+ * stage. A stager may ask for its request to go gated ("gate": true is
+ * added to the header; PROTOCOL.md 3.4): the "ready" requests sent after
+ * it (conn_follow_last) are no pending requests of their own, and the
+ * wait that reads the gated request's reply reads theirs right after it
+ * (read_followers). Deadlines and interruptible waits are cancel.c's; a
+ * blocking call whose wait was interrupted gives its request up
+ * (conn_orphan_head: its reply is read and dropped later, the caller's
+ * buffers no longer touched). A request with its arrays by reference both ways (no
  * payload) gets a spin window at send (sockio_spin_plan): its wait sleeps to
  * just before the reply is due, then polls without sleeping for a while
  * (sockio_spin_wait) before it blocks.
@@ -59,6 +63,7 @@
 #include "frame.h"
 #include "gpuq_limits.h"
 #include "mpread.h"
+#include "mpwrite.h"
 #include "arena_map.h"
 #include "cancel.h"
 #include "conn_err.h"
@@ -80,7 +85,7 @@ const char *gpuq_errmsg(const gpuq_conn *c)
 }
 unsigned gpuq_pending(const gpuq_conn *c)
 {
-    return (unsigned)c->q_len;
+    return (unsigned)(c->q_len - c->q_follow);
 }
 
 int gpuq_set_wait_spin(gpuq_conn *c, bool on)
@@ -223,6 +228,34 @@ int gpuq_submit(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, co
     return rc;
 }
 
+/* *hdr (a header map, malloc'd; replaced) with "gate": true added: the
+ * stager put the inputs in place only after the send (PROTOCOL.md 3.4). */
+static int hdr_add_gate(gpuq_conn *c, uint8_t **hdr, size_t *hlen)
+{
+    gpuq_mpr r;
+    gpuq_mpr_init(&r, *hdr, *hlen);
+    uint32_t n;
+    if (gpuq_mpr_map(&r, &n)) /* req_encode wrote it */
+        return conn_set_err(c, GPUQ_E_PROTOCOL, "protocol: a request header is not a map");
+    gpuq_mpw *w = gpuq_mpw_new();
+    if (!w)
+        return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a request");
+    gpuq_mpw_map(w, n + 1);
+    gpuq_mpw_raw(w, r.p, gpuq_mpr_left(&r));
+    gpuq_mpw_str(w, "gate");
+    gpuq_mpw_bool(w, true);
+    uint8_t *out;
+    size_t len;
+    int rc = gpuq_mpw_take(w, &out, &len);
+    gpuq_mpw_free(w);
+    if (rc)
+        return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a request");
+    free(*hdr);
+    *hdr = out;
+    *hlen = len;
+    return 0;
+}
+
 /* The sizes a builder request implies, decided by proto's decoder and
  * checks (the daemon's own), and its output buffers held against them. */
 static int check_req(gpuq_conn *c, gpuq_req *r, const uint8_t *hdr, size_t hlen, uint64_t payload,
@@ -282,7 +315,8 @@ int conn_submit_req(gpuq_conn *c, gpuq_req *r, conn_stager stage, bool counted, 
         goto err_after_encode;
     int ifd = c->cancel.intr_fd; /* staging's own calls (arena_open) are not interrupted */
     c->cancel.intr_fd = -1;
-    rc = stage ? stage(c, r, &sz, &refs) : 0;
+    bool gate = false;
+    rc = stage ? stage(c, r, &sz, &refs, &gate) : 0;
     c->cancel.intr_fd = ifd;
     if (rc)
         goto err_after_encode;
@@ -292,6 +326,8 @@ int conn_submit_req(gpuq_conn *c, gpuq_req *r, conn_stager stage, bool counted, 
         hdr = NULL;
         if (req_encode(r, c->next_id, &refs, deadline, &hdr, &hlen))
             return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a request");
+        if (gate && (rc = hdr_add_gate(c, &hdr, &hlen)) != 0)
+            goto err_after_encode;
         if (refs.nin)
             a_len = b_len = 0;
         if ((rc = check_req(c, r, hdr, hlen, (uint64_t)a_len + b_len, &sz)) != 0)
@@ -335,6 +371,35 @@ static int reply_not_head(gpuq_conn *c, uint64_t want, gpuq_reply *rep, gpuq_res
         result_reset(res);
         res->id = want;
         res->status = rc;
+    }
+    return rc;
+}
+
+/* The replies of the readies that follow the head just read (a gated
+ * blocking call's, conn_follow_last): they come right after it. rc is the
+ * head's status; a ready refused makes it GPUQ_E_PROTOCOL when it was 0
+ * (the head's own message stays otherwise). */
+static int read_followers(gpuq_conn *c, int rc)
+{
+    while (c->q_len && c->q[c->q_head].follows) {
+        uint64_t id = c->q[c->q_head].id;
+        gpuq_reply rep;
+        size_t hlen;
+        int frc = conn_reply_read_head(c, &rep, &hlen);
+        if (frc == 0 && rep.id != id && !(rep.status < 0 && rep.id == 0))
+            return reply_not_head(c, id, &rep, NULL);
+        if (frc == 0 && (frc = sockio_discard(c->fd, c->reply.last_payload)) != 0)
+            conn_break(c, frc, "reading a reply payload"); /* a ready's reply has none */
+        if (c->broken)
+            return c->broken;
+        c->q_head = (c->q_head + 1) % c->q_cap;
+        c->q_len--;
+        c->q_follow--;
+        if (rep.status < 0 && rc == 0)
+            rc = conn_set_err(c, GPUQ_E_PROTOCOL,
+                              "protocol: gpuqd refused ready %llu of a gated request (a libgpuq "
+                              "bug): %s: %s",
+                              (unsigned long long)id, gpuq_errname(rep.status), rep.message);
     }
     return rc;
 }
@@ -383,7 +448,13 @@ static int wait_head(gpuq_conn *c, gpuq_reply *rep, gpuq_result *res)
         return rc;
     c->q_head = (c->q_head + 1) % c->q_cap;
     c->q_len--;
-    return rc;
+    return read_followers(c, rc);
+}
+
+void conn_follow_last(gpuq_conn *c)
+{
+    c->q[(c->q_head + c->q_len - 1) % c->q_cap].follows = true;
+    c->q_follow++;
 }
 
 void conn_orphan_head(gpuq_conn *c)

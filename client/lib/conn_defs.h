@@ -26,6 +26,7 @@ typedef struct pending_req {
     bool orphan; /* its blocking call was interrupted: no buffer is the caller's, the payload is
                     dropped */
     sockio_spin spin; /* by reference both ways: when its wait spins (sockio.h) */
+    bool follows;     /* a ready of the request before it: read with that one's reply */
 } pending_req;
 
 struct gpuq_conn {
@@ -38,6 +39,7 @@ struct gpuq_conn {
     char err[1024];   /* room for every socket path tried and why (sockpath.c) */
     pending_req *q;   /* ring buffer */
     size_t q_cap, q_head, q_len;
+    size_t q_follow;     /* entries that follow another (conn_follow_last): not pending */
     conn_reply reply;    /* the reply being read (client/lib/conn_reply.c) */
     gpuq_result scratch; /* the convenience calls' result (status info lives here) */
     int tx_fd;           /* an fd to attach to the next frame sent (arena_import), or -1 */

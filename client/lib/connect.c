@@ -2,7 +2,9 @@
 /* connect.c - a connection's life: gpuq_connect opens the Unix socket
  * (sockpath.c tries the candidates), sends "hello" as a blocking call on the
  * request path (conn.c) and keeps the reply's info map (PROTOCOL.md 3.3,
- * "hello") as gpuq_server_info, with whether the session may open arenas;
+ * "hello") as gpuq_server_info, with whether the session may open arenas
+ * and send gated requests (stage.h; GPUQ_GATE=0 in the environment turns
+ * gating off for the connection);
  * gpuq_close unmaps the arenas and frees it all.
  *
  * Known keys of the wrong type make the info malformed; unknown keys are
@@ -33,9 +35,11 @@ static void copy_str(char *dst, size_t cap, const char *s, uint32_t len)
 }
 
 /* Fill *si from the info map buf[0..len) (fields the map lacks keep their
- * values) and *arenas from its "arenas" (left alone when absent: a gpuqd
- * without arenas). Returns 0 or GPUQ_E_BAD_HEADER. */
-static int hello_info_parse(const uint8_t *buf, size_t len, gpuq_server_info *si, bool *arenas)
+ * values), *arenas from its "arenas" and *gate from its "gate" (each left
+ * alone when absent: a gpuqd without arenas, or without gated input).
+ * Returns 0 or GPUQ_E_BAD_HEADER. */
+static int hello_info_parse(const uint8_t *buf, size_t len, gpuq_server_info *si, bool *arenas,
+                            bool *gate)
 {
     gpuq_mpr r;
     gpuq_mpr_init(&r, buf, len);
@@ -74,6 +78,8 @@ static int hello_info_parse(const uint8_t *buf, size_t len, gpuq_server_info *si
             rc = gpuq_limits_decode(&r, &si->limits);
         } else if (key_is(k, kl, "arenas")) { /* absent (an older gpuqd): none */
             rc = gpuq_mpr_bool(&r, arenas);
+        } else if (key_is(k, kl, "gate")) { /* absent (an older gpuqd): no gated requests */
+            rc = gpuq_mpr_bool(&r, gate);
         } else if (key_is(k, kl, "server") || key_is(k, kl, "backend")) {
             /* wrong type: rc already set by the failed gpuq_mpr_str */
         } else {
@@ -88,12 +94,10 @@ static int hello_info_parse(const uint8_t *buf, size_t len, gpuq_server_info *si
 /* The hello of a connection just made: the client name (UTF-8, cut to
  * GPUQ_CLIENT_NAME_MAX on a character boundary), priority and device of o
  * (NULL: the defaults), one blocking call on c, and the reply's info into
- * *si and *arenas. Returns 0 or the code (message set on c): the server's,
- * GPUQ_E_PROTOCOL for a reply without a readable info map,
- * GPUQ_E_VERSION for another protocol version; the caller then treats c as
- * broken. */
-static int hello_exchange(gpuq_conn *c, const gpuq_connect_opts *o, gpuq_server_info *si,
-                          bool *arenas)
+ * *si and c's staging (whether it may open arenas, and gate). Returns 0 or the code (message set on
+ * c): the server's, GPUQ_E_PROTOCOL for a reply without a readable info map, GPUQ_E_VERSION for
+ * another protocol version; the caller then treats c as broken. */
+static int hello_exchange(gpuq_conn *c, const gpuq_connect_opts *o, gpuq_server_info *si)
 {
     const char *name = o && o->client_name ? o->client_name : "libgpuq";
     size_t nlen = strlen(name);
@@ -117,7 +121,7 @@ static int hello_exchange(gpuq_conn *c, const gpuq_connect_opts *o, gpuq_server_
         return rc;
     if (!res->info)
         return conn_set_err(c, GPUQ_E_PROTOCOL, "hello reply without info");
-    if (hello_info_parse(res->info, res->info_len, si, arenas))
+    if (hello_info_parse(res->info, res->info_len, si, &c->stage.offered, &c->stage.gate_offered))
         return conn_set_err(c, GPUQ_E_PROTOCOL, "malformed hello info");
     if (si->version != GPUQ_PROTO_VERSION)
         return conn_set_err(c, GPUQ_E_VERSION, "server protocol version differs");
@@ -137,6 +141,8 @@ int gpuq_connect(const gpuq_connect_opts *opts, gpuq_conn **out)
     c->info.device = -1;
     const char *spin = getenv("GPUQ_WAIT_SPIN");
     c->spin_off = spin && strcmp(spin, "0") == 0;
+    const char *gate = getenv("GPUQ_GATE");
+    c->stage.gate_off = gate && strcmp(gate, "0") == 0;
     gpuq_limits_default(&c->info.limits);
     int rc;
     sockpath_list l;
@@ -153,7 +159,7 @@ int gpuq_connect(const gpuq_connect_opts *opts, gpuq_conn **out)
         goto err_after_alloc;
     }
     memcpy(c->path, l.path[used], sizeof c->path);
-    rc = hello_exchange(c, opts, &c->info, &c->stage.offered);
+    rc = hello_exchange(c, opts, &c->info);
     if (rc)
         goto err_after_alloc;
     *out = c;

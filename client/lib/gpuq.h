@@ -228,6 +228,20 @@ void gpuq_arena_free(gpuq_arena *a, void *p);
  * any size; a blocking call whose arrays cannot be staged fails (the
  * arena_open's code, the message says so) and nothing is sent.
  *
+ * Gated input (PROTOCOL.md 3.4): when the hello said "gate" and the staged
+ * inputs come to 2 MiB or more, the request is sent before they are
+ * copied, with "gate": true; libgpuq then copies them in pieces (an eighth
+ * of them, at least 1 MiB, at most 4 MiB; A's bytes then B's) and sends a
+ * "ready" after each, so gpuqd moves one piece to the device while the
+ * next is copied. The readies are libgpuq's own: gpuq_pending does not
+ * count them, and the wait that reads the request's reply reads theirs
+ * right after it (a ready gpuqd refused, a libgpuq bug, makes the call
+ * fail with GPUQ_E_PROTOCOL unless the request failed itself). The copy
+ * and the readies are not interrupted (gpuq_set_interrupt_fd): gpuqd waits
+ * for them; a ready that cannot be sent breaks the connection. The
+ * environment's GPUQ_GATE=0 at gpuq_connect turns gating off for that
+ * connection: the inputs are then copied whole before the send.
+ *
  * The copies into and out of the staging arena are spread over a small
  * process-wide pool of threads, in chunks, when a side's arrays come to
  * 1 MiB or more (less: one memcpy on the calling thread). The pool starts
@@ -402,7 +416,8 @@ int gpuq_result_cancel_counts(const gpuq_result *res, uint64_t *dropped, uint64_
  * returns with its request outstanding (gpuq_pending() is 1; for
  * gpuq_call_req its id is gpuq_result_id(res)), given up by the call: the
  * caller's output buffers are free at once and are never written, and the
- * next gpuq_wait_req reads its reply, payload dropped. Cancel it
+ * next gpuq_wait_req reads its reply (and a gated call's readies'),
+ * payload dropped. Cancel it
  * (gpuq_submit_cancel) or close c: gpuqd drops the queued work of a
  * connection that closes. The calls libgpuq makes on its own (a staging
  * arena's arena_open) are not interrupted. */

@@ -13,18 +13,29 @@
  * the request needs, at most the session's session_arena), so a run of
  * growing requests reopens it only a few times.
  *
+ * Gated (stage.h): inputs of STAGE_GATE_MIN bytes or more, when the hello
+ * said "gate" and GPUQ_GATE was not 0 at connect, are not copied before
+ * the send: the request goes with "gate": true, and stage_feed then copies
+ * them in pieces (A's bytes, then B's), each through copy_pool.c, sending
+ * {"op": "ready", "request": id, "bytes": n} with the bytes in place so
+ * far after each; gpuqd uploads a piece while the next one is copied. The
+ * bytes in the arena are the same as ungated, and so are the results.
+ *
  * Failure: the daemon may refuse an arena (session_arena or 16 arenas:
  * too_large; total_arena: busy; memory: no_memory) and libgpuq may fail to
  * map it. Under AUTO the request then goes by socket and the size is
  * remembered (failed_at), so later requests that large do not ask again;
  * under SHM the call fails with that code and nothing is sent. A dead
- * connection is an error either way.
+ * connection is an error either way. A ready that cannot be sent breaks
+ * the connection: the gated request would wait for its input until
+ * gpuqd's frame_timeout.
  */
 #include "stage.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "conn.h"
 #include "conn_defs.h"
 #include "conn_err.h"
 #include "copy_pool.h"
@@ -126,21 +137,30 @@ static int stage_area(gpuq_conn *c, uint64_t bytes, uint64_t need, void **base, 
     return 0;
 }
 
+/* Whether staged inputs of `bytes` bytes go gated on c: the hello said
+ * "gate", GPUQ_GATE was not 0 at connect, and they are large enough for
+ * the overlap to pay for the ready requests. */
+static bool stage_gates(const conn_stage *s, uint64_t bytes)
+{
+    return s->gate_offered && !s->gate_off && bytes >= STAGE_GATE_MIN;
+}
+
 static int stage_begin(gpuq_conn *c, const stage_io *io, gpuq_ref *in_refs, gpuq_ref *out_refs,
-                       bool *staged)
+                       bool *staged, bool *gated)
 {
     conn_stage *s = &c->stage;
-    *staged = false;
-    s->active = false;
+    *staged = *gated = false;
+    s->active = s->gated = false;
     if (io->nin + io->nout == 0 || io->nin > REQ_MAX_IO || io->nout > REQ_MAX_IO)
         return 0;
     /* the layout; lengths were checked against max_payload and max_output */
-    uint64_t bytes = 0, need = 0, in_off[REQ_MAX_IO], out_off[REQ_MAX_IO];
+    uint64_t bytes = 0, in_bytes = 0, need = 0, in_off[REQ_MAX_IO], out_off[REQ_MAX_IO];
     for (uint32_t k = 0; k < io->nin; k++) {
         in_off[k] = need;
         need += align_up(io->in_len[k]);
-        bytes += io->in_len[k];
+        in_bytes += io->in_len[k];
     }
+    bytes = in_bytes;
     for (uint32_t k = 0; k < io->nout; k++) {
         out_off[k] = need;
         need += align_up(io->out_len[k]);
@@ -151,12 +171,18 @@ static int stage_begin(gpuq_conn *c, const stage_io *io, gpuq_ref *in_refs, gpuq
     int rc = stage_area(c, bytes, need, &base, &id);
     if (rc || !base)
         return rc;
+    bool gate = io->nin > 0 && stage_gates(s, in_bytes);
     copy_seg seg[REQ_MAX_IO];
     for (uint32_t k = 0; k < io->nin; k++) {
         seg[k] = (copy_seg){(uint8_t *)base + in_off[k], io->in[k], (size_t)io->in_len[k]};
         in_refs[k] = (gpuq_ref){id, in_off[k], io->in_len[k]};
+        s->in[k] = io->in[k];
+        s->in_off[k] = in_off[k];
+        s->in_len[k] = io->in_len[k];
     }
-    copy_pool_run(seg, io->nin);
+    if (!gate) /* gated: stage_feed copies them once the request is sent */
+        copy_pool_run(seg, io->nin);
+    s->nin = io->nin;
     s->nout = io->nout;
     for (uint32_t k = 0; k < io->nout; k++) {
         out_refs[k] = (gpuq_ref){id, out_off[k], io->out_len[k]};
@@ -165,13 +191,95 @@ static int stage_begin(gpuq_conn *c, const stage_io *io, gpuq_ref *in_refs, gpuq
         s->out_len[k] = io->out_len[k];
     }
     s->active = true;
+    s->gated = gate;
     *staged = true;
+    *gated = gate;
     return 0;
+}
+
+uint64_t stage_gate_piece(uint64_t input)
+{
+    uint64_t p = align_up(input / 8);
+    return p < STAGE_GATE_PIECE_MIN   ? STAGE_GATE_PIECE_MIN
+           : p > STAGE_GATE_PIECE_MAX ? STAGE_GATE_PIECE_MAX
+                                      : p;
+}
+
+uint64_t stage_ready_count(const gpuq_conn *c)
+{
+    return c->stage.readies;
+}
+
+/* {"op": "ready", "request": id, "bytes": bytes}, outside max_inflight
+ * (gpuqd does not count it either), its reply left to the wait for
+ * request id's (conn_follow_last). A ready that cannot be sent leaves the
+ * gated request waiting for input it will never get: the connection
+ * breaks. */
+static int send_ready(gpuq_conn *c, uint64_t id, uint64_t bytes)
+{
+    gpuq_req *r = gpuq_req_new("ready");
+    int rc = GPUQ_E_NO_MEMORY;
+    if (r) {
+        gpuq_req_set_u64(r, "request", id);
+        gpuq_req_set_u64(r, "bytes", bytes);
+        rc = conn_submit_req(c, r, NULL, false, NULL);
+        gpuq_req_free(r);
+    }
+    if (rc == 0) {
+        conn_follow_last(c);
+        c->stage.readies++;
+        return 0;
+    }
+    if (c->broken)
+        return rc;
+    char what[sizeof c->err];
+    snprintf(what, sizeof what,
+             "%s: a ready of gated request %llu could not be sent (%s): the "
+             "connection cannot go on",
+             gpuq_errname(rc), (unsigned long long)id, r ? gpuq_errmsg(c) : "out of memory");
+    return conn_break(c, rc, what);
+}
+
+int stage_feed(gpuq_conn *c, uint64_t id)
+{
+    conn_stage *s = &c->stage;
+    if (!s->active || !s->gated)
+        return 0;
+    s->gated = false;
+    uint64_t total = 0;
+    for (uint32_t k = 0; k < s->nin; k++)
+        total += s->in_len[k];
+    uint64_t piece = stage_gate_piece(total), done = 0, at = 0; /* at: bytes of input k copied */
+    uint32_t k = 0;
+    uint8_t *base = gpuq_arena_base(s->arena);
+    int ifd = c->cancel.intr_fd; /* the readies must go out: gpuqd waits for them */
+    c->cancel.intr_fd = -1;
+    int rc = 0;
+    while (done < total && rc == 0) {
+        uint64_t want = total - done < piece ? total - done : piece;
+        copy_seg seg[REQ_MAX_IO];
+        unsigned n = 0;
+        while (want) { /* a piece spans at most the end of A and the start of B */
+            if (at == s->in_len[k]) {
+                k++, at = 0;
+                continue;
+            }
+            uint64_t m = s->in_len[k] - at < want ? s->in_len[k] - at : want;
+            seg[n++] =
+                (copy_seg){base + s->in_off[k] + at, (const uint8_t *)s->in[k] + at, (size_t)m};
+            at += m, done += m, want -= m;
+        }
+        copy_pool_run(seg, n);
+        rc = send_ready(c, id, done);
+    }
+    c->cancel.intr_fd = ifd;
+    return rc;
 }
 
 void stage_end(gpuq_conn *c, bool ok)
 {
     conn_stage *s = &c->stage;
+    s->gated = false; /* a request never sent is never fed */
     if (!s->active)
         return;
     s->active = false;
@@ -186,7 +294,7 @@ void stage_end(gpuq_conn *c, bool ok)
 
 /* gpuq_call_req's arrays that are in no arena, into the staging arena
  * when c's transport says so; refs gets their references. */
-int stage_req(gpuq_conn *c, const gpuq_req *r, const gpuq_sizes *sz, req_refs *refs)
+int stage_req(gpuq_conn *c, const gpuq_req *r, const gpuq_sizes *sz, req_refs *refs, bool *gate)
 {
     stage_io io = {0};
     if (!refs->nin) {
@@ -204,7 +312,7 @@ int stage_req(gpuq_conn *c, const gpuq_req *r, const gpuq_sizes *sz, req_refs *r
         }
     }
     bool staged;
-    int rc = stage_begin(c, &io, refs->in, refs->out, &staged);
+    int rc = stage_begin(c, &io, refs->in, refs->out, &staged, gate);
     if (rc == 0 && staged) {
         if (io.nin)
             refs->nin = io.nin;
@@ -247,10 +355,12 @@ int stage_call(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, con
     io.out[0] = out;
     io.out[1] = sz.nout == 2 ? (uint8_t *)out + sz.out[0].bytes : NULL;
     io.out_len[0] = sz.out[0].bytes, io.out_len[1] = sz.out[1].bytes;
-    int rc = stage_begin(c, &io, req->in_ref, req->out_ref, staged);
+    bool gated;
+    int rc = stage_begin(c, &io, req->in_ref, req->out_ref, staged, &gated);
     if (rc == 0 && *staged) {
         req->nin_ref = io.nin;
         req->nout_ref = io.nout;
+        req->gate = gated;
     }
     return rc;
 }
