@@ -3,8 +3,8 @@
  * (sockpath.c tries the candidates), sends "hello" as a blocking call on the
  * request path (conn.c) and keeps the reply's info map (PROTOCOL.md 3.3,
  * "hello") as gpuq_server_info, with whether the session may open arenas
- * and send gated requests (stage.h; GPUQ_GATE=0 in the environment turns
- * gating off for the connection);
+ * and send gated requests (stage.h; only with GPUQ_GATE=1 in the environment:
+ * gating is opt-in);
  * gpuq_close unmaps the arenas and frees it all.
  *
  * Known keys of the wrong type make the info malformed; unknown keys are
@@ -142,7 +142,7 @@ int gpuq_connect(const gpuq_connect_opts *opts, gpuq_conn **out)
     const char *spin = getenv("GPUQ_WAIT_SPIN");
     c->spin_off = spin && strcmp(spin, "0") == 0;
     const char *gate = getenv("GPUQ_GATE");
-    c->stage.gate_off = gate && strcmp(gate, "0") == 0;
+    c->stage.gate_off = !(gate && strcmp(gate, "1") == 0); /* opt-in: stage.h */
     gpuq_limits_default(&c->info.limits);
     int rc;
     sockpath_list l;

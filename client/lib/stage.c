@@ -14,7 +14,7 @@
  * growing requests reopens it only a few times.
  *
  * Gated (stage.h): inputs of STAGE_GATE_MIN bytes or more, when the hello
- * said "gate" and GPUQ_GATE was not 0 at connect, are not copied before
+ * said "gate" and GPUQ_GATE was 1 at connect (opt-in), are not copied before
  * the send: the request goes with "gate": true, and stage_feed then copies
  * them in pieces (A's bytes, then B's), each through copy_pool.c, sending
  * {"op": "ready", "request": id, "bytes": n} with the bytes in place so
@@ -138,7 +138,7 @@ static int stage_area(gpuq_conn *c, uint64_t bytes, uint64_t need, void **base, 
 }
 
 /* Whether staged inputs of `bytes` bytes go gated on c: the hello said
- * "gate", GPUQ_GATE was not 0 at connect, and they are large enough for
+ * "gate", GPUQ_GATE was 1 at connect, and they are large enough for
  * the overlap to pay for the ready requests. */
 static bool stage_gates(const conn_stage *s, uint64_t bytes)
 {

@@ -32,7 +32,7 @@ typedef struct conn_stage {
     int transport;      /* gpuq_transport */
     bool offered;       /* the hello's "arenas" */
     bool gate_offered;  /* the hello's "gate" */
-    bool gate_off;      /* GPUQ_GATE=0 at gpuq_connect */
+    bool gate_off;      /* GPUQ_GATE was not 1 at gpuq_connect (gating is opt-in) */
     gpuq_arena *arena;  /* NULL until first needed; also in the connection's arena list */
     uint64_t failed_at; /* AUTO: an arena of this many bytes was refused (0: none) */
     /* the staged request in flight: where its outputs go */

@@ -255,7 +255,7 @@ END_TEST
 
 enum { BIG_N = 4 << 20 }; /* f32 elements: 16 MiB, 8 pieces of 2 MiB */
 
-/* GPUQ_GATE=0 at gpuq_connect: staged, not gated; GPUQ_GATE=1 gates. */
+/* GPUQ_GATE=0 (or unset) at gpuq_connect: staged, not gated; GPUQ_GATE=1 gates. */
 START_TEST(gate_env_off)
 {
     ck_assert_int_eq(setenv("GPUQ_GATE", "0", 1), 0);
@@ -263,6 +263,8 @@ START_TEST(gate_env_off)
     ck_assert_int_eq(setenv("GPUQ_GATE", "1", 1), 0);
     gpuq_conn *on = e2e_connect("on", GPUQ_PRIO_NORMAL);
     ck_assert_int_eq(unsetenv("GPUQ_GATE"), 0);
+    gpuq_conn *dflt = e2e_connect("default", GPUQ_PRIO_NORMAL); /* off: opt-in */
+    ck_assert_int_eq(setenv("GPUQ_GATE", "1", 1), 0);
     float *x = rand_buf(4 * BIG_N, 1), *yo = out_buf(4 * BIG_N), *yn = out_buf(4 * BIG_N);
     long long before = daemon_readies();
     ck_assert_int_eq(gpuq_normalize_1d(off, GPUQ_DT_F32, GPUQ_NORM_MINMAX, x, BIG_N, yo), 0);
@@ -273,8 +275,11 @@ START_TEST(gate_env_off)
     ck_assert_uint_eq(stage_ready_count(on), 8);
     ck_assert_int_eq(daemon_readies(), before + 8);
     ck_assert_int_eq(memcmp(yo, yn, 4 * BIG_N), 0);
+    ck_assert_int_eq(gpuq_normalize_1d(dflt, GPUQ_DT_F32, GPUQ_NORM_MINMAX, x, BIG_N, yo), 0);
+    ck_assert_uint_eq(stage_ready_count(dflt), 0); /* unset: not gated */
+    ck_assert_int_eq(memcmp(yo, yn, 4 * BIG_N), 0);
     free(x), free(yo), free(yn);
-    gpuq_close(off), gpuq_close(on);
+    gpuq_close(off), gpuq_close(on), gpuq_close(dflt);
 }
 END_TEST
 
@@ -393,7 +398,7 @@ static Suite *suite(void)
 int main(void)
 {
     e2e_skip_without_gpu();
-    if (unsetenv("GPUQ_GATE") || setenv("GPUQ_COPY_THREADS", "4", 1))
+    if (setenv("GPUQ_GATE", "1", 1) || setenv("GPUQ_COPY_THREADS", "4", 1)) /* opt-in */
         return 1;
     return tu_run_suite(suite());
 }

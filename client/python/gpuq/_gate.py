@@ -38,8 +38,8 @@ def piece_bytes(staged: int) -> int:
 
 def gate_enabled(info: dict) -> bool:
     """Whether requests may be gated: the hello said ``gate: true`` and the
-    environment's GPUQ_GATE (read at each request) is not 0."""
-    return info.get("gate") is True and os.environ.get("GPUQ_GATE", "").strip() != "0"
+    environment's GPUQ_GATE (read at each request) is 1 (opt-in)."""
+    return info.get("gate") is True and os.environ.get("GPUQ_GATE", "").strip() == "1"
 
 
 class Gate:

@@ -23,8 +23,8 @@ How arrays travel (``transport``):
 * ``"shm"``: always by arena; no room is an error (``TooLargeError``).
 
 Gated input (PROTOCOL.md 3.4): when the staged inputs come to ``GATE_MIN``
-bytes or more and the hello said ``gate: true`` (and ``GPUQ_GATE`` is not
-``0``), the request goes out with ``"gate": true`` before its inputs are
+bytes or more, the hello said ``gate: true`` and ``GPUQ_GATE`` is ``1``
+(gating is opt-in), the request goes out with ``"gate": true`` before its inputs are
 copied; the client then copies them in pieces (:func:`piece_bytes`) and
 sends a ``ready`` after each (:meth:`Session.gate_run`), so gpuqd uploads
 one piece while the next is copied. The ``ready`` requests' replies (after

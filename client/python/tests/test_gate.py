@@ -34,7 +34,7 @@ MiB = 1 << 20
 
 @pytest.fixture(autouse=True)
 def gate_env(monkeypatch):
-    monkeypatch.delenv("GPUQ_GATE", raising=False)
+    monkeypatch.setenv("GPUQ_GATE", "1")  # gating is opt-in
 
 
 def same(a, b):
@@ -163,7 +163,7 @@ def test_normalize_gated_equals_ungated(client, monkeypatch, dt):
         before = dict(client._s.stats)
         ref = client.normalize(x, "l2")
         assert client._s.stats == before and not log
-        monkeypatch.delenv("GPUQ_GATE")
+        monkeypatch.setenv("GPUQ_GATE", "1")
         assert not client.in_arena(got) and same(got, ref), n
     assert not client._s.pending
 
@@ -200,7 +200,7 @@ def test_pairwise_gated_equals_ungated(client, monkeypatch, dt):
                                        rtol=tol, atol=tol)
             monkeypatch.setenv("GPUQ_GATE", "0")
             ref = client.pairwise(x, y)
-            monkeypatch.delenv("GPUQ_GATE")
+            monkeypatch.setenv("GPUQ_GATE", "1")
             assert same(np.asarray(got), np.asarray(ref)), (rows, x.shape, y.shape)
     # the same array as A and B: staged once, both announced
     x = RNG.normal(size=(64, P // (64 * item) + 1)).astype(dt)
@@ -378,7 +378,7 @@ def test_aio_gated(gpuqd, monkeypatch):
                 before = dict(st)
                 ref = await c.normalize(x, "l2")
                 assert st == before and not log
-                monkeypatch.delenv("GPUQ_GATE")
+                monkeypatch.setenv("GPUQ_GATE", "1")
                 assert same(got, ref), n
             # concurrent gated calls, pipelined
             xs = [RNG.normal(size=(8 * MiB) // 8 + k) for k in range(4)]
