@@ -434,3 +434,43 @@ void e2e_skip_without_gpu(void)
     fflush(NULL);
     exit(77);
 }
+
+gpuq_conn *e2e_conn_with(const char *name, gpuq_transport t)
+{
+    gpuq_conn *c = e2e_connect(name, GPUQ_PRIO_NORMAL);
+    ck_assert_msg(gpuq_set_transport(c, t) == 0, "%s", gpuq_errmsg(c));
+    return c;
+}
+
+void *e2e_rand_buf(size_t bytes, int f32)
+{
+    size_t n = bytes / (f32 ? 4 : 8);
+    double *d = malloc(n * sizeof *d);
+    void *b = malloc(bytes);
+    ck_assert(d && b);
+    tu_rand_fill_f64(d, n, -7, 11);
+    for (size_t i = 0; i < n; i++) {
+        if (f32)
+            ((float *)b)[i] = (float)d[i];
+        else
+            ((double *)b)[i] = d[i];
+    }
+    free(d);
+    return b;
+}
+
+void *e2e_out_buf(size_t bytes)
+{
+    uint8_t *b = malloc(bytes + E2E_GUARD_BYTES);
+    ck_assert_ptr_nonnull(b);
+    memset(b, 0x3c, bytes);
+    memset(b + bytes, 0xa5, E2E_GUARD_BYTES);
+    return b;
+}
+
+void e2e_guard_intact(const void *buf, size_t bytes, const char *what)
+{
+    const uint8_t *g = (const uint8_t *)buf + bytes;
+    for (size_t i = 0; i < E2E_GUARD_BYTES; i++)
+        ck_assert_msg(g[i] == 0xa5, "%s: byte %zu past the output written", what, i);
+}

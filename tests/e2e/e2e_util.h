@@ -107,4 +107,14 @@ const char *e2e_write_f64(const char *name, const double *x, size_t n);
  * main, before Check forks. */
 void e2e_skip_without_gpu(void);
 
+/* Staged-call helpers (test_e2e_stage, test_e2e_gate_stage): a connection
+ * with transport t; a malloc'ed buffer of bytes of random f32 (f32) or f64
+ * values in [-7, 11); an output buffer of bytes (0x3c) with
+ * E2E_GUARD_BYTES of 0xa5 after it, and the check that those are intact. */
+#define E2E_GUARD_BYTES 64
+gpuq_conn *e2e_conn_with(const char *name, gpuq_transport t);
+void *e2e_rand_buf(size_t bytes, int f32);
+void *e2e_out_buf(size_t bytes);
+void e2e_guard_intact(const void *buf, size_t bytes, const char *what);
+
 #endif

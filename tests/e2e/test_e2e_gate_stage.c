@@ -30,49 +30,7 @@
 #include "gpuq.h"
 #include "stage.h"
 
-#define GUARD_BYTES 64
 #define MIB ((size_t)1 << 20)
-
-static gpuq_conn *conn_with(const char *name, gpuq_transport t)
-{
-    gpuq_conn *c = e2e_connect(name, GPUQ_PRIO_NORMAL);
-    ck_assert_msg(gpuq_set_transport(c, t) == 0, "%s", gpuq_errmsg(c));
-    return c;
-}
-
-static void *rand_buf(size_t bytes, int f32)
-{
-    size_t n = bytes / (f32 ? 4 : 8);
-    double *d = malloc(n * sizeof *d);
-    void *b = malloc(bytes);
-    ck_assert(d && b);
-    tu_rand_fill_f64(d, n, -7, 11);
-    for (size_t i = 0; i < n; i++) {
-        if (f32)
-            ((float *)b)[i] = (float)d[i];
-        else
-            ((double *)b)[i] = d[i];
-    }
-    free(d);
-    return b;
-}
-
-/* An output buffer of bytes with GUARD_BYTES of 0xa5 after it. */
-static void *out_buf(size_t bytes)
-{
-    uint8_t *b = malloc(bytes + GUARD_BYTES);
-    ck_assert_ptr_nonnull(b);
-    memset(b, 0x3c, bytes);
-    memset(b + bytes, 0xa5, GUARD_BYTES);
-    return b;
-}
-
-static void guard_intact(const void *buf, size_t bytes, const char *what)
-{
-    const uint8_t *g = (const uint8_t *)buf + bytes;
-    for (size_t i = 0; i < GUARD_BYTES; i++)
-        ck_assert_msg(g[i] == 0xa5, "%s: byte %zu past the output written", what, i);
-}
 
 /* The readies a gated call with `input` staged input bytes sends: one per
  * piece; none for an input under STAGE_GATE_MIN. */
@@ -130,7 +88,7 @@ static const size_t norm_bytes[] = {2 * MIB, 3 * MIB, 12 * MIB, 36 * MIB};
 START_TEST(normalize_at_piece_boundaries)
 {
     gpuq_conn *a = e2e_connect("gated", GPUQ_PRIO_NORMAL),
-              *s = conn_with("sock", GPUQ_TRANSPORT_SOCKET);
+              *s = e2e_conn_with("sock", GPUQ_TRANSPORT_SOCKET);
     uint64_t seen = 0, sent = 0;
     long long before = daemon_readies();
     for (int f32 = 0; f32 < 2; f32++) {
@@ -139,7 +97,8 @@ START_TEST(normalize_at_piece_boundaries)
         for (size_t bi = 0; bi < sizeof norm_bytes / sizeof *norm_bytes; bi++) {
             for (int d = -1; d <= 1; d++) {
                 size_t bytes = norm_bytes[bi] + (size_t)(d * (long)elem), n = bytes / elem;
-                void *x = rand_buf(bytes, f32), *ya = out_buf(bytes), *ys = out_buf(bytes);
+                void *x = e2e_rand_buf(bytes, f32), *ya = e2e_out_buf(bytes),
+                     *ys = e2e_out_buf(bytes);
                 ck_assert_msg(gpuq_normalize_1d(a, dt, GPUQ_NORM_ZSCORE, x, n, ya) == 0, "%s",
                               gpuq_errmsg(a));
                 ck_assert_uint_eq(readies_since(a, &seen), readies_for(bytes));
@@ -149,7 +108,7 @@ START_TEST(normalize_at_piece_boundaries)
                 ck_assert_msg(memcmp(ya, ys, bytes) == 0,
                               "normalize of %zu bytes (%s): gated differs from socket", bytes,
                               f32 ? "f32" : "f64");
-                guard_intact(ya, bytes, "normalize");
+                e2e_guard_intact(ya, bytes, "normalize");
                 ck_assert_uint_eq(gpuq_pending(a), 0);
                 free(x), free(ya), free(ys);
             }
@@ -166,12 +125,12 @@ END_TEST
 START_TEST(gpuq_call_gates)
 {
     gpuq_conn *a = e2e_connect("gated", GPUQ_PRIO_NORMAL),
-              *s = conn_with("sock", GPUQ_TRANSPORT_SOCKET);
+              *s = e2e_conn_with("sock", GPUQ_TRANSPORT_SOCKET);
     static const size_t ns[] = {STAGE_GATE_MIN / 8 - 1, STAGE_GATE_MIN / 8, 3 * MIB / 8 + 1};
     uint64_t seen = 0;
     for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
         size_t n = ns[i], bytes = 8 * n;
-        double *x = rand_buf(bytes, 0), *ya = out_buf(bytes), *ys = out_buf(bytes);
+        double *x = e2e_rand_buf(bytes, 0), *ya = e2e_out_buf(bytes), *ys = e2e_out_buf(bytes);
         gpuq_request ra = e2e_norm_req(n), rs = e2e_norm_req(n);
         ck_assert_msg(gpuq_call(a, &ra, x, bytes, NULL, 0, ya, bytes, NULL) == 0, "%s",
                       gpuq_errmsg(a));
@@ -180,7 +139,7 @@ START_TEST(gpuq_call_gates)
         ck_assert_msg(gpuq_call(s, &rs, x, bytes, NULL, 0, ys, bytes, NULL) == 0, "%s",
                       gpuq_errmsg(s));
         ck_assert_msg(memcmp(ya, ys, bytes) == 0, "gpuq_call of %zu bytes differs", bytes);
-        guard_intact(ya, bytes, "gpuq_call");
+        e2e_guard_intact(ya, bytes, "gpuq_call");
         free(x), free(ya), free(ys);
     }
     gpuq_close(a), gpuq_close(s);
@@ -190,7 +149,7 @@ END_TEST
 START_TEST(two_inputs_at_piece_boundaries)
 {
     gpuq_conn *a = e2e_connect("gated", GPUQ_PRIO_NORMAL),
-              *s = conn_with("sock", GPUQ_TRANSPORT_SOCKET);
+              *s = e2e_conn_with("sock", GPUQ_TRANSPORT_SOCKET);
     /* haversine between a[i] and b[i], 16 bytes a point each: inputs of
      * 2 MiB together (each 1 MiB: A is the first piece), of 3 MiB (the
      * second piece spans A's end and B's start), of 36 MiB; a point less
@@ -200,15 +159,15 @@ START_TEST(two_inputs_at_piece_boundaries)
     for (size_t ti = 0; ti < sizeof totals / sizeof *totals; ti++) {
         for (int d = -1; d <= 1; d++) {
             size_t n = totals[ti] / 32 + (size_t)d, in = 32 * n;
-            double *pa = rand_buf(16 * n, 0), *pb = rand_buf(16 * n, 0);
-            double *oa = out_buf(8 * n), *os = out_buf(8 * n);
+            double *pa = e2e_rand_buf(16 * n, 0), *pb = e2e_rand_buf(16 * n, 0);
+            double *oa = e2e_out_buf(8 * n), *os = e2e_out_buf(8 * n);
             ck_assert_msg(gpuq_haversine_pair(a, GPUQ_DT_F64, pa, pb, n, 6371.0, oa) == 0, "%s",
                           gpuq_errmsg(a));
             ck_assert_uint_eq(readies_since(a, &seen), readies_for(in));
             ck_assert_msg(gpuq_haversine_pair(s, GPUQ_DT_F64, pa, pb, n, 6371.0, os) == 0, "%s",
                           gpuq_errmsg(s));
             ck_assert_msg(memcmp(oa, os, 8 * n) == 0, "haversine of %zu points differs", n);
-            guard_intact(oa, 8 * n, "haversine");
+            e2e_guard_intact(oa, 8 * n, "haversine");
             free(pa), free(pb), free(oa), free(os);
         }
     }
@@ -220,19 +179,19 @@ END_TEST
 START_TEST(two_outputs_at_piece_boundaries)
 {
     gpuq_conn *a = e2e_connect("gated", GPUQ_PRIO_NORMAL),
-              *s = conn_with("sock", GPUQ_TRANSPORT_SOCKET);
+              *s = e2e_conn_with("sock", GPUQ_TRANSPORT_SOCKET);
     /* knn with k 1 against 8 points of 2 dimensions (f32): x of 8 bytes a
      * row, y of 64 bytes, the last piece's end */
     enum { N = 8, D = 2 };
-    float *y = rand_buf(N * D * 4, 1);
+    float *y = e2e_rand_buf(N * D * 4, 1);
     static const size_t totals[] = {2 * MIB, 5 * MIB};
     uint64_t seen = 0;
     for (size_t ti = 0; ti < sizeof totals / sizeof *totals; ti++) {
         for (int d = -1; d <= 1; d++) {
             size_t m = (totals[ti] - N * D * 4) / 8 + (size_t)d, in = 8 * m + N * D * 4;
-            float *x = rand_buf(m * D * 4, 1);
-            float *da = out_buf(4 * m), *ds = out_buf(4 * m);
-            int64_t *ia = out_buf(8 * m), *is = out_buf(8 * m);
+            float *x = e2e_rand_buf(m * D * 4, 1);
+            float *da = e2e_out_buf(4 * m), *ds = e2e_out_buf(4 * m);
+            int64_t *ia = e2e_out_buf(8 * m), *is = e2e_out_buf(8 * m);
             ck_assert_msg(
                 gpuq_knn(a, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, 1, x, y, m, N, D, da, ia) == 0,
                 "%s", gpuq_errmsg(a));
@@ -242,8 +201,8 @@ START_TEST(two_outputs_at_piece_boundaries)
                 "%s", gpuq_errmsg(s));
             ck_assert_msg(memcmp(da, ds, 4 * m) == 0, "knn distances of %zu rows differ", m);
             ck_assert_msg(memcmp(ia, is, 8 * m) == 0, "knn indices of %zu rows differ", m);
-            guard_intact(da, 4 * m, "knn distances");
-            guard_intact(ia, 8 * m, "knn indices");
+            e2e_guard_intact(da, 4 * m, "knn distances");
+            e2e_guard_intact(ia, 8 * m, "knn indices");
             free(x), free(da), free(ds), free(ia), free(is);
         }
     }
@@ -265,7 +224,8 @@ START_TEST(gate_env_off)
     ck_assert_int_eq(unsetenv("GPUQ_GATE"), 0);
     gpuq_conn *dflt = e2e_connect("default", GPUQ_PRIO_NORMAL); /* off: opt-in */
     ck_assert_int_eq(setenv("GPUQ_GATE", "1", 1), 0);
-    float *x = rand_buf(4 * BIG_N, 1), *yo = out_buf(4 * BIG_N), *yn = out_buf(4 * BIG_N);
+    float *x = e2e_rand_buf(4 * BIG_N, 1), *yo = e2e_out_buf(4 * BIG_N),
+          *yn = e2e_out_buf(4 * BIG_N);
     long long before = daemon_readies();
     ck_assert_int_eq(gpuq_normalize_1d(off, GPUQ_DT_F32, GPUQ_NORM_MINMAX, x, BIG_N, yo), 0);
     ck_assert_uint_eq(stage_ready_count(off), 0);
@@ -299,8 +259,9 @@ static gpuq_req *small_norm(const double *x, uint64_t n, double *y)
 START_TEST(in_step_after_gated_calls)
 {
     gpuq_conn *c = e2e_connect("gated", GPUQ_PRIO_NORMAL),
-              *s = conn_with("sock", GPUQ_TRANSPORT_SOCKET);
-    float *x = rand_buf(4 * BIG_N, 1), *y = out_buf(4 * BIG_N), *ys = out_buf(4 * BIG_N);
+              *s = e2e_conn_with("sock", GPUQ_TRANSPORT_SOCKET);
+    float *x = e2e_rand_buf(4 * BIG_N, 1), *y = e2e_out_buf(4 * BIG_N),
+          *ys = e2e_out_buf(4 * BIG_N);
     float *zero = calloc(BIG_N, 4);
     ck_assert_ptr_nonnull(zero);
     uint64_t seen = 0;
@@ -346,7 +307,8 @@ START_TEST(interrupted_gated_call)
 {
     e2e_restart_slow(1500, NULL);
     gpuq_conn *c = e2e_connect("gated", GPUQ_PRIO_NORMAL);
-    float *x = rand_buf(4 * BIG_N, 1), *y = out_buf(4 * BIG_N), *y2 = out_buf(4 * BIG_N);
+    float *x = e2e_rand_buf(4 * BIG_N, 1), *y = e2e_out_buf(4 * BIG_N),
+          *y2 = e2e_out_buf(4 * BIG_N);
     /* a first call opens the staging arena, and gives the reference */
     ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F32, GPUQ_NORM_ZSCORE, x, BIG_N, y2), 0);
     int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);

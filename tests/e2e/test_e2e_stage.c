@@ -25,48 +25,6 @@
 #include "gpuq.h"
 
 #define CH COPY_POOL_CHUNK
-#define GUARD_BYTES 64
-
-static gpuq_conn *conn_with(const char *name, gpuq_transport t)
-{
-    gpuq_conn *c = e2e_connect(name, GPUQ_PRIO_NORMAL);
-    ck_assert_msg(gpuq_set_transport(c, t) == 0, "%s", gpuq_errmsg(c));
-    return c;
-}
-
-static void *rand_buf(size_t bytes, int f32)
-{
-    size_t n = bytes / (f32 ? 4 : 8);
-    double *d = malloc(n * sizeof *d);
-    void *b = malloc(bytes);
-    ck_assert(d && b);
-    tu_rand_fill_f64(d, n, -7, 11);
-    for (size_t i = 0; i < n; i++) {
-        if (f32)
-            ((float *)b)[i] = (float)d[i];
-        else
-            ((double *)b)[i] = d[i];
-    }
-    free(d);
-    return b;
-}
-
-/* An output buffer of bytes with GUARD_BYTES of 0xa5 after it. */
-static void *out_buf(size_t bytes)
-{
-    uint8_t *b = malloc(bytes + GUARD_BYTES);
-    ck_assert_ptr_nonnull(b);
-    memset(b, 0x3c, bytes);
-    memset(b + bytes, 0xa5, GUARD_BYTES);
-    return b;
-}
-
-static void guard_intact(const void *buf, size_t bytes, const char *what)
-{
-    const uint8_t *g = (const uint8_t *)buf + bytes;
-    for (size_t i = 0; i < GUARD_BYTES; i++)
-        ck_assert_msg(g[i] == 0xa5, "%s: byte %zu past the output written", what, i);
-}
 
 /* Byte counts of an array at the copy chunk boundaries, in elements of
  * `elem` bytes: k chunks less one element, k chunks, k chunks and one. */
@@ -78,7 +36,7 @@ static size_t at_boundary(int k, int d, size_t elem)
 START_TEST(normalize_at_chunk_boundaries)
 {
     gpuq_conn *a = e2e_connect("auto", GPUQ_PRIO_NORMAL),
-              *s = conn_with("sock", GPUQ_TRANSPORT_SOCKET);
+              *s = e2e_conn_with("sock", GPUQ_TRANSPORT_SOCKET);
     /* chunks: 2 (half the threshold each way: the call is staged, each copy
      * on the caller's thread alone), 4 (the threshold), 5, and 4 threads x
      * 5 chunks and a bit */
@@ -88,7 +46,8 @@ START_TEST(normalize_at_chunk_boundaries)
         for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
             for (int d = -1; d <= 1; d++) {
                 size_t n = at_boundary(ks[ki], d, elem), bytes = n * elem;
-                void *x = rand_buf(bytes, f32), *ya = out_buf(bytes), *ys = out_buf(bytes);
+                void *x = e2e_rand_buf(bytes, f32), *ya = e2e_out_buf(bytes),
+                     *ys = e2e_out_buf(bytes);
                 gpuq_dtype dt = f32 ? GPUQ_DT_F32 : GPUQ_DT_F64;
                 ck_assert_msg(gpuq_normalize_1d(a, dt, GPUQ_NORM_ZSCORE, x, n, ya) == 0, "%s",
                               gpuq_errmsg(a));
@@ -97,7 +56,7 @@ START_TEST(normalize_at_chunk_boundaries)
                 ck_assert_msg(memcmp(ya, ys, bytes) == 0,
                               "normalize of %zu bytes (%s): staged differs from socket", bytes,
                               f32 ? "f32" : "f64");
-                guard_intact(ya, bytes, "normalize");
+                e2e_guard_intact(ya, bytes, "normalize");
                 /* in place: the input is the output */
                 memcpy(ya, x, bytes);
                 ck_assert_int_eq(gpuq_normalize_1d(a, dt, GPUQ_NORM_ZSCORE, ya, n, ya), 0);
@@ -115,20 +74,20 @@ END_TEST
 START_TEST(two_inputs_at_chunk_boundaries)
 {
     gpuq_conn *a = e2e_connect("auto", GPUQ_PRIO_NORMAL),
-              *s = conn_with("sock", GPUQ_TRANSPORT_SOCKET);
+              *s = e2e_conn_with("sock", GPUQ_TRANSPORT_SOCKET);
     /* haversine between a[i] and b[i]: two inputs of 16 bytes a point */
     static const int ks[] = {4, 5, 20};
     for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
         for (int d = -1; d <= 1; d++) {
             size_t n = at_boundary(ks[ki], d, 16);
-            double *pa = rand_buf(16 * n, 0), *pb = rand_buf(16 * n, 0);
-            double *oa = out_buf(8 * n), *os = out_buf(8 * n);
+            double *pa = e2e_rand_buf(16 * n, 0), *pb = e2e_rand_buf(16 * n, 0);
+            double *oa = e2e_out_buf(8 * n), *os = e2e_out_buf(8 * n);
             ck_assert_msg(gpuq_haversine_pair(a, GPUQ_DT_F64, pa, pb, n, 6371.0, oa) == 0, "%s",
                           gpuq_errmsg(a));
             ck_assert_msg(gpuq_haversine_pair(s, GPUQ_DT_F64, pa, pb, n, 6371.0, os) == 0, "%s",
                           gpuq_errmsg(s));
             ck_assert_msg(memcmp(oa, os, 8 * n) == 0, "haversine of %zu points differs", n);
-            guard_intact(oa, 8 * n, "haversine");
+            e2e_guard_intact(oa, 8 * n, "haversine");
             free(pa), free(pb), free(oa), free(os);
         }
     }
@@ -139,18 +98,18 @@ END_TEST
 START_TEST(two_outputs_at_chunk_boundaries)
 {
     gpuq_conn *a = e2e_connect("auto", GPUQ_PRIO_NORMAL),
-              *s = conn_with("sock", GPUQ_TRANSPORT_SOCKET);
+              *s = e2e_conn_with("sock", GPUQ_TRANSPORT_SOCKET);
     /* knn with k 1 against 8 points of 2 dimensions: distances of 4 bytes a
      * row, indices of 8 */
     enum { N = 8, D = 2 };
-    float *y = rand_buf(N * D * 4, 1);
+    float *y = e2e_rand_buf(N * D * 4, 1);
     static const int ks[] = {4, 5};
     for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
         for (int d = -1; d <= 1; d++) {
             size_t m = at_boundary(ks[ki], d, 4);
-            float *x = rand_buf(m * D * 4, 1);
-            float *da = out_buf(4 * m), *ds = out_buf(4 * m);
-            int64_t *ia = out_buf(8 * m), *is = out_buf(8 * m);
+            float *x = e2e_rand_buf(m * D * 4, 1);
+            float *da = e2e_out_buf(4 * m), *ds = e2e_out_buf(4 * m);
+            int64_t *ia = e2e_out_buf(8 * m), *is = e2e_out_buf(8 * m);
             ck_assert_msg(
                 gpuq_knn(a, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, 1, x, y, m, N, D, da, ia) == 0,
                 "%s", gpuq_errmsg(a));
@@ -159,8 +118,8 @@ START_TEST(two_outputs_at_chunk_boundaries)
                 "%s", gpuq_errmsg(s));
             ck_assert_msg(memcmp(da, ds, 4 * m) == 0, "knn distances of %zu rows differ", m);
             ck_assert_msg(memcmp(ia, is, 8 * m) == 0, "knn indices of %zu rows differ", m);
-            guard_intact(da, 4 * m, "knn distances");
-            guard_intact(ia, 8 * m, "knn indices");
+            e2e_guard_intact(da, 4 * m, "knn distances");
+            e2e_guard_intact(ia, 8 * m, "knn indices");
             free(x), free(da), free(ds), free(ia), free(is);
         }
     }
@@ -202,8 +161,8 @@ static int child_calls(const float *x, const float *ref)
 START_TEST(forked_child_stages)
 {
     gpuq_conn *a = e2e_connect("parent", GPUQ_PRIO_NORMAL),
-              *s = conn_with("sock", GPUQ_TRANSPORT_SOCKET);
-    float *x = rand_buf(FN * 4, 1), *ref = malloc(FN * 4), *y = malloc(FN * 4);
+              *s = e2e_conn_with("sock", GPUQ_TRANSPORT_SOCKET);
+    float *x = e2e_rand_buf(FN * 4, 1), *ref = malloc(FN * 4), *y = malloc(FN * 4);
     ck_assert(ref && y);
     ck_assert_int_eq(gpuq_normalize_1d(s, GPUQ_DT_F32, GPUQ_NORM_ZSCORE, x, FN, ref), 0);
     ck_assert_int_eq(gpuq_normalize_1d(a, GPUQ_DT_F32, GPUQ_NORM_ZSCORE, x, FN, y), 0);
