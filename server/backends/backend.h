@@ -53,12 +53,11 @@ struct gpuq_job {
      * __atomic_load_n on any thread) or tile (CUDA: ops->stop, the kernels'
      * gate) and completes it as usual. */
     int stop;
-    /* A gated job (PROTOCOL.md 3.4): its input bytes in place (h_in's,
-     * counted A's then B's) are gate_ready of gate_total; the loop raises
-     * gate_ready (then calls ops->gate) as ready requests come. The backend
-     * reads no input byte past gate_ready. 0 / 0 when not gated. */
-    int gated;
-    uint64_t gate_ready, gate_total;
+    /* A gated job (job->req->gate, PROTOCOL.md 3.4): its input bytes in
+     * place (h_in's, counted A's then B's) out of sz->payload; the loop
+     * raises gate_ready (then calls ops->gate) as ready requests come. The
+     * backend reads no input byte past it. */
+    uint64_t gate_ready;
     /* set by the backend before completion */
     int status;         /* 0 or GPUQ_E_* */
     char message[160];  /* one line when status != 0 */

@@ -100,7 +100,7 @@ void backend_run_cpu(gpuq_job *job)
 int backend_batchable(const backend *b, const gpuq_job *job)
 {
     const op_backend_def *ob = op_backend_of(job->req->op);
-    return b->batch_max > 0 && ob && ob->batchable && !job->req->timing && !job->gated &&
+    return b->batch_max > 0 && ob && ob->batchable && !job->req->timing && !job->req->gate &&
            job->sz->payload + job->sz->output <= b->batch_bytes;
 }
 

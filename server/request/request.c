@@ -431,15 +431,11 @@ static void request_ready(request *r)
     r->job.bsess = s->bsess;
     r->job.owner = r;
     r->job.submit_ns = uv_hrtime(); /* timing's queue_us includes the wait in the queue */
-    if (r->req.gate) {
-        backend *b = s->srv->b;
-        r->job.gated = 1;
-        r->job.gate_total = sz->payload;
-        /* a backend that cannot wait on the device gets it all at once */
-        if (r->job.gate_ready < sz->payload && !(b->ops->gate && b->gate_ok)) {
-            sched_hold(r);
-            return;
-        }
+    /* gated: a backend that cannot wait on the device gets it all at once */
+    backend *b = s->srv->b;
+    if (r->req.gate && r->job.gate_ready < sz->payload && !(b->ops->gate && b->gate_ok)) {
+        sched_hold(r);
+        return;
     }
     sched_enqueue(r);
 }

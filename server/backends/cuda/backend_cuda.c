@@ -234,7 +234,7 @@ static int cuda_submit(backend *bb, gpuq_job *job)
         est_bytes = job->sz->payload > job->sz->output ? job->sz->payload : job->sz->output;
     if (!chunked && cuda_batch_take(b, s, job))
         return 0; /* launched with others in the idle phase (backend_cuda_batch.c) */
-    if (job->gated &&
+    if (job->req->gate &&
         (status = cuda_gate_setup(b, job, x, chunked ? &plan : NULL, detail, sizeof detail)) != 0)
         goto fail_now;
     /* The stop gate of this job's launches (cuda_stop), unset again at
@@ -306,7 +306,7 @@ static int cuda_submit(backend *bb, gpuq_job *job)
             goto fail_enqueued;
         goto tail;
     }
-    if (job->gated && (status = cuda_gate_wait(b, s->stream, x, 1, detail, sizeof detail)) != 0)
+    if (job->req->gate && (status = cuda_gate_wait(b, s->stream, x, 1, detail, sizeof detail)) != 0)
         goto fail_enqueued; /* the input's copies (or zero-copy kernels) wait for all of it */
     for (uint32_t k = 0; k < job->sz->nin && !zc;) { /* A then B; one copy when adjacent */
         uint32_t n =

@@ -76,7 +76,7 @@ int cuda_gate_setup(backend_cuda *b, gpuq_job *job, cuda_jobx *x, const cuda_pla
             x->gate_end[k] = pl->start[k + 1] * sp->a_row;
     } else {
         x->gate_n = 1;
-        x->gate_end[0] = job->gate_total;
+        x->gate_end[0] = job->sz->payload;
     }
     unsigned *w = cuda_jobx_ready(x);
     void *dp = w;

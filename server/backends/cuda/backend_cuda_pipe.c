@@ -154,9 +154,9 @@ int cuda_pipe_plan(const backend_cuda *b, const gpuq_job *job, cuda_plan *pl)
      * threshold up: its uploads wait for the client's copies, which come
      * in pieces of a few MiB (libgpuq: 1 to 4 MiB), so smaller chunks
      * start sooner after each. */
-    uint64_t cb = job->gated ? b->chunk_bytes / 8 : b->chunk_bytes;
+    uint64_t cb = job->req->gate ? b->chunk_bytes / 8 : b->chunk_bytes;
     if (b->chunk_bytes == 0 || job->whole || !ob || !ob->launch_cuda_rows ||
-        sz->payload + sz->output <= (job->gated ? b->chunk_bytes / 4 : b->chunk_bytes))
+        sz->payload + sz->output <= (job->req->gate ? b->chunk_bytes / 4 : b->chunk_bytes))
         return 0;
     if (!op_cuda_split(job->req, sz, &pl->sp) || pl->sp.rows < 2)
         return 0;
@@ -173,7 +173,7 @@ int cuda_pipe_plan(const backend_cuda *b, const gpuq_job *job, cuda_plan *pl)
     if (c == 0)
         c = 1;
     uint64_t nominal = c;
-    if (sp->two_phase && !job->gated) /* fewer, larger uploads; the download starts small */
+    if (sp->two_phase && !job->req->gate) /* fewer, larger uploads; the download starts small */
         c = c > UINT64_MAX / CUDA_PIPE_TWO_PHASE_SCALE ? UINT64_MAX : c * CUDA_PIPE_TWO_PHASE_SCALE;
     if (c >= sp->rows)
         c = sp->rows / 2 + sp->rows % 2; /* over the threshold: two chunks at least */
