@@ -319,6 +319,12 @@ static void pool_start(void)
         pool.state = POOL_UP;
 }
 
+unsigned copy_pool_share(size_t total, unsigned nworkers)
+{
+    size_t per = (total + COPY_POOL_PER_THREAD - 1) / COPY_POOL_PER_THREAD;
+    return per < 1 ? 0 : per - 1 < nworkers ? (unsigned)(per - 1) : nworkers;
+}
+
 void copy_pool_run(const copy_seg *segs, unsigned n)
 {
     size_t total = 0;
@@ -343,8 +349,7 @@ void copy_pool_run(const copy_seg *segs, unsigned n)
         pool.nchunks += pool.seg_chunks[k];
     }
     pool.next = 0;
-    size_t per = (total + COPY_POOL_PER_THREAD - 1) / COPY_POOL_PER_THREAD;
-    pool.want = per - 1 < pool.nworkers ? (unsigned)(per - 1) : pool.nworkers;
+    pool.want = copy_pool_share(total, pool.nworkers);
     pool.joined = 0;
     pool.busy = pool.open = true;
     __atomic_add_fetch(&pool.gen, 1, __ATOMIC_RELEASE);

@@ -51,6 +51,10 @@ typedef struct copy_seg {
  * memcpy on this thread). Safe from several threads at once. */
 void copy_pool_run(const copy_seg *segs, unsigned n);
 
+/* The workers (of nworkers) a copy of total bytes takes beside its caller:
+ * one per COPY_POOL_PER_THREAD bytes past the caller's share. */
+unsigned copy_pool_share(size_t total, unsigned nworkers);
+
 /* For tests. The pool's worker threads alive in this process (0 before the
  * first large copy, after fork until the child's first, or when threads
  * could not start); threads that copy = workers + 1. */

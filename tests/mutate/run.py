@@ -195,6 +195,9 @@ def main():
         cfg.append("-DGPUQ_WITH_CUDA=OFF")
     cfg += a.cmake_arg
     env = dict(os.environ)
+    # pytest stops at its first failure: a mutant is killed by one failed
+    # test, and the rest of the Python suite need not run (nor time out)
+    env["PYTEST_ADDOPTS"] = (env.get("PYTEST_ADDOPTS", "") + " -x").strip()
     if a.gpu:
         env["GPUQ_REQUIRE_GPU"] = "1"
     for cmd in (cfg, ["cmake", "--build", build, "-j", str(a.jobs)]):

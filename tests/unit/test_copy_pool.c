@@ -245,6 +245,32 @@ START_TEST(threads_follow_size)
 }
 END_TEST
 
+/* The sizing rule alone, free of any thread's timing (on two cores the
+ * workers may not wake in time for a 1 MiB copy to show who took it). */
+START_TEST(share_follows_size)
+{
+    static const struct {
+        size_t total;
+        unsigned nworkers, want;
+    } c[] = {
+        {0, 7, 0},
+        {COPY_POOL_PER_THREAD, 7, 0},
+        {COPY_POOL_PER_THREAD + 1, 7, 1},
+        {COPY_POOL_MIN, 7, 1},
+        {COPY_POOL_MIN + 1, 7, 2},
+        {4 * COPY_POOL_MIN, 15, 7},
+        {4 * COPY_POOL_MIN + 1, 15, 8},
+        {64 * CH, 7, 7},
+        {64 * CH, 0, 0},
+        {3 * COPY_POOL_PER_THREAD - 1, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        ck_assert_msg(copy_pool_share(c[i].total, c[i].nworkers) == c[i].want,
+                      "case %zu: %zu bytes, %u workers: %u taken, want %u", i, c[i].total,
+                      c[i].nworkers, copy_pool_share(c[i].total, c[i].nworkers), c[i].want);
+}
+END_TEST
+
 typedef struct racer {
     uint8_t seed;
     int rounds;
@@ -371,6 +397,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, sizes_and_alignments, 0, 2);
     tcase_add_loop_test(tc, workers_spin_then_sleep, 0, 2);
     tcase_add_test(tc, threads_follow_size);
+    tcase_add_test(tc, share_follows_size);
     tcase_add_test(tc, segments);
     tcase_add_loop_test(tc, thread_counts, 0, 6);
     tcase_add_test(tc, workers_take_chunks);
