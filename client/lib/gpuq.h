@@ -238,10 +238,13 @@ void gpuq_arena_free(gpuq_arena *a, void *p);
  * right after it (a ready gpuqd refused, a libgpuq bug, makes the call
  * fail with GPUQ_E_PROTOCOL unless the request failed itself). The copy
  * and the readies are not interrupted (gpuq_set_interrupt_fd): gpuqd waits
- * for them; a ready that cannot be sent breaks the connection. The
+ * for them; a ready that cannot be sent breaks the connection.
  * Gating is opt-in: the environment's GPUQ_GATE=1 at gpuq_connect turns
  * it on for that connection (unset or anything else: the inputs are copied
  * whole before the send; gated calls measured slower on an H200 so far).
+ * A builder request that sets "gate" itself (gpuq_req_set_bool) is never
+ * gated by libgpuq: its inputs are copied whole before the send and its
+ * own key goes as set (a caller that says true sends its own readies).
  *
  * The copies into and out of the staging arena are spread over a small
  * process-wide pool of threads, in chunks, when a side's arrays come to

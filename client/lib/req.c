@@ -75,6 +75,8 @@ static int entry_key(gpuq_req *r, const char *key)
         return req_fail(r, GPUQ_E_BAD_ARGUMENT, "header key is NULL");
     if (strcmp(key, "deadline_ms") == 0)
         r->has_deadline = true;
+    if (strcmp(key, "gate") == 0)
+        r->has_gate = true;
     gpuq_mpw_str(r->w, key);
     r->n++;
     return 0;

@@ -44,6 +44,7 @@ struct gpuq_req {
     size_t body_len;
     uint32_t n;
     bool has_deadline; /* a setter wrote "deadline_ms": the connection's is not added */
+    bool has_gate;     /* a setter wrote "gate": the caller gates, staging does not */
     int dtype;         /* GPUQ_DT_NONE until an input or set_dtype gives it */
     req_input in[REQ_MAX_IO];
     req_output out[REQ_MAX_IO];

@@ -51,6 +51,7 @@ typedef struct stage_io {
     uint64_t in_len[REQ_MAX_IO];
     void *out[REQ_MAX_IO];
     uint64_t out_len[REQ_MAX_IO];
+    bool no_gate; /* the request carries its caller's own "gate" key */
 } stage_io;
 
 static uint64_t align_up(uint64_t v)
@@ -171,7 +172,7 @@ static int stage_begin(gpuq_conn *c, const stage_io *io, gpuq_ref *in_refs, gpuq
     int rc = stage_area(c, bytes, need, &base, &id);
     if (rc || !base)
         return rc;
-    bool gate = io->nin > 0 && stage_gates(s, in_bytes);
+    bool gate = io->nin > 0 && !io->no_gate && stage_gates(s, in_bytes);
     copy_seg seg[REQ_MAX_IO];
     for (uint32_t k = 0; k < io->nin; k++) {
         seg[k] = (copy_seg){(uint8_t *)base + in_off[k], io->in[k], (size_t)io->in_len[k]};
@@ -296,7 +297,7 @@ void stage_end(gpuq_conn *c, bool ok)
  * when c's transport says so; refs gets their references. */
 int stage_req(gpuq_conn *c, const gpuq_req *r, const gpuq_sizes *sz, req_refs *refs, bool *gate)
 {
-    stage_io io = {0};
+    stage_io io = {.no_gate = r->has_gate};
     if (!refs->nin) {
         io.nin = sz->nin < REQ_MAX_IO ? sz->nin : REQ_MAX_IO;
         for (uint32_t k = 0; k < io.nin; k++) {

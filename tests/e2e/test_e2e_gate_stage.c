@@ -243,6 +243,48 @@ START_TEST(gate_env_off)
 }
 END_TEST
 
+/* A builder request that sets "gate" itself keeps its own key: libgpuq
+ * does not gate it too (the header once had the key twice: bad_header). */
+START_TEST(builder_gate_key_kept)
+{
+    gpuq_conn *a = e2e_connect("gated", GPUQ_PRIO_NORMAL),
+              *s = e2e_conn_with("sock", GPUQ_TRANSPORT_SOCKET);
+    uint64_t n = BIG_N;
+    float *x = e2e_rand_buf(4 * BIG_N, 1), *ya = e2e_out_buf(4 * BIG_N),
+          *ys = e2e_out_buf(4 * BIG_N);
+    gpuq_result *res = gpuq_result_new();
+    ck_assert_ptr_nonnull(res);
+    gpuq_req *r = gpuq_req_new("normalize");
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(gpuq_req_set_input(r, 0, GPUQ_DT_F32, 1, &n, x, 4 * BIG_N), 0);
+    ck_assert_int_eq(gpuq_req_set_str(r, "method", "l2"), 0);
+    ck_assert_int_eq(gpuq_req_set_bool(r, "gate", false), 0);
+    ck_assert_int_eq(gpuq_req_set_output(r, 0, ya, 4 * BIG_N), 0);
+    long long before = daemon_readies();
+    ck_assert_msg(gpuq_call_req(a, r, res) == 0, "%s", gpuq_errmsg(a));
+    ck_assert_int_eq(gpuq_result_status(res), 0);
+    ck_assert_uint_eq(stage_ready_count(a), 0); /* the caller's gate: none of libgpuq's */
+    ck_assert_int_eq(daemon_readies(), before);
+    ck_assert_int_eq(e2e_status_int("arena_open") > 0, 1); /* staged all the same */
+    ck_assert_int_eq(gpuq_normalize_1d(s, GPUQ_DT_F32, GPUQ_NORM_L2, x, BIG_N, ys), 0);
+    ck_assert_int_eq(memcmp(ya, ys, 4 * BIG_N), 0);
+    e2e_guard_intact(ya, 4 * BIG_N, "normalize");
+    /* the same request without the key is gated as any other */
+    gpuq_req *g = gpuq_req_new("normalize");
+    ck_assert_ptr_nonnull(g);
+    gpuq_req_set_input(g, 0, GPUQ_DT_F32, 1, &n, x, 4 * BIG_N);
+    gpuq_req_set_str(g, "method", "l2");
+    gpuq_req_set_output(g, 0, ya, 4 * BIG_N);
+    ck_assert_msg(gpuq_call_req(a, g, res) == 0, "%s", gpuq_errmsg(a));
+    ck_assert_uint_eq(stage_ready_count(a), readies_for(4 * BIG_N));
+    ck_assert_int_eq(memcmp(ya, ys, 4 * BIG_N), 0);
+    ck_assert_uint_eq(gpuq_pending(a), 0);
+    gpuq_req_free(r), gpuq_req_free(g), gpuq_result_free(res);
+    free(x), free(ya), free(ys);
+    gpuq_close(a), gpuq_close(s);
+}
+END_TEST
+
 /* The builder request of a small f64 normalize (sum) of x[n] into y. */
 static gpuq_req *small_norm(const double *x, uint64_t n, double *y)
 {
@@ -351,6 +393,7 @@ static Suite *suite(void)
     tcase_add_test(tc, two_inputs_at_piece_boundaries);
     tcase_add_test(tc, two_outputs_at_piece_boundaries);
     tcase_add_test(tc, gate_env_off);
+    tcase_add_test(tc, builder_gate_key_kept);
     tcase_add_test(tc, in_step_after_gated_calls);
     tcase_add_test(tc, interrupted_gated_call);
     suite_add_tcase(s, tc);

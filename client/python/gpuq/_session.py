@@ -84,6 +84,7 @@ class Pending:
     req_payload: List[memoryview] = ()
     tries = 0
     cancelled = False  # Session.cancel() gave it up
+    control = False  # a non-compute request (ready, cancel, ...): never counted in flight
     gate: Optional["Gate"] = None  # a gated request's input still to copy and announce
 
     def __init__(self, rid: int, op: str, resolve: Resolve):
@@ -144,6 +145,7 @@ class Session:
                 want_fd: bool = False) -> Tuple[list, Pending]:
         """A non-compute request; its value is (reply header, payload or None)."""
         p = self._new(op, resolve)
+        p.control = True
         h = {"id": p.id, "op": op}
         h.update(keys)
         bufs = [_wire.encode_head(h, len(payload))]
@@ -186,16 +188,11 @@ class Session:
 
     def full(self) -> bool:
         """Whether max_inflight requests that gpuqd counts in flight await
-        their replies (ready requests it never counts)."""
-        n = len(self.pending)
-        if n < self.max_inflight:
+        their replies: compute requests only (PROTOCOL.md 2: a non-compute
+        request, such as ready or cancel, never counts)."""
+        if len(self.pending) < self.max_inflight:
             return False
-        if not self.stats["ready"]:
-            return True
-        for q in self.pending:
-            if q.op == "ready":
-                n -= 1
-        return n >= self.max_inflight
+        return sum(not q.control for q in self.pending) >= self.max_inflight
 
     def unqueue(self, p: Pending) -> None:
         """Take back queue entry p of a request that was never sent."""

@@ -188,6 +188,26 @@ def test_aio_cancel_before_sending_sends_nothing():
 
 # ---- the blocking client, scripted ----
 
+def test_cancel_request_takes_no_inflight_room(pair):
+    """gpuqd counts compute requests alone in flight (PROTOCOL.md 2): a
+    cancel waiting for its reply leaves room for another compute request,
+    as a ready does."""
+    c, b = pair
+    c._s.max_inflight = 2
+    f = c.submit("normalize", X)
+    assert recv_request(b)["id"] == 1
+    assert not c._s.full()
+    assert f.cancel()
+    assert recv_request(b) == {"id": 2, "op": "cancel", "request": 1}
+    assert len(c._s.pending) == 2 and not c._s.full()  # the request and its cancel
+    g = c.submit("normalize", X)  # sent at once: no reply read first
+    assert recv_request(b)["id"] == 3
+    assert c._s.full()  # two compute requests await replies
+    b.sendall(ok(1) + cancel_reply(2, 0) + ok(3))
+    assert np.array_equal(g.result(), Y)
+    assert not c._s.pending
+
+
 def test_future_cancel(pair):
     c, b = pair
     out = np.full(3, -1.0, np.float32)
