@@ -4,23 +4,26 @@
 #
 #   tests/dev.sh daemon   install what is missing, build, run gpuqd in the
 #                         foreground on its default socket (--device auto)
-#   tests/dev.sh test     install what is missing, build, run the suite:
-#                         normal build (Release, -Werror, CUDA kernels and
-#                         tests included; ctest -LE gpu), ASan+UBSan build
-#                         (ctest -LE gpu), the libFuzzer targets
+#   tests/dev.sh test     install what is missing, build, run the whole ctest
+#                         suite: normal build (Release, -Werror, CUDA kernels
+#                         and tests included; ctest -LE gpu). A few minutes
+#                         on 2 cores (README: Quick start)
+#   tests/dev.sh ci       what CI runs (.ci/run): test, then the ASan+UBSan
+#                         build (ctest -LE gpu), the libFuzzer targets
 #                         (ctest -L fuzz: fixed seeds, bounded runs, the
 #                         checked-in corpora as read-only seeds; about 4
 #                         minutes on 2 cores; tests/fuzz/coverage.sh says
 #                         what they cover), and the mutation check
-#                         (tests/mutate: planted bugs the suite must catch)
+#                         (tests/mutate: planted bugs the suite must catch);
+#                         40 to 60 minutes on 2 cores
 #   tests/dev.sh mutate   the mutation check alone (tests/mutate/run.py)
 #   tests/dev.sh build    install and build only
 #
 # Needs root (or sudo) only to install packages. The CUDA toolkit is used when
 # found (/usr/local/cuda); without it the CPU backend alone is built.
 #
-# build/ is shared by daemon, build and test, in either order: all three
-# configure it as Release, test (and build) with the tests on and -Werror
+# build/ is shared by daemon, build, test and ci, in any order: all four
+# configure it as Release, test, ci (and build) with the tests on and -Werror
 # (GPUQ_WERROR, off for anyone else building from source), so the build the
 # suite runs on is CI's Release -Werror build and the one cpack packages.
 # daemon turns the tests off only in a fresh build/ (no check or numpy needed
@@ -40,7 +43,7 @@ PKGS=(cmake make gcc g++ pkg-config libuv1-dev libmsgpack-dev check python3-nump
       python3-msgpack python3-pytest python3-venv
       libinih-dev libsystemd-dev systemd python3-prometheus-client dpkg-dev file scdoc
       python3-yaml)
-[[ "${1:-}" == test ]] && PKGS+=(clang libclang-rt-14-dev)
+[[ "${1:-}" == ci ]] && PKGS+=(clang libclang-rt-14-dev)
 
 install_deps() {
     local missing=()
@@ -75,12 +78,13 @@ build)
     install_deps
     build "$BROOT/build" Release -DGPUQ_BUILD_TESTS=ON -DGPUQ_WERROR=ON
     ;;
-test)
+test | ci)
     install_deps
     echo "== normal build: Release, -Werror, CUDA kernels when the toolkit is present, man pages"
     # Tests ON explicitly: 'dev.sh daemon' may have cached OFF in build/.
     build "$BROOT/build" Release -DGPUQ_BUILD_TESTS=ON -DGPUQ_WERROR=ON -DGPUQ_MAN=ON
     (cd "$BROOT/build" && ctest -LE gpu --no-tests=error --output-on-failure -j "$JOBS")
+    [[ $1 == ci ]] || exit 0
     echo "== AddressSanitizer + UndefinedBehaviorSanitizer build"
     build "$BROOT/build-asan" RelWithDebInfo -DGPUQ_SANITIZE=ON -DGPUQ_WITH_CUDA=OFF -DGPUQ_WERROR=ON
     (cd "$BROOT/build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
@@ -106,7 +110,7 @@ mutate)
     python3 "$ROOT/tests/mutate/run.py" --jobs "$JOBS" "${@:2}"
     ;;
 *)
-    echo "usage: tests/dev.sh daemon|test|mutate|build" >&2
+    echo "usage: tests/dev.sh daemon|test|ci|mutate|build" >&2
     exit 2
     ;;
 esac

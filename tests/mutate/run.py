@@ -13,7 +13,7 @@ check fails. So does a mutation whose original text is no longer in its
 file exactly once (STALE: when code moves, its mutations move with it) and
 one that does not compile (a mutation must be a bug, not a typo).
 
-  tests/mutate/run.py                 every CPU mutation (CI, tests/dev.sh test)
+  tests/mutate/run.py                 every CPU mutation (CI: tests/dev.sh ci)
   tests/mutate/run.py --list          the mutations, one line each
   tests/mutate/run.py --only NAME...  just these (a prefix matches)
   tests/mutate/run.py --gpu           also the mutations marked 'gpu: yes'
