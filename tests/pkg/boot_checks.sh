@@ -179,6 +179,12 @@ ctl_out=$(as "$OUTSIDER" gpuqctl ping 2>&1)
 want "python3 as $OUTSIDER: the words of gpuqctl's" "$py_out" "${ctl_out#gpuqctl: io: }"
 check "python3 as $OUTSIDER: permission denied" grep -qF "$SOCK: permission denied: join group gpuq" <<<"$py_out"
 check "the Python client byte-compiled by postinst ($PYPKG/__pycache__)" compiled
+PYMETA='import importlib.metadata as m, gpuq; print(m.version("gpuq") == gpuq.__version__, m.version("gpuq"))'
+if out=$(as "$MEMBER" python3 -c "$PYMETA" 2>&1); then
+    want "python3: importlib.metadata.version(\"gpuq\") of the package's copy" "$out" "True $(as "$MEMBER" python3 -c 'import gpuq; print(gpuq.__version__)')"
+else
+    bad "python3: importlib.metadata of gpuq: $out"
+fi
 for op in shutdown drain "set-limit max_inflight 3"; do
     # shellcheck disable=SC2086 # op is words
     if out=$(as "$MEMBER" gpuqctl $op 2>&1); then

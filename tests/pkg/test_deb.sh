@@ -36,7 +36,7 @@ for t in cpack dpkg-deb dpkg-shlibdeps; do
     command -v "$t" >/dev/null ||
         { echo "test_deb: $t not found (apt-get install dpkg-dev)" >&2; exit 1; }
 done
-for v in GPUQ_LIBDIR GPUQ_USR_UNITDIR GPUQ_USR_SYSUSERSDIR; do
+for v in GPUQ_LIBDIR GPUQ_USR_UNITDIR GPUQ_USR_SYSUSERSDIR GPUQ_VERSION; do
     [[ -n "${!v:-}" ]] || { echo "test_deb: $v is not set" >&2; exit 2; }
 done
 
@@ -92,6 +92,7 @@ expect=(
 for m in __init__ client aio errors _socketpath; do
     expect+=("./usr/lib/python3/dist-packages/gpuq/$m.py")
 done
+expect+=("./usr/lib/python3/dist-packages/gpuq-$GPUQ_VERSION.dist-info/METADATA")
 if [[ "${GPUQ_MAN:-OFF}" == ON ]]; then
     expect+=(
         ./usr/share/man/man1/gpuqctl.1.gz

@@ -103,6 +103,7 @@ if [[ -n "$pydir" ]]; then
     for m in __init__ client aio errors _socketpath; do
         expect+=("$(at "$pydir")/gpuq/$m.py")
     done
+    expect+=("$(at "$pydir")/gpuq-$GPUQ_VERSION.dist-info/METADATA")
 fi
 for f in "${expect[@]}"; do
     [[ -e "$f" ]] || bad "missing ${f#"$root"}"
@@ -116,6 +117,14 @@ py_imports() {
         'import gpuq, gpuq.aio; print(gpuq.__file__)' 2>&1) ||
         { bad "import gpuq from $dir: $got"; return 0; }
     [[ "$got" == "$dir/gpuq/__init__.py" ]] || bad "import gpuq from $dir found $got"
+    # its distribution metadata: the version pip list and importlib.metadata see
+    got=$(cd / && PYTHONPATH=$dir PYTHONDONTWRITEBYTECODE=1 "$GPUQ_PYTHON" -c \
+        'import importlib.metadata as m, gpuq
+d = m.distribution("gpuq")
+print(d.version == gpuq.__version__, d.version, sorted(d.requires or []))' 2>&1) ||
+        { bad "importlib.metadata of gpuq in $dir: $got"; return 0; }
+    [[ "$got" == "True $GPUQ_VERSION ['msgpack>=1.0', 'numpy>=1.21']" ]] ||
+        bad "importlib.metadata of gpuq in $dir: $got"
 }
 [[ -z "$pydir" || "$pydir" == /* ]] || py_imports "$(at "$pydir")"
 for f in "$(at "$GPUQ_SBINDIR")/gpuqd" "$(at "$GPUQ_BINDIR")/gpuqctl"; do
