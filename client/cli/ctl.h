@@ -150,6 +150,14 @@ const char *ctl_kv_str(const ctl_kv *kv, int n, const char *key); /* "" if absen
 /* "1.5 GiB", "3m02s" into buf; returns buf. */
 const char *ctl_fmt_bytes(double v, char *buf, size_t cap);
 const char *ctl_fmt_age(double s, char *buf, size_t cap);
+/* A time of us microseconds in the unit that reads best, three significant
+ * digits: "843 µs", "28.4 µs", "1.25 ms", "7.01 s" ("0 µs"; "-" for NaN or
+ * a negative time). Returns buf. */
+const char *ctl_fmt_us(double us, char *buf, size_t cap);
+/* A rate of per_s units a second with an SI prefix, three significant
+ * digits: ("req/s") "12.3k req/s", "843 req/s", "0.25 req/s" (a slow
+ * rate is never shown as 0); ("B/s") "579 MB/s", "12.3 GB/s". Returns buf. */
+const char *ctl_fmt_rate(double per_s, const char *unit, char *buf, size_t cap);
 
 extern const ctl_entry ctl_ping_entry, ctl_status_entry;
 extern const ctl_entry ctl_sessions_entry, ctl_metrics_entry, ctl_drain_entry, ctl_shutdown_entry,

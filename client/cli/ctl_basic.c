@@ -52,8 +52,10 @@ static int ping_exec(ctl_ctx *ctx, int argc, const char **argv)
         sum += dt;
         mn = i == 0 || dt < mn ? dt : mn;
         mx = i == 0 || dt > mx ? dt : mx;
-        if (!ctx->json)
-            printf("ping %llu: %.1f us\n", (unsigned long long)(i + 1), dt);
+        if (!ctx->json) {
+            char t[32];
+            printf("ping %llu: %s\n", (unsigned long long)(i + 1), ctl_fmt_us(dt, t, sizeof t));
+        }
     }
     if (ctx->json) {
         printf("{\"count\":%llu,\"rtt_us\":[", (unsigned long long)count);
@@ -61,8 +63,10 @@ static int ping_exec(ctl_ctx *ctx, int argc, const char **argv)
             printf("%s%.3f", i ? "," : "", rtt[i]);
         printf("],\"min_us\":%.3f,\"avg_us\":%.3f,\"max_us\":%.3f}\n", mn, sum / (double)count, mx);
     } else {
-        printf("%llu pings: min/avg/max = %.1f/%.1f/%.1f us\n", (unsigned long long)count, mn,
-               sum / (double)count, mx);
+        char lo[32], avg[32], hi[32];
+        printf("%llu pings: min %s, avg %s, max %s\n", (unsigned long long)count,
+               ctl_fmt_us(mn, lo, sizeof lo), ctl_fmt_us(sum / (double)count, avg, sizeof avg),
+               ctl_fmt_us(mx, hi, sizeof hi));
     }
     rc = 0;
 out_close:

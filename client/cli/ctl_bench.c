@@ -120,7 +120,7 @@ static double hist_pct(const uint64_t *h, uint64_t total, double q)
     return NAN;
 }
 
-/* "bench  3.0 s  148213 req/s  579 MB/s  p50 52 us  p99 80 us  errors 0":
+/* "bench  3.0 s  148k req/s  579 MB/s  p50 52.0 \u00b5s  p99 80.1 \u00b5s  errors 0":
  * the second since the last line. */
 static void live_draw(bench_live *lv, bench_client *cls, unsigned n, const bench_run *run,
                       uint64_t req_bytes)
@@ -141,14 +141,14 @@ static void live_draw(bench_live *lv, bench_client *cls, unsigned n, const bench
     }
     double dt = (double)(t - lv->last_ns) / 1e9;
     double rate = dt > 0 ? (double)d / dt : 0;
-    char line[256];
-    int len = snprintf(line, sizeof line,
-                       "%sbench %4.1f s  %.0f req/s  %.0f MB/s  p50 %.0f us  p99 %.0f us  errors "
-                       "%llu%s",
-                       lv->tty ? "\r" : "", (double)(t - run->ws_ns) / 1e9, rate,
-                       rate * (double)req_bytes / 1e6, d ? hist_pct(h, d, 0.50) : 0.0,
-                       d ? hist_pct(h, d, 0.99) : 0.0, (unsigned long long)err,
-                       lv->tty ? "\033[K" : "\n");
+    char line[256], r1[32], r2[32], p50[32], p99[32];
+    int len = snprintf(line, sizeof line, "%sbench %4.1f s  %s  %s  p50 %s  p99 %s  errors %llu%s",
+                       lv->tty ? "\r" : "", (double)(t - run->ws_ns) / 1e9,
+                       ctl_fmt_rate(rate, "req/s", r1, sizeof r1),
+                       ctl_fmt_rate(rate * (double)req_bytes, "B/s", r2, sizeof r2),
+                       ctl_fmt_us(d ? hist_pct(h, d, 0.50) : NAN, p50, sizeof p50),
+                       ctl_fmt_us(d ? hist_pct(h, d, 0.99) : NAN, p99, sizeof p99),
+                       (unsigned long long)err, lv->tty ? "\033[K" : "\n");
     if (len > 0 && (size_t)len < sizeof line) {
         ctl_write_stderr(line, (size_t)len);
         lv->shown = lv->tty;

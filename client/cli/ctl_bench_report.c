@@ -204,10 +204,14 @@ void bench_print_text(const ctl_ctx *ctx, const bench_report *r)
         printf("%-11s %llu (first: %s)\n", "errors", (unsigned long long)s->errors, s->first);
     else
         printf("%-11s 0\n", "errors");
-    printf("%-11s %.0f req/s, %.1f MB/s\n", "throughput", s->req_s, s->mb_s);
+    char r1[32], r2[32], t1[32], t2[32], t3[32], t4[32], t5[32];
+    printf("%-11s %s, %s\n", "throughput", ctl_fmt_rate(s->req_s, "req/s", r1, sizeof r1),
+           ctl_fmt_rate(s->mb_s * 1e6, "B/s", r2, sizeof r2));
     if (s->ok)
-        printf("%-11s p50 %.1f, p90 %.1f, p99 %.1f, p99.9 %.1f, max %.1f us\n", "latency",
-               s->lat.p50, s->lat.p90, s->lat.p99, s->lat.p999, s->lat.max);
+        printf("%-11s p50 %s, p90 %s, p99 %s, p99.9 %s, max %s\n", "latency",
+               ctl_fmt_us(s->lat.p50, t1, sizeof t1), ctl_fmt_us(s->lat.p90, t2, sizeof t2),
+               ctl_fmt_us(s->lat.p99, t3, sizeof t3), ctl_fmt_us(s->lat.p999, t4, sizeof t4),
+               ctl_fmt_us(s->lat.max, t5, sizeof t5));
     else
         printf("%-11s - (no request completed in the measured time)\n", "latency");
     if (a->bulk) {
@@ -215,18 +219,19 @@ void bench_print_text(const ctl_ctx *ctx, const bench_report *r)
         printf("%-11s %u x depth %u, normalize %llu f32, %s, priority %s (asked %s)\n", "streamers",
                a->bulk, a->bulk_depth, (unsigned long long)a->bulk_size, r->bulk_transport,
                prio_name(r->bulk_granted), prio_name(a->bulk_priority));
-        printf("%-11s %llu requests, %.1f req/s, %.1f MB/s, p50 %.1f, p99 %.1f us, errors "
-               "%llu%s%s%s\n",
-               "", (unsigned long long)b->ok, b->req_s, b->mb_s, b->lat.p50, b->lat.p99,
+        printf("%-11s %llu requests, %s, %s, p50 %s, p99 %s, errors %llu%s%s%s\n", "",
+               (unsigned long long)b->ok, ctl_fmt_rate(b->req_s, "req/s", r1, sizeof r1),
+               ctl_fmt_rate(b->mb_s * 1e6, "B/s", r2, sizeof r2),
+               ctl_fmt_us(b->lat.p50, t1, sizeof t1), ctl_fmt_us(b->lat.p99, t2, sizeof t2),
                (unsigned long long)b->errors, b->first[0] ? " (first: " : "", b->first,
                b->first[0] ? ")" : "");
     }
     if (a->baseline) {
         const bench_sum *al = &r->alone;
-        printf("%-11s %llu requests, p50 %.1f, p99 %.1f us, errors %llu; beside the streamers "
+        printf("%-11s %llu requests, p50 %s, p99 %s, errors %llu; beside the streamers "
                "p50 x%.2f, p99 x%.2f\n",
-               "alone", (unsigned long long)al->ok, al->lat.p50, al->lat.p99,
-               (unsigned long long)al->errors, ratio(s->lat.p50, al->lat.p50),
-               ratio(s->lat.p99, al->lat.p99));
+               "alone", (unsigned long long)al->ok, ctl_fmt_us(al->lat.p50, t1, sizeof t1),
+               ctl_fmt_us(al->lat.p99, t2, sizeof t2), (unsigned long long)al->errors,
+               ratio(s->lat.p50, al->lat.p50), ratio(s->lat.p99, al->lat.p99));
     }
 }

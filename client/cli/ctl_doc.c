@@ -91,6 +91,57 @@ const char *ctl_fmt_bytes(double v, char *buf, size_t cap)
     return buf;
 }
 
+/* v (>= 0) with three significant digits and no exponent: "843", "28.4",
+ * "1.25". */
+static const char *fmt3(double v, char *buf, size_t cap)
+{
+    int decimals = v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2;
+    snprintf(buf, cap, "%.*f", decimals, v);
+    return buf;
+}
+
+const char *ctl_fmt_us(double us, char *buf, size_t cap)
+{
+    char n[32];
+    if (!(us >= 0)) /* NaN too */
+        snprintf(buf, cap, "-");
+    else if (us == 0)
+        snprintf(buf, cap, "0 \u00b5s");
+    else if (us < 999.5)
+        snprintf(buf, cap, "%s \u00b5s", fmt3(us, n, sizeof n));
+    else if (us < 999.5e3)
+        snprintf(buf, cap, "%s ms", fmt3(us / 1e3, n, sizeof n));
+    else
+        snprintf(buf, cap, "%s s", fmt3(us / 1e6, n, sizeof n));
+    return buf;
+}
+
+const char *ctl_fmt_rate(double per_s, const char *unit, char *buf, size_t cap)
+{
+    static const char *const prefix[] = {"", "k", "M", "G", "T", "P"};
+    char n[32];
+    if (!(per_s >= 0)) {
+        snprintf(buf, cap, "- %s", unit);
+        return buf;
+    }
+    if (per_s < 0.995) { /* slower than one a second (or none): its own digits */
+        snprintf(buf, cap, "%.3g %s", per_s, unit);
+        return buf;
+    }
+    int p = 0;
+    while (per_s >= 999.5 && p < 5) {
+        per_s /= 1e3;
+        p++;
+    }
+    fmt3(per_s, n, sizeof n);
+    /* bytes take the prefix ("579 MB/s"), counts the number ("12.3k req/s") */
+    if (unit[0] == 'B')
+        snprintf(buf, cap, "%s %s%s", n, prefix[p], unit);
+    else
+        snprintf(buf, cap, "%s%s %s", n, prefix[p], unit);
+    return buf;
+}
+
 const char *ctl_fmt_age(double s, char *buf, size_t cap)
 {
     uint64_t t = s < 0 ? 0 : (uint64_t)s;

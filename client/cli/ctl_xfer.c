@@ -249,11 +249,14 @@ static void print_json(const ctl_ctx *ctx, const xfer *x, bool shm, double wall_
 
 static void print_timing(const gpuq_reply *rep)
 {
-    if (rep->has_timing)
-        fprintf(stderr,
-                "timing: queue %.1f us, h2d %.1f us, kernel %.1f us, d2h %.1f us, total %.1f us\n",
-                rep->timing.queue_us, rep->timing.h2d_us, rep->timing.kernel_us, rep->timing.d2h_us,
-                rep->timing.total_us);
+    if (!rep->has_timing)
+        return;
+    const gpuq_timing *t = &rep->timing;
+    char q[32], h[32], k[32], d[32], all[32];
+    fprintf(stderr, "timing: queue %s, h2d %s, kernel %s, d2h %s, total %s\n",
+            ctl_fmt_us(t->queue_us, q, sizeof q), ctl_fmt_us(t->h2d_us, h, sizeof h),
+            ctl_fmt_us(t->kernel_us, k, sizeof k), ctl_fmt_us(t->d2h_us, d, sizeof d),
+            ctl_fmt_us(t->total_us, all, sizeof all));
 }
 
 /* "-" and --json, and two outputs that would be one file (the second
