@@ -12,9 +12,13 @@
  *
  * normalize's sums are compensated, binned against overflow and underflow,
  * and zscore is a corrected two-pass: the rules are in norm_math.h, shared
- * with normalize.cu. The other ops sum at most d terms in plain double.
+ * with normalize.cu. The other ops sum at most d terms in plain double;
+ * pairwise in eight independent lanes added up at the end (the adds do not
+ * wait on each other, and vectorize), cosine with each row's norm taken
+ * once.
  *
- * Thread-safe: no global state, no allocation. Typed inner loops are stamped
+ * Thread-safe: no global state; no allocation but cosine pairwise's row
+ * norms (without memory for them, per pair). Typed inner loops are stamped
  * out once per dtype by the CPU_REF_TYPED macro; the scalar math they share
  * lives in plain double helpers.
  */
@@ -24,6 +28,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #define DEG2RAD (3.14159265358979323846 / 180.0)
 
@@ -85,6 +90,15 @@ typedef struct pair_acc {
     double acc;    /* Σ(x-y)², Σ|x-y| or x·y */
     double nx, ny; /* Σx², Σy² (cosine only) */
 } pair_acc;
+
+/* Lanes of a pairwise sum (pair_acc_*): PAIR_LANES partial sums, added in
+ * pairs at the end. */
+#define PAIR_LANES 8
+_Static_assert(PAIR_LANES == 8, "lanes_sum adds eight lanes");
+static double lanes_sum(const double *v)
+{
+    return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+}
 
 /* Finish one distance; returns GPUQ_K_E_ZERO on a zero vector under cosine
  * (or the 1.0 of zero_ok). */
@@ -246,48 +260,82 @@ static int pair_finish(int metric, int zero_ok, const pair_acc *p, double *d)
         }                                                                                          \
     }                                                                                              \
                                                                                                    \
+    /* x . y over d, in double, in PAIR_LANES lanes (see pair_acc_*). */                           \
+    static double dot_##SFX(const T *x, const T *y, uint64_t d)                                    \
+    {                                                                                              \
+        double acc[PAIR_LANES] = {0};                                                              \
+        uint64_t body = d - d % PAIR_LANES, k;                                                     \
+        for (k = 0; k < body; k += PAIR_LANES)                                                     \
+            for (int l = 0; l < PAIR_LANES; l++)                                                   \
+                acc[l] += (double)x[k + l] * (double)y[k + l];                                     \
+        for (; k < d; k++)                                                                         \
+            acc[0] += (double)x[k] * (double)y[k];                                                 \
+        return lanes_sum(acc);                                                                     \
+    }                                                                                              \
+                                                                                                   \
+    /* The sums over d run in PAIR_LANES independent lanes, added up at the end: no add            \
+     * waits for the one before, so the loop runs at the adder's throughput (and the compiler      \
+     * may put the lanes in vector registers), in double all the same. */                          \
     static void pair_acc_##SFX(int metric, const T *x, const T *y, uint64_t d, pair_acc *p)        \
     {                                                                                              \
-        double acc = 0.0, nx = 0.0, ny = 0.0;                                                      \
+        double acc[PAIR_LANES] = {0};                                                              \
+        uint64_t body = d - d % PAIR_LANES, k;                                                     \
         switch (metric) {                                                                          \
         case GPUQ_K_COSINE:                                                                        \
-            for (uint64_t k = 0; k < d; k++) {                                                     \
-                double u = (double)x[k], v = (double)y[k];                                         \
-                acc += u * v;                                                                      \
-                nx += u * u;                                                                       \
-                ny += v * v;                                                                       \
-            }                                                                                      \
-            break;                                                                                 \
+            p->acc = dot_##SFX(x, y, d);                                                           \
+            p->nx = dot_##SFX(x, x, d);                                                            \
+            p->ny = dot_##SFX(y, y, d);                                                            \
+            return;                                                                                \
         case GPUQ_K_MANHATTAN:                                                                     \
-            for (uint64_t k = 0; k < d; k++)                                                       \
-                acc += fabs((double)x[k] - (double)y[k]);                                          \
+            for (k = 0; k < body; k += PAIR_LANES)                                                 \
+                for (int l = 0; l < PAIR_LANES; l++)                                               \
+                    acc[l] += fabs((double)x[k + l] - (double)y[k + l]);                           \
+            for (; k < d; k++)                                                                     \
+                acc[0] += fabs((double)x[k] - (double)y[k]);                                       \
             break;                                                                                 \
         default: /* euclidean, sqeuclidean */                                                      \
-            for (uint64_t k = 0; k < d; k++) {                                                     \
+            for (k = 0; k < body; k += PAIR_LANES)                                                 \
+                for (int l = 0; l < PAIR_LANES; l++) {                                             \
+                    double t = (double)x[k + l] - (double)y[k + l];                                \
+                    acc[l] += t * t;                                                               \
+                }                                                                                  \
+            for (; k < d; k++) {                                                                   \
                 double t = (double)x[k] - (double)y[k];                                            \
-                acc += t * t;                                                                      \
+                acc[0] += t * t;                                                                   \
             }                                                                                      \
             break;                                                                                 \
         }                                                                                          \
-        p->acc = acc;                                                                              \
-        p->nx = nx;                                                                                \
-        p->ny = ny;                                                                                \
+        p->acc = lanes_sum(acc);                                                                   \
+        p->nx = p->ny = 0.0;                                                                       \
     }                                                                                              \
                                                                                                    \
+    /* Cosine takes each row's norm once (y's rows first, then one row of x at a time): the        \
+     * same sums pair_acc_* makes per pair. Without memory for y's, per pair. */                   \
     static int pairwise_##SFX(int metric, int zero_ok, const T *x, const T *y, uint64_t m,         \
                               uint64_t n, uint64_t d, T *out)                                      \
     {                                                                                              \
+        double *yn = metric == GPUQ_K_COSINE ? malloc(n * sizeof *yn) : NULL;                      \
+        for (uint64_t j = 0; yn && j < n; j++)                                                     \
+            yn[j] = dot_##SFX(y + j * d, y + j * d, d);                                            \
         for (uint64_t i = 0; i < m; i++) {                                                         \
+            const T *xi = x + i * d;                                                               \
+            double xn = yn ? dot_##SFX(xi, xi, d) : 0.0;                                           \
             for (uint64_t j = 0; j < n; j++) {                                                     \
                 pair_acc p;                                                                        \
                 double dist;                                                                       \
-                pair_acc_##SFX(metric, x + i * d, y + j * d, d, &p);                               \
+                if (yn)                                                                            \
+                    p = (pair_acc){dot_##SFX(xi, y + j * d, d), xn, yn[j]};                        \
+                else                                                                               \
+                    pair_acc_##SFX(metric, xi, y + j * d, d, &p);                                  \
                 int rc = pair_finish(metric, zero_ok, &p, &dist);                                  \
-                if (rc != GPUQ_K_OK)                                                               \
+                if (rc != GPUQ_K_OK) {                                                             \
+                    free(yn);                                                                      \
                     return rc;                                                                     \
+                }                                                                                  \
                 out[i * n + j] = (T)dist;                                                          \
             }                                                                                      \
         }                                                                                          \
+        free(yn);                                                                                  \
         return GPUQ_K_OK;                                                                          \
     }
 

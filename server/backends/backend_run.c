@@ -2,13 +2,23 @@
 /* backend_run.c - one job on the CPU reference kernels.
  *
  * The op's backend def (ops/<op>.c, op_backend_of) runs it on the job's
- * host pointers (staging slot or arena). Kernel codes become wire codes with a message; the op may
- * word the message itself (normalize names the failing row, found again by the CPU reference's
- * rules on the error path only).
+ * host pointers (staging slot or arena): an op with row kernels in blocks of
+ * rows, checking between two whether the job is still wanted, a large job's
+ * blocks spread over several threads (run_blocks). Kernel codes become wire codes with a message;
+ * the op may word the message itself (normalize names the failing row, found again by the CPU
+ * reference's rules on the error path only).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
 #include "backend_run.h"
 
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "errors.h"
 #include "gpuq_kernels.h"
@@ -62,6 +72,126 @@ int backend_map_kernel_error(gpuq_job *job, int kcode)
  * of its time once it is no longer wanted, at a cost of as many calls (the
  * ops' row kernels set nothing up per call that matters at this count). */
 #define BACKEND_CPU_BLOCKS 64
+/* A job whose arrays come to this many bytes or more runs its blocks on
+ * several threads: the pool thread that runs it and helpers it starts for
+ * the job (one per usable CPU beyond its own, BACKEND_CPU_MAX_THREADS in
+ * all at most). Below, thread starts would cost more than they save. */
+#define BACKEND_CPU_PAR_MIN ((uint64_t)1 << 20)
+#define BACKEND_CPU_MAX_THREADS 16
+
+/* The threads a large job takes: the usable CPUs (read once), 1 to
+ * BACKEND_CPU_MAX_THREADS. GPUQ_CPU_THREADS (1..BACKEND_CPU_MAX_THREADS)
+ * overrides it, read once too (1: every job on its pool thread alone). */
+static unsigned cpu_threads;
+static pthread_once_t cpu_threads_once = PTHREAD_ONCE_INIT;
+static void cpu_threads_init(void)
+{
+    long n = 0;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        n = CPU_COUNT(&set);
+    if (n <= 0)
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *v = getenv("GPUQ_CPU_THREADS");
+    if (v && *v) {
+        char *end;
+        long t = strtol(v, &end, 10);
+        if (*end == '\0' && t >= 1 && t <= BACKEND_CPU_MAX_THREADS)
+            n = t;
+    }
+    cpu_threads = n < 1 ? 1u : n > BACKEND_CPU_MAX_THREADS ? BACKEND_CPU_MAX_THREADS : (unsigned)n;
+}
+
+/* One job's blocks of rows, taken in turn by the threads that run it. */
+typedef struct cpu_blocks {
+    gpuq_job *job;
+    const op_backend_def *ob;
+    const op_bufs *h;
+    uint64_t rows, block, nblocks;
+    uint64_t next;       /* atomic: the next block to take */
+    uint64_t rows_done;  /* atomic: rows of blocks that completed */
+    bool stopped;        /* atomic: a thread found the job no longer wanted */
+    pthread_mutex_t mu;  /* guards fail_block and fail_code */
+    uint64_t fail_block; /* the first block (in row order) that failed; nblocks: none */
+    int fail_code;
+} cpu_blocks;
+
+/* Take blocks until none is left, the job is no longer wanted, or every
+ * block left comes after one that failed (the first failure in row order
+ * is the one reported, as when the blocks ran one after the other). */
+static void *cpu_blocks_run(void *arg)
+{
+    cpu_blocks *cb = arg;
+    for (;;) {
+        uint64_t k = __atomic_fetch_add(&cb->next, 1, __ATOMIC_RELAXED);
+        if (k >= cb->nblocks)
+            break;
+        if (__atomic_load_n(&cb->job->stop, __ATOMIC_RELAXED)) {
+            __atomic_store_n(&cb->stopped, true, __ATOMIC_RELAXED);
+            break;
+        }
+        if (pthread_mutex_lock(&cb->mu))
+            abort(); /* a mutex of our own, never destroyed while in use */
+        bool after_failure = k > cb->fail_block;
+        pthread_mutex_unlock(&cb->mu);
+        if (after_failure)
+            break;
+        op_rows rw = {.r0 = k * cb->block, .chunk = cb->block};
+        rw.nr = cb->rows - rw.r0 < cb->block ? cb->rows - rw.r0 : cb->block;
+        int kc = cb->ob->run_cpu_rows(cb->job->req, cb->job->sz, cb->h, &rw);
+        if (kc != GPUQ_K_OK) {
+            if (pthread_mutex_lock(&cb->mu))
+                abort();
+            if (k < cb->fail_block) {
+                cb->fail_block = k;
+                cb->fail_code = kc;
+            }
+            pthread_mutex_unlock(&cb->mu);
+            break;
+        }
+        __atomic_fetch_add(&cb->rows_done, rw.nr, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
+/* A job's blocks of rows on this thread and, for a large job, helpers: the
+ * rows are independent (each block writes its own rows of the outputs), so
+ * the result is the same whatever thread ran which block. A helper that
+ * cannot start leaves its share to the others. */
+static void run_blocks(gpuq_job *job, const op_backend_def *ob, const op_bufs *h, uint64_t rows)
+{
+    cpu_blocks cb = {.job = job, .ob = ob, .h = h, .rows = rows};
+    cb.block = (rows + BACKEND_CPU_BLOCKS - 1) / BACKEND_CPU_BLOCKS;
+    cb.nblocks = (rows + cb.block - 1) / cb.block;
+    cb.fail_block = cb.nblocks;
+    if (pthread_mutex_init(&cb.mu, NULL)) {
+        job->status = GPUQ_E_NO_MEMORY;
+        snprintf(job->message, sizeof job->message, "cannot start the job's threads");
+        return;
+    }
+    unsigned want = 1;
+    if (job->sz->payload + job->sz->output >= BACKEND_CPU_PAR_MIN) {
+        pthread_once(&cpu_threads_once, cpu_threads_init);
+        want = cpu_threads < cb.nblocks ? cpu_threads : (unsigned)cb.nblocks;
+    }
+    pthread_t tid[BACKEND_CPU_MAX_THREADS];
+    unsigned started = 0;
+    while (started + 1 < want && pthread_create(&tid[started], NULL, cpu_blocks_run, &cb) == 0)
+        started++;
+    cpu_blocks_run(&cb);
+    for (unsigned t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+    pthread_mutex_destroy(&cb.mu);
+    if (cb.fail_block < cb.nblocks) {
+        job->status = backend_map_kernel_error(job, cb.fail_code);
+    } else if (cb.stopped) {
+        job->status = GPUQ_E_CANCELLED;
+        snprintf(job->message, sizeof job->message, "stopped after %llu of %llu rows",
+                 (unsigned long long)cb.rows_done, (unsigned long long)rows);
+    } else {
+        job->status = 0;
+    }
+}
 
 void backend_run_cpu(gpuq_job *job)
 {
@@ -79,22 +209,7 @@ void backend_run_cpu(gpuq_job *job)
         job->status = backend_map_kernel_error(job, ob->run_cpu(job->req, job->sz, &h));
         return;
     }
-    uint64_t block = (sp.rows + BACKEND_CPU_BLOCKS - 1) / BACKEND_CPU_BLOCKS;
-    for (op_rows rw = {.r0 = 0, .chunk = block}; rw.r0 < sp.rows; rw.r0 += rw.nr) {
-        if (__atomic_load_n(&job->stop, __ATOMIC_RELAXED)) {
-            job->status = GPUQ_E_CANCELLED;
-            snprintf(job->message, sizeof job->message, "stopped after %llu of %llu rows",
-                     (unsigned long long)rw.r0, (unsigned long long)sp.rows);
-            return;
-        }
-        rw.nr = sp.rows - rw.r0 < block ? sp.rows - rw.r0 : block;
-        int kc = ob->run_cpu_rows(job->req, job->sz, &h, &rw);
-        if (kc != GPUQ_K_OK) {
-            job->status = backend_map_kernel_error(job, kc);
-            return;
-        }
-    }
-    job->status = 0;
+    run_blocks(job, ob, &h, sp.rows);
 }
 
 int backend_batchable(const backend *b, const gpuq_job *job)
