@@ -97,6 +97,14 @@ show_logs() {
     done
 }
 
+# The programs and the Python client where the job users can reach them
+# (the checkout and its build may be in a folder only root may enter).
+install -d -m 0755 "$tmp/bin" "$tmp/py"
+install -m 0755 "$gpuqd" "$gpuqctl" "$tmp/bin/"
+cp -r "$src/client/python/gpuq" "$tmp/py/"
+chmod -R a+rX "$tmp/py"
+gpuqd=$tmp/bin/$(basename "$gpuqd") gpuqctl=$tmp/bin/$(basename "$gpuqctl") pypath=$tmp/py
+
 # ---- the job users --------------------------------------------------------
 for u in slurmjob1 slurmjob2; do
     if ! id "$u" >/dev/null 2>&1; then
@@ -226,7 +234,7 @@ echo "\${GPUQ_SOCKET:-}" >\$o/socket
 echo "\${CUDA_VISIBLE_DEVICES:-}" >\$o/gpus
 $gpuqctl ping >\$o/ping 2>&1; echo \$? >\$o/ping.rc
 $gpuqctl normalize --method sum $out/x.npy -o \$o/y.npy >\$o/norm 2>&1; echo \$? >\$o/norm.rc
-PYTHONPATH=$src/client/python PYTHONDONTWRITEBYTECODE=1 $py -c '
+PYTHONPATH=$pypath PYTHONDONTWRITEBYTECODE=1 $py -c '
 import numpy as np, gpuq
 with gpuq.connect() as c:
     x = np.arange(1, 9, dtype=np.float64).reshape(2, 4)
@@ -365,7 +373,7 @@ cat >"$out/long.sh" <<EOF
 o=$out/\$SLURM_JOB_ID
 mkdir -p \$o
 touch \$o/started
-PYTHONPATH=$src/client/python PYTHONDONTWRITEBYTECODE=1 exec $py -c '
+PYTHONPATH=$pypath PYTHONDONTWRITEBYTECODE=1 exec $py -c '
 import numpy as np, gpuq
 x = np.random.default_rng(1).random((4096, 256), dtype=np.float32)
 with gpuq.connect() as c:
