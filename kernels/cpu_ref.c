@@ -91,14 +91,21 @@ typedef struct pair_acc {
     double nx, ny; /* Σx², Σy² (cosine only) */
 } pair_acc;
 
-/* Lanes of a pairwise sum (pair_acc_*): PAIR_LANES partial sums, added in
- * pairs at the end. */
+/* Lanes of a pairwise sum (dot_*, pair_acc_*): eight partial sums a0..a7,
+ * each its own variable (registers, and nothing for a sanitizer to check
+ * on every add), stepped by LANES8(F) over x[k .. k+7] and y[k .. k+7] and
+ * added in pairs at the end. */
 #define PAIR_LANES 8
-_Static_assert(PAIR_LANES == 8, "lanes_sum adds eight lanes");
-static double lanes_sum(const double *v)
-{
-    return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
-}
+#define LANES8(F) F(0) F(1) F(2) F(3) F(4) F(5) F(6) F(7)
+#define LANE_ZERO(l) double a##l = 0.0;
+#define LANE_DOT(l) a##l += (double)x[k + l] * (double)y[k + l];
+#define LANE_ABS(l) a##l += fabs((double)x[k + l] - (double)y[k + l]);
+#define LANE_SQ(l)                                                                                 \
+    {                                                                                              \
+        double t##l = (double)x[k + l] - (double)y[k + l];                                         \
+        a##l += t##l * t##l;                                                                       \
+    }
+#define LANES_SUM (((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)))
 
 /* Finish one distance; returns GPUQ_K_E_ZERO on a zero vector under cosine
  * (or the 1.0 of zero_ok). */
@@ -263,14 +270,14 @@ static int pair_finish(int metric, int zero_ok, const pair_acc *p, double *d)
     /* x . y over d, in double, in PAIR_LANES lanes (see pair_acc_*). */                           \
     static double dot_##SFX(const T *x, const T *y, uint64_t d)                                    \
     {                                                                                              \
-        double acc[PAIR_LANES] = {0};                                                              \
+        LANES8(LANE_ZERO)                                                                          \
         uint64_t body = d - d % PAIR_LANES, k;                                                     \
-        for (k = 0; k < body; k += PAIR_LANES)                                                     \
-            for (int l = 0; l < PAIR_LANES; l++)                                                   \
-                acc[l] += (double)x[k + l] * (double)y[k + l];                                     \
+        for (k = 0; k < body; k += PAIR_LANES) {                                                   \
+            LANES8(LANE_DOT)                                                                       \
+        }                                                                                          \
         for (; k < d; k++)                                                                         \
-            acc[0] += (double)x[k] * (double)y[k];                                                 \
-        return lanes_sum(acc);                                                                     \
+            a0 += (double)x[k] * (double)y[k];                                                     \
+        return LANES_SUM;                                                                          \
     }                                                                                              \
                                                                                                    \
     /* The sums over d run in PAIR_LANES independent lanes, added up at the end: no add            \
@@ -278,7 +285,7 @@ static int pair_finish(int metric, int zero_ok, const pair_acc *p, double *d)
      * may put the lanes in vector registers), in double all the same. */                          \
     static void pair_acc_##SFX(int metric, const T *x, const T *y, uint64_t d, pair_acc *p)        \
     {                                                                                              \
-        double acc[PAIR_LANES] = {0};                                                              \
+        LANES8(LANE_ZERO)                                                                          \
         uint64_t body = d - d % PAIR_LANES, k;                                                     \
         switch (metric) {                                                                          \
         case GPUQ_K_COSINE:                                                                        \
@@ -287,25 +294,23 @@ static int pair_finish(int metric, int zero_ok, const pair_acc *p, double *d)
             p->ny = dot_##SFX(y, y, d);                                                            \
             return;                                                                                \
         case GPUQ_K_MANHATTAN:                                                                     \
-            for (k = 0; k < body; k += PAIR_LANES)                                                 \
-                for (int l = 0; l < PAIR_LANES; l++)                                               \
-                    acc[l] += fabs((double)x[k + l] - (double)y[k + l]);                           \
+            for (k = 0; k < body; k += PAIR_LANES) {                                               \
+                LANES8(LANE_ABS)                                                                   \
+            }                                                                                      \
             for (; k < d; k++)                                                                     \
-                acc[0] += fabs((double)x[k] - (double)y[k]);                                       \
+                a0 += fabs((double)x[k] - (double)y[k]);                                           \
             break;                                                                                 \
         default: /* euclidean, sqeuclidean */                                                      \
-            for (k = 0; k < body; k += PAIR_LANES)                                                 \
-                for (int l = 0; l < PAIR_LANES; l++) {                                             \
-                    double t = (double)x[k + l] - (double)y[k + l];                                \
-                    acc[l] += t * t;                                                               \
-                }                                                                                  \
+            for (k = 0; k < body; k += PAIR_LANES) {                                               \
+                LANES8(LANE_SQ)                                                                    \
+            }                                                                                      \
             for (; k < d; k++) {                                                                   \
                 double t = (double)x[k] - (double)y[k];                                            \
-                acc[0] += t * t;                                                                   \
+                a0 += t * t;                                                                       \
             }                                                                                      \
             break;                                                                                 \
         }                                                                                          \
-        p->acc = lanes_sum(acc);                                                                   \
+        p->acc = LANES_SUM;                                                                        \
         p->nx = p->ny = 0.0;                                                                       \
     }                                                                                              \
                                                                                                    \

@@ -92,11 +92,21 @@ const gpuq_op_def op_def_normalize = {.op = GPUQ_OP_NORMALIZE,
 
 #include "op_backend.h"
 
-static int run_cpu(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h)
+/* Rows [r0, r0 + nr) (each row is normalized on its own: the same bits as
+ * the whole run's; a 1-D or flat array is one row, run whole). */
+static int run_cpu_rows(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h,
+                        const op_rows *rw)
 {
     int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
-    return gpuq_cpu_normalize(op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METHOD), zero_ok, h->a,
-                              h->out[0], sz->rows, sz->cols);
+    size_t off = (size_t)(rw->r0 * sz->cols) * gpuq_dtype_size(r->dtype);
+    return gpuq_cpu_normalize(op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METHOD), zero_ok,
+                              (const char *)h->a + off, (char *)h->out[0] + off, rw->nr, sz->cols);
+}
+
+static int run_cpu(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h)
+{
+    op_rows all = {.r0 = 0, .nr = sz->rows, .chunk = sz->rows};
+    return run_cpu_rows(r, sz, h, &all);
 }
 
 /* Pipelined: rows split by rows (each row is normalized on its own, by a
@@ -214,6 +224,7 @@ static int kernel_message(const gpuq_request *r, const gpuq_sizes *sz, const voi
 }
 
 const op_backend_def op_backend_normalize = {.run_cpu = run_cpu,
+                                             .run_cpu_rows = run_cpu_rows,
                                              .batchable = 1,
 #ifdef GPUQ_HAVE_CUDA
                                              .cuda_batch_item = cuda_batch_item,

@@ -161,18 +161,23 @@ static void *cpu_blocks_run(void *arg)
 static void run_blocks(gpuq_job *job, const op_backend_def *ob, const op_bufs *h, uint64_t rows)
 {
     cpu_blocks cb = {.job = job, .ob = ob, .h = h, .rows = rows};
-    cb.block = (rows + BACKEND_CPU_BLOCKS - 1) / BACKEND_CPU_BLOCKS;
+    unsigned want = 1;
+    if (job->sz->payload + job->sz->output >= BACKEND_CPU_PAR_MIN) {
+        pthread_once(&cpu_threads_once, cpu_threads_init);
+        want = cpu_threads;
+    }
+    /* BACKEND_CPU_BLOCKS blocks for each thread: a stop waits for one
+     * block of one thread's share, whatever the count */
+    uint64_t nb = (uint64_t)BACKEND_CPU_BLOCKS * want;
+    cb.block = (rows + nb - 1) / nb;
     cb.nblocks = (rows + cb.block - 1) / cb.block;
     cb.fail_block = cb.nblocks;
+    if (want > cb.nblocks)
+        want = (unsigned)cb.nblocks;
     if (pthread_mutex_init(&cb.mu, NULL)) {
         job->status = GPUQ_E_NO_MEMORY;
         snprintf(job->message, sizeof job->message, "cannot start the job's threads");
         return;
-    }
-    unsigned want = 1;
-    if (job->sz->payload + job->sz->output >= BACKEND_CPU_PAR_MIN) {
-        pthread_once(&cpu_threads_once, cpu_threads_init);
-        want = cpu_threads < cb.nblocks ? cpu_threads : (unsigned)cb.nblocks;
     }
     pthread_t tid[BACKEND_CPU_MAX_THREADS];
     unsigned started = 0;
