@@ -146,6 +146,15 @@ extern "C" cudaStream_t gpuq_cuda_ctx_stream(gpuq_cuda_ctx *ctx)
     return ctx->stream;
 }
 
+extern "C" int gpuq_cuda_copy(gpuq_cuda_ctx *ctx, void *d_dst, const void *d_src, size_t bytes)
+{
+    if (bytes == 0)
+        return GPUQ_K_OK;
+    GPUQ_CUDA_CHECK(ctx,
+                    cudaMemcpyAsync(d_dst, d_src, bytes, cudaMemcpyDeviceToDevice, ctx->stream));
+    return GPUQ_K_OK;
+}
+
 extern "C" int *gpuq_cuda_ctx_errflag(gpuq_cuda_ctx *ctx)
 {
     return ctx ? ctx->d_flag : NULL;

@@ -130,6 +130,9 @@ void gpuq_cuda_ctx_destroy(gpuq_cuda_ctx *ctx);
 /* The stream ctx was created on (borrowed), for an op that enqueues a copy
  * after its kernels. */
 cudaStream_t gpuq_cuda_ctx_stream(gpuq_cuda_ctx *ctx);
+/* Copy bytes device to device on ctx's stream (put and get of resident
+ * arrays). Returns a GPUQ_K_* code. */
+int gpuq_cuda_copy(gpuq_cuda_ctx *ctx, void *d_dst, const void *d_src, size_t bytes);
 /* Device flag the kernels set on data errors (GPUQ_K_E_ZERO/RANGE/OVERFLOW
  * as a positive int); the caller copies it back with the result and resets
  * it. */

@@ -32,6 +32,10 @@
     X(ARENA_IMPORT, arena_import)                                                                  \
     X(ARENA_CLOSE, arena_close)                                                                    \
     X(CANCEL, cancel)                                                                              \
-    X(READY, ready)
+    X(READY, ready)                                                                                \
+    X(PUT, put)                                                                                    \
+    X(GET, get)                                                                                    \
+    X(LIST, list)                                                                                  \
+    X(REMOVE, remove)
 
 #endif

@@ -41,6 +41,7 @@ static const struct errinfo errtab[] = {
     [25] = {"timeout", "connection closed: no hello, idle, or a frame stalled too long"},
     [26] = {"deadline_exceeded", "not finished within the request's deadline"},
     [27] = {"cancelled", "cancelled before it finished"},
+    [28] = {"not_found", "no resident array of that name"},
 };
 
 #define NERR (sizeof(errtab) / sizeof(errtab[0]))

@@ -41,7 +41,8 @@ enum {
     GPUQ_E_TIMEOUT = -25,       /* the client was too slow (hello, idle, a stalled frame); closes */
     GPUQ_E_DEADLINE_EXCEEDED = -26, /* not finished within the request's deadline_ms */
     GPUQ_E_CANCELLED = -27,         /* cancelled by a cancel request (or the daemon) */
-    GPUQ_E_LAST = -27
+    GPUQ_E_NOT_FOUND = -28,         /* no resident array of that name */
+    GPUQ_E_LAST = -28
 };
 
 /* Stable snake_case name of a code ("zero_norm"); "unknown" for others. */

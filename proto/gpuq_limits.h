@@ -39,10 +39,12 @@ extern "C" {
 #define GPUQ_DEFAULT_SESSION_STAGING (2048ull * 1024ull * 1024ull) /* 2 GiB */
 #define GPUQ_DEFAULT_TOTAL_STAGING (4096ull * 1024ull * 1024ull)   /* 4 GiB */
 #define GPUQ_DEFAULT_MAX_SESSIONS 256u
-#define GPUQ_DEFAULT_MAX_OUTPUT (2048ull * 1024ull * 1024ull)    /* result bytes */
-#define GPUQ_DEFAULT_SESSION_ARENA (4096ull * 1024ull * 1024ull) /* 4 GiB of arenas */
-#define GPUQ_DEFAULT_TOTAL_ARENA (16384ull * 1024ull * 1024ull)  /* 16 GiB */
-#define GPUQ_MAX_ARENAS 16u                                      /* arenas one session may hold */
+#define GPUQ_DEFAULT_MAX_OUTPUT (2048ull * 1024ull * 1024ull)      /* result bytes */
+#define GPUQ_DEFAULT_SESSION_ARENA (4096ull * 1024ull * 1024ull)   /* 4 GiB of arenas */
+#define GPUQ_DEFAULT_TOTAL_ARENA (16384ull * 1024ull * 1024ull)    /* 16 GiB */
+#define GPUQ_DEFAULT_RESIDENT_BYTES (8192ull * 1024ull * 1024ull)  /* 8 GiB per uid */
+#define GPUQ_DEFAULT_TOTAL_RESIDENT (32768ull * 1024ull * 1024ull) /* 32 GiB */
+#define GPUQ_MAX_ARENAS 16u                                        /* arenas one session may hold */
 #define GPUQ_MAX_DEADLINE_MS (86400ull * 1000ull) /* a request's deadline_ms: one day at most */
 
 typedef struct gpuq_limits {
@@ -56,19 +58,27 @@ typedef struct gpuq_limits {
     /* appended (the struct only grows at its end): shared-memory arenas */
     uint64_t session_arena; /* arena bytes per session (0: arenas off) */
     uint64_t total_arena;   /* arena bytes over all sessions */
+    /* appended: resident arrays (PROTOCOL.md 3.5), kept by uid, not by session */
+    uint64_t resident_bytes; /* resident array bytes one uid may own (0: it may store none) */
+    uint64_t total_resident; /* resident array bytes over all uids */
 } gpuq_limits;
 
 #define GPUQ_LIMIT_NAME_MAX 31u
+/* A resident array's name: 1..GPUQ_RES_NAME_MAX bytes of UTF-8 (PROTOCOL.md 3.5). */
+#define GPUQ_RES_NAME_MAX 128u
+/* Resident arrays that may exist at once. */
+#define GPUQ_MAX_RESIDENT 65536u
 
 /* Fill *l with the defaults above. */
 void gpuq_limits_default(gpuq_limits *l);
 
 /* Set the limit called name ("max_header", "max_payload", "max_inflight",
  * "session_staging", "total_staging", "max_sessions", "max_output",
- * "session_arena", "total_arena") to v, checking its range (max_header
- * 1..1G, max_inflight and max_sessions 1..1048576, session_arena >= 0, the
- * others >= 1). Returns 0, or -1 with a one-line reason in
- * msg. *old (may be NULL) gets the previous value. */
+ * "session_arena", "total_arena", "resident_bytes", "total_resident") to v,
+ * checking its range (max_header 1..1G, max_inflight and max_sessions
+ * 1..1048576, session_arena and resident_bytes >= 0, the others >= 1).
+ * Returns 0, or -1 with a one-line reason in msg. *old (may be NULL) gets
+ * the previous value. */
 int gpuq_limits_set(gpuq_limits *l, const char *name, uint64_t v, uint64_t *old, char *msg,
                     size_t cap);
 /* Value of the limit called name into *v; -1 for an unknown name. */
@@ -78,7 +88,7 @@ int gpuq_limits_range(const char *name, uint64_t *min, uint64_t *max);
 
 struct gpuq_mpw;
 struct gpuq_mpr;
-/* Write *l as a msgpack map of the nine limits by name (the hello reply's
+/* Write *l as a msgpack map of the eleven limits by name (the hello reply's
  * "limits"). */
 void gpuq_limits_encode(const gpuq_limits *l, struct gpuq_mpw *w);
 /* Read such a map into *l: known names are stored (a value too large for a

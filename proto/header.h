@@ -113,6 +113,16 @@ typedef struct gpuq_ref {
     uint64_t length; /* bytes; exactly the array's */
 } gpuq_ref;
 
+/* What one entry of "in" / "out" is (PROTOCOL.md 3.4, 3.5). */
+typedef enum gpuq_ref_kind {
+    GPUQ_REF_ARENA = 0, /* [arena, offset, length]: the gpuq_ref */
+    GPUQ_REF_NAME = 1,  /* a resident array's name */
+    GPUQ_REF_WIRE = 2   /* nil: in the request's (reply's) payload */
+} gpuq_ref_kind;
+
+/* Who may read a resident array ("access"). */
+typedef enum gpuq_access { GPUQ_ACCESS_PRIVATE = 0, GPUQ_ACCESS_ALL = 1 } gpuq_access;
+
 typedef struct gpuq_request {
     uint64_t id;
     gpuq_op op;
@@ -134,6 +144,17 @@ typedef struct gpuq_request {
     uint32_t nin_ref, nout_ref;
     gpuq_ref in_ref[GPUQ_MAX_INPUTS];
     gpuq_ref out_ref[GPUQ_MAX_OUTPUTS];
+    /* each entry's kind (GPUQ_REF_ARENA unless set); a GPUQ_REF_NAME
+     * entry's name is in_name[k] / out_name[k] */
+    uint8_t in_kind[GPUQ_MAX_INPUTS], out_kind[GPUQ_MAX_OUTPUTS];
+    char in_name[GPUQ_MAX_INPUTS][GPUQ_RES_NAME_MAX + 1];
+    char out_name[GPUQ_MAX_OUTPUTS][GPUQ_RES_NAME_MAX + 1];
+    /* put, get, remove: the resident array ("name"; "" unset). The decoder
+     * turns put's into out = [name] and get's into in = [name]. */
+    char name[GPUQ_RES_NAME_MAX + 1];
+    /* put, kept outputs: "access" (GPUQ_ACCESS_*) */
+    bool has_access;
+    uint8_t access;
     /* any op */
     bool timing; /* reply carries "timing" */
     /* hello */
@@ -263,9 +284,26 @@ int gpuq_request_check(const gpuq_request *req, uint64_t payload_len, const gpuq
                        gpuq_sizes *sz, char *msg, size_t msgcap);
 
 /* Write key and refs[0..count) as [[arena, offset, length], ...] ("in",
- * "out": PROTOCOL.md 3.4) into w: the encoder's and libgpuq's. */
+ * "out": PROTOCOL.md 3.4) into w: the encoder's and libgpuq's. kinds and
+ * names (NULL: every entry an arena range) make an entry a name (str) or
+ * nil (GPUQ_REF_WIRE) instead. */
 struct gpuq_mpw;
-void gpuq_refs_write(struct gpuq_mpw *w, const char *key, const gpuq_ref *refs, uint32_t count);
+void gpuq_refs_write(struct gpuq_mpw *w, const char *key, const gpuq_ref *refs, uint32_t count,
+                     const uint8_t *kinds, const char (*names)[GPUQ_RES_NAME_MAX + 1]);
+
+/* Is s[len] a valid resident array name (PROTOCOL.md 3.5)? 0, or
+ * GPUQ_E_BAD_ARGUMENT with the reason in msg ("name is empty", ...). */
+int gpuq_name_check(const char *s, size_t len, char *msg, size_t cap);
+
+/* Bytes of a checked request's inputs that travel in its payload (those
+ * with no "in", or a nil entry), and of its outputs in the reply's
+ * payload (no "out", or a nil entry). */
+uint64_t gpuq_request_wire_in(const gpuq_request *req, const gpuq_sizes *sz);
+uint64_t gpuq_request_wire_out(const gpuq_request *req, const gpuq_sizes *sz);
+/* Entry k of "in" / "out" as a kind: GPUQ_REF_WIRE when the request has
+ * no such key. */
+gpuq_ref_kind gpuq_request_in_kind(const gpuq_request *req, unsigned k);
+gpuq_ref_kind gpuq_request_out_kind(const gpuq_request *req, unsigned k);
 
 /* Encode a request header with msgpack-c into a malloc'd buffer (owned by the
  * caller, free()). Returns 0 or GPUQ_E_NO_MEMORY. */

@@ -23,6 +23,8 @@ void gpuq_limits_default(gpuq_limits *l)
     l->max_output = GPUQ_DEFAULT_MAX_OUTPUT;
     l->session_arena = GPUQ_DEFAULT_SESSION_ARENA;
     l->total_arena = GPUQ_DEFAULT_TOTAL_ARENA;
+    l->resident_bytes = GPUQ_DEFAULT_RESIDENT_BYTES;
+    l->total_resident = GPUQ_DEFAULT_TOTAL_RESIDENT;
 }
 
 /* One limit: its name, where it lives, its width and range. */
@@ -31,7 +33,8 @@ typedef struct limit_def {
     size_t off;
     int is32;
     uint64_t max;
-    uint64_t min; /* 1 unless 0 means something (session_arena 0: arenas off) */
+    uint64_t min; /* 1 unless 0 means something (session_arena 0: arenas off; resident_bytes
+                   * 0: no resident arrays) */
 } limit_def;
 
 static const limit_def limit_defs[] = {
@@ -44,6 +47,8 @@ static const limit_def limit_defs[] = {
     {"max_output", offsetof(gpuq_limits, max_output), 0, UINT64_MAX, 1},
     {"session_arena", offsetof(gpuq_limits, session_arena), 0, UINT64_MAX, 0},
     {"total_arena", offsetof(gpuq_limits, total_arena), 0, UINT64_MAX, 1},
+    {"resident_bytes", offsetof(gpuq_limits, resident_bytes), 0, UINT64_MAX, 0},
+    {"total_resident", offsetof(gpuq_limits, total_resident), 0, UINT64_MAX, 1},
 };
 
 static const limit_def *limit_find(const char *name)
@@ -141,10 +146,9 @@ int gpuq_limits_set(gpuq_limits *l, const char *name, uint64_t v, uint64_t *old,
 {
     const limit_def *d = limit_find(name);
     if (!d) {
-        snprintf(msg, cap,
-                 "unknown limit \"%.40s\" (max_header, max_payload, max_inflight, "
-                 "session_staging, total_staging, max_sessions, max_output, session_arena, "
-                 "total_arena)",
+        /* the eleven names no longer fit a reply's 160-byte message: point
+         * to where they are listed instead of sending a cut list */
+        snprintf(msg, cap, "unknown limit \"%.40s\" (gpuqd --help lists the limits under [limits])",
                  name);
         return -1;
     }

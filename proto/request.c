@@ -15,6 +15,7 @@
 #include "hdr_util.h"
 #include "header.h"
 #include "op_def.h"
+#include "utf8.h"
 
 void gpuq_request_init(gpuq_request *req)
 {
@@ -263,10 +264,56 @@ static int check_bytes(const gpuq_request *req, uint64_t payload_len, const gpuq
         sz->in_bytes[0] = a * gpuq_dtype_size(in_dt);
         sz->in_bytes[1] = sz->payload - sz->in_bytes[0];
     }
-    if (req->nin_ref == 0 && payload_len != sz->payload)
-        return hdr_fail(msg, msgcap, GPUQ_E_SIZE_MISMATCH,
-                        "payload has %llu bytes but the header implies %llu",
-                        (unsigned long long)payload_len, (unsigned long long)sz->payload);
+    return 0;
+}
+
+gpuq_ref_kind gpuq_request_in_kind(const gpuq_request *req, unsigned k)
+{
+    return k < req->nin_ref && k < GPUQ_MAX_INPUTS ? (gpuq_ref_kind)req->in_kind[k] : GPUQ_REF_WIRE;
+}
+
+gpuq_ref_kind gpuq_request_out_kind(const gpuq_request *req, unsigned k)
+{
+    return k < req->nout_ref && k < GPUQ_MAX_OUTPUTS ? (gpuq_ref_kind)req->out_kind[k]
+                                                     : GPUQ_REF_WIRE;
+}
+
+uint64_t gpuq_request_wire_in(const gpuq_request *req, const gpuq_sizes *sz)
+{
+    uint64_t n = 0;
+    for (uint32_t k = 0; k < sz->nin && k < GPUQ_MAX_INPUTS; k++)
+        if (gpuq_request_in_kind(req, k) == GPUQ_REF_WIRE)
+            n += sz->in_bytes[k];
+    return n;
+}
+
+uint64_t gpuq_request_wire_out(const gpuq_request *req, const gpuq_sizes *sz)
+{
+    uint64_t n = 0;
+    for (uint32_t k = 0; k < sz->nout && k < GPUQ_MAX_OUTPUTS; k++)
+        if (gpuq_request_out_kind(req, k) == GPUQ_REF_WIRE)
+            n += sz->out[k].bytes;
+    return n;
+}
+
+int gpuq_name_check(const char *s, size_t len, char *msg, size_t cap)
+{
+    if (len == 0)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "the name is empty");
+    if (len > GPUQ_RES_NAME_MAX)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "the name has %zu bytes; at most %u", len,
+                        GPUQ_RES_NAME_MAX);
+    if (!gpuq_utf8_valid(s, len))
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "the name is not valid UTF-8");
+    for (size_t k = 0; k < len; k++) {
+        uint8_t c = (uint8_t)s[k];
+        if (c == '/')
+            return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "the name contains \"/\" (byte %zu)", k);
+        /* C0, DEL, and C1 (U+0080..U+009F: C2 80..C2 9F in valid UTF-8) */
+        if (c < 0x20 || c == 0x7f || (c == 0xc2 && k + 1 < len && (uint8_t)s[k + 1] < 0xa0))
+            return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT,
+                            "the name contains a control character (byte %zu)", k);
+    }
     return 0;
 }
 
@@ -295,48 +342,89 @@ static int check_ref(const char *key, unsigned k, const gpuq_ref *ref, uint64_t 
     return 0;
 }
 
-/* "in" and "out" (PROTOCOL.md 3.4): what can be judged without the
- * session's arenas (the server checks ids and bounds). */
+/* "in" and "out" (PROTOCOL.md 3.4, 3.5): what can be judged without the
+ * session's arenas and the server's resident arrays (the server checks
+ * ids, bounds, names and owners); and the payload's length against what
+ * travels in it. */
 static int check_refs(const gpuq_request *req, const gpuq_op_def *d, uint64_t payload_len,
                       const gpuq_sizes *sz, char *msg, size_t msgcap)
 {
     int rc;
-    if (req->gate && !req->nin_ref)
-        return hdr_fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT, "\"gate\" needs \"in\"");
+    if (req->gate) {
+        bool all_arena = req->nin_ref > 0;
+        for (uint32_t k = 0; k < req->nin_ref && k < GPUQ_MAX_INPUTS; k++)
+            all_arena = all_arena && req->in_kind[k] == GPUQ_REF_ARENA;
+        if (!all_arena)
+            return hdr_fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT,
+                            req->nin_ref ? "\"gate\" needs every input in an arena"
+                                         : "\"gate\" needs \"in\"");
+    }
+    if (!(d->flags & GPUQ_OPF_COMPUTE)) {
+        if (req->nin_ref || req->nout_ref)
+            return hdr_fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT, "%s takes no \"%s\"", d->name,
+                            req->nin_ref ? "in" : "out");
+        return 0;
+    }
+    if (!req->nin_ref && payload_len != sz->payload)
+        return hdr_fail(msg, msgcap, GPUQ_E_SIZE_MISMATCH,
+                        "payload has %llu bytes but the header implies %llu",
+                        (unsigned long long)payload_len, (unsigned long long)sz->payload);
     if (!req->nin_ref && !req->nout_ref)
         return 0;
-    if (!(d->flags & GPUQ_OPF_COMPUTE))
-        return hdr_fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT, "%s takes no \"%s\"", d->name,
-                        req->nin_ref ? "in" : "out");
     gpuq_dtype in_dt = req->dtype == GPUQ_DT_NONE ? GPUQ_DT_F64 : req->dtype;
     if (req->nin_ref) {
         if (req->nin_ref != sz->nin)
             return hdr_fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT,
-                            "\"in\" has %u refs but the request has %u input arrays",
+                            "\"in\" has %u entries but the request has %u input arrays",
                             (unsigned)req->nin_ref, (unsigned)sz->nin);
-        if (payload_len != 0)
+        uint64_t wire = gpuq_request_wire_in(req, sz);
+        if (payload_len != wire && wire == 0)
             return hdr_fail(msg, msgcap, GPUQ_E_SIZE_MISMATCH,
                             "payload has %llu bytes but \"in\" names the inputs (expected 0)",
                             (unsigned long long)payload_len);
+        if (payload_len != wire)
+            return hdr_fail(msg, msgcap, GPUQ_E_SIZE_MISMATCH,
+                            "payload has %llu bytes but the inputs \"in\" leaves to it have %llu",
+                            (unsigned long long)payload_len, (unsigned long long)wire);
         for (uint32_t k = 0; k < req->nin_ref; k++)
-            if ((rc = check_ref("in", k, &req->in_ref[k], sz->in_bytes[k], in_dt, msg, msgcap)))
+            if (req->in_kind[k] == GPUQ_REF_ARENA &&
+                (rc = check_ref("in", k, &req->in_ref[k], sz->in_bytes[k], in_dt, msg, msgcap)))
                 return rc;
     }
     if (req->nout_ref) {
         if (req->nout_ref != sz->nout)
             return hdr_fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT,
-                            "\"out\" has %u refs but %s gives %u outputs", (unsigned)req->nout_ref,
-                            d->name, (unsigned)sz->nout);
+                            "\"out\" has %u entries but %s gives %u outputs",
+                            (unsigned)req->nout_ref, d->name, (unsigned)sz->nout);
         for (uint32_t k = 0; k < req->nout_ref; k++) {
+            if (req->out_kind[k] == GPUQ_REF_NAME) {
+                for (uint32_t j = 0; j < req->nin_ref; j++)
+                    if (req->in_kind[j] == GPUQ_REF_NAME &&
+                        strcmp(req->out_name[k], req->in_name[j]) == 0)
+                        return hdr_fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT,
+                                        "out[%u] keeps the array it reads as in[%u]", (unsigned)k,
+                                        (unsigned)j);
+                for (uint32_t j = 0; j < k; j++)
+                    if (req->out_kind[j] == GPUQ_REF_NAME &&
+                        strcmp(req->out_name[k], req->out_name[j]) == 0)
+                        return hdr_fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT,
+                                        "out[%u] and out[%u] keep the same name", (unsigned)j,
+                                        (unsigned)k);
+                continue;
+            }
+            if (req->out_kind[k] != GPUQ_REF_ARENA)
+                continue;
             if ((rc = check_ref("out", k, &req->out_ref[k], sz->out[k].bytes, sz->out[k].dtype, msg,
                                 msgcap)))
                 return rc;
             for (uint32_t j = 0; j < req->nin_ref; j++)
-                if (ref_overlap(&req->out_ref[k], &req->in_ref[j]))
+                if (req->in_kind[j] == GPUQ_REF_ARENA &&
+                    ref_overlap(&req->out_ref[k], &req->in_ref[j]))
                     return hdr_fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT, "out[%u] overlaps in[%u]",
                                     (unsigned)k, (unsigned)j);
             for (uint32_t j = 0; j < k; j++)
-                if (ref_overlap(&req->out_ref[k], &req->out_ref[j]))
+                if (req->out_kind[j] == GPUQ_REF_ARENA &&
+                    ref_overlap(&req->out_ref[k], &req->out_ref[j]))
                     return hdr_fail(msg, msgcap, GPUQ_E_BAD_ARGUMENT, "out[%u] overlaps out[%u]",
                                     (unsigned)k, (unsigned)j);
         }

@@ -44,17 +44,19 @@ enum reqkey {
     K_REQUEST,
     K_GATE,
     K_BYTES,
+    K_NAME,
+    K_ACCESS,
     K_COUNT
 };
 
 static const char *const req_keys[K_COUNT] = {
-    "id",     "op",       "dtype",  "shape",       "shape_b", "timing", "version",
-    "client", "priority", "device", "session",     "limit",   "value",  "in",
-    "out",    "size",     "arena",  "deadline_ms", "request", "gate",   "bytes",
+    "id",       "op",          "dtype",   "shape", "shape_b", "timing", "version", "client",
+    "priority", "device",      "session", "limit", "value",   "in",     "out",     "size",
+    "arena",    "deadline_ms", "request", "gate",  "bytes",   "name",   "access",
 };
 
 /* Op keys take seen-bits from here up. */
-#define OPKEY_BIT0 22u
+#define OPKEY_BIT0 24u
 _Static_assert(K_COUNT <= OPKEY_BIT0 && OPKEY_BIT0 + GPUQ_MAX_OP_ARGS <= 32,
                "seen bits of common and op keys overlap");
 
@@ -94,24 +96,58 @@ static int read_range(gpuq_mpr *r, const char *key, double *start, double *stop,
     return 0;
 }
 
-/* "in" / "out": an array of 1..max refs, each [arena, offset, length] of
- * unsigned ints. */
-static int read_refs(gpuq_mpr *r, const char *key, gpuq_ref *refs, uint32_t max, uint32_t *count,
-                     char *msg, size_t cap)
+/* A resident array's name s[len] into dst (GPUQ_RES_NAME_MAX + 1 bytes);
+ * what gives the name ("name", "in[1]") leads the message. */
+static int read_name(const char *what, const char *s, uint32_t len, char *dst, char *msg,
+                     size_t cap)
+{
+    char why[96];
+    if (gpuq_name_check(s, len, why, sizeof why) != 0)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "%s: %s", what, why);
+    memcpy(dst, s, len);
+    dst[len] = '\0';
+    return 0;
+}
+
+/* "in" / "out": an array of 1..max entries, each [arena, offset, length]
+ * of unsigned ints, a resident array's name, or nil (on the wire). */
+static int read_refs(gpuq_mpr *r, const char *key, gpuq_ref *refs, uint8_t *kinds,
+                     char (*names)[GPUQ_RES_NAME_MAX + 1], uint32_t max, uint32_t *count, char *msg,
+                     size_t cap)
 {
     uint32_t n, three;
     if (gpuq_mpr_array(r, &n) != 0)
         return hdr_fail(msg, cap, GPUQ_E_BAD_HEADER,
-                        "\"%s\" must be an array of [arena, offset, length]", key);
+                        "\"%s\" must be an array of [arena, offset, length], names or nil", key);
     if (n == 0 || n > max)
-        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "\"%s\" has %u refs; 1 to %u expected", key,
-                        (unsigned)n, (unsigned)max);
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "\"%s\" has %u entries; 1 to %u expected",
+                        key, (unsigned)n, (unsigned)max);
     for (uint32_t k = 0; k < n; k++) {
+        gpuq_mp_type t = gpuq_mpr_peek(r);
+        if (t == GPUQ_MP_NIL) {
+            (void)gpuq_mpr_nil(r);
+            kinds[k] = GPUQ_REF_WIRE;
+            continue;
+        }
+        if (t == GPUQ_MP_STR) {
+            const char *s;
+            uint32_t len;
+            char what[16];
+            (void)gpuq_mpr_str(r, &s, &len);
+            snprintf(what, sizeof what, "%s[%u]", key, (unsigned)k);
+            int rc = read_name(what, s, len, names[k], msg, cap);
+            if (rc != 0)
+                return rc;
+            kinds[k] = GPUQ_REF_NAME;
+            continue;
+        }
         if (gpuq_mpr_array(r, &three) != 0 || three != 3 || gpuq_mpr_uint(r, &refs[k].arena) != 0 ||
             gpuq_mpr_uint(r, &refs[k].offset) != 0 || gpuq_mpr_uint(r, &refs[k].length) != 0)
             return hdr_fail(msg, cap, GPUQ_E_BAD_HEADER,
-                            "\"%s\"[%u] must be [arena, offset, length] of unsigned ints", key,
-                            (unsigned)k);
+                            "\"%s\"[%u] must be [arena, offset, length] of unsigned ints, a name "
+                            "or nil",
+                            key, (unsigned)k);
+        kinds[k] = GPUQ_REF_ARENA;
     }
     *count = n;
     return 0;
@@ -300,9 +336,27 @@ static int decode_value(gpuq_mpr *r, enum reqkey key, gpuq_request *req, char *m
         req->has_value = true;
         return 0;
     case K_IN:
-        return read_refs(r, name, req->in_ref, GPUQ_MAX_INPUTS, &req->nin_ref, msg, cap);
+        return read_refs(r, name, req->in_ref, req->in_kind, req->in_name, GPUQ_MAX_INPUTS,
+                         &req->nin_ref, msg, cap);
     case K_OUT:
-        return read_refs(r, name, req->out_ref, GPUQ_MAX_OUTPUTS, &req->nout_ref, msg, cap);
+        return read_refs(r, name, req->out_ref, req->out_kind, req->out_name, GPUQ_MAX_OUTPUTS,
+                         &req->nout_ref, msg, cap);
+    case K_NAME:
+        if ((rc = read_str(r, name, &s, &len, msg, cap)) != 0)
+            return rc;
+        return read_name("name", s, len, req->name, msg, cap);
+    case K_ACCESS:
+        if ((rc = read_str(r, name, &s, &len, msg, cap)) != 0)
+            return rc;
+        if (hdr_str_eq(s, len, "private"))
+            req->access = GPUQ_ACCESS_PRIVATE;
+        else if (hdr_str_eq(s, len, "all"))
+            req->access = GPUQ_ACCESS_ALL;
+        else
+            return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "access \"%.*s\" is not private or all",
+                            HDR_SHOWLEN(s, len), s);
+        req->has_access = true;
+        return 0;
     case K_SIZE:
         if (gpuq_mpr_uint(r, &req->size) != 0)
             return hdr_fail(msg, cap, GPUQ_E_BAD_HEADER, "\"size\" must be an unsigned int");
@@ -333,6 +387,32 @@ static int decode_value(gpuq_mpr *r, enum reqkey key, gpuq_request *req, char *m
         break;
     }
     return hdr_fail(msg, cap, GPUQ_E_INTERNAL, "unhandled key");
+}
+
+/* put's "name" is its output kept (out = [name]), get's its input (in =
+ * [name]): the server then treats them as any request with named arrays. */
+static int expand_name(gpuq_request *req, char *msg, size_t cap)
+{
+    if (req->op != GPUQ_OP_PUT && req->op != GPUQ_OP_GET)
+        return 0;
+    if (!req->name[0])
+        return 0; /* refused by the op's check ("put needs "name"") */
+    if (req->op == GPUQ_OP_PUT) {
+        if (req->nout_ref)
+            return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT,
+                            "put takes no \"out\" (its output is the array \"name\")");
+        req->nout_ref = 1;
+        req->out_kind[0] = GPUQ_REF_NAME;
+        memcpy(req->out_name[0], req->name, sizeof req->name);
+        return 0;
+    }
+    if (req->nin_ref)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT,
+                        "get takes no \"in\" (its input is the array \"name\")");
+    req->nin_ref = 1;
+    req->in_kind[0] = GPUQ_REF_NAME;
+    memcpy(req->in_name[0], req->name, sizeof req->name);
+    return 0; /* its dtype and shape: the array's (the server sets them) */
 }
 
 /* Pass 1: the op named by the first "op" key, or GPUQ_OP_NONE (absent, not
@@ -450,7 +530,7 @@ static int decode_map(const uint8_t *buf, size_t len, gpuq_request *req, char *m
         return hdr_fail(msg, msgcap, GPUQ_E_BAD_HEADER, "header lacks \"op\"");
     if (req->dtype == GPUQ_DT_NONE && def)
         req->dtype = def->default_dtype;
-    return 0;
+    return expand_name(req, msg, msgcap);
 }
 
 int gpuq_request_decode(const uint8_t *buf, size_t len, gpuq_request *req, char *msg, size_t msgcap)

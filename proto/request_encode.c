@@ -50,15 +50,26 @@ static void encode_arg(gpuq_mpw *w, const gpuq_key_def *kd, const gpuq_arg *v)
     }
 }
 
-void gpuq_refs_write(gpuq_mpw *w, const char *key, const gpuq_ref *refs, uint32_t count)
+void gpuq_refs_write(gpuq_mpw *w, const char *key, const gpuq_ref *refs, uint32_t count,
+                     const uint8_t *kinds, const char (*names)[GPUQ_RES_NAME_MAX + 1])
 {
     gpuq_mpw_str(w, key);
     gpuq_mpw_array(w, count);
     for (uint32_t k = 0; k < count; k++) {
-        gpuq_mpw_array(w, 3);
-        gpuq_mpw_uint(w, refs[k].arena);
-        gpuq_mpw_uint(w, refs[k].offset);
-        gpuq_mpw_uint(w, refs[k].length);
+        uint8_t kind = kinds ? kinds[k] : GPUQ_REF_ARENA;
+        if (kind == GPUQ_REF_WIRE) {
+            gpuq_mpw_nil(w);
+        } else if (kind == GPUQ_REF_NAME && names) {
+            char name[GPUQ_RES_NAME_MAX + 1];
+            memcpy(name, names[k], GPUQ_RES_NAME_MAX);
+            name[GPUQ_RES_NAME_MAX] = '\0';
+            gpuq_mpw_str(w, name);
+        } else {
+            gpuq_mpw_array(w, 3);
+            gpuq_mpw_uint(w, refs[k].arena);
+            gpuq_mpw_uint(w, refs[k].offset);
+            gpuq_mpw_uint(w, refs[k].length);
+        }
     }
 }
 
@@ -103,17 +114,28 @@ static void encode_common(gpuq_mpw *w, uint32_t *n, const gpuq_request *req, uns
         gpuq_mpw_uint(w, req->value);
         (*n)++;
     }
-    /* any op: the check says which take them */
-    if (req->nin_ref) {
+    /* any op: the check says which take them; put's out and get's in are
+     * its "name" (the decoder's expansion), not written twice */
+    if (req->nin_ref && req->op != GPUQ_OP_GET) {
         gpuq_refs_write(w, "in", req->in_ref,
-                        req->nin_ref < GPUQ_MAX_INPUTS ? req->nin_ref : GPUQ_MAX_INPUTS);
+                        req->nin_ref < GPUQ_MAX_INPUTS ? req->nin_ref : GPUQ_MAX_INPUTS,
+                        req->in_kind, (const char(*)[GPUQ_RES_NAME_MAX + 1]) req->in_name);
         (*n)++;
     }
-    if (req->nout_ref) {
+    if (req->nout_ref && req->op != GPUQ_OP_PUT) {
         gpuq_refs_write(w, "out", req->out_ref,
-                        req->nout_ref < GPUQ_MAX_OUTPUTS ? req->nout_ref : GPUQ_MAX_OUTPUTS);
+                        req->nout_ref < GPUQ_MAX_OUTPUTS ? req->nout_ref : GPUQ_MAX_OUTPUTS,
+                        req->out_kind, (const char(*)[GPUQ_RES_NAME_MAX + 1]) req->out_name);
         (*n)++;
     }
+    if (req->name[0]) {
+        char name[GPUQ_RES_NAME_MAX + 1];
+        memcpy(name, req->name, GPUQ_RES_NAME_MAX);
+        name[GPUQ_RES_NAME_MAX] = '\0';
+        hdr_kv_str(w, n, "name", name);
+    }
+    if (req->has_access)
+        hdr_kv_str(w, n, "access", req->access == GPUQ_ACCESS_ALL ? "all" : "private");
     if (req->has_size) {
         gpuq_mpw_str(w, "size");
         gpuq_mpw_uint(w, req->size);

@@ -113,8 +113,9 @@ static void server_maybe_destroy_backend(server *srv)
 {
     if (!srv->finishing || srv->sessions || !srv->b || srv->b->ops->inflight(srv->b) != 0)
         return;
-    staging_destroy(&srv->st); /* its memory to the pinning thread */
-    pinner_close(&srv->pin);   /* which frees it, and is joined */
+    staging_destroy(&srv->st);      /* its memory to the pinning thread */
+    pinner_close(&srv->pin);        /* which frees it, and is joined */
+    resident_close(&srv->resident); /* nothing in flight uses one */
     srv->b->ops->destroy(srv->b);
     srv->b = NULL;
 }
@@ -472,6 +473,7 @@ int server_init_with_backend(server *srv, uv_loop_t *loop, const config *cfg, ba
     srv->hooks = server_hooks_table;
     srv->sev = &request_session_events;
     staging_init(&srv->st, srv->b, cfg->lim.total_staging);
+    resident_init(&srv->resident, srv->b);
     int rc, code;
     char why[200] = "";
     if (pinner_init(&srv->pin, loop, srv->b, why, sizeof why) < 0) {

@@ -23,6 +23,7 @@
 #include "io_pool.h"
 #include "metrics.h"
 #include "policy.h"
+#include "resident.h"
 #include "sdnotify.h"
 #include "staging.h"
 #include "stats.h"
@@ -74,8 +75,13 @@ struct request {
     uint64_t t0_ns; /* when the request was read (metrics latency) */
     bool compute;   /* counts as in flight */
     bool in_backend;
-    uint8_t *wbuf;      /* owned prefix+header while writing */
-    arena *held[4];     /* arenas its refs name (in 0, 1, out 0, 1): one reference each */
+    uint8_t *wbuf;  /* owned prefix+header while writing */
+    arena *held[4]; /* arenas its refs name (in 0, 1, out 0, 1): one reference each */
+    /* Resident arrays (PROTOCOL.md 3.5): those its inputs name (one
+     * reference each, from its header to its end), and the bytes reserved
+     * for each output it keeps (given back unless committed). */
+    resident *res_in[GPUQ_MAX_INPUTS];
+    uint64_t keep_bytes[GPUQ_MAX_OUTPUTS];
     uv_pipe_t *fd_pipe; /* arena_open: the memfd to send, as a handle (owned) */
     session_frame out;  /* its reply in the session's write queue */
     /* A compute request whose reply is queued for writing is on its
@@ -308,6 +314,7 @@ struct server {
     uint64_t next_session_id;
     uint64_t inflight;       /* compute requests accepted, not answered */
     arena_books arena_books; /* arena ids and bytes over all sessions */
+    resident_books resident; /* resident arrays (PROTOCOL.md 3.5) */
     sched sched;
     uint64_t live; /* requests alive over all sessions */
     uint64_t start_ns;

@@ -46,6 +46,18 @@ struct gpuq_job {
      * chunked job costs the loop many more calls, which that level's
      * requests would wait behind). */
     int whole;
+    /* Resident arrays (PROTOCOL.md 3.5), set by the server: res_in[k] is
+     * input k's backend memory (device memory on CUDA, host on the CPU;
+     * h_in[k] is then NULL), or NULL. keep[k]: output k is kept; the
+     * backend allocates its memory (res_out[k], of sz->out[k].bytes) and
+     * writes it there instead of h_out[k]. Whatever res_out holds at
+     * completion, failed or not, is the server's (freed with res_free). */
+    const void *res_in[GPUQ_MAX_INPUTS];
+    uint8_t keep[GPUQ_MAX_OUTPUTS];
+    void *res_out[GPUQ_MAX_OUTPUTS];
+    /* Set by the backend: res_in[0] is host memory (the CPU backend), so a
+     * kernel error's message may read it. */
+    int res_host;
     /* Set by the server (loop thread, __atomic_store_n) once the job's
      * result will not be used: it was cancelled, its deadline passed or its
      * session closed, and its client was answered already. The backend
@@ -121,6 +133,10 @@ typedef struct backend_ops {
      * last job that touched it completed. */
     int (*host_register)(backend *b, void *p, size_t len, char *why, size_t cap);
     void (*host_unregister)(backend *b, void *p);
+    /* Free a kept output's memory (a job's res_out) on device (the
+     * session's device index; -1 on CPU), once nothing uses it (loop
+     * thread). */
+    void (*res_free)(backend *b, int device, void *p);
     /* Number of devices, and device i's figures. */
     int (*ndevices)(backend *b);
     void (*device_info)(backend *b, int i, backend_device *out);
@@ -227,6 +243,18 @@ backend *backend_cuda_create(uv_loop_t *loop, backend_complete_fn done, uint64_t
  * the first log line names the backend. */
 void backend_cuda_load_blas(void);
 #endif
+
+/* Does job read or write a resident array (res_in, keep)? */
+static inline int backend_job_resident(const gpuq_job *job)
+{
+    for (unsigned k = 0; k < GPUQ_MAX_INPUTS; k++)
+        if (job->res_in[k])
+            return 1;
+    for (unsigned k = 0; k < GPUQ_MAX_OUTPUTS; k++)
+        if (job->keep[k])
+            return 1;
+    return 0;
+}
 
 /* Run one job's op on the CPU reference (used by the CPU backend and as the
  * CUDA backend's nothing-to-do cases). Fills job->status/message. Ops with

@@ -31,7 +31,8 @@ int backend_map_kernel_error(gpuq_job *job, int kcode)
     char *m = job->message;
     size_t cap = sizeof job->message;
     int own = kcode != GPUQ_K_OK && ob && ob->kernel_message &&
-              ob->kernel_message(r, job->sz, job->h_in[0], kcode, m, cap);
+              ob->kernel_message(r, job->sz, job->res_host ? job->res_in[0] : job->h_in[0], kcode,
+                                 m, cap);
     switch (kcode) {
     case GPUQ_K_OK:
         return 0;
@@ -206,9 +207,31 @@ void backend_run_cpu(gpuq_job *job)
         snprintf(job->message, sizeof job->message, "op not runnable on a backend");
         return;
     }
-    op_bufs h = {.a = job->h_in[0],
-                 .b = job->sz->nin > 1 ? job->h_in[1] : NULL,
-                 .out = {job->h_out[0], job->sz->nout > 1 ? job->h_out[1] : NULL}};
+    /* resident arrays are host memory here; kept outputs too, the
+     * server's from completion on (the CPU backend's res_free) */
+    job->res_host = job->res_in[0] != NULL;
+    for (uint32_t k = 0; k < job->sz->nout && k < GPUQ_MAX_OUTPUTS; k++) {
+        if (!job->keep[k] || job->res_out[k])
+            continue;
+        if (posix_memalign(&job->res_out[k], 64,
+                           job->sz->out[k].bytes ? job->sz->out[k].bytes : 1) != 0) {
+            job->res_out[k] = NULL;
+            job->status = GPUQ_E_NO_MEMORY;
+            snprintf(job->message, sizeof job->message,
+                     "cannot allocate %llu bytes for output %u kept as a resident array",
+                     (unsigned long long)job->sz->out[k].bytes, (unsigned)k);
+            return;
+        }
+    }
+    const void *in[GPUQ_MAX_INPUTS];
+    void *out[GPUQ_MAX_OUTPUTS];
+    for (uint32_t k = 0; k < GPUQ_MAX_INPUTS; k++)
+        in[k] = job->res_in[k] ? job->res_in[k] : job->h_in[k];
+    for (uint32_t k = 0; k < GPUQ_MAX_OUTPUTS; k++)
+        out[k] = job->keep[k] ? job->res_out[k] : job->h_out[k];
+    op_bufs h = {.a = in[0],
+                 .b = job->sz->nin > 1 ? in[1] : NULL,
+                 .out = {out[0], job->sz->nout > 1 ? out[1] : NULL}};
     op_split sp;
     if (!ob->run_cpu_rows || !op_cuda_split(job->req, job->sz, &sp) || sp.two_phase) {
         job->status = backend_map_kernel_error(job, ob->run_cpu(job->req, job->sz, &h));

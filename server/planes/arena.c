@@ -348,11 +348,15 @@ int arena_resolve(arena_table *t, const gpuq_request *req, arena *held[4], const
     arena *a[4] = {NULL, NULL, NULL, NULL};
     int rc;
     for (uint32_t k = 0; k < req->nin_ref && k < 2; k++) {
+        if (req->in_kind[k] != GPUQ_REF_ARENA) /* a resident array's name, or the payload */
+            continue;
         if ((rc = resolve_one(t, "in", k, &req->in_ref[k], &a[k], msg, cap)) != 0)
             return rc;
         in[k] = a[k]->base + req->in_ref[k].offset;
     }
     for (uint32_t k = 0; k < req->nout_ref && k < 2; k++) {
+        if (req->out_kind[k] != GPUQ_REF_ARENA)
+            continue;
         if ((rc = resolve_one(t, "out", k, &req->out_ref[k], &a[2 + k], msg, cap)) != 0)
             return rc;
         out[k] = a[2 + k]->base + req->out_ref[k].offset;

@@ -100,9 +100,9 @@ void arena_ref(arena *a);
  * on) and frees. */
 void arena_unref(arena *a);
 
-/* A checked request's refs against t: every arena open, every range inside
- * it. Fills host pointers in[k] / out[k] for the refs given and takes a
- * reference on each arena named (arena_refs_drop gives them back). Returns 0
+/* A checked request's arena refs (its entries of kind GPUQ_REF_ARENA)
+ * against t: every arena open, every range inside it. Fills host pointers in[k] / out[k] for the
+ * refs given and takes a reference on each arena named (arena_refs_drop gives them back). Returns 0
  * or GPUQ_E_BAD_ARGUMENT with msg; takes nothing on error. */
 int arena_resolve(arena_table *t, const gpuq_request *req, arena *held[4], const void *in[2],
                   void *out[2], char *msg, size_t cap);

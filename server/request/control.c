@@ -83,6 +83,7 @@ static int control_hello(request *r)
     mine.max_inflight = s->caps.max_inflight;
     mine.session_staging = s->caps.session_staging;
     mine.session_arena = s->caps.session_arena;
+    mine.resident_bytes = s->caps.resident_bytes;
     gpuq_mpw_str(w, "limits");
     gpuq_limits_encode(&mine, w);
     gpuq_mpw_str(w, "arenas"); /* shared-memory arenas offered (PROTOCOL.md 3.4) */
@@ -396,6 +397,79 @@ static int control_ready(request *r)
     return control_info_take(r, w);
 }
 
+/* list (PROTOCOL.md 3.5): the arrays the peer may read, by name. */
+static int control_list(request *r)
+{
+    session *s = r->s;
+    resident **v;
+    int n = resident_visible(&s->srv->resident, s->uid, s->caps.admin, &v);
+    if (n < 0)
+        return GPUQ_E_NO_MEMORY;
+    gpuq_mpw *w = gpuq_mpw_new();
+    if (!w) {
+        free(v);
+        return GPUQ_E_NO_MEMORY;
+    }
+    gpuq_mpw_map(w, 1);
+    gpuq_mpw_str(w, "arrays");
+    gpuq_mpw_array(w, (uint32_t)n);
+    for (int i = 0; i < n; i++) {
+        const resident *a = v[i];
+        gpuq_mpw_map(w, 8);
+        gpuq_mpw_str(w, "name");
+        gpuq_mpw_str(w, a->name);
+        gpuq_mpw_str(w, "owner");
+        gpuq_mpw_uint(w, (uint64_t)a->owner);
+        gpuq_mpw_str(w, "access");
+        gpuq_mpw_str(w, a->access == GPUQ_ACCESS_ALL ? "all" : "private");
+        gpuq_mpw_str(w, "dtype");
+        gpuq_mpw_str(w, gpuq_dtype_name(a->dtype));
+        gpuq_mpw_str(w, "shape");
+        gpuq_mpw_array(w, a->ndim);
+        for (uint32_t k = 0; k < a->ndim; k++)
+            gpuq_mpw_uint(w, a->shape[k]);
+        gpuq_mpw_str(w, "bytes");
+        gpuq_mpw_uint(w, a->bytes);
+        gpuq_mpw_str(w, "device");
+        gpuq_mpw_int(w, a->device);
+        gpuq_mpw_str(w, "users");
+        gpuq_mpw_uint(w, resident_users(a));
+    }
+    free(v);
+    return control_info_take(r, w);
+}
+
+/* remove (PROTOCOL.md 3.5): the name goes now; the array when its last
+ * user has finished. */
+static int control_remove(request *r)
+{
+    session *s = r->s;
+    resident *a = resident_find(&s->srv->resident, r->req.name);
+    if (!a) {
+        snprintf(r->message, sizeof r->message, "no resident array \"%.*s\"",
+                 RESIDENT_SHOW(r->req.name));
+        return GPUQ_E_NOT_FOUND;
+    }
+    if (a->owner != s->uid && !s->caps.admin) {
+        snprintf(r->message, sizeof r->message,
+                 "resident array \"%.*s\" belongs to uid %u; uid %u may not remove it",
+                 RESIDENT_SHOW(a->name), (unsigned)a->owner, (unsigned)s->uid);
+        return GPUQ_E_PERMISSION;
+    }
+    gpuq_mpw *w = gpuq_mpw_new();
+    if (!w)
+        return GPUQ_E_NO_MEMORY;
+    gpuq_mpw_map(w, 2);
+    gpuq_mpw_str(w, "name");
+    gpuq_mpw_str(w, a->name);
+    gpuq_mpw_str(w, "bytes");
+    gpuq_mpw_uint(w, a->bytes);
+    log_debug("session %llu: resident array \"%.*s\" removed (%u users)", (unsigned long long)s->id,
+              RESIDENT_SHOW(a->name), resident_users(a));
+    resident_unname(a); /* a may be gone now */
+    return control_info_take(r, w);
+}
+
 static const control_entry control_table[GPUQ_OP_COUNT] = {
     [GPUQ_OP_HELLO] = {.run = control_hello},
     [GPUQ_OP_PING] = {.run = control_ping},
@@ -411,6 +485,8 @@ static const control_entry control_table[GPUQ_OP_COUNT] = {
     [GPUQ_OP_ARENA_CLOSE] = {.run = control_arena_close},
     [GPUQ_OP_CANCEL] = {.run = control_cancel, .while_draining = true},
     [GPUQ_OP_READY] = {.run = control_ready, .while_draining = true},
+    [GPUQ_OP_LIST] = {.run = control_list, .while_draining = true},
+    [GPUQ_OP_REMOVE] = {.run = control_remove},
 };
 
 static const control_entry *control_entry_of(gpuq_op op)

@@ -291,6 +291,15 @@ int metrics_render(const server *srv, char **out, size_t *len)
             "Host memory pin and unpin calls made on the loop thread while sessions were "
             "served (0: all of them ran on the pinning thread).",
             backend_loop_pins(srv->b));
+    gauge(&t, "gpuq_resident_arrays", "Resident arrays by name (PROTOCOL.md 3.5).",
+          (double)srv->resident.named);
+    tb_head(&t, "gpuq_resident_bytes", "gauge",
+            "Bytes of resident arrays charged to each uid (replaced or removed ones still in "
+            "use, and reservations, included).");
+    for (uint32_t i = 0; i < srv->resident.nowners; i++)
+        tb_printf(&t, "gpuq_resident_bytes{uid=\"%u\"} %llu\n",
+                  (unsigned)srv->resident.owners[i].uid,
+                  (unsigned long long)srv->resident.owners[i].bytes);
     render_devices(&t, srv);
     if (t.oom) {
         free(t.p);

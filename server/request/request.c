@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* request.c - see request.h. */
 #include "request.h"
+#include "request_resident.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -121,6 +122,7 @@ void request_free(request *r)
     request_wq_unlink(r);
     request_set_compute(r, false);
     arena_refs_drop(r->held);
+    request_resident_release(r);
     uvx_fd_handle_close(r->fd_pipe);
     r->fd_pipe = NULL;
     free(r->wbuf);
@@ -157,7 +159,7 @@ static int request_encode(session_frame *f, uv_buf_t bufs[2], unsigned *nbufs)
             rep.ndim_b = r->sz.out[1].ndim;
             memcpy(rep.shape_b, r->sz.out[1].shape, sizeof rep.shape_b);
         }
-        plen = r->req.nout_ref ? 0 : r->sz.output; /* else the results are in the arena */
+        plen = gpuq_request_wire_out(&r->req, &r->sz); /* the rest: in arenas, or kept */
         if (r->req.timing) {
             rep.has_timing = true;
             rep.timing = r->job.timing;
@@ -371,7 +373,7 @@ static void request_expire_waiting(request *r)
     bool waiting = session_waiting(s);
     s->cur = NULL;
     if (waiting)
-        session_skip(s, r->req.nin_ref ? 0 : r->sz.payload);
+        session_skip(s, gpuq_request_wire_in(&r->req, &r->sz));
     else
         session_drop_payload(s);
     request_release_slot(r);
@@ -417,14 +419,19 @@ static void request_ready(request *r)
     r->job.req = &r->req;
     r->job.sz = &r->sz;
     const gpuq_sizes *sz = &r->sz;
-    /* arrays in the staging slot, packed; those named by refs are already
-     * set (arena pointers, request_resolve_refs) */
+    /* arrays on the wire in the staging slot, packed, in order; those in
+     * arenas are set already (arena_resolve), resident ones are the
+     * job's res_in and keep (request_resident_reserve) */
     uint8_t *in = r->slot ? r->slot->ptr : NULL, *out = r->slot ? r->slot->ptr + r->out_off : NULL;
-    for (uint32_t k = 0; k < GPUQ_MAX_INPUTS && !r->req.nin_ref; k++) {
+    for (uint32_t k = 0; k < GPUQ_MAX_INPUTS; k++) {
+        if (gpuq_request_in_kind(&r->req, k) != GPUQ_REF_WIRE)
+            continue;
         r->job.h_in[k] = k < sz->nin ? in : NULL;
         in += k < sz->nin ? sz->in_bytes[k] : 0;
     }
-    for (uint32_t k = 0; k < GPUQ_MAX_OUTPUTS && !r->req.nout_ref; k++) {
+    for (uint32_t k = 0; k < GPUQ_MAX_OUTPUTS; k++) {
+        if (gpuq_request_out_kind(&r->req, k) != GPUQ_REF_WIRE)
+            continue;
         r->job.h_out[k] = k < sz->nout ? out : NULL;
         out += k < sz->nout ? sz->out[k].bytes : 0;
     }
@@ -451,9 +458,9 @@ static void request_reserve(session *s)
     server *srv = s->srv;
     request *r = s->cur;
     /* staging only for what travels by socket */
-    uint64_t in_sock = r->req.nin_ref ? 0 : r->sz.payload;
-    size_t need = align64(in_sock) + (size_t)(r->req.nout_ref ? 0 : r->sz.output);
-    if (need == 0) { /* every array is in an arena */
+    uint64_t in_sock = gpuq_request_wire_in(&r->req, &r->sz);
+    size_t need = align64(in_sock) + (size_t)gpuq_request_wire_out(&r->req, &r->sz);
+    if (need == 0) { /* every array is in an arena or resident */
         s->cur = NULL;
         r->out_off = 0;
         session_skip(s, 0);
@@ -591,6 +598,12 @@ static void request_on_header(session *s)
         request_refuse(r, GPUQ_E_NO_HELLO, "send hello before any other request");
         return;
     }
+    /* resident inputs first: their shapes and dtype are part of the check */
+    if (gpuq_op_is_compute(r->req.op) && r->req.nin_ref &&
+        (rc = request_resident_inputs(r, msg, sizeof msg)) < 0) {
+        request_refuse(r, rc, "%s", msg);
+        return;
+    }
     rc = gpuq_request_check(&r->req, plen, lim, &r->sz, msg, sizeof msg);
     if (rc < 0) {
         request_refuse(r, rc, "%s", msg[0] ? msg : gpuq_strerror(rc));
@@ -606,6 +619,10 @@ static void request_on_header(session *s)
         if ((r->req.nin_ref || r->req.nout_ref) &&
             (rc = arena_resolve(&s->arenas, &r->req, r->held, r->job.h_in, r->job.h_out, msg,
                                 sizeof msg)) < 0) {
+            request_refuse(r, rc, "%s", msg);
+            return;
+        }
+        if ((rc = request_resident_reserve(r, msg, sizeof msg)) < 0) {
             request_refuse(r, rc, "%s", msg);
             return;
         }
@@ -714,6 +731,9 @@ void request_complete(gpuq_job *job)
     } else if (r->status < 0) {
         snprintf(r->message, sizeof r->message, "%s",
                  job->message[0] ? job->message : gpuq_strerror(r->status));
+    } else {
+        /* its kept outputs become resident arrays now, before the reply */
+        r->status = request_resident_commit(r);
     }
     request_reply(r);
 }

@@ -116,7 +116,7 @@ void stats_server_keys(const server *srv, gpuq_mpw *w)
 void stats_status_info(const server *srv, gpuq_mpw *w)
 {
     const stats *st = &srv->stats;
-    gpuq_mpw_map(w, STATS_SERVER_KEYS + 32);
+    gpuq_mpw_map(w, STATS_SERVER_KEYS + 35);
     stats_server_keys(srv, w);
     gpuq_mpw_str(w, "uptime_s");
     gpuq_mpw_double(w, (double)(uv_hrtime() - srv->start_ns) / 1e9);
@@ -137,6 +137,24 @@ void stats_status_info(const server *srv, gpuq_mpw *w)
     gpuq_mpw_uint(w, srv->arena_books.count);
     gpuq_mpw_str(w, "arena_bytes");
     gpuq_mpw_uint(w, srv->arena_books.bytes);
+    /* resident arrays named, the bytes of all that exist (replaced or
+     * removed ones still used, and reservations, included), per owner */
+    const resident_books *rb = &srv->resident;
+    gpuq_mpw_str(w, "resident_arrays");
+    gpuq_mpw_uint(w, rb->named);
+    gpuq_mpw_str(w, "resident_bytes");
+    gpuq_mpw_uint(w, rb->bytes);
+    gpuq_mpw_str(w, "resident_owners");
+    gpuq_mpw_array(w, rb->nowners);
+    for (uint32_t i = 0; i < rb->nowners; i++) {
+        gpuq_mpw_map(w, 3);
+        gpuq_mpw_str(w, "uid");
+        gpuq_mpw_uint(w, (uint64_t)rb->owners[i].uid);
+        gpuq_mpw_str(w, "arrays");
+        gpuq_mpw_uint(w, rb->owners[i].arrays);
+        gpuq_mpw_str(w, "bytes");
+        gpuq_mpw_uint(w, rb->owners[i].bytes);
+    }
     gpuq_mpw_str(w, "timeouts");
     gpuq_mpw_map(w, TIMEOUT_KINDS);
     for (int k = 0; k < TIMEOUT_KINDS; k++) {

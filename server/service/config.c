@@ -116,6 +116,9 @@ static const opt_doc opt_docs[] = {
     {"max_sessions", "N", NULL, "Concurrent sessions (1 .. 1048576); more are refused (busy)."},
     {"session_arena", "N", NULL, "Shared-memory arena bytes one session may map (0: no arenas)."},
     {"total_arena", "N", NULL, "Shared-memory arena bytes over all sessions."},
+    {"resident_bytes", "N", NULL,
+     "Bytes of resident arrays (named arrays gpuqd keeps) one user (uid) may own (0: none)."},
+    {"total_resident", "N", NULL, "Bytes of resident arrays over all users."},
     {"admin_group", "GROUP", "none (root only)",
      "Members of this group (and root) may drain, shut down, kill sessions and change limits."},
     {"max_priority", "low|normal|high", NULL,
@@ -461,6 +464,8 @@ static void print_rule(const policy_rule *r, FILE *f)
         fprintf(f, "session_staging = %llu\n", (unsigned long long)r->session_staging);
     if (r->has_session_arena)
         fprintf(f, "session_arena = %llu\n", (unsigned long long)r->session_arena);
+    if (r->has_resident_bytes)
+        fprintf(f, "resident_bytes = %llu\n", (unsigned long long)r->resident_bytes);
     if (r->max_sessions_per_user)
         fprintf(f, "max_sessions_per_user = %u\n", r->max_sessions_per_user);
 }
@@ -498,6 +503,8 @@ void config_print(const config *c, FILE *f)
     fprintf(f, "max_sessions = %u\n", c->lim.max_sessions);
     fprintf(f, "session_arena = %llu\n", (unsigned long long)c->lim.session_arena);
     fprintf(f, "total_arena = %llu\n", (unsigned long long)c->lim.total_arena);
+    fprintf(f, "resident_bytes = %llu\n", (unsigned long long)c->lim.resident_bytes);
+    fprintf(f, "total_resident = %llu\n", (unsigned long long)c->lim.total_resident);
     fprintf(f, "\n[policy]\n");
     if (c->pol.admin_group[0])
         fprintf(f, "admin_group = %s\n", c->pol.admin_group);
@@ -525,13 +532,14 @@ static const char *rule_prio_str(int prio, char *buf, size_t cap)
     return prio == GPUQ_PRIO_UNSET ? "unset" : config_prio_str(prio, buf, cap);
 }
 
-/* A rule's session_arena as the reload log says it: "unset", or the bytes
- * (0 is a value there: arenas off). */
-static const char *rule_arena_str(const policy_rule *r, char *buf, size_t cap)
+/* A rule's session_arena or resident_bytes (a value with its own "set"
+ * flag) as the reload log says it: "unset", or the bytes (0 is a value
+ * there: arenas off, no resident arrays). */
+static const char *rule_flagged_str(bool set, uint64_t v, char *buf, size_t cap)
 {
-    if (!r->has_session_arena)
+    if (!set)
         return "unset";
-    snprintf(buf, cap, "%llu", (unsigned long long)r->session_arena);
+    snprintf(buf, cap, "%llu", (unsigned long long)v);
     return buf;
 }
 
@@ -560,7 +568,15 @@ static int log_rule_changes(const policy_rule *o, const policy_rule *n)
     if (o->has_session_arena != n->has_session_arena ||
         (n->has_session_arena && o->session_arena != n->session_arena)) {
         log_info("reload: policy: [%s %s] session_arena %s -> %s (0: arenas off)", what, n->name,
-                 rule_arena_str(o, a, sizeof a), rule_arena_str(n, b, sizeof b));
+                 rule_flagged_str(o->has_session_arena, o->session_arena, a, sizeof a),
+                 rule_flagged_str(n->has_session_arena, n->session_arena, b, sizeof b));
+        count++;
+    }
+    if (o->has_resident_bytes != n->has_resident_bytes ||
+        (n->has_resident_bytes && o->resident_bytes != n->resident_bytes)) {
+        log_info("reload: policy: [%s %s] resident_bytes %s -> %s (0: no resident arrays)", what,
+                 n->name, rule_flagged_str(o->has_resident_bytes, o->resident_bytes, a, sizeof a),
+                 rule_flagged_str(n->has_resident_bytes, n->resident_bytes, b, sizeof b));
         count++;
     }
     if (o->max_sessions_per_user != n->max_sessions_per_user) {
@@ -643,6 +659,8 @@ int config_log_changes(const config *o, const config *n)
     LOG_CHANGED(max_sessions, "%u", unsigned);
     LOG_CHANGED(session_arena, "%llu", unsigned long long);
     LOG_CHANGED(total_arena, "%llu", unsigned long long);
+    LOG_CHANGED(resident_bytes, "%llu", unsigned long long);
+    LOG_CHANGED(total_resident, "%llu", unsigned long long);
     if (o->log_level != n->log_level) {
         log_info("reload: log_level %s -> %s", config_log_level_str(o->log_level),
                  config_log_level_str(n->log_level));

@@ -32,7 +32,8 @@
  * left unset keeps the global value (max_priority: PRIO_UNSET; max_inflight,
  * session_staging: 0). session_arena 0 is a value (arenas off), so whether
  * it is set is its own flag: has_session_arena false means unset, whatever
- * session_arena holds (a rule zeroed with memset is a rule with nothing set). */
+ * session_arena holds (a rule zeroed with memset is a rule with nothing set).
+ * resident_bytes likewise (0: no resident arrays; has_resident_bytes). */
 #define GPUQ_PRIO_UNSET (-100)
 typedef struct policy_rule {
     bool is_group;                  /* [group NAME] (else [user NAME]) */
@@ -43,6 +44,8 @@ typedef struct policy_rule {
     uint64_t session_staging;       /* 0: unset */
     bool has_session_arena;         /* session_arena is set */
     uint64_t session_arena;         /* arena bytes (0: arenas off), if has_session_arena */
+    bool has_resident_bytes;        /* resident_bytes is set */
+    uint64_t resident_bytes;        /* resident array bytes of the uid (0: none), if set */
     uint32_t max_sessions_per_user; /* 0: unset */
     int line;                       /* line of the section header */
 } policy_rule;

@@ -61,6 +61,8 @@ static const config_key keys[KEY_COUNT] = {
     {KEY_MAX_SESSIONS, "limits", "max_sessions", KIND_COUNT, 0, 0},
     {KEY_SESSION_ARENA, "limits", "session_arena", KIND_SIZE, 0, 0},
     {KEY_TOTAL_ARENA, "limits", "total_arena", KIND_SIZE, 0, 0},
+    {KEY_RESIDENT_BYTES, "limits", "resident_bytes", KIND_SIZE, 0, 0},
+    {KEY_TOTAL_RESIDENT, "limits", "total_resident", KIND_SIZE, 0, 0},
     {KEY_ADMIN_GROUP, "policy", "admin_group", KIND_GROUP, 0, 0},
     {KEY_MAX_PRIORITY, "policy", "max_priority", KIND_PRIO, 0, 0},
     /* 0: a quarter of max_sessions (policy_sessions_per_user) */
@@ -69,6 +71,8 @@ static const config_key keys[KEY_COUNT] = {
     {KEY_RULE_MAX_INFLIGHT, "rule", "max_inflight", KIND_COUNT, 1, 1u << 20},
     {KEY_RULE_SESSION_STAGING, "rule", "session_staging", KIND_SIZE, 1, U64},
     {KEY_RULE_SESSION_ARENA, "rule", "session_arena", KIND_SIZE, 0, U64}, /* 0: arenas off */
+    /* 0: the peer may store no resident arrays */
+    {KEY_RULE_RESIDENT_BYTES, "rule", "resident_bytes", KIND_SIZE, 0, U64},
     {KEY_RULE_MAX_SESSIONS_PER_USER, "rule", "max_sessions_per_user", KIND_COUNT, 1, 1u << 20},
 };
 
@@ -474,6 +478,10 @@ int config_key_set(config *c, policy_rule *rule, const config_key *k, const char
     case KEY_RULE_SESSION_ARENA:
         rule->session_arena = v;
         rule->has_session_arena = true;
+        break;
+    case KEY_RULE_RESIDENT_BYTES:
+        rule->resident_bytes = v;
+        rule->has_resident_bytes = true;
         break;
     case KEY_MAX_SESSIONS_PER_USER:
         c->pol.max_sessions_per_user = (uint32_t)v;

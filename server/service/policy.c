@@ -59,11 +59,13 @@ void policy_caps_for(const config *cfg, uid_t uid, gid_t gid, const gid_t *group
     out->max_inflight = cfg->lim.max_inflight;
     out->session_staging = cfg->lim.session_staging;
     out->session_arena = cfg->lim.session_arena;
+    out->resident_bytes = cfg->lim.resident_bytes;
     out->max_sessions_per_user = out->admin ? UINT32_MAX : policy_sessions_per_user(cfg);
     if (!known)
         return;
     const policy_rule *user = NULL;
-    const policy_rule *prio = NULL, *infl = NULL, *stg = NULL, *arn = NULL, *nses = NULL;
+    const policy_rule *prio = NULL, *infl = NULL, *stg = NULL, *arn = NULL, *res = NULL;
+    const policy_rule *nses = NULL;
     for (int i = 0; i < pol->nrules; i++) {
         const policy_rule *r = &pol->rules[i];
         if (!r->is_group) {
@@ -81,6 +83,8 @@ void policy_caps_for(const config *cfg, uid_t uid, gid_t gid, const gid_t *group
             stg = r;
         if (!arn && r->has_session_arena)
             arn = r;
+        if (!res && r->has_resident_bytes)
+            res = r;
         if (!nses && r->max_sessions_per_user)
             nses = r;
     }
@@ -92,6 +96,8 @@ void policy_caps_for(const config *cfg, uid_t uid, gid_t gid, const gid_t *group
         stg = user;
     if (user && user->has_session_arena)
         arn = user;
+    if (user && user->has_resident_bytes)
+        res = user;
     if (user && user->max_sessions_per_user)
         nses = user;
     if (prio)
@@ -102,6 +108,8 @@ void policy_caps_for(const config *cfg, uid_t uid, gid_t gid, const gid_t *group
         out->session_staging = stg->session_staging;
     if (arn && arn->session_arena < out->session_arena)
         out->session_arena = arn->session_arena; /* 0: arenas off for this peer */
+    if (res && res->resident_bytes < out->resident_bytes)
+        out->resident_bytes = res->resident_bytes; /* 0: no resident arrays for this peer */
     if (nses) /* replaces, admins too (max_sessions caps everyone anyway) */
         out->max_sessions_per_user = nses->max_sessions_per_user;
 }

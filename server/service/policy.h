@@ -5,14 +5,16 @@
  *
  * An admin is root, or a member (primary or supplementary group) of
  * policy.admin_group. Caps: for each of max_priority, max_inflight,
- * session_staging and session_arena, a [user] section naming the peer wins,
- * else the first [group] section (in file order) the peer is a member of
- * that sets it, else the global value: the limits for max_inflight,
- * session_staging and session_arena, and policy.max_priority for non-admins
- * (admins are not capped by it). A rule never raises max_inflight,
- * session_staging or session_arena above the global limit. A rule's
- * session_arena 0 is a cap like any other (arenas off for the peer); a rule
- * that does not set it (has_session_arena false) leaves it to the next.
+ * session_staging, session_arena and resident_bytes, a [user] section naming
+ * the peer wins, else the first [group] section (in file order) the peer is
+ * a member of that sets it, else the global value: the limits for
+ * max_inflight, session_staging, session_arena and resident_bytes, and
+ * policy.max_priority for non-admins (admins are not capped by it). A rule
+ * never raises max_inflight, session_staging, session_arena or
+ * resident_bytes above the global limit. A rule's session_arena 0 is a cap
+ * like any other (arenas off for the peer); a rule that does not set it
+ * (has_session_arena false) leaves it to the next. resident_bytes the same
+ * way (0: the peer may store no resident arrays; has_resident_bytes).
  * An unknown peer (uid -1) gets the global values, whatever the rules.
  *
  * Sessions per user: a non-admin may hold max_sessions_per_user sessions
@@ -41,6 +43,7 @@ typedef struct policy_caps {
     uint32_t max_inflight;          /* requests in flight */
     uint64_t session_staging;       /* staging bytes */
     uint64_t session_arena;         /* arena bytes (0: arenas off); what arena_open/import check */
+    uint64_t resident_bytes;        /* resident array bytes this uid may own (0: none) */
     uint32_t max_sessions_per_user; /* sessions of this uid at once; UINT32_MAX: no cap */
 } policy_caps;
 

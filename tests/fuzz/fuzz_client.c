@@ -48,8 +48,9 @@ void *fuzz_xrealloc(void *p, size_t n)
 /* Limits only add refusals: a request the server accepts passes these. */
 static const gpuq_limits *permissive(void)
 {
-    static gpuq_limits lim = {UINT32_MAX, UINT64_MAX, UINT32_MAX, UINT64_MAX, UINT64_MAX,
-                              UINT32_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX};
+    static gpuq_limits lim = {UINT32_MAX, UINT64_MAX, UINT32_MAX, UINT64_MAX,
+                              UINT64_MAX, UINT32_MAX, UINT64_MAX, UINT64_MAX,
+                              UINT64_MAX, UINT64_MAX, UINT64_MAX};
     return &lim;
 }
 

@@ -119,14 +119,17 @@ static const fuzz_field rule_fields[] = {
     RF(session_staging, CF_SAME),
     RF(has_session_arena, CF_SAME),
     RF(session_arena, CF_SAME),
+    RF(has_resident_bytes, CF_SAME),
+    RF(resident_bytes, CF_SAME),
     RF(max_sessions_per_user, CF_SAME),
     RF(line, CF_SKIP),
 };
 /* gpuq_limits, compared as bytes above: both sides start from memset 0 */
 #define LF(m) FUZZ_FIELD(gpuq_limits, m, CF_SAME, 0)
 static const fuzz_field lim_fields[] = {
-    LF(max_header),   LF(max_payload), LF(max_inflight),  LF(session_staging), LF(total_staging),
-    LF(max_sessions), LF(max_output),  LF(session_arena), LF(total_arena),
+    LF(max_header),    LF(max_payload),    LF(max_inflight),   LF(session_staging),
+    LF(total_staging), LF(max_sessions),   LF(max_output),     LF(session_arena),
+    LF(total_arena),   LF(resident_bytes), LF(total_resident),
 };
 #define N(t) (sizeof(t) / sizeof((t)[0]))
 
@@ -235,6 +238,8 @@ static void bounds(const config *c)
     count_in("max_output", c->lim.max_output, 1, UINT64_MAX);
     count_in("session_arena", c->lim.session_arena, 0, UINT64_MAX);
     count_in("total_arena", c->lim.total_arena, 1, UINT64_MAX);
+    count_in("resident_bytes", c->lim.resident_bytes, 0, UINT64_MAX);
+    count_in("total_resident", c->lim.total_resident, 1, UINT64_MAX);
     count_in("max_inflight", c->lim.max_inflight, 1, 1u << 20);
     count_in("max_sessions", c->lim.max_sessions, 1, 1u << 20);
     count_in("total_staging", c->lim.total_staging, 1, UINT64_MAX);
@@ -260,6 +265,9 @@ static void bounds(const config *c)
                       (unsigned long long)r->session_arena);
         if (r->has_session_arena && r->session_arena == 0)
             n_arena_off_rules++;
+        if (!r->has_resident_bytes && r->resident_bytes != 0)
+            fuzz_fail("[%s] resident_bytes %llu while unset", r->name,
+                      (unsigned long long)r->resident_bytes);
         if (r->id == UINT32_MAX)
             fuzz_fail("[%s] has id -1", r->name);
         for (int j = 0; j < i; j++)

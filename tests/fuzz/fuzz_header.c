@@ -89,7 +89,7 @@ static const int reply_codes[] = {GPUQ_E_BAD_HEADER, 0};
 #define OPB(x) (1u << GPUQ_OP_##x)
 #define OPS_ALL (((1u << GPUQ_OP_COUNT) - 1u) & ~1u)
 #define OPS_AB (OPB(HAVERSINE) | OPB(PAIRWISE) | OPB(KNN))
-#define OPS_ARRAYS (OPB(NORMALIZE) | OPS_AB)
+#define OPS_ARRAYS (OPB(NORMALIZE) | OPS_AB | OPB(PUT) | OPB(GET))
 #define OPS_COMPUTE (OPS_ARRAYS | OPB(GRID))
 #define OPS_TO (OPB(HAVERSINE) | OPB(GRID))
 
@@ -116,6 +116,16 @@ static const fuzz_field req_fields[] = {
     RQ(nout_ref, OPS_ALL, 0),
     RQ(in_ref, OPS_ALL, 0),
     RQ(out_ref, OPS_ALL, 0),
+    /* resident arrays (PROTOCOL.md 3.5): entries' kinds and names, and
+     * "name" and "access", encoded whenever set; put's out and get's in
+     * are its name (the decoder's expansion) both ways */
+    RQ(in_kind, OPS_ALL, 0),
+    RQ(out_kind, OPS_ALL, 0),
+    RQ(in_name, OPS_ALL, 0),
+    RQ(out_name, OPS_ALL, 0),
+    RQ(name, OPS_ALL, 0),
+    RQ(has_access, OPS_ALL, 0),
+    RQ(access, OPS_ALL, 0),
     RQ(timing, OPS_ALL, 0),
     RQ(version, OPB(HELLO), 0),
     RQ(client, OPB(HELLO), 0),
@@ -143,7 +153,7 @@ static const fuzz_field req_fields[] = {
 #define N_REQ_FIELDS (sizeof req_fields / sizeof req_fields[0])
 
 #if defined(__LP64__)
-_Static_assert(sizeof(gpuq_request) == 584,
+_Static_assert(sizeof(gpuq_request) == 1232,
                "gpuq_request changed: give the new field a row in req_fields (fuzz_header.c) "
                "saying which ops keep it, then update this size");
 #endif
@@ -162,6 +172,8 @@ static void check_accepted_refs(const gpuq_request *q, const gpuq_sizes *want)
     uint32_t n = 0;
     for (uint32_t k = 0; k < q->nin_ref; k++) {
         const gpuq_ref *r = &q->in_ref[k];
+        if (q->in_kind[k] != GPUQ_REF_ARENA) /* a name (checked by the server) or nil */
+            continue;
         if (r->length != want->in_bytes[k] || r->offset % gpuq_dtype_size(q->dtype) ||
             r->offset + r->length < r->offset)
             fuzz_fail("in[%u] accepted with length %llu (array %llu) at offset %llu", k,
@@ -171,6 +183,8 @@ static void check_accepted_refs(const gpuq_request *q, const gpuq_sizes *want)
     }
     for (uint32_t k = 0; k < q->nout_ref; k++) {
         const gpuq_ref *r = &q->out_ref[k];
+        if (q->out_kind[k] != GPUQ_REF_ARENA)
+            continue;
         if (r->length != want->out[k].bytes || r->offset % gpuq_dtype_size(want->out[k].dtype) ||
             r->offset + r->length < r->offset)
             fuzz_fail("out[%u] accepted with length %llu (array %llu) at offset %llu", k,
@@ -281,6 +295,19 @@ static void sizes_oracle(const gpuq_request *q, uint64_t payload_len, const gpuq
         want.cols = q->ndim_a == 1 ? a[0] : gpuq_request_get_bool(q, "flat") ? a[0] * a[1] : a[1];
         in = out = mul_sat(a[0], q->ndim_a == 2 ? a[1] : 1);
         break;
+    case GPUQ_OP_PUT:
+    case GPUQ_OP_GET: /* one array copied (get's shape: the server's) */
+        if (q->ndim_a < 1 || q->ndim_a > 2 || q->ndim_b != 0)
+            fuzz_fail("%s accepted with ranks %u, %u", gpuq_op_name(q->op), q->ndim_a, q->ndim_b);
+        if (!q->name[0])
+            fuzz_fail("%s accepted without a name", gpuq_op_name(q->op));
+        want.out_ndim = q->ndim_a;
+        want.out_shape[0] = a[0];
+        want.out_shape[1] = q->ndim_a == 2 ? a[1] : 0;
+        want.rows = a[0];
+        want.cols = q->ndim_a == 2 ? a[1] : 1;
+        in = out = mul_sat(a[0], q->ndim_a == 2 ? a[1] : 1);
+        break;
     case GPUQ_OP_HAVERSINE:
         if (q->ndim_a != 2 || a[1] != 2 || gpuq_request_isset(q, "to") == (q->ndim_b != 0))
             fuzz_fail("haversine accepted with shape rank %u, to %d, shape_b rank %u", q->ndim_a,
@@ -366,7 +393,10 @@ static void sizes_oracle(const gpuq_request *q, uint64_t payload_len, const gpuq
         want.in_bytes[0] = (uint64_t)mul_sat(mul_sat(a[0], a[1]), ds);
         want.in_bytes[1] = want.payload - want.in_bytes[0];
     }
-    uint64_t wire = q->nin_ref ? 0 : want.payload; /* "in": the arrays are in arenas */
+    uint64_t wire = 0; /* the inputs with no "in" entry or a nil one travel in the payload */
+    for (uint32_t k = 0; k < want.nin; k++)
+        if (!q->nin_ref || q->in_kind[k] == GPUQ_REF_WIRE)
+            wire += want.in_bytes[k];
     if (payload_len != wire)
         fuzz_fail("%s accepted with payload_len %llu, implied %llu", gpuq_op_name(q->op),
                   (unsigned long long)payload_len, (unsigned long long)wire);

@@ -81,8 +81,9 @@ const fuzz_counts *fuzz_session_counts(void)
 
 static const gpuq_limits *permissive(void)
 {
-    static gpuq_limits lim = {UINT32_MAX, UINT64_MAX, UINT32_MAX, UINT64_MAX, UINT64_MAX,
-                              UINT32_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX};
+    static gpuq_limits lim = {UINT32_MAX, UINT64_MAX, UINT32_MAX, UINT64_MAX,
+                              UINT64_MAX, UINT32_MAX, UINT64_MAX, UINT64_MAX,
+                              UINT64_MAX, UINT64_MAX, UINT64_MAX};
     return &lim;
 }
 

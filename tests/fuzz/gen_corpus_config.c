@@ -9,8 +9,9 @@
  * fractions and exponents, both priority spellings, both separators and
  * comment styles, a BOM, [user]/[group] rules by number and by the name
  * root (which every system has), 64 rules (the cap), a rule's
- * session_arena at 0 (arenas off), at the global limit and above it, and
- * the file config_print writes for the defaults. Refused files break one rule each:
+ * session_arena and resident_bytes at 0 (arenas off, no resident arrays),
+ * at the global limit and above it, and the file config_print writes for
+ * the defaults. Refused files break one rule each:
  * every range edge just over, bad numbers and words, unknown sections and
  * keys, a key outside a section or in the wrong one, empty values, unknown
  * and repeated users and groups, 65 rules, names too long, a line too
@@ -61,6 +62,8 @@ static void gen_accepted(void)
                          "max_sessions = 1\n"
                          "session_arena = 32M\n"
                          "total_arena = 1G\n"
+                         "resident_bytes = 64M\n"
+                         "total_resident = 2G\n"
                          "\n"
                          "[policy]\n"
                          "admin_group = root\n"
@@ -71,11 +74,13 @@ static void gen_accepted(void)
                          "max_inflight = 16\n"
                          "session_staging = 512M\n"
                          "session_arena = 8M\n"
+                         "resident_bytes = 16M\n"
                          "\n"
                          "[group 0]\n"
                          "max_priority = -1\n"
                          "max_inflight = 1\n"
                          "session_arena = 0\n"
+                         "resident_bytes = 0\n"
                          "\n"
                          "[user 4242]\n"
                          "session_staging = 1\n");
@@ -96,6 +101,12 @@ static void gen_accepted(void)
                            "[group 1]\nsession_arena = 18446744073709551615\n"
                            "[user 2]\nsession_arena = 4KiB\nmax_inflight = 2\n");
     conf("ok-arena-off-globally", "[limits]\nsession_arena = 0\n[group 0]\nsession_arena = 1G\n");
+    conf("ok-resident-rules", "[limits]\nresident_bytes = 1M\ntotal_resident = 1\n"
+                              "[user root]\nresident_bytes = 4G\n[group root]\nresident_bytes = 0\n"
+                              "[user 1]\nresident_bytes = 1M\nsession_arena = 0\n"
+                              "[group 1]\nresident_bytes = 18446744073709551615\n");
+    conf("ok-resident-off-globally",
+         "[limits]\nresident_bytes = 0\n[group 0]\nresident_bytes = 1G\n");
     conf("ok-admin-group-empty", "[policy]\nadmin_group =\n");
     conf("ok-admin-group-number", "[policy]\nadmin_group = 4244\n");
     conf("ok-socket-mode-zero", "[server]\nsocket_mode = 0\n");
@@ -132,6 +143,8 @@ static void gen_accepted(void)
          "max_sessions = 256\n"
          "session_arena = 4294967296\n"
          "total_arena = 17179869184\n"
+         "resident_bytes = 8589934592\n"
+         "total_resident = 34359738368\n"
          "\n[policy]\n"
          "admin_group =\n"
          "max_priority = high\n");
@@ -196,6 +209,10 @@ static void gen_refused(void)
         {"bad-rule-arena-shift-over", "[user root]\nsession_arena = 17179869184G\n"},
         {"bad-rule-arena-empty", "[group 0]\nsession_arena =\n"},
         {"bad-rule-arena-unset-word", "[group 0]\nsession_arena = unset\n"},
+        {"bad-total-resident-0", "[limits]\ntotal_resident = 0\n"},
+        {"bad-rule-resident-negative", "[user root]\nresident_bytes = -1\n"},
+        {"bad-rule-resident-over", "[group 0]\nresident_bytes = 18446744073709551616\n"},
+        {"bad-resident-in-policy", "[policy]\nresident_bytes = 1M\n"},
         {"bad-unknown-user", "[user no-such-user-gpuq]\n"},
         {"bad-unknown-group", "[group no-such-group-gpuq]\n"},
         {"bad-unknown-admin-group", "[policy]\nadmin_group = no-such-group-gpuq\n"},

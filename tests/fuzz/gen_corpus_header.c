@@ -211,6 +211,37 @@ static void gen_requests(void)
     q.nout_ref = 1;
     q.out_ref[0] = (gpuq_ref){1, 24, 32}; /* overlaps in[0]: refused by the check */
     frame_req("req-normalize-shm-overlap", &q);
+
+    /* resident arrays (PROTOCOL.md 3.5) */
+    frame_base(&q, GPUQ_OP_PUT, GPUQ_DT_F32);
+    frame_shape(q.shape_a, &q.ndim_a, 2, 5, 4);
+    snprintf(q.name, sizeof q.name, "base");
+    q.has_access = true;
+    q.access = GPUQ_ACCESS_ALL;
+    frame_req("req-put", &q);
+    frame_base(&q, GPUQ_OP_GET, GPUQ_DT_F32); /* with the shape the server would fill in */
+    frame_shape(q.shape_a, &q.ndim_a, 2, 5, 4);
+    snprintf(q.name, sizeof q.name, "base");
+    frame_req("req-get", &q);
+    frame_base(&q, GPUQ_OP_LIST, GPUQ_DT_NONE);
+    frame_req("req-list", &q);
+    frame_base(&q, GPUQ_OP_REMOVE, GPUQ_DT_NONE);
+    snprintf(q.name, sizeof q.name, "base");
+    frame_req("req-remove", &q);
+    frame_base(&q, GPUQ_OP_KNN, GPUQ_DT_F32);
+    frame_shape(q.shape_a, &q.ndim_a, 2, 3, 4);
+    frame_shape(q.shape_b, &q.ndim_b, 2, 5, 4);
+    gpuq_request_set_enum(&q, "metric", "cosine");
+    gpuq_request_set_uint(&q, "k", 2);
+    q.nin_ref = 2;
+    q.in_kind[0] = GPUQ_REF_WIRE;
+    q.in_kind[1] = GPUQ_REF_NAME;
+    snprintf(q.in_name[1], sizeof q.in_name[1], "base");
+    q.nout_ref = 2;
+    q.out_kind[0] = GPUQ_REF_WIRE;
+    q.out_kind[1] = GPUQ_REF_NAME;
+    snprintf(q.out_name[1], sizeof q.out_name[1], "idx");
+    frame_req("req-knn-resident", &q);
 }
 
 /* ---- requests the checks refuse, through the encoder ---- */

@@ -41,7 +41,7 @@ uint64_t frame_implied(const uint8_t *h, size_t hlen)
     if (gpuq_request_decode(h, hlen, &q, msg, sizeof msg) != 0)
         return 0;
     int rc = gpuq_request_check(&q, 0, &lim, &sz, msg, sizeof msg);
-    return rc == GPUQ_E_SIZE_MISMATCH ? sz.payload : 0;
+    return rc == GPUQ_E_SIZE_MISMATCH ? gpuq_request_wire_in(&q, &sz) : 0;
 }
 
 /* A request frame of q as gpuq_request_encode writes it. */

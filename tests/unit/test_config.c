@@ -3,7 +3,9 @@
  * class with its line), flags over the file in either order, the example
  * systemd/gpuqd.conf, config_print round trips, user/group resolution, and
  * what config_log_changes counts; the session_arena rule key (0 a value,
- * unset its own state) through parse, print and the reload log;
+ * unset its own state) through parse, print and the reload log; the
+ * resident array limits (resident_bytes, also a rule key, and
+ * total_resident) the same way;
  * listen_backlog and max_sessions_per_user (global, rules, flags, default,
  * print, reload). */
 #include <check.h>
@@ -76,6 +78,8 @@ static void assert_same(const config *a, const config *b)
     ck_assert_uint_eq(a->lim.max_sessions, b->lim.max_sessions);
     ck_assert_uint_eq(a->lim.session_arena, b->lim.session_arena);
     ck_assert_uint_eq(a->lim.total_arena, b->lim.total_arena);
+    ck_assert_uint_eq(a->lim.resident_bytes, b->lim.resident_bytes);
+    ck_assert_uint_eq(a->lim.total_resident, b->lim.total_resident);
     ck_assert_int_eq(a->log_level, b->log_level);
     ck_assert(a->drain_timeout_s == b->drain_timeout_s);
     ck_assert(a->hello_timeout_s == b->hello_timeout_s);
@@ -103,6 +107,8 @@ static void assert_same(const config *a, const config *b)
         ck_assert_uint_eq(x->session_staging, y->session_staging);
         ck_assert_int_eq(x->has_session_arena, y->has_session_arena);
         ck_assert_uint_eq(x->session_arena, y->session_arena);
+        ck_assert_int_eq(x->has_resident_bytes, y->has_resident_bytes);
+        ck_assert_uint_eq(x->resident_bytes, y->resident_bytes);
         ck_assert_uint_eq(x->max_sessions_per_user, y->max_sessions_per_user);
     }
 }
@@ -153,6 +159,23 @@ static const char arena_conf[] = "[limits]\n"              /* 1 */
                                  "session_arena = 0K\n"    /* 14 */
                                  "[group 4245]\n"          /* 15 */
                                  "session_arena = 4096\n"; /* 16 */
+
+/* Rules with resident_bytes (resident_keys, the round trip). */
+static const char resident_conf[] = "[limits]\n"                 /* 1 */
+                                    "resident_bytes = 3000000\n" /* 2 */
+                                    "total_resident = 5G\n"      /* 3 */
+                                    "[user root]\n"              /* 4 */
+                                    "resident_bytes = 0\n"       /* 5 */
+                                    "[group 0]\n"                /* 6 */
+                                    "resident_bytes = 1M\n"      /* 7 */
+                                    "session_arena = 0\n"        /* 8 */
+                                    "[user 4242]\n"              /* 9 */
+                                    "session_arena = 2M\n"       /* 10 */
+                                    "[group 4243]\n"             /* 11 */
+                                    "resident_bytes = 64G\n"     /* 12 */
+                                    "[user 4244]\n"              /* 13 */
+                                    "resident_bytes = 3KiB\n"    /* 14 */
+                                    "resident_bytes = 0K\n";     /* 15 */
 
 START_TEST(every_key)
 {
@@ -214,6 +237,10 @@ START_TEST(defaults_without_file)
     ck_assert(c.drain_timeout_s == 30.0);
     ck_assert_uint_eq(c.lim.max_inflight, d.max_inflight);
     ck_assert_uint_eq(c.lim.total_staging, d.total_staging);
+    ck_assert_uint_eq(c.lim.resident_bytes, 8ull << 30);
+    ck_assert_uint_eq(c.lim.total_resident, 32ull << 30);
+    ck_assert_uint_eq(d.resident_bytes, GPUQ_DEFAULT_RESIDENT_BYTES);
+    ck_assert_uint_eq(d.total_resident, GPUQ_DEFAULT_TOTAL_RESIDENT);
     ck_assert_str_eq(c.pol.admin_group, "");
     ck_assert_uint_eq(c.pol.admin_gid, (gid_t)-1);
     ck_assert_str_eq(c.socket_group, "");
@@ -369,6 +396,14 @@ static const struct {
     {"[user root]\nsession_arena = 1M\nsession_arena =\n", 3, "session_arena", "empty value"},
     {"[policy]\nsession_arena = 1M\n", 2, "unknown key 'session_arena'", "[policy]"},
     {"[server]\nsession_arena = 1M\n", 2, "unknown key 'session_arena'", "[server]"},
+    {"[limits]\ntotal_resident = 0\n", 2, "total_resident", "out of range (at least 1)"},
+    {"[limits]\nresident_bytes = -1\n", 2, "resident_bytes", "bad size '-1'"},
+    {"[user root]\nresident_bytes = lots\n", 2, "[user root] resident_bytes", "bad size 'lots'"},
+    {"[group 0]\n\nresident_bytes = 18446744073709551616\n", 3, "[group 0] resident_bytes",
+     "bad size"},
+    {"[group 0]\nresident_bytes =\n", 2, "resident_bytes", "empty value"},
+    {"[user root]\ntotal_resident = 1M\n", 2, "unknown key 'total_resident'", "[user root]"},
+    {"[policy]\nresident_bytes = 1M\n", 2, "unknown key 'resident_bytes'", "[policy]"},
     {"[server]\ndevice =\n", 2, "device", "empty value"},
     {"[server]\nlisten_backlog = 0\n", 2, "listen_backlog", "out of range (1 .. 1048576)"},
     {"[server]\nlisten_backlog = many\n", 2, "listen_backlog", "bad number 'many'"},
@@ -491,6 +526,8 @@ START_TEST(print_round_trip)
         "[server]\nframe_min_rate = 12345\nreply_timeout = 2.5\n",
         arena_conf,
         "[limits]\nsession_arena = 0\ntotal_arena = 1M\n",
+        resident_conf,
+        "[limits]\nresident_bytes = 0\ntotal_resident = 1\n",
         "[server]\nsocket_group = root\n",
         "[server]\nlisten_backlog = 1024\n[policy]\nmax_sessions_per_user = 3\n"
         "[user root]\nmax_sessions_per_user = 100\n[group 0]\nmax_sessions_per_user = 1\n"};
@@ -734,6 +771,121 @@ START_TEST(arena_rules_log_changes)
     ck_assert_msg(load_file(&c, path) == 0, "%s", c.error);
     ck_assert_int_eq(log_changes_caught(&a, &c, log, sizeof log), 0);
     ck_assert_int_eq(log_changes_caught(&a, &a, log, sizeof log), 0);
+}
+END_TEST
+
+/* resident_bytes and total_resident in [limits] (the defaults, the file,
+ * flags over it, set_limit's ranges), resident_bytes in [user]/[group]
+ * rules (0 kept apart from unset, a value above the global kept as written
+ * and clamped by policy, the last of a repeated key wins), the printed form
+ * and what a reload logs. */
+START_TEST(resident_keys)
+{
+    config c;
+    write_conf(path, resident_conf);
+    ck_assert_msg(load_file(&c, path) == 0, "%s", c.error);
+    ck_assert_uint_eq(c.lim.resident_bytes, 3000000);
+    ck_assert_uint_eq(c.lim.total_resident, 5ull << 30);
+    ck_assert_uint_eq(c.lim.session_arena, GPUQ_DEFAULT_SESSION_ARENA); /* untouched */
+    ck_assert_int_eq(c.pol.nrules, 5);
+    const policy_rule *r = c.pol.rules;
+    ck_assert(r[0].has_resident_bytes); /* 0 is set, not unset */
+    ck_assert_uint_eq(r[0].resident_bytes, 0);
+    ck_assert(r[1].has_resident_bytes);
+    ck_assert_uint_eq(r[1].resident_bytes, 1u << 20);
+    ck_assert(r[1].has_session_arena);
+    ck_assert(!r[2].has_resident_bytes); /* a rule that does not name it */
+    ck_assert_uint_eq(r[2].resident_bytes, 0);
+    ck_assert(r[3].has_resident_bytes); /* above the global: kept as written */
+    ck_assert_uint_eq(r[3].resident_bytes, 64ull << 30);
+    ck_assert(r[4].has_resident_bytes); /* repeated: the last wins, 0 too */
+    ck_assert_uint_eq(r[4].resident_bytes, 0);
+    /* what policy makes of them: user over group, the group's 1M, the
+     * 64G rule clamped to the global, the global for a peer without one */
+    policy_caps caps;
+    gid_t g0[] = {0}, g4243[] = {4243};
+    policy_caps_for(&c, 0, 0, NULL, 0, &caps);
+    ck_assert_uint_eq(caps.resident_bytes, 0);
+    policy_caps_for(&c, 4250, 4250, g0, 1, &caps);
+    ck_assert_uint_eq(caps.resident_bytes, 1u << 20);
+    policy_caps_for(&c, 4250, 4250, g4243, 1, &caps);
+    ck_assert_uint_eq(caps.resident_bytes, 3000000);
+    policy_caps_for(&c, 4242, 4242, NULL, 0, &caps);
+    ck_assert_uint_eq(caps.resident_bytes, 3000000);
+    ck_assert_uint_eq(caps.session_arena, 2u << 20);
+    /* flags over the file; a flag sets [limits], never a rule */
+    const char *flags[] = {"--resident-bytes", "0", "--config", path, "--total-resident=1", NULL};
+    ck_assert_msg(load(&c, flags) == 0, "%s", c.error);
+    ck_assert_uint_eq(c.lim.resident_bytes, 0);
+    ck_assert_uint_eq(c.lim.total_resident, 1);
+    ck_assert_uint_eq(c.pol.rules[1].resident_bytes, 1u << 20);
+    const char *bad_total[] = {"--total-resident", "0", NULL};
+    ck_assert_int_eq(load(&c, bad_total), -1);
+    ck_assert_msg(strstr(c.error, "--total-resident") && strstr(c.error, "at least 1"), "%s",
+                  c.error);
+    /* set_limit's table: resident_bytes 0 .. 2^64-1, total_resident 1 .. */
+    uint64_t lo = 9, hi = 0, old = 0;
+    char msg[160];
+    ck_assert_int_eq(gpuq_limits_range("resident_bytes", &lo, &hi), 0);
+    ck_assert(lo == 0 && hi == UINT64_MAX);
+    ck_assert_int_eq(gpuq_limits_range("total_resident", &lo, &hi), 0);
+    ck_assert(lo == 1 && hi == UINT64_MAX);
+    gpuq_limits l;
+    gpuq_limits_default(&l);
+    ck_assert_int_eq(gpuq_limits_set(&l, "resident_bytes", 0, &old, msg, sizeof msg), 0);
+    ck_assert_uint_eq(old, GPUQ_DEFAULT_RESIDENT_BYTES);
+    ck_assert_uint_eq(l.resident_bytes, 0);
+    ck_assert_int_eq(gpuq_limits_set(&l, "total_resident", 0, NULL, msg, sizeof msg), -1);
+    ck_assert_str_eq(msg, "total_resident 0 is outside [1, 18446744073709551615]");
+    ck_assert_uint_eq(l.total_resident, GPUQ_DEFAULT_TOTAL_RESIDENT);
+    ck_assert_int_eq(gpuq_limits_set(&l, "total_resident", UINT64_MAX, &old, msg, sizeof msg), 0);
+    ck_assert_uint_eq(old, GPUQ_DEFAULT_TOTAL_RESIDENT);
+    ck_assert_uint_eq(l.total_resident, UINT64_MAX);
+    /* printed: the limits, and a rule's key only when set (0 included) */
+    write_conf(path, resident_conf);
+    config a, b;
+    ck_assert_msg(load_file(&a, path) == 0, "%s", a.error);
+    char out[400];
+    snprintf(out, sizeof out, "%s/printed.conf", dir);
+    FILE *f = fopen(out, "w");
+    ck_assert_ptr_nonnull(f);
+    config_print(&a, f);
+    ck_assert_int_eq(fclose(f), 0);
+    size_t len = 0;
+    char *text = tu_read_file(out, &len);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_msg(strstr(text, "\nresident_bytes = 3000000\ntotal_resident = 5368709120\n"), "%s",
+                  text);
+    ck_assert_msg(strstr(text, "[user root]\nresident_bytes = 0\n"), "%s", text);
+    ck_assert_msg(strstr(text, "[group 0]\nsession_arena = 0\nresident_bytes = 1048576\n"), "%s",
+                  text);
+    ck_assert_msg(strstr(text, "[user 4242]\nsession_arena = 2097152\n\n"), "%s", text);
+    ck_assert_msg(strstr(text, "[user 4244]\nresident_bytes = 0\n"), "%s", text);
+    free(text);
+    ck_assert_msg(load_file(&b, out) == 0, "%s", b.error);
+    assert_same(&a, &b);
+    ck_assert_int_eq(config_log_changes(&a, &b), 0);
+    /* a reload logs and counts each change, "unset" apart from 0 */
+    char log[2048];
+    log_set_level(LOG_LVL_INFO);
+    write_conf(path, "[limits]\nresident_bytes = 2M\ntotal_resident = 5G\n"
+                     "[user root]\nresident_bytes = 1M\n[group 0]\nsession_arena = 0\n"
+                     "[user 4242]\nresident_bytes = 0\nsession_arena = 2M\n"
+                     "[group 4243]\nresident_bytes = 65536M\n"
+                     "[user 4244]\nresident_bytes = 0\n");
+    ck_assert_msg(load_file(&b, path) == 0, "%s", b.error);
+    ck_assert_int_eq(log_changes_caught(&a, &b, log, sizeof log), 4);
+    ck_assert_msg(strstr(log, "reload: resident_bytes 3000000 -> 2097152"), "%s", log);
+    ck_assert_msg(strstr(log, "reload: policy: [user root] resident_bytes 0 -> 1048576 "
+                              "(0: no resident arrays)"),
+                  "%s", log);
+    ck_assert_msg(strstr(log, "reload: policy: [group 0] resident_bytes 1048576 -> unset"), "%s",
+                  log);
+    ck_assert_msg(strstr(log, "reload: policy: [user 4242] resident_bytes unset -> 0"), "%s", log);
+    ck_assert_msg(!strstr(log, "4243") && !strstr(log, "4244"), "%s", log);
+    b.lim.total_resident = 7;
+    ck_assert_int_eq(log_changes_caught(&a, &b, log, sizeof log), 5);
+    ck_assert_msg(strstr(log, "reload: total_resident 5368709120 -> 7"), "%s", log);
 }
 END_TEST
 
@@ -1132,6 +1284,7 @@ static Suite *suite(void)
     tcase_add_test(tc, arena_rules);
     tcase_add_test(tc, arena_rules_print);
     tcase_add_test(tc, arena_rules_log_changes);
+    tcase_add_test(tc, resident_keys);
     tcase_add_test(tc, session_caps_keys);
     tcase_add_test(tc, stall_bound_keys);
     tcase_add_test(tc, parse_priority);

@@ -1311,6 +1311,16 @@ START_TEST(test_admin_ops)
     uint64_t lo = 0, hi = 0;
     ck_assert_int_eq(gpuq_limits_range("max_sessions", &lo, &hi), 0);
     ck_assert(lo == 1 && hi == 1u << 20);
+    /* the resident array limits: resident_bytes may be 0 (none), total_resident not */
+    ck_assert_uint_eq(l.resident_bytes, GPUQ_DEFAULT_RESIDENT_BYTES);
+    ck_assert_uint_eq(l.total_resident, GPUQ_DEFAULT_TOTAL_RESIDENT);
+    ck_assert_int_eq(gpuq_limits_set(&l, "resident_bytes", 0, NULL, msg, sizeof msg), 0);
+    ck_assert_uint_eq(l.resident_bytes, 0);
+    ck_assert_int_eq(gpuq_limits_set(&l, "total_resident", 0, NULL, msg, sizeof msg), -1);
+    ck_assert_int_eq(gpuq_limits_set(&l, "total_resident", 12345, NULL, msg, sizeof msg), 0);
+    ck_assert_int_eq(gpuq_limits_get(&l, "total_resident", &v), 0);
+    ck_assert_uint_eq(v, 12345);
+    ck_assert_int_eq(gpuq_limits_set(&l, "resident_bytes", 777, NULL, msg, sizeof msg), 0);
     /* the hello map: encode, then decode into zeros; unknown keys skipped,
      * a 32-bit field saturates */
     gpuq_mpw *w = gpuq_mpw_new();
@@ -1342,7 +1352,9 @@ START_TEST(test_admin_ops)
     ck_assert(got.max_header == l.max_header && got.max_payload == l.max_payload &&
               got.max_inflight == l.max_inflight && got.session_staging == l.session_staging &&
               got.total_staging == l.total_staging && got.max_sessions == l.max_sessions &&
-              got.max_output == l.max_output);
+              got.max_output == l.max_output && got.session_arena == l.session_arena &&
+              got.total_arena == l.total_arena && got.resident_bytes == 777 &&
+              got.total_resident == 12345);
     ck_assert_int_eq(gpuq_mpr_str(&r, &k, &kl), 0);
     ck_assert_int_eq(gpuq_limits_decode(&r, &got), 0);
     ck_assert_uint_eq(got.max_inflight, UINT32_MAX);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_policy.c - policy_caps_for: who is an admin and which caps apply,
  * from uid, primary gid, supplementary groups and the config's rules
- * (session_arena, where a rule's 0 is a value, on its own); and
+ * (session_arena and resident_bytes, where a rule's 0 is a value, on their
+ * own); and
  * policy_grant_priority, the cap applied to a hello's level; sessions per
  * user (the default, admins, rules) and the per-uid count. */
 #include <check.h>
@@ -256,6 +257,115 @@ START_TEST(arena_never_above_limit)
 }
 END_TEST
 
+static policy_rule *resident_rule(policy_rule *r, uint64_t bytes)
+{
+    r->has_resident_bytes = true;
+    r->resident_bytes = bytes;
+    return r;
+}
+
+/* resident_bytes: the global limit (8 GiB by default) without rules; a
+ * [user] rule wins, else the first [group] rule in file order that sets
+ * it; a rule that sets other fields (session_arena included) but not this
+ * one is passed over; 0 from a rule means no resident arrays; it moves
+ * apart from session_arena. */
+START_TEST(resident_precedence)
+{
+    policy_caps c;
+    policy_caps_for(&cfg, 1000, 1000, NULL, 0, &c);
+    ck_assert_uint_eq(c.resident_bytes, GPUQ_DEFAULT_RESIDENT_BYTES);
+    ck_assert_uint_eq(GPUQ_DEFAULT_RESIDENT_BYTES, 8ull << 30);
+    cfg.lim.resident_bytes = 3000000;                                     /* not a power of two */
+    resident_rule(add_rule(true, 300, GPUQ_PRIO_UNSET, 0, 0), 1000000);   /* [group labs] */
+    resident_rule(add_rule(true, 301, GPUQ_PRIO_UNSET, 0, 0), 0);         /* [group guests] 0 */
+    arena_rule(add_rule(true, 302, GPUQ_PRIO_UNSET, 0, 0), 4096);         /* [group other]: arena */
+    resident_rule(add_rule(false, 1000, GPUQ_PRIO_UNSET, 0, 0), 2500000); /* [user alice] */
+    resident_rule(add_rule(false, 1006, GPUQ_PRIO_UNSET, 0, 0), 0);       /* [user mallory] 0 */
+    add_rule(false, 1007, GPUQ_PRIO_UNSET, 3, 0); /* [user bob]: no resident_bytes */
+    gid_t labs_guests[] = {300, 301}, guests_labs[] = {301, 300};
+    gid_t guests[] = {301}, other_guests[] = {302, 301}, other[] = {302}, labs[] = {300};
+    /* the user rule beats both groups, also when it is higher than theirs */
+    policy_caps_for(&cfg, 1000, 1000, labs_guests, 2, &c);
+    ck_assert_uint_eq(c.resident_bytes, 2500000);
+    ck_assert_uint_eq(c.session_arena, cfg.lim.session_arena); /* untouched */
+    /* the first group in file order, whatever order the peer lists them */
+    policy_caps_for(&cfg, 1001, 1001, labs_guests, 2, &c);
+    ck_assert_uint_eq(c.resident_bytes, 1000000);
+    policy_caps_for(&cfg, 1001, 1001, guests_labs, 2, &c);
+    ck_assert_uint_eq(c.resident_bytes, 1000000);
+    policy_caps_for(&cfg, 1001, 301, labs, 1, &c); /* primary guests, supplementary labs */
+    ck_assert_uint_eq(c.resident_bytes, 1000000);
+    /* 0 from a group rule: none; the other caps are untouched */
+    policy_caps_for(&cfg, 1002, 1002, guests, 1, &c);
+    ck_assert_uint_eq(c.resident_bytes, 0);
+    ck_assert_uint_eq(c.session_arena, cfg.lim.session_arena);
+    ck_assert_uint_eq(c.session_staging, cfg.lim.session_staging);
+    /* a group that sets session_arena but not resident_bytes is passed
+     * over for this one, and caps only the other */
+    policy_caps_for(&cfg, 1003, 1003, other_guests, 2, &c);
+    ck_assert_uint_eq(c.resident_bytes, 0);
+    ck_assert_uint_eq(c.session_arena, 4096);
+    policy_caps_for(&cfg, 1004, 1004, other, 1, &c);
+    ck_assert_uint_eq(c.resident_bytes, 3000000);
+    /* 0 from a user rule beats a group's cap */
+    policy_caps_for(&cfg, 1006, 1006, labs, 1, &c);
+    ck_assert_uint_eq(c.resident_bytes, 0);
+    /* a user rule without resident_bytes leaves it to the groups */
+    policy_caps_for(&cfg, 1007, 1007, labs, 1, &c);
+    ck_assert_uint_eq(c.resident_bytes, 1000000);
+    ck_assert_uint_eq(c.max_inflight, 3);
+    policy_caps_for(&cfg, 1007, 1007, NULL, 0, &c);
+    ck_assert_uint_eq(c.resident_bytes, 3000000);
+    /* an unknown peer, whatever its groups: the global */
+    policy_caps_for(&cfg, (uid_t)-1, 301, guests, 1, &c);
+    ck_assert_uint_eq(c.resident_bytes, 3000000);
+    /* admins are capped by a rule that names them too */
+    policy_caps_for(&cfg, 0, 0, NULL, 0, &c);
+    ck_assert_uint_eq(c.resident_bytes, 3000000);
+    resident_rule(add_rule(true, 0, GPUQ_PRIO_UNSET, 0, 0), 0); /* [group root] 0 */
+    policy_caps_for(&cfg, 0, 0, NULL, 0, &c);
+    ck_assert(c.admin);
+    ck_assert_uint_eq(c.resident_bytes, 0);
+}
+END_TEST
+
+/* A resident_bytes rule above the global limit is clamped to it, at and
+ * below it applies as written, with the global limit 0 no rule allows any,
+ * and a stale number without has_resident_bytes caps nothing. */
+START_TEST(resident_never_above_limit)
+{
+    policy_caps c;
+    cfg.lim.resident_bytes = 3000000;
+    policy_rule *user = resident_rule(add_rule(false, 1000, GPUQ_PRIO_UNSET, 0, 0), 3000001);
+    policy_rule *grp = resident_rule(add_rule(true, 300, GPUQ_PRIO_UNSET, 0, 0), UINT64_MAX);
+    gid_t g300[] = {300};
+    policy_caps_for(&cfg, 1000, 1000, NULL, 0, &c);
+    ck_assert_uint_eq(c.resident_bytes, 3000000);
+    policy_caps_for(&cfg, 1001, 1001, g300, 1, &c);
+    ck_assert_uint_eq(c.resident_bytes, 3000000);
+    policy_caps_for(&cfg, 1000, 1000, g300, 1, &c);
+    ck_assert_uint_eq(c.resident_bytes, 3000000);
+    user->resident_bytes = 3000000;
+    grp->resident_bytes = 2999999;
+    policy_caps_for(&cfg, 1000, 1000, g300, 1, &c);
+    ck_assert_uint_eq(c.resident_bytes, 3000000);
+    policy_caps_for(&cfg, 1001, 1001, g300, 1, &c);
+    ck_assert_uint_eq(c.resident_bytes, 2999999);
+    /* none globally: every rule's cap is 0 */
+    cfg.lim.resident_bytes = 0;
+    policy_caps_for(&cfg, 1000, 1000, g300, 1, &c);
+    ck_assert_uint_eq(c.resident_bytes, 0);
+    policy_caps_for(&cfg, 1001, 1001, g300, 1, &c);
+    ck_assert_uint_eq(c.resident_bytes, 0);
+    /* the flag, not the number, says whether a rule sets it */
+    cfg.lim.resident_bytes = 3000000;
+    user->has_resident_bytes = false;
+    user->resident_bytes = 4096;
+    policy_caps_for(&cfg, 1000, 1000, NULL, 0, &c);
+    ck_assert_uint_eq(c.resident_bytes, 3000000);
+}
+END_TEST
+
 /* Every level asked under every cap: the grant is the lower of the two on
  * the one scale low < normal < high, never more urgent than the cap. */
 START_TEST(grant_is_capped)
@@ -380,6 +490,8 @@ int main(void)
     tcase_add_test(tc, rules_never_raise_limits);
     tcase_add_test(tc, arena_precedence);
     tcase_add_test(tc, arena_never_above_limit);
+    tcase_add_test(tc, resident_precedence);
+    tcase_add_test(tc, resident_never_above_limit);
     tcase_add_test(tc, grant_is_capped);
     tcase_add_test(tc, sessions_per_user);
     tcase_add_test(tc, users_count);

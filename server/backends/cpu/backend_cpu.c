@@ -262,6 +262,14 @@ static void cpu_host_free(backend *b, void *p)
     free(p);
 }
 
+/* Kept outputs are posix_memalign'd by backend_run_cpu. */
+static void cpu_res_free(backend *b, int device, void *p)
+{
+    (void)b;
+    (void)device;
+    free(p);
+}
+
 static int cpu_ndevices(backend *b)
 {
     return 1;
@@ -304,6 +312,7 @@ static const backend_ops cpu_ops = {
     .host_thread_init = cpu_host_thread_init,
     .host_alloc = cpu_host_alloc,
     .host_free = cpu_host_free,
+    .res_free = cpu_res_free,
     .ndevices = cpu_ndevices,
     .device_info = cpu_device_info,
     .inflight = cpu_inflight,

@@ -68,6 +68,7 @@
 #include "backend_cuda_done.h"
 #include "backend_cuda_gate.h"
 #include "backend_cuda_pipe.h"
+#include "backend_cuda_res.h"
 #include "backend_run.h"
 
 #include <dlfcn.h>
@@ -92,51 +93,6 @@ static void kernels_log(int level, const char *line)
 
 /* ---- submit ---- */
 
-/* Stream-ordered allocation from the session's device pool (bounded by
- * the device memory limit when one is set). The pool reuses only memory
- * freed on the same stream or whose free has completed (reuse_local): a
- * session's allocation never waits for another session's stream, which
- * would chain the sessions' jobs one after the other. Only when that finds
- * nothing (the pool at its limit) does one allocation fall back to the
- * pool's default, reuse behind a wait. */
-static cudaError_t dev_alloc_on(backend_cuda *b, cuda_sess *s, cudaStream_t st, void **p,
-                                size_t len)
-{
-    *p = NULL;
-    if (len == 0)
-        return cudaSuccess;
-    b->allocs++;
-    if (b->inject_oom && b->allocs == b->inject_oom)
-        return cudaErrorMemoryAllocation;
-    cudaError_t e = cudaMallocFromPoolAsync(p, len, s->dev->pool, st);
-    if (e == cudaErrorMemoryAllocation && s->dev->reuse_local) {
-        /* Nothing reusable without waiting: this once, let the pool reuse
-         * memory another stream freed by making this stream wait for it. */
-        (void)cudaGetLastError();
-        int on = 1, off = 0;
-        e = cudaMemPoolSetAttribute(s->dev->pool, cudaMemPoolReuseAllowInternalDependencies, &on);
-        if (e == cudaSuccess) {
-            e = cudaMallocFromPoolAsync(p, len, s->dev->pool, st);
-            cudaError_t e2 = cudaMemPoolSetAttribute(
-                s->dev->pool, cudaMemPoolReuseAllowInternalDependencies, &off);
-            if (e2 != cudaSuccess) {
-                log_error("cuda: cudaMemPoolSetAttribute(internal dependencies off): %s",
-                          cudaGetErrorString(e2));
-                s->dev->reuse_local = 0; /* left on: the pool's default */
-            }
-        }
-    }
-    if (e == cudaErrorMemoryAllocation)
-        (void)cudaGetLastError(); /* not sticky: keep it from failing the next launch check */
-    return e;
-}
-
-/* The same on the session's compute stream. */
-static cudaError_t dev_alloc(backend_cuda *b, cuda_sess *s, void **p, size_t len)
-{
-    return dev_alloc_on(b, s, s->stream, p, len);
-}
-
 static uint64_t align256(uint64_t n)
 {
     return (n + 255) & ~(uint64_t)255;
@@ -154,7 +110,7 @@ static int small_bufs(backend_cuda *b, cuda_sess *s, cuda_jobx *x, const gpuq_jo
     uint64_t scr_at = zc ? 0 : out_at + align256(job->sz->output);
     if (b->small_bytes == 0 || scr_at + scratch > b->small_bytes)
         return 0;
-    if (!x->d_small && dev_alloc(b, s, &x->d_small, b->small_bytes) != cudaSuccess) {
+    if (!x->d_small && cuda_dev_alloc(b, s, &x->d_small, b->small_bytes) != cudaSuccess) {
         x->d_small = NULL;
         return 0; /* the pool is full: this job allocates (and fails) the usual way */
     }
@@ -226,13 +182,16 @@ static int cuda_submit(backend *bb, gpuq_job *job)
     /* Zero-copy (kernels on the host arrays): a job with no input at any
      * size, else one that is not chunked (cuda_zero_copy_ok: small,
      * addressable, aligned). */
-    int zc_ok = cuda_zero_copy_ok(b, s, job);
-    chunked = !(zc_ok && job->sz->payload == 0) && cuda_pipe_plan(b, job, &plan);
+    /* A job that reads or keeps a resident array runs whole, alone, with
+     * its own buffers (cuda_resident_run). */
+    int res = backend_job_resident(job);
+    int zc_ok = !res && cuda_zero_copy_ok(b, s, job);
+    chunked = !res && !(zc_ok && job->sz->payload == 0) && cuda_pipe_plan(b, job, &plan);
     zc = zc_ok && !chunked;
     est_bytes = job->sz->payload + job->sz->output;
     if (chunked && !plan.sp.two_phase) /* up and down at once (cuda_wake_plan) */
         est_bytes = job->sz->payload > job->sz->output ? job->sz->payload : job->sz->output;
-    if (!chunked && cuda_batch_take(b, s, job))
+    if (!chunked && !res && cuda_batch_take(b, s, job))
         return 0; /* launched with others in the idle phase (backend_cuda_batch.c) */
     if (job->req->gate &&
         (status = cuda_gate_setup(b, job, x, chunked ? &plan : NULL, detail, sizeof detail)) != 0)
@@ -278,13 +237,20 @@ static int cuda_submit(backend *bb, gpuq_job *job)
         d_out = job->h_out[0];
         b->zero_copy_jobs++;
     }
+    if (res) {
+        status = cuda_resident_run(b, s, job, scratch, &d_in, &d_out, &d_scratch, &enqueued, detail,
+                                   sizeof detail);
+        if (status)
+            goto fail_enqueued;
+        goto tail;
+    }
     small = !chunked && small_bufs(b, s, x, job, zc, scratch, &d_in, &d_out, &d_scratch);
     if (!small) {
         if (!zc && !up_first)
-            STEP(dev_alloc(b, s, &d_in, job->sz->payload), "cudaMallocFromPoolAsync(input)");
+            STEP(cuda_dev_alloc(b, s, &d_in, job->sz->payload), "cudaMallocFromPoolAsync(input)");
         if (!zc)
-            STEP(dev_alloc(b, s, &d_out, job->sz->output), "cudaMallocFromPoolAsync(output)");
-        STEP(dev_alloc(b, s, &d_scratch, scratch), "cudaMallocFromPoolAsync(scratch)");
+            STEP(cuda_dev_alloc(b, s, &d_out, job->sz->output), "cudaMallocFromPoolAsync(output)");
+        STEP(cuda_dev_alloc(b, s, &d_scratch, scratch), "cudaMallocFromPoolAsync(scratch)");
     }
     if (chunked) {
         /* In chunks on the copy streams and this one (backend_cuda_pipe.c);
@@ -296,7 +262,7 @@ static int cuda_submit(backend *bb, gpuq_job *job)
          * stream still runs the session's earlier jobs (their downloads).
          * It is freed on this stream after the join, like the others. */
         if (up_first) {
-            STEP(dev_alloc_on(b, s, s->copy_in, &d_in, job->sz->payload),
+            STEP(cuda_dev_alloc_on(b, s, s->copy_in, &d_in, job->sz->payload),
                  "cudaMallocFromPoolAsync(input)");
             if (x->timing)
                 STEP(cudaEventRecord(x->t[0], s->copy_in), "cudaEventRecord");
@@ -502,6 +468,7 @@ static const backend_ops cuda_ops = {
     .host_free = cuda_host_free,
     .host_register = cuda_host_register,
     .host_unregister = cuda_host_unregister,
+    .res_free = cuda_res_free,
     .ndevices = cuda_ndevices,
     .device_info = cuda_device_info,
     .inflight = cuda_inflight,

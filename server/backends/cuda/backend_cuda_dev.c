@@ -600,3 +600,47 @@ cudaError_t cuda_dev_pool_create(cuda_dev *d, uint64_t limit)
     /* The kernels' scratch (cudaMallocAsync) then comes from it too. */
     return cudaDeviceSetMemPool(d->index, d->pool);
 }
+
+/* Stream-ordered allocation from the session's device pool (bounded by
+ * the device memory limit when one is set). The pool reuses only memory
+ * freed on the same stream or whose free has completed (reuse_local): a
+ * session's allocation never waits for another session's stream, which
+ * would chain the sessions' jobs one after the other. Only when that finds
+ * nothing (the pool at its limit) does one allocation fall back to the
+ * pool's default, reuse behind a wait. */
+cudaError_t cuda_dev_alloc_on(backend_cuda *b, cuda_sess *s, cudaStream_t st, void **p, size_t len)
+{
+    *p = NULL;
+    if (len == 0)
+        return cudaSuccess;
+    b->allocs++;
+    if (b->inject_oom && b->allocs == b->inject_oom)
+        return cudaErrorMemoryAllocation;
+    cudaError_t e = cudaMallocFromPoolAsync(p, len, s->dev->pool, st);
+    if (e == cudaErrorMemoryAllocation && s->dev->reuse_local) {
+        /* Nothing reusable without waiting: this once, let the pool reuse
+         * memory another stream freed by making this stream wait for it. */
+        (void)cudaGetLastError();
+        int on = 1, off = 0;
+        e = cudaMemPoolSetAttribute(s->dev->pool, cudaMemPoolReuseAllowInternalDependencies, &on);
+        if (e == cudaSuccess) {
+            e = cudaMallocFromPoolAsync(p, len, s->dev->pool, st);
+            cudaError_t e2 = cudaMemPoolSetAttribute(
+                s->dev->pool, cudaMemPoolReuseAllowInternalDependencies, &off);
+            if (e2 != cudaSuccess) {
+                log_error("cuda: cudaMemPoolSetAttribute(internal dependencies off): %s",
+                          cudaGetErrorString(e2));
+                s->dev->reuse_local = 0; /* left on: the pool's default */
+            }
+        }
+    }
+    if (e == cudaErrorMemoryAllocation)
+        (void)cudaGetLastError(); /* not sticky: keep it from failing the next launch check */
+    return e;
+}
+
+/* The same on the session's compute stream. */
+cudaError_t cuda_dev_alloc(backend_cuda *b, cuda_sess *s, void **p, size_t len)
+{
+    return cuda_dev_alloc_on(b, s, s->stream, p, len);
+}

@@ -48,6 +48,11 @@ int cuda_status_of(backend_cuda *b, cudaError_t e, const char *what);
 int cuda_status_of_kcode(backend_cuda *b, gpuq_job *job, int k);
 void cuda_set_msg(char *dst, size_t cap, int status, const char *detail);
 int cuda_use_device(backend_cuda *b, int dev);
+/* Stream-ordered allocation from s's device pool on stream st (bounded by
+ * the device memory limit when one is set; *p NULL for len 0), and the
+ * same on s's compute stream. */
+cudaError_t cuda_dev_alloc_on(backend_cuda *b, cuda_sess *s, cudaStream_t st, void **p, size_t len);
+cudaError_t cuda_dev_alloc(backend_cuda *b, cuda_sess *s, void **p, size_t len);
 uint64_t cuda_env_u64(const char *name);
 
 /* May job (of s) run its kernels on its host arrays (zero-copy)? */
