@@ -38,7 +38,8 @@
 # peer_torch.py), its table repeated in the summary; "scale" (nor that) runs bench/scale.py,
 # the same load on every GPU against the first alone (the 2-GPU machine);
 # "model" (nor that) runs gpuq_pipe_model, the device-only floor of the
-# pipelined patterns.
+# pipelined patterns. "resident" (nor that) runs bench/resident_bench.py,
+# issue 29's resident-array rows beside PyTorch with the base on the GPU.
 # The build has -DGPUQ_WERROR=ON (as CI's); GPUQ_BUILD_TYPE picks its type
 # (RelWithDebInfo by default; Release for the -O3 warnings).
 set -uo pipefail
@@ -377,6 +378,16 @@ main() {
         rc=${PIPESTATUS[0]}
         row "$(okfail "$rc")" "Python client vs libgpuq" \
             "exit $rc; targets met: $(grep -cE '\| yes \|' "$LOGS/py_bench.txt") of $(grep -cE '\| (yes|NO) \|' "$LOGS/py_bench.txt")"
+    fi
+
+    # Issue 29's resident arrays beside PyTorch with the base on the GPU.
+    if want resident; then
+        echo "== bench/resident_bench.py"
+        "$PY" bench/resident_bench.py --gpuqd build-gpu/server/gpuqd --device cuda 2>&1 |
+            tee "$LOGS/resident.txt"
+        rc=${PIPESTATUS[0]}
+        row "$(okfail "$rc")" "resident arrays vs PyTorch" \
+            "exit $rc; targets met: $(grep -cE ' met$' "$LOGS/resident.txt") of $(grep -cE ' (met|MISSED)$' "$LOGS/resident.txt")"
     fi
 
     # Issues 12's and 28's load table (bench/load.py: gpuqctl bench with

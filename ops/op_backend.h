@@ -100,6 +100,11 @@ typedef struct op_backend_def {
     int (*launch_cuda_finish)(gpuq_cuda_ctx *ctx, const gpuq_request *req, const gpuq_sizes *sz,
                               const op_bufs *d, const op_rows *rw);
 #endif
+    /* The op's output is its input A, byte for byte (put, get): a CUDA
+     * run with resident arrays moves the bytes in one copy, from wherever
+     * A is to wherever the output goes (server/backends/cuda/
+     * backend_cuda_res.c), with no buffer between. */
+    int identity;
     /* Small requests of this op may run in batches (backend.h: batch_max,
      * batch_bytes): the CPU backend runs a batch's jobs one after the other
      * in one thread-pool work item; CUDA needs cuda_batch_item too. */

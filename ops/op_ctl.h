@@ -36,7 +36,8 @@ int op_ctl_run(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_ar
  * connection's staging arena when the transport puts the arrays there)
  * with the error printed; returns an exit status. "-" is stdin (its header
  * read here, its data by ctl_run_op); gpuqctl's signal handlers go on
- * first (ctl_outfile_signals_on). */
+ * first (ctl_outfile_signals_on). "@NAME" is the resident array NAME
+ * (ctl_resident_open: its dtype and shape from gpuqd, no data). */
 int op_ctl_load(const char *path, npy_array *a);
 /* Shapes of an .npy array into req's A or B. */
 void op_ctl_shape_a(gpuq_request *req, const npy_array *a);

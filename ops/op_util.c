@@ -169,6 +169,7 @@ op_bufs op_bufs_make(const gpuq_request *r, const gpuq_sizes *sz, const void *in
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl_resident.h"
 #include "ctl_xfer.h"
 #include "op_ctl.h"
 #include "op_def.h"
@@ -190,6 +191,8 @@ int op_ctl_run(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_ar
 
 int op_ctl_load(const char *path, npy_array *a)
 {
+    if (ctl_resident_name(path)) /* "@NAME": gpuqd has it (ctl_resident.c) */
+        return ctl_resident_open(ctl_current(), path, a);
     char err[512];
     (void)ctl_outfile_signals_on();              /* reading stdin may wait: Ctrl-C says so */
     int rc = npy_open(path, a, err, sizeof err); /* the data: ctl_run_op */

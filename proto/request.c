@@ -303,7 +303,7 @@ int gpuq_name_check(const char *s, size_t len, char *msg, size_t cap)
     if (len > GPUQ_RES_NAME_MAX)
         return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "the name has %zu bytes; at most %u", len,
                         GPUQ_RES_NAME_MAX);
-    if (!gpuq_utf8_valid(s, len))
+    if (!gpuq_utf8_valid(s, len)) /* (the decoder refuses such a string first: bad_header) */
         return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "the name is not valid UTF-8");
     for (size_t k = 0; k < len; k++) {
         uint8_t c = (uint8_t)s[k];

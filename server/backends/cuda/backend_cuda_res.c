@@ -22,6 +22,46 @@
  * place. *d_in, *d_out and *d_scratch are freed by the caller in stream
  * order, as a whole job's. Sets *enqueued once work is on the stream.
  * Returns 0 or a GPUQ_E_* code with detail. */
+/* put and get (op_backend_def.identity): one copy from A (resident, or
+ * host memory: staging or an arena) to the output (kept, or host memory),
+ * in either direction by unified addressing; the error flag is reset as
+ * for any job (the tail copies it back). */
+static int identity_run(backend_cuda *b, cuda_sess *s, gpuq_job *job, char *detail, size_t cap)
+{
+    const gpuq_sizes *sz = job->sz;
+    cuda_jobx *x = job->bpriv;
+    cudaError_t e;
+    const char *what;
+    if (job->keep[0] && !job->res_out[0] &&
+        (e = cuda_dev_alloc(b, s, &job->res_out[0], sz->out[0].bytes)) != cudaSuccess) {
+        job->res_out[0] = NULL;
+        what = "cudaMallocFromPoolAsync(kept output)";
+        goto fail;
+    }
+    const void *src = job->res_in[0] ? job->res_in[0] : job->h_in[0];
+    void *dst = job->keep[0] ? job->res_out[0] : job->h_out[0];
+    if ((e = cudaMemsetAsync(gpuq_cuda_ctx_errflag(s->kctx), 0, sizeof(int), s->stream)) !=
+        cudaSuccess) {
+        what = "cudaMemsetAsync(errflag)";
+        goto fail;
+    }
+    if ((e = cudaMemcpyAsync(dst, src, sz->out[0].bytes, cudaMemcpyDefault, s->stream)) !=
+        cudaSuccess) {
+        what = "cudaMemcpyAsync(resident copy)";
+        goto fail;
+    }
+    /* the copy is the whole job: it times as the upload (PROTOCOL.md 4) */
+    for (int t = 1; t <= 2 && x->timing; t++)
+        if ((e = cudaEventRecord(x->t[t], s->stream)) != cudaSuccess) {
+            what = "cudaEventRecord";
+            goto fail;
+        }
+    return 0;
+fail:
+    snprintf(detail, cap, "%s: %s", what, cudaGetErrorString(e));
+    return cuda_status_of(b, e, what);
+}
+
 int cuda_resident_run(backend_cuda *b, cuda_sess *s, gpuq_job *job, uint64_t scratch, void **d_in,
                       void **d_out, void **d_scratch, int *enqueued, char *detail, size_t cap)
 {
@@ -33,6 +73,9 @@ int cuda_resident_run(backend_cuda *b, cuda_sess *s, gpuq_job *job, uint64_t scr
     /* from here on the job completes behind its event, so that no free of
      * a kept output (res_free, on another stream) precedes its allocation */
     *enqueued = 1;
+    const op_backend_def *ob = op_backend_of(job->req->op);
+    if (ob && ob->identity && sz->nin == 1 && sz->nout == 1)
+        return identity_run(b, s, job, detail, cap);
     for (uint32_t k = 0; k < sz->nin; k++)
         in_bytes += job->res_in[k] ? 0 : sz->in_bytes[k];
     for (uint32_t k = 0; k < sz->nout; k++)
@@ -88,7 +131,6 @@ int cuda_resident_run(backend_cuda *b, cuda_sess *s, gpuq_job *job, uint64_t scr
         what = "cudaMemsetAsync(errflag)";
         goto fail;
     }
-    const op_backend_def *ob = op_backend_of(job->req->op);
     op_bufs d = {.a = in[0],
                  .b = sz->nin > 1 ? in[1] : NULL,
                  .out = {out[0], out[1]},
