@@ -10,20 +10,24 @@
 Ops: normalize, haversine, grid, pairwise, knn (Client methods; each
 method's help text says what it computes). Pipelining: Client.submit()
 returns a Future. asyncio: gpuq.aio.connect(). Zero-copy: arrays from
-Client.empty()/Client.asarray() live in memory gpuqd shares. Errors:
+Client.empty()/Client.asarray() live in memory gpuqd shares. Resident
+arrays: Client.put(name, a) keeps an array in gpuqd, Client.resident(name)
+names it as an op's input or out=, get/list/remove. Errors:
 gpuq.Error and one subclass per protocol error (ZeroNormError, BusyError,
 ...).
 """
 
 from .client import Client, Future, connect
 from ._ops import Timed, Timing
+from ._resident import Resident
 from .errors import *  # noqa: F401,F403 - the exception classes
 from .errors import __all__ as _errors_all
 
 __version__ = "0.1.0"
 PROTOCOL_VERSION = 1
 
-__all__ = ["connect", "Client", "Future", "Timed", "Timing", "aio", "__version__"] + _errors_all
+__all__ = ["connect", "Client", "Future", "Resident", "Timed", "Timing", "aio",
+           "__version__"] + _errors_all
 
 
 def __getattr__(name):

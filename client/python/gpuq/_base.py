@@ -17,13 +17,15 @@ from numpy.typing import DTypeLike
 from . import _ops, errors
 from ._arena import Pool, block_of
 from ._ops import Call
+from ._resident import Resident
 from ._session import TRANSPORTS, Session
 
 PRIORITIES = {"low": "low", "normal": "normal", "high": "high", -1: "low", 0: "normal", 1: "high"}
 LEVEL_NAMES = {-1: "low", 0: "normal", 1: "high"}
+# The compute requests, by op: the ops and the resident arrays' put and get.
 BUILDERS: Dict[str, Callable[..., Call]] = {
     "normalize": _ops.normalize, "haversine": _ops.haversine, "grid": _ops.grid,
-    "pairwise": _ops.pairwise, "knn": _ops.knn}
+    "pairwise": _ops.pairwise, "knn": _ops.knn, "put": _ops.put, "get": _ops.get}
 
 
 def recv_failure(e: OSError) -> errors.Error:
@@ -67,8 +69,15 @@ def builder(op: Union[str, Callable]) -> Callable[..., Call]:
     b = BUILDERS.get(name)
     if b is None:
         raise errors.UnknownOpError(f'no op "{name}" to submit (normalize, haversine, grid, '
-                                    f'pairwise or knn)')
+                                    f'pairwise, knn, put or get)')
     return b
+
+
+def arrays_of(hdr: dict) -> List[Dict[str, Any]]:
+    """The list reply's arrays: one map per resident array the caller may
+    read (PROTOCOL.md 3.5)."""
+    info = hdr.get("info") or {}
+    return list(info.get("arrays") or [])
 
 
 def sessions_doc(payload: Optional[bytearray]) -> List[Dict[str, Any]]:
@@ -233,6 +242,13 @@ class Base:
             return False
         b = block_of(a)
         return b is not None and b.pool is pool and b.arena.open
+
+    @staticmethod
+    def resident(name: str) -> Resident:
+        """The resident array name (PROTOCOL.md 3.5) as an op's input or
+        out=: gpuq.Resident(name). The name is checked where a request
+        carries it; whether the array exists, only gpuqd says."""
+        return Resident(name)
 
     def _no_arena(self, shape: tuple, dt: np.dtype, strict: bool, why: str) -> np.ndarray:
         if strict:

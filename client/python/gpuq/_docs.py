@@ -20,7 +20,15 @@ _COMMON = """\
 
     Arrays made by Client.empty/Client.asarray (and views of them) are not
     sent: gpuqd reads them in the shared arena, and the result is returned
-    as an arena array too (zero-copy both ways)."""
+    as an arena array too (zero-copy both ways).
+
+    Resident arrays (Client.put): c.resident(name) as an input names the
+    array gpuqd keeps (nothing is sent for it; its shape and dtype are the
+    array's, and the other inputs must have its dtype: dtype= casts them);
+    as out= (knn: either or both of the pair) the output is kept in gpuqd
+    under that name instead of coming back, with access= ("private", the
+    default, or "all"), and the value has None in its place. A result whose
+    shape depends on resident inputs only comes by socket."""
 
 NORMALIZE = f"""Normalize each row of a: a 1-D array is one row, a 2-D array's rows
     are normalized each on its own (flat=True: the whole array as one row),
@@ -147,3 +155,54 @@ KNN = f"""The k nearest rows of y to each row of x: (dist, idx).
         >>> d, i
         (array([[1., 2.]]), array([[1, 2]]))
     """
+
+PUT = """Store an array in gpuqd under name, as a resident array: sent once,
+    then named by many requests of any connection (c.resident(name) as an
+    op's input) until removed or gpuqd stops.
+
+    name: 1 to 128 bytes of UTF-8, no "/", no control character (else
+    BadArgumentError with gpuqd's message, before anything is sent). a: converted as any op's
+    input (float32/float64, C order; dtype= to cast), of 1 or 2 dimensions;
+    or c.resident(other) to copy that resident array. It travels as an op's
+    input does: by socket, or through the shared arena (an arena array is
+    not sent; a large one is staged).
+    access: "private" (the default: you and admins may read it) or "all"
+    (every connection may). An existing name is replaced when it is yours
+    (PermissionDeniedError otherwise); requests already using the old array
+    finish with it.
+
+    Returns gpuqd's info: {"name", "bytes", "dtype", "shape", "device",
+    "replaced"}. Quotas: the hello's limits["resident_bytes"] per user
+    (TooLargeError), and gpuqd's total (BusyError: retry after a remove).
+
+    Example:
+        >>> c.put("put-example", [[1.0, 2.0], [3.0, 4.0]])["bytes"]
+        32
+        >>> c.remove("put-example")["name"]
+        'put-example'
+    """
+
+GET = """The resident array name, as an array of its dtype and shape
+    (float32, float64, or int64 for a knn index output kept).
+
+    NotFoundError (a LookupError) when there is no such array,
+    PermissionDeniedError when it is another user's and private. out=: an
+    array of its shape to write into (returned), or c.resident(other) to
+    copy it to that name (returns None; access= as for put). The array
+    comes by socket.
+
+    Example:
+        >>> _ = c.put("get-example", np.arange(3.0))
+        >>> c.get("get-example")
+        array([0., 1., 2.])
+        >>> _ = c.remove("get-example")
+    """
+
+LIST = """The resident arrays you may read (an admin: all), sorted by name:
+    one dict each with "name", "owner" (uid), "access" ("private" or "all"),
+    "dtype", "shape", "bytes", "device" (-1 on the CPU backend) and "users"
+    (requests using it now)."""
+
+REMOVE = """Remove the resident array name (yours, or as an admin): the name is
+    gone at once (NotFoundError from then on), requests using the array
+    finish with it. Returns {"name", "bytes"}."""

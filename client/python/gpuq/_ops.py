@@ -9,6 +9,14 @@ and how the received arrays become the method's return value. Sending it
 (``_session``). The keys, defaults and checks are those of ``ops/*.c``;
 where the client checks before sending, it raises the class and message the
 server would send.
+
+Resident arrays (PROTOCOL.md 3.5, ``_resident``): an input given as a
+:class:`Resident` is not carried; the call names it (``Call.wire_in``) and
+sends no shape key for it (gpuqd takes the array's). An ``out=`` given as a
+Resident is kept in gpuqd (``Call.wire_out``) and is None in the value.
+Outputs whose shape depends on a resident input only are "lazy": their
+shape (and dtype, when no carried input or ``dtype=`` gives it) comes from
+the reply. ``put`` and ``get`` are compute requests built here too.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import numpy as np
 
 from . import _convert as cv
 from . import errors
+from ._resident import Resident, check_access, check_name
 
 EARTH_RADIUS_KM = 6371.0088
 KNN_K_MAX = 1024
@@ -76,11 +85,24 @@ KnnResult = Union[Tuple[np.ndarray, np.ndarray], Timed]
 
 
 class Out:
-    """One output as it comes on the wire."""
+    """One output as it comes on the wire. pos: which of the op's outputs it
+    is (1: knn's indices, the reply's "dtype_b"/"shape_b"). A lazy output
+    (shape None, or dtype None) is one whose shape or type the client cannot
+    know before the reply (it depends on resident arrays only): resolve()
+    takes them from each reply; nbytes is 0 until then."""
 
-    __slots__ = ("shape", "dtype", "wshape", "dname", "nbytes")
+    __slots__ = ("shape", "dtype", "wshape", "dname", "nbytes", "pos", "lazy", "want")
 
-    def __init__(self, shape: Tuple[int, ...], dtype: np.dtype):
+    def __init__(self, shape: Optional[Tuple[int, ...]], dtype: Optional[np.dtype], pos: int = 0):
+        self.pos = pos
+        if shape is None or dtype is None:
+            self.lazy = True
+            self.want = dtype  # the dtype the reply must say, when known
+            self.shape = self.wshape = self.dname = None
+            self.dtype = dtype
+            self.nbytes = 0
+            return
+        self.lazy = False
         self.shape = tuple(shape)
         self.dtype = dtype
         self.wshape = list(self.shape)  # as the reply's "shape" decodes
@@ -90,12 +112,41 @@ class Out:
             n *= d
         self.nbytes = n
 
+    def resolve(self, dname: Any, shape: Any) -> Optional[str]:
+        """A lazy output's dtype and shape from a reply (its "dtype" and
+        "shape", or the _b keys): None when they are an array's, else what
+        is wrong."""
+        dt = cv.WIRE.get(dname) if isinstance(dname, str) else None
+        if dt is None or (self.want is not None and dt != self.want):
+            return f"dtype {dname!r}" + (f", expected {cv.NAME[self.want]}" if self.want else "")
+        if not isinstance(shape, list) or not 1 <= len(shape) <= 2 or \
+                any(type(d) is not int or d < 0 for d in shape):
+            return f"shape {shape!r}"
+        self.shape = tuple(shape)
+        self.wshape = shape
+        self.dtype = dt
+        self.dname = dname
+        n = dt.itemsize
+        for d in shape:
+            n *= d
+        self.nbytes = n
+        return None
+
 
 class Call:
-    """One compute request, ready for the session to send."""
+    """One compute request, ready for the session to send.
+
+    inputs are the arrays the request carries (in the payload or by arena
+    reference) and outs the outputs that come back (in the reply's payload or
+    an arena), in order. A special call (``special``) names resident arrays
+    or is put or get: ``wire_in`` holds per input of the op the resident
+    array's name, or None for the next of inputs; ``wire_out`` per output of
+    the op the name it is kept under, or None for the next of outs (each None
+    when nothing is named); ``lazy``: some of outs are lazy (Out); ``info``:
+    the value is the reply's ``info`` map (put)."""
 
     __slots__ = ("op", "keys", "dtype", "inputs", "outs", "user_out", "finish", "timing",
-                 "deadline_ms")
+                 "deadline_ms", "wire_in", "wire_out", "special", "lazy", "info")
 
     def __init__(self, op: str, keys: dict, dtype: Optional[np.dtype], inputs: List[np.ndarray],
                  outs: List[Out], user_out: List[Optional[np.ndarray]],
@@ -111,21 +162,44 @@ class Call:
         self.finish = finish
         self.timing = timing
         self.deadline_ms = 0  # sent when not 0 (the client sets it: deadline())
+        self.wire_in: Optional[List[Optional[str]]] = None
+        self.wire_out: Optional[List[Optional[str]]] = None
+        self.special = False
+        self.lazy = False
+        self.info = False
 
     def header(self) -> dict:
         h = {"op": self.op}
         if self.dtype is not None:
             h["dtype"] = cv.NAME[self.dtype]
-        if self.inputs:
-            h["shape"] = list(self.inputs[0].shape)
-        if len(self.inputs) > 1:
-            h["shape_b"] = list(self.inputs[1].shape)
+        if self.wire_in is None:
+            if self.inputs:
+                h["shape"] = list(self.inputs[0].shape)
+            if len(self.inputs) > 1:
+                h["shape_b"] = list(self.inputs[1].shape)
+        else:  # a named input's shape is the array's (gpuqd's)
+            k = 0
+            for pos, name in enumerate(self.wire_in):
+                if name is None:
+                    h["shape" if pos == 0 else "shape_b"] = list(self.inputs[k].shape)
+                    k += 1
         h.update(self.keys)
         if self.timing:
             h["timing"] = True
         if self.deadline_ms:
             h["deadline_ms"] = self.deadline_ms
         return h
+
+    def in_entries(self, carried: List[Any]) -> List[Any]:
+        """The "in" of a call with wire_in: the names, and carried's entries
+        (arena references, or None: in the payload) for the others."""
+        it = iter(carried)
+        return [name if name is not None else next(it) for name in self.wire_in]
+
+    def out_entries(self, travel: List[Any]) -> List[Any]:
+        """The "out" of a call with wire_out, as in_entries."""
+        it = iter(travel)
+        return [name if name is not None else next(it) for name in self.wire_out]
 
 
 # ---- argument checks shared by the builders ----
@@ -216,14 +290,109 @@ def _inputs(arrays: Sequence[Any], names: Sequence[str], dtype: Any):
     return arrs, dt
 
 
-def _outs(out: Any, n: int) -> List[Optional[np.ndarray]]:
+def _named_inputs(arrays: Sequence[Any], names: Sequence[str], dtype: Any):
+    """_inputs, where inputs may be Residents: (per input the converted array
+    or None for a Resident, the dtype, wire_in or None when none is). The
+    dtype is the carried inputs' (or dtype=); with none carried and no
+    dtype=, None: the request leaves it to gpuqd (the arrays')."""
+    wire_in = None
+    for k, a in enumerate(arrays):
+        if type(a) is Resident:
+            if wire_in is None:
+                wire_in = [None] * len(arrays)
+            wire_in[k] = check_name(f"in[{k}]", a.name)
+    if wire_in is None:
+        arrs, dt = _inputs(arrays, names, dtype)
+        return arrs, dt, None
+    carried = [(cv.asarray(a, n), n) for a, n, w in zip(arrays, names, wire_in) if w is None]
+    if carried:
+        dt = cv.target([x for x, _ in carried], [n for _, n in carried], dtype)
+    else:
+        dt = None if dtype is None else cv.parse_dtype(dtype)
+    it = iter([x for x, _ in carried])
+    return [None if w is not None else next(it) for w in wire_in], dt, wire_in
+
+
+def _outs(out: Any, n: int) -> List[Any]:
     if out is None:
         return [None] * n
     if n == 1:
         return [out]
     if not isinstance(out, (tuple, list)) or len(out) != n:
-        raise errors.BadArgumentError(f"out must be a tuple of {n} arrays")
+        raise errors.BadArgumentError(f"out must be a tuple of {n} arrays (or gpuq.Resident, "
+                                      f"or None)")
     return list(out)
+
+
+def _outputs(out: Any, specs: Sequence[Tuple[Optional[tuple], Optional[np.dtype],
+                                             Optional[tuple]]]):
+    """The outputs of a call from out= and, per output of the op, (its wire
+    shape, its dtype, the caller's shape; None where a resident input hides
+    it): the Outs that come back, the caller's out= array for each (checked
+    now, or for a lazy Out once the reply says its shape), and wire_out (the
+    names of the outputs given as Residents, kept in gpuqd; None when
+    none is)."""
+    n = len(specs)
+    outs: List[Out] = []
+    user: List[Optional[np.ndarray]] = []
+    wire_out = None
+    for j, (uo, (wshape, dt, ushape)) in enumerate(zip(_outs(out, n), specs)):
+        if type(uo) is Resident:
+            if wire_out is None:
+                wire_out = [None] * n
+            wire_out[j] = check_name(f"out[{j}]", uo.name)
+            continue
+        o = Out(wshape, dt, j)
+        if uo is not None:
+            what = "out" if n == 1 else f"out[{j}]"
+            if o.lazy:
+                if not isinstance(uo, np.ndarray):
+                    raise errors.BadArgumentError(f"{what} must be a numpy.ndarray, not "
+                                                  f"{type(uo).__name__}")
+            else:
+                uo = cv.check_out(uo, ushape, dt, what)
+        outs.append(o)
+        user.append(uo)
+    return outs, user, wire_out
+
+
+def check_lazy_out(call: Call) -> None:
+    """Once a reply has resolved call's lazy outputs: the caller's out=
+    arrays against them (as _outputs checks the others before sending)."""
+    n = len(call.wire_out) if call.wire_out is not None else len(call.outs)
+    for o, uo in zip(call.outs, call.user_out):
+        if uo is not None and o.lazy:
+            cv.check_out(uo, o.shape, o.dtype, "out" if n == 1 else f"out[{o.pos}]")
+
+
+def _call(op: str, keys: dict, dt: Optional[np.dtype], wire: List[np.ndarray], outs: List[Out],
+          user: List[Optional[np.ndarray]], finish: Callable[[list], Any], timing: bool,
+          wire_in: Optional[list], wire_out: Optional[list], access: Any, nout: int) -> Call:
+    """The Call of a builder's general path: special when it names resident
+    arrays or has lazy outputs. With outputs kept, finish gets None in
+    their places."""
+    if access is not None:
+        keys["access"] = check_access(access)
+    call = Call(op, keys, dt, wire, outs, user, finish, timing)
+    lazy = False
+    for o in outs:
+        lazy = lazy or o.lazy
+    if wire_in is None and wire_out is None and not lazy:
+        return call
+    call.special = True
+    call.wire_in = wire_in
+    call.wire_out = wire_out
+    call.lazy = lazy
+    if wire_out is not None:
+        poses = [o.pos for o in outs]
+
+        def finish_kept(res):
+            full: List[Any] = [None] * nout
+            for pos, r in zip(poses, res):
+                full[pos] = r
+            return finish(full)
+        call.finish = finish_kept
+    return call
 
 
 # Input types that the wire carries as they are.
@@ -241,7 +410,8 @@ def _shaped(r: np.ndarray, shape: tuple) -> np.ndarray:
 # ---- the ops ----
 
 def normalize(a: Any, method: str = "sum", flat: bool = False, on_zero: str = "error",
-              dtype: Any = None, out: Any = None, timing: bool = False) -> Call:
+              dtype: Any = None, out: Any = None, timing: bool = False,
+              access: Any = None) -> Call:
     if method not in METHODS or not isinstance(method, str):
         _enum("method", method, METHODS)
     if on_zero != "error":
@@ -254,118 +424,160 @@ def normalize(a: Any, method: str = "sum", flat: bool = False, on_zero: str = "e
     dt = _PLAIN.get(a.dtype) if type(a) is np.ndarray and dtype is None else None
     if dt is not None and 1 <= a.ndim <= 2 and a.flags.c_contiguous and a.flags.aligned and (
             out is None or (type(out) is np.ndarray and out.shape == a.shape and
-                            out.dtype == dt and out.flags.writeable)):
+                            out.dtype == dt and out.flags.writeable)) and access is None:
         # the common case: the array goes on the wire as it is (and out= can
         # take the result as it comes)
         return Call("normalize", keys, dt, [a], [Out(a.shape, dt)], [out], _first, timing)
-    (arr,), dt = _inputs([a], ["a"], dtype)
-    shape = arr.shape
-    if arr.ndim == 0:
-        raise errors.BadShapeError("normalize needs an array of 1 or more dimensions, not a scalar")
-    if arr.ndim > 2:  # rows along the last axis, as numpy reductions with axis=-1
-        arr = arr.reshape(-1, shape[-1])
-    wire = cv.to_wire(arr, dt)
-    uo = _outs(out, 1)[0]
-    if uo is not None:
-        uo = cv.check_out(uo, shape, dt)
+    (arr,), dt, wire_in = _named_inputs([a], ["a"], dtype)
+    if arr is None:  # resident: its shape is gpuqd's
+        shape, wire, spec = None, [], (None, dt, None)
+    else:
+        shape = arr.shape
+        if arr.ndim == 0:
+            raise errors.BadShapeError("normalize needs an array of 1 or more dimensions, "
+                                       "not a scalar")
+        if arr.ndim > 2:  # rows along the last axis, as numpy reductions with axis=-1
+            arr = arr.reshape(-1, shape[-1])
+        wire = [cv.to_wire(arr, dt)]
+        spec = (wire[0].shape, dt, shape)
+    outs, user, wire_out = _outputs(out, [spec])
 
     def finish(res):
-        return _shaped(res[0], shape)
+        r = res[0]
+        return r if r is None or shape is None else _shaped(r, shape)
 
-    return Call("normalize", keys, dt, [wire], [Out(wire.shape, dt)], [uo], finish, timing)
+    return _call("normalize", keys, dt, wire, outs, user, finish, timing, wire_in, wire_out,
+                 access, 1)
 
 
 def haversine(a: Any, b: Any = None, to: Any = None, radius: float = EARTH_RADIUS_KM,
-              dtype: Any = None, out: Any = None, timing: bool = False) -> Call:
+              dtype: Any = None, out: Any = None, timing: bool = False,
+              access: Any = None) -> Call:
     if (b is None) == (to is None):
         raise errors.BadArgumentError("haversine takes either \"to\" or \"shape_b\", not both"
                                       if b is not None else
                                       "haversine needs to=(lat, lon) or a second array b")
     arrays, names = ([a], ["points"]) if b is None else ([a, b], ["a", "b"])
-    arrs, dt = _inputs(arrays, names, dtype)
+    arrs, dt, wire_in = _named_inputs(arrays, names, dtype)
     for x, n in zip(arrs, names):
-        if x.ndim == 0 or x.shape[-1] != 2:
+        if x is not None and (x.ndim == 0 or x.shape[-1] != 2):
             raise errors.BadShapeError(f"haversine needs {n} of shape (n, 2), rows of (lat, lon) "
                                        f"in degrees; got {x.shape}")
-    if b is not None and arrs[0].shape != arrs[1].shape:
+    carried = [x for x in arrs if x is not None]
+    if len(carried) == 2 and carried[0].shape != carried[1].shape:
         raise errors.BadShapeError(f"haversine needs a and b of the same shape; got "
-                                   f"{arrs[0].shape} and {arrs[1].shape}")
-    shape = arrs[0].shape[:-1]
-    wire = [cv.to_wire(x.reshape(-1, 2) if x.ndim != 2 else x, dt) for x in arrs]
+                                   f"{carried[0].shape} and {carried[1].shape}")
+    wire = [cv.to_wire(x.reshape(-1, 2) if x.ndim != 2 else x, dt) for x in carried]
     keys = {"radius": _radius(radius)}
     if to is not None:
         keys["to"] = _pair("to", to)
-    uo = _outs(out, 1)[0]
-    if uo is not None:
-        uo = cv.check_out(uo, shape, dt)
+    if carried:  # a resident a has the shape of a carried b (gpuqd checks)
+        shape = carried[0].shape[:-1]
+        spec = ((wire[0].shape[0],), dt, shape)
+    else:
+        shape, spec = None, (None, dt, None)
+    outs, user, wire_out = _outputs(out, [spec])
 
     def finish(res):
-        return _shaped(res[0], shape)
+        r = res[0]
+        return r if r is None or shape is None else _shaped(r, shape)
 
-    return Call("haversine", keys, dt, wire, [Out((wire[0].shape[0],), dt)], [uo], finish, timing)
+    return _call("haversine", keys, dt, wire, outs, user, finish, timing, wire_in, wire_out,
+                 access, 1)
 
 
 def grid(lat: Any = (-90.0, 90.0, 1000), lon: Any = (-180.0, 180.0, 1000),
          to: Any = (30.0, 101.0), radius: float = EARTH_RADIUS_KM, dtype: Any = np.float64,
-         out: Any = None, timing: bool = False) -> Call:
+         out: Any = None, timing: bool = False, access: Any = None) -> Call:
     dt = cv.parse_dtype(dtype)
     la, lo = _range("lat", lat), _range("lon", lon)
     keys = {"lat": la, "lon": lo, "to": _pair("to", to), "radius": _radius(radius)}
     shape = (la[2], lo[2])
-    uo = _outs(out, 1)[0]
-    if uo is not None:
-        uo = cv.check_out(uo, shape, dt)
-    return Call("grid", keys, dt, [], [Out(shape, dt)], [uo], _first, timing)
+    outs, user, wire_out = _outputs(out, [(shape, dt, shape)])
+    return _call("grid", keys, dt, [], outs, user, _first, timing, None, wire_out, access, 1)
 
 
 def _xy(x: Any, y: Any, dtype: Any, op: str):
+    """pairwise's and knn's inputs: (x's wire array, y's, dtype, wire_in),
+    a wire array None where the input is resident."""
     same = y is None
-    arrs, dt = _inputs([x] if same else [x, y], ["x"] if same else ["x", "y"], dtype)
+    arrs, dt, wire_in = _named_inputs([x] if same else [x, y],
+                                      ["x"] if same else ["x", "y"], dtype)
     for a, n in zip(arrs, ("x", "y")):
-        if a.ndim != 2:
+        if a is not None and a.ndim != 2:
             raise errors.BadShapeError(f"{op} needs {n} of shape (rows, d), 2-D as in "
                                        f"scipy.spatial.distance.cdist; got {a.shape}")
-    if not same and arrs[0].shape[1] != arrs[1].shape[1]:
+    if not same and arrs[0] is not None and arrs[1] is not None and \
+            arrs[0].shape[1] != arrs[1].shape[1]:
         raise errors.BadShapeError(f"shape_b has d={arrs[1].shape[1]} but shape has "
                                    f"d={arrs[0].shape[1]}")
-    wx = cv.to_wire(arrs[0], dt)
-    wy = wx if same else cv.to_wire(arrs[1], dt)
-    return wx, wy, dt
+    wx = None if arrs[0] is None else cv.to_wire(arrs[0], dt)
+    wy = wx if same else (None if arrs[1] is None else cv.to_wire(arrs[1], dt))
+    if same and wire_in is not None:
+        wire_in = wire_in * 2  # y is x: the same array named twice
+    return wx, wy, dt, wire_in
 
 
 def pairwise(x: Any, y: Any = None, metric: str = "euclidean", on_zero: str = "error",
-             dtype: Any = None, out: Any = None, timing: bool = False) -> Call:
+             dtype: Any = None, out: Any = None, timing: bool = False,
+             access: Any = None) -> Call:
     metric = _metric(metric)
     on_zero = _enum("on_zero", on_zero, ON_ZERO)
-    wx, wy, dt = _xy(x, y, dtype, "pairwise")
+    wx, wy, dt, wire_in = _xy(x, y, dtype, "pairwise")
     keys = {"metric": metric}
     if on_zero != "error":
         keys["on_zero"] = on_zero
-    shape = (wx.shape[0], wy.shape[0])
-    uo = _outs(out, 1)[0]
-    if uo is not None:
-        uo = cv.check_out(uo, shape, dt)
-    return Call("pairwise", keys, dt, [wx, wy], [Out(shape, dt)], [uo], _first, timing)
+    shape = None if wx is None or wy is None else (wx.shape[0], wy.shape[0])
+    outs, user, wire_out = _outputs(out, [(shape, dt, shape)])
+    wire = [w for w in (wx, wy) if w is not None]
+    return _call("pairwise", keys, dt, wire, outs, user, _first, timing, wire_in, wire_out,
+                 access, 1)
 
 
 def knn(x: Any, y: Any, k: int, metric: str = "euclidean", on_zero: str = "error",
-        dtype: Any = None, out: Any = None, timing: bool = False) -> Call:
+        dtype: Any = None, out: Any = None, timing: bool = False, access: Any = None) -> Call:
     metric = _metric(metric)
     on_zero = _enum("on_zero", on_zero, ON_ZERO)
     k = _uint("k", k)
-    wx, wy, dt = _xy(x, y, dtype, "knn")
+    wx, wy, dt, wire_in = _xy(x, y, dtype, "knn")
     keys = {"metric": metric, "k": k}
     if on_zero != "error":
         keys["on_zero"] = on_zero
-    shape = (wx.shape[0], k)
-    uo = _outs(out, 2)
-    if uo[0] is not None:
-        uo[0] = cv.check_out(uo[0], shape, dt, "out[0]")
-    if uo[1] is not None:
-        uo[1] = cv.check_out(uo[1], shape, cv.I64, "out[1]")
+    shape = None if wx is None else (wx.shape[0], k)  # a resident y's rows do not count
+    outs, user, wire_out = _outputs(out, [(shape, dt, shape), (shape, cv.I64, shape)])
 
     def finish(res):
         return res[0], res[1]
 
-    return Call("knn", keys, dt, [wx, wy], [Out(shape, dt), Out(shape, cv.I64)], uo, finish,
-                timing)
+    wire = [w for w in (wx, wy) if w is not None]
+    return _call("knn", keys, dt, wire, outs, user, finish, timing, wire_in, wire_out, access, 2)
+
+
+# ---- resident arrays (PROTOCOL.md 3.5) ----
+
+def put(name: str, a: Any, access: Any = "private", dtype: Any = None,
+        timing: bool = False) -> Call:
+    """Store a (converted as any op's input; rank 1 or 2), or a copy of the
+    resident array a (a Resident), under name; the value is the reply's info."""
+    keys = {"name": check_name("name", name)}
+    (arr,), dt, wire_in = _named_inputs([a], ["a"], dtype)
+    wire = []
+    if arr is not None:
+        if not 1 <= arr.ndim <= 2:
+            raise errors.BadShapeError(f'put needs "shape" of rank 1 or 2; got an array of '
+                                       f'shape {arr.shape}')
+        wire = [cv.to_wire(arr, dt)]
+    call = _call("put", keys, dt, wire, [], [], _first, timing, wire_in, None, access, 0)
+    call.special = True
+    call.info = True
+    return call
+
+
+def get(name: str, out: Any = None, access: Any = None, timing: bool = False) -> Call:
+    """The resident array name's bytes, as an array of its dtype and shape
+    (out=: into that array; a Resident: copied to that name, None)."""
+    keys = {"name": check_name("name", name)}
+    outs, user, wire_out = _outputs(out, [(None, None, None)])
+    call = _call("get", keys, None, [], outs, user, _first, timing, None, wire_out, access, 1)
+    call.special = True
+    return call

@@ -34,6 +34,15 @@ is raised in its place. A copy that fails announces the whole input (so
 gpuqd is not left waiting until ``frame_timeout``) and cancels the request.
 
 Results are the same bytes whichever way they went.
+
+Resident arrays (PROTOCOL.md 3.5): a call that names them (``Call.special``)
+sends its ``in``/``out`` with one entry per array of the op: the name of a
+resident array, else what the carried arrays would send without names (an
+arena reference, or nil when they go in the payload); carried inputs all go
+the one way or the other, as without names. Such a request is never gated
+(gpuqd needs every gated input in an arena). Outputs whose shape comes from
+the reply (lazy ones) always come in the reply's payload; their arrays are
+made when its header arrives.
 """
 
 from __future__ import annotations
@@ -47,7 +56,7 @@ from . import _convert as cv
 from . import _copy, _wire, errors
 from ._arena import Pool, block_of
 from ._gate import GATE_MIN, GATE_PIECE, Gate, gate_enabled, piece_bytes  # noqa: F401
-from ._ops import Call, Timed, Timing
+from ._ops import Call, Timed, Timing, check_lazy_out
 
 SHM_MIN_BYTES = 1 << 20
 # A compute request refused busy is sent again (new id) this many times. gpuqd
@@ -253,7 +262,7 @@ class Session:
                 resident = True
                 break
         for j, uo in enumerate(call.user_out):
-            if uo is not None and cv.receivable(uo, outs[j].dtype):
+            if uo is not None and not outs[j].lazy and cv.receivable(uo, outs[j].dtype):
                 r = lookup(uo)
                 if r is not None:
                     out_ref[j] = r
@@ -305,27 +314,37 @@ class Session:
         if not call.inputs:
             in_refs = None
         elif plan.stage:
-            if gate_enabled(self.info) and \
+            if gate_enabled(self.info) and call.wire_in is None and \
                     sum(call.inputs[i].nbytes for i in plan.stage) >= GATE_MIN:
                 jobs = []
             in_refs = self._stage_inputs(call, plan, p, jobs)
         else:  # all of them in arenas already
             in_refs = [(r[0], r[1], x.nbytes) for r, x in zip(plan.refs, call.inputs)]
-        out_refs = self._arena_outputs(call, plan, p)
-        if self.transport == "shm" and (out_refs is None or (call.inputs and in_refs is None)):
+        # lazy outputs (their size unknown until the reply) come by socket
+        out_refs = None if call.lazy else self._arena_outputs(call, plan, p)
+        if self.transport == "shm" and ((out_refs is None and not call.lazy) or
+                                        (call.inputs and in_refs is None)):
             raise errors.TooLargeError(
                 f"shm transport: no arena room for the {plan.blocks} bytes this {call.op} "
                 f"needs (session_arena {self.pool.limit if self.pool else 0} bytes, 16 "
                 f"arenas at most)")
         if in_refs is not None:
-            h["in"] = in_refs  # tuples pack as msgpack arrays
+            # tuples pack as msgpack arrays
+            h["in"] = in_refs if call.wire_in is None else call.in_entries(in_refs)
             payload: List[memoryview] = []
         else:
+            if call.wire_in is not None:
+                h["in"] = call.in_entries([None] * len(call.inputs))
             payload = [memoryview(a).cast("B") for a in call.inputs if a.nbytes]
         if out_refs is not None:
-            h["out"] = out_refs
+            if call.wire_out is not None:
+                h["out"] = call.out_entries(out_refs)
+            elif out_refs:  # nothing comes back (put): no "out"
+                h["out"] = out_refs
             p.by_ref_out = True
         else:
+            if call.wire_out is not None:
+                h["out"] = call.out_entries([None] * len(call.outs))
             p.copy_out = None
             p.results, p.dests, p.copies = self.outputs(call)
         p.req = h
@@ -355,6 +374,11 @@ class Session:
         self.next_id = rid + 1
         h = call.header()
         h["id"] = rid
+        if call.special:
+            if call.wire_in is not None:
+                h["in"] = call.in_entries([None] * len(call.inputs))
+            if call.wire_out is not None:
+                h["out"] = call.out_entries([None] * len(call.outs))
         bufs: List[Any] = [None]
         plen = 0
         for a in call.inputs:
@@ -382,6 +406,8 @@ class Session:
         value (its arrays received into arrays: outputs(call)). Otherwise
         MISS, with nothing changed (adopt the request and feed the reader the
         n bytes: it makes the same value, or the error)."""
+        if call.special:  # named arrays, lazy outputs, put's info: the general reader
+            return MISS
         whole = self.reader.whole(n)
         if whole is None:
             return MISS
@@ -418,7 +444,7 @@ class Session:
         costs no more than the same request by socket."""
         whole = self.reader.whole(n)
         if whole is None or not p.by_ref_out or len(self.pending) != 1 or \
-                self.pending[0] is not p:
+                self.pending[0] is not p or p.call.lazy:
             return MISS
         hdr, payload = whole
         if hdr.get("id") != p.id or hdr.get("status") != "ok" or len(payload) or \
@@ -436,6 +462,18 @@ class Session:
         """Where a reply payload's arrays go (dests), what the value is made
         of (results: the caller's out= when the bytes can land in it, else
         new arrays) and the (received, out=) pairs to copy once answered."""
+        uos = call.user_out
+        if len(uos) == 1 and uos[0] is None and not call.lazy:  # the usual case
+            o = call.outs[0]
+            arr = np.empty(o.shape, o.dtype)
+            return [arr], [arr], []
+        if call.lazy:  # made when the reply's header says their shapes (_lazy_arrays)
+            return [None] * len(call.outs), [], []
+        return Session._outputs(call)
+
+    @staticmethod
+    def _outputs(call: Call) -> Tuple[list, list, list]:
+        """outputs(), every output's shape known."""
         uos = call.user_out
         if len(uos) == 1 and uos[0] is None:  # the usual case
             o = call.outs[0]
@@ -617,6 +655,12 @@ class Session:
         bad = self._mismatch(call, hdr)
         if bad is not None:
             return self._bad_reply(p, plen, bad)
+        if call.lazy:
+            try:
+                self._lazy_arrays(p)
+            except errors.Error as e:  # the caller's out= does not fit what came
+                p.error = e
+                return [memoryview(bytearray(plen))] if plen else []
         outs = call.outs
         if p.by_ref_out:
             if plen:
@@ -630,10 +674,34 @@ class Session:
         return [memoryview(d).cast("B") for d in p.dests if d.nbytes]
 
     @staticmethod
+    def _lazy_arrays(p: Pending) -> None:
+        """The arrays a reply's payload goes into, for a call whose lazy
+        outputs its header has just resolved (scratch ones when p was
+        cancelled: nothing lands in the caller's out=)."""
+        call = p.call
+        if p.cancelled:
+            p.results = [np.empty(o.shape, o.dtype) for o in call.outs]
+            p.dests, p.copies = list(p.results), []
+            return
+        check_lazy_out(call)
+        p.results, p.dests, p.copies = Session._outputs(call)
+
+    @staticmethod
     def _mismatch(call: Call, hdr: dict) -> Optional[str]:
         """What in a success reply's header does not match the request's
-        outputs, or None."""
+        outputs, or None. Lazy outputs take their dtype and shape from it."""
         outs = call.outs
+        if call.special:
+            for o in outs:
+                dk, sk = ("dtype", "shape") if o.pos == 0 else ("dtype_b", "shape_b")
+                if o.lazy:
+                    bad = o.resolve(hdr.get(dk), hdr.get(sk))
+                    if bad is not None:
+                        return f"{dk}/{sk}: {bad}"
+                elif hdr.get(dk) != o.dname or hdr.get(sk) != o.wshape:
+                    return (f"{dk} {hdr.get(dk)} {sk} {hdr.get(sk)}, expected {o.dname} "
+                            f"{o.wshape}")
+            return None
         o = outs[0]
         if hdr.get("dtype") == o.dname and hdr.get("shape") == o.wshape and (
                 len(outs) == 1 or (hdr.get("dtype_b") == outs[1].dname and
@@ -687,7 +755,7 @@ class Session:
         """A successful compute request's value, its arrays received."""
         for src, dst in copies:
             _copy.copy(dst, src.reshape(dst.shape), "same_kind")
-        value = call.finish(results)
+        value = (hdr.get("info") or {}) if call.info else call.finish(results)
         if call.timing:
             value = Timed(value, Timing.from_reply(hdr.get("timing")))
         return value

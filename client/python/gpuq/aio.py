@@ -39,9 +39,13 @@ from . import _base
 from . import _convert as cv
 from . import _copy, _docs, _ops, _socketpath, errors
 from ._ops import EARTH_RADIUS_KM, Call, KnnResult, Result
+from ._resident import Resident, check_name
 from ._session import SHM_MIN_BYTES, Pending
 
 __all__ = ["connect", "AsyncClient"]
+
+Input = Union[ArrayLike, Resident]  # as gpuq.client's
+Output = Optional[Union[np.ndarray, Resident]]
 
 _NOSIGNAL = getattr(_socket, "MSG_NOSIGNAL", 0)
 _IOV = 512
@@ -285,40 +289,44 @@ class AsyncClient(_base.Base):
 
     # ---- the ops ----
 
-    async def normalize(self, a: ArrayLike, method: str = "sum", flat: bool = False, *,
-                        on_zero: str = "error", dtype: DTypeLike = None,
-                        out: Optional[np.ndarray] = None, timing: bool = False,
-                        deadline_ms: Optional[int] = None) -> Result:
-        return await self._run(_ops.normalize(a, method, flat, on_zero, dtype, out, timing),
-                               deadline_ms)
+    async def normalize(self, a: Input, method: str = "sum", flat: bool = False, *,
+                        on_zero: str = "error", dtype: DTypeLike = None, out: Output = None,
+                        timing: bool = False, deadline_ms: Optional[int] = None,
+                        access: Optional[str] = None) -> Result:
+        return await self._run(_ops.normalize(a, method, flat, on_zero, dtype, out, timing,
+                                              access), deadline_ms)
 
-    async def haversine(self, a: ArrayLike, b: Optional[ArrayLike] = None, *,
+    async def haversine(self, a: Input, b: Optional[Input] = None, *,
                         to: Optional[Tuple[float, float]] = None,
                         radius: float = EARTH_RADIUS_KM, dtype: DTypeLike = None,
-                        out: Optional[np.ndarray] = None, timing: bool = False,
-                        deadline_ms: Optional[int] = None) -> Result:
-        return await self._run(_ops.haversine(a, b, to, radius, dtype, out, timing),
+                        out: Output = None, timing: bool = False,
+                        deadline_ms: Optional[int] = None,
+                        access: Optional[str] = None) -> Result:
+        return await self._run(_ops.haversine(a, b, to, radius, dtype, out, timing, access),
                                deadline_ms)
 
     async def grid(self, lat: Tuple[float, float, int] = (-90.0, 90.0, 1000),
                    lon: Tuple[float, float, int] = (-180.0, 180.0, 1000), *,
                    to: Tuple[float, float] = (30.0, 101.0), radius: float = EARTH_RADIUS_KM,
-                   dtype: DTypeLike = np.float64, out: Optional[np.ndarray] = None,
-                   timing: bool = False, deadline_ms: Optional[int] = None) -> Result:
-        return await self._run(_ops.grid(lat, lon, to, radius, dtype, out, timing), deadline_ms)
-
-    async def pairwise(self, x: ArrayLike, y: Optional[ArrayLike] = None,
-                       metric: str = "euclidean", *, on_zero: str = "error",
-                       dtype: DTypeLike = None, out: Optional[np.ndarray] = None,
-                       timing: bool = False, deadline_ms: Optional[int] = None) -> Result:
-        return await self._run(_ops.pairwise(x, y, metric, on_zero, dtype, out, timing),
+                   dtype: DTypeLike = np.float64, out: Output = None, timing: bool = False,
+                   deadline_ms: Optional[int] = None, access: Optional[str] = None) -> Result:
+        return await self._run(_ops.grid(lat, lon, to, radius, dtype, out, timing, access),
                                deadline_ms)
 
-    async def knn(self, x: ArrayLike, y: ArrayLike, k: int, metric: str = "euclidean", *,
+    async def pairwise(self, x: Input, y: Optional[Input] = None,
+                       metric: str = "euclidean", *, on_zero: str = "error",
+                       dtype: DTypeLike = None, out: Output = None, timing: bool = False,
+                       deadline_ms: Optional[int] = None,
+                       access: Optional[str] = None) -> Result:
+        return await self._run(_ops.pairwise(x, y, metric, on_zero, dtype, out, timing, access),
+                               deadline_ms)
+
+    async def knn(self, x: Input, y: Input, k: int, metric: str = "euclidean", *,
                   on_zero: str = "error", dtype: DTypeLike = None,
-                  out: Optional[Tuple[np.ndarray, np.ndarray]] = None,
-                  timing: bool = False, deadline_ms: Optional[int] = None) -> KnnResult:
-        return await self._run(_ops.knn(x, y, k, metric, on_zero, dtype, out, timing),
+                  out: Optional[Tuple[Output, Output]] = None, timing: bool = False,
+                  deadline_ms: Optional[int] = None,
+                  access: Optional[str] = None) -> KnnResult:
+        return await self._run(_ops.knn(x, y, k, metric, on_zero, dtype, out, timing, access),
                                deadline_ms)
 
     normalize.__doc__ = _docs.NORMALIZE
@@ -326,6 +334,28 @@ class AsyncClient(_base.Base):
     grid.__doc__ = _docs.GRID
     pairwise.__doc__ = _docs.PAIRWISE
     knn.__doc__ = _docs.KNN
+
+    # ---- resident arrays (PROTOCOL.md 3.5) ----
+
+    async def put(self, name: str, a: Input, access: str = "private", *,
+                  dtype: DTypeLike = None, deadline_ms: Optional[int] = None) -> Dict[str, Any]:
+        return await self._run(_ops.put(name, a, access, dtype), deadline_ms)
+
+    async def get(self, name: str, *, out: Output = None, access: Optional[str] = None,
+                  deadline_ms: Optional[int] = None) -> Optional[np.ndarray]:
+        return await self._run(_ops.get(name, out, access), deadline_ms)
+
+    async def list(self) -> List[Dict[str, Any]]:
+        return _base.arrays_of((await self._control("list"))[0])
+
+    async def remove(self, name: str) -> Dict[str, Any]:
+        hdr = (await self._control("remove", {"name": check_name("name", name)}))[0]
+        return hdr.get("info") or {}
+
+    put.__doc__ = _docs.PUT
+    get.__doc__ = _docs.GET
+    list.__doc__ = _docs.LIST
+    remove.__doc__ = _docs.REMOVE
 
     # ---- the daemon ----
 

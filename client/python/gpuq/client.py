@@ -40,7 +40,14 @@ from . import _base
 from . import _convert as cv
 from . import _copy, _docs, _ops, _socketpath, errors
 from ._ops import EARTH_RADIUS_KM, Call, KnnResult, Result
+from ._resident import Resident, check_name
 from ._session import MISS, SHM_MIN_BYTES, Pending, Plan, drop
+
+# An op's input: an array (anything NumPy reads), or a resident array by name;
+# its out=: an array to write into, a resident array's name to keep it under,
+# or None.
+Input = Union[ArrayLike, Resident]
+Output = Optional[Union[np.ndarray, Resident]]
 
 _SEND_FLAGS = getattr(_socket, "MSG_DONTWAIT", 0) | getattr(_socket, "MSG_NOSIGNAL", 0)
 
@@ -628,41 +635,69 @@ class Client(_base.Base):
 
     # ---- the ops ----
 
-    def normalize(self, a: ArrayLike, method: str = "sum", flat: bool = False, *,
-                  on_zero: str = "error", dtype: DTypeLike = None, out: Optional[np.ndarray] = None,
-                  timing: bool = False, deadline_ms: Optional[int] = None) -> Result:
-        return self._run(_ops.normalize(a, method, flat, on_zero, dtype, out, timing), deadline_ms)
+    def normalize(self, a: Input, method: str = "sum", flat: bool = False, *,
+                  on_zero: str = "error", dtype: DTypeLike = None, out: Output = None,
+                  timing: bool = False, deadline_ms: Optional[int] = None,
+                  access: Optional[str] = None) -> Result:
+        return self._run(_ops.normalize(a, method, flat, on_zero, dtype, out, timing, access),
+                         deadline_ms)
 
-    def haversine(self, a: ArrayLike, b: Optional[ArrayLike] = None, *,
+    def haversine(self, a: Input, b: Optional[Input] = None, *,
                   to: Optional[Tuple[float, float]] = None, radius: float = EARTH_RADIUS_KM,
-                  dtype: DTypeLike = None, out: Optional[np.ndarray] = None,
-                  timing: bool = False, deadline_ms: Optional[int] = None) -> Result:
-        return self._run(_ops.haversine(a, b, to, radius, dtype, out, timing), deadline_ms)
+                  dtype: DTypeLike = None, out: Output = None, timing: bool = False,
+                  deadline_ms: Optional[int] = None, access: Optional[str] = None) -> Result:
+        return self._run(_ops.haversine(a, b, to, radius, dtype, out, timing, access),
+                         deadline_ms)
 
     def grid(self, lat: Tuple[float, float, int] = (-90.0, 90.0, 1000),
              lon: Tuple[float, float, int] = (-180.0, 180.0, 1000), *,
              to: Tuple[float, float] = (30.0, 101.0), radius: float = EARTH_RADIUS_KM,
-             dtype: DTypeLike = np.float64, out: Optional[np.ndarray] = None,
-             timing: bool = False, deadline_ms: Optional[int] = None) -> Result:
-        return self._run(_ops.grid(lat, lon, to, radius, dtype, out, timing), deadline_ms)
+             dtype: DTypeLike = np.float64, out: Output = None, timing: bool = False,
+             deadline_ms: Optional[int] = None, access: Optional[str] = None) -> Result:
+        return self._run(_ops.grid(lat, lon, to, radius, dtype, out, timing, access),
+                         deadline_ms)
 
-    def pairwise(self, x: ArrayLike, y: Optional[ArrayLike] = None, metric: str = "euclidean",
-                 *, on_zero: str = "error", dtype: DTypeLike = None,
-                 out: Optional[np.ndarray] = None, timing: bool = False,
-                 deadline_ms: Optional[int] = None) -> Result:
-        return self._run(_ops.pairwise(x, y, metric, on_zero, dtype, out, timing), deadline_ms)
+    def pairwise(self, x: Input, y: Optional[Input] = None, metric: str = "euclidean",
+                 *, on_zero: str = "error", dtype: DTypeLike = None, out: Output = None,
+                 timing: bool = False, deadline_ms: Optional[int] = None,
+                 access: Optional[str] = None) -> Result:
+        return self._run(_ops.pairwise(x, y, metric, on_zero, dtype, out, timing, access),
+                         deadline_ms)
 
-    def knn(self, x: ArrayLike, y: ArrayLike, k: int, metric: str = "euclidean", *,
+    def knn(self, x: Input, y: Input, k: int, metric: str = "euclidean", *,
             on_zero: str = "error", dtype: DTypeLike = None,
-            out: Optional[Tuple[np.ndarray, np.ndarray]] = None,
-            timing: bool = False, deadline_ms: Optional[int] = None) -> KnnResult:
-        return self._run(_ops.knn(x, y, k, metric, on_zero, dtype, out, timing), deadline_ms)
+            out: Optional[Tuple[Output, Output]] = None, timing: bool = False,
+            deadline_ms: Optional[int] = None,
+            access: Optional[str] = None) -> KnnResult:
+        return self._run(_ops.knn(x, y, k, metric, on_zero, dtype, out, timing, access),
+                         deadline_ms)
 
     normalize.__doc__ = _docs.NORMALIZE
     haversine.__doc__ = _docs.HAVERSINE
     grid.__doc__ = _docs.GRID
     pairwise.__doc__ = _docs.PAIRWISE
     knn.__doc__ = _docs.KNN
+
+    # ---- resident arrays (PROTOCOL.md 3.5) ----
+
+    def put(self, name: str, a: Input, access: str = "private", *, dtype: DTypeLike = None,
+            deadline_ms: Optional[int] = None) -> Dict[str, Any]:
+        return self._run(_ops.put(name, a, access, dtype), deadline_ms)
+
+    def get(self, name: str, *, out: Output = None, access: Optional[str] = None,
+            deadline_ms: Optional[int] = None) -> Optional[np.ndarray]:
+        return self._run(_ops.get(name, out, access), deadline_ms)
+
+    def list(self) -> List[Dict[str, Any]]:
+        return _base.arrays_of(self._control("list")[0])
+
+    def remove(self, name: str) -> Dict[str, Any]:
+        return self._control("remove", {"name": check_name("name", name)})[0].get("info") or {}
+
+    put.__doc__ = _docs.PUT
+    get.__doc__ = _docs.GET
+    list.__doc__ = _docs.LIST
+    remove.__doc__ = _docs.REMOVE
 
     # ---- the daemon ----
 

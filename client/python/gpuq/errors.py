@@ -50,6 +50,7 @@ __all__ = [
     "TimeoutError",
     "DeadlineExceededError",
     "CancelledError",
+    "NotFoundError",
     "error_class",
 ]
 
@@ -137,7 +138,8 @@ DeviceLostError = _make("DeviceLostError", -16, "device_lost",
 ShuttingDownError = _make("ShuttingDownError", -17, "shutting_down",
                           "gpuqd is shutting down and accepts no new work.")
 PermissionDeniedError = _make("PermissionDeniedError", -18, "permission_denied",
-                              "An admin-only op from a peer that is not an admin.")
+                              "An admin-only op from a peer that is not an admin, or a "
+                              "resident array the caller may not read (or replace or remove).")
 NoHelloError = _make("NoHelloError", -19, "no_hello", "A request came before the hello.")
 InternalError = _make("InternalError", -20, "internal", "A bug in gpuqd (or in this client).")
 IoError = _make("IoError", -21, "io", "A socket error on the client side.",
@@ -162,6 +164,9 @@ DeadlineExceededError = _make("DeadlineExceededError", -26, "deadline_exceeded",
 CancelledError = _make("CancelledError", -27, "cancelled",
                        "The request was cancelled (a cancel op, or Future.cancel()); it has no "
                        "result. The connection goes on.", concurrent.futures.CancelledError)
+NotFoundError = _make("NotFoundError", -28, "not_found",
+                      "The name is not a resident array (none was put under it, or it was "
+                      "removed).", builtins.LookupError)
 
 
 class ConnectError(IoError):
@@ -190,7 +195,7 @@ for _cls in (ProtocolError, VersionError, BadHeaderError, UnknownOpError, BadArg
              TooLargeError, SizeMismatchError, BusyError, NoMemoryError, DeviceError,
              DeviceLostError, ShuttingDownError, PermissionDeniedError, NoHelloError,
              InternalError, IoError, ClosedError, NeedMoreError, DuplicateIdError, TimeoutError,
-             DeadlineExceededError, CancelledError):
+             DeadlineExceededError, CancelledError, NotFoundError):
     _BY_CODE[_cls.code] = _cls
     _BY_NAME[_cls.name] = _cls
 

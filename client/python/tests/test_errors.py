@@ -27,7 +27,7 @@ BUILTIN = {
     "out_of_range": ValueError, "zero_norm": ZeroDivisionError, "too_large": ValueError,
     "size_mismatch": ValueError, "timeout": TimeoutError, "closed": ConnectionError,
     "io": ConnectionError, "protocol": ConnectionError, "deadline_exceeded": TimeoutError,
-    "cancelled": concurrent.futures.CancelledError,
+    "cancelled": concurrent.futures.CancelledError, "not_found": LookupError,
 }
 
 
@@ -41,7 +41,7 @@ def protocol_errors():
 
 def test_a_class_per_protocol_error():
     rows = protocol_errors()
-    assert len(rows) == 27
+    assert len(rows) == 28
     for code, name in rows:
         cls = errors.error_class(code)
         assert cls is not gpuq.Error, name
