@@ -42,6 +42,7 @@ static const struct errinfo errtab[] = {
     [26] = {"deadline_exceeded", "not finished within the request's deadline"},
     [27] = {"cancelled", "cancelled before it finished"},
     [28] = {"not_found", "no resident array of that name"},
+    [29] = {"storage", "the state directory could not be written"},
 };
 
 #define NERR (sizeof(errtab) / sizeof(errtab[0]))

@@ -42,7 +42,8 @@ enum {
     GPUQ_E_DEADLINE_EXCEEDED = -26, /* not finished within the request's deadline_ms */
     GPUQ_E_CANCELLED = -27,         /* cancelled by a cancel request (or the daemon) */
     GPUQ_E_NOT_FOUND = -28,         /* no resident array of that name */
-    GPUQ_E_LAST = -28
+    GPUQ_E_STORAGE = -29,           /* the state directory could not be written or read */
+    GPUQ_E_LAST = -29
 };
 
 /* Stable snake_case name of a code ("zero_norm"); "unknown" for others. */

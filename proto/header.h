@@ -152,9 +152,11 @@ typedef struct gpuq_request {
     /* put, get, remove: the resident array ("name"; "" unset). The decoder
      * turns put's into out = [name] and get's into in = [name]. */
     char name[GPUQ_RES_NAME_MAX + 1];
-    /* put, kept outputs: "access" (GPUQ_ACCESS_*) */
+    /* put, kept outputs: "access" (GPUQ_ACCESS_*), and "persist": kept
+     * under the server's state directory too */
     bool has_access;
     uint8_t access;
+    bool persist;
     /* any op */
     bool timing; /* reply carries "timing" */
     /* hello */

@@ -46,13 +46,14 @@ enum reqkey {
     K_BYTES,
     K_NAME,
     K_ACCESS,
+    K_PERSIST,
     K_COUNT
 };
 
 static const char *const req_keys[K_COUNT] = {
     "id",       "op",          "dtype",   "shape", "shape_b", "timing", "version", "client",
     "priority", "device",      "session", "limit", "value",   "in",     "out",     "size",
-    "arena",    "deadline_ms", "request", "gate",  "bytes",   "name",   "access",
+    "arena",    "deadline_ms", "request", "gate",  "bytes",   "name",   "access",  "persist",
 };
 
 /* Op keys take seen-bits from here up. */
@@ -345,6 +346,8 @@ static int decode_value(gpuq_mpr *r, enum reqkey key, gpuq_request *req, char *m
         if ((rc = read_str(r, name, &s, &len, msg, cap)) != 0)
             return rc;
         return read_name("name", s, len, req->name, msg, cap);
+    case K_PERSIST:
+        return read_bool(r, name, &req->persist, msg, cap);
     case K_ACCESS:
         if ((rc = read_str(r, name, &s, &len, msg, cap)) != 0)
             return rc;

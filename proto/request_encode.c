@@ -136,6 +136,11 @@ static void encode_common(gpuq_mpw *w, uint32_t *n, const gpuq_request *req, uns
     }
     if (req->has_access)
         hdr_kv_str(w, n, "access", req->access == GPUQ_ACCESS_ALL ? "all" : "private");
+    if (req->persist) {
+        gpuq_mpw_str(w, "persist");
+        gpuq_mpw_bool(w, true);
+        (*n)++;
+    }
     if (req->has_size) {
         gpuq_mpw_str(w, "size");
         gpuq_mpw_uint(w, req->size);

@@ -113,9 +113,10 @@ static void server_maybe_destroy_backend(server *srv)
 {
     if (!srv->finishing || srv->sessions || !srv->b || srv->b->ops->inflight(srv->b) != 0)
         return;
-    staging_destroy(&srv->st);      /* its memory to the pinning thread */
-    pinner_close(&srv->pin);        /* which frees it, and is joined */
-    resident_close(&srv->resident); /* nothing in flight uses one */
+    staging_destroy(&srv->st);         /* its memory to the pinning thread */
+    pinner_close(&srv->pin);           /* which frees it, and is joined */
+    resident_store_close(&srv->store); /* no request waits for a write */
+    resident_close(&srv->resident);    /* nothing in flight uses one */
     srv->b->ops->destroy(srv->b);
     srv->b = NULL;
 }
@@ -337,7 +338,10 @@ static void server_apply_config(server *srv, const config *nc)
     gid_t socket_gid = srv->cfg.socket_gid;
     uint64_t device_memory_limit = srv->cfg.device_memory_limit;
     uint64_t listen_backlog = srv->cfg.listen_backlog;
+    char state_dir[sizeof srv->cfg.state_dir]; /* the store keeps its own; a restart moves it */
+    memcpy(state_dir, srv->cfg.state_dir, sizeof state_dir);
     srv->cfg = *nc;
+    memcpy(srv->cfg.state_dir, state_dir, sizeof state_dir);
     memcpy(srv->cfg.socket, socket, sizeof socket);
     memcpy(srv->cfg.device, device, sizeof device);
     memcpy(srv->cfg.socket_group, socket_group, sizeof socket_group);
@@ -475,6 +479,11 @@ int server_init_with_backend(server *srv, uv_loop_t *loop, const config *cfg, ba
     staging_init(&srv->st, srv->b, cfg->lim.total_staging);
     resident_init(&srv->resident, srv->b);
     int rc, code;
+    if (resident_store_open(&srv->store, loop, srv->b, cfg->state_dir) < 0) {
+        code = 1;
+        goto err_after_backend;
+    }
+    resident_store_load(&srv->store, &srv->resident);
     char why[200] = "";
     if (pinner_init(&srv->pin, loop, srv->b, why, sizeof why) < 0) {
         log_error("cannot start the pinning thread: %s", why);

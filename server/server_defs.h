@@ -24,6 +24,7 @@
 #include "metrics.h"
 #include "policy.h"
 #include "resident.h"
+#include "resident_store.h"
 #include "sdnotify.h"
 #include "staging.h"
 #include "stats.h"
@@ -82,6 +83,11 @@ struct request {
      * for each output it keeps (given back unless committed). */
     resident *res_in[GPUQ_MAX_INPUTS];
     uint64_t keep_bytes[GPUQ_MAX_OUTPUTS];
+    /* "persist": the writes of its kept outputs (owned, NULL when none),
+     * how many are still running, and the first failure */
+    resident_store_job *store_jobs;
+    int store_pending, store_rc;
+    void (*store_then)(request *r);
     uv_pipe_t *fd_pipe; /* arena_open: the memfd to send, as a handle (owned) */
     session_frame out;  /* its reply in the session's write queue */
     /* A compute request whose reply is queued for writing is on its
@@ -315,6 +321,7 @@ struct server {
     uint64_t inflight;       /* compute requests accepted, not answered */
     arena_books arena_books; /* arena ids and bytes over all sessions */
     resident_books resident; /* resident arrays (PROTOCOL.md 3.5) */
+    resident_store store;    /* the persisted ones' files */
     sched sched;
     uint64_t live; /* requests alive over all sessions */
     uint64_t start_ns;

@@ -431,6 +431,12 @@ void tu_daemon_start(tu_daemon *d, const char *device, const char *const *extra)
     argv[n++] = d->socket;
     argv[n++] = "--log-level";
     argv[n++] = "debug";
+    /* its own state directory, gone with it (never /var/lib/gpuq); a test
+     * that restarts with the same arrays passes its own after this */
+    static char state[sizeof d->dir + 8];
+    snprintf(state, sizeof state, "%s/state", d->dir);
+    argv[n++] = "--state-dir";
+    argv[n++] = state;
     for (size_t i = 0; extra && extra[i] && n < 62; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;

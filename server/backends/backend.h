@@ -137,6 +137,14 @@ typedef struct backend_ops {
      * session's device index; -1 on CPU), once nothing uses it (loop
      * thread). */
     void (*res_free)(backend *b, int device, void *p);
+    /* Optional (NULL: resident arrays cannot be persisted): allocate a
+     * resident array's memory outside a job (loading persisted arrays at
+     * start, loop thread), and copy bytes between such memory and host
+     * memory, either way, synchronously (any thread: the store's writes
+     * them out). 0 or a GPUQ_E_* code with why. */
+    int (*res_alloc)(backend *b, int device, uint64_t bytes, void **p, char *why, size_t cap);
+    int (*res_copy)(backend *b, int device, void *dst, const void *src, size_t bytes, char *why,
+                    size_t cap);
     /* Number of devices, and device i's figures. */
     int (*ndevices)(backend *b);
     void (*device_info)(backend *b, int i, backend_device *out);

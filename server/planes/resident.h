@@ -24,7 +24,7 @@
  * resident_bytes or an array over total_resident alone, busy for a full
  * total_resident, too_large beyond GPUQ_MAX_RESIDENT arrays) with a message
  * naming the array; a commit of a name another uid took meanwhile is
- * permission_denied. Nothing is persisted: arrays are gone when gpuqd stops.
+ * permission_denied. Persisting them is resident_store.h's; the table itself lives in memory.
  */
 #ifndef GPUQ_SERVER_RESIDENT_H
 #define GPUQ_SERVER_RESIDENT_H
@@ -55,10 +55,11 @@ struct resident {
     uint32_t ndim;
     uint64_t shape[GPUQ_MAX_DIMS];
     uint64_t bytes;
-    int device; /* the backend's device index (-1: CPU) */
-    void *mem;  /* backend memory: res_alloc'd by a job, freed by res_free */
-    int refs;   /* the table's (while named) + one per request using it */
-    bool named; /* in the table */
+    int device;     /* the backend's device index (-1: CPU) */
+    void *mem;      /* backend memory: res_alloc'd by a job, freed by res_free */
+    int refs;       /* the table's (while named) + one per request using it */
+    bool named;     /* in the table */
+    bool persisted; /* its file is under the state directory (resident_store.h) */
     resident_books *books;
     resident *hnext; /* the table's bucket chain */
 };

@@ -415,7 +415,7 @@ static int control_list(request *r)
     gpuq_mpw_array(w, (uint32_t)n);
     for (int i = 0; i < n; i++) {
         const resident *a = v[i];
-        gpuq_mpw_map(w, 8);
+        gpuq_mpw_map(w, 9);
         gpuq_mpw_str(w, "name");
         gpuq_mpw_str(w, a->name);
         gpuq_mpw_str(w, "owner");
@@ -434,6 +434,8 @@ static int control_list(request *r)
         gpuq_mpw_int(w, a->device);
         gpuq_mpw_str(w, "users");
         gpuq_mpw_uint(w, resident_users(a));
+        gpuq_mpw_str(w, "persist");
+        gpuq_mpw_bool(w, a->persisted);
     }
     free(v);
     return control_info_take(r, w);
@@ -456,6 +458,11 @@ static int control_remove(request *r)
                  RESIDENT_SHOW(a->name), (unsigned)a->owner, (unsigned)s->uid);
         return GPUQ_E_PERMISSION;
     }
+    int rc;
+    if (a->persisted &&
+        (rc = resident_store_unlink(&s->srv->store, a->name, r->message, sizeof r->message)))
+        return rc; /* the file stays, and so does the array */
+    a->persisted = false;
     gpuq_mpw *w = gpuq_mpw_new();
     if (!w)
         return GPUQ_E_NO_MEMORY;

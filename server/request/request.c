@@ -731,9 +731,11 @@ void request_complete(gpuq_job *job)
     } else if (r->status < 0) {
         snprintf(r->message, sizeof r->message, "%s",
                  job->message[0] ? job->message : gpuq_strerror(r->status));
-    } else {
-        /* its kept outputs become resident arrays now, before the reply */
-        r->status = request_resident_commit(r);
+    } else if (request_resident_finish(r, request_reply)) {
+        /* its kept outputs' files are being written: the reply follows;
+         * answered from here on (no longer cancellable, no deadline) */
+        sched_untrack(r);
+        return;
     }
-    request_reply(r);
+    request_reply(r); /* its kept outputs became resident arrays first */
 }

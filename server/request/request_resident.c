@@ -3,6 +3,7 @@
 #include "request_resident.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "errors.h"
@@ -107,6 +108,13 @@ int request_resident_reserve(request *r, char *msg, size_t cap)
                      RESIDENT_SHOW(old->name), k, (unsigned)old->owner, (unsigned)s->uid);
             return GPUQ_E_PERMISSION;
         }
+        if (q->persist && !srv->store.on) {
+            snprintf(msg, cap,
+                     "resident array \"%.*s\" (out[%u]): persist, but gpuqd has no state "
+                     "directory (gpuqd --state-dir)",
+                     RESIDENT_SHOW(q->out_name[k]), k);
+            return GPUQ_E_STORAGE;
+        }
         uint64_t bytes = r->sz.out[k].bytes;
         int rc = resident_reserve(&srv->resident, s->uid, q->out_name[k], bytes,
                                   s->caps.resident_bytes, srv->cfg.lim.total_resident, msg, cap);
@@ -164,9 +172,22 @@ int request_resident_commit(request *r)
                             .device = s->binfo.device,
                             .mem = r->job.res_out[k]};
         bool replaced = false;
-        int rc = resident_commit(&srv->resident, &sp, &replaced, r->message, sizeof r->message);
+        /* an array kept without persist replaces a persisted one: its file
+         * goes first (a restart must not bring the old one back) */
+        resident *old = resident_find(&srv->resident, sp.name);
+        bool may = old && (old->owner == s->uid || s->caps.admin);
+        int rc;
+        if (may && old->persisted && !q->persist) {
+            if ((rc = resident_store_unlink(&srv->store, sp.name, r->message, sizeof r->message)))
+                return rc;
+            old->persisted = false;
+        }
+        rc = resident_commit(&srv->resident, &sp, &replaced, r->message, sizeof r->message);
         if (rc)
-            return rc;            /* what is left is released with r */
+            return rc; /* what is left is released with r */
+        resident *now = resident_find(&srv->resident, sp.name);
+        if (now)
+            now->persisted = q->persist;
         r->job.res_out[k] = NULL; /* the array's now */
         r->keep_bytes[k] = 0;     /* and its reservation */
         log_debug("session %llu: resident array \"%.*s\" stored (%llu bytes%s)",
@@ -181,6 +202,68 @@ int request_resident_commit(request *r)
         }
     }
     return 0;
+}
+
+/* One persisted output's write finished (loop thread). */
+static void store_done(void *arg, int rc, const char *why)
+{
+    request *r = arg;
+    if (rc && !r->store_rc) {
+        r->store_rc = rc;
+        snprintf(r->message, sizeof r->message, "%s", why);
+    }
+    if (--r->store_pending > 0)
+        return;
+    free(r->store_jobs);
+    r->store_jobs = NULL;
+    /* every file is in place: now the arrays themselves (a kill before
+     * this loads the new files at the next start: "as meant to be") */
+    r->status = r->store_rc ? r->store_rc : request_resident_commit(r);
+    r->store_then(r);
+}
+
+int request_resident_finish(request *r, void (*then)(request *r))
+{
+    session *s = r->s;
+    server *srv = s->srv;
+    const gpuq_request *q = &r->req;
+    int n = 0;
+    for (uint32_t k = 0; k < GPUQ_MAX_OUTPUTS; k++)
+        n += r->job.keep[k] && r->keep_bytes[k] && r->job.res_out[k];
+    if (!q->persist || n == 0) {
+        r->status = request_resident_commit(r);
+        return 0;
+    }
+    r->store_jobs = calloc((size_t)n, sizeof *r->store_jobs);
+    if (!r->store_jobs) {
+        snprintf(r->message, sizeof r->message, "out of memory for the writes to persist");
+        r->status = GPUQ_E_NO_MEMORY;
+        return 0;
+    }
+    r->store_then = then;
+    r->store_rc = 0;
+    r->store_pending = n;
+    int i = 0;
+    for (uint32_t k = 0; k < GPUQ_MAX_OUTPUTS; k++) {
+        if (!r->job.keep[k] || !r->keep_bytes[k] || !r->job.res_out[k])
+            continue;
+        resident_store_job *j = &r->store_jobs[i++];
+        const gpuq_out *o = &r->sz.out[k];
+        const resident *old = resident_find(&srv->resident, q->out_name[k]);
+        snprintf(j->name, sizeof j->name, "%s", q->out_name[k]);
+        j->owner = old ? old->owner : s->uid; /* an admin's replacement keeps the owner */
+        j->access = q->has_access ? q->access : GPUQ_ACCESS_PRIVATE;
+        j->dtype = o->dtype;
+        j->ndim = o->ndim;
+        memcpy(j->shape, o->shape, sizeof j->shape);
+        j->bytes = o->bytes;
+        j->device = s->binfo.device;
+        j->mem = r->job.res_out[k];
+        j->done = store_done;
+        j->arg = r;
+        (void)resident_store_write(&srv->store, j); /* on: checked at the header */
+    }
+    return 1;
 }
 
 void request_resident_release(request *r)

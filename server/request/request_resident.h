@@ -38,6 +38,11 @@ int request_resident_reserve(request *r, char *msg, size_t cap);
  * info says what was stored). 0, or a code with r->message set (nothing
  * is kept then; request_resident_release frees it). */
 int request_resident_commit(request *r);
+/* r's job succeeded: its kept outputs are stored (request_resident_commit),
+ * after their files are written when it asked to persist them. Returns 0
+ * with r->status set (done now), or 1: r waits for the writes, and then(r)
+ * runs on the loop once they ended, r->status set. */
+int request_resident_finish(request *r, void (*then)(request *r));
 /* Give back what r holds and did not commit (request_free; idempotent). */
 void request_resident_release(request *r);
 

@@ -55,6 +55,10 @@ static const opt_doc opt_docs[] = {
      "Group of the socket gpuqd binds and of the directory it makes for it (then mode 0750): "
      "as root, --socket-group gpuq lets the members of gpuq connect (systemd's socket has "
      "SocketGroup=)."},
+    {"state_dir", "DIR", NULL,
+     "Directory where gpuqd persists resident arrays (PROTOCOL.md 3.5; the unit's "
+     "StateDirectory=). Empty (--state-dir ''): no state directory, persistence off. At most "
+     "186 bytes. Needs a restart."},
     {"listen_backlog", "N", NULL,
      "Connections the kernel queues until gpuqd accepts them (1 .. 1048576; capped by "
      "net.core.somaxconn); also set on a socket systemd passed. Needs a restart. The "
@@ -129,6 +133,9 @@ static const opt_doc opt_docs[] = {
      "[user] or [group] rule names them."},
 };
 
+/* state_dir's row states its longest value (config_keys.c's set_path). */
+_Static_assert(CONFIG_LINE_MAX - (sizeof "state_dir = " - 1) == 186, "fix state_dir's help");
+
 /* The flags that are not settings. */
 static const opt_doc fixed_docs[] = {
     {"config", "FILE", "none", "Read the settings from FILE (INI), then apply the flags."},
@@ -169,6 +176,8 @@ static const char *default_str(const config *d, const config_key *k, char *buf, 
     case KEY_SOCKET_MODE:
         snprintf(buf, cap, "%04o", d->socket_mode);
         return buf;
+    case KEY_STATE_DIR:
+        return d->state_dir;
     case KEY_DEVICE:
         return d->device;
     case KEY_LOG_LEVEL:
@@ -211,7 +220,7 @@ static void usage(FILE *f)
                "config file key with '-' for '_' (--max-inflight is [limits] max_inflight).\n"
                "Flags take their value as --name VALUE or --name=VALUE. Sizes (N) take K, M\n"
                "or G suffixes (1K = 1024); SEC is decimal seconds. SIGHUP re-reads the file\n"
-               "and flags (all but socket, socket_mode, socket_group, device,\n"
+               "and flags (all but socket, socket_mode, socket_group, state_dir, device,\n"
                "device_memory_limit, listen_backlog and io_threads).\n"
                "\n"
                "options:\n");
@@ -285,6 +294,7 @@ static void config_defaults(config *c)
     memset(c, 0, sizeof *c);
     c->socket_mode = 0660;
     c->socket_gid = (gid_t)-1;
+    snprintf(c->state_dir, sizeof c->state_dir, "/var/lib/gpuq");
     c->listen_backlog = SOMAXCONN;
     snprintf(c->device, sizeof c->device, "auto");
     gpuq_limits_default(&c->lim);
@@ -486,6 +496,11 @@ void config_print(const config *c, FILE *f)
         fprintf(f, "socket_group = %s\n", c->socket_group);
     else
         fprintf(f, "# socket_group: not set, so gpuqd's own group\n");
+    if (c->state_dir[0])
+        fprintf(f, "state_dir = %s\n", c->state_dir);
+    else
+        fprintf(f, "# state_dir: empty, so no state directory (persistence off)\n"
+                   "state_dir =\n");
     fprintf(f, "device = %s\n", c->device);
     fprintf(f, "log_level = %s\n", config_log_level_str(c->log_level));
     for (int i = 0; i < KEY_COUNT; i++) {
@@ -648,6 +663,10 @@ int config_log_changes(const config *o, const config *n)
         log_warn("reload: socket_group %s -> %s needs a restart; ignored",
                  o->socket_group[0] ? o->socket_group : "(none)",
                  n->socket_group[0] ? n->socket_group : "(none)");
+    if (strcmp(o->state_dir, n->state_dir))
+        log_warn("reload: state_dir %s -> %s needs a restart; ignored",
+                 o->state_dir[0] ? o->state_dir : "(none)",
+                 n->state_dir[0] ? n->state_dir : "(none)");
     if (strcmp(o->device, n->device))
         log_warn("reload: device %s -> %s needs a restart; ignored", o->device, n->device);
     LOG_CHANGED(max_header, "%u", unsigned);

@@ -71,6 +71,12 @@ typedef struct config {
      * (then 0750): "" (socket_gid (gid_t)-1) leaves both to gpuqd's own. */
     char socket_group[GPUQ_NAME_MAX];
     gid_t socket_gid;
+    /* Where gpuqd persists resident arrays (PROTOCOL.md 3.5); "" : nowhere
+     * (persistence off). Default /var/lib/gpuq, the unit's StateDirectory=.
+     * A path config_print can write back as one config file line, so at
+     * most CONFIG_LINE_MAX - strlen("state_dir = ") bytes (config_keys.h).
+     * Needs a restart. */
+    char state_dir[4096];
     /* listen(2)'s backlog: connections the kernel queues before gpuqd
      * accepts them (capped by net.core.somaxconn); also set on a socket
      * systemd passed. Needs a restart. */
@@ -137,8 +143,8 @@ void config_print(const config *c, FILE *f);
 
 /* Log (info) each run-time setting that differs between old and new, in the
  * form "reload: max_inflight 64 -> 32"; warn for settings that need a restart
- * (socket, socket_mode, socket_group, device, listen_backlog: "... needs a
- * restart; ignored"). Returns the
+ * (socket, socket_mode, socket_group, state_dir, device, listen_backlog, ...:
+ * "... needs a restart; ignored"). Returns the
  * number of run-time changes (the ones the server applies; not the warnings). */
 int config_log_changes(const config *old_cfg, const config *new_cfg);
 

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <grp.h>
+#include <ini.h>
 #include <math.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -14,8 +15,11 @@
 #include "header.h"
 #include "log.h"
 
+_Static_assert(CONFIG_LINE_MAX == INI_MAX_LINE - 2, "config_file.c's line limit is inih's buffer");
+
 enum {
-    KIND_PATH,      /* socket path */
+    KIND_PATH,      /* a path: socket */
+    KIND_DIR,       /* a directory path, "" for none: state_dir */
     KIND_MODE,      /* octal file mode */
     KIND_DEVICE,    /* auto | cuda | cpu */
     KIND_LOG_LEVEL, /* error | warn | info | debug */
@@ -31,6 +35,7 @@ static const config_key keys[KEY_COUNT] = {
     {KEY_SOCKET, "server", "socket", KIND_PATH, 0, 0},
     {KEY_SOCKET_MODE, "server", "socket_mode", KIND_MODE, 0, 0777},
     {KEY_SOCKET_GROUP, "server", "socket_group", KIND_GROUP, 0, 0},
+    {KEY_STATE_DIR, "server", "state_dir", KIND_DIR, 0, 0},
     {KEY_LISTEN_BACKLOG, "server", "listen_backlog", KIND_COUNT, 1, 1u << 20},
     {KEY_DEVICE, "server", "device", KIND_DEVICE, 0, 0},
     {KEY_LOG_LEVEL, "server", "log_level", KIND_LOG_LEVEL, 0, 0},
@@ -196,8 +201,8 @@ bool config_key_is_server_number(const config_key *k)
 bool config_key_needs_restart(const config_key *k)
 {
     return k->id == KEY_SOCKET || k->id == KEY_SOCKET_MODE || k->id == KEY_SOCKET_GROUP ||
-           k->id == KEY_DEVICE || k->id == KEY_DEVICE_MEMORY_LIMIT || k->id == KEY_LISTEN_BACKLOG ||
-           k->id == KEY_IO_THREADS;
+           k->id == KEY_STATE_DIR || k->id == KEY_DEVICE || k->id == KEY_DEVICE_MEMORY_LIMIT ||
+           k->id == KEY_LISTEN_BACKLOG || k->id == KEY_IO_THREADS;
 }
 
 int config_resolve_id(const char *name, int is_group, uint32_t *id)
@@ -288,9 +293,9 @@ const char *config_key_value_str(const config *c, const config_key *k, char *buf
     return size_str(*(const uint64_t *)f, buf, cap);
 }
 
-/* A socket path that config_print can write as "socket = PATH" for inih to
- * read back the same: no space at either end, no line break, and no ';' or
- * '#' first or after a space (inih takes those for a comment). */
+/* A path (not empty) that config_print can write as "socket = PATH" for
+ * inih to read back the same: no space at either end, no line break, and no
+ * ';' or '#' first or after a space (inih takes those for a comment). */
 static bool path_printable(const char *s)
 {
     size_t n = strlen(s);
@@ -302,6 +307,54 @@ static bool path_printable(const char *s)
             return false;
     }
     return true;
+}
+
+/* The string a KIND_PATH or KIND_DIR key sets, and its size; NULL for
+ * other keys. */
+static char *path_field(config *c, const config_key *k, size_t *size)
+{
+    switch (k->id) {
+    case KEY_SOCKET:
+        *size = sizeof c->socket;
+        return c->socket;
+    case KEY_STATE_DIR:
+        *size = sizeof c->state_dir;
+        return c->state_dir;
+    default:
+        return NULL;
+    }
+}
+
+/* socket or state_dir (by k): at most what its field holds and what one
+ * config file line holds after "NAME = ", printable there; "" only for a
+ * KIND_DIR key (no directory). */
+static int set_path(config *c, const config_key *k, const char *value, char *why, size_t cap)
+{
+    size_t size = 0, n = strlen(value);
+    char *dst = path_field(c, k, &size);
+    if (!dst) {
+        snprintf(why, cap, "internal error: key %s has no field", k->name);
+        return -1;
+    }
+    size_t line_room = CONFIG_LINE_MAX - strlen(k->name) - strlen(" = ");
+    if (n >= size || n > line_room) {
+        if (line_room < size - 1)
+            snprintf(why, cap,
+                     "path longer than %zu bytes (\"%s = PATH\" must fit in a config file "
+                     "line of %d characters)",
+                     line_room, k->name, CONFIG_LINE_MAX);
+        else
+            snprintf(why, cap, "path longer than %zu bytes", size - 1);
+        return -1;
+    }
+    if (n && !path_printable(value)) {
+        snprintf(why, cap,
+                 "a path with a space at either end, a line break, or ';' or '#' "
+                 "first or after a space cannot be written in a config file");
+        return -1;
+    }
+    snprintf(dst, size, "%s", value);
+    return 0;
 }
 
 static int set_number(const config_key *k, const char *value, uint64_t *out, char *why, size_t cap)
@@ -402,7 +455,8 @@ static int set_group(config *c, const config_key *k, const char *value, char *wh
 int config_key_set(config *c, policy_rule *rule, const config_key *k, const char *value, char *why,
                    size_t cap)
 {
-    if (!value || (!*value && k->kind != KIND_GROUP)) {
+    /* a group or a directory may be "" (none); every other value may not */
+    if (!value || (!*value && k->kind != KIND_GROUP && k->kind != KIND_DIR)) {
         snprintf(why, cap, "empty value");
         return -1;
     }
@@ -414,18 +468,8 @@ int config_key_set(config *c, policy_rule *rule, const config_key *k, const char
     int lvl;
     switch (k->kind) {
     case KIND_PATH:
-        if (strlen(value) >= sizeof c->socket) {
-            snprintf(why, cap, "path longer than %zu bytes", sizeof c->socket - 1);
-            return -1;
-        }
-        if (!path_printable(value)) {
-            snprintf(why, cap,
-                     "a path with a space at either end, a line break, or ';' or '#' "
-                     "first or after a space cannot be written in a config file");
-            return -1;
-        }
-        snprintf(c->socket, sizeof c->socket, "%s", value);
-        return 0;
+    case KIND_DIR:
+        return set_path(c, k, value, why, cap);
     case KIND_MODE:
         return set_mode(k, value, &c->socket_mode, why, cap);
     case KIND_DEVICE:

@@ -18,10 +18,18 @@
 
 #include "config.h"
 
+/* The longest line the config file reader takes, in characters without the
+ * line break: libinih reads into a buffer of INI_MAX_LINE bytes (200), and
+ * config_file.c refuses a line that does not fit. A path key takes only
+ * values whose "key = value" line fits, so that config_print's output reads
+ * back. */
+#define CONFIG_LINE_MAX 198
+
 enum config_key_id {
     KEY_SOCKET,
     KEY_SOCKET_MODE,
     KEY_SOCKET_GROUP,
+    KEY_STATE_DIR,
     KEY_LISTEN_BACKLOG,
     KEY_DEVICE,
     KEY_LOG_LEVEL,

@@ -32,6 +32,7 @@
 #include <sys/types.h>
 #include <grp.h>
 #include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "e2e_util.h"
@@ -44,7 +45,6 @@ static uint64_t next_id = 100;
 static void setup(void)
 {
     e2e_setup();
-    e2e_start(NULL);
 }
 
 static void teardown(void)
@@ -212,7 +212,7 @@ START_TEST(put_get_list_remove)
              "\"shape\":[6,5],\"bytes\":120,\"device\":",
              (unsigned)getuid());
     ck_assert_msg(strncmp(j, want, strlen(want)) == 0, "%s\nwant %s", j, want);
-    ck_assert_msg(strstr(j, "\"users\":0}"), "%s", j);
+    ck_assert_msg(strstr(j, "\"users\":0,\"persist\":false}"), "%s", j);
     ck_assert_msg(strstr(j, "\"shape\":[7],\"bytes\":56"), "%s", j);
     ck_assert_int_eq(e2e_status_int("resident_arrays"), 2);
     ck_assert_int_eq(e2e_status_int("resident_bytes"), 120 + 56);
@@ -733,6 +733,297 @@ START_TEST(another_uid)
 }
 END_TEST
 
+/* ---- persist (a state directory that outlives each daemon) ---- */
+
+static char state_dir[256];
+static const char *state_args[] = {"--state-dir", state_dir, NULL};
+
+static void persist_setup(void)
+{
+    snprintf(state_dir, sizeof state_dir, "/tmp/gpuq-resident-state-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(state_dir));
+    e2e_start(state_args);
+}
+
+static void persist_teardown(void)
+{
+    e2e_teardown();
+    tu_rmtree(state_dir);
+}
+
+/* Stop (kill: SIGKILL at once, else SIGTERM) and start again on the same
+ * state directory. */
+static void restart(bool kill9)
+{
+    if (kill9) {
+        tu_daemon_kill(&e2e_d, SIGKILL);
+        int st;
+        ck_assert_int_eq(waitpid(e2e_d.pid, &st, 0), e2e_d.pid);
+        e2e_d.pid = 0;
+        tu_rmtree(e2e_d.dir);
+        e2e_start(state_args);
+    } else {
+        e2e_restart(state_args);
+    }
+}
+
+static gpuq_request persist_put(const char *name, uint64_t n, bool persist)
+{
+    gpuq_request q = put_req(name, GPUQ_DT_F32, 1, n, 0);
+    q.persist = persist;
+    return q;
+}
+
+/* The files of the state directory with suffix, counted. */
+static int count_files(const char *suffix)
+{
+    char cmd[512], out[64];
+    snprintf(cmd, sizeof cmd, "ls -1 %s | grep -c -- '%s$'", state_dir, suffix);
+    FILE *f = popen(cmd, "r");
+    ck_assert_ptr_nonnull(f);
+    int n = fgets(out, sizeof out, f) ? atoi(out) : -1;
+    pclose(f);
+    return n;
+}
+
+START_TEST(persist_restart)
+{
+    int fd = e2e_hello_socket("persist", hbuf, sizeof hbuf);
+    float *a = randf(4000, 11), *b = randf(300, 12);
+    gpuq_reply rep;
+    gpuq_request q = persist_put("p1", 4000, true);
+    ck_assert_msg(call(fd, &q, a, 16000, &rep, NULL, 0, NULL) == 0, "%s", rep.message);
+    q = persist_put("p2", 300, true);
+    q.has_access = true;
+    q.access = GPUQ_ACCESS_ALL;
+    ck_assert_int_eq(call(fd, &q, b, 1200, &rep, NULL, 0, NULL), 0);
+    q = persist_put("gone", 300, false);
+    ck_assert_int_eq(call(fd, &q, b, 1200, &rep, NULL, 0, NULL), 0);
+    /* a kept output, persisted */
+    gpuq_request nq;
+    gpuq_request_init(&nq);
+    nq.op = GPUQ_OP_NORMALIZE;
+    nq.dtype = GPUQ_DT_F32;
+    nq.ndim_a = 1;
+    nq.shape_a[0] = 300;
+    nq.nout_ref = 1;
+    nq.out_kind[0] = GPUQ_REF_NAME;
+    snprintf(nq.out_name[0], sizeof nq.out_name[0], "kp");
+    nq.persist = true;
+    float *nb = malloc(1200);
+    ck_assert_int_eq(call(fd, &nq, b, 1200, &rep, NULL, 0, NULL), 0);
+    gpuq_request g = name_req(GPUQ_OP_GET, "kp");
+    size_t len;
+    ck_assert_int_eq(call(fd, &g, NULL, 0, &rep, nb, 1200, &len), 0);
+    q = name_req(GPUQ_OP_LIST, "");
+    ck_assert_int_eq(call(fd, &q, NULL, 0, &rep, NULL, 0, NULL), 0);
+    ck_assert_msg(strstr(info_json(&rep), "\"name\":\"gone\""), "%s", info_json(&rep));
+    ck_assert_msg(strstr(info_json(&rep), "\"persist\":true"), "%s", info_json(&rep));
+    ck_assert_int_eq(count_files(".gpuqa"), 3);
+    close(fd);
+    restart(false);
+    fd = e2e_hello_socket("persist", hbuf, sizeof hbuf);
+    float *got = malloc(16000);
+    g = name_req(GPUQ_OP_GET, "p1");
+    ck_assert_int_eq(call(fd, &g, NULL, 0, &rep, got, 16000, &len), 0);
+    ck_assert_uint_eq(len, 16000);
+    ck_assert_int_eq(memcmp(got, a, 16000), 0);
+    g = name_req(GPUQ_OP_GET, "kp");
+    ck_assert_int_eq(call(fd, &g, NULL, 0, &rep, got, 1200, &len), 0);
+    ck_assert_int_eq(memcmp(got, nb, 1200), 0);
+    q = name_req(GPUQ_OP_LIST, "");
+    ck_assert_int_eq(call(fd, &q, NULL, 0, &rep, NULL, 0, NULL), 0);
+    char want[160];
+    snprintf(want, sizeof want, "\"name\":\"p2\",\"owner\":%u,\"access\":\"all\"",
+             (unsigned)getuid());
+    ck_assert_msg(strstr(info_json(&rep), want), "%s", info_json(&rep));
+    ck_assert_msg(!strstr(info_json(&rep), "\"gone\""), "%s", info_json(&rep));
+    ck_assert_int_eq(e2e_status_int("resident_bytes"), 16000 + 1200 + 1200);
+    /* removed, and replaced by an array that is not persisted: both gone
+     * after the next restart */
+    q = name_req(GPUQ_OP_REMOVE, "p1");
+    ck_assert_int_eq(call(fd, &q, NULL, 0, &rep, NULL, 0, NULL), 0);
+    q = persist_put("p2", 300, false);
+    ck_assert_int_eq(call(fd, &q, b, 1200, &rep, NULL, 0, NULL), 0);
+    ck_assert_int_eq(count_files(".gpuqa"), 1);
+    close(fd);
+    restart(false);
+    fd = e2e_hello_socket("persist", hbuf, sizeof hbuf);
+    expect_refused(fd, name_req(GPUQ_OP_GET, "p1"), NULL, 0, GPUQ_E_NOT_FOUND, "p1");
+    expect_refused(fd, name_req(GPUQ_OP_GET, "p2"), NULL, 0, GPUQ_E_NOT_FOUND, "p2");
+    g = name_req(GPUQ_OP_GET, "kp");
+    ck_assert_int_eq(call(fd, &g, NULL, 0, &rep, got, 1200, &len), 0);
+    close(fd);
+    free(a);
+    free(b);
+    free(nb);
+    free(got);
+}
+END_TEST
+
+/* A damaged file is logged and set aside, never served; a write a kill
+ * cut short (.tmp) is deleted; the rest loads. */
+START_TEST(persist_damaged)
+{
+    int fd = e2e_hello_socket("persist", hbuf, sizeof hbuf);
+    float *a = randf(2000, 13);
+    gpuq_reply rep;
+    const char *names[] = {"flip", "cut", "good"};
+    for (int i = 0; i < 3; i++) {
+        gpuq_request q = persist_put(names[i], 2000, true);
+        ck_assert_int_eq(call(fd, &q, a, 8000, &rep, NULL, 0, NULL), 0);
+    }
+    close(fd);
+    ck_assert_int_eq(tu_daemon_stop(&e2e_d), 0);
+    /* base64url: "flip" -> ZmxpcA, "cut" -> Y3V0 */
+    char p[512];
+    snprintf(p, sizeof p, "%s/ZmxpcA.gpuqa", state_dir);
+    size_t len = 0;
+    uint8_t *f = tu_read_file(p, &len);
+    ck_assert_ptr_nonnull(f);
+    f[len / 2] ^= 0x10; /* one bit of the data */
+    ck_assert_int_eq(tu_write_file(p, f, len), 0);
+    free(f);
+    snprintf(p, sizeof p, "%s/Y3V0.gpuqa", state_dir);
+    ck_assert_int_eq(truncate(p, 100), 0);
+    snprintf(p, sizeof p, "%s/anVuaw.gpuqa", state_dir); /* "junk" */
+    ck_assert_int_eq(tu_write_file(p, "not an array", 12), 0);
+    snprintf(p, sizeof p, "%s/ZmxpcA.tmp", state_dir);
+    ck_assert_int_eq(tu_write_file(p, "half", 4), 0);
+    e2e_start(state_args);
+    fd = e2e_hello_socket("persist", hbuf, sizeof hbuf);
+    expect_refused(fd, name_req(GPUQ_OP_GET, "flip"), NULL, 0, GPUQ_E_NOT_FOUND, "flip");
+    expect_refused(fd, name_req(GPUQ_OP_GET, "cut"), NULL, 0, GPUQ_E_NOT_FOUND, "cut");
+    float got[2000];
+    gpuq_request g = name_req(GPUQ_OP_GET, "good");
+    ck_assert_int_eq(call(fd, &g, NULL, 0, &rep, got, sizeof got, &len), 0);
+    ck_assert_int_eq(memcmp(got, a, sizeof got), 0);
+    ck_assert_int_eq(count_files(".damaged"), 3);
+    ck_assert_int_eq(count_files(".tmp"), 0);
+    size_t llen = 0;
+    char *log = tu_read_file(e2e_d.log, &llen);
+    ck_assert_msg(log && strstr(log, "checksum mismatch") && strstr(log, "set aside"), "%s",
+                  log ? log : "");
+    free(log);
+    close(fd);
+    free(a);
+}
+END_TEST
+
+/* gpuqd killed (SIGKILL) at random points of a put replacing a persisted
+ * array, and of a remove: after the restart the array is the old one or
+ * the new one, whole, or (remove) gone; never a part. */
+#define ROUNDS 8
+START_TEST(persist_kill9)
+{
+    const uint64_t n = 4u << 20; /* 16 MiB of float32 */
+    float *v1 = randf(n, 21), *v2 = randf(n, 22), *got = malloc(n * 4);
+    gpuq_reply rep;
+    size_t len;
+    srand(2026);
+    int seen_old = 0, seen_new = 0;
+    for (int round = 0; round < ROUNDS; round++) {
+        int fd = e2e_hello_socket("persist", hbuf, sizeof hbuf);
+        gpuq_request q = persist_put("big", n, true);
+        double t0 = tu_now_s();
+        ck_assert_int_eq(call(fd, &q, v1, n * 4, &rep, NULL, 0, NULL), 0);
+        double took = tu_now_s() - t0; /* a whole persisted put: the kill lands inside one */
+        q = persist_put("big", n, true);
+        q.id = next_id++;
+        e2e_send_req(fd, &q, v2, n * 4);
+        tu_sleep_s(took * (double)(round + 1) / (ROUNDS + 1)); /* spread over the put */
+        restart(true);
+        close(fd);
+        fd = e2e_hello_socket("persist", hbuf, sizeof hbuf);
+        gpuq_request g = name_req(GPUQ_OP_GET, "big");
+        ck_assert_int_eq(call(fd, &g, NULL, 0, &rep, got, n * 4, &len), 0);
+        ck_assert_uint_eq(len, n * 4);
+        bool old = memcmp(got, v1, n * 4) == 0, new = memcmp(got, v2, n * 4) == 0;
+        ck_assert_msg(old || new, "round %d: the array after the kill is neither", round);
+        seen_old += old;
+        seen_new += new;
+        ck_assert_int_eq(count_files(".tmp"), 0);
+        /* a remove cut short: there, whole, or gone */
+        gpuq_request r = name_req(GPUQ_OP_REMOVE, "big");
+        r.id = next_id++;
+        e2e_send_req(fd, &r, NULL, 0);
+        tu_sleep_s((double)(rand() % 3) / 1000.0);
+        restart(true);
+        close(fd);
+        fd = e2e_hello_socket("persist", hbuf, sizeof hbuf);
+        g = name_req(GPUQ_OP_GET, "big");
+        g.id = next_id++;
+        e2e_send_req(fd, &g, NULL, 0);
+        ck_assert_int_eq(e2e_read_reply_data(fd, &rep, hbuf, sizeof hbuf, got, n * 4, &len), 0);
+        ck_assert_msg(rep.status == GPUQ_E_NOT_FOUND ||
+                          (rep.status == 0 && len == n * 4 &&
+                           (memcmp(got, v1, n * 4) == 0 || memcmp(got, v2, n * 4) == 0)),
+                      "round %d: after a remove cut short: %s", round, gpuq_errname(rep.status));
+        close(fd);
+    }
+    fprintf(stderr, "persist_kill9: old %d, new %d of %d\n", seen_old, seen_new, ROUNDS);
+    free(v1);
+    free(v2);
+    free(got);
+}
+END_TEST
+
+/* A full disk: the put fails (storage), keeps nothing, the old file and
+ * array stay; a small one still fits. As root (a 1 MiB tmpfs). */
+START_TEST(persist_full_disk)
+{
+    if (getuid() != 0) {
+        fprintf(stderr, "persist_full_disk: not root (no tmpfs to fill); skipped\n");
+        return;
+    }
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=1m gpuq-test %s", state_dir);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "persist_full_disk: cannot mount a tmpfs; skipped\n");
+        return;
+    }
+    restart(false);
+    int fd = e2e_hello_socket("persist", hbuf, sizeof hbuf);
+    float *a = randf(1 << 19, 31); /* 2 MiB */
+    gpuq_reply rep;
+    gpuq_request q = persist_put("small", 1000, true);
+    ck_assert_int_eq(call(fd, &q, a, 4000, &rep, NULL, 0, NULL), 0);
+    q = persist_put("huge", 1 << 19, true);
+    expect_refused(fd, q, a, 2u << 20, GPUQ_E_STORAGE, "No space left on device");
+    expect_refused(fd, name_req(GPUQ_OP_GET, "huge"), NULL, 0, GPUQ_E_NOT_FOUND, "huge");
+    q = persist_put("small", 1 << 19, true); /* replacing: the old stays */
+    expect_refused(fd, q, a, 2u << 20, GPUQ_E_STORAGE, "cannot persist");
+    float got[1000];
+    size_t len;
+    gpuq_request g = name_req(GPUQ_OP_GET, "small");
+    ck_assert_int_eq(call(fd, &g, NULL, 0, &rep, got, sizeof got, &len), 0);
+    ck_assert_int_eq(memcmp(got, a, sizeof got), 0);
+    ck_assert_int_eq(e2e_status_int("resident_bytes"), 4000);
+    ck_assert_int_eq(count_files(".tmp"), 0);
+    close(fd);
+    ck_assert_int_eq(tu_daemon_stop(&e2e_d), 0);
+    snprintf(cmd, sizeof cmd, "umount %s", state_dir);
+    ck_assert_int_eq(system(cmd), 0);
+    e2e_start(state_args);
+    free(a);
+}
+END_TEST
+
+START_TEST(persist_without_state_dir)
+{
+    const char *off[] = {"--state-dir", "", NULL};
+    e2e_restart(off);
+    int fd = e2e_hello_socket("persist", hbuf, sizeof hbuf);
+    float v[4] = {1, 2, 3, 4};
+    gpuq_request q = persist_put("p", 4, true);
+    expect_refused(fd, q, v, sizeof v, GPUQ_E_STORAGE, "no state directory");
+    q = persist_put("p", 4, false);
+    gpuq_reply rep;
+    ck_assert_int_eq(call(fd, &q, v, sizeof v, &rep, NULL, 0, NULL), 0);
+    close(fd);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("e2e_resident");
@@ -747,6 +1038,15 @@ static Suite *suite(void)
     tcase_add_test(tc, quotas);
     tcase_add_test(tc, another_uid);
     suite_add_tcase(s, tc);
+    TCase *tp = tcase_create("persist");
+    tcase_add_checked_fixture(tp, persist_setup, persist_teardown);
+    tcase_set_timeout(tp, 180);
+    tcase_add_test(tp, persist_restart);
+    tcase_add_test(tp, persist_damaged);
+    tcase_add_test(tp, persist_kill9);
+    tcase_add_test(tp, persist_full_disk);
+    tcase_add_test(tp, persist_without_state_dir);
+    suite_add_tcase(s, tp);
     return s;
 }
 

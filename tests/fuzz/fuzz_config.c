@@ -77,6 +77,7 @@ static const fuzz_field cfg_fields[] = {
     CF(socket_mode, CF_SAME),
     CF(socket_group, CF_STR),
     CF(socket_gid, CF_SAME),
+    CF(state_dir, CF_STR),
     CF(listen_backlog, CF_SAME),
     CF(device, CF_STR),
     CF(lim, CF_SAME),
@@ -218,6 +219,10 @@ static void bounds(const config *c)
 {
     if (strnlen(c->socket, sizeof c->socket) == sizeof c->socket)
         fuzz_fail("socket not NUL-terminated");
+    /* at most 186 bytes: "state_dir = DIR" fits in a config file line; "" is off */
+    size_t sd = strnlen(c->state_dir, sizeof c->state_dir);
+    if (sd > 186)
+        fuzz_fail("state_dir of %zu bytes accepted; documented at most 186", sd);
     if (c->socket_mode > 0777)
         fuzz_fail("socket_mode %o accepted", c->socket_mode);
     if (strcmp(c->device, "auto") && strcmp(c->device, "cuda") && strcmp(c->device, "cpu"))

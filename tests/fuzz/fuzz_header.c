@@ -126,6 +126,7 @@ static const fuzz_field req_fields[] = {
     RQ(name, OPS_ALL, 0),
     RQ(has_access, OPS_ALL, 0),
     RQ(access, OPS_ALL, 0),
+    RQ(persist, OPS_ALL, 0),
     RQ(timing, OPS_ALL, 0),
     RQ(version, OPB(HELLO), 0),
     RQ(client, OPB(HELLO), 0),
@@ -153,7 +154,7 @@ static const fuzz_field req_fields[] = {
 #define N_REQ_FIELDS (sizeof req_fields / sizeof req_fields[0])
 
 #if defined(__LP64__)
-_Static_assert(sizeof(gpuq_request) == 1232,
+_Static_assert(sizeof(gpuq_request) == 1240,
                "gpuq_request changed: give the new field a row in req_fields (fuzz_header.c) "
                "saying which ops keep it, then update this size");
 #endif

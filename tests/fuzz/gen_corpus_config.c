@@ -10,12 +10,14 @@
  * comment styles, a BOM, [user]/[group] rules by number and by the name
  * root (which every system has), 64 rules (the cap), a rule's
  * session_arena and resident_bytes at 0 (arenas off, no resident arrays),
- * at the global limit and above it, and the file config_print writes for
- * the defaults. Refused files break one rule each:
+ * at the global limit and above it, state_dir empty (persistence off) and
+ * at its longest, and the file config_print writes for the defaults.
+ * Refused files break one rule each:
  * every range edge just over, bad numbers and words, unknown sections and
  * keys, a key outside a section or in the wrong one, empty values, unknown
  * and repeated users and groups, 65 rules, names too long, a line too
- * long, a section header without its bracket.
+ * long, a path too long or that a config file cannot hold, a section
+ * header without its bracket.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +40,7 @@ static void gen_accepted(void)
     conf("ok-every-key", "[server]\n"
                          "socket = /tmp/gpuq-fuzz/gpuqd.sock   ; comment\n"
                          "socket_mode = 0640\n"
+                         "state_dir = /srv/gpuq-fuzz/state\n"
                          "device = cpu\n"
                          "log_level = debug   # comment\n"
                          "drain_timeout = 12.5\n"
@@ -112,6 +115,9 @@ static void gen_accepted(void)
     conf("ok-socket-mode-zero", "[server]\nsocket_mode = 0\n");
     conf("ok-socket-group-number", "[server]\nsocket_group = 0\n");
     conf("ok-socket-group-empty", "[server]\nsocket_group =\n");
+    conf("ok-state-dir-empty", "[server]\nstate_dir =\n");
+    conf("ok-state-dir-comment", "[server]\nstate_dir = # none: persistence off\n");
+    conf("ok-state-dir-odd", "[server]\nstate_dir = relative/a;b#c d\n");
     conf("ok-repeated-keys", "[server]\nsocket = /tmp/a-much-longer-socket-path\nsocket = /x\n"
                              "[limits]\nmax_inflight = 3\n[limits]\nmax_inflight = 4\n");
     conf("ok-crlf", "[server]\r\nlog_level = info\r\n[user 9]\r\nmax_inflight = 2\r\n");
@@ -120,6 +126,8 @@ static void gen_accepted(void)
          "[server]\n"
          "# socket: not set\n"
          "socket_mode = 0660\n"
+         "# socket_group: not set, so gpuqd's own group\n"
+         "state_dir = /var/lib/gpuq\n"
          "device = auto\n"
          "log_level = info\n"
          "drain_timeout = 30\n"
@@ -217,6 +225,9 @@ static void gen_refused(void)
         {"bad-unknown-group", "[group no-such-group-gpuq]\n"},
         {"bad-unknown-admin-group", "[policy]\nadmin_group = no-such-group-gpuq\n"},
         {"bad-unknown-socket-group", "[server]\nsocket_group = no-such-group-gpuq\n"},
+        {"bad-state-dir-in-limits", "[limits]\nstate_dir = /x\n"},
+        {"bad-state-dir-hash-first", "[server]\nstate_dir=#x\n"},
+        {"bad-state-dir-semicolon-first", "[server]\nstate_dir=;x\n"},
         {"bad-user-no-name", "[user]\n"},
         {"bad-user-two-names", "[user root daemon]\n"},
         {"bad-user-id-max", "[user 4294967295]\n"},
@@ -238,6 +249,12 @@ static void gen_refused(void)
     conf("ok-socket-107", line);
     snprintf(line, sizeof line, "[server]\nsocket = /tmp/%0103d\n", 0);
     conf("bad-socket-108", line);
+    /* state_dir: 186 bytes fill a line with "state_dir = "; 187 is refused
+     * even where the line has room ("state_dir=") */
+    snprintf(line, sizeof line, "[server]\nstate_dir = /%0185d\n", 0);
+    conf("ok-state-dir-186", line);
+    snprintf(line, sizeof line, "[server]\nstate_dir=/%0186d\n", 0);
+    conf("bad-state-dir-187", line);
 }
 
 /* Inputs with flags (#ARGS) and a second file (#---): fuzz_config.c. */
@@ -256,6 +273,10 @@ static void gen_flags(void)
          "--staging-headroom 2M --session-arena 0 --total-arena 1G\n"
          "[user 6]\nsession_arena = 1M\n");
     conf("args-bad-value", "#ARGS --max-inflight 0\n[server]\ndevice = cpu\n");
+    conf("args-state-dir", "#ARGS --state-dir /tmp/gpuq-st --socket /tmp/s\n"
+                           "[server]\nstate_dir = /var/lib/elsewhere\n");
+    conf("args-state-dir-empty", "#ARGS --state-dir=\n[server]\nstate_dir = /var/lib/gpuq\n");
+    conf("args-state-dir-bad", "#ARGS --state-dir=/x\t\n");
     conf("args-unknown-flag", "#ARGS --max-speed 3\n");
     conf("args-missing-value", "#ARGS --device\n");
     conf("args-stray", "#ARGS stray\n");
@@ -266,7 +287,8 @@ static void gen_flags(void)
                                     "[user 1]\nmax_inflight = 4\nmax_priority = high\n"
                                     "session_staging = 1M\n[user 4]\n[policy]\nadmin_group = 0\n"
                                     "max_priority = normal\n[limits]\nmax_header = 1K\n"
-                                    "[server]\nsocket_mode = 0600\nstaging_keep = 1M\n");
+                                    "[server]\nsocket_mode = 0600\nstaging_keep = 1M\n"
+                                    "state_dir =\n");
     conf("two-files-arena-rules", "[user 1]\nsession_arena = 0\n[group 2]\nsession_arena = 1M\n"
                                   "[user 3]\n[group 4]\nsession_arena = 2M\n#---\n"
                                   "[user 1]\nsession_arena = 1M\n[group 2]\n"

@@ -7,7 +7,8 @@
  * resident array limits (resident_bytes, also a rule key, and
  * total_resident) the same way;
  * listen_backlog and max_sessions_per_user (global, rules, flags, default,
- * print, reload). */
+ * print, reload); state_dir (default, file, flags, empty, the longest path
+ * a config file line holds, unprintable paths, print, reload). */
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -68,6 +69,7 @@ static void assert_same(const config *a, const config *b)
     ck_assert_uint_eq(a->socket_mode, b->socket_mode);
     ck_assert_str_eq(a->socket_group, b->socket_group);
     ck_assert_uint_eq(a->socket_gid, b->socket_gid);
+    ck_assert_str_eq(a->state_dir, b->state_dir);
     ck_assert_str_eq(a->device, b->device);
     ck_assert_uint_eq(a->lim.max_header, b->lim.max_header);
     ck_assert_uint_eq(a->lim.max_payload, b->lim.max_payload);
@@ -245,6 +247,7 @@ START_TEST(defaults_without_file)
     ck_assert_uint_eq(c.pol.admin_gid, (gid_t)-1);
     ck_assert_str_eq(c.socket_group, "");
     ck_assert_uint_eq(c.socket_gid, (gid_t)-1);
+    ck_assert_str_eq(c.state_dir, "/var/lib/gpuq");
     ck_assert_int_eq(c.pol.max_priority, GPUQ_PRIO_HIGH);
     ck_assert_int_eq(c.pol.nrules, 0);
 }
@@ -419,6 +422,12 @@ static const struct {
     {"[server]\nsocket_group = no-such-group-gpuq\n", 2, "socket_group",
      "unknown group 'no-such-group-gpuq'"},
     {"[policy]\nsocket_group = root\n", 2, "unknown key 'socket_group'", "[policy]"},
+    {"[limits]\nstate_dir = /x\n", 2, "unknown key 'state_dir'", "[limits]"},
+    {"[user root]\nstate_dir = /x\n", 2, "unknown key 'state_dir'", "[user root]"},
+    /* "state_dir = #x" is state_dir = "" and a comment; without the space
+     * '#' is the value's */
+    {"[server]\n\nstate_dir=#x\n", 3, "[server] state_dir: ", "cannot be written in a config file"},
+    {"[server]\nstate_dir=;x\n", 2, "[server] state_dir: ", "cannot be written"},
     {"[user]\n", 1, "[user] needs", "NAME"},
     {"[user root]\nmax_inflight = 2\n[user 0]\n", 3, "named twice", "first at line 1"},
     {"[group 0]\n[user 0]\n[group root]\n", 3, "named twice", "gid 0"},
@@ -529,6 +538,8 @@ START_TEST(print_round_trip)
         resident_conf,
         "[limits]\nresident_bytes = 0\ntotal_resident = 1\n",
         "[server]\nsocket_group = root\n",
+        "[server]\nstate_dir =\n",
+        "[server]\nstate_dir = /srv/gpuq state/a;b#c\n",
         "[server]\nlisten_backlog = 1024\n[policy]\nmax_sessions_per_user = 3\n"
         "[user root]\nmax_sessions_per_user = 100\n[group 0]\nmax_sessions_per_user = 1\n"};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
@@ -602,6 +613,7 @@ START_TEST(log_changes_counts)
     snprintf(b.device, sizeof b.device, "cpu");
     snprintf(b.socket_group, sizeof b.socket_group, "root");
     b.socket_gid = 0;
+    snprintf(b.state_dir, sizeof b.state_dir, "/srv/gpuq");
     ck_assert_int_eq(config_log_changes(&a, &b), 0);
     write_conf(path, "[limits]\nmax_inflight = 32\ntotal_staging = 1G\n"
                      "[server]\nlog_level = debug\ndrain_timeout = 5\n"
@@ -1015,6 +1027,151 @@ START_TEST(stall_bound_keys)
 }
 END_TEST
 
+/* "[server]\nstate_dir = " and a path of n bytes (/ddd...) into text. */
+static void state_dir_conf(char *text, size_t cap, size_t n, const char *sep)
+{
+    snprintf(text, cap, "[server]\nstate_dir%s/%0*d\n", sep, (int)n - 1, 0);
+}
+
+/* state_dir ([server], needs a restart): the default, the file, flags over
+ * the file in either order, "" (no state directory: persistence off) from
+ * both, the longest path ("state_dir = PATH" fills a config file line) and
+ * one byte more, paths a config file cannot hold, and what print and a
+ * reload do. */
+START_TEST(state_dir_key)
+{
+    config c;
+    ck_assert_int_eq(load(&c, NULL), 0);
+    ck_assert_str_eq(c.state_dir, "/var/lib/gpuq");
+    write_conf(path, "[server]\nstate_dir = /srv/gpuq/state   # comment\n");
+    ck_assert_msg(load_file(&c, path) == 0, "%s", c.error);
+    ck_assert_str_eq(c.state_dir, "/srv/gpuq/state");
+    ck_assert_str_eq(c.socket, ""); /* KIND_PATH by key: the socket untouched */
+    const char *after[] = {"--config", path, "--state-dir", "/tmp/gpuq-st", NULL};
+    const char *before[] = {"--state-dir=/tmp/gpuq-st", "--config", path, NULL};
+    const char *const *orders[] = {after, before};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_msg(load(&c, orders[i]) == 0, "%s", c.error);
+        ck_assert_str_eq(c.state_dir, "/tmp/gpuq-st");
+    }
+    const char *sock[] = {"--config", path, "--socket", "/tmp/gpuq-s.sock", NULL};
+    ck_assert_msg(load(&c, sock) == 0, "%s", c.error);
+    ck_assert_str_eq(c.socket, "/tmp/gpuq-s.sock");
+    ck_assert_str_eq(c.state_dir, "/srv/gpuq/state"); /* --socket sets the socket only */
+    /* empty: off, from the file, from a flag over the file, and --state-dir= */
+    static const char *const empties[] = {"[server]\nstate_dir =\n", "[server]\nstate_dir=\n",
+                                          "[server]\nstate_dir = # none\n"};
+    for (size_t i = 0; i < sizeof empties / sizeof empties[0]; i++) {
+        write_conf(path, empties[i]);
+        ck_assert_msg(load_file(&c, path) == 0, "%s", c.error);
+        ck_assert_str_eq(c.state_dir, "");
+    }
+    write_conf(path, "[server]\nstate_dir = /srv/gpuq\n");
+    const char *empty[] = {"--config", path, "--state-dir", "", NULL};
+    ck_assert_msg(load(&c, empty) == 0, "%s", c.error);
+    ck_assert_str_eq(c.state_dir, "");
+    const char *empty_eq[] = {"--state-dir=", NULL};
+    ck_assert_msg(load(&c, empty_eq) == 0, "%s", c.error);
+    ck_assert_str_eq(c.state_dir, "");
+    const char *back[] = {"--state-dir", "", "--config", path, "--state-dir", "/a", NULL};
+    ck_assert_msg(load(&c, back) == 0, "%s", c.error); /* the last flag wins */
+    ck_assert_str_eq(c.state_dir, "/a");
+    /* the longest: 186 bytes, its printed line 198 characters */
+    char text[5000], want[600];
+    state_dir_conf(text, sizeof text, 186, " = ");
+    ck_assert_int_eq(strlen(text), strlen("[server]\n") + CONFIG_LINE_MAX + 1);
+    write_conf(path, text);
+    ck_assert_msg(load_file(&c, path) == 0, "%s", c.error);
+    ck_assert_uint_eq(strlen(c.state_dir), 186);
+    /* 187: refused, from a file (a shorter line: no spaces) and a flag */
+    state_dir_conf(text, sizeof text, 187, "=");
+    write_conf(path, text);
+    ck_assert_int_eq(load_file(&c, path), -1);
+    snprintf(want, sizeof want,
+             "%s:2: [server] state_dir: path longer than 186 bytes (\"state_dir = PATH\" must "
+             "fit in a config file line of 198 characters)",
+             path);
+    ck_assert_str_eq(c.error, want);
+    static const size_t lens[] = {187, 4095, 4096, 4500};
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        state_dir_conf(text, sizeof text, lens[i], "=");
+        char *arg = strchr(text, '/');
+        arg[strlen(arg) - 1] = '\0';
+        const char *flag[] = {"--state-dir", arg, NULL};
+        ck_assert_int_eq(load(&c, flag), -1);
+        ck_assert_str_eq(c.error, "--state-dir: path longer than 186 bytes (\"state_dir = PATH\" "
+                                  "must fit in a config file line of 198 characters)");
+    }
+    /* a path the config file could not give back the same */
+    static const char *const unprintable[] = {" /x", "/x ",   "/x\t",   "/a\nb", "#x",
+                                              ";x",  "/a #b", "/a\t;b", "\t/x"};
+    for (size_t i = 0; i < sizeof unprintable / sizeof unprintable[0]; i++) {
+        const char *flag[] = {"--state-dir", unprintable[i], NULL};
+        ck_assert_msg(load(&c, flag) == -1, "'%s' accepted", unprintable[i]);
+        static const char lead[] = "--state-dir: a path with a space at either end";
+        ck_assert_msg(!strncmp(c.error, lead, strlen(lead)) &&
+                          strstr(c.error, "cannot be written in a config file"),
+                      "%s", c.error);
+    }
+    static const char *const printable[] = {"/a;b", "/a#b", "/srv/gpuq state", "rel/dir", "/"};
+    for (size_t i = 0; i < sizeof printable / sizeof printable[0]; i++) {
+        const char *flag[] = {"--state-dir", printable[i], NULL};
+        ck_assert_msg(load(&c, flag) == 0, "'%s': %s", printable[i], c.error);
+        ck_assert_str_eq(c.state_dir, printable[i]);
+    }
+    /* printed, and loaded back: a path, and "" with its comment */
+    char out[400];
+    snprintf(out, sizeof out, "%s/printed.conf", dir);
+    static const char *const values[] = {"/srv/gpuq state/x", ""};
+    for (int i = 0; i < 2; i++) {
+        const char *flag[] = {"--state-dir", values[i], NULL};
+        config b;
+        ck_assert_msg(load(&c, flag) == 0, "%s", c.error);
+        FILE *f = fopen(out, "w");
+        ck_assert_ptr_nonnull(f);
+        config_print(&c, f);
+        ck_assert_int_eq(fclose(f), 0);
+        size_t len = 0;
+        char *printed = tu_read_file(out, &len);
+        ck_assert_ptr_nonnull(printed);
+        snprintf(want, sizeof want, "\nstate_dir =%s%s\n", i ? "" : " ", values[i]);
+        ck_assert_msg(strstr(printed, want), "%s", printed);
+        ck_assert_msg(i == 0 || strstr(printed, "# state_dir: empty, so no state directory"), "%s",
+                      printed);
+        free(printed);
+        ck_assert_msg(load_file(&b, out) == 0, "%s", b.error);
+        assert_same(&c, &b);
+        ck_assert_str_eq(b.state_dir, values[i]);
+    }
+    /* reload: needs a restart (warned, not counted) */
+    config a, b;
+    char log[2048];
+    log_set_level(LOG_LVL_INFO);
+    ck_assert_int_eq(load(&a, NULL), 0);
+    const char *off[] = {"--state-dir=", NULL};
+    ck_assert_int_eq(load(&b, off), 0);
+    ck_assert_int_eq(log_changes_caught(&a, &b, log, sizeof log), 0);
+    ck_assert_msg(strstr(log, "reload: state_dir /var/lib/gpuq -> (none) needs a restart; "
+                              "ignored"),
+                  "%s", log);
+    ck_assert_int_eq(log_changes_caught(&b, &a, log, sizeof log), 0);
+    ck_assert_msg(strstr(log, "reload: state_dir (none) -> /var/lib/gpuq needs a restart"), "%s",
+                  log);
+    ck_assert_int_eq(log_changes_caught(&a, &a, log, sizeof log), 0);
+    ck_assert_msg(!strstr(log, "state_dir"), "%s", log);
+    b.lim.max_inflight = 3; /* counted beside it */
+    ck_assert_int_eq(log_changes_caught(&a, &b, log, sizeof log), 1);
+    /* the key, its flag and its restart need, from the table */
+    const config_key *k = config_key_find("server", "state_dir");
+    ck_assert_ptr_nonnull(k);
+    ck_assert_int_eq(k->id, KEY_STATE_DIR);
+    ck_assert_ptr_eq(config_key_find(NULL, "state_dir"), k);
+    ck_assert_ptr_null(config_key_find("rule", "state_dir"));
+    ck_assert(config_key_needs_restart(k));
+    ck_assert(!config_key_is_server_number(k));
+}
+END_TEST
+
 START_TEST(parse_priority)
 {
     int p = 99;
@@ -1287,6 +1444,7 @@ static Suite *suite(void)
     tcase_add_test(tc, resident_keys);
     tcase_add_test(tc, session_caps_keys);
     tcase_add_test(tc, stall_bound_keys);
+    tcase_add_test(tc, state_dir_key);
     tcase_add_test(tc, parse_priority);
     tcase_add_test(tc, help_and_version);
     tcase_add_test(tc, help_defaults_are_defaults);

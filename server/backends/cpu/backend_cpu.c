@@ -270,6 +270,29 @@ static void cpu_res_free(backend *b, int device, void *p)
     free(p);
 }
 
+static int cpu_res_alloc(backend *b, int device, uint64_t bytes, void **p, char *why, size_t cap)
+{
+    (void)b;
+    (void)device;
+    if (posix_memalign(p, 64, bytes ? (size_t)bytes : 1) != 0) {
+        *p = NULL;
+        snprintf(why, cap, "out of host memory");
+        return GPUQ_E_NO_MEMORY;
+    }
+    return 0;
+}
+
+static int cpu_res_copy(backend *b, int device, void *dst, const void *src, size_t bytes, char *why,
+                        size_t cap)
+{
+    (void)b;
+    (void)device;
+    (void)why;
+    (void)cap;
+    memcpy(dst, src, bytes);
+    return 0;
+}
+
 static int cpu_ndevices(backend *b)
 {
     return 1;
@@ -313,6 +336,8 @@ static const backend_ops cpu_ops = {
     .host_alloc = cpu_host_alloc,
     .host_free = cpu_host_free,
     .res_free = cpu_res_free,
+    .res_alloc = cpu_res_alloc,
+    .res_copy = cpu_res_copy,
     .ndevices = cpu_ndevices,
     .device_info = cpu_device_info,
     .inflight = cpu_inflight,

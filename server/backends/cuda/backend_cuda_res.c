@@ -162,6 +162,48 @@ fail:
 /* A kept output's memory (cuda_resident_run's, from the pool) once the
  * host saw every job that used it complete: freed in stream order on the
  * loop thread's per-thread stream, which waits for no session. */
+int cuda_res_alloc(backend *bb, int device, uint64_t bytes, void **p, char *why, size_t cap)
+{
+    backend_cuda *b = (backend_cuda *)bb;
+    *p = NULL;
+    if (device < 0 || device >= b->ndev) {
+        snprintf(why, cap, "no device %d", device);
+        return GPUQ_E_BAD_ARGUMENT;
+    }
+    int rc = cuda_use_device(b, device);
+    if (rc)
+        return rc;
+    cudaError_t e =
+        cudaMallocFromPoolAsync(p, bytes ? bytes : 1, b->devs[device].pool, cudaStreamPerThread);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(cudaStreamPerThread);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(why, cap, "cudaMallocFromPoolAsync: %s", cudaGetErrorString(e));
+        *p = NULL;
+        return GPUQ_E_NO_MEMORY;
+    }
+    return 0;
+}
+
+/* Synchronous, on the calling thread's per-thread stream (the store's
+ * thread: its own device setting, no session's stream waited for). */
+int cuda_res_copy(backend *bb, int device, void *dst, const void *src, size_t bytes, char *why,
+                  size_t cap)
+{
+    (void)bb;
+    cudaError_t e = cudaSetDevice(device);
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cudaStreamPerThread);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(cudaStreamPerThread);
+    if (e != cudaSuccess) {
+        snprintf(why, cap, "cudaMemcpyAsync: %s", cudaGetErrorString(e));
+        return GPUQ_E_DEVICE;
+    }
+    return 0;
+}
+
 void cuda_res_free(backend *bb, int device, void *p)
 {
     backend_cuda *b = (backend_cuda *)bb;

@@ -24,5 +24,9 @@ int cuda_resident_run(backend_cuda *b, cuda_sess *s, gpuq_job *job, uint64_t scr
 
 /* backend_ops.res_free: free a kept output's memory on device. */
 void cuda_res_free(backend *b, int device, void *p);
+/* backend_ops.res_alloc and res_copy (persisted arrays). */
+int cuda_res_alloc(backend *b, int device, uint64_t bytes, void **p, char *why, size_t cap);
+int cuda_res_copy(backend *b, int device, void *dst, const void *src, size_t bytes, char *why,
+                  size_t cap);
 
 #endif
