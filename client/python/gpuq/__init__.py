@@ -11,8 +11,9 @@ Ops: normalize, haversine, grid, pairwise, knn (Client methods; each
 method's help text says what it computes). Pipelining: Client.submit()
 returns a Future. asyncio: gpuq.aio.connect(). Zero-copy: arrays from
 Client.empty()/Client.asarray() live in memory gpuqd shares. Resident
-arrays: Client.put(name, a) keeps an array in gpuqd, Client.resident(name)
-names it as an op's input or out=, get/list/remove. Errors:
+arrays: Client.put(name, a) keeps an array in gpuqd (persist=True: across
+a restart too), Client.resident(name) names it as an op's input or out=,
+get/list/remove. Errors:
 gpuq.Error and one subclass per protocol error (ZeroNormError, BusyError,
 ...).
 """

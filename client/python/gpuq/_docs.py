@@ -27,8 +27,11 @@ _COMMON = """\
     array's, and the other inputs must have its dtype: dtype= casts them);
     as out= (knn: either or both of the pair) the output is kept in gpuqd
     under that name instead of coming back, with access= ("private", the
-    default, or "all"), and the value has None in its place. A result whose
-    shape depends on resident inputs only comes by socket."""
+    default, or "all"), and the value has None in its place.
+    persist=True: the kept outputs are written to gpuqd's state directory
+    too and survive a restart of gpuqd (see Client.put; StorageError, an
+    OSError, when gpuqd cannot write them or has no state directory). A
+    result whose shape depends on resident inputs only comes by socket."""
 
 NORMALIZE = f"""Normalize each row of a: a 1-D array is one row, a 2-D array's rows
     are normalized each on its own (flat=True: the whole array as one row),
@@ -102,7 +105,7 @@ GRID = """Distances from every point of a latitude x longitude grid to one point
 
     Returns an array of shape (lat n, lon n).
 
-    out, timing, deadline_ms: as for the other ops.
+    out, timing, deadline_ms, access, persist: as for the other ops.
 
     Example:
         >>> g = c.grid(lat=(-90, 90, 1000), lon=(-180, 180, 1000), to=(30, 101))
@@ -158,7 +161,8 @@ KNN = f"""The k nearest rows of y to each row of x: (dist, idx).
 
 PUT = """Store an array in gpuqd under name, as a resident array: sent once,
     then named by many requests of any connection (c.resident(name) as an
-    op's input) until removed or gpuqd stops.
+    op's input) until removed or gpuqd stops (persist=True: across a
+    restart too).
 
     name: 1 to 128 bytes of UTF-8, no "/", no control character (else
     BadArgumentError with gpuqd's message, before anything is sent). a: converted as any op's
@@ -170,6 +174,15 @@ PUT = """Store an array in gpuqd under name, as a resident array: sent once,
     (every connection may). An existing name is replaced when it is yours
     (PermissionDeniedError otherwise); requests already using the old array
     finish with it.
+    persist: False (the default): the array lives in gpuqd's memory only
+    and is gone when gpuqd stops (replacing a persisted array deletes its
+    file). True: it is also written to gpuqd's state directory (gpuqd
+    --state-dir, default /var/lib/gpuq) before the reply, and gpuqd loads
+    it back (owner and access too) when it starts again. StorageError (an
+    OSError) when that write fails (a full disk, an I/O error) or gpuqd
+    has no state directory (--state-dir '', or one it cannot write: "no
+    state directory" in the message); nothing is stored then, and an array
+    of that name stays as it was.
 
     Returns gpuqd's info: {"name", "bytes", "dtype", "shape", "device",
     "replaced"}. Quotas: the hello's limits["resident_bytes"] per user
@@ -188,8 +201,8 @@ GET = """The resident array name, as an array of its dtype and shape
     NotFoundError (a LookupError) when there is no such array,
     PermissionDeniedError when it is another user's and private. out=: an
     array of its shape to write into (returned), or c.resident(other) to
-    copy it to that name (returns None; access= as for put). The array
-    comes by socket.
+    copy it to that name (returns None; access= and persist= as for put).
+    The array comes by socket.
 
     Example:
         >>> _ = c.put("get-example", np.arange(3.0))
@@ -200,9 +213,12 @@ GET = """The resident array name, as an array of its dtype and shape
 
 LIST = """The resident arrays you may read (an admin: all), sorted by name:
     one dict each with "name", "owner" (uid), "access" ("private" or "all"),
-    "dtype", "shape", "bytes", "device" (-1 on the CPU backend) and "users"
-    (requests using it now)."""
+    "dtype", "shape", "bytes", "device" (-1 on the CPU backend), "users"
+    (requests using it now) and "persist" (True when it has a file in
+    gpuqd's state directory: stored with persist=True, it survives a
+    restart)."""
 
 REMOVE = """Remove the resident array name (yours, or as an admin): the name is
     gone at once (NotFoundError from then on), requests using the array
-    finish with it. Returns {"name", "bytes"}."""
+    finish with it. A persisted array's file is deleted first (StorageError
+    if that fails, and nothing is removed). Returns {"name", "bytes"}."""

@@ -13,7 +13,9 @@ server would send.
 Resident arrays (PROTOCOL.md 3.5, ``_resident``): an input given as a
 :class:`Resident` is not carried; the call names it (``Call.wire_in``) and
 sends no shape key for it (gpuqd takes the array's). An ``out=`` given as a
-Resident is kept in gpuqd (``Call.wire_out``) and is None in the value.
+Resident is kept in gpuqd (``Call.wire_out``) and is None in the value;
+``persist=True`` (sent as ``"persist": true``, never when false) has gpuqd
+write what it keeps to its state directory too.
 Outputs whose shape depends on a resident input only are "lazy": their
 shape (and dtype, when no carried input or ``dtype=`` gives it) comes from
 the reply. ``put`` and ``get`` are compute requests built here too.
@@ -29,7 +31,7 @@ import numpy as np
 
 from . import _convert as cv
 from . import errors
-from ._resident import Resident, check_access, check_name
+from ._resident import Resident, check_access, check_name, check_persist
 
 EARTH_RADIUS_KM = 6371.0088
 KNN_K_MAX = 1024
@@ -367,12 +369,16 @@ def check_lazy_out(call: Call) -> None:
 
 def _call(op: str, keys: dict, dt: Optional[np.dtype], wire: List[np.ndarray], outs: List[Out],
           user: List[Optional[np.ndarray]], finish: Callable[[list], Any], timing: bool,
-          wire_in: Optional[list], wire_out: Optional[list], access: Any, nout: int) -> Call:
+          wire_in: Optional[list], wire_out: Optional[list], access: Any, nout: int,
+          persist: Any = False) -> Call:
     """The Call of a builder's general path: special when it names resident
     arrays or has lazy outputs. With outputs kept, finish gets None in
-    their places."""
+    their places. persist is sent whenever true (gpuqd ignores it when the
+    request keeps nothing), never when false (the default)."""
     if access is not None:
         keys["access"] = check_access(access)
+    if check_persist(persist):
+        keys["persist"] = True
     call = Call(op, keys, dt, wire, outs, user, finish, timing)
     lazy = False
     for o in outs:
@@ -411,7 +417,7 @@ def _shaped(r: np.ndarray, shape: tuple) -> np.ndarray:
 
 def normalize(a: Any, method: str = "sum", flat: bool = False, on_zero: str = "error",
               dtype: Any = None, out: Any = None, timing: bool = False,
-              access: Any = None) -> Call:
+              access: Any = None, persist: Any = False) -> Call:
     if method not in METHODS or not isinstance(method, str):
         _enum("method", method, METHODS)
     if on_zero != "error":
@@ -424,7 +430,8 @@ def normalize(a: Any, method: str = "sum", flat: bool = False, on_zero: str = "e
     dt = _PLAIN.get(a.dtype) if type(a) is np.ndarray and dtype is None else None
     if dt is not None and 1 <= a.ndim <= 2 and a.flags.c_contiguous and a.flags.aligned and (
             out is None or (type(out) is np.ndarray and out.shape == a.shape and
-                            out.dtype == dt and out.flags.writeable)) and access is None:
+                            out.dtype == dt and out.flags.writeable)) and access is None and \
+            persist is False:
         # the common case: the array goes on the wire as it is (and out= can
         # take the result as it comes)
         return Call("normalize", keys, dt, [a], [Out(a.shape, dt)], [out], _first, timing)
@@ -447,12 +454,12 @@ def normalize(a: Any, method: str = "sum", flat: bool = False, on_zero: str = "e
         return r if r is None or shape is None else _shaped(r, shape)
 
     return _call("normalize", keys, dt, wire, outs, user, finish, timing, wire_in, wire_out,
-                 access, 1)
+                 access, 1, persist)
 
 
 def haversine(a: Any, b: Any = None, to: Any = None, radius: float = EARTH_RADIUS_KM,
               dtype: Any = None, out: Any = None, timing: bool = False,
-              access: Any = None) -> Call:
+              access: Any = None, persist: Any = False) -> Call:
     if (b is None) == (to is None):
         raise errors.BadArgumentError("haversine takes either \"to\" or \"shape_b\", not both"
                                       if b is not None else
@@ -483,18 +490,20 @@ def haversine(a: Any, b: Any = None, to: Any = None, radius: float = EARTH_RADIU
         return r if r is None or shape is None else _shaped(r, shape)
 
     return _call("haversine", keys, dt, wire, outs, user, finish, timing, wire_in, wire_out,
-                 access, 1)
+                 access, 1, persist)
 
 
 def grid(lat: Any = (-90.0, 90.0, 1000), lon: Any = (-180.0, 180.0, 1000),
          to: Any = (30.0, 101.0), radius: float = EARTH_RADIUS_KM, dtype: Any = np.float64,
-         out: Any = None, timing: bool = False, access: Any = None) -> Call:
+         out: Any = None, timing: bool = False, access: Any = None,
+         persist: Any = False) -> Call:
     dt = cv.parse_dtype(dtype)
     la, lo = _range("lat", lat), _range("lon", lon)
     keys = {"lat": la, "lon": lo, "to": _pair("to", to), "radius": _radius(radius)}
     shape = (la[2], lo[2])
     outs, user, wire_out = _outputs(out, [(shape, dt, shape)])
-    return _call("grid", keys, dt, [], outs, user, _first, timing, None, wire_out, access, 1)
+    return _call("grid", keys, dt, [], outs, user, _first, timing, None, wire_out, access, 1,
+                 persist)
 
 
 def _xy(x: Any, y: Any, dtype: Any, op: str):
@@ -520,7 +529,7 @@ def _xy(x: Any, y: Any, dtype: Any, op: str):
 
 def pairwise(x: Any, y: Any = None, metric: str = "euclidean", on_zero: str = "error",
              dtype: Any = None, out: Any = None, timing: bool = False,
-             access: Any = None) -> Call:
+             access: Any = None, persist: Any = False) -> Call:
     metric = _metric(metric)
     on_zero = _enum("on_zero", on_zero, ON_ZERO)
     wx, wy, dt, wire_in = _xy(x, y, dtype, "pairwise")
@@ -531,11 +540,12 @@ def pairwise(x: Any, y: Any = None, metric: str = "euclidean", on_zero: str = "e
     outs, user, wire_out = _outputs(out, [(shape, dt, shape)])
     wire = [w for w in (wx, wy) if w is not None]
     return _call("pairwise", keys, dt, wire, outs, user, _first, timing, wire_in, wire_out,
-                 access, 1)
+                 access, 1, persist)
 
 
 def knn(x: Any, y: Any, k: int, metric: str = "euclidean", on_zero: str = "error",
-        dtype: Any = None, out: Any = None, timing: bool = False, access: Any = None) -> Call:
+        dtype: Any = None, out: Any = None, timing: bool = False, access: Any = None,
+        persist: Any = False) -> Call:
     metric = _metric(metric)
     on_zero = _enum("on_zero", on_zero, ON_ZERO)
     k = _uint("k", k)
@@ -550,15 +560,17 @@ def knn(x: Any, y: Any, k: int, metric: str = "euclidean", on_zero: str = "error
         return res[0], res[1]
 
     wire = [w for w in (wx, wy) if w is not None]
-    return _call("knn", keys, dt, wire, outs, user, finish, timing, wire_in, wire_out, access, 2)
+    return _call("knn", keys, dt, wire, outs, user, finish, timing, wire_in, wire_out, access, 2,
+                 persist)
 
 
 # ---- resident arrays (PROTOCOL.md 3.5) ----
 
-def put(name: str, a: Any, access: Any = "private", dtype: Any = None,
+def put(name: str, a: Any, access: Any = "private", persist: Any = False, dtype: Any = None,
         timing: bool = False) -> Call:
     """Store a (converted as any op's input; rank 1 or 2), or a copy of the
-    resident array a (a Resident), under name; the value is the reply's info."""
+    resident array a (a Resident), under name (persist: in gpuqd's state
+    directory too); the value is the reply's info."""
     keys = {"name": check_name("name", name)}
     (arr,), dt, wire_in = _named_inputs([a], ["a"], dtype)
     wire = []
@@ -567,17 +579,21 @@ def put(name: str, a: Any, access: Any = "private", dtype: Any = None,
             raise errors.BadShapeError(f'put needs "shape" of rank 1 or 2; got an array of '
                                        f'shape {arr.shape}')
         wire = [cv.to_wire(arr, dt)]
-    call = _call("put", keys, dt, wire, [], [], _first, timing, wire_in, None, access, 0)
+    call = _call("put", keys, dt, wire, [], [], _first, timing, wire_in, None, access, 0,
+                 persist)
     call.special = True
     call.info = True
     return call
 
 
-def get(name: str, out: Any = None, access: Any = None, timing: bool = False) -> Call:
+def get(name: str, out: Any = None, access: Any = None, timing: bool = False,
+        persist: Any = False) -> Call:
     """The resident array name's bytes, as an array of its dtype and shape
-    (out=: into that array; a Resident: copied to that name, None)."""
+    (out=: into that array; a Resident: copied to that name, None; persist:
+    the copy in gpuqd's state directory too)."""
     keys = {"name": check_name("name", name)}
     outs, user, wire_out = _outputs(out, [(None, None, None)])
-    call = _call("get", keys, None, [], outs, user, _first, timing, None, wire_out, access, 1)
+    call = _call("get", keys, None, [], outs, user, _first, timing, None, wire_out, access, 1,
+                 persist)
     call.special = True
     return call

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Resident arrays (PROTOCOL.md 3.5) on the client side: the marker that
-names one, and the checks gpuqd makes of a name and of ``access``.
+names one, and the checks gpuqd makes of a name, of ``access`` and of
+``persist``.
 
 A resident array is an array gpuqd keeps by name between requests (in
 device memory; host memory on the CPU backend), sent once and used by many
@@ -20,6 +21,8 @@ may read it, only gpuqd can say (``NotFoundError``, ``PermissionDeniedError``).
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from . import errors
 
@@ -88,3 +91,12 @@ def check_access(access: Any) -> str:
     if isinstance(access, str) and access in ACCESS:
         return access
     raise errors.BadArgumentError(f'access "{access}" is not private or all')
+
+
+def check_persist(persist: Any) -> bool:
+    """persist as a bool (numpy.bool_ too), when it is one; else gpuqd's
+    BadHeaderError for a "persist" of another msgpack type (1 and "yes"
+    included: gpuqd takes no other type for a bool key)."""
+    if isinstance(persist, (bool, np.bool_)):
+        return bool(persist)
+    raise errors.BadHeaderError('"persist" must be a bool')

@@ -638,39 +638,41 @@ class Client(_base.Base):
     def normalize(self, a: Input, method: str = "sum", flat: bool = False, *,
                   on_zero: str = "error", dtype: DTypeLike = None, out: Output = None,
                   timing: bool = False, deadline_ms: Optional[int] = None,
-                  access: Optional[str] = None) -> Result:
-        return self._run(_ops.normalize(a, method, flat, on_zero, dtype, out, timing, access),
-                         deadline_ms)
+                  access: Optional[str] = None, persist: bool = False) -> Result:
+        return self._run(_ops.normalize(a, method, flat, on_zero, dtype, out, timing, access,
+                                        persist), deadline_ms)
 
     def haversine(self, a: Input, b: Optional[Input] = None, *,
                   to: Optional[Tuple[float, float]] = None, radius: float = EARTH_RADIUS_KM,
                   dtype: DTypeLike = None, out: Output = None, timing: bool = False,
-                  deadline_ms: Optional[int] = None, access: Optional[str] = None) -> Result:
-        return self._run(_ops.haversine(a, b, to, radius, dtype, out, timing, access),
+                  deadline_ms: Optional[int] = None, access: Optional[str] = None,
+                  persist: bool = False) -> Result:
+        return self._run(_ops.haversine(a, b, to, radius, dtype, out, timing, access, persist),
                          deadline_ms)
 
     def grid(self, lat: Tuple[float, float, int] = (-90.0, 90.0, 1000),
              lon: Tuple[float, float, int] = (-180.0, 180.0, 1000), *,
              to: Tuple[float, float] = (30.0, 101.0), radius: float = EARTH_RADIUS_KM,
              dtype: DTypeLike = np.float64, out: Output = None, timing: bool = False,
-             deadline_ms: Optional[int] = None, access: Optional[str] = None) -> Result:
-        return self._run(_ops.grid(lat, lon, to, radius, dtype, out, timing, access),
+             deadline_ms: Optional[int] = None, access: Optional[str] = None,
+             persist: bool = False) -> Result:
+        return self._run(_ops.grid(lat, lon, to, radius, dtype, out, timing, access, persist),
                          deadline_ms)
 
     def pairwise(self, x: Input, y: Optional[Input] = None, metric: str = "euclidean",
                  *, on_zero: str = "error", dtype: DTypeLike = None, out: Output = None,
                  timing: bool = False, deadline_ms: Optional[int] = None,
-                 access: Optional[str] = None) -> Result:
-        return self._run(_ops.pairwise(x, y, metric, on_zero, dtype, out, timing, access),
-                         deadline_ms)
+                 access: Optional[str] = None, persist: bool = False) -> Result:
+        return self._run(_ops.pairwise(x, y, metric, on_zero, dtype, out, timing, access,
+                                       persist), deadline_ms)
 
     def knn(self, x: Input, y: Input, k: int, metric: str = "euclidean", *,
             on_zero: str = "error", dtype: DTypeLike = None,
             out: Optional[Tuple[Output, Output]] = None, timing: bool = False,
             deadline_ms: Optional[int] = None,
-            access: Optional[str] = None) -> KnnResult:
-        return self._run(_ops.knn(x, y, k, metric, on_zero, dtype, out, timing, access),
-                         deadline_ms)
+            access: Optional[str] = None, persist: bool = False) -> KnnResult:
+        return self._run(_ops.knn(x, y, k, metric, on_zero, dtype, out, timing, access,
+                                  persist), deadline_ms)
 
     normalize.__doc__ = _docs.NORMALIZE
     haversine.__doc__ = _docs.HAVERSINE
@@ -680,13 +682,13 @@ class Client(_base.Base):
 
     # ---- resident arrays (PROTOCOL.md 3.5) ----
 
-    def put(self, name: str, a: Input, access: str = "private", *, dtype: DTypeLike = None,
-            deadline_ms: Optional[int] = None) -> Dict[str, Any]:
-        return self._run(_ops.put(name, a, access, dtype), deadline_ms)
+    def put(self, name: str, a: Input, access: str = "private", persist: bool = False, *,
+            dtype: DTypeLike = None, deadline_ms: Optional[int] = None) -> Dict[str, Any]:
+        return self._run(_ops.put(name, a, access, persist, dtype), deadline_ms)
 
     def get(self, name: str, *, out: Output = None, access: Optional[str] = None,
-            deadline_ms: Optional[int] = None) -> Optional[np.ndarray]:
-        return self._run(_ops.get(name, out, access), deadline_ms)
+            persist: bool = False, deadline_ms: Optional[int] = None) -> Optional[np.ndarray]:
+        return self._run(_ops.get(name, out, access, persist=persist), deadline_ms)
 
     def list(self) -> List[Dict[str, Any]]:
         return _base.arrays_of(self._control("list")[0])

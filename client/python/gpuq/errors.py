@@ -51,6 +51,7 @@ __all__ = [
     "DeadlineExceededError",
     "CancelledError",
     "NotFoundError",
+    "StorageError",
     "error_class",
 ]
 
@@ -167,6 +168,13 @@ CancelledError = _make("CancelledError", -27, "cancelled",
 NotFoundError = _make("NotFoundError", -28, "not_found",
                       "The name is not a resident array (none was put under it, or it was "
                       "removed).", builtins.LookupError)
+# An OSError, as a failed write to disk is in Python; errno stays None (gpuqd
+# sends a message, not an errno), so str() is Error's "storage: message".
+StorageError = _make("StorageError", -29, "storage",
+                     "gpuqd could not keep a persisted resident array in its state "
+                     "directory (persist=True): a full disk, an I/O error, or no state "
+                     "directory (gpuqd --state-dir ''). Nothing was stored or removed.",
+                     builtins.OSError)
 
 
 class ConnectError(IoError):
@@ -195,7 +203,7 @@ for _cls in (ProtocolError, VersionError, BadHeaderError, UnknownOpError, BadArg
              TooLargeError, SizeMismatchError, BusyError, NoMemoryError, DeviceError,
              DeviceLostError, ShuttingDownError, PermissionDeniedError, NoHelloError,
              InternalError, IoError, ClosedError, NeedMoreError, DuplicateIdError, TimeoutError,
-             DeadlineExceededError, CancelledError, NotFoundError):
+             DeadlineExceededError, CancelledError, NotFoundError, StorageError):
     _BY_CODE[_cls.code] = _cls
     _BY_NAME[_cls.name] = _cls
 

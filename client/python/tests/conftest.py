@@ -5,7 +5,10 @@ The daemon is $GPUQD (ctest passes the build's), else build/server/gpuqd in
 the repository (gpuqctl likewise $GPUQCTL, else build/client/cli/gpuqctl); its backend is $GPUQ_TEST_DEVICE (cpu by default; ctest's
 gpu-labelled run says cuda). Without a GPU a cuda run exits 77 (ctest:
 skipped) unless GPUQ_REQUIRE_GPU=1, like the C end-to-end suites.
-Each daemon is stopped with SIGTERM at teardown and must exit 0.
+Each daemon is stopped with SIGTERM at teardown and must exit 0. A daemon
+has no state directory (--state-dir '': persist refused) unless a test
+gives it one (state_daemon: a tmp_path it can restart on), so that no test
+writes into /var/lib/gpuq.
 """
 
 from __future__ import annotations
@@ -44,11 +47,14 @@ def pytest_sessionstart(session):
 class Daemon:
     """One gpuqd process on its own socket."""
 
-    def __init__(self, args=(), config: str = None, socket_mode: str = None):
+    def __init__(self, args=(), config: str = None, socket_mode: str = None,
+                 state_dir: str = ""):
         self.dir = tempfile.mkdtemp(prefix="gpuq-py-")
         self.path = os.path.join(self.dir, "gpuqd.sock")
         self.log = os.path.join(self.dir, "gpuqd.log")
-        cmd = [GPUQD, "--device", DEVICE, "--socket", self.path, "--log-level", "warn"]
+        self.state_dir = state_dir
+        cmd = [GPUQD, "--device", DEVICE, "--socket", self.path, "--log-level", "warn",
+               "--state-dir", state_dir]
         if config is not None:
             cfg = os.path.join(self.dir, "gpuqd.conf")
             with open(cfg, "w") as f:
@@ -57,8 +63,13 @@ class Daemon:
         if socket_mode is not None:
             cmd += ["--socket-mode", socket_mode]
         cmd += list(args)
+        self.cmd = cmd
         self._logf = open(self.log, "wb")
-        self.proc = subprocess.Popen(cmd, stdout=self._logf, stderr=subprocess.STDOUT)
+        self._start()
+
+    def _start(self) -> None:
+        """Start self.cmd and wait until its socket accepts a connection."""
+        self.proc = subprocess.Popen(self.cmd, stdout=self._logf, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while True:
             if self.proc.poll() is not None:
@@ -77,8 +88,20 @@ class Daemon:
                 raise RuntimeError(f"gpuqd did not listen within 30 s: {self.log_text()}")
             time.sleep(0.02)
 
+    def restart(self) -> None:
+        """Stop gpuqd (SIGTERM; it must exit 0) and start it again with the same
+        arguments: the same socket, config and state directory. Its log goes
+        on in the same file."""
+        rc = self.stop()
+        assert rc == 0, f"gpuqd exited {rc}: {self.log_text()}"
+        # the old socket file may outlive the process: wait for the new one
+        # (a connection to a stale file is refused, so _start does not take it)
+        self._logf = open(self.log, "ab")
+        self._start()
+
     def log_text(self) -> str:
-        self._logf.flush()
+        if not self._logf.closed:  # closed once stopped
+            self._logf.flush()
         with open(self.log, errors="replace") as f:
             return f.read()
 
@@ -114,6 +137,27 @@ def make_daemon():
 
     def make(*args, **kw):
         d = Daemon(args, **kw)
+        made.append(d)
+        return d
+
+    yield make
+    for d in made:
+        rc = d.stop()
+        assert rc == 0, f"gpuqd {d.path} exited {rc}: {d.log_text()}"
+
+
+@pytest.fixture
+def state_daemon(tmp_path):
+    """A factory of daemons with a state directory (--state-dir; default a
+    fresh folder of tmp_path), for persist: d.restart() stops one and starts
+    it again on the same socket and state directory. Stopped after the
+    test; each must exit 0."""
+    made = []
+
+    def make(*args, state_dir: str = None, **kw):
+        if state_dir is None:
+            state_dir = str(tmp_path / f"state{len(made)}")
+        d = Daemon(args, state_dir=state_dir, **kw)
         made.append(d)
         return d
 

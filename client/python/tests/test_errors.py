@@ -28,6 +28,7 @@ BUILTIN = {
     "size_mismatch": ValueError, "timeout": TimeoutError, "closed": ConnectionError,
     "io": ConnectionError, "protocol": ConnectionError, "deadline_exceeded": TimeoutError,
     "cancelled": concurrent.futures.CancelledError, "not_found": LookupError,
+    "storage": OSError,
 }
 
 
@@ -41,7 +42,7 @@ def protocol_errors():
 
 def test_a_class_per_protocol_error():
     rows = protocol_errors()
-    assert len(rows) == 28
+    assert len(rows) == 29
     for code, name in rows:
         cls = errors.error_class(code)
         assert cls is not gpuq.Error, name
@@ -71,6 +72,18 @@ def test_deadline_and_cancelled_classes():
     for cls in (d, c):
         assert cls.__module__ == "gpuq" and cls.__doc__
         assert cls.__name__ in gpuq.__all__ and cls.__name__ in errors.__all__
+
+
+def test_storage_error_class():
+    st = gpuq.StorageError
+    assert (st.code, st.name) == (-29, "storage") and errors.error_class(-29) is st
+    assert issubclass(st, OSError) and issubclass(st, gpuq.Error)
+    assert not issubclass(st, ConnectionError)  # not the connection's fault: it goes on
+    assert st.__module__ == "gpuq" and st.__doc__ and "persist" in st.__doc__
+    assert st.__name__ in gpuq.__all__ and st.__name__ in errors.__all__
+    e = errors.from_reply({"id": 3, "status": "error", "code": -29, "error": "storage",
+                           "message": "disk full"})
+    assert type(e) is st and str(e) == "storage: disk full" and e.errno is None
 
 
 def test_errors_pickle():

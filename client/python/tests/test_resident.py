@@ -1,14 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
 """Resident arrays (PROTOCOL.md 3.5): put, get, list, remove, and
-c.resident(name) as an op's input or out=. The exact frames are checked
-against a scripted server on a socketpair (what goes in "in"/"out", which
-shape keys are left out, how a reply without a payload for a kept output
-and a reply whose shapes the client could not know are read); then the
-same against a CPU gpuqd of its own: results identical to the arrays
-carried, by socket and through arenas, and the errors."""
+c.resident(name) as an op's input or out=, and persist. The exact frames
+are checked against a scripted server on a socketpair (what goes in
+"in"/"out", which shape keys are left out, when "persist" is sent, how a
+reply without a payload for a kept output and a reply whose shapes the
+client could not know are read); then the same against a CPU gpuqd of its
+own: results identical to the arrays carried, by socket and through
+arenas, and the errors; and persisted arrays against a gpuqd with a state
+directory, restarted: the same bytes back."""
 
 import asyncio
 import doctest
+import inspect
 import mmap
 import os
 import socket
@@ -203,6 +206,76 @@ def test_kept_outputs_frames(pair):
     assert hs[6] == {"id": 7, "op": "get", "name": "nb", "out": ["nb2"]}
 
 
+def test_persist_frames(pair):
+    """persist=True is sent as "persist": true by every method that takes it
+    (put, get, each op), also where nothing is kept (gpuqd ignores it);
+    persist=False (the default) is never sent."""
+    c, b = pair
+    x = RNG.random((4, 3))
+    q = RNG.random((2, 3))
+    knn = dict(dtype="f64", shape=[2, 2], dtype_b="i64", shape_b=[2, 2])
+    b.sendall(okr(1, info={"name": "p", "bytes": x.nbytes}))
+    assert c.put("p", x, persist=True)["name"] == "p"
+    b.sendall(okr(2, info={"name": "p2", "bytes": x.nbytes}))
+    c.put("p2", x, "all", True)  # the issue's order: put(name, a, access, persist)
+    b.sendall(okr(3, info={"name": "p3", "bytes": x.nbytes}))
+    c.put("p3", c.resident("p"), persist=np.bool_(True))  # numpy's bool too
+    b.sendall(okr(4, dtype="f64", shape=[4, 3]))
+    assert c.normalize(x, "l2", out=c.resident("n"), persist=True) is None
+    b.sendall(okr(5, **knn))
+    assert c.knn(q, c.resident("n"), 2, out=(c.resident("d"), c.resident("i")),
+                 persist=True) == (None, None)
+    b.sendall(okr(6, dtype="f64", shape=[3, 3]))
+    c.grid((0, 1, 3), (0, 1, 3), out=c.resident("g"), persist=True, access="all")
+    b.sendall(okr(7, dtype="f64", shape=[2, 2]))
+    c.pairwise(q, out=c.resident("pw"), persist=True)
+    h = RNG.random(2)
+    b.sendall(okr(8, dtype="f64", shape=[2]))
+    c.haversine(np.zeros((2, 2)), to=(0, 0), out=c.resident("hv"), persist=True)
+    b.sendall(okr(9, dtype="f64", shape=[4, 3]))
+    assert c.get("n", out=c.resident("n2"), persist=True) is None
+    # nothing kept: sent all the same (the fast path of normalize too)
+    b.sendall(okr(10, h.tobytes(), dtype="f64", shape=[2]))
+    assert same(c.normalize(np.ones(2), persist=True), h)
+    b.sendall(okr(11, h.tobytes(), dtype="f64", shape=[2]))
+    assert same(c.normalize(np.ones(2), persist=False), h)
+    b.sendall(okr(12, info={"name": "p", "bytes": x.nbytes}))
+    c.put("p", x, persist=False)
+    frames = [f[0] for f in sent(b)]
+    assert frames[0] == {"id": 1, "op": "put", "dtype": "f64", "shape": [4, 3], "name": "p",
+                         "access": "private", "persist": True}
+    assert frames[1]["access"] == "all" and frames[1]["persist"] is True
+    assert frames[2] == {"id": 3, "op": "put", "name": "p3", "access": "private",
+                         "persist": True, "in": ["p"]}
+    assert frames[3] == {"id": 4, "op": "normalize", "dtype": "f64", "shape": [4, 3],
+                         "method": "l2", "persist": True, "out": ["n"]}
+    assert frames[4]["out"] == ["d", "i"] and frames[4]["persist"] is True
+    assert frames[5]["out"] == ["g"] and frames[5]["access"] == "all" and frames[5]["persist"]
+    assert frames[6]["out"] == ["pw"] and frames[6]["persist"] is True
+    assert frames[7]["out"] == ["hv"] and frames[7]["persist"] is True
+    assert frames[8] == {"id": 9, "op": "get", "name": "n", "persist": True, "out": ["n2"]}
+    assert frames[9] == {"id": 10, "op": "normalize", "dtype": "f64", "shape": [2],
+                         "method": "sum", "persist": True}
+    assert "persist" not in frames[10] and "persist" not in frames[11]
+    # not a bool: what gpuqd answers a "persist" of another type, before sending
+    for bad in (1, "yes", None, 0.0):
+        with pytest.raises(gpuq.BadHeaderError, match='"persist" must be a bool'):
+            c.put("p", x, persist=bad)
+        with pytest.raises(gpuq.BadHeaderError, match='"persist" must be a bool'):
+            c.normalize(x, out=c.resident("n"), persist=bad)
+    assert sent(b) == []
+    # gpuqd's storage error: StorageError, an OSError; the session goes on
+    b.sendall(frame({"id": 13, "status": "error", "code": -29, "error": "storage",
+                     "message": 'resident array "p" (out[0]): persist, but gpuqd has no state '
+                                'directory (gpuqd --state-dir)'}))
+    with pytest.raises(gpuq.StorageError, match="no state directory") as ei:
+        c.put("p", x, persist=True)
+    assert ei.value.code == -29 and ei.value.name == "storage" and ei.value.request_id == 13
+    assert isinstance(ei.value, OSError) and isinstance(ei.value, gpuq.Error)
+    b.sendall(okr(14))
+    assert c.ping() >= 0
+
+
 def test_replies_that_do_not_fit(pair):
     c, b = pair
     q = RNG.random((2, 3))
@@ -390,6 +463,27 @@ def test_aio_frames():
         assert await read_request(loop, b, buf) == {"id": 4, "op": "list"}
         await loop.sock_sendall(b, okr(4, info={"arrays": []}))
         assert await t == []
+        t = asyncio.ensure_future(c.put("q", q, "all", True))
+        h = await read_request(loop, b, buf)
+        assert h == {"id": 5, "op": "put", "dtype": "f64", "shape": [2, 3], "name": "q",
+                     "access": "all", "persist": True}
+        await loop.sock_sendall(b, okr(5, info={"name": "q", "bytes": 48}))
+        await t
+        t = asyncio.ensure_future(c.knn(q, c.resident("q"), 1, out=(None, c.resident("i")),
+                                        persist=True))
+        h = await read_request(loop, b, buf)
+        assert h["out"] == [None, "i"] and h["persist"] is True
+        await loop.sock_sendall(b, okr(6, d.tobytes(), dtype="f64", shape=[2, 1],
+                                       dtype_b="i64", shape_b=[2, 1]))
+        await t
+        t = asyncio.ensure_future(c.get("q", out=c.resident("q2"), persist=True))
+        assert await read_request(loop, b, buf) == {"id": 7, "op": "get", "name": "q",
+                                                    "persist": True, "out": ["q2"]}
+        await loop.sock_sendall(b, okr(7, dtype="f64", shape=[2, 3]))
+        assert await t is None
+        for m in ("normalize", "haversine", "grid", "pairwise", "knn", "put", "get"):
+            assert "persist" in inspect.signature(getattr(c, m)).parameters, m
+            assert inspect.signature(getattr(c, m)).parameters["persist"].default is False
         with pytest.raises(gpuq.BadArgumentError, match="name: the name is empty"):
             await c.remove("")
         await c.close()
@@ -456,6 +550,7 @@ def test_list_shows_them(c, s):
     assert (b["owner"], b["access"], b["dtype"], b["shape"], b["bytes"]) == \
         (os.getuid(), "all", "f32", [3, 4], 48)
     assert a["device"] == (-1 if c.backend == "cpu" else c.device) and a["users"] == 0
+    assert a["persist"] is False and b["persist"] is False  # this gpuqd has no state directory
 
 
 def test_remove_then_not_found(c):
@@ -609,3 +704,149 @@ def test_submit_and_doc_examples(c):
         runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
         runner.run(test)
         assert runner.failures == 0 and runner.tries > 0, m
+
+
+# ---- persistence, against a gpuqd with a state directory ----
+
+def state_files(d):
+    """The array files in d's state directory (their names are gpuqd's)."""
+    return sorted(f for f in os.listdir(d.state_dir) if f.endswith(".gpuqa"))
+
+
+def test_persisted_put_survives_a_restart(state_daemon):
+    d = state_daemon()
+    arrays = {
+        "p-f32": (RNG.standard_normal((37, 11)) * 1e3).astype(np.float32),
+        "p-f64": RNG.standard_normal(1000),
+        "p-big": RNG.random((600, 512)).astype(np.float32),  # 1.2 MB: staged
+        "p-日本": np.array([[np.nan, -0.0, np.inf]]),  # bytes, not numbers
+    }
+    plain = RNG.random(5)
+    with gpuq.connect(d.path, deadline_ms=60000) as c, \
+            gpuq.connect(d.path, transport="socket", deadline_ms=60000) as s:
+        for k, (name, x) in enumerate(arrays.items()):
+            cl = (c, s)[k % 2]
+            info = cl.put(name, x, "all" if k == 1 else "private", True)
+            assert info["bytes"] == x.nbytes and info["replaced"] is False
+        c.put("p-arena", c.asarray(arrays["p-f64"]), persist=True)  # by arena reference
+        c.put("plain", plain)
+        assert len(state_files(d)) == len(arrays) + 1  # one file per persisted array
+        before = {a["name"]: a for a in c.list()}
+    d.restart()
+    with gpuq.connect(d.path, deadline_ms=60000) as c:
+        after = {a["name"]: a for a in c.list()}
+        assert sorted(after) == sorted(list(arrays) + ["p-arena"])  # "plain" is gone
+        for name, x in arrays.items():
+            assert same(c.get(name), x), name
+            for key in ("owner", "access", "dtype", "shape", "bytes", "device"):
+                assert after[name][key] == before[name][key], (name, key)
+            assert after[name]["persist"] is True
+        assert after["p-f64"]["access"] == "all"
+        assert same(c.get("p-arena"), arrays["p-f64"])
+        with pytest.raises(gpuq.NotFoundError):
+            c.get("plain")
+        # usable as any resident array, and removed for good (its file too)
+        q = RNG.random((3, 11)).astype(np.float32)
+        assert same(c.knn(q, c.resident("p-f32"), 4), c.knn(q, arrays["p-f32"], 4))
+        assert c.remove("p-big")["bytes"] == arrays["p-big"].nbytes
+        assert len(state_files(d)) == len(arrays)
+    d.restart()
+    with gpuq.connect(d.path) as c:
+        assert "p-big" not in {a["name"] for a in c.list()}
+        assert same(c.get("p-日本"), arrays["p-日本"])
+
+
+def test_persisted_knn_output_survives_a_restart(state_daemon):
+    d = state_daemon()
+    base = RNG.random((2000, 16)).astype(np.float32)
+    q = RNG.random((50, 16)).astype(np.float32)
+    with gpuq.connect(d.path, transport="socket", deadline_ms=60000) as s:
+        ref = s.knn(q, base, 7, metric="cosine")
+        s.put("base", base)  # not persisted: gone after the restart
+        assert s.knn(q, s.resident("base"), 7, metric="cosine",
+                     out=(s.resident("kd"), s.resident("ki")), persist=True) == (None, None)
+        d1, i1 = s.knn(q, s.resident("base"), 7, metric="cosine",
+                       out=(None, s.resident("ki-only")), persist=True, access="all")
+        assert same(d1, ref[0]) and i1 is None
+        assert s.normalize(base, "l2", out=s.resident("nb"), persist=True) is None
+        nb = s.normalize(base, "l2")
+        assert s.get("kd", out=s.resident("kd-copy"), persist=True) is None
+        listed = {a["name"]: a["persist"] for a in s.list()}
+        assert listed == {"base": False, "kd": True, "ki": True, "ki-only": True, "nb": True,
+                          "kd-copy": True}
+    d.restart()
+    with gpuq.connect(d.path, deadline_ms=60000) as c:
+        got = {a["name"]: a for a in c.list()}
+        assert sorted(got) == ["kd", "kd-copy", "ki", "ki-only", "nb"]
+        assert got["ki"]["dtype"] == "i64" and got["ki-only"]["access"] == "all"
+        assert same((c.get("kd"), c.get("ki")), ref)
+        assert same(c.get("ki-only"), ref[1]) and same(c.get("kd-copy"), ref[0])
+        assert same(c.get("nb"), nb)
+        assert same(c.knn(q, c.resident("nb"), 3), c.knn(q, nb, 3))
+
+
+def test_persist_without_a_state_directory(state_daemon):
+    d = state_daemon(state_dir="")  # gpuqd --state-dir '': persistence off
+    x = RNG.random((4, 3))
+    with gpuq.connect(d.path, deadline_ms=60000) as c:
+        c.put("kept", x)  # without persist: fine
+        y = RNG.random((4, 3))
+        calls = [
+            lambda: c.put("new", x, persist=True),
+            lambda: c.put("kept", y, persist=True),  # replacing: the old one stays
+            lambda: c.put("copy", c.resident("kept"), persist=True),
+            lambda: c.normalize(x, out=c.resident("n"), persist=True),
+            lambda: c.knn(x, c.resident("kept"), 2, out=(None, c.resident("i")), persist=True),
+            lambda: c.get("kept", out=c.resident("copy"), persist=True),
+        ]
+        for call in calls:
+            with pytest.raises(gpuq.StorageError, match="no state directory") as ei:
+                call()
+            e = ei.value
+            assert e.code == -29 and e.name == "storage" and isinstance(e, OSError)
+            assert c.ping() >= 0  # the session goes on
+        assert [(a["name"], a["persist"]) for a in c.list()] == [("kept", False)]
+        assert same(c.get("kept"), x)
+        # a request that keeps nothing: persist is ignored
+        assert same(c.normalize(x, persist=True), c.normalize(x))
+
+
+def test_list_shows_persist(state_daemon):
+    d = state_daemon()
+    with gpuq.connect(d.path, deadline_ms=60000) as c:
+        c.put("a", np.ones(3), persist=True)
+        c.put("b", np.ones(3))
+        c.grid((0, 1, 4), (0, 1, 4), out=c.resident("g"), persist=True)
+        assert [(e["name"], e["persist"]) for e in c.list()] == \
+            [("a", True), ("b", False), ("g", True)]
+        assert len(state_files(d)) == 2
+        # replaced without persist: the file goes, and so does the array at a restart
+        assert c.put("a", np.zeros(2))["replaced"] is True
+        c.put("b", np.zeros(2), persist=True)
+        assert [(e["name"], e["persist"]) for e in c.list()] == \
+            [("a", False), ("b", True), ("g", True)]
+        assert len(state_files(d)) == 2
+    d.restart()
+    with gpuq.connect(d.path) as c:
+        assert [(e["name"], e["persist"]) for e in c.list()] == [("b", True), ("g", True)]
+        assert same(c.get("b"), np.zeros(2))
+
+
+def test_aio_persist(state_daemon):
+    d = state_daemon()
+    x = RNG.random((30, 8)).astype(np.float32)
+
+    async def put():
+        async with gpuq.aio.connect(d.path, name="resident-aio") as c:
+            assert (await c.put("aio-p", x, persist=True))["bytes"] == x.nbytes
+            assert await c.normalize(x, out=c.resident("aio-n"), persist=True) is None
+            return [(a["name"], a["persist"]) for a in await c.list()]
+
+    async def get():
+        async with gpuq.aio.connect(d.path, name="resident-aio") as c:
+            return await c.get("aio-p"), await c.get("aio-n")
+
+    assert asyncio.run(asyncio.wait_for(put(), 60)) == [("aio-n", True), ("aio-p", True)]
+    d.restart()
+    got, n = asyncio.run(asyncio.wait_for(get(), 60))
+    assert same(got, x) and n.shape == x.shape and n.dtype == np.float32
