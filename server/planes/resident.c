@@ -8,6 +8,7 @@
 
 #include "errors.h"
 #include "log.h"
+#include "mpwrite.h"
 
 static uint32_t name_hash(const char *s)
 {
@@ -257,6 +258,16 @@ int resident_visible(resident_books *bk, uid_t uid, bool admin, resident ***out)
     qsort(v, (size_t)n, sizeof *v, by_name);
     *out = v;
     return n;
+}
+
+void resident_write_kind(gpuq_mpw *w, gpuq_dtype dt, uint32_t ndim, const uint64_t *shape)
+{
+    gpuq_mpw_str(w, "dtype");
+    gpuq_mpw_str(w, gpuq_dtype_name(dt));
+    gpuq_mpw_str(w, "shape");
+    gpuq_mpw_array(w, ndim);
+    for (uint32_t k = 0; k < ndim; k++)
+        gpuq_mpw_uint(w, shape[k]);
 }
 
 uint32_t resident_users(const resident *a)

@@ -137,6 +137,10 @@ void resident_unname(resident *a);
  * *out (malloc'd, the caller frees; NULL when none). Returns the count, or
  * -1 on out of memory. */
 int resident_visible(resident_books *bk, uid_t uid, bool admin, resident ***out);
+/* Two entries of a msgpack map into w: "dtype": dt and "shape": [...]
+ * (the replies of put and list, and the store's file descriptions). */
+struct gpuq_mpw;
+void resident_write_kind(struct gpuq_mpw *w, gpuq_dtype dt, uint32_t ndim, const uint64_t *shape);
 /* Users of a: requests holding it now. */
 uint32_t resident_users(const resident *a);
 

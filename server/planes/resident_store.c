@@ -141,12 +141,7 @@ static size_t header_of(const resident_store_job *j, uint8_t *buf, size_t cap)
     gpuq_mpw_uint(w, (uint64_t)j->owner);
     gpuq_mpw_str(w, "access");
     gpuq_mpw_str(w, j->access == GPUQ_ACCESS_ALL ? "all" : "private");
-    gpuq_mpw_str(w, "dtype");
-    gpuq_mpw_str(w, gpuq_dtype_name(j->dtype));
-    gpuq_mpw_str(w, "shape");
-    gpuq_mpw_array(w, j->ndim);
-    for (uint32_t k = 0; k < j->ndim; k++)
-        gpuq_mpw_uint(w, j->shape[k]);
+    resident_write_kind(w, j->dtype, j->ndim, j->shape);
     gpuq_mpw_str(w, "bytes");
     gpuq_mpw_uint(w, j->bytes);
     gpuq_mpw_str(w, "device");

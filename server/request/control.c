@@ -422,12 +422,7 @@ static int control_list(request *r)
         gpuq_mpw_uint(w, (uint64_t)a->owner);
         gpuq_mpw_str(w, "access");
         gpuq_mpw_str(w, a->access == GPUQ_ACCESS_ALL ? "all" : "private");
-        gpuq_mpw_str(w, "dtype");
-        gpuq_mpw_str(w, gpuq_dtype_name(a->dtype));
-        gpuq_mpw_str(w, "shape");
-        gpuq_mpw_array(w, a->ndim);
-        for (uint32_t k = 0; k < a->ndim; k++)
-            gpuq_mpw_uint(w, a->shape[k]);
+        resident_write_kind(w, a->dtype, a->ndim, a->shape);
         gpuq_mpw_str(w, "bytes");
         gpuq_mpw_uint(w, a->bytes);
         gpuq_mpw_str(w, "device");

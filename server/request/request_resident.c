@@ -137,12 +137,7 @@ static int put_info(request *r, const resident *a, bool replaced)
     gpuq_mpw_str(w, a->name);
     gpuq_mpw_str(w, "bytes");
     gpuq_mpw_uint(w, a->bytes);
-    gpuq_mpw_str(w, "dtype");
-    gpuq_mpw_str(w, gpuq_dtype_name(a->dtype));
-    gpuq_mpw_str(w, "shape");
-    gpuq_mpw_array(w, a->ndim);
-    for (uint32_t k = 0; k < a->ndim; k++)
-        gpuq_mpw_uint(w, a->shape[k]);
+    resident_write_kind(w, a->dtype, a->ndim, a->shape);
     gpuq_mpw_str(w, "device");
     gpuq_mpw_int(w, a->device);
     gpuq_mpw_str(w, "replaced");
