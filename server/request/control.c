@@ -397,7 +397,9 @@ static int control_ready(request *r)
     return control_info_take(r, w);
 }
 
-/* list (PROTOCOL.md 3.5): the arrays the peer may read, by name. */
+/* list (PROTOCOL.md 3.5): the arrays the peer may read, by name, as a
+ * msgpack stream in the payload (as sessions: a header could not carry
+ * thousands). */
 static int control_list(request *r)
 {
     session *s = r->s;
@@ -410,9 +412,6 @@ static int control_list(request *r)
         free(v);
         return GPUQ_E_NO_MEMORY;
     }
-    gpuq_mpw_map(w, 1);
-    gpuq_mpw_str(w, "arrays");
-    gpuq_mpw_array(w, (uint32_t)n);
     for (int i = 0; i < n; i++) {
         const resident *a = v[i];
         gpuq_mpw_map(w, 9);
@@ -433,7 +432,9 @@ static int control_list(request *r)
         gpuq_mpw_bool(w, a->persisted);
     }
     free(v);
-    return control_info_take(r, w);
+    int rc = gpuq_mpw_take(w, &r->doc, &r->doc_len);
+    gpuq_mpw_free(w);
+    return rc < 0 ? rc : control_doc_info(r, "msgpack-stream", (uint32_t)n);
 }
 
 /* remove (PROTOCOL.md 3.5): the name goes now; the array when its last

@@ -73,11 +73,10 @@ def builder(op: Union[str, Callable]) -> Callable[..., Call]:
     return b
 
 
-def arrays_of(hdr: dict) -> List[Dict[str, Any]]:
-    """The list reply's arrays: one map per resident array the caller may
-    read (PROTOCOL.md 3.5)."""
-    info = hdr.get("info") or {}
-    return list(info.get("arrays") or [])
+def arrays_of(payload: Optional[bytearray]) -> List[Dict[str, Any]]:
+    """The list reply's payload: one msgpack map per resident array the
+    caller may read, one after the other (PROTOCOL.md 3.5, as sessions)."""
+    return sessions_doc(payload)
 
 
 def sessions_doc(payload: Optional[bytearray]) -> List[Dict[str, Any]]:

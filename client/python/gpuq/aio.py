@@ -349,7 +349,7 @@ class AsyncClient(_base.Base):
         return await self._run(_ops.get(name, out, access, persist=persist), deadline_ms)
 
     async def list(self) -> List[Dict[str, Any]]:
-        return _base.arrays_of((await self._control("list"))[0])
+        return _base.arrays_of((await self._control("list"))[1])
 
     async def remove(self, name: str) -> Dict[str, Any]:
         hdr = (await self._control("remove", {"name": check_name("name", name)}))[0]

@@ -691,7 +691,7 @@ class Client(_base.Base):
         return self._run(_ops.get(name, out, access, persist=persist), deadline_ms)
 
     def list(self) -> List[Dict[str, Any]]:
-        return _base.arrays_of(self._control("list")[0])
+        return _base.arrays_of(self._control("list")[1])
 
     def remove(self, name: str) -> Dict[str, Any]:
         return self._control("remove", {"name": check_name("name", name)})[0].get("info") or {}

@@ -105,7 +105,8 @@ def test_put_get_list_remove_frames(pair):
     assert same(c.get("i"), idx)
     arrays = [{"name": "a", "owner": 1000, "access": "private", "dtype": "f32", "shape": [2, 3],
                "bytes": 24, "device": -1, "users": 0}]
-    b.sendall(okr(5, info={"arrays": arrays}))
+    stream = b"".join(msgpack.packb(a) for a in arrays)
+    b.sendall(okr(5, stream, info={"format": "msgpack-stream", "count": len(arrays)}))
     assert c.list() == arrays
     b.sendall(okr(6, info={"name": "a", "bytes": 24}))
     assert c.remove("a") == {"name": "a", "bytes": 24}
@@ -461,7 +462,7 @@ def test_aio_frames():
         assert same(await t, q)
         t = asyncio.ensure_future(c.list())
         assert await read_request(loop, b, buf) == {"id": 4, "op": "list"}
-        await loop.sock_sendall(b, okr(4, info={"arrays": []}))
+        await loop.sock_sendall(b, okr(4, info={"format": "msgpack-stream", "count": 0}))
         assert await t == []
         t = asyncio.ensure_future(c.put("q", q, "all", True))
         h = await read_request(loop, b, buf)
