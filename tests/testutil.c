@@ -435,6 +435,7 @@ void tu_daemon_start(tu_daemon *d, const char *device, const char *const *extra)
      * that restarts with the same arrays passes its own after this */
     static char state[sizeof d->dir + 8];
     snprintf(state, sizeof state, "%s/state", d->dir);
+    ck_assert_int_eq(mkdir(state, 0700), 0); /* gpuqd makes none */
     argv[n++] = "--state-dir";
     argv[n++] = state;
     for (size_t i = 0; extra && extra[i] && n < 62; i++)

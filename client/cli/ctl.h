@@ -86,6 +86,11 @@ int ctl_parse_args(ctl_ctx *ctx, int argc, const char **argv, const ctl_opt *opt
 const char *ctl_opt_of(const ctl_ctx *ctx, const char *val, const char *fallback, char *buf,
                        size_t cap);
 
+/* The context ctl_parse_args last saw (the command being run), for the
+ * helpers an op's exec calls without one (op_ctl_load's "@NAME"); NULL
+ * before. */
+const ctl_ctx *ctl_current(void);
+
 /* The options every command takes, before or after its name (--socket,
  * --json, --priority, --transport, --deadline), ended by a NULL name. */
 extern const ctl_optdoc ctl_global_opts[];
@@ -162,6 +167,8 @@ const char *ctl_fmt_rate(double per_s, const char *unit, char *buf, size_t cap);
 extern const ctl_entry ctl_ping_entry, ctl_status_entry;
 extern const ctl_entry ctl_sessions_entry, ctl_metrics_entry, ctl_drain_entry, ctl_shutdown_entry,
     ctl_kill_session_entry, ctl_set_limit_entry;
+/* Resident arrays: put, get, ls, rm (ctl_resident.c). */
+extern const ctl_entry ctl_put_entry, ctl_get_entry, ctl_ls_entry, ctl_rm_entry;
 /* Commands that are no op's (ctl_main.c lists them after the op table's). */
 extern const ctl_entry ctl_bench_entry;
 

@@ -51,6 +51,14 @@ static const char *const exit_codes =
     "  2  usage error: an unknown command or option, a bad or missing argument\n"
     "  3  cannot reach gpuqd: no daemon answers on the sockets tried\n";
 
+/* What "@NAME" means wherever a command takes an .npy file (an op's input
+ * or output, put's input, get's output): said once, here. */
+static const char *const resident_note =
+    "Any .npy file argument may be @NAME instead: the resident array NAME that "
+    "gpuqd keeps (gpuqctl put, ls, rm). As an input it is not sent again; as an "
+    "output (-o @NAME, -i @NAME) the result is kept in gpuqd under that name, and "
+    "no file is written.";
+
 /* "  name   one line" */
 static void print_command_line(FILE *f, const ctl_entry *e)
 {
@@ -68,7 +76,9 @@ void ctl_help_overview(FILE *f, ctl_entry_at at)
                "\n"
                "gpuqctl talks to gpuqd, the GPU daemon: it runs ops on .npy files, shows\n"
                "the daemon's state and sends its admin commands.\n"
-               "\n"
+               "\n");
+    wrap(f, 0, 0, resident_note);
+    fprintf(f, "\n"
                "options (before the command or after it; --name=VALUE or --name VALUE):\n");
     print_globals(f);
     static const ctl_optdoc fixed[] = {
@@ -120,6 +130,10 @@ void ctl_help_command(FILE *f, const ctl_entry *e)
     }
     fputc('\n', f);
     wrap(f, 0, 0, e->desc ? e->desc : e->help ? e->help : "");
+    if (e->usage && strstr(e->usage, ".npy")) {
+        fputc('\n', f);
+        wrap(f, 0, 0, resident_note);
+    }
     if (e->opts && e->opts[0].name) {
         fprintf(f, "\noptions:\n");
         for (int k = 0; e->opts[k].name; k++)

@@ -406,9 +406,18 @@ static int split_value(const ctl_ctx *ctx, const ctl_optdoc *d, const char *v, c
     return ctl_usage_error(ctx, "%s takes %s with %s: %s", d->name, d->arg, word, want);
 }
 
+/* The command being run, as ctl_parse_args saw it (ctl_current). */
+static const ctl_ctx *current_ctx;
+
+const ctl_ctx *ctl_current(void)
+{
+    return current_ctx;
+}
+
 int ctl_parse_args(ctl_ctx *ctx, int argc, const char **argv, const ctl_opt *opts, int nopts,
                    const char **pos, int *npos, bool *timing)
 {
+    current_ctx = ctx;
     const ctl_entry *e = ctx->entry;
     enum { MAXDOC = 32 };
     const char *val[MAXDOC]; /* each documented option's value */

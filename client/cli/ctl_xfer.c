@@ -16,11 +16,20 @@
  * while it takes more than a second; --json prints a summary at the end.
  * Ctrl-C while gpuqd has the request sends a cancel for it (call()).
  *
+ * Resident arrays (PROTOCOL.md 3.5): an input "@NAME" (ctl_resident_open:
+ * its dtype and shape are looked up with a list first, so the op's output
+ * shapes are known as for files, and sent, so that gpuqd checks they still
+ * hold) is named in the request's "in" and carries no byte; an output
+ * "@NAME" is kept by gpuqd under that name, named in "out", and comes back
+ * neither by socket nor in the arena (no file is written for it). The
+ * other arrays go as above.
+ *
  * Failures are one line each (ctl_fail), printed once the progress line
  * is gone, and an exit status of 1: the transport's (shm without arenas:
  * at connect; no staging arena to be had under shm: here), a file that
- * cannot be read or written, the server's. Misuse of "-" and --json is a
- * usage error (2), found before connecting.
+ * cannot be read or written, the server's, a resident array not there.
+ * Misuse of "-" and --json, and a malformed "@NAME", is a usage error (2),
+ * found before connecting.
  */
 #include "ctl_xfer.h"
 
@@ -50,6 +59,27 @@ static double now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
+/* ---- resident arrays ---- */
+
+const char *ctl_resident_name(const char *arg)
+{
+    return arg && arg[0] == '@' ? arg + 1 : NULL;
+}
+
+int ctl_resident_check(const ctl_ctx *ctx, const char *arg)
+{
+    const char *name = ctl_resident_name(arg);
+    char why[128];
+    if (!name || gpuq_name_check(name, strlen(name), why, sizeof why) == 0)
+        return 0;
+    bool printable = true; /* never a control character on the terminal */
+    for (const char *p = arg; *p; p++)
+        printable = printable && (unsigned char)*p >= 0x20 && *p != 0x7f;
+    if (printable)
+        return ctl_usage_error(ctx, "'%s' names no resident array: %s", arg, why);
+    return ctl_usage_error(ctx, "an '@' argument names no resident array: %s", why);
+}
+
 /* ---- the request ---- */
 
 /* One op's run, for its messages and summary. */
@@ -59,7 +89,8 @@ typedef struct xfer {
     const npy_array *in[2];
     const ctl_out *outs;
     unsigned nout;
-    uint64_t out_bytes[2];
+    uint64_t out_bytes[2]; /* each output's bytes */
+    uint64_t out_wire[2];  /* the same, 0 for one kept resident: what comes back */
     bool timing;
     ctl_progress *prog;
     gpuq_reply rep;
@@ -93,8 +124,35 @@ static int call(xfer *x, const void *a, size_t a_len, const void *b, size_t b_le
     return rc;
 }
 
+/* The outputs that go to files (not kept resident) into files[] with
+ * their offsets: off[o] is output o's; returns their number. */
+static unsigned file_outs(const xfer *x, const uint64_t *off, ctl_out *files, uint64_t *foff)
+{
+    unsigned n = 0;
+    for (unsigned o = 0; o < x->nout; o++) {
+        if (ctl_resident_name(x->outs[o].path))
+            continue;
+        files[n] = x->outs[o];
+        foff[n++] = off[o];
+    }
+    return n;
+}
+
+/* Name input k (resident) or output o (kept) in req's "in" / "out". */
+static void name_in(gpuq_request *req, unsigned k, const char *name)
+{
+    req->in_kind[k] = GPUQ_REF_NAME;
+    snprintf(req->in_name[k], sizeof req->in_name[k], "%s", name);
+}
+
+static void name_out(gpuq_request *req, unsigned o, const char *name)
+{
+    req->out_kind[o] = GPUQ_REF_NAME;
+    snprintf(req->out_name[o], sizeof req->out_name[o], "%s", name);
+}
+
 /* The arrays in the staging arena at base (arena id): inputs at off[0..1],
- * outputs at off[2..3]. */
+ * outputs at off[2..3]; resident ones named instead. */
 static int run_shm(xfer *x, uint8_t *base, uint64_t id, const uint64_t *off)
 {
     gpuq_request *req = x->req;
@@ -103,6 +161,11 @@ static int run_shm(xfer *x, uint8_t *base, uint64_t id, const uint64_t *off)
         const npy_array *in = x->in[k];
         if (!in)
             continue;
+        nin = k + 1;
+        if (in->resident) {
+            name_in(req, k, in->resident);
+            continue;
+        }
         int lrc = 0;
         if (in->data)
             memcpy(base + off[k], in->data, in->nbytes);
@@ -110,12 +173,20 @@ static int run_shm(xfer *x, uint8_t *base, uint64_t id, const uint64_t *off)
             lrc = npy_load(in, base + off[k], x->err, sizeof x->err);
         if (lrc)
             return lrc;
-        req->in_ref[nin++] = (gpuq_ref){id, off[k], in->nbytes};
+        req->in_kind[k] = GPUQ_REF_ARENA;
+        req->in_ref[k] = (gpuq_ref){id, off[k], in->nbytes};
     }
     req->nin_ref = nin;
     req->nout_ref = x->nout;
-    for (unsigned o = 0; o < x->nout; o++)
-        req->out_ref[o] = (gpuq_ref){id, off[2 + o], x->out_bytes[o]};
+    for (unsigned o = 0; o < x->nout; o++) {
+        const char *keep = ctl_resident_name(x->outs[o].path);
+        if (keep) {
+            name_out(req, o, keep);
+        } else {
+            req->out_kind[o] = GPUQ_REF_ARENA;
+            req->out_ref[o] = (gpuq_ref){id, off[2 + o], x->out_bytes[o]};
+        }
+    }
     req->timing = x->timing;
     ctl_progress_phase(x->prog, CTL_PHASE_CALL);
     int crc = call(x, NULL, 0, NULL, 0, NULL, 0);
@@ -123,7 +194,10 @@ static int run_shm(xfer *x, uint8_t *base, uint64_t id, const uint64_t *off)
     if (crc)
         return xfer_fail(x, crc, gpuq_errmsg(x->c));
     ctl_progress_phase(x->prog, CTL_PHASE_WRITE);
-    return ctl_outfile_write(x->outs, x->nout, base, off + 2, x->err, sizeof x->err);
+    ctl_out files[2];
+    uint64_t foff[2];
+    unsigned nf = file_outs(x, off + 2, files, foff);
+    return ctl_outfile_write(files, nf, base, foff, x->err, sizeof x->err);
 }
 
 /* By socket: inputs not yet read into the heap, the result into the heap
@@ -134,10 +208,19 @@ static int run_socket(xfer *x)
     void *heap[2] = {NULL, NULL}, *out = NULL;
     const void *data[2] = {NULL, NULL};
     size_t len[2] = {0, 0};
+    gpuq_request *req = x->req;
+    uint32_t nin = 0, named = 0;
     for (unsigned k = 0; k < 2 && rc == 0; k++) {
         const npy_array *in = x->in[k];
         if (!in)
             continue;
+        nin = k + 1;
+        req->in_kind[k] = GPUQ_REF_WIRE;
+        if (in->resident) {
+            name_in(req, k, in->resident);
+            named++;
+            continue;
+        }
         len[k] = in->nbytes;
         data[k] = in->data;
         if (data[k])
@@ -151,7 +234,19 @@ static int run_socket(xfer *x)
         }
         data[k] = heap[k];
     }
-    uint64_t total = x->out_bytes[0] + x->out_bytes[1];
+    /* "in" / "out" only when they name a resident array: nil entries for
+     * the rest, which travel as ever */
+    req->nin_ref = named ? nin : 0;
+    bool kept = false;
+    for (unsigned o = 0; o < x->nout; o++) {
+        const char *keep = ctl_resident_name(x->outs[o].path);
+        req->out_kind[o] = GPUQ_REF_WIRE;
+        if (keep)
+            name_out(req, o, keep);
+        kept = kept || keep;
+    }
+    req->nout_ref = kept ? x->nout : 0;
+    uint64_t total = x->out_wire[0] + x->out_wire[1];
     size_t cap = 0;
     if (rc == 0 && total <= gpuq_info(x->c)->limits.max_output && total <= SIZE_MAX) {
         cap = (size_t)total;
@@ -169,10 +264,14 @@ static int run_socket(xfer *x)
             rc = xfer_fail(x, crc, gpuq_errmsg(x->c));
         } else {
             ctl_progress_phase(x->prog, CTL_PHASE_WRITE);
-            const uint64_t off[2] = {0, x->out_bytes[0]};
-            rc = ctl_outfile_write(x->outs, x->nout, out, off, x->err, sizeof x->err);
+            const uint64_t off[2] = {0, x->out_wire[0]}; /* the payload: carried outputs */
+            ctl_out files[2];
+            uint64_t foff[2];
+            unsigned nf = file_outs(x, off, files, foff);
+            rc = ctl_outfile_write(files, nf, out, foff, x->err, sizeof x->err);
         }
     }
+    req->nin_ref = req->nout_ref = 0;
     free(out);
     free(heap[0]);
     free(heap[1]);
@@ -200,6 +299,11 @@ static void json_array(FILE *f, const char *path, gpuq_dtype dt, int ndim, const
 {
     fputs("{\"path\":", f);
     ctl_json_str(f, path);
+    const char *name = ctl_resident_name(path);
+    if (name) {
+        fputs(",\"resident\":", f);
+        ctl_json_str(f, name);
+    }
     fputs(",\"shape\":[", f);
     for (int k = 0; k < ndim && k < 2; k++)
         fprintf(f, "%s%llu", k ? "," : "", (unsigned long long)shape[k]);
@@ -266,11 +370,23 @@ static void print_timing(const gpuq_reply *rep)
 static int check_outs(const ctl_ctx *ctx, const ctl_out *outs, unsigned nout)
 {
     unsigned dash = 0;
-    for (unsigned o = 0; o < nout; o++)
+    int rc;
+    for (unsigned o = 0; o < nout; o++) {
         dash += strcmp(outs[o].path, "-") == 0;
+        if ((rc = ctl_resident_check(ctx, outs[o].path)))
+            return rc;
+    }
     for (unsigned o = 0; o < nout; o++) {
         for (unsigned p = o + 1; p < nout; p++) {
             const char *a = outs[o].path, *b = outs[p].path;
+            const char *ra = ctl_resident_name(a), *rb = ctl_resident_name(b);
+            if (ra && rb && strcmp(ra, rb) == 0)
+                return ctl_usage_error(ctx,
+                                       "both outputs would be kept as '%s': each output "
+                                       "needs its own name",
+                                       a);
+            if (ra || rb)
+                continue;
             if (!strcmp(a, "-") || !strcmp(b, "-") || !ctl_outfile_same(a, b))
                 continue;
             char na[64], nb[64];
@@ -298,7 +414,7 @@ static int check_ins(const npy_array *const *in)
 {
     for (unsigned k = 0; k < 2; k++) {
         const npy_array *a = in[k];
-        if (!a || (a->shape[0] && (a->ndim < 2 || a->shape[1])))
+        if (!a || a->resident || (a->shape[0] && (a->ndim < 2 || a->shape[1])))
             continue;
         char shape[64];
         if (a->ndim < 2)
@@ -325,20 +441,23 @@ int ctl_run_op(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_ar
     xfer x = {.req = req, .in = {a, b}, .outs = outs, .nout = nout, .timing = timing};
     if ((rc = check_ins(x.in)))
         return rc;
-    uint64_t total = 0;
+    uint64_t total = 0; /* the bytes that come back (not kept resident) */
     for (unsigned o = 0; o < nout; o++) {
         x.out_bytes[o] = gpuq_dtype_size(outs[o].dtype);
         for (int k = 0; k < outs[o].ndim && k < 2; k++) {
             if (__builtin_mul_overflow(x.out_bytes[o], outs[o].shape[k], &x.out_bytes[o]))
                 return ctl_fail(GPUQ_E_TOO_LARGE, "result size overflows");
         }
-        if (__builtin_add_overflow(total, x.out_bytes[o], &total))
+        x.out_wire[o] = ctl_resident_name(outs[o].path) ? 0 : x.out_bytes[o];
+        if (__builtin_add_overflow(total, x.out_wire[o], &total))
             return ctl_fail(GPUQ_E_TOO_LARGE, "result size overflows");
     }
-    /* the layout in shared memory: A, B, output 0, output 1 */
+    /* the layout in shared memory: A, B, output 0, output 1 (resident ones
+     * take no room) */
     uint64_t off[4], need = 0, bytes = total;
     for (unsigned k = 0; k < 4; k++) {
-        uint64_t n = k < 2 ? (x.in[k] ? x.in[k]->nbytes : 0) : x.out_bytes[k - 2];
+        uint64_t n =
+            k < 2 ? (x.in[k] && !x.in[k]->resident ? x.in[k]->nbytes : 0) : x.out_wire[k - 2];
         off[k] = need;
         if (__builtin_add_overflow(need, align_up(n), &need) ||
             (k < 2 && __builtin_add_overflow(bytes, n, &bytes)))
@@ -349,8 +468,9 @@ int ctl_run_op(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_ar
         goto out_signals;
     void *base = NULL;
     uint64_t id = 0;
-    /* a result over max_output goes by socket, for the server's error */
-    if (total <= gpuq_info(x.c)->limits.max_output) {
+    /* a result over max_output goes by socket, for the server's error; so
+     * does a request with no array to move (all resident) */
+    if (total <= gpuq_info(x.c)->limits.max_output && need > 0) {
         int src = gpuq_stage_area(x.c, bytes, need, &base, &id);
         if (src) {
             rc = ctl_fail(src, gpuq_errmsg(x.c));

@@ -34,5 +34,17 @@
  * sends gpuqd a cancel for it. Returns an exit status (errors printed). */
 int ctl_run_op(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_array *b,
                const ctl_out *outs, unsigned nout, bool timing);
+/* Resident arrays in ctl_run_op (PROTOCOL.md 3.5): an input opened by
+ * ctl_resident_open (a->resident set) is named in the request's "in" and
+ * carries no byte; an output whose path is "@NAME" is kept by gpuqd as
+ * the resident array NAME (named in "out") and written to no file. */
+
+/* The resident array an argument names: "@NAME" gives NAME, anything else
+ * (a path, "-") NULL. A file whose name starts with '@' is "./@...". */
+const char *ctl_resident_name(const char *arg);
+/* An "@NAME" argument whose NAME is no resident array's name (empty, too
+ * long, not UTF-8, a '/' or a control character: gpuq_name_check) is a
+ * usage error (printed; returns CTL_EXIT_USAGE); else 0. */
+int ctl_resident_check(const ctl_ctx *ctx, const char *arg);
 
 #endif

@@ -35,6 +35,9 @@ typedef struct npy_array {
     int fd;
     uint64_t data_off;
     const char *path; /* borrowed, for messages */
+    /* an op's input "@NAME" (ctl_resident_open): the resident array's name
+     * (borrowed), its dtype and shape gpuqd's; no file and no data */
+    const char *resident;
 } npy_array;
 
 /* The whole file: header and data (malloc'd). */

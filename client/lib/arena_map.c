@@ -170,33 +170,57 @@ static gpuq_arena *arena_of(gpuq_conn *c, const void *p, uint64_t len, uint64_t 
     return NULL;
 }
 
+/* The carried entries (GPUQ_REF_WIRE) of kinds[0..n) by reference when
+ * each of them lies wholly in one arena of c (ptr[k], len[k]), else none
+ * (PROTOCOL.md 3.4: a side's carried arrays go all by reference or none). */
+static void refs_side(gpuq_conn *c, uint8_t *kinds, gpuq_ref *refs, uint32_t n,
+                      const void *const *ptr, const uint64_t *len, bool *straddle)
+{
+    gpuq_ref got[REQ_MAX_IO];
+    uint32_t want = 0, found = 0;
+    for (uint32_t k = 0; k < n && k < REQ_MAX_IO; k++) {
+        if (kinds[k] != GPUQ_REF_WIRE)
+            continue;
+        want++;
+        uint64_t off;
+        gpuq_arena *a = ptr[k] ? arena_of(c, ptr[k], len[k], &off, straddle) : NULL;
+        if (a) {
+            got[k] = (gpuq_ref){a->id, off, len[k]};
+            found++;
+        }
+    }
+    if (!want || found != want)
+        return;
+    for (uint32_t k = 0; k < n && k < REQ_MAX_IO; k++) {
+        if (kinds[k] == GPUQ_REF_WIRE) {
+            kinds[k] = GPUQ_REF_ARENA;
+            refs[k] = got[k];
+        }
+    }
+}
+
 int arena_refs_for(gpuq_conn *c, const gpuq_req *r, const gpuq_sizes *sz, req_refs *refs)
 {
-    memset(refs, 0, sizeof *refs);
     if (!c->arenas)
         return 0;
     bool straddle = false;
-    uint32_t nin = 0, nout = 0;
-    for (uint32_t k = 0; k < sz->nin && k < REQ_MAX_IO; k++) {
-        uint64_t off;
-        gpuq_arena *a =
-            r->in[k].set ? arena_of(c, r->in[k].data, r->in[k].len, &off, &straddle) : NULL;
-        if (a)
-            refs->in[nin++] = (gpuq_ref){a->id, off, r->in[k].len};
+    const void *ptr[REQ_MAX_IO] = {NULL, NULL};
+    uint64_t len[REQ_MAX_IO] = {0, 0};
+    for (uint32_t k = 0; k < refs->nin && k < REQ_MAX_IO; k++) {
+        ptr[k] = r->in[k].set ? r->in[k].data : NULL;
+        len[k] = r->in[k].len;
     }
-    for (uint32_t k = 0; k < sz->nout && k < REQ_MAX_IO; k++) {
-        uint64_t off;
-        gpuq_arena *a =
-            r->out[k].buf ? arena_of(c, r->out[k].buf, sz->out[k].bytes, &off, &straddle) : NULL;
-        if (a)
-            refs->out[nout++] = (gpuq_ref){a->id, off, sz->out[k].bytes};
+    refs_side(c, refs->in_kind, refs->in, refs->nin, ptr, len, &straddle);
+    if (!refs->out_fixed) {
+        for (uint32_t k = 0; k < refs->nout && k < REQ_MAX_IO; k++) {
+            ptr[k] = r->out[k].buf;
+            len[k] = k < sz->nout ? sz->out[k].bytes : 0;
+        }
+        refs_side(c, refs->out_kind, refs->out, refs->nout, ptr, len, &straddle);
     }
     if (straddle)
         return conn_set_err(c, GPUQ_E_BAD_ARGUMENT,
                             "bad_argument: an array overlaps an arena's edge (it must lie wholly "
                             "inside one arena, or outside all)");
-    /* all inputs by reference or none; the same for outputs (PROTOCOL.md 3.4) */
-    refs->nin = nin == sz->nin ? nin : 0;
-    refs->nout = nout == sz->nout ? nout : 0;
     return 0;
 }

@@ -32,10 +32,12 @@ struct gpuq_arena {
 int arena_map_add(gpuq_conn *c, uint64_t id, uint64_t size, int fd, gpuq_arena **out);
 /* Unlink a from its connection's list, unmap and free it. */
 void arena_unmap(gpuq_arena *a);
-/* refs for r's arrays (its checked sizes sz): all inputs by reference when
- * every set input lies wholly in one arena of c, else none; the same for
- * the outputs. An array that straddles an arena's edge is
- * GPUQ_E_BAD_ARGUMENT (message set on c). */
+/* refs (req_refs_init'ed) for r's arrays (its checked sizes sz): the
+ * carried inputs (GPUQ_REF_WIRE entries) by reference when every one of
+ * them lies wholly in one arena of c, else none; the same for the carried
+ * outputs unless refs->out_fixed. Resident entries stay as they are. An
+ * array that straddles an arena's edge is GPUQ_E_BAD_ARGUMENT (message
+ * set on c). */
 int arena_refs_for(gpuq_conn *c, const gpuq_req *r, const gpuq_sizes *sz, req_refs *refs);
 /* Unmap and free every arena of c (gpuq_close; the daemon frees its side
  * when the session ends). */

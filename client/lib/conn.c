@@ -34,6 +34,12 @@
  * payload) gets a spin window at send (sockio_spin_plan): its wait sleeps to
  * just before the reply is due, then polls without sleeping for a while
  * (sockio_spin_wait) before it blocks.
+ * Resident arrays (PROTOCOL.md 3.5): a builder request's resident inputs
+ * and kept outputs are entries of "in" / "out" by name (req.c), beside
+ * nil entries for what travels and arena ranges for what lies in arenas.
+ * A request with a resident input (get's "name" too) is decoded but not
+ * checked here: its shapes are gpuqd's, so its outputs are read by the
+ * reply's own shapes, never staged, and gpuqd's checks judge it.
  *
  * Failures: a request that fails the checks is refused before anything is
  * sent, with the code the server would give. A socket error or a broken reply
@@ -219,7 +225,9 @@ int gpuq_submit(gpuq_conn *c, gpuq_request *req, const void *a, size_t a_len, co
     if (rc)
         return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a request");
     pending_req p = {.id = req->id, .out = {{out, out_cap}}};
-    if (a_len + b_len == 0 && req->nout_ref) /* gpuq_call staged, or gpuqctl's arrays in place */
+    /* gpuq_call staged, or gpuqctl's arrays in place (no resident array) */
+    if (a_len + b_len == 0 && req->nout_ref && req_refs_all_arena(req->in_kind, req->nin_ref) &&
+        req_refs_all_arena(req->out_kind, req->nout_ref))
         sockio_spin_plan(&p.spin, req->in_ref, req->nin_ref, req->out_ref, req->nout_ref);
     rc = send_frame(c, &p, hdr, hlen, a, a_len, b, b_len);
     free(hdr);
@@ -256,29 +264,60 @@ static int hdr_add_gate(gpuq_conn *c, uint8_t **hdr, size_t *hlen)
     return 0;
 }
 
+/* What check_req found of a builder request's header. */
+typedef struct req_plan {
+    bool sized; /* no input is resident: sz is the request's, as proto's checks say */
+    /* where each output goes, as the header says (put's "name": kept) */
+    uint8_t out_where[REQ_MAX_IO];
+} req_plan;
+
 /* The sizes a builder request implies, decided by proto's decoder and
- * checks (the daemon's own), and its output buffers held against them. */
+ * checks (the daemon's own), and its output buffers held against them. A
+ * request with a resident input (its own, or get's "name") is decoded
+ * only: its shapes are the server's, so sz has its input count and the
+ * carried inputs' bytes, and the reply's shapes size its outputs. */
 static int check_req(gpuq_conn *c, gpuq_req *r, const uint8_t *hdr, size_t hlen, uint64_t payload,
-                     gpuq_sizes *sz)
+                     gpuq_sizes *sz, req_plan *plan)
 {
     gpuq_request dec;
     char msg[256];
     int rc = gpuq_request_decode(hdr, hlen, &dec, msg, sizeof msg);
-    if (rc == 0)
-        rc = gpuq_request_check(&dec, payload, &c->info.limits, sz, msg, sizeof msg);
     if (rc)
         return conn_set_err(c, rc, "%s: %s", gpuq_errname(rc), msg);
-    if (r->in[1].set && !r->in[0].set)
-        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "bad_argument: input 1 (B) needs input 0 (A)");
-    if (sz->output && !r->out[0].buf)
-        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT,
-                            "bad_argument: %s returns %llu bytes: set output 0", r->op,
-                            (unsigned long long)sz->output);
-    for (unsigned o = 0; o < sz->nout && o < REQ_MAX_IO; o++) { /* each output its own buffer */
-        if (o > 0 && sz->out[o].bytes && !r->out[o].buf)
+    plan->sized = true;
+    for (unsigned k = 0; k < dec.nin_ref && k < GPUQ_MAX_INPUTS; k++)
+        plan->sized = plan->sized && gpuq_request_in_kind(&dec, k) != GPUQ_REF_NAME;
+    for (unsigned o = 0; o < REQ_MAX_IO; o++)
+        plan->out_where[o] = (uint8_t)gpuq_request_out_kind(&dec, o);
+    bool b_alone = (r->in[1].set || r->in_res[1]) && !(r->in[0].set || r->in_res[0]);
+    if (!plan->sized) {
+        if (b_alone)
             return conn_set_err(c, GPUQ_E_BAD_ARGUMENT,
-                                "bad_argument: %s returns a second result of %llu bytes: set "
-                                "output %u",
+                                "bad_argument: input 1 (B) needs input 0 (A)");
+        memset(sz, 0, sizeof *sz);
+        sz->nin = req_inputs(r);
+        for (unsigned k = 0; k < sz->nin; k++)
+            sz->in_bytes[k] = r->in[k].set ? r->in[k].len : 0;
+        return 0;
+    }
+    if ((rc = gpuq_request_check(&dec, payload, &c->info.limits, sz, msg, sizeof msg)) != 0)
+        return conn_set_err(c, rc, "%s: %s", gpuq_errname(rc), msg);
+    if (b_alone)
+        return conn_set_err(c, GPUQ_E_BAD_ARGUMENT, "bad_argument: input 1 (B) needs input 0 (A)");
+    for (unsigned o = 0; o < REQ_MAX_IO; o++) {
+        if (r->out_res[o] && o >= sz->nout)
+            return conn_set_err(c, GPUQ_E_BAD_ARGUMENT,
+                                "bad_argument: output %u is resident but %s gives %u output%s", o,
+                                r->op, (unsigned)sz->nout, sz->nout == 1 ? "" : "s");
+    }
+    for (unsigned o = 0; o < sz->nout && o < REQ_MAX_IO; o++) { /* each output its own buffer */
+        if (r->out_res[o] || plan->out_where[o] == GPUQ_REF_NAME)
+            continue; /* kept by gpuqd: no bytes come back */
+        if (sz->out[o].bytes && !r->out[o].buf)
+            return conn_set_err(c, GPUQ_E_BAD_ARGUMENT,
+                                o ? "bad_argument: %s returns a second result of %llu bytes: set "
+                                    "output %u"
+                                  : "bad_argument: %s returns %llu bytes: set output %u",
                                 r->op, (unsigned long long)sz->out[o].bytes, o);
         if (sz->out[o].bytes > r->out[o].cap)
             return conn_set_err(
@@ -287,6 +326,26 @@ static int check_req(gpuq_conn *c, gpuq_req *r, const uint8_t *hdr, size_t hlen,
                 (unsigned long long)sz->out[o].bytes, o, r->out[o].cap);
     }
     return 0;
+}
+
+/* Bytes of r's input k that go in the payload, by refs. */
+static size_t wire_len(const gpuq_req *r, const req_refs *refs, unsigned k)
+{
+    return r->in[k].set && refs->in_kind[k] == GPUQ_REF_WIRE ? r->in[k].len : 0;
+}
+
+/* The outputs' entries of r's "out" (sz, plan: check_req's): every output
+ * of the op when its sizes are known; else as many as r names (a buffer
+ * or a resident array) up to the last resident one. */
+static uint32_t out_entries(const gpuq_req *r, const gpuq_sizes *sz, const req_plan *plan)
+{
+    if (plan->sized)
+        return sz->nout;
+    uint32_t n = 0;
+    for (unsigned o = 0; o < REQ_MAX_IO; o++)
+        if (r->out_res[o] || r->out[o].buf)
+            n = o + 1;
+    return req_has_resident_out(r) ? n : 0;
 }
 
 int conn_submit_req(gpuq_conn *c, gpuq_req *r, conn_stager stage, bool counted, uint64_t *id)
@@ -299,18 +358,25 @@ int conn_submit_req(gpuq_conn *c, gpuq_req *r, conn_stager stage, bool counted, 
     uint8_t *hdr = NULL;
     size_t hlen = 0;
     gpuq_sizes sz;
+    req_plan plan;
     const req_input *a = &r->in[0], *b = &r->in[1];
-    size_t a_len = a->set ? a->len : 0, b_len = b->set ? b->len : 0;
-    /* the request's sizes first (as sent by socket), then the refs of
-     * arrays that lie in this connection's arenas or are staged */
+    /* the request's sizes first (carried by socket, resident inputs named:
+     * its outputs' places wait for the sizes), then the refs of arrays that
+     * lie in this connection's arenas or are staged, and resident outputs */
+    req_refs refs;
+    req_refs_init(r, req_inputs(r), 0, &refs);
     uint64_t hdr_id = c->next_id;
     uint64_t deadline = cancel_deadline(&c->cancel, gpuq_op_parse(r->op, strlen(r->op)));
-    if (req_encode(r, hdr_id, NULL, deadline, &hdr, &hlen))
+    if (req_encode(r, hdr_id, &refs, deadline, &hdr, &hlen))
         return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a request");
-    rc = check_req(c, r, hdr, hlen, (uint64_t)a_len + b_len, &sz);
+    size_t a_len = wire_len(r, &refs, 0), b_len = wire_len(r, &refs, 1);
+    rc = check_req(c, r, hdr, hlen, (uint64_t)a_len + b_len, &sz, &plan);
     if (rc)
         goto err_after_encode;
-    req_refs refs;
+    req_refs_init(r, sz.nin, out_entries(r, &sz, &plan), &refs);
+    /* outputs are placed only when their sizes are known and the op does
+     * not place them itself (put's "name") */
+    refs.out_fixed = !plan.sized || plan.out_where[0] == GPUQ_REF_NAME;
     if ((rc = arena_refs_for(c, r, &sz, &refs)) != 0)
         goto err_after_encode;
     int ifd = c->cancel.intr_fd; /* staging's own calls (arena_open) are not interrupted */
@@ -321,22 +387,28 @@ int conn_submit_req(gpuq_conn *c, gpuq_req *r, conn_stager stage, bool counted, 
     if (rc)
         goto err_after_encode;
     /* staging may have made calls of its own (arena_open): a new id */
-    if (refs.nin || refs.nout || c->next_id != hdr_id) {
+    if (req_refs_any(refs.in_kind, refs.nin) || req_refs_any(refs.out_kind, refs.nout) ||
+        c->next_id != hdr_id) {
         free(hdr);
         hdr = NULL;
         if (req_encode(r, c->next_id, &refs, deadline, &hdr, &hlen))
             return conn_set_err(c, GPUQ_E_NO_MEMORY, "out of memory encoding a request");
         if (gate && (rc = hdr_add_gate(c, &hdr, &hlen)) != 0)
             goto err_after_encode;
-        if (refs.nin)
-            a_len = b_len = 0;
-        if ((rc = check_req(c, r, hdr, hlen, (uint64_t)a_len + b_len, &sz)) != 0)
+        a_len = wire_len(r, &refs, 0);
+        b_len = wire_len(r, &refs, 1);
+        if ((rc = check_req(c, r, hdr, hlen, (uint64_t)a_len + b_len, &sz, &plan)) != 0)
             goto err_after_encode;
     }
-    pending_req p = {
-        .id = c->next_id, .split = true, .expect = sz.out[0].bytes, .shm_out = refs.nout > 0};
+    pending_req p = {.id = c->next_id,
+                     .split = true,
+                     .expect =
+                         plan.sized && plan.out_where[0] != GPUQ_REF_NAME ? sz.out[0].bytes : 0};
     memcpy(p.out, r->out, sizeof p.out);
-    if (refs.nout && a_len + b_len == 0)
+    memcpy(p.out_where, plan.out_where, sizeof p.out_where);
+    /* by reference both ways: its wait may spin (sockio.h) */
+    if (refs.nout && a_len + b_len == 0 && req_refs_all_arena(refs.in_kind, refs.nin) &&
+        req_refs_all_arena(refs.out_kind, refs.nout))
         sockio_spin_plan(&p.spin, refs.in, refs.nin, refs.out, refs.nout);
     rc = send_frame(c, &p, hdr, hlen, a->data, a_len, b->data, b_len);
     if (rc == 0 && id)
@@ -438,7 +510,7 @@ static int wait_head(gpuq_conn *c, gpuq_reply *rep, gpuq_result *res)
     if (rc == 0 && head.orphan)
         rc = conn_reply_read_orphan(c, rep, res);
     else if (rc == 0 && head.split)
-        rc = conn_reply_read_split(c, head.out, head.expect, head.shm_out, rep, res ? res : &tmp);
+        rc = conn_reply_read_split(c, head.out, head.expect, head.out_where, rep, res ? res : &tmp);
     else if (rc == 0)
         rc = conn_reply_read_whole(c, rep, head.out[0].buf, head.out[0].cap);
     result_reset(&tmp);

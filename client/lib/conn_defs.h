@@ -19,10 +19,11 @@
 
 typedef struct pending_req {
     uint64_t id;
-    bool split;                 /* from gpuq_submit_req: outputs 0 and 1 by the reply's shapes */
-    req_output out[REQ_MAX_IO]; /* borrowed from the caller until its wait */
-    uint64_t expect;            /* split: bytes of output 0 the request implies (0: no result) */
-    bool shm_out;               /* outputs named by "out" refs: the reply has no payload */
+    bool split;                    /* from gpuq_submit_req: outputs 0 and 1 by the reply's shapes */
+    req_output out[REQ_MAX_IO];    /* borrowed from the caller until its wait */
+    uint64_t expect;               /* split: bytes of output 0 the request implies (0: no result) */
+    uint8_t out_where[REQ_MAX_IO]; /* split: each output's GPUQ_REF_* as sent (in the reply's
+                                      payload only when GPUQ_REF_WIRE) */
     bool orphan; /* its blocking call was interrupted: no buffer is the caller's, the payload is
                     dropped */
     sockio_spin spin; /* by reference both ways: when its wait spins (sockio.h) */

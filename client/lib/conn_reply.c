@@ -135,9 +135,9 @@ static bool array_bytes(int dt, unsigned ndim, const uint64_t *shape, uint64_t *
 }
 
 int conn_reply_read_split(gpuq_conn *c, const req_output out[REQ_MAX_IO], uint64_t expect,
-                          bool shm_out, const gpuq_reply *rep, gpuq_result *res)
+                          const uint8_t where[REQ_MAX_IO], const gpuq_reply *rep, gpuq_result *res)
 {
-    uint64_t len = c->reply.last_payload, n0 = len, n1 = 0;
+    uint64_t len = c->reply.last_payload, n[REQ_MAX_IO] = {len, 0};
     int rc;
     if (result_from_reply(res, rep))
         goto err_no_memory;
@@ -162,35 +162,45 @@ int conn_reply_read_split(gpuq_conn *c, const req_output out[REQ_MAX_IO], uint64
         res->payload_len = (size_t)len;
         return 0;
     }
-    if (res->nout >= 1 && !array_bytes(res->out[0].dtype, res->out[0].ndim, res->out[0].shape, &n0))
-        n0 = UINT64_MAX;
-    if (res->nout == 2 && !array_bytes(res->out[1].dtype, res->out[1].ndim, res->out[1].shape, &n1))
-        n1 = UINT64_MAX;
-    if (n0 == UINT64_MAX || n1 == UINT64_MAX || (shm_out ? len != 0 : n0 + n1 != len)) {
+    /* the bytes each output has by the reply's shapes; those on the wire
+     * make the payload */
+    uint64_t wire = 0;
+    bool bad = false;
+    for (unsigned i = 0; i < REQ_MAX_IO; i++) {
+        if (i < res->nout &&
+            !array_bytes(res->out[i].dtype, res->out[i].ndim, res->out[i].shape, &n[i]))
+            bad = true;
+        if (!bad && where[i] == GPUQ_REF_WIRE && __builtin_add_overflow(wire, n[i], &wire))
+            bad = true;
+    }
+    if (bad || wire != len) {
         res->status = conn_set_err(c, GPUQ_E_SIZE_MISMATCH,
                                    "reply payload of %llu bytes does not match its shapes",
                                    (unsigned long long)len);
         goto err_drop;
     }
-    if (expect && n0 != expect) {
+    if (expect && n[0] != expect) {
         res->status = conn_set_err(c, GPUQ_E_SIZE_MISMATCH, "result of %llu bytes, expected %llu",
-                                   (unsigned long long)n0, (unsigned long long)expect);
+                                   (unsigned long long)n[0], (unsigned long long)expect);
         goto err_drop;
     }
     for (unsigned i = 0; i < REQ_MAX_IO; i++) {
-        uint64_t want = i ? n1 : n0;
-        if (want > out[i].cap || (want && !out[i].buf)) {
+        if (where[i] == GPUQ_REF_NAME)
+            continue;
+        if (n[i] > out[i].cap || (n[i] && !out[i].buf)) {
             res->status = conn_set_err(c, GPUQ_E_TOO_LARGE,
                                        "output %u of %llu bytes does not fit the %zu-byte buffer",
-                                       i, (unsigned long long)want, out[i].cap);
+                                       i, (unsigned long long)n[i], out[i].cap);
             goto err_drop;
         }
     }
     for (unsigned i = 0; i < REQ_MAX_IO; i++) {
-        uint64_t want = i ? n1 : n0;
-        if (want && !shm_out && (rc = sockio_read_full(c->fd, out[i].buf, (size_t)want)))
+        if (where[i] == GPUQ_REF_NAME)
+            continue; /* kept by gpuqd: 0 bytes here */
+        if (n[i] && where[i] == GPUQ_REF_WIRE &&
+            (rc = sockio_read_full(c->fd, out[i].buf, (size_t)n[i])))
             return conn_break(c, rc, "reading a reply payload");
-        res->out[i].bytes = (size_t)want; /* shm_out: already in the arena */
+        res->out[i].bytes = (size_t)n[i]; /* GPUQ_REF_ARENA: already in the arena */
     }
     return 0;
 

@@ -42,12 +42,15 @@ int conn_reply_read_whole(gpuq_conn *c, const gpuq_reply *rep, void *out, size_t
 /* A builder request's reply into *res: output 0's bytes (by "dtype"/"shape")
  * into out[0], then output 1's (by "dtype_b"/"shape_b") into out[1];
  * without output buffers the payload is kept in res. expect: bytes of
- * output 0 the request implies (0: no result); shm_out: its outputs are
- * named by "out" refs, so the reply has no payload. A payload that does not
- * match the reply's shapes, the request, or the buffers is dropped, so the
- * stream stays in step. Returns the result's status, also kept in res. */
+ * output 0 the request implies (0: not known, or no result); where: each
+ * output's entry of "out" as sent (GPUQ_REF_*): only GPUQ_REF_WIRE
+ * outputs are in the payload, a GPUQ_REF_ARENA one is in its arena
+ * already (its bytes counted in res), a GPUQ_REF_NAME one kept by gpuqd
+ * (0 bytes in res). A payload that does not match the reply's shapes, the
+ * request, or the buffers is dropped, so the stream stays in step.
+ * Returns the result's status, also kept in res. */
 int conn_reply_read_split(gpuq_conn *c, const req_output out[REQ_MAX_IO], uint64_t expect,
-                          bool shm_out, const gpuq_reply *rep, gpuq_result *res);
+                          const uint8_t where[REQ_MAX_IO], const gpuq_reply *rep, gpuq_result *res);
 /* The reply of a request whose blocking call was interrupted: its status
  * and message into *res (may be NULL), its payload dropped. */
 int conn_reply_read_orphan(gpuq_conn *c, const gpuq_reply *rep, gpuq_result *res);

@@ -61,6 +61,10 @@ typedef enum gpuq_metric {
     GPUQ_METRIC_MANHATTAN      /* "manhattan" */
 } gpuq_metric;
 
+/* Who may read a resident array (PROTOCOL.md 3.5, "access"): its owner
+ * and admins ("private"), or every connection ("all"). */
+typedef enum gpuq_access { GPUQ_ACCESS_PRIVATE = 0, GPUQ_ACCESS_ALL = 1 } gpuq_access;
+
 /* Session priority: low < normal < high. */
 #define GPUQ_PRIO_LOW (-1)
 #define GPUQ_PRIO_NORMAL 0
@@ -170,6 +174,38 @@ int gpuq_req_set_input(gpuq_req *r, unsigned idx, gpuq_dtype dt, unsigned ndim,
  * Without any output buffer the payload (a sessions or metrics document) is
  * kept in the gpuq_result (gpuq_result_payload). */
 int gpuq_req_set_output(gpuq_req *r, unsigned idx, void *buf, size_t cap);
+/* Resident arrays (PROTOCOL.md 3.5, and gpuq_put below) in a request.
+ * Input idx (0: A, 1: B) is the resident array name instead of an array
+ * of the caller's: the request's "in" names it, its shape key ("shape" or
+ * "shape_b") is left out and so is "dtype" unless a carried input gives
+ * it (gpuqd takes them from the array; a carried input's dtype must be
+ * the array's). Output idx is kept by gpuqd as the resident array name
+ * (created or replaced, owned by the caller, with the request's "access":
+ * gpuq_req_set_access; default private) once the request succeeds, and
+ * not returned: it needs no buffer, and the reply has its dtype and shape
+ * (gpuq_result_dtype/_ndim/_dim) with gpuq_result_bytes 0. The other
+ * inputs and outputs go as they would (socket, the caller's arena, or
+ * the staging arena).
+ * The name is checked at once (1..GPUQ_RES_NAME_MAX bytes of UTF-8, no
+ * "/", no control character; else GPUQ_E_BAD_ARGUMENT saying why, kept
+ * for the submit as the setters' errors are) and copied. Setting an
+ * input or output again (gpuq_req_set_input, _output, _resident) replaces
+ * what it was.
+ * A request with a resident input has sizes that only gpuqd knows: libgpuq
+ * checks its header as the daemon's decoder does, but not its shapes
+ * (gpuqd does, and says bad_shape, not_found, permission_denied, ...),
+ * and its carried outputs are read by the reply's own dtype and shape:
+ * into output buffers of at least that size (a smaller one is
+ * GPUQ_E_TOO_LARGE, the stream kept in step), or without any output
+ * buffer kept in the gpuq_result (gpuq_result_payload, at most 256 MiB).
+ * Such outputs come by socket: never staged or by reference, whatever
+ * the transport (their size is not known before the reply); the carried
+ * inputs are staged as ever. */
+int gpuq_req_set_input_resident(gpuq_req *r, unsigned idx, const char *name);
+int gpuq_req_set_output_resident(gpuq_req *r, unsigned idx, const char *name);
+/* "access" of the arrays the request stores (put, kept outputs): the same
+ * as gpuq_req_set_str(r, "access", "private" or "all"). */
+int gpuq_req_set_access(gpuq_req *r, gpuq_access access);
 /* The first setter error's message ("" when none). Valid until r changes. */
 const char *gpuq_req_errmsg(const gpuq_req *r);
 
@@ -483,6 +519,52 @@ int gpuq_pairwise(gpuq_conn *c, gpuq_dtype dt, gpuq_metric metric, const void *x
  * m x k row indices into y. A cosine zero vector is GPUQ_E_ZERO_NORM. */
 int gpuq_knn(gpuq_conn *c, gpuq_dtype dt, gpuq_metric metric, uint64_t k, const void *x,
              const void *y, uint64_t m, uint64_t n, uint64_t d, void *out_dist, int64_t *out_idx);
+
+/* ---- resident arrays (PROTOCOL.md 3.5) ----
+ * Arrays gpuqd keeps by name between requests, in device memory (host
+ * memory on the CPU backend), for any connection to use: sent once, then
+ * named as the input of many requests (gpuq_req_set_input_resident), or
+ * made by one (gpuq_req_set_output_resident). They live until removed or
+ * until gpuqd stops, not with the connection that stored them. A name is
+ * 1..GPUQ_RES_NAME_MAX bytes of UTF-8 without "/" or control characters,
+ * compared byte for byte, one namespace for all users; a bad one (or
+ * NULL) is GPUQ_E_BAD_ARGUMENT before anything is sent, with the reason in
+ * gpuq_errmsg. A name that is no array is GPUQ_E_NOT_FOUND; an array the
+ * caller may not read (access private, another owner), replace or remove
+ * (not its owner or an admin) GPUQ_E_PERMISSION; over the owner's
+ * limits.resident_bytes GPUQ_E_TOO_LARGE, over the daemon's total
+ * GPUQ_E_BUSY.
+ *
+ * put: store ndim (1 or 2) dimensions of dt (f32 or f64) at data (C
+ * order, borrowed for the call) as name, replacing an array of that name
+ * the caller owns; readable by its owner and admins (GPUQ_ACCESS_PRIVATE)
+ * or by everyone (GPUQ_ACCESS_ALL). The bytes go as any blocking call's
+ * inputs (socket, or the staging arena: gpuq_set_transport). */
+int gpuq_put(gpuq_conn *c, const char *name, gpuq_dtype dt, unsigned ndim, const uint64_t *shape,
+             const void *data, gpuq_access access);
+/* get: the array name, by socket (its size is gpuqd's to say). res (may
+ * be NULL when buf is not) gets the reply: gpuq_result_dtype(res, 0),
+ * _ndim, _dim give the array's dtype and shape. With buf (cap bytes) the
+ * bytes go there (gpuq_result_bytes(res, 0) of them): an array larger
+ * than cap is GPUQ_E_TOO_LARGE (nothing written, the connection in step;
+ * gpuq_list says sizes). With buf NULL they are kept in res
+ * (gpuq_result_payload: owned by res until its next use; at most 256 MiB,
+ * else GPUQ_E_TOO_LARGE). */
+int gpuq_get(gpuq_conn *c, const char *name, void *buf, size_t cap, gpuq_result *res);
+/* list: the arrays the caller may read (an admin: all), sorted by name, as
+ * a msgpack stream of maps, one per array: "name" (str), "owner" (uint
+ * uid), "access" ("private" or "all"), "dtype" (str), "shape" (array of
+ * uint), "bytes" (uint), "device" (int; -1 on the CPU backend), "users"
+ * (uint: requests using it now). *doc is malloc'd (NUL-terminated; the
+ * caller frees it; empty when there are none), *len its length, *count
+ * (may be NULL) the number of maps. gpuq_list_json writes the same as one
+ * JSON array of objects into buf[cap] (GPUQ_E_TOO_LARGE when it does not
+ * fit). */
+int gpuq_list(gpuq_conn *c, uint8_t **doc, size_t *len, uint32_t *count);
+int gpuq_list_json(gpuq_conn *c, char *buf, size_t cap);
+/* remove: the name is gone at once; requests using the array finish with
+ * it, and its memory is freed when the last has. */
+int gpuq_remove(gpuq_conn *c, const char *name);
 
 #ifdef __cplusplus
 }

@@ -8,8 +8,9 @@
  * req_encode produced with proto's gpuq_request_decode/gpuq_request_check:
  * the same code the daemon runs. The setters only refuse what can never be
  * sent (NULL pointers, an index beyond the two inputs/outputs, an input whose
- * byte length is not its shape's); the first such error sticks to the
- * request and its submit returns it.
+ * byte length is not its shape's, a resident array's name that is no name:
+ * gpuq_name_check); the first such error sticks to the request and its
+ * submit returns it.
  */
 #include "req.h"
 
@@ -200,7 +201,60 @@ int gpuq_req_set_input(gpuq_req *r, unsigned idx, gpuq_dtype dt, unsigned ndim,
     in->len = len;
     in->ndim = ndim;
     memcpy(in->shape, shape, ndim * sizeof *shape);
+    r->in_res[idx] = false;
     return 0;
+}
+
+/* name into dst (GPUQ_RES_NAME_MAX + 1 bytes) when it is a resident
+ * array's name (PROTOCOL.md 3.5); else the request's error, what leading
+ * its message ("input 1"). */
+static int take_name(gpuq_req *r, const char *what, const char *name, char *dst)
+{
+    if (!name)
+        return req_fail(r, GPUQ_E_BAD_ARGUMENT, "%s: the name is NULL", what);
+    char why[128];
+    size_t len = strlen(name);
+    if (gpuq_name_check(name, len, why, sizeof why) != 0)
+        return req_fail(r, GPUQ_E_BAD_ARGUMENT, "%s: %s", what, why);
+    memcpy(dst, name, len + 1);
+    return 0;
+}
+
+int gpuq_req_set_input_resident(gpuq_req *r, unsigned idx, const char *name)
+{
+    if (idx >= REQ_MAX_IO)
+        return req_fail(r, GPUQ_E_BAD_ARGUMENT, "input %u: only inputs 0 (A) and 1 (B)", idx);
+    char what[16];
+    snprintf(what, sizeof what, "input %u", idx);
+    int rc = take_name(r, what, name, r->in_name[idx]);
+    if (rc)
+        return rc;
+    memset(&r->in[idx], 0, sizeof r->in[idx]);
+    r->in_res[idx] = true;
+    return 0;
+}
+
+int gpuq_req_set_output_resident(gpuq_req *r, unsigned idx, const char *name)
+{
+    if (idx >= REQ_MAX_IO)
+        return req_fail(r, GPUQ_E_BAD_ARGUMENT, "output %u: only outputs 0 and 1", idx);
+    char what[16];
+    snprintf(what, sizeof what, "output %u", idx);
+    int rc = take_name(r, what, name, r->out_name[idx]);
+    if (rc)
+        return rc;
+    r->out[idx].buf = NULL;
+    r->out[idx].cap = 0;
+    r->out_res[idx] = true;
+    return 0;
+}
+
+int gpuq_req_set_access(gpuq_req *r, gpuq_access access)
+{
+    if (access != GPUQ_ACCESS_PRIVATE && access != GPUQ_ACCESS_ALL)
+        return req_fail(r, GPUQ_E_BAD_ARGUMENT, "access %d is neither private (0) nor all (1)",
+                        (int)access);
+    return gpuq_req_set_str(r, "access", access == GPUQ_ACCESS_ALL ? "all" : "private");
 }
 
 int gpuq_req_set_output(gpuq_req *r, unsigned idx, void *buf, size_t cap)
@@ -211,6 +265,7 @@ int gpuq_req_set_output(gpuq_req *r, unsigned idx, void *buf, size_t cap)
         return req_fail(r, GPUQ_E_BAD_ARGUMENT, "output %u: %zu bytes at NULL", idx, cap);
     r->out[idx].buf = buf;
     r->out[idx].cap = cap;
+    r->out_res[idx] = false;
     return 0;
 }
 
@@ -245,7 +300,8 @@ int req_encode(gpuq_req *r, uint64_t id, const req_refs *refs, uint64_t deadline
     gpuq_mpw *w = gpuq_mpw_new();
     if (!w)
         return GPUQ_E_NO_MEMORY;
-    uint32_t nin = refs ? refs->nin : 0, nout = refs ? refs->nout : 0;
+    uint32_t nin = refs && req_refs_any(refs->in_kind, refs->nin) ? refs->nin : 0;
+    uint32_t nout = refs && req_refs_any(refs->out_kind, refs->nout) ? refs->nout : 0;
     if (r->has_deadline)
         deadline = 0; /* the request's own value stands */
     uint32_t n = 2 + r->n + (r->dtype != GPUQ_DT_NONE) + r->in[0].set + r->in[1].set + (nin > 0) +
@@ -264,9 +320,11 @@ int req_encode(gpuq_req *r, uint64_t id, const req_refs *refs, uint64_t deadline
     if (r->in[1].set)
         put_shape(w, "shape_b", &r->in[1]);
     if (nin)
-        gpuq_refs_write(w, "in", refs->in, nin);
+        gpuq_refs_write(w, "in", refs->in, nin, refs->in_kind,
+                        (const char(*)[GPUQ_RES_NAME_MAX + 1]) r->in_name);
     if (nout)
-        gpuq_refs_write(w, "out", refs->out, nout);
+        gpuq_refs_write(w, "out", refs->out, nout, refs->out_kind,
+                        (const char(*)[GPUQ_RES_NAME_MAX + 1]) r->out_name);
     if (deadline) {
         gpuq_mpw_str(w, "deadline_ms");
         gpuq_mpw_uint(w, deadline);
@@ -276,6 +334,43 @@ int req_encode(gpuq_req *r, uint64_t id, const req_refs *refs, uint64_t deadline
     int rc = gpuq_mpw_take(w, out, len);
     gpuq_mpw_free(w);
     return rc ? GPUQ_E_NO_MEMORY : 0;
+}
+
+uint32_t req_inputs(const gpuq_req *r)
+{
+    return r->in[1].set || r->in_res[1] ? 2 : r->in[0].set || r->in_res[0] ? 1 : 0;
+}
+
+bool req_has_resident_out(const gpuq_req *r)
+{
+    return r->out_res[0] || r->out_res[1];
+}
+
+void req_refs_init(const gpuq_req *r, uint32_t nin, uint32_t nout, req_refs *refs)
+{
+    memset(refs, 0, sizeof *refs);
+    refs->nin = nin < REQ_MAX_IO ? nin : REQ_MAX_IO;
+    refs->nout = nout < REQ_MAX_IO ? nout : REQ_MAX_IO;
+    for (unsigned k = 0; k < REQ_MAX_IO; k++) {
+        refs->in_kind[k] = r->in_res[k] ? GPUQ_REF_NAME : GPUQ_REF_WIRE;
+        refs->out_kind[k] = r->out_res[k] ? GPUQ_REF_NAME : GPUQ_REF_WIRE;
+    }
+}
+
+bool req_refs_any(const uint8_t *kinds, uint32_t n)
+{
+    for (uint32_t k = 0; k < n && k < REQ_MAX_IO; k++)
+        if (kinds[k] != GPUQ_REF_WIRE)
+            return true;
+    return false;
+}
+
+bool req_refs_all_arena(const uint8_t *kinds, uint32_t n)
+{
+    for (uint32_t k = 0; k < n && k < REQ_MAX_IO; k++)
+        if (kinds[k] != GPUQ_REF_ARENA)
+            return false;
+    return true;
 }
 
 /* ---- results ---- */

@@ -293,32 +293,49 @@ void stage_end(gpuq_conn *c, bool ok)
     copy_pool_run(seg, s->nout);
 }
 
-/* gpuq_call_req's arrays that are in no arena, into the staging arena
- * when c's transport says so; refs gets their references. */
+/* gpuq_call_req's carried arrays (refs' GPUQ_REF_WIRE entries: in no
+ * arena, not resident), into the staging arena when c's transport says so;
+ * refs names them there. A side with an array in an arena already stays
+ * as it is (all of a side's carried arrays by reference, or none), and so
+ * do the outputs when refs->out_fixed. A resident input means no gate:
+ * "gate" needs every input in an arena. */
 int stage_req(gpuq_conn *c, const gpuq_req *r, const gpuq_sizes *sz, req_refs *refs, bool *gate)
 {
     stage_io io = {.no_gate = r->has_gate};
-    if (!refs->nin) {
-        io.nin = sz->nin < REQ_MAX_IO ? sz->nin : REQ_MAX_IO;
-        for (uint32_t k = 0; k < io.nin; k++) {
-            io.in[k] = r->in[k].data;
-            io.in_len[k] = r->in[k].len;
-        }
+    uint32_t in_at[REQ_MAX_IO], out_at[REQ_MAX_IO]; /* io's array j is entry in_at[j] */
+    bool in_placed = false, out_placed = refs->out_fixed;
+    for (uint32_t k = 0; k < refs->nin && k < REQ_MAX_IO; k++) {
+        in_placed = in_placed || refs->in_kind[k] == GPUQ_REF_ARENA;
+        io.no_gate = io.no_gate || refs->in_kind[k] == GPUQ_REF_NAME;
     }
-    if (!refs->nout) {
-        io.nout = sz->nout < REQ_MAX_IO ? sz->nout : REQ_MAX_IO;
-        for (uint32_t k = 0; k < io.nout; k++) {
-            io.out[k] = r->out[k].buf;
-            io.out_len[k] = sz->out[k].bytes;
-        }
+    for (uint32_t k = 0; k < refs->nout && k < REQ_MAX_IO; k++)
+        out_placed = out_placed || refs->out_kind[k] == GPUQ_REF_ARENA;
+    for (uint32_t k = 0; !in_placed && k < refs->nin && k < REQ_MAX_IO; k++) {
+        if (refs->in_kind[k] != GPUQ_REF_WIRE || !r->in[k].set)
+            continue;
+        in_at[io.nin] = k;
+        io.in[io.nin] = r->in[k].data;
+        io.in_len[io.nin++] = r->in[k].len;
     }
+    for (uint32_t k = 0; !out_placed && k < refs->nout && k < sz->nout && k < REQ_MAX_IO; k++) {
+        if (refs->out_kind[k] != GPUQ_REF_WIRE)
+            continue;
+        out_at[io.nout] = k;
+        io.out[io.nout] = r->out[k].buf;
+        io.out_len[io.nout++] = sz->out[k].bytes;
+    }
+    gpuq_ref in_refs[REQ_MAX_IO], out_refs[REQ_MAX_IO];
     bool staged;
-    int rc = stage_begin(c, &io, refs->in, refs->out, &staged, gate);
+    int rc = stage_begin(c, &io, in_refs, out_refs, &staged, gate);
     if (rc == 0 && staged) {
-        if (io.nin)
-            refs->nin = io.nin;
-        if (io.nout)
-            refs->nout = io.nout;
+        for (uint32_t j = 0; j < io.nin; j++) {
+            refs->in_kind[in_at[j]] = GPUQ_REF_ARENA;
+            refs->in[in_at[j]] = in_refs[j];
+        }
+        for (uint32_t j = 0; j < io.nout; j++) {
+            refs->out_kind[out_at[j]] = GPUQ_REF_ARENA;
+            refs->out[out_at[j]] = out_refs[j];
+        }
     }
     return rc;
 }

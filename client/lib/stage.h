@@ -48,10 +48,12 @@ typedef struct conn_stage {
     uint64_t readies; /* ready requests this connection sent (for tests) */
 } conn_stage;
 
-/* The submit of gpuq_call_req: r's arrays that refs (arena_refs_for) does
- * not name, into the staging arena when c's transport says so, and refs
- * names them too; *gate is true when the request is to go gated (its
- * inputs are then copied by stage_feed once it is sent). Not staged
+/* The submit of gpuq_call_req: r's carried arrays (refs' GPUQ_REF_WIRE
+ * entries, after arena_refs_for), into the staging arena when c's
+ * transport says so, and refs names them too (outputs only when
+ * refs->out_fixed is false); *gate is true when the request is to go
+ * gated (its inputs are then copied by stage_feed once it is sent; never
+ * with a resident input). Not staged
  * (SOCKET; AUTO under GPUQ_SHM_MIN_BYTES, or without an arena to be had):
  * 0 and refs unchanged. SHM without an arena,
  * or a dead connection: the error, message set on c. May make blocking

@@ -314,8 +314,13 @@ int resident_store_open(resident_store *st, uv_loop_t *loop, backend *b, const c
         log_warn("resident arrays: state directory %s: path too long; persist is off", dir);
         return 0;
     }
-    if (mkdir(dir, 0750) < 0 && errno != EEXIST) {
-        log_warn("resident arrays: state directory %s: %s; persist is off", dir, strerror(errno));
+    /* never made here: systemd's StateDirectory= (or whoever runs gpuqd)
+     * does, so that a gpuqd started by hand or by a test leaves nothing */
+    struct stat sb;
+    errno = 0;
+    if (stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
+        log_info("resident arrays: no state directory %s (%s); persist is off", dir,
+                 errno ? strerror(errno) : "not a directory");
         return 0;
     }
     if (access(dir, W_OK | X_OK) < 0) {

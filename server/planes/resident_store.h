@@ -75,9 +75,9 @@ typedef struct resident_store {
     uint64_t writes, write_errors, loaded, damaged;
 } resident_store;
 
-/* Use dir (created 0750 if missing; "" : off). Returns 0 (on, or off with
- * why logged), or a GPUQ_E_* code when the thread or handles cannot be
- * made. */
+/* Use dir, which must exist and be writable ("" or anything else: off).
+ * Returns 0 (on, or off with why logged), or a GPUQ_E_* code when the
+ * thread or handles cannot be made. */
 int resident_store_open(resident_store *st, uv_loop_t *loop, backend *b, const char *dir);
 /* Load every persisted array into bk (on the backend's device of the
  * file, or the first one when the backend has no such device; -1 on CPU):

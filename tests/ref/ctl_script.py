@@ -294,6 +294,34 @@ def json_all():
                              "-o", path("o7.npy"), "-i", path("o8.npy"), "--json"])
     check_summary("knn", v, "distance knn", [(path("o7.npy"), (41, 4), "float64"),
                                              (path("o8.npy"), (41, 4), "int64")])
+    # resident arrays: put, an op with @NAME, get, ls, rm, and a failure
+    v = cmd("put", ["put", "--json", "base", path("Y.npy")])
+    if v is not None and (v.get("command") != "put" or v.get("outputs") != [
+            {"path": "@base", "resident": "base", "shape": [300, 7], "dtype": "float64",
+             "bytes": 300 * 7 * 8}]):
+        failures.append(f"put --json: {v!r}")
+    v = one_json("knn @base --json",
+                 run(["distance", "knn", "--k", "4", path("X.npy"), "@base", "-o", path("o9.npy"),
+                      "-i", path("o10.npy"), "--json"], check=False))
+    check_summary("knn @base", v, "distance knn", [(path("o9.npy"), (41, 4), "float64"),
+                                                   (path("o10.npy"), (41, 4), "int64")])
+    if v is not None and v.get("inputs", [{}, {}])[1].get("resident") != "base":
+        failures.append(f"knn @base --json inputs: {v.get('inputs')!r}")
+    same("knn @base", np.load(path("o9.npy")), np.load(path("o7.npy")))
+    v = cmd("get", ["get", "--json", "base", "-o", path("o11.npy")])
+    check_summary("get", v, "get", [(path("o11.npy"), (300, 7), "float64")])
+    same("get", np.load(path("o11.npy")), Y)
+    v = cmd("ls", ["ls", "--json"])
+    if v is not None and not (isinstance(v, list) and [a.get("name") for a in v] == ["base"]
+                              and v[0].get("shape") == [300, 7] and v[0].get("dtype") == "f64"):
+        failures.append(f"ls --json: {v!r}")
+    v = cmd("rm", ["rm", "--json", "base"])
+    if v != {"command": "rm", "ok": True, "name": "base", "message": "removed base"}:
+        failures.append(f"rm --json: {v!r}")
+    p = run(["get", "--json", "base", "-o", path("o12.npy")], check=False)
+    if p.returncode != 1 or p.stdout or not p.stderr.startswith(b"gpuqctl: not_found:"):
+        failures.append(f"get of no array with --json: exit {p.returncode}, stdout {p.stdout!r}, "
+                        f"stderr {p.stderr!r}")
     # --timing --json: the timing is in the JSON, not a line on stderr
     p = run(["normalize", path("x.npy"), "-o", path("o1.npy"), "--timing", "--json"])
     if p.stderr:

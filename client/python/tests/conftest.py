@@ -155,8 +155,9 @@ def state_daemon(tmp_path):
     made = []
 
     def make(*args, state_dir: str = None, **kw):
-        if state_dir is None:
+        if state_dir is None:  # gpuqd never makes its state directory
             state_dir = str(tmp_path / f"state{len(made)}")
+            os.makedirs(state_dir)
         d = Daemon(args, state_dir=state_dir, **kw)
         made.append(d)
         return d
