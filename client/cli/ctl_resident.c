@@ -35,6 +35,7 @@ typedef struct res_row {
     int ndim;
     uint64_t shape[2];
     double owner, bytes, device, users;
+    bool persist;
 } res_row;
 
 /* The next array of a list document at r into *row: 0, or -1 when it is
@@ -55,6 +56,8 @@ static int read_row(gpuq_mpr *r, res_row *row)
     row->bytes = ctl_kv_num(kv, n, "bytes");
     row->device = ctl_kv_num(kv, n, "device");
     row->users = ctl_kv_num(kv, n, "users");
+    const ctl_kv *ps = ctl_kv_get(kv, n, "persist");
+    row->persist = ps && ps->b;
     const ctl_kv *sh = ctl_kv_get(kv, n, "shape");
     if (!sh || sh->type != GPUQ_MP_ARRAY)
         return -1;
@@ -169,11 +172,11 @@ static int check_name(const ctl_ctx *ctx, const char *name, char *at, size_t cap
 static int put_exec(ctl_ctx *ctx, int argc, const char **argv)
 {
     const char *access_s = NULL;
-    bool timing = false;
-    const ctl_opt opts[] = {{"--access", &access_s, NULL}};
+    bool timing = false, persist = false;
+    const ctl_opt opts[] = {{"--access", &access_s, NULL}, {"--persist", NULL, &persist}};
     const char *pos[2];
     int npos;
-    int rc = ctl_parse_args(ctx, argc, argv, opts, 1, pos, &npos, &timing);
+    int rc = ctl_parse_args(ctx, argc, argv, opts, 2, pos, &npos, &timing);
     if (rc)
         return rc;
     char at[GPUQ_RES_NAME_MAX + 8];
@@ -189,6 +192,7 @@ static int put_exec(ctl_ctx *ctx, int argc, const char **argv)
     snprintf(r.name, sizeof r.name, "%s", pos[0]);
     r.has_access = true;
     r.access = access_s && strcmp(access_s, "all") == 0 ? GPUQ_ACCESS_ALL : GPUQ_ACCESS_PRIVATE;
+    r.persist = persist;
     npy_array a;
     if ((rc = op_ctl_load(pos[1], &a)))
         return rc;
@@ -199,10 +203,10 @@ static int put_exec(ctl_ctx *ctx, int argc, const char **argv)
     rc = ctl_run_op(ctx, &r, &a, NULL, &out, 1, timing);
     if (rc == 0 && !ctx->json) {
         char sh[64], b[32];
-        printf("put %s: %s %s, %s, access %s\n", pos[0], numpy_dtype(a.dtype),
+        printf("put %s: %s %s, %s, access %s%s\n", pos[0], numpy_dtype(a.dtype),
                fmt_shape(a.ndim, a.shape, sh, sizeof sh),
                ctl_fmt_bytes((double)a.nbytes, b, sizeof b),
-               r.access == GPUQ_ACCESS_ALL ? "all" : "private");
+               r.access == GPUQ_ACCESS_ALL ? "all" : "private", persist ? ", persisted" : "");
     }
     npy_free(&a);
     return rc;
@@ -290,8 +294,8 @@ static int ls_table(const uint8_t *doc, size_t len)
         gpuq_mpr r;
         gpuq_mpr_init(&r, doc, len);
         if (pass == 1)
-            printf("%-*s %-10s %-7s %-7s %-14s %10s %6s %5s\n", w, "NAME", "OWNER", "ACCESS",
-                   "DTYPE", "SHAPE", "BYTES", "DEVICE", "USERS");
+            printf("%-*s %-10s %-7s %-7s %-14s %10s %6s %5s %s\n", w, "NAME", "OWNER", "ACCESS",
+                   "DTYPE", "SHAPE", "BYTES", "DEVICE", "USERS", "PERSIST");
         while (gpuq_mpr_left(&r) > 0) {
             res_row row;
             if (read_row(&r, &row))
@@ -304,10 +308,11 @@ static int ls_table(const uint8_t *doc, size_t len)
             char owner[64], sh[64], b[32], dev[16];
             owner_name(row.owner, owner, sizeof owner);
             snprintf(dev, sizeof dev, row.device < 0 ? "cpu" : "%.0f", row.device);
-            printf("%-*s %-10s %-7s %-7s %-14s %10s %6s %5.0f\n", w, row.name, owner, row.access,
+            printf("%-*s %-10s %-7s %-7s %-14s %10s %6s %5.0f %s\n", w, row.name, owner, row.access,
                    row.dtype ? numpy_dtype(row.dtype) : "?",
                    fmt_shape(row.ndim, row.shape, sh, sizeof sh),
-                   ctl_fmt_bytes(row.bytes, b, sizeof b), dev, row.users);
+                   ctl_fmt_bytes(row.bytes, b, sizeof b), dev, row.users,
+                   row.persist ? "yes" : "no");
         }
     }
     return 0;
@@ -373,13 +378,17 @@ static const ctl_optdoc put_opts[] = {
     {"--access", NULL, "private|all", "private",
      "Who may read the array: its owner and admins (private), or every user of gpuqd (all). "
      "Only its owner or an admin may replace or remove it either way."},
+    {"--persist", NULL, NULL, NULL,
+     "Also write the array to gpuqd's state directory (its state_dir setting, default "
+     "/var/lib/gpuq), so that it survives a restart of gpuqd; the error storage when gpuqd has "
+     "none, or its disk is full."},
     RES_TIMING_DOC,
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 const ctl_entry ctl_put_entry = {
     .name = "put",
-    .usage = "[--access private|all] [--timing] NAME IN.npy",
+    .usage = "[--access private|all] [--persist] [--timing] NAME IN.npy",
     .min_args = 2,
     .max_args = 2,
     .exec = put_exec,

@@ -537,11 +537,15 @@ int gpuq_knn(gpuq_conn *c, gpuq_dtype dt, gpuq_metric metric, uint64_t k, const 
  *
  * put: store ndim (1 or 2) dimensions of dt (f32 or f64) at data (C
  * order, borrowed for the call) as name, replacing an array of that name
- * the caller owns; readable by its owner and admins (GPUQ_ACCESS_PRIVATE)
- * or by everyone (GPUQ_ACCESS_ALL). The bytes go as any blocking call's
- * inputs (socket, or the staging arena: gpuq_set_transport). */
+ * the caller owns. flags: GPUQ_ACCESS_PRIVATE (0: readable by its owner
+ * and admins) or GPUQ_ACCESS_ALL (by everyone), or'd with GPUQ_PERSIST
+ * (also written to gpuqd's state directory: it survives a restart;
+ * GPUQ_E_STORAGE when gpuqd has none or its disk is full). The bytes go
+ * as any blocking call's inputs (socket, or the staging arena:
+ * gpuq_set_transport). */
+#define GPUQ_PERSIST 0x100u
 int gpuq_put(gpuq_conn *c, const char *name, gpuq_dtype dt, unsigned ndim, const uint64_t *shape,
-             const void *data, gpuq_access access);
+             const void *data, unsigned flags);
 /* get: the array name, by socket (its size is gpuqd's to say). res (may
  * be NULL when buf is not) gets the reply: gpuq_result_dtype(res, 0),
  * _ndim, _dim give the array's dtype and shape. With buf (cap bytes) the

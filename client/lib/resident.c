@@ -57,7 +57,7 @@ static int finish(gpuq_conn *c, gpuq_req *r, gpuq_result *res)
 }
 
 int gpuq_put(gpuq_conn *c, const char *name, gpuq_dtype dt, unsigned ndim, const uint64_t *shape,
-             const void *data, gpuq_access access)
+             const void *data, unsigned flags)
 {
     int rc = name_ok(c, name);
     if (rc)
@@ -75,7 +75,9 @@ int gpuq_put(gpuq_conn *c, const char *name, gpuq_dtype dt, unsigned ndim, const
     if (!r)
         return GPUQ_E_NO_MEMORY;
     gpuq_req_set_input(r, 0, dt, ndim, shape, data, (size_t)bytes);
-    gpuq_req_set_access(r, access);
+    gpuq_req_set_access(r, flags & GPUQ_ACCESS_ALL ? GPUQ_ACCESS_ALL : GPUQ_ACCESS_PRIVATE);
+    if (flags & GPUQ_PERSIST)
+        gpuq_req_set_bool(r, "persist", true);
     return finish(c, r, NULL);
 }
 

@@ -146,19 +146,20 @@ START_TEST(put_ls_get_rm)
     char *nl = strchr(o.out, '\n');
     ck_assert_ptr_nonnull(nl);
     ck_assert_msg(strncmp(o.out, "NAME ", 5) == 0, "%s", o.out);
-    const char *head[] = {"NAME", "OWNER", "ACCESS", "DTYPE", "SHAPE", "BYTES", "DEVICE", "USERS"};
-    const char *want[] = {"base", user_of_me(), "private", "float32", "(37,",
-                          "13)",  "1.9",        "KiB",     "cpu",     "0"};
+    const char *head[] = {"NAME",  "OWNER",  "ACCESS", "DTYPE",  "SHAPE",
+                          "BYTES", "DEVICE", "USERS",  "PERSIST"};
+    const char *want[] = {"base", user_of_me(), "private", "float32", "(37,", "13)",
+                          "1.9",  "KiB",        "cpu",     "0",       "no"};
     char *line = nl + 1, *save = NULL;
     *nl = '\0';
     char *t = strtok_r(o.out, " ", &save);
-    for (int k = 0; k < 8; k++, t = strtok_r(NULL, " ", &save))
+    for (int k = 0; k < 9; k++, t = strtok_r(NULL, " ", &save))
         ck_assert_msg(t && !strcmp(t, head[k]), "ls header: %s", t ? t : "(end)");
     char *end = strchr(line, '\n');
     ck_assert_msg(end && end[1] == '\0', "ls: one row: %s", line);
     *end = '\0';
     t = strtok_r(line, " ", &save);
-    for (int k = 0; k < 10; k++, t = strtok_r(NULL, " ", &save)) {
+    for (int k = 0; k < 11; k++, t = strtok_r(NULL, " ", &save)) {
         if (k == 8 && !on_cpu())
             continue; /* a device number */
         ck_assert_msg(t && !strcmp(t, want[k]), "ls row field %d: %s", k, t ? t : "(end)");

@@ -1032,6 +1032,72 @@ START_TEST(persist_full_disk)
 }
 END_TEST
 
+/* A minimal .npy of n float64 at path. */
+static void write_npy(const char *path, const double *x, size_t n)
+{
+    char hdr[128];
+    int len =
+        snprintf(hdr, sizeof hdr, "{'descr': '<f8', 'fortran_order': False, 'shape': (%zu,), }", n);
+    while ((len + 10 + 1) % 64)
+        hdr[len++] = ' ';
+    hdr[len++] = '\n';
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    uint8_t pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (uint8_t)len, 0};
+    ck_assert_uint_eq(fwrite(pre, 1, 10, f), 10);
+    ck_assert_uint_eq(fwrite(hdr, 1, (size_t)len, f), (size_t)len);
+    ck_assert_uint_eq(fwrite(x, sizeof *x, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* libgpuq's gpuq_put(GPUQ_PERSIST) and gpuqctl put --persist: both back
+ * after a restart; ls says so. */
+START_TEST(persist_clients)
+{
+    double v[5] = {1, 2, 3, 4, 5.5}, w[3] = {-1, 0.25, 9};
+    gpuq_conn *c = e2e_connect("lib", GPUQ_PRIO_NORMAL);
+    ck_assert_msg(gpuq_put(c, "from-lib", GPUQ_DT_F64, 1, (const uint64_t[]){5}, v,
+                           GPUQ_ACCESS_ALL | GPUQ_PERSIST) == 0,
+                  "%s", gpuq_errmsg(c));
+    gpuq_close(c);
+    char npy[512], out[512], err[512];
+    snprintf(npy, sizeof npy, "%s/w.npy", e2e_d.dir);
+    snprintf(out, sizeof out, "%s/ctl.out", e2e_d.dir);
+    snprintf(err, sizeof err, "%s/ctl.err", e2e_d.dir);
+    write_npy(npy, w, 3);
+    const char *put[] = {GPUQCTL_PATH, "--socket", e2e_d.socket, "put",
+                         "--persist",  "from-ctl", npy,          NULL};
+    ck_assert_int_eq(tu_run(put, out, err), 0);
+    size_t len = 0;
+    char *txt = tu_read_file(out, &len);
+    ck_assert_msg(txt && strstr(txt, "put from-ctl: float64 (3,), 24 B, access private, persisted"),
+                  "%s", txt ? txt : "");
+    free(txt);
+    restart(false);
+    snprintf(out, sizeof out, "%s/ls.out", e2e_d.dir);
+    snprintf(err, sizeof err, "%s/ls.err", e2e_d.dir);
+    const char *ls[] = {GPUQCTL_PATH, "--socket", e2e_d.socket, "ls", NULL};
+    ck_assert_int_eq(tu_run(ls, out, err), 0);
+    txt = tu_read_file(out, &len);
+    ck_assert_msg(txt && strstr(txt, "PERSIST") && strstr(txt, "from-ctl") &&
+                      strstr(txt, "from-lib"),
+                  "%s", txt ? txt : "");
+    ck_assert_msg(strstr(txt, " yes\n"), "%s", txt);
+    free(txt);
+    int fd = e2e_hello_socket("persist", hbuf, sizeof hbuf);
+    double got[5];
+    gpuq_reply rep;
+    gpuq_request g = name_req(GPUQ_OP_GET, "from-lib");
+    ck_assert_int_eq(call(fd, &g, NULL, 0, &rep, got, sizeof got, &len), 0);
+    ck_assert_int_eq(memcmp(got, v, sizeof v), 0);
+    g = name_req(GPUQ_OP_GET, "from-ctl");
+    ck_assert_int_eq(call(fd, &g, NULL, 0, &rep, got, sizeof got, &len), 0);
+    ck_assert_uint_eq(len, sizeof w);
+    ck_assert_int_eq(memcmp(got, w, sizeof w), 0);
+    close(fd);
+}
+END_TEST
+
 START_TEST(persist_without_state_dir)
 {
     const char *off[] = {"--state-dir", "", NULL};
@@ -1069,6 +1135,7 @@ static Suite *suite(void)
     tcase_add_test(tp, persist_kill9);
     tcase_add_test(tp, persist_full_disk);
     tcase_add_test(tp, persist_without_state_dir);
+    tcase_add_test(tp, persist_clients);
     suite_add_tcase(s, tp);
     return s;
 }
