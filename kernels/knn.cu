@@ -173,15 +173,19 @@ __device__ void bitonic_sort(uint64_t *key, int64_t *id, unsigned q)
         }
 }
 
-/* Merge tile[rows][cols] (columns are y rows j0..j0+cols-1) into the running
- * top-k of each row in dist/idx ([rows][k]; ignored when first). Shared
+/* Merge tile[rows][cols] (columns are y rows j0..j0+cols-1, or the
+ * indices tidx[rows][cols] gives) into the running top-k of each row in
+ * dist/idx ([rows][k]; ignored when first). With segs > 1 each row is
+ * selected in segs segments of seg columns, one virtual row v = row * segs
+ * + s each, into dist/idx[v][k], started empty and always written (the
+ * partial lists a second call merges, tidx then their indices). Shared
  * memory: p entries, the first kpad the running list, the rest the
  * candidate buffer (p - kpad >= 2 * blockDim.x). */
 template <typename T>
 __global__ void __launch_bounds__(SEL_THREADS)
-    knn_select_kernel(const T *tile, uint64_t rows, uint64_t cols, uint64_t j0, uint64_t k,
-                      unsigned kpad, unsigned p, int first, T *dist, int64_t *idx, int *flag,
-                      const int *gate)
+    knn_select_kernel(const T *tile, const int64_t *tidx, uint64_t rows, uint64_t cols,
+                      uint64_t segs, uint64_t seg, uint64_t j0, uint64_t k, unsigned kpad,
+                      unsigned p, int first, T *dist, int64_t *idx, int *flag, const int *gate)
 {
     extern __shared__ uint64_t sel_smem[];
     uint64_t *key = sel_smem;
@@ -189,9 +193,12 @@ __global__ void __launch_bounds__(SEL_THREADS)
     __shared__ unsigned cnt;
     __shared__ int stop; /* the gate as thread 0 read it for this row */
     const unsigned nt = blockDim.x;
-    for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-        T *drow = dist + row * k;
-        int64_t *irow = idx + row * k;
+    const bool split = segs > 1;
+    for (uint64_t v = blockIdx.x; v < rows * segs; v += gridDim.x) {
+        const uint64_t row = v / segs, c_lo = (v % segs) * seg;
+        const uint64_t ncols = cols - c_lo < seg ? cols - c_lo : seg;
+        T *drow = dist + v * k;
+        int64_t *irow = idx + v * k;
         for (unsigned t = threadIdx.x; t < kpad; t += nt) {
             if (!first && t < k) {
                 key[t] = knn_key((double)drow[t]);
@@ -210,13 +217,14 @@ __global__ void __launch_bounds__(SEL_THREADS)
             return;
         uint64_t tk = key[k - 1]; /* the entry to beat */
         int64_t ti = id[k - 1];
-        bool dirty = false;
-        const T *trow = tile + row * cols;
-        for (uint64_t c0 = 0; c0 < cols; c0 += nt) {
+        bool dirty = split; /* a partial list is written whatever it holds */
+        const T *trow = tile + row * cols + c_lo;
+        const int64_t *irow_in = tidx ? tidx + row * cols + c_lo : NULL;
+        for (uint64_t c0 = 0; c0 < ncols; c0 += nt) {
             uint64_t c = c0 + threadIdx.x;
-            if (c < cols) {
+            if (c < ncols) {
                 uint64_t kc = knn_key((double)trow[c]);
-                int64_t ic = (int64_t)(j0 + c);
+                int64_t ic = irow_in ? irow_in[c] : (int64_t)(j0 + c_lo + c);
                 if (ent_less(kc, ic, tk, ti)) {
                     unsigned pos = atomicAdd(&cnt, 1u);
                     key[kpad + pos] = kc;
@@ -226,7 +234,7 @@ __global__ void __launch_bounds__(SEL_THREADS)
             __syncthreads();
             unsigned nc = cnt;
             __syncthreads(); /* every thread has read cnt before it changes */
-            bool last = c0 + nt >= cols;
+            bool last = c0 + nt >= ncols;
             /* before a chunk cnt <= p - kpad - nt, so its appends fit */
             if (nc > p - kpad - nt || (last && nc > 0)) {
                 unsigned q = kpad;
@@ -248,6 +256,8 @@ __global__ void __launch_bounds__(SEL_THREADS)
         }
         if (dirty) {
             for (unsigned t = threadIdx.x; t < k; t += nt) {
+                /* an empty slot (a segment shorter than k) stays the
+                 * largest entry: NaN with the largest index */
                 drow[t] = (T)knn_unkey(key[t]);
                 irow[t] = id[t];
             }
@@ -297,6 +307,11 @@ int knn_typed(gpuq_cuda_ctx *ctx, int dt, int metric, int zero_ok, const T *x, c
         kpad <<= 1;
     unsigned p = kpad < 512 ? 1024 : 2 * kpad; /* buffer >= 2 * SEL_THREADS */
     size_t smem = (size_t)p * (sizeof(uint64_t) + sizeof(int64_t));
+    /* a split tile's partial lists, after the tile (gpuq_cuda_knn_scratch_bytes) */
+    uint64_t seg_nb, segs_nb = gpuq_knn_segs(&plan, plan.nb, &seg_nb);
+    T *part_d = (T *)((char *)tile + ((plan.tile_bytes + 15) & ~(uint64_t)15));
+    int64_t *part_i =
+        (int64_t *)((char *)part_d + ((plan.mb * segs_nb * k * sizeof(T) + 15) & ~(uint64_t)15));
     for (uint64_t i0 = 0; i0 < m; i0 += plan.mb) {
         uint64_t rows = m - i0 < plan.mb ? m - i0 : plan.mb;
         for (uint64_t j0 = 0; j0 < n; j0 += plan.nb) {
@@ -305,9 +320,23 @@ int knn_typed(gpuq_cuda_ctx *ctx, int dt, int metric, int zero_ok, const T *x, c
                 dist_tile<T>(ctx, metric, x + i0 * d, y + j0 * d, rows, cols, d, zero_ok, tile);
             if (rc != GPUQ_K_OK)
                 return rc;
-            knn_select_kernel<T><<<(unsigned)rows, SEL_THREADS, smem, ctx->stream>>>(
-                tile, rows, cols, j0, k, kpad, p, j0 == 0, dist + i0 * k, idx + i0 * k, ctx->d_flag,
+            uint64_t seg, segs = gpuq_knn_segs(&plan, cols, &seg);
+            if (segs <= 1 || segs > segs_nb) { /* (a smaller tile never has more) */
+                knn_select_kernel<T><<<(unsigned)rows, SEL_THREADS, smem, ctx->stream>>>(
+                    tile, NULL, rows, cols, 1, cols, j0, k, kpad, p, j0 == 0, dist + i0 * k,
+                    idx + i0 * k, ctx->d_flag, ctx->gate);
+                GPUQ_LAUNCH_CHECK(ctx);
+                continue;
+            }
+            /* each segment's top-k, then the row's from those (the same
+             * entries: a total order's top-k of the union of top-ks) */
+            knn_select_kernel<T><<<(unsigned)(rows * segs), SEL_THREADS, smem, ctx->stream>>>(
+                tile, NULL, rows, cols, segs, seg, j0, k, kpad, p, 1, part_d, part_i, ctx->d_flag,
                 ctx->gate);
+            GPUQ_LAUNCH_CHECK(ctx);
+            knn_select_kernel<T><<<(unsigned)rows, SEL_THREADS, smem, ctx->stream>>>(
+                part_d, part_i, rows, segs * k, 1, segs * k, 0, k, kpad, p, j0 == 0, dist + i0 * k,
+                idx + i0 * k, ctx->d_flag, ctx->gate);
             GPUQ_LAUNCH_CHECK(ctx);
         }
     }

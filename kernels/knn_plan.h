@@ -20,6 +20,16 @@
 #define GPUQ_KNN_TILE_BYTES ((uint64_t)128 << 20) /* the scratch bound */
 #define GPUQ_KNN_MB_MAX 2048u                     /* query rows per tile */
 #define GPUQ_KNN_NB_MAX ((uint64_t)1 << 22)       /* Y rows per tile */
+/* Few query rows (at most GPUQ_KNN_SPLIT_ROWS per tile): each row's tile
+ * is selected in segments of at least GPUQ_KNN_SEG_MIN columns by a block
+ * each (at most GPUQ_KNN_SPLIT_BLOCKS blocks), whose partial top-k lists a
+ * second pass merges: a handful of queries against a large Y no longer
+ * leaves the select to a handful of blocks. The partial lists (at most
+ * GPUQ_KNN_SPLIT_BLOCKS * k entries) come out of the scratch bound. */
+#define GPUQ_KNN_SPLIT_ROWS 256u
+#define GPUQ_KNN_SPLIT_BLOCKS 2048u
+#define GPUQ_KNN_SEG_MIN 8192u
+#define GPUQ_KNN_PART_MAX_BYTES ((uint64_t)GPUQ_KNN_SPLIT_BLOCKS * GPUQ_KNN_K_MAX * 16)
 
 /* 1 when the arguments of a kNN call are valid (pointers aside). */
 static inline int gpuq_knn_args_ok(int dt, int metric, uint64_t m, uint64_t n, uint64_t d,
@@ -36,7 +46,34 @@ typedef struct gpuq_knn_plan {
     uint64_t nb;         /* Y rows per tile: >= min(n, GPUQ_KNN_K_MAX), so the first
                             block alone fills every running top-k */
     uint64_t tile_bytes; /* mb * nb * element size <= GPUQ_KNN_TILE_BYTES */
+    uint64_t segs_max;   /* segments per row at most (1: no split) */
 } gpuq_knn_plan;
+
+/* Segments of a tile of cols columns under plan p: 1 (no split), or
+ * *seg columns each (the last may be shorter). */
+static inline uint64_t gpuq_knn_segs(const gpuq_knn_plan *p, uint64_t cols, uint64_t *seg)
+{
+    *seg = cols;
+    if (p->segs_max <= 1 || cols < 2 * (uint64_t)GPUQ_KNN_SEG_MIN)
+        return 1;
+    uint64_t s = (cols + p->segs_max - 1) / p->segs_max;
+    if (s < GPUQ_KNN_SEG_MIN)
+        s = GPUQ_KNN_SEG_MIN;
+    *seg = s;
+    return (cols + s - 1) / s;
+}
+
+/* Bytes of the partial top-k lists of a split tile (keys of the dtype and
+ * int64 indices), 0 when none: after the tile in the scratch, 16-aligned. */
+static inline uint64_t gpuq_knn_part_bytes(const gpuq_knn_plan *p, int dt, uint64_t k)
+{
+    uint64_t seg, segs = gpuq_knn_segs(p, p->nb, &seg);
+    if (segs <= 1)
+        return 0;
+    /* the keys, then (16-aligned) the indices */
+    return ((p->mb * segs * k * (dt == GPUQ_K_F32 ? 4 : 8) + 15) & ~(uint64_t)15) +
+           p->mb * segs * k * 8;
+}
 
 /* The plan for valid arguments (gpuq_knn_args_ok). */
 static inline gpuq_knn_plan gpuq_knn_plan_for(int dt, uint64_t m, uint64_t n)
@@ -44,7 +81,9 @@ static inline gpuq_knn_plan gpuq_knn_plan_for(int dt, uint64_t m, uint64_t n)
     gpuq_knn_plan p;
     uint64_t sz = dt == GPUQ_K_F32 ? 4 : 8;
     p.mb = m < GPUQ_KNN_MB_MAX ? m : GPUQ_KNN_MB_MAX;
-    p.nb = GPUQ_KNN_TILE_BYTES / (p.mb * sz);
+    p.segs_max = p.mb <= GPUQ_KNN_SPLIT_ROWS ? GPUQ_KNN_SPLIT_BLOCKS / p.mb : 1;
+    /* a split tile's partial lists come out of the bound */
+    p.nb = (GPUQ_KNN_TILE_BYTES - (p.segs_max > 1 ? GPUQ_KNN_PART_MAX_BYTES : 0)) / (p.mb * sz);
     p.nb -= p.nb % 64; /* whole 64-wide distance tiles */
     if (p.nb > GPUQ_KNN_NB_MAX)
         p.nb = GPUQ_KNN_NB_MAX;

@@ -41,6 +41,14 @@ REPLY_S = 1.0  # a reply that does not wait for the work, from the call
 STOP_S = 1.5  # from the call: the work stopped at its next block of rows, staging released
 
 
+@pytest.fixture(autouse=True)
+def one_cpu_thread(monkeypatch):
+    """The daemons these tests start run a job on one thread: a pairwise of
+    ROWS x ROWS then takes its second or so on any machine (on 16 cores it
+    ended before a cancel 0.2 s in could stop it)."""
+    monkeypatch.setenv("GPUQ_CPU_THREADS", "1")
+
+
 @pytest.fixture(scope="module")
 def base():
     return np.random.default_rng(30).random((ROWS, COLS), dtype=np.float32)
