@@ -270,6 +270,22 @@ void resident_write_kind(gpuq_mpw *w, gpuq_dtype dt, uint32_t ndim, const uint64
         gpuq_mpw_uint(w, shape[k]);
 }
 
+void resident_write_desc(gpuq_mpw *w, const char *name, uid_t owner, uint8_t access, gpuq_dtype dt,
+                         uint32_t ndim, const uint64_t *shape, uint64_t bytes, int device)
+{
+    gpuq_mpw_str(w, "name");
+    gpuq_mpw_str(w, name);
+    gpuq_mpw_str(w, "owner");
+    gpuq_mpw_uint(w, (uint64_t)owner);
+    gpuq_mpw_str(w, "access");
+    gpuq_mpw_str(w, access == GPUQ_ACCESS_ALL ? "all" : "private");
+    resident_write_kind(w, dt, ndim, shape);
+    gpuq_mpw_str(w, "bytes");
+    gpuq_mpw_uint(w, bytes);
+    gpuq_mpw_str(w, "device");
+    gpuq_mpw_int(w, device);
+}
+
 uint32_t resident_users(const resident *a)
 {
     return (uint32_t)(a->refs - (a->named ? 1 : 0));

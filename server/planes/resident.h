@@ -141,6 +141,11 @@ int resident_visible(resident_books *bk, uid_t uid, bool admin, resident ***out)
  * (the replies of put and list, and the store's file descriptions). */
 struct gpuq_mpw;
 void resident_write_kind(struct gpuq_mpw *w, gpuq_dtype dt, uint32_t ndim, const uint64_t *shape);
+/* Seven entries: name, owner, access, dtype, shape, bytes, device (list's
+ * maps and the store's file descriptions). */
+void resident_write_desc(struct gpuq_mpw *w, const char *name, uid_t owner, uint8_t access,
+                         gpuq_dtype dt, uint32_t ndim, const uint64_t *shape, uint64_t bytes,
+                         int device);
 /* Users of a: requests holding it now. */
 uint32_t resident_users(const resident *a);
 

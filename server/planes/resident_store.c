@@ -135,17 +135,8 @@ static size_t header_of(const resident_store_job *j, uint8_t *buf, size_t cap)
     if (!w)
         return 0;
     gpuq_mpw_map(w, 7);
-    gpuq_mpw_str(w, "name");
-    gpuq_mpw_str(w, j->name);
-    gpuq_mpw_str(w, "owner");
-    gpuq_mpw_uint(w, (uint64_t)j->owner);
-    gpuq_mpw_str(w, "access");
-    gpuq_mpw_str(w, j->access == GPUQ_ACCESS_ALL ? "all" : "private");
-    resident_write_kind(w, j->dtype, j->ndim, j->shape);
-    gpuq_mpw_str(w, "bytes");
-    gpuq_mpw_uint(w, j->bytes);
-    gpuq_mpw_str(w, "device");
-    gpuq_mpw_int(w, j->device);
+    resident_write_desc(w, j->name, j->owner, j->access, j->dtype, j->ndim, j->shape, j->bytes,
+                        j->device);
     uint8_t *meta = NULL;
     size_t mlen = 0;
     int rc = gpuq_mpw_take(w, &meta, &mlen);

@@ -415,17 +415,8 @@ static int control_list(request *r)
     for (int i = 0; i < n; i++) {
         const resident *a = v[i];
         gpuq_mpw_map(w, 9);
-        gpuq_mpw_str(w, "name");
-        gpuq_mpw_str(w, a->name);
-        gpuq_mpw_str(w, "owner");
-        gpuq_mpw_uint(w, (uint64_t)a->owner);
-        gpuq_mpw_str(w, "access");
-        gpuq_mpw_str(w, a->access == GPUQ_ACCESS_ALL ? "all" : "private");
-        resident_write_kind(w, a->dtype, a->ndim, a->shape);
-        gpuq_mpw_str(w, "bytes");
-        gpuq_mpw_uint(w, a->bytes);
-        gpuq_mpw_str(w, "device");
-        gpuq_mpw_int(w, a->device);
+        resident_write_desc(w, a->name, a->owner, a->access, a->dtype, a->ndim, a->shape, a->bytes,
+                            a->device);
         gpuq_mpw_str(w, "users");
         gpuq_mpw_uint(w, resident_users(a));
         gpuq_mpw_str(w, "persist");
