@@ -178,7 +178,7 @@ static int run_shm(xfer *x, uint8_t *base, uint64_t id, const uint64_t *off)
     }
     req->nin_ref = nin;
     req->nout_ref = x->nout;
-    for (unsigned o = 0; o < x->nout; o++) {
+    for (unsigned o = 0; o < x->nout && o < GPUQ_MAX_OUTPUTS; o++) {
         const char *keep = ctl_resident_name(x->outs[o].path);
         if (keep) {
             name_out(req, o, keep);
@@ -238,7 +238,7 @@ static int run_socket(xfer *x)
      * the rest, which travel as ever */
     req->nin_ref = named ? nin : 0;
     bool kept = false;
-    for (unsigned o = 0; o < x->nout; o++) {
+    for (unsigned o = 0; o < x->nout && o < GPUQ_MAX_OUTPUTS; o++) {
         const char *keep = ctl_resident_name(x->outs[o].path);
         req->out_kind[o] = GPUQ_REF_WIRE;
         if (keep)

@@ -197,7 +197,8 @@ static void usage_opt(FILE *f, const char *name, const char *arg, const char *de
 {
     enum { COL = 30, WIDTH = 79 };
     char text[640];
-    snprintf(text, sizeof text, "%s%s%s%s", help, def ? " Default: " : "", def ? def : "",
+    /* a default is short (a path is at most CONFIG_LINE_MAX bytes) */
+    snprintf(text, sizeof text, "%s%s%.200s%s", help, def ? " Default: " : "", def ? def : "",
              def ? "." : "");
     char left[96];
     snprintf(left, sizeof left, "  --%s%s%s", name, arg ? " " : "", arg ? arg : "");
