@@ -113,6 +113,13 @@ int ctl_usage_error(const ctl_ctx *ctx, const char *fmt, ...) __attribute__((for
 /* Print "gpuqctl: name: msg" (msg's own "name: " prefix dropped); returns 1. */
 int ctl_fail(int code, const char *msg);
 int ctl_failf(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A document of msgpack maps one after the other (sessions, list) printed
+ * as one JSON array on stdout; built in memory first, so a malformed
+ * document prints no half array but ctl_fail(code, what). Returns an exit
+ * status. */
+int ctl_stream_json(const uint8_t *doc, size_t len, int code, const char *what);
+/* uid as its user name, or its number when it has none. */
+void ctl_user_name(double uid, char *buf, size_t cap);
 /* Write n bytes to stderr with write(2) alone, through EINTR (so a signal
  * handler may call it); gives up quietly when stderr is gone. */
 void ctl_write_stderr(const char *s, size_t n);

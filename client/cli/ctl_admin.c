@@ -19,49 +19,6 @@
 #include "ctl.h"
 #include "ctl_json.h"
 
-/* The sessions document as one JSON array; into a buffer first, so a
- * malformed document prints no half array. */
-static int sessions_json(const uint8_t *doc, size_t len)
-{
-    size_t cap = 64 + len * 4;
-    char *one = malloc(cap), *buf = NULL;
-    size_t blen = 0;
-    FILE *f = one ? open_memstream(&buf, &blen) : NULL;
-    if (!f) {
-        free(one);
-        return ctl_fail(GPUQ_E_NO_MEMORY, "out of memory");
-    }
-    gpuq_mpr r;
-    gpuq_mpr_init(&r, doc, len);
-    int bad = 0;
-    fputc('[', f);
-    for (int i = 0; gpuq_mpr_left(&r) > 0 && !bad; i++) {
-        bad = gpuq_mpr_to_json(&r, one, cap) != 0;
-        if (!bad)
-            fprintf(f, "%s%s", i ? "," : "", one);
-    }
-    fputs("]\n", f);
-    int rc = 0;
-    if (fclose(f) != 0)
-        rc = ctl_fail(GPUQ_E_NO_MEMORY, "out of memory");
-    else if (bad)
-        rc = ctl_fail(GPUQ_E_BAD_HEADER, "malformed sessions document");
-    else
-        fwrite(buf, 1, blen, stdout);
-    free(buf);
-    free(one);
-    return rc;
-}
-
-static void user_name(double uid, char *buf, size_t cap)
-{
-    struct passwd *pw = uid >= 0 ? getpwuid((uid_t)uid) : NULL;
-    if (pw)
-        snprintf(buf, cap, "%s", pw->pw_name);
-    else
-        snprintf(buf, cap, "%.0f", uid);
-}
-
 static int sessions_table(const uint8_t *doc, size_t len)
 {
     gpuq_mpr r;
@@ -75,7 +32,7 @@ static int sessions_table(const uint8_t *doc, size_t len)
         if (ctl_read_map(&r, kv, 24, &n))
             return ctl_fail(GPUQ_E_BAD_HEADER, "malformed sessions document");
         char user[64], bin[32], bout[32], age[32], client[80];
-        user_name(ctl_kv_num(kv, n, "uid"), user, sizeof user);
+        ctl_user_name(ctl_kv_num(kv, n, "uid"), user, sizeof user);
         snprintf(client, sizeof client, "%s%s", ctl_kv_str(kv, n, "client"),
                  ctl_kv_num(kv, n, "self") ? "*" : "");
         printf("%-6.0f %-8.0f %-10s %-16s %-8s %-6.0f %9.0f %9.0f %10s %10s %6.0f %8s\n",
@@ -103,7 +60,8 @@ static int sessions_exec(ctl_ctx *ctx, int argc, const char **argv)
     if (src)
         rc = ctl_fail(src, gpuq_errmsg(c));
     else
-        rc = ctx->json ? sessions_json(doc, len) : sessions_table(doc, len);
+        rc = ctx->json ? ctl_stream_json(doc, len, GPUQ_E_BAD_HEADER, "malformed sessions document")
+                       : sessions_table(doc, len);
     free(doc);
     gpuq_close(c);
     return rc;

@@ -242,49 +242,6 @@ static int get_exec(ctl_ctx *ctx, int argc, const char **argv)
 
 /* ---- ls, rm ---- */
 
-/* The list document as one JSON array; into a buffer first, so a
- * malformed document prints no half array. */
-static int ls_json(const uint8_t *doc, size_t len)
-{
-    size_t cap = 64 + len * 4;
-    char *one = malloc(cap), *buf = NULL;
-    size_t blen = 0;
-    FILE *f = one ? open_memstream(&buf, &blen) : NULL;
-    if (!f) {
-        free(one);
-        return ctl_fail(GPUQ_E_NO_MEMORY, "out of memory");
-    }
-    gpuq_mpr r;
-    gpuq_mpr_init(&r, doc, len);
-    int bad = 0;
-    fputc('[', f);
-    for (int i = 0; gpuq_mpr_left(&r) > 0 && !bad; i++) {
-        bad = gpuq_mpr_to_json(&r, one, cap) != 0;
-        if (!bad)
-            fprintf(f, "%s%s", i ? "," : "", one);
-    }
-    fputs("]\n", f);
-    int rc = 0;
-    if (fclose(f) != 0)
-        rc = ctl_fail(GPUQ_E_NO_MEMORY, "out of memory");
-    else if (bad)
-        rc = ctl_fail(GPUQ_E_PROTOCOL, "malformed list of resident arrays");
-    else
-        fwrite(buf, 1, blen, stdout);
-    free(buf);
-    free(one);
-    return rc;
-}
-
-static void owner_name(double uid, char *buf, size_t cap)
-{
-    struct passwd *pw = uid >= 0 ? getpwuid((uid_t)uid) : NULL;
-    if (pw)
-        snprintf(buf, cap, "%s", pw->pw_name);
-    else
-        snprintf(buf, cap, "%.0f", uid);
-}
-
 /* One line per array: NAME OWNER ACCESS DTYPE SHAPE BYTES DEVICE USERS,
  * the name column as wide as the longest name. */
 static int ls_table(const uint8_t *doc, size_t len)
@@ -306,7 +263,7 @@ static int ls_table(const uint8_t *doc, size_t len)
                 continue;
             }
             char owner[64], sh[64], b[32], dev[16];
-            owner_name(row.owner, owner, sizeof owner);
+            ctl_user_name(row.owner, owner, sizeof owner);
             snprintf(dev, sizeof dev, row.device < 0 ? "cpu" : "%.0f", row.device);
             printf("%-*s %-10s %-7s %-7s %-14s %10s %6s %5.0f %s\n", w, row.name, owner, row.access,
                    row.dtype ? numpy_dtype(row.dtype) : "?",
@@ -327,7 +284,9 @@ static int ls_exec(ctl_ctx *ctx, int argc, const char **argv)
     uint8_t *doc = NULL;
     size_t len = 0;
     if ((rc = list_doc(c, &doc, &len)) == 0)
-        rc = ctx->json ? ls_json(doc, len) : ls_table(doc, len);
+        rc = ctx->json
+                 ? ctl_stream_json(doc, len, GPUQ_E_PROTOCOL, "malformed list of resident arrays")
+                 : ls_table(doc, len);
     free(doc);
     gpuq_close(c);
     return rc;

@@ -10,6 +10,7 @@
  * points file).
  */
 #include <errno.h>
+#include <pwd.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -554,4 +555,45 @@ int ctl_check_files(const ctl_ctx *ctx, const char *const *pos, int n)
             return ctl_usage_error(ctx, "'%s' is a number, not an .npy file", pos[k]);
     }
     return 0;
+}
+
+int ctl_stream_json(const uint8_t *doc, size_t len, int code, const char *what)
+{
+    size_t cap = 64 + len * 4;
+    char *one = malloc(cap), *buf = NULL;
+    size_t blen = 0;
+    FILE *f = one ? open_memstream(&buf, &blen) : NULL;
+    if (!f) {
+        free(one);
+        return ctl_fail(GPUQ_E_NO_MEMORY, "out of memory");
+    }
+    gpuq_mpr r;
+    gpuq_mpr_init(&r, doc, len);
+    int bad = 0;
+    fputc('[', f);
+    for (int i = 0; gpuq_mpr_left(&r) > 0 && !bad; i++) {
+        bad = gpuq_mpr_to_json(&r, one, cap) != 0;
+        if (!bad)
+            fprintf(f, "%s%s", i ? "," : "", one);
+    }
+    fputs("]\n", f);
+    int rc = 0;
+    if (fclose(f) != 0)
+        rc = ctl_fail(GPUQ_E_NO_MEMORY, "out of memory");
+    else if (bad)
+        rc = ctl_fail(code, what);
+    else
+        fwrite(buf, 1, blen, stdout);
+    free(buf);
+    free(one);
+    return rc;
+}
+
+void ctl_user_name(double uid, char *buf, size_t cap)
+{
+    struct passwd *pw = uid >= 0 ? getpwuid((uid_t)uid) : NULL;
+    if (pw)
+        snprintf(buf, cap, "%s", pw->pw_name);
+    else
+        snprintf(buf, cap, "%.0f", uid);
 }
