@@ -14,7 +14,9 @@
  * distinct rows and with all rows equal (the route's worst case: every
  * distance 0 is summed again in double, pairwise.cu); and the
  * d = 64 float32 euclidean request cut into 8 row ranges of 512 launched
- * back to back (what a pipelined request launches). Each row: p50 and min
+ * back to back (what a pipelined request launches); and knn of 1, 4, 8,
+ * 32 and 64 queries against 1M x 128 float32 rows, k = 10 (issue 29's
+ * resident base; the few-row distance kernel below 9 rows). Each row: p50 and min
  * over the repetitions after one warm-up launch, and a check of four rows
  * of the result against the CPU reference (float64 sums; 1e-5 relative in
  * float32, 1e-9 in float64, floor 1): a wrong result makes the row an
@@ -201,6 +203,84 @@ static void bk_row(bk *b, const char *what, int dt, int metric, uint64_t m, uint
     free(ts);
 }
 
+/* kNN of m queries against n rows (d, k, f32 euclidean), kernel only: the
+ * resident-array rows of issue 29 without the round trip. The first and
+ * last queries' neighbours checked against the CPU reference (the same
+ * indices; distances within 1e-5 relative). */
+static void bk_knn_row(bk *b, uint64_t m, uint64_t n, uint64_t d, uint64_t k)
+{
+    const int dt = GPUQ_K_F32, metric = GPUQ_K_EUCLIDEAN;
+    char what[160], why[256] = "";
+    snprintf(what, sizeof what, "knn euclidean f32, %llu queries x %llu rows, d = %llu, k = %llu",
+             (unsigned long long)m, (unsigned long long)n, (unsigned long long)d,
+             (unsigned long long)k);
+    uint64_t sb = gpuq_cuda_knn_scratch_bytes(dt, m, n, d, k);
+    float *h_x = malloc(m * d * 4), *h_y = malloc(n * d * 4), *g_d = malloc(m * k * 4);
+    float *c_d = malloc(k * 4);
+    int64_t *g_i = malloc(m * k * 8), *c_i = malloc(k * 8);
+    float *ts = calloc((size_t)b->reps, sizeof *ts);
+    char *d_x = NULL, *d_y = NULL, *d_s = NULL, *d_dist = NULL, *d_idx = NULL;
+    int bad = !h_x || !h_y || !g_d || !c_d || !g_i || !c_i || !ts || sb == 0;
+    b->rows++;
+    if (!bad) {
+        fill(dt, h_y, n * d, 1000003u);
+        for (uint64_t i = 0; i < m * d; i++) /* queries near rows of y */
+            h_x[i] = h_y[(i * 7919) % (n * d)] + 1e-3f * (float)(i % 13);
+        bad = cudaMalloc((void **)&d_x, m * d * 4) != cudaSuccess ||
+              cudaMalloc((void **)&d_y, n * d * 4) != cudaSuccess ||
+              cudaMalloc((void **)&d_s, sb) != cudaSuccess ||
+              cudaMalloc((void **)&d_dist, m * k * 4) != cudaSuccess ||
+              cudaMalloc((void **)&d_idx, m * k * 8) != cudaSuccess ||
+              cudaMemcpy(d_x, h_x, m * d * 4, cudaMemcpyHostToDevice) != cudaSuccess ||
+              cudaMemcpy(d_y, h_y, n * d * 4, cudaMemcpyHostToDevice) != cudaSuccess ||
+              cudaMemsetAsync(gpuq_cuda_ctx_errflag(b->ctx), 0, sizeof(int), b->stream) !=
+                  cudaSuccess;
+        if (bad)
+            snprintf(why, sizeof why, "device memory or copy failed");
+    }
+    for (int r = -1; r < b->reps && !bad; r++) { /* r -1: the warm-up */
+        if (cudaEventRecord(b->ev0, b->stream) != cudaSuccess ||
+            gpuq_cuda_knn(b->ctx, dt, metric, 0, d_x, d_y, m, n, d, k, d_s, d_dist,
+                          (int64_t *)d_idx) != GPUQ_K_OK ||
+            cudaEventRecord(b->ev1, b->stream) != cudaSuccess ||
+            cudaEventSynchronize(b->ev1) != cudaSuccess ||
+            (r >= 0 && cudaEventElapsedTime(&ts[r], b->ev0, b->ev1) != cudaSuccess)) {
+            snprintf(why, sizeof why, "launch %d failed", r);
+            bad = 1;
+        }
+    }
+    if (!bad && (cudaMemcpy(g_d, d_dist, m * k * 4, cudaMemcpyDeviceToHost) != cudaSuccess ||
+                 cudaMemcpy(g_i, d_idx, m * k * 8, cudaMemcpyDeviceToHost) != cudaSuccess)) {
+        snprintf(why, sizeof why, "copy back failed");
+        bad = 1;
+    }
+    for (uint64_t q = 0; q < m && !bad; q += m > 1 ? m - 1 : 1) {
+        if (gpuq_cpu_knn(dt, metric, 0, h_x + q * d, h_y, 1, n, d, k, c_d, c_i) != GPUQ_K_OK) {
+            snprintf(why, sizeof why, "CPU reference failed");
+            bad = 1;
+        }
+        for (uint64_t t = 0; t < k && !bad; t++)
+            if (g_i[q * k + t] != c_i[t] ||
+                !(fabs(g_d[q * k + t] - c_d[t]) <= 1e-5 * fmax(fabs(c_d[t]), 1e-30))) {
+                snprintf(why, sizeof why, "query %llu neighbour %llu: %lld (%.9g), CPU %lld (%.9g)",
+                         (unsigned long long)q, (unsigned long long)t, (long long)g_i[q * k + t],
+                         g_d[q * k + t], (long long)c_i[t], c_d[t]);
+                bad = 1;
+            }
+    }
+    if (bad) {
+        b->errors++;
+        fprintf(stderr, "bench_kernels: %s: %s\n", what, why);
+        printf("| %s | n/a | n/a | 1 |\n", what);
+    } else {
+        qsort(ts, (size_t)b->reps, sizeof *ts, cmp_float);
+        printf("| %s | %.1f us | %.1f us | 0 |\n", what, 1e3 * ts[b->reps / 2], 1e3 * ts[0]);
+    }
+    fflush(stdout);
+    cudaFree(d_x), cudaFree(d_y), cudaFree(d_s), cudaFree(d_dist), cudaFree(d_idx);
+    free(h_x), free(h_y), free(g_d), free(c_d), free(g_i), free(c_i), free(ts);
+}
+
 static int bk_open(bk *b)
 {
     BK_CU(cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking));
@@ -268,6 +348,11 @@ int main(int argc, char **argv)
              (unsigned long long)m, (unsigned long long)m, (unsigned long long)d,
              (unsigned long long)(m / 8));
     bk_row(&b, what, GPUQ_K_F32, GPUQ_K_EUCLIDEAN, m, d, m / 8, 1000u, 1);
+    /* issue 29's resident base: 1M x 128 (quick: 20000 x 16) */
+    const uint64_t kn_n = quick ? 20000 : 1u << 20, kn_d = quick ? 16 : 128;
+    const uint64_t kn_m[5] = {1, 4, 8, 32, 64};
+    for (int i = 0; i < 5; i++)
+        bk_knn_row(&b, kn_m[i], kn_n, kn_d, 10);
     printf("bench_kernels: %d errors in %d rows\n", b.errors, b.rows);
     cudaStreamSynchronize(b.stream);
     gpuq_cuda_ctx_destroy(b.ctx);

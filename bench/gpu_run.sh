@@ -39,7 +39,9 @@
 # the same load on every GPU against the first alone (the 2-GPU machine);
 # "model" (nor that) runs gpuq_pipe_model, the device-only floor of the
 # pipelined patterns. "resident" (nor that) runs bench/resident_bench.py,
-# issue 29's resident-array rows beside PyTorch with the base on the GPU.
+# issue 29's resident-array rows beside PyTorch with the base on the GPU;
+# "sanres" (nor that) compute-sanitizer over the knn kernels and gpuqd
+# under the resident-array and row-batch suites.
 # The build has -DGPUQ_WERROR=ON (as CI's); GPUQ_BUILD_TYPE picks its type
 # (RelWithDebInfo by default; Release for the -O3 warnings).
 set -uo pipefail
@@ -278,6 +280,32 @@ main() {
             for t in e2e/test_e2e_shm gpu/test_e2e_pipe; do
                 cs_gpuqd "$CS2" memcheck "$t" 240
             done
+        fi
+    fi
+
+    # compute-sanitizer over resident arrays and their row batches (issue
+    # 29; "sanres", not in the default list): memcheck of the knn kernels'
+    # suite (the few-row distance kernel, rows run apart and together), and
+    # of gpuqd under the resident-array suite (its "resident" case: the
+    # persist case kills and restarts daemons) and the row-batch suite
+    # (gathers and scatters of several sessions' host arrays), racecheck
+    # over the last.
+    if want sanres; then
+        local CS4 lg4 rc4
+        CS4=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+        if [[ -z $CS4 ]]; then
+            row FAIL "compute-sanitizer" "not found"
+        else
+            lg4=$LOGS/cs_memcheck_test_gpu_knn.log
+            echo "-- memcheck test_gpu_knn ($(date -u +%T))"
+            CK_FORK=no CK_DEFAULT_TIMEOUT=600 GPUQ_SANITIZER_SMALL=1 \
+                timeout 300 "$CS4" --tool memcheck --error-exitcode 9 build-gpu/tests/gpu/test_gpu_knn >"$lg4" 2>&1
+            rc4=$?
+            row "$(okfail "$rc4")" "compute-sanitizer memcheck test_gpu_knn" \
+                "exit $rc4; $(grep -E 'ERROR SUMMARY' "$lg4" | tr -d '=' | xargs)"
+            CK_RUN_CASE=resident cs_gpuqd "$CS4" memcheck e2e/test_e2e_resident 240
+            cs_gpuqd "$CS4" memcheck e2e/test_e2e_rowbatch 240
+            cs_gpuqd "$CS4" racecheck e2e/test_e2e_rowbatch 240
         fi
     fi
 

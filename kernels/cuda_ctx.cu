@@ -155,6 +155,50 @@ extern "C" int gpuq_cuda_copy(gpuq_cuda_ctx *ctx, void *d_dst, const void *d_src
     return GPUQ_K_OK;
 }
 
+struct copy_items_arg {
+    gpuq_copy_item it[GPUQ_COPY_ITEMS_MAX];
+};
+static_assert(sizeof(copy_items_arg) <= 4000, "gpuq_cuda_copy_items' argument exceeds 4 KiB");
+
+/* Block i copies item i: 16 bytes at a time when both ends and the length
+ * allow it, else 4, else 1. */
+__global__ void gpuq_copy_items_kernel(copy_items_arg a)
+{
+    const gpuq_copy_item it = a.it[blockIdx.x];
+    const uintptr_t al = (uintptr_t)it.src | (uintptr_t)it.dst | (uintptr_t)it.bytes;
+    if (al % 16 == 0) {
+        const uint4 *s = (const uint4 *)it.src;
+        uint4 *d = (uint4 *)it.dst;
+        for (uint64_t i = threadIdx.x; i < it.bytes / 16; i += blockDim.x)
+            d[i] = s[i];
+    } else if (al % 4 == 0) {
+        const uint32_t *s = (const uint32_t *)it.src;
+        uint32_t *d = (uint32_t *)it.dst;
+        for (uint64_t i = threadIdx.x; i < it.bytes / 4; i += blockDim.x)
+            d[i] = s[i];
+    } else {
+        const unsigned char *s = (const unsigned char *)it.src;
+        unsigned char *d = (unsigned char *)it.dst;
+        for (uint64_t i = threadIdx.x; i < it.bytes; i += blockDim.x)
+            d[i] = s[i];
+    }
+}
+
+extern "C" int gpuq_cuda_copy_items(gpuq_cuda_ctx *ctx, const gpuq_copy_item *items, unsigned n)
+{
+    if (!ctx || !items || n == 0 || n > GPUQ_COPY_ITEMS_MAX)
+        return GPUQ_K_E_ARG;
+    copy_items_arg a;
+    for (unsigned i = 0; i < n; i++) {
+        if (items[i].bytes && (!items[i].src || !items[i].dst))
+            return GPUQ_K_E_ARG;
+        a.it[i] = items[i];
+    }
+    gpuq_copy_items_kernel<<<n, 256, 0, ctx->stream>>>(a);
+    GPUQ_LAUNCH_CHECK(ctx);
+    return GPUQ_K_OK;
+}
+
 extern "C" int *gpuq_cuda_ctx_errflag(gpuq_cuda_ctx *ctx)
 {
     return ctx ? ctx->d_flag : NULL;

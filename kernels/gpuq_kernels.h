@@ -133,6 +133,21 @@ cudaStream_t gpuq_cuda_ctx_stream(gpuq_cuda_ctx *ctx);
 /* Copy bytes device to device on ctx's stream (put and get of resident
  * arrays). Returns a GPUQ_K_* code. */
 int gpuq_cuda_copy(gpuq_cuda_ctx *ctx, void *d_dst, const void *d_src, size_t bytes);
+/* One piece of a gathered or scattered copy (gpuq_cuda_copy_items): bytes
+ * from src to dst, both device-addressable (device memory, or pinned /
+ * registered host memory at its host pointer), any alignment, no overlap. */
+typedef struct gpuq_copy_item {
+    const void *src;
+    void *dst;
+    uint64_t bytes;
+} gpuq_copy_item;
+#define GPUQ_COPY_ITEMS_MAX 128 /* items per call: they travel as the kernel's argument */
+/* Enqueue items[0..n) (1 <= n <= GPUQ_COPY_ITEMS_MAX) as one kernel launch
+ * on ctx's stream, a block per item: the pieces of a cross-session row
+ * batch, gathered from and scattered to the requests' host arrays without
+ * a copy call each. Returns GPUQ_K_OK, GPUQ_K_E_ARG (n out of range, a
+ * NULL pointer with bytes), or the launch error. */
+int gpuq_cuda_copy_items(gpuq_cuda_ctx *ctx, const gpuq_copy_item *items, unsigned n);
 /* Device flag the kernels set on data errors (GPUQ_K_E_ZERO/RANGE/OVERFLOW
  * as a positive int); the caller copies it back with the result and resets
  * it. */

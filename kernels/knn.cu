@@ -128,6 +128,93 @@ __global__ void __launch_bounds__(256)
         }
 }
 
+/* Few query rows (at most SK_ROWS_MAX in a tile): R rows per block and
+ * one column (a row of y) per thread, SK_COLS columns per block, d in
+ * chunks of SK_K through shared memory (y transposed on the way in, so
+ * that each thread reads its own column; x broadcast). Each distance is
+ * the same sum as knn_dist_kernel's, term by term in the same order with
+ * the same operations (the zero padding there adds exact zeros), so a
+ * query row's distances, and so its neighbours, do not depend on how many
+ * rows share its tile: a row batch (server/backends/backend.h) gets bit
+ * for bit what the row alone gets. The 64 x 64 kernel computes 64 rows
+ * per block whatever m is: for one query, 63 of them padding. */
+constexpr int SK_COLS = 256;
+constexpr int SK_K = 16;
+constexpr uint64_t SK_ROWS_MAX = 8;
+
+template <typename T, int METRIC, int R>
+__global__ void __launch_bounds__(SK_COLS)
+    knn_dist_skinny(const T *x, const T *y, uint64_t rows, uint64_t cols, uint64_t d, int zero_ok,
+                    T *tile, int *flag, const int *gate)
+{
+    __shared__ T ys[SK_K][SK_COLS + 1];
+    __shared__ double xs[SK_K][R];
+    __shared__ int stop;
+    const unsigned tid = threadIdx.x;
+    const uint64_t r0 = (uint64_t)blockIdx.y * R, c0 = (uint64_t)blockIdx.x * SK_COLS;
+    const uint64_t c = c0 + tid;
+    double acc[R], nx[R], ny = 0.0;
+#pragma unroll
+    for (int i = 0; i < R; i++)
+        acc[i] = nx[i] = 0.0;
+    for (uint64_t k0 = 0; k0 < d; k0 += SK_K) {
+        const unsigned kn = d - k0 < (uint64_t)SK_K ? (unsigned)(d - k0) : (unsigned)SK_K;
+        for (unsigned e = tid; e < SK_COLS * SK_K; e += SK_COLS) {
+            unsigned col = e / SK_K, kk = e % SK_K;
+            ys[kk][col] = (c0 + col < cols && kk < kn) ? y[(c0 + col) * d + k0 + kk] : (T)0;
+        }
+        for (unsigned e = tid; e < SK_K * R; e += SK_COLS) {
+            unsigned r = e / SK_K, kk = e % SK_K;
+            xs[kk][r] = (r0 + r < rows && kk < kn) ? (double)x[(r0 + r) * d + k0 + kk] : 0.0;
+        }
+        if (k0 == 0 && tid == 0)
+            stop = gpuq_gate_check(gate, flag, (uint64_t)blockIdx.y * gridDim.x + blockIdx.x);
+        __syncthreads();
+        if (stop)
+            return;
+        for (unsigned kk = 0; kk < kn; kk++) {
+            const double b = (double)ys[kk][tid];
+            if (METRIC == GPUQ_K_COSINE)
+                ny += b * b;
+#pragma unroll
+            for (int i = 0; i < R; i++) {
+                const double a = xs[kk][i];
+                if (METRIC == GPUQ_K_EUCLIDEAN || METRIC == GPUQ_K_SQEUCLIDEAN) {
+                    double t = a - b;
+                    acc[i] += t * t;
+                } else if (METRIC == GPUQ_K_MANHATTAN) {
+                    acc[i] += fabs(a - b);
+                } else {
+                    nx[i] += a * a;
+                    acc[i] += a * b;
+                }
+            }
+        }
+        __syncthreads();
+    }
+    if (c >= cols)
+        return;
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+        uint64_t r = r0 + i;
+        if (r >= rows)
+            break;
+        double v = acc[i];
+        if (METRIC == GPUQ_K_EUCLIDEAN) {
+            v = sqrt(v);
+        } else if (METRIC == GPUQ_K_COSINE) {
+            if (nx[i] == 0.0 || ny == 0.0) {
+                if (!zero_ok)
+                    gpuq_set_flag(flag, GPUQ_FLAG_ZERO);
+                v = 1.0;
+            } else {
+                v = 1.0 - v / (sqrt(nx[i]) * sqrt(ny));
+            }
+        }
+        tile[r * cols + c] = (T)v;
+    }
+}
+
 /* The distance as a key whose unsigned order is the kNN order: NaN (every
  * NaN) the largest, -0 and +0 one value. */
 __device__ __forceinline__ uint64_t knn_key(double v)
@@ -266,10 +353,31 @@ __global__ void __launch_bounds__(SEL_THREADS)
     }
 }
 
+template <typename T, int METRIC, int R>
+int launch_skinny(gpuq_cuda_ctx *ctx, const T *x, const T *y, uint64_t rows, uint64_t cols,
+                  uint64_t d, int zero_ok, T *tile)
+{
+    dim3 grid((unsigned)((cols + SK_COLS - 1) / SK_COLS), (unsigned)((rows + R - 1) / R));
+    knn_dist_skinny<T, METRIC, R><<<grid, SK_COLS, 0, ctx->stream>>>(x, y, rows, cols, d, zero_ok,
+                                                                     tile, ctx->d_flag, ctx->gate);
+    GPUQ_LAUNCH_CHECK(ctx);
+    return GPUQ_K_OK;
+}
+
 template <typename T, int METRIC>
 int launch_dist(gpuq_cuda_ctx *ctx, const T *x, const T *y, uint64_t rows, uint64_t cols,
                 uint64_t d, int zero_ok, T *tile)
 {
+    /* few rows: the skinny kernel, R the rows' next power of two */
+    if (rows <= SK_ROWS_MAX && (cols + SK_COLS - 1) / SK_COLS <= 0x7fffffffu) {
+        if (rows == 1)
+            return launch_skinny<T, METRIC, 1>(ctx, x, y, rows, cols, d, zero_ok, tile);
+        if (rows == 2)
+            return launch_skinny<T, METRIC, 2>(ctx, x, y, rows, cols, d, zero_ok, tile);
+        if (rows <= 4)
+            return launch_skinny<T, METRIC, 4>(ctx, x, y, rows, cols, d, zero_ok, tile);
+        return launch_skinny<T, METRIC, 8>(ctx, x, y, rows, cols, d, zero_ok, tile);
+    }
     dim3 grid((unsigned)((cols + DT_TILE - 1) / DT_TILE),
               (unsigned)((rows + DT_TILE - 1) / DT_TILE));
     dim3 block(16, 16);

@@ -178,6 +178,17 @@ static int launch_cuda_rows(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpu
 }
 #endif
 
+/* Cross-session row batches: each query row's top-k is exact, whatever
+ * the other rows (launch_cuda_rows says why), on both backends. */
+static int row_batch(const gpuq_request *r, const gpuq_sizes *sz, op_split *sp, uint64_t key[4])
+{
+    key[0] = (uint64_t)gpuq_request_arg_enum(r, K_METRIC);
+    key[1] = gpuq_request_arg_uint(r, K_K);
+    key[2] = (uint64_t)gpuq_request_arg_enum(r, K_ON_ZERO);
+    key[3] = 0;
+    return op_row_split(sz, sp);
+}
+
 /* X splits by query rows; Y goes up whole first. */
 static int cuda_split(const gpuq_request *r, const gpuq_sizes *sz, op_split *sp)
 {
@@ -197,6 +208,7 @@ const op_backend_def op_backend_knn = {.run_cpu = run_cpu,
 #endif
                                        .cuda_split = cuda_split,
                                        .cuda_scratch = cuda_scratch,
+                                       .row_batch = row_batch,
                                        .kernel_message = op_cosine_zero_message};
 #endif
 

@@ -117,6 +117,15 @@ typedef struct op_backend_def {
     int (*cuda_batch_item)(const gpuq_request *req, const gpuq_sizes *sz, const void *in, void *out,
                            gpuq_norm_item *it);
 #endif
+    /* Optional: cross-session row batches (server/backends/backend_run.c,
+     * backend_row_batchable). 1 when each row of A's result depends on
+     * that row and B alone, bit for bit, however many rows A has (so the
+     * rows of several requests against one resident B run as one request
+     * of their concatenated rows, each getting exactly what it would
+     * alone): sp->rows, a_row and out_row[] describe A's rows (b_row 0),
+     * and key[0..3] the op's arguments that must be equal for two requests
+     * to share a run (with op, dtype and B). 0: never batched so. */
+    int (*row_batch)(const gpuq_request *req, const gpuq_sizes *sz, op_split *sp, uint64_t key[4]);
     /* Optional: a message for kernel code kcode (GPUQ_K_E_ZERO, _OVERFLOW,
      * ...) of this request, given its host input h_in (may be NULL). Writes
      * msg and returns 1, or 0 for the generic message. */
@@ -143,6 +152,9 @@ size_t op_b_offset(const gpuq_request *r);
  * each array's bytes / rows per row; B row-aligned when b_rows (else sent
  * whole). Returns 1 when rows >= 2 (something to split), else 0. */
 int op_split_rows(const gpuq_sizes *sz, uint64_t rows, int b_rows, op_split *sp);
+/* A's rows of an x-against-y op (pairwise, knn): rows m, a_row, out_row
+ * (b_row 0), for its row_batch hook; 1, or 0 without m or B. */
+int op_row_split(const gpuq_sizes *sz, op_split *sp);
 /* The op's cuda_split, or 0 when it has none. */
 int op_cuda_split(const gpuq_request *r, const gpuq_sizes *sz, op_split *sp);
 /* The op_bufs of a checked request whose input starts at in and output

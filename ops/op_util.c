@@ -145,6 +145,18 @@ int op_split_rows(const gpuq_sizes *sz, uint64_t rows, int b_rows, op_split *sp)
     return 1;
 }
 
+int op_row_split(const gpuq_sizes *sz, op_split *sp)
+{
+    memset(sp, 0, sizeof *sp);
+    if (sz->m == 0 || sz->nin < 2)
+        return 0;
+    sp->rows = sz->m;
+    sp->a_row = sz->in_bytes[0] / sz->m;
+    for (uint32_t k = 0; k < sz->nout && k < GPUQ_MAX_OUTPUTS; k++)
+        sp->out_row[k] = sz->out[k].bytes / sz->m;
+    return 1;
+}
+
 int op_cuda_split(const gpuq_request *r, const gpuq_sizes *sz, op_split *sp)
 {
     const op_backend_def *ob = op_backend_of(r->op);

@@ -116,6 +116,21 @@ static int launch_cuda_rows(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpu
 }
 #endif
 
+/* Cross-session row batches: the tiled kernel and the CPU reference
+ * compute each distance on its own; float64 cosine may take the GEMM
+ * route on CUDA (launch_cuda_rows), whose values depend on m, so it never
+ * joins one (on either backend: one rule for both). */
+static int row_batch(const gpuq_request *r, const gpuq_sizes *sz, op_split *sp, uint64_t key[4])
+{
+    int metric = gpuq_request_arg_enum(r, K_METRIC);
+    if (r->dtype == GPUQ_DT_F64 && metric == GPUQ_K_COSINE)
+        return 0;
+    key[0] = (uint64_t)metric;
+    key[1] = (uint64_t)gpuq_request_arg_enum(r, K_ON_ZERO);
+    key[2] = key[3] = 0;
+    return op_row_split(sz, sp);
+}
+
 /* X splits by rows; Y goes up whole first (every row needs all of it). */
 static int cuda_split(const gpuq_request *r, const gpuq_sizes *sz, op_split *sp)
 {
@@ -130,6 +145,7 @@ const op_backend_def op_backend_pairwise = {.run_cpu = run_cpu,
                                             .launch_cuda_rows = launch_cuda_rows,
 #endif
                                             .cuda_split = cuda_split,
+                                            .row_batch = row_batch,
                                             .kernel_message = op_cosine_zero_message};
 #endif
 

@@ -76,6 +76,7 @@ struct gpuq_job {
     gpuq_timing timing; /* filled when req->timing (total_us is the server's) */
     /* backend private */
     void *bpriv;
+    int row_alone;  /* a row batch it was in failed: it runs alone now */
     gpuq_job *next; /* completion queue link */
 };
 
@@ -230,6 +231,44 @@ static inline uint64_t backend_loop_pins(const backend *b)
 int backend_batchable(const backend *b, const gpuq_job *job);
 /* Count a batch of n jobs that started together. */
 void backend_count_batch(backend *b, unsigned n);
+
+/* Cross-session row batches (PROTOCOL.md 2, Batching): requests of an op
+ * with a row_batch hook (op_backend.h: knn, pairwise) whose B is a
+ * resident array and whose A is carried (payload or arena), no output
+ * kept, no timing, no gate, A's and the outputs' bytes at most
+ * batch_bytes, batching on, not a job that a failed row batch sends back
+ * to run alone. Jobs for which backend_row_same holds (the same op,
+ * dtype, resident B and op arguments) run as one job of their A rows one
+ * after the other; each gets the bytes it would get alone (the hook's
+ * promise). While a row batch of a kind runs on a lane (CUDA: a device and
+ * priority level; CPU: the pool), later jobs of that kind wait and go
+ * together when it ends: the batch grows with the load instead of each
+ * turn of the loop launching its own. A batch whose run reports any
+ * error (a kernel's data error, a failed allocation) runs each of its jobs
+ * again alone, so that a bad request fails alone with its own message. */
+int backend_row_batchable(const backend *b, const gpuq_job *job);
+int backend_row_same(const gpuq_job *a, const gpuq_job *b);
+/* At most this many jobs in one row batch (and batch_max). */
+#define BACKEND_ROW_BATCH_MAX 128u
+/* One row batch of n jobs (backend_row_batchable, pairwise
+ * backend_row_same): the request and sizes of their concatenated A rows,
+ * the rows' layout (sp: a_row, out_row), and job i's first row, row0[i]. */
+typedef struct backend_row_plan {
+    gpuq_request req;
+    gpuq_sizes sz;
+    uint64_t a_row, out_row[GPUQ_MAX_OUTPUTS];
+    uint64_t out_at[GPUQ_MAX_OUTPUTS]; /* output k's offset in a packed output buffer */
+    uint64_t row0[BACKEND_ROW_BATCH_MAX];
+} backend_row_plan;
+/* Fill *p for jobs[0..n) (1 <= n <= BACKEND_ROW_BATCH_MAX); 0, or -1 when
+ * the rows overflow (the jobs then run alone). */
+int backend_row_plan_make(gpuq_job *const *jobs, unsigned n, backend_row_plan *p);
+/* Run a row batch on the CPU reference (a pool thread): the A rows
+ * gathered into one buffer, the op run once over them (in blocks, on
+ * several threads for a large one), each job's rows scattered back. Jobs
+ * already no longer wanted, and every job of a batch whose run failed,
+ * run alone (backend_run_cpu). Each job's status is set. */
+void backend_run_row_batch(gpuq_job *const *jobs, unsigned n);
 
 /* Create a backend. kind "cpu" or "cuda"; "auto" tries CUDA, then CPU.
  * On failure returns NULL and writes the reason into why. */

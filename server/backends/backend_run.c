@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "errors.h"
@@ -253,4 +254,112 @@ void backend_count_batch(backend *b, unsigned n)
         b->batches++;
         b->batched += n;
     }
+}
+
+/* The row layout and op key of job, or 0 when its op has none. */
+static int row_info(const gpuq_job *job, op_split *sp, uint64_t key[4])
+{
+    const op_backend_def *ob = op_backend_of(job->req->op);
+    return ob && ob->row_batch && ob->row_batch(job->req, job->sz, sp, key);
+}
+
+int backend_row_batchable(const backend *b, const gpuq_job *job)
+{
+    const gpuq_sizes *sz = job->sz;
+    op_split sp;
+    uint64_t key[4];
+    if (b->batch_max == 0 || job->row_alone || job->req->timing || job->req->gate || sz->nin != 2 ||
+        !job->res_in[1] || job->res_in[0] || !job->h_in[0] || job->keep[0] || job->keep[1] ||
+        sz->in_bytes[0] + sz->output > b->batch_bytes)
+        return 0;
+    return row_info(job, &sp, key) && sp.rows == sz->m && sp.a_row * sp.rows == sz->in_bytes[0];
+}
+
+int backend_row_same(const gpuq_job *a, const gpuq_job *b)
+{
+    op_split sa, sb;
+    uint64_t ka[4], kb[4];
+    if (a->req->op != b->req->op || a->req->dtype != b->req->dtype ||
+        a->res_in[1] != b->res_in[1] || a->sz->d != b->sz->d || a->sz->n != b->sz->n ||
+        a->sz->nout != b->sz->nout)
+        return 0;
+    return row_info(a, &sa, ka) && row_info(b, &sb, kb) && memcmp(ka, kb, sizeof ka) == 0 &&
+           sa.a_row == sb.a_row && memcmp(sa.out_row, sb.out_row, sizeof sa.out_row) == 0;
+}
+
+int backend_row_plan_make(gpuq_job *const *jobs, unsigned n, backend_row_plan *p)
+{
+    op_split sp;
+    uint64_t key[4], rows = 0;
+    if (n == 0 || n > BACKEND_ROW_BATCH_MAX || !row_info(jobs[0], &sp, key))
+        return -1;
+    for (unsigned i = 0; i < n; i++) {
+        p->row0[i] = rows;
+        if (jobs[i]->sz->m > UINT64_MAX / 2 - rows)
+            return -1;
+        rows += jobs[i]->sz->m;
+    }
+    p->req = *jobs[0]->req;
+    p->sz = *jobs[0]->sz;
+    p->req.shape_a[0] = rows;
+    p->a_row = sp.a_row;
+    p->sz.m = rows;
+    p->sz.in_bytes[0] = rows * sp.a_row;
+    p->sz.payload = p->sz.in_bytes[0] + p->sz.in_bytes[1];
+    p->sz.output = 0;
+    for (uint32_t k = 0; k < GPUQ_MAX_OUTPUTS; k++) {
+        p->out_row[k] = k < p->sz.nout ? sp.out_row[k] : 0;
+        p->out_at[k] = p->sz.output;
+        if (k < p->sz.nout) {
+            p->sz.out[k].shape[0] = rows;
+            p->sz.out[k].bytes = rows * sp.out_row[k];
+            p->sz.output += p->sz.out[k].bytes;
+        }
+    }
+    return 0;
+}
+
+void backend_run_row_batch(gpuq_job *const *jobs, unsigned n)
+{
+    gpuq_job *run[BACKEND_ROW_BATCH_MAX];
+    unsigned nrun = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (__atomic_load_n(&jobs[i]->stop, __ATOMIC_RELAXED))
+            backend_run_cpu(jobs[i]); /* stops at its first block */
+        else
+            run[nrun++] = jobs[i];
+    }
+    if (nrun == 0)
+        return;
+    backend_row_plan p;
+    char *a = NULL, *out = NULL;
+    gpuq_job one;
+    memset(&one, 0, sizeof one);
+    one.status = -1;
+    if (nrun >= 2 && backend_row_plan_make(run, nrun, &p) == 0 &&
+        (a = malloc(p.sz.in_bytes[0] ? p.sz.in_bytes[0] : 1)) != NULL &&
+        (out = malloc(p.sz.output ? p.sz.output : 1)) != NULL) {
+        for (unsigned i = 0; i < nrun; i++)
+            memcpy(a + p.row0[i] * p.a_row, run[i]->h_in[0], run[i]->sz->in_bytes[0]);
+        one.req = &p.req;
+        one.sz = &p.sz;
+        one.h_in[0] = a;
+        one.res_in[1] = run[0]->res_in[1];
+        for (uint32_t k = 0; k < p.sz.nout; k++)
+            one.h_out[k] = out + p.out_at[k];
+        backend_run_cpu(&one);
+    }
+    for (unsigned i = 0; i < nrun; i++) {
+        gpuq_job *j = run[i];
+        if (one.status != 0) { /* one job, or the batch failed: alone, as it would */
+            backend_run_cpu(j);
+            continue;
+        }
+        for (uint32_t k = 0; k < j->sz->nout; k++)
+            memcpy(j->h_out[k], out + p.out_at[k] + p.row0[i] * p.out_row[k], j->sz->out[k].bytes);
+        j->status = 0;
+        j->message[0] = '\0';
+    }
+    free(a);
+    free(out);
 }

@@ -248,7 +248,8 @@ static bool sched_above(const server *srv, const sched_dev *d, int level, uint64
 /* Does r need one of the backend's slots (backend.h)? */
 static bool sched_needs_slot(const server *srv, const request *r)
 {
-    return srv->b && srv->b->slots && !backend_batchable(srv->b, &r->job);
+    return srv->b && srv->b->slots && !backend_batchable(srv->b, &r->job) &&
+           !backend_row_batchable(srv->b, &r->job);
 }
 
 enum sched_verdict { SCHED_WAIT, SCHED_GO, SCHED_NO_SLOT };

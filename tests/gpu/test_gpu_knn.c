@@ -295,6 +295,46 @@ START_TEST(test_knn_zero)
 }
 END_TEST
 
+/* _i: metric x dtype. A query row's answer does not depend on the rows
+ * that share its run (the contract of gpuqd's row batches, backend.h):
+ * 70 rows at once (the 64 x 64 distance kernel) against each row alone,
+ * rows 3 at a time, 8 at a time (the few-row kernel, R = 1, 4, 8) and 13
+ * at a time (the 64 x 64 one again), bit for bit, NaN rows and planted
+ * ties included; d = 65 and 128 (a partial shared-memory chunk, and none). */
+START_TEST(test_knn_rows_independent)
+{
+    int metric = _i % 4, dt = _i / 4 ? GPUQ_K_F64 : GPUQ_K_F32;
+    const uint64_t m = 70, n = 5000, k = 10, groups[4] = {1, 3, 8, 13};
+    for (uint64_t d = 65; d <= 128; d += 63) {
+        double *hx = dalloc(m * d), *hy = dalloc(n * d);
+        make_case(2, hx, m, hy, n, d);
+        void *x = to_dt(dt, hx, m * d), *y = to_dt(dt, hy, n * d);
+        size_t db = m * k * esz(dt), ib = m * k * sizeof(int64_t);
+        char *all_d = malloc(db), *part_d = malloc(db);
+        int64_t *all_i = malloc(ib), *part_i = malloc(ib);
+        ck_assert(all_d && part_d && all_i && part_i);
+        int fa = gpu_knn(dt, metric, 1, x, y, m, n, d, k, all_d, all_i);
+        for (int g = 0; g < 4; g++) {
+            for (uint64_t r0 = 0; r0 < m; r0 += groups[g]) {
+                uint64_t nr = m - r0 < groups[g] ? m - r0 : groups[g];
+                int f = gpu_knn(dt, metric, 1, (const char *)x + r0 * d * esz(dt), y, nr, n, d, k,
+                                part_d + r0 * k * esz(dt), part_i + r0 * k);
+                ck_assert_int_eq(f, fa);
+            }
+            for (uint64_t r = 0; r < m; r++)
+                ck_assert_msg(
+                    !memcmp(all_d + r * k * esz(dt), part_d + r * k * esz(dt), k * esz(dt)) &&
+                        !memcmp(all_i + r * k, part_i + r * k, k * sizeof(int64_t)),
+                    "metric %d %s d=%llu: row %llu in runs of %llu differs from the "
+                    "70-row run",
+                    metric, dt == GPUQ_K_F32 ? "f32" : "f64", (unsigned long long)d,
+                    (unsigned long long)r, (unsigned long long)groups[g]);
+        }
+        free(hx), free(hy), free(x), free(y), free(all_d), free(part_d), free(all_i), free(part_i);
+    }
+}
+END_TEST
+
 START_TEST(test_knn_bad_args)
 {
     void *d_s = NULL;
@@ -332,6 +372,7 @@ static Suite *knn_suite(void)
     tcase_add_loop_test(tc, test_knn_small, 0, 8);
     tcase_add_loop_test(tc, test_knn_blocks, 0, 6);
     tcase_add_test(tc, test_knn_zero);
+    tcase_add_loop_test(tc, test_knn_rows_independent, 0, 8);
     tcase_add_test(tc, test_knn_bad_args);
     suite_add_tcase(s, tc);
     return s;

@@ -16,6 +16,13 @@
  * pool's hand-off and the wake-up of the loop once per batch instead of once
  * per job. Results are the same as alone (the same code runs each job).
  *
+ * Row batches (backend.h, backend_row_batchable: knn and pairwise queries
+ * against one resident array, from any sessions): such a job waits on the
+ * row list; in the idle phase each kind (backend_row_same) with no row
+ * batch in the pool goes as one work item of at most batch_max jobs,
+ * which runs them as one job of their rows (backend_run_row_batch). The
+ * rest of a kind wait for its running batch to end, and then go together.
+ *
  * The pool runs what it is given in order, with no notion of priority,
  * cancel or deadline; so the backend says how many jobs that are not
  * batchable it runs at once (b.slots: the pool's threads) and the
@@ -44,6 +51,8 @@ typedef struct cpu_backend {
     int flush_on;
     gpuq_job *pend_head, *pend_tail; /* batchable jobs not yet given to the pool */
     uint32_t npend;
+    gpuq_job *rpend_head, *rpend_tail; /* row-batchable jobs not yet given to the pool */
+    struct cpu_work *rflight;          /* row batches in the pool (cpu_work.rnext) */
 } cpu_backend;
 
 /* One work item: n jobs run one after the other. */
@@ -51,11 +60,15 @@ typedef struct cpu_work {
     uv_work_t w;
     cpu_backend *cb;
     uint32_t n;
+    int row;                /* a row batch (backend_run_row_batch) */
+    struct cpu_work *rnext; /* cb->rflight */
     struct cpu_run {
         gpuq_job *job;
         uint64_t start_ns, end_ns;
     } run[];
 } cpu_work;
+
+static int cpu_flush_soon(cpu_backend *cb);
 
 /* The slow hook stands for a slow kernel run in blocks: it sleeps ms in
  * slices of CPU_SLOW_SLICE_MS and, like backend_run_cpu, stops between two
@@ -79,6 +92,21 @@ static bool cpu_slow(int ms, gpuq_job *job)
 static void cpu_work_cb(uv_work_t *w)
 {
     cpu_work *cw = w->data;
+    if (cw->row) { /* one run: the slow hook once, for the batch */
+        gpuq_job *jobs[BACKEND_ROW_BATCH_MAX];
+        uint64_t t0 = uv_hrtime();
+        for (uint32_t i = 0; i < cw->n; i++)
+            jobs[i] = cw->run[i].job;
+        if (cw->cb->slow_ms <= 0 || cpu_slow(cw->cb->slow_ms, jobs[0]))
+            backend_run_row_batch(jobs, cw->n);
+        else /* the first is no longer wanted: the others run as they would */
+            backend_run_row_batch(jobs + 1, cw->n - 1);
+        for (uint32_t i = 0; i < cw->n; i++) {
+            cw->run[i].start_ns = t0;
+            cw->run[i].end_ns = uv_hrtime();
+        }
+        return;
+    }
     for (uint32_t i = 0; i < cw->n; i++) {
         struct cpu_run *r = &cw->run[i];
         r->start_ns = uv_hrtime(); /* the slow hook counts as kernel time */
@@ -103,6 +131,15 @@ static void cpu_after_work(uv_work_t *w, int status)
             job->timing.kernel_us = (double)(cw->run[i].end_ns - cw->run[i].start_ns) / 1e3;
         }
     }
+    if (cw->row) { /* the kind's next jobs may go now */
+        cpu_work **pp = &cb->rflight;
+        while (*pp && *pp != cw)
+            pp = &(*pp)->rnext;
+        if (*pp)
+            *pp = cw->rnext;
+        if (cb->rpend_head)
+            cpu_flush_soon(cb);
+    }
     /* Completing may submit more work or let the server destroy the
      * backend (its memory goes only in a close callback, later). */
     for (uint32_t i = 0; i < cw->n; i++) {
@@ -113,14 +150,15 @@ static void cpu_after_work(uv_work_t *w, int status)
 }
 
 /* Give n jobs (linked by job->next from first) to the pool as one work
- * item. 0, or a GPUQ_E_* code with nothing queued. */
-static int cpu_queue(cpu_backend *cb, gpuq_job *first, uint32_t n)
+ * item (a row batch: row). 0, or a GPUQ_E_* code with nothing queued. */
+static int cpu_queue(cpu_backend *cb, gpuq_job *first, uint32_t n, int row)
 {
     cpu_work *cw = calloc(1, sizeof *cw + (size_t)n * sizeof cw->run[0]);
     if (!cw)
         return GPUQ_E_NO_MEMORY;
     cw->cb = cb;
     cw->n = n;
+    cw->row = row;
     cw->w.data = cw;
     gpuq_job *j = first;
     for (uint32_t i = 0; i < n; i++, j = j->next)
@@ -131,7 +169,79 @@ static int cpu_queue(cpu_backend *cb, gpuq_job *first, uint32_t n)
         free(cw);
         return GPUQ_E_INTERNAL;
     }
+    if (row) {
+        cw->rnext = cb->rflight;
+        cb->rflight = cw;
+    }
     return 0;
+}
+
+/* Fail the n jobs from first (linked by job->next): st, why. On the loop,
+ * outside any submit. */
+static void cpu_fail_jobs(cpu_backend *cb, gpuq_job *first, int st, const char *why)
+{
+    for (gpuq_job *j = first, *next; j; j = next) {
+        next = j->next;
+        j->next = NULL;
+        j->status = st;
+        snprintf(j->message, sizeof j->message, "%s", why);
+        cb->inflight--;
+        cb->b.complete(j);
+    }
+}
+
+/* Is a row batch of job's kind in the pool? */
+static bool cpu_row_running(const cpu_backend *cb, const gpuq_job *job)
+{
+    for (const cpu_work *w = cb->rflight; w; w = w->rnext)
+        if (backend_row_same(w->run[0].job, job))
+            return true;
+    return false;
+}
+
+/* The idle phase's row batches: each kind with none in the pool goes, at
+ * most batch_max (and BACKEND_ROW_BATCH_MAX) jobs in arrival order. */
+static void cpu_flush_rows(cpu_backend *cb)
+{
+    uint32_t max =
+        cb->b.batch_max < BACKEND_ROW_BATCH_MAX ? cb->b.batch_max : BACKEND_ROW_BATCH_MAX;
+    if (max == 0)
+        max = 1;
+    gpuq_job *keep_head = NULL, **keep_tail = &keep_head;
+    while (cb->rpend_head) {
+        gpuq_job *first = cb->rpend_head;
+        cb->rpend_head = first->next;
+        first->next = NULL;
+        if (cpu_row_running(cb, first)) { /* waits for that one to end */
+            *keep_tail = first;
+            keep_tail = &first->next;
+            continue;
+        }
+        /* its kind's others, in order, after it */
+        gpuq_job *last = first, **pp = &cb->rpend_head;
+        uint32_t n = 1;
+        while (*pp && n < max) {
+            gpuq_job *j = *pp;
+            if (!backend_row_same(first, j)) {
+                pp = &j->next;
+                continue;
+            }
+            *pp = j->next;
+            j->next = NULL;
+            last->next = j;
+            last = j;
+            n++;
+        }
+        int st = cpu_queue(cb, first, n, 1);
+        if (st == 0)
+            backend_count_batch(&cb->b, n);
+        else
+            cpu_fail_jobs(cb, first, st, "could not queue the batch");
+    }
+    cb->rpend_head = keep_head;
+    cb->rpend_tail = NULL;
+    for (gpuq_job *j = keep_head; j; j = j->next)
+        cb->rpend_tail = j;
 }
 
 /* The idle phase: the pending jobs go to the pool, batch_max at a time. A
@@ -144,6 +254,7 @@ static void cpu_on_flush(uv_idle_t *h)
     if (rc < 0)
         log_error("cpu: uv_idle_stop: %s", uv_strerror(rc));
     cb->flush_on = 0;
+    cpu_flush_rows(cb);
     while (cb->pend_head) {
         uint32_t max = cb->b.batch_max ? cb->b.batch_max : 1, n = 0;
         gpuq_job *first = cb->pend_head, *last = first;
@@ -156,35 +267,47 @@ static void cpu_on_flush(uv_idle_t *h)
             cb->pend_tail = NULL;
         cb->npend -= n;
         last->next = NULL;
-        int st = cpu_queue(cb, first, n);
+        int st = cpu_queue(cb, first, n, 0);
         if (st == 0) {
             backend_count_batch(&cb->b, n);
             continue;
         }
-        for (gpuq_job *j = first, *next; j; j = next) {
-            next = j->next;
-            j->next = NULL;
-            j->status = st;
-            snprintf(j->message, sizeof j->message, "%s", "could not queue the batch");
-            cb->inflight--;
-            cb->b.complete(j);
-        }
+        cpu_fail_jobs(cb, first, st, "could not queue the batch");
     }
+}
+
+/* Run the idle phase (cpu_on_flush) after this loop turn; 0, or -1 when
+ * the idle handle cannot start. */
+static int cpu_flush_soon(cpu_backend *cb)
+{
+    if (cb->flush_on)
+        return 0;
+    int rc = uv_idle_start(&cb->flush, cpu_on_flush);
+    if (rc < 0) {
+        log_error("cpu: uv_idle_start: %s", uv_strerror(rc));
+        return -1;
+    }
+    cb->flush_on = 1;
+    return 0;
 }
 
 static int cpu_submit(backend *b, gpuq_job *job)
 {
     cpu_backend *cb = (cpu_backend *)b;
     job->next = NULL;
+    if (backend_row_batchable(b, job) && cpu_flush_soon(cb) == 0) {
+        if (cb->rpend_tail)
+            cb->rpend_tail->next = job;
+        else
+            cb->rpend_head = job;
+        cb->rpend_tail = job;
+        cb->inflight++;
+        cb->bytes += job->sz->payload + job->sz->output;
+        return 0;
+    }
     if (backend_batchable(b, job)) {
-        if (!cb->flush_on) {
-            int rc = uv_idle_start(&cb->flush, cpu_on_flush);
-            if (rc < 0) {
-                log_error("cpu: uv_idle_start: %s", uv_strerror(rc));
-                goto alone;
-            }
-            cb->flush_on = 1;
-        }
+        if (cpu_flush_soon(cb) != 0)
+            goto alone;
         if (cb->pend_tail)
             cb->pend_tail->next = job;
         else
@@ -196,7 +319,7 @@ static int cpu_submit(backend *b, gpuq_job *job)
         return 0;
     }
 alone:;
-    int rc = cpu_queue(cb, job, 1);
+    int rc = cpu_queue(cb, job, 1, 0);
     if (rc)
         return rc;
     cb->inflight++;

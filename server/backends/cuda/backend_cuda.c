@@ -193,6 +193,8 @@ static int cuda_submit(backend *bb, gpuq_job *job)
         est_bytes = job->sz->payload > job->sz->output ? job->sz->payload : job->sz->output;
     if (!chunked && !res && cuda_batch_take(b, s, job))
         return 0; /* launched with others in the idle phase (backend_cuda_batch.c) */
+    if (res && cuda_row_take(b, s, job))
+        return 0; /* a row batch, in the idle phase (backend_cuda_batch.c) */
     if (job->req->gate &&
         (status = cuda_gate_setup(b, job, x, chunked ? &plan : NULL, detail, sizeof detail)) != 0)
         goto fail_now;

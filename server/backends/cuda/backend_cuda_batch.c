@@ -21,8 +21,10 @@ static void cuda_on_flush(uv_idle_t *h);
 int cuda_batch_init(backend_cuda *b)
 {
     int rc = uv_idle_init(b->base.loop, &b->flush);
-    if (rc == 0)
+    if (rc == 0) {
         b->flush.data = b;
+        b->flush_cb = cuda_on_flush;
+    }
     return rc;
 }
 
@@ -65,16 +67,8 @@ int cuda_batch_take(backend_cuda *b, cuda_sess *s, gpuq_job *job)
         !cuda_zero_copy_ok(b, s, job) || !job_item(job, &it))
         return 0;
     cuda_sess *lane = lane_get(b, s->dev, s->level);
-    if (!lane)
+    if (!lane || cuda_flush_soon(b) != 0)
         return 0;
-    if (!b->flush_on) {
-        int rc = uv_idle_start(&b->flush, cuda_on_flush);
-        if (rc != 0) {
-            log_error("cuda: uv_idle_start(flush): %s", uv_strerror(rc));
-            return 0;
-        }
-        b->flush_on = 1;
-    }
     job->next = NULL;
     if (lane->pend_tail)
         lane->pend_tail->next = job;
@@ -82,12 +76,27 @@ int cuda_batch_take(backend_cuda *b, cuda_sess *s, gpuq_job *job)
         lane->pend_head = job;
     lane->pend_tail = job;
     lane->npend++;
-    if (!lane->pend_listed) {
-        lane->pend_next = b->pend_lanes;
-        b->pend_lanes = lane;
-        lane->pend_listed = 1;
-    }
+    cuda_lane_list(b, lane);
     b->zero_copy_jobs++;
+    return 1;
+}
+
+int cuda_row_take(backend_cuda *b, cuda_sess *s, gpuq_job *job)
+{
+    /* zero-copy gathers and scatters need host arrays the device reaches */
+    if (!backend_row_batchable(&b->base, job) || b->slow_ms || b->inject_sticky ||
+        !s->dev->host_ptr_ok)
+        return 0;
+    cuda_sess *lane = lane_get(b, s->dev, s->level);
+    if (!lane || cuda_flush_soon(b) != 0)
+        return 0;
+    job->next = NULL;
+    if (lane->rpend_tail)
+        lane->rpend_tail->next = job;
+    else
+        lane->rpend_head = job;
+    lane->rpend_tail = job;
+    cuda_lane_list(b, lane);
     return 1;
 }
 
@@ -198,6 +207,7 @@ static void lane_launch(backend_cuda *b, cuda_sess *lane)
     }
     bt->jobs = first;
     bt->n = n;
+    bt->row = 0;
     bt->next = NULL;
     if (lane->btail)
         lane->btail->next = bt;
@@ -216,6 +226,168 @@ fail:
     fail_jobs(b, first, st, detail);
 }
 
+/* Enqueue up to GPUQ_COPY_ITEMS_MAX items at a time; a GPUQ_K_* code. */
+static int copy_items(cuda_sess *lane, const gpuq_copy_item *it, unsigned n)
+{
+    for (unsigned at = 0; at < n; at += GPUQ_COPY_ITEMS_MAX) {
+        unsigned c = n - at < GPUQ_COPY_ITEMS_MAX ? n - at : GPUQ_COPY_ITEMS_MAX;
+        int k = gpuq_cuda_copy_items(lane->kctx, it + at, c);
+        if (k != GPUQ_K_OK)
+            return k;
+    }
+    return GPUQ_K_OK;
+}
+
+/* Launch jobs[0..n) (linked by job->next from jobs[0]) as one row batch
+ * on lane (backend_cuda_batch.h). Whatever keeps it from being launched
+ * whole sends its jobs to run alone. */
+static void row_launch(backend_cuda *b, cuda_sess *lane, gpuq_job **jobs, unsigned n)
+{
+    backend_row_plan p;
+    gpuq_copy_item it[BACKEND_ROW_BATCH_MAX * (GPUQ_MAX_OUTPUTS + 1)];
+    const op_backend_def *ob = op_backend_of(jobs[0]->req->op);
+    void *d_a = NULL, *d_out = NULL, *d_scr = NULL;
+    cuda_batch *bt = NULL;
+    int st = 0, enq = 0;
+    char detail[120] = "";
+    const char *what = "";
+    cudaError_t e = cudaSuccess;
+    if (b->base.lost) {
+        fail_jobs(b, jobs[0], GPUQ_E_DEVICE_LOST, b->base.lost_reason);
+        return;
+    }
+    if (n < 2 || !ob || !ob->launch_cuda || backend_row_plan_make(jobs, n, &p) != 0 ||
+        cuda_use_device(b, lane->dev->index) != 0 ||
+        !(bt = batch_get(b, lane, &st, detail, sizeof detail)))
+        goto alone;
+    what = "cudaMallocFromPoolAsync(row batch)";
+    if ((e = cuda_dev_alloc(b, lane, &d_a, p.sz.in_bytes[0])) != cudaSuccess ||
+        (e = cuda_dev_alloc(b, lane, &d_out, p.sz.output)) != cudaSuccess ||
+        (e = cuda_dev_alloc(b, lane, &d_scr, op_scratch_bytes(&p.req, &p.sz))) != cudaSuccess)
+        goto undo;
+    enq = 1;
+    for (unsigned i = 0; i < n; i++)
+        it[i] = (gpuq_copy_item){jobs[i]->h_in[0], (char *)d_a + p.row0[i] * p.a_row,
+                                 jobs[i]->sz->in_bytes[0]};
+    int k = copy_items(lane, it, n);
+    int *flag = gpuq_cuda_ctx_errflag(lane->kctx);
+    what = "cudaMemsetAsync(errflag)";
+    if (k == GPUQ_K_OK && (e = cudaMemsetAsync(flag, 0, sizeof(int), lane->stream)) != cudaSuccess)
+        goto undo;
+    op_bufs d = {.a = d_a,
+                 .b = jobs[0]->res_in[1],
+                 .out = {d_out, p.sz.nout > 1 ? (char *)d_out + p.out_at[1] : NULL},
+                 .scratch = d_scr};
+    if (k == GPUQ_K_OK)
+        k = ob->launch_cuda(lane->kctx, &p.req, &p.sz, &d);
+    unsigned ni = 0;
+    for (unsigned i = 0; i < n; i++) {
+        for (uint32_t o = 0; o < p.sz.nout; o++)
+            it[ni++] = (gpuq_copy_item){(char *)d_out + p.out_at[o] + p.row0[i] * p.out_row[o],
+                                        jobs[i]->h_out[o], jobs[i]->sz->out[o].bytes};
+        it[ni++] = (gpuq_copy_item){flag, ((cuda_jobx *)jobs[i]->bpriv)->h_flag, sizeof(int)};
+    }
+    if (k == GPUQ_K_OK)
+        k = copy_items(lane, it, ni);
+    if (k != GPUQ_K_OK) {
+        st = cuda_status_of_kcode(b, jobs[0], k);
+        what = "row batch kernel launch";
+        goto undo;
+    }
+    what = "cudaEventRecord(row batch)";
+    if ((e = cudaEventRecord(bt->done, lane->stream)) != cudaSuccess)
+        goto undo;
+    for (void **q = (void *[]){d_a, d_out, d_scr}, **end = q + 3; q < end; q++)
+        if (*q && cudaFreeAsync(*q, lane->stream) != cudaSuccess)
+            log_error("cuda: cudaFreeAsync(row batch) failed");
+    bt->jobs = jobs[0];
+    bt->n = n;
+    bt->row = 1;
+    bt->next = NULL;
+    if (lane->btail)
+        lane->btail->next = bt;
+    else
+        lane->bhead = bt;
+    lane->btail = bt;
+    backend_count_batch(&b->base, n);
+    if (b->spin_ns)
+        cuda_spin_kick(b);
+    if (!lane->armed && !b->spin_on)
+        cuda_arm_doorbell(b, lane);
+    cuda_timer_start_if_needed(b);
+    return;
+
+undo:
+    if (e != cudaSuccess)
+        st = cuda_status_of(b, e, what);
+    /* What was enqueued reads and writes the jobs' host memory: let it end
+     * before they run again alone (or fail, the device lost). */
+    if (enq && st != GPUQ_E_DEVICE_LOST && (e = cudaStreamSynchronize(lane->stream)) != cudaSuccess)
+        st = cuda_status_of(b, e, "cudaStreamSynchronize(row batch)");
+    for (void **q = (void *[]){d_a, d_out, d_scr}, **end = q + 3; q < end; q++)
+        if (*q && !b->base.lost && cudaFreeAsync(*q, lane->stream) != cudaSuccess)
+            log_error("cuda: cudaFreeAsync(row batch) failed");
+    if (bt) /* its state was not used */
+        cuda_batch_put(lane, bt);
+    if (b->base.lost) {
+        fail_jobs(b, jobs[0], GPUQ_E_DEVICE_LOST, b->base.lost_reason);
+        return;
+    }
+alone:
+    cuda_row_alone(b, jobs[0]);
+}
+
+/* Is a row batch of job's kind in lane's FIFO? */
+static int row_running(const cuda_sess *lane, const gpuq_job *job)
+{
+    for (const cuda_batch *bt = lane->bhead; bt; bt = bt->next)
+        if (bt->row && backend_row_same(bt->jobs, job))
+            return 1;
+    return 0;
+}
+
+/* The idle phase's row batches of lane: each kind with none running goes,
+ * at most batch_max (and BACKEND_ROW_BATCH_MAX) jobs in arrival order;
+ * the rest wait (cuda_row_kick). */
+static void row_flush(backend_cuda *b, cuda_sess *lane)
+{
+    uint32_t max =
+        b->base.batch_max < BACKEND_ROW_BATCH_MAX ? b->base.batch_max : BACKEND_ROW_BATCH_MAX;
+    gpuq_job *keep = NULL, **keep_tail = &keep;
+    while (lane->rpend_head) {
+        gpuq_job *first = lane->rpend_head;
+        lane->rpend_head = first->next;
+        first->next = NULL;
+        if (!b->base.lost && row_running(lane, first)) {
+            *keep_tail = first;
+            keep_tail = &first->next;
+            continue;
+        }
+        gpuq_job *jobs[BACKEND_ROW_BATCH_MAX];
+        unsigned n = 1;
+        jobs[0] = first;
+        for (gpuq_job **pp = &lane->rpend_head; *pp && n < max;) {
+            gpuq_job *j = *pp;
+            if (!backend_row_same(first, j)) {
+                pp = &j->next;
+                continue;
+            }
+            *pp = j->next;
+            j->next = NULL;
+            jobs[n - 1]->next = j;
+            jobs[n++] = j;
+        }
+        if (n == 1) /* alone: its own session's path (small buffers, no gathers) */
+            cuda_row_alone(b, first);
+        else
+            row_launch(b, lane, jobs, n);
+    }
+    lane->rpend_head = keep;
+    lane->rpend_tail = NULL;
+    for (gpuq_job *j = keep; j; j = j->next)
+        lane->rpend_tail = j;
+}
+
 /* The idle phase after the loop turn that made jobs pending: launch them. */
 static void cuda_on_flush(uv_idle_t *h)
 {
@@ -231,5 +403,6 @@ static void cuda_on_flush(uv_idle_t *h)
         lane->pend_listed = 0;
         while (lane->pend_head)
             lane_launch(b, lane);
+        row_flush(b, lane);
     }
 }

@@ -76,6 +76,7 @@ typedef struct cuda_batch {
     void *d_state;
     gpuq_job *jobs;
     uint32_t n;
+    int row; /* a row batch (backend.h): its jobs' flags hold the run's */
 } cuda_batch;
 
 typedef struct cuda_dev {
@@ -147,6 +148,7 @@ typedef struct cuda_sess {
     cuda_batch *bhead, *btail, *bfree;
     gpuq_job *pend_head, *pend_tail;
     uint32_t npend;
+    gpuq_job *rpend_head, *rpend_tail; /* row-batchable jobs waiting (backend_row_batchable) */
     struct cuda_sess *pend_next;
     int pend_listed;
 } cuda_sess;
@@ -186,6 +188,7 @@ typedef struct backend_cuda {
     uint64_t zero_copy_jobs; /* jobs whose kernels used the host arrays */
     uint64_t inject_pipe;    /* GPUQ_TEST_INJECT_PIPE */
     uv_idle_t flush;         /* starts the lanes' pending jobs (flush_on) */
+    uv_idle_cb flush_cb;     /* its callback (backend_cuda_batch.c) */
     int flush_on;
     cuda_sess *pend_lanes; /* lanes with pending jobs (pend_next) */
     /* cuStreamWaitValue32 (the driver's, by cudaGetDriverEntryPointByVersion;

@@ -644,3 +644,53 @@ cudaError_t cuda_dev_alloc(backend_cuda *b, cuda_sess *s, void **p, size_t len)
 {
     return cuda_dev_alloc_on(b, s, s->stream, p, len);
 }
+
+/* ---- the lanes' idle phase and row batches (backend_cuda_batch.c) ---- */
+
+int cuda_flush_soon(backend_cuda *b)
+{
+    if (b->flush_on)
+        return 0;
+    int rc = uv_idle_start(&b->flush, b->flush_cb);
+    if (rc != 0) {
+        log_error("cuda: uv_idle_start(flush): %s", uv_strerror(rc));
+        return -1;
+    }
+    b->flush_on = 1;
+    return 0;
+}
+
+void cuda_lane_list(backend_cuda *b, cuda_sess *lane)
+{
+    if (!lane->pend_listed) {
+        lane->pend_next = b->pend_lanes;
+        b->pend_lanes = lane;
+        lane->pend_listed = 1;
+    }
+}
+
+void cuda_row_kick(backend_cuda *b, cuda_sess *lane)
+{
+    if (lane->rpend_head && cuda_flush_soon(b) == 0)
+        cuda_lane_list(b, lane);
+}
+
+void cuda_row_alone(backend_cuda *b, gpuq_job *first)
+{
+    for (gpuq_job *j = first, *next; j; j = next) {
+        next = j->next;
+        j->next = NULL;
+        cuda_sess *s = j->bsess;
+        /* undo what submit counted: it counts the job again */
+        s->nflight--;
+        s->dev->in_flight--;
+        s->dev->bytes -= j->sz->payload + j->sz->output;
+        b->inflight--;
+        b->submits--;
+        if (j->bpriv)
+            cuda_jobx_put(s, j->bpriv);
+        j->bpriv = NULL;
+        j->row_alone = 1;
+        b->base.ops->submit(&b->base, j); /* it completes through its session */
+    }
+}

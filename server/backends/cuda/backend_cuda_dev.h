@@ -75,6 +75,17 @@ void cuda_batch_put(cuda_sess *lane, cuda_batch *bt);
 /* Free a batch object of lane (backend_cuda_batch.c): its state on the
  * lane's stream, its event. */
 void cuda_batch_free(cuda_sess *lane, cuda_batch *bt);
+/* The lanes' idle phase (b->flush_cb) runs after this loop turn; 0, or
+ * -1 when it cannot start (logged). */
+int cuda_flush_soon(backend_cuda *b);
+/* lane has waiting jobs: the idle phase visits it. */
+void cuda_lane_list(backend_cuda *b, cuda_sess *lane);
+/* A row batch of lane ended (its jobs completed or sent back): the
+ * lane's waiting row jobs may go in the next idle phase. */
+void cuda_row_kick(backend_cuda *b, cuda_sess *lane);
+/* Send the jobs from first (linked by job->next, each still counted as
+ * submitted, its jobx taken) back through submit, to run alone. */
+void cuda_row_alone(backend_cuda *b, gpuq_job *first);
 void cuda_sess_maybe_destroy(backend_cuda *b, cuda_sess *s);
 void cuda_reap_sessions(backend_cuda *b);
 

@@ -113,12 +113,31 @@ static void cuda_batch_drain(backend_cuda *b, cuda_sess *lane)
         if (!lane->bhead)
             lane->btail = NULL;
         gpuq_job *jobs = bt->jobs;
+        int row = bt->row;
+        bt->row = 0;
         if (st) /* its state may not have been reset: not reused */
             cuda_batch_free(lane, bt);
         else
             cuda_batch_put(lane, bt);
-        batch_complete(b, jobs, st, 0);
+        if (row && (st || *((cuda_jobx *)jobs->bpriv)->h_flag != 0))
+            cuda_row_alone(b, jobs); /* each fails (or not) as it would alone */
+        else
+            batch_complete(b, jobs, st, 0);
+        if (row)
+            cuda_row_kick(b, lane);
     }
+}
+
+/* Device lost: complete lane's waiting row jobs as lost. */
+static void cuda_row_fail_waiting(backend_cuda *b, cuda_sess *lane)
+{
+    while (lane->rpend_head) {
+        gpuq_job *j = lane->rpend_head;
+        lane->rpend_head = j->next;
+        j->next = NULL;
+        cuda_finish_job(b, j->bsess, j, 1);
+    }
+    lane->rpend_tail = NULL;
 }
 
 static void cuda_batch_fail_all(backend_cuda *b, cuda_sess *lane)
@@ -137,8 +156,10 @@ static void cuda_batch_fail_all(backend_cuda *b, cuda_sess *lane)
 void cuda_fail_all(backend_cuda *b)
 {
     for (cuda_sess *s = b->sessions; s; s = s->next) {
-        if (s->lane)
+        if (s->lane) {
             cuda_batch_fail_all(b, s);
+            cuda_row_fail_waiting(b, s);
+        }
         while (s->head) {
             gpuq_job *job = s->head;
             s->head = job->next;
