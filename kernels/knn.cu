@@ -28,6 +28,7 @@
  * ZERO unless zero_ok (then the distance is 1.0). Nothing synchronizes.
  */
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "cuda_check.h"
 #include "knn_plan.h"
@@ -128,7 +129,9 @@ __global__ void __launch_bounds__(256)
         }
 }
 
-/* Few query rows (at most SK_ROWS_MAX in a tile): R rows per block and
+/* Few query rows (at most SK_ROWS_MAX in a tile, skinny_rows_max): R rows
+ * per block (the rows' next power of two: 1, 2, 4 .. 64), 64 accumulators
+ * at most in registers, and
  * one column (a row of y) per thread, SK_COLS columns per block, d in
  * chunks of SK_K through shared memory (y transposed on the way in, so
  * that each thread reads its own column; x broadcast). Each distance is
@@ -140,7 +143,7 @@ __global__ void __launch_bounds__(256)
  * per block whatever m is: for one query, 63 of them padding. */
 constexpr int SK_COLS = 256;
 constexpr int SK_K = 16;
-constexpr uint64_t SK_ROWS_MAX = 8;
+constexpr uint64_t SK_ROWS_MAX = 64;
 
 template <typename T, int METRIC, int R>
 __global__ void __launch_bounds__(SK_COLS)
@@ -148,15 +151,27 @@ __global__ void __launch_bounds__(SK_COLS)
                     T *tile, int *flag, const int *gate)
 {
     __shared__ T ys[SK_K][SK_COLS + 1];
-    __shared__ double xs[SK_K][R];
+    /* x's chunk, row pairs adjacent: one 16-byte broadcast load feeds two rows */
+    __shared__ __align__(16) double xs[SK_K][R < 2 ? 2 : R];
+    __shared__ double nxs[R]; /* cosine: x's squared norms */
     __shared__ int stop;
     const unsigned tid = threadIdx.x;
     const uint64_t r0 = (uint64_t)blockIdx.y * R, c0 = (uint64_t)blockIdx.x * SK_COLS;
     const uint64_t c = c0 + tid;
-    double acc[R], nx[R], ny = 0.0;
+    if (METRIC == GPUQ_K_COSINE && tid < R) {
+        /* the same sum, in the same order, as the 64 x 64 kernel's nx */
+        double nx = 0.0;
+        if (r0 + tid < rows)
+            for (uint64_t k = 0; k < d; k++) {
+                const double a = (double)x[(r0 + tid) * d + k];
+                nx += a * a;
+            }
+        nxs[tid] = nx;
+    }
+    double acc[R], ny = 0.0;
 #pragma unroll
     for (int i = 0; i < R; i++)
-        acc[i] = nx[i] = 0.0;
+        acc[i] = 0.0;
     for (uint64_t k0 = 0; k0 < d; k0 += SK_K) {
         const unsigned kn = d - k0 < (uint64_t)SK_K ? (unsigned)(d - k0) : (unsigned)SK_K;
         for (unsigned e = tid; e < SK_COLS * SK_K; e += SK_COLS) {
@@ -185,7 +200,6 @@ __global__ void __launch_bounds__(SK_COLS)
                 } else if (METRIC == GPUQ_K_MANHATTAN) {
                     acc[i] += fabs(a - b);
                 } else {
-                    nx[i] += a * a;
                     acc[i] += a * b;
                 }
             }
@@ -203,12 +217,13 @@ __global__ void __launch_bounds__(SK_COLS)
         if (METRIC == GPUQ_K_EUCLIDEAN) {
             v = sqrt(v);
         } else if (METRIC == GPUQ_K_COSINE) {
-            if (nx[i] == 0.0 || ny == 0.0) {
+            const double nx = nxs[i];
+            if (nx == 0.0 || ny == 0.0) {
                 if (!zero_ok)
                     gpuq_set_flag(flag, GPUQ_FLAG_ZERO);
                 v = 1.0;
             } else {
-                v = 1.0 - v / (sqrt(nx[i]) * sqrt(ny));
+                v = 1.0 - v / (sqrt(nx) * sqrt(ny));
             }
         }
         tile[r * cols + c] = (T)v;
@@ -353,6 +368,21 @@ __global__ void __launch_bounds__(SEL_THREADS)
     }
 }
 
+/* The most rows of a tile that take the skinny kernel: SK_ROWS_MAX, or
+ * GPUQ_KNN_FEW_ROWS (0 .. SK_ROWS_MAX) from the environment, read once: a
+ * benchmark's switch (bench/gpu_run.sh times both kernels on one shape).
+ * Either kernel gives the same bits. */
+uint64_t skinny_rows_max(void)
+{
+    static int once = -1;
+    if (once < 0) {
+        const char *v = getenv("GPUQ_KNN_FEW_ROWS");
+        long n = v && *v ? strtol(v, NULL, 10) : (long)SK_ROWS_MAX;
+        once = n < 0 ? 0 : n > (long)SK_ROWS_MAX ? (int)SK_ROWS_MAX : (int)n;
+    }
+    return (uint64_t)once;
+}
+
 template <typename T, int METRIC, int R>
 int launch_skinny(gpuq_cuda_ctx *ctx, const T *x, const T *y, uint64_t rows, uint64_t cols,
                   uint64_t d, int zero_ok, T *tile)
@@ -369,14 +399,20 @@ int launch_dist(gpuq_cuda_ctx *ctx, const T *x, const T *y, uint64_t rows, uint6
                 uint64_t d, int zero_ok, T *tile)
 {
     /* few rows: the skinny kernel, R the rows' next power of two */
-    if (rows <= SK_ROWS_MAX && (cols + SK_COLS - 1) / SK_COLS <= 0x7fffffffu) {
+    if (rows <= skinny_rows_max() && (cols + SK_COLS - 1) / SK_COLS <= 0x7fffffffu) {
         if (rows == 1)
             return launch_skinny<T, METRIC, 1>(ctx, x, y, rows, cols, d, zero_ok, tile);
         if (rows == 2)
             return launch_skinny<T, METRIC, 2>(ctx, x, y, rows, cols, d, zero_ok, tile);
         if (rows <= 4)
             return launch_skinny<T, METRIC, 4>(ctx, x, y, rows, cols, d, zero_ok, tile);
-        return launch_skinny<T, METRIC, 8>(ctx, x, y, rows, cols, d, zero_ok, tile);
+        if (rows <= 8)
+            return launch_skinny<T, METRIC, 8>(ctx, x, y, rows, cols, d, zero_ok, tile);
+        if (rows <= 16)
+            return launch_skinny<T, METRIC, 16>(ctx, x, y, rows, cols, d, zero_ok, tile);
+        if (rows <= 32)
+            return launch_skinny<T, METRIC, 32>(ctx, x, y, rows, cols, d, zero_ok, tile);
+        return launch_skinny<T, METRIC, 64>(ctx, x, y, rows, cols, d, zero_ok, tile);
     }
     dim3 grid((unsigned)((cols + DT_TILE - 1) / DT_TILE),
               (unsigned)((rows + DT_TILE - 1) / DT_TILE));

@@ -299,12 +299,13 @@ END_TEST
  * that share its run (the contract of gpuqd's row batches, backend.h):
  * 70 rows at once (the 64 x 64 distance kernel) against each row alone,
  * rows 3 at a time, 8 at a time (the few-row kernel, R = 1, 4, 8) and 13
- * at a time (the 64 x 64 one again), bit for bit, NaN rows and planted
+ * at a time (R = 16), 40 (R = 64 with 40 rows) and 64 (R = 64; the last
+ * 6 rows R = 8), bit for bit, NaN rows and planted
  * ties included; d = 65 and 128 (a partial shared-memory chunk, and none). */
 START_TEST(test_knn_rows_independent)
 {
     int metric = _i % 4, dt = _i / 4 ? GPUQ_K_F64 : GPUQ_K_F32;
-    const uint64_t m = 70, n = 5000, k = 10, groups[4] = {1, 3, 8, 13};
+    const uint64_t m = 70, n = 5000, k = 10, groups[6] = {1, 3, 8, 13, 40, 64};
     for (uint64_t d = 65; d <= 128; d += 63) {
         double *hx = dalloc(m * d), *hy = dalloc(n * d);
         make_case(2, hx, m, hy, n, d);
@@ -314,7 +315,7 @@ START_TEST(test_knn_rows_independent)
         int64_t *all_i = malloc(ib), *part_i = malloc(ib);
         ck_assert(all_d && part_d && all_i && part_i);
         int fa = gpu_knn(dt, metric, 1, x, y, m, n, d, k, all_d, all_i);
-        for (int g = 0; g < 4; g++) {
+        for (int g = 0; g < 6; g++) {
             for (uint64_t r0 = 0; r0 < m; r0 += groups[g]) {
                 uint64_t nr = m - r0 < groups[g] ? m - r0 : groups[g];
                 int f = gpu_knn(dt, metric, 1, (const char *)x + r0 * d * esz(dt), y, nr, n, d, k,
