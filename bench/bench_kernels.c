@@ -16,7 +16,7 @@
  * d = 64 float32 euclidean request cut into 8 row ranges of 512 launched
  * back to back (what a pipelined request launches); and knn of 1, 4, 8,
  * 32 and 64 queries against 1M x 128 float32 rows, k = 10 (issue 29's
- * resident base; the few-row distance kernel below 9 rows). Each row: p50 and min
+ * resident base; the few-row distance kernel up to 32 rows). Each row: p50 and min
  * over the repetitions after one warm-up launch, and a check of four rows
  * of the result against the CPU reference (float64 sums; 1e-5 relative in
  * float32, 1e-9 in float64, floor 1): a wrong result makes the row an

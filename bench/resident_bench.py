@@ -529,6 +529,15 @@ def main() -> int:
                 d, i = c.knn(q, c.resident("base"), a.k)
                 tl.append(time.perf_counter() - t0)
             ours[name] = (p50(tl), d, i)
+            # where one call's time goes, as the server saw it (PROTOCOL.md 4)
+            (_, tm) = c.knn(q, c.resident("base"), a.k, timing=True)
+            t0 = time.perf_counter()
+            c.ping()
+            ping_s = time.perf_counter() - t0
+            notes.append(f"{name}: one call with timing: queue {tm.queue_us:.0f} us, h2d "
+                         f"{tm.h2d_us:.0f} us, kernels {tm.kernel_us:.0f} us, d2h "
+                         f"{tm.d2h_us:.0f} us, server total {tm.total_us:.0f} us; a ping "
+                         f"{ping_s * 1e6:.0f} us round trip")
         peer = torch_peer(base, qs, a.k, reps) if backend == "cuda" else None
         gb = base.nbytes / 1e9
         if peer:

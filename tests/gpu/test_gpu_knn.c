@@ -299,13 +299,13 @@ END_TEST
  * that share its run (the contract of gpuqd's row batches, backend.h):
  * 70 rows at once (the 64 x 64 distance kernel) against each row alone,
  * rows 3 at a time, 8 at a time (the few-row kernel, R = 1, 4, 8) and 13
- * at a time (R = 16), 40 (R = 64 with 40 rows) and 64 (R = 64; the last
- * 6 rows R = 8), bit for bit, NaN rows and planted
+ * at a time (R = 16), 32 (R = 32; the last 6 rows R = 8) and 40 (the
+ * 64 x 64 kernel; the last 30 R = 32), bit for bit, NaN rows and planted
  * ties included; d = 65 and 128 (a partial shared-memory chunk, and none). */
 START_TEST(test_knn_rows_independent)
 {
     int metric = _i % 4, dt = _i / 4 ? GPUQ_K_F64 : GPUQ_K_F32;
-    const uint64_t m = 70, n = 5000, k = 10, groups[6] = {1, 3, 8, 13, 40, 64};
+    const uint64_t m = 70, n = 5000, k = 10, groups[6] = {1, 3, 8, 13, 32, 40};
     for (uint64_t d = 65; d <= 128; d += 63) {
         double *hx = dalloc(m * d), *hy = dalloc(n * d);
         make_case(2, hx, m, hy, n, d);
