@@ -188,7 +188,7 @@ static int cuda_submit(backend *bb, gpuq_job *job)
     int zc_ok = !res && cuda_zero_copy_ok(b, s, job);
     chunked = !res && !(zc_ok && job->sz->payload == 0) && cuda_pipe_plan(b, job, &plan);
     zc = zc_ok && !chunked;
-    est_bytes = job->sz->payload + job->sz->output;
+    est_bytes = cuda_est_bytes(job);
     if (chunked && !plan.sp.two_phase) /* up and down at once (cuda_wake_plan) */
         est_bytes = job->sz->payload > job->sz->output ? job->sz->payload : job->sz->output;
     if (!chunked && !res && cuda_batch_take(b, s, job))

@@ -312,6 +312,12 @@ static void row_launch(backend_cuda *b, cuda_sess *lane, gpuq_job **jobs, unsign
     backend_count_batch(&b->base, n);
     if (b->spin_ns)
         cuda_spin_kick(b);
+    /* the loop watches for its end from now to past its guess: the next
+     * batch of its kind waits for that moment */
+    uint64_t est = jobs[0]->sz->in_bytes[1] / CUDA_EST_DEVICE_SCALE;
+    for (unsigned i = 0; i < n; i++)
+        est += jobs[i]->sz->in_bytes[0] + jobs[i]->sz->output;
+    cuda_spin_for(b, est);
     if (!lane->armed && !b->spin_on)
         cuda_arm_doorbell(b, lane);
     cuda_timer_start_if_needed(b);

@@ -24,6 +24,12 @@
 #define CUDA_EST_GBPS 60
 #define CUDA_WAKE_LEAD_US 300
 #define CUDA_WAKE_TAIL_US 2000
+/* Resident arrays (PROTOCOL.md 3.5) are read and written in device memory,
+ * not over PCIe: their bytes count 1/CUDA_EST_DEVICE_SCALE in a job's
+ * guess (64 x 60 GB/s: faster than the device's memory, so the guess errs
+ * early, as for copies). A kNN against a 512 MB base guessed at 8.9 ms
+ * waited for its doorbell (queue 242 us of 665 on an H200). */
+#define CUDA_EST_DEVICE_SCALE 64
 /* Pipelined jobs (backend_cuda_pipe.c): a job of more input + output bytes
  * than this goes in chunks of about this many bytes each way, at most
  * CUDA_PIPE_MAX_CHUNKS of them, the end ones smaller (CUDA_PIPE_RAMP of

@@ -392,6 +392,24 @@ void cuda_wake_plan(backend_cuda *b, cuda_sess *s, gpuq_job *job, uint64_t est_b
     cuda_wake_at(b, now, x->pc - b->wake_lead_ns);
 }
 
+uint64_t cuda_est_bytes(const gpuq_job *job)
+{
+    const gpuq_sizes *sz = job->sz;
+    uint64_t all = sz->payload + sz->output, dev = 0;
+    for (uint32_t k = 0; k < sz->nin && k < GPUQ_MAX_INPUTS; k++)
+        dev += job->res_in[k] ? sz->in_bytes[k] : 0;
+    for (uint32_t k = 0; k < sz->nout && k < GPUQ_MAX_OUTPUTS; k++)
+        dev += job->keep[k] ? sz->out[k].bytes : 0;
+    return all - dev + dev / CUDA_EST_DEVICE_SCALE;
+}
+
+void cuda_spin_for(backend_cuda *b, uint64_t est_bytes)
+{
+    if (b->wake_tail_ns == 0 || b->est_gbps == 0)
+        return;
+    cuda_spin_until(b, uv_hrtime() + est_bytes / b->est_gbps + b->wake_tail_ns);
+}
+
 void cuda_on_wake(uv_timer_t *t)
 {
     backend_cuda *b = t->data;

@@ -25,6 +25,12 @@ void cuda_spin_kick(backend_cuda *b);
  * + output, or the larger of the two for a pipelined one-phase job: both
  * directions at once) and plan the spin around it. */
 void cuda_wake_plan(backend_cuda *b, cuda_sess *s, gpuq_job *job, uint64_t est_bytes);
+/* The bytes a job's guess counts (cuda_wake_plan): its input and output,
+ * those of resident arrays scaled down (CUDA_EST_DEVICE_SCALE). */
+uint64_t cuda_est_bytes(const gpuq_job *job);
+/* A batch launched now that moves est_bytes: spin from now until its guess
+ * plus the tail (nothing when the predictive spin is off). */
+void cuda_spin_for(backend_cuda *b, uint64_t est_bytes);
 void cuda_on_wake(uv_timer_t *t);
 void cuda_timer_start_if_needed(backend_cuda *b);
 /* Complete job on the next async turn (it never reached the device). */
