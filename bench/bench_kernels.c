@@ -72,6 +72,20 @@ static void fill(int dt, void *h, uint64_t count, unsigned q)
     }
 }
 
+/* A row of the table: p50 and min of ts[reps] (ms), or the error why. */
+static void bk_report(bk *b, const char *what, int bad, const char *why, float *ts)
+{
+    if (bad) {
+        b->errors++;
+        fprintf(stderr, "bench_kernels: %s: %s\n", what, why);
+        printf("| %s | n/a | n/a | 1 |\n", what);
+    } else {
+        qsort(ts, (size_t)b->reps, sizeof *ts, cmp_float);
+        printf("| %s | %.1f us | %.1f us | 0 |\n", what, 1e3 * ts[b->reps / 2], 1e3 * ts[0]);
+    }
+    fflush(stdout);
+}
+
 /* One launch of the row's work: the whole request, or nr-row ranges. */
 static int bk_launch(bk *b, int dt, int metric, const char *d_x, uint64_t m, uint64_t d,
                      uint64_t nr, char *d_out)
@@ -187,15 +201,7 @@ static void bk_row(bk *b, const char *what, int dt, int metric, uint64_t m, uint
     }
     if (!bad)
         bad = bk_check(dt, metric, h_x, d_out, m, d, gemm, why, sizeof why);
-    if (bad) {
-        b->errors++;
-        fprintf(stderr, "bench_kernels: %s: %s\n", what, why);
-        printf("| %s | n/a | n/a | 1 |\n", what);
-    } else {
-        qsort(ts, (size_t)b->reps, sizeof *ts, cmp_float);
-        printf("| %s | %.1f us | %.1f us | 0 |\n", what, 1e3 * ts[b->reps / 2], 1e3 * ts[0]);
-    }
-    fflush(stdout);
+    bk_report(b, what, bad, why, ts);
     gpuq_cuda_ctx_use_gemm(b->ctx, 1);
     cudaFree(d_x);
     cudaFree(d_out);
@@ -268,15 +274,7 @@ static void bk_knn_row(bk *b, uint64_t m, uint64_t n, uint64_t d, uint64_t k)
                 bad = 1;
             }
     }
-    if (bad) {
-        b->errors++;
-        fprintf(stderr, "bench_kernels: %s: %s\n", what, why);
-        printf("| %s | n/a | n/a | 1 |\n", what);
-    } else {
-        qsort(ts, (size_t)b->reps, sizeof *ts, cmp_float);
-        printf("| %s | %.1f us | %.1f us | 0 |\n", what, 1e3 * ts[b->reps / 2], 1e3 * ts[0]);
-    }
-    fflush(stdout);
+    bk_report(b, what, bad, why, ts);
     cudaFree(d_x), cudaFree(d_y), cudaFree(d_s), cudaFree(d_dist), cudaFree(d_idx);
     free(h_x), free(h_y), free(g_d), free(c_d), free(g_i), free(c_i), free(ts);
 }

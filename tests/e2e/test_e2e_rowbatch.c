@@ -193,6 +193,21 @@ static void assert_same(const query *a, const query *b, int i, const char *what)
 
 static query qs[NS], alone[NS], unb[NS];
 
+/* The burst of qs, each answer the same as alone[]'s; on CUDA (where a
+ * burst may reach the daemon over several loop turns) again until a batch
+ * formed, 20 times at most. The counts after. */
+static void burst_until_batched(int *fd, long long *batches, long long *batched)
+{
+    for (int tries = 0;; tries++) {
+        burst(fd, qs, NS);
+        for (int i = 0; i < NS; i++)
+            assert_same(&qs[i], &alone[i], i, "batched");
+        batch_counts(batches, batched);
+        if (!on_cuda || *batched >= 2 || tries == 20)
+            break;
+    }
+}
+
 static void make_queries(const char *metric)
 {
     for (int i = 0; i < NS; i++) {
@@ -206,6 +221,14 @@ static void make_queries(const char *metric)
         if (i == 7) /* the last one another kind: another metric */
             q->metric = strcmp(metric, "manhattan") ? "manhattan" : "euclidean";
         q->x = e2e_rand_buf((size_t)q->m * D * 4, 1);
+    }
+}
+
+static void free_queries(void)
+{
+    for (int i = 0; i < NS; i++) {
+        free(qs[i].x);
+        qs[i].x = NULL;
     }
 }
 
@@ -237,16 +260,7 @@ START_TEST(rows_batched_identical)
     long long b0, d0, b1, d1;
     batch_counts(&b0, &d0);
     ck_assert_msg(b0 == 0 && d0 == 0, "nothing batched yet: %lld, %lld", b0, d0);
-    /* on CUDA a burst may reach the daemon over several loop turns: again
-     * until one batched */
-    for (int tries = 0;; tries++) {
-        burst(fd, qs, NS);
-        for (int i = 0; i < NS; i++)
-            assert_same(&qs[i], &alone[i], i, "batched");
-        batch_counts(&b1, &d1);
-        if (!on_cuda || d1 >= 2 || tries == 20)
-            break;
-    }
+    burst_until_batched(fd, &b1, &d1);
     if (on_cuda)
         ck_assert_msg(b1 >= 1 && d1 >= 2, "no row batch in 20 bursts: %lld, %lld", b1, d1);
     else /* q[0] alone, q[1..6] one batch, q[7] (another metric) alone */
@@ -265,10 +279,7 @@ START_TEST(rows_batched_identical)
     batch_counts(&b1, &d1);
     ck_assert_msg(b1 == 0 && d1 == 0, "--batch-max 0: batches %lld, batched %lld", b1, d1);
     close_all(fd);
-    for (int i = 0; i < NS; i++) {
-        free(qs[i].x);
-        qs[i].x = NULL;
-    }
+    free_queries();
 }
 END_TEST
 
@@ -296,21 +307,11 @@ START_TEST(bad_query_fails_alone)
     for (int i = 0; i < NS; i++)
         ck_assert_msg(i == 3 || alone[i].status == 0, "alone %d: %s", i, alone[i].message);
     long long b1, d1;
-    for (int tries = 0;; tries++) {
-        burst(fd, qs, NS);
-        for (int i = 0; i < NS; i++)
-            assert_same(&qs[i], &alone[i], i, "batched");
-        batch_counts(&b1, &d1);
-        if (!on_cuda || d1 >= 2 || tries == 20)
-            break;
-    }
+    burst_until_batched(fd, &b1, &d1);
     ck_assert_msg(b1 >= 1 && d1 >= 2, "batches %lld, batched %lld", b1, d1);
     e2e_assert_serves();
     close_all(fd);
-    for (int i = 0; i < NS; i++) {
-        free(qs[i].x);
-        qs[i].x = NULL;
-    }
+    free_queries();
 }
 END_TEST
 
@@ -356,10 +357,7 @@ START_TEST(held_deadline_and_close)
     for (int i = 0; i < NS; i++)
         if (fd[i] >= 0)
             close(fd[i]);
-    for (int i = 0; i < NS; i++) {
-        free(qs[i].x);
-        qs[i].x = NULL;
-    }
+    free_queries();
 }
 END_TEST
 

@@ -151,6 +151,31 @@ static void fail_jobs(backend_cuda *b, gpuq_job *first, int st, const char *deta
     }
 }
 
+/* bt, launched (its event recorded) with the n jobs from first (a row
+ * batch: row), joins lane's FIFO; the loop watches for its end (the spin
+ * for est_bytes' guess when not 0, a doorbell, the poll timer). */
+static void lane_enqueue(backend_cuda *b, cuda_sess *lane, cuda_batch *bt, gpuq_job *first,
+                         uint32_t n, int row, uint64_t est_bytes)
+{
+    bt->jobs = first;
+    bt->n = n;
+    bt->row = row;
+    bt->next = NULL;
+    if (lane->btail)
+        lane->btail->next = bt;
+    else
+        lane->bhead = bt;
+    lane->btail = bt;
+    backend_count_batch(&b->base, n);
+    if (b->spin_ns)
+        cuda_spin_kick(b);
+    if (est_bytes)
+        cuda_spin_for(b, est_bytes);
+    if (!lane->armed && !b->spin_on)
+        cuda_arm_doorbell(b, lane);
+    cuda_timer_start_if_needed(b);
+}
+
 /* Launch the first batch_max (at most GPUQ_NORM_BATCH_MAX) of lane's
  * pending jobs as one batch. */
 static void lane_launch(backend_cuda *b, cuda_sess *lane)
@@ -205,21 +230,7 @@ static void lane_launch(backend_cuda *b, cuda_sess *lane)
             cuda_batch_free(lane, bt);
         goto fail;
     }
-    bt->jobs = first;
-    bt->n = n;
-    bt->row = 0;
-    bt->next = NULL;
-    if (lane->btail)
-        lane->btail->next = bt;
-    else
-        lane->bhead = bt;
-    lane->btail = bt;
-    backend_count_batch(&b->base, n);
-    if (b->spin_ns)
-        cuda_spin_kick(b);
-    if (!lane->armed && !b->spin_on)
-        cuda_arm_doorbell(b, lane);
-    cuda_timer_start_if_needed(b);
+    lane_enqueue(b, lane, bt, first, n, 0, 0);
     return;
 
 fail:
@@ -300,27 +311,12 @@ static void row_launch(backend_cuda *b, cuda_sess *lane, gpuq_job **jobs, unsign
     for (void **q = (void *[]){d_a, d_out, d_scr}, **end = q + 3; q < end; q++)
         if (*q && cudaFreeAsync(*q, lane->stream) != cudaSuccess)
             log_error("cuda: cudaFreeAsync(row batch) failed");
-    bt->jobs = jobs[0];
-    bt->n = n;
-    bt->row = 1;
-    bt->next = NULL;
-    if (lane->btail)
-        lane->btail->next = bt;
-    else
-        lane->bhead = bt;
-    lane->btail = bt;
-    backend_count_batch(&b->base, n);
-    if (b->spin_ns)
-        cuda_spin_kick(b);
     /* the loop watches for its end from now to past its guess: the next
      * batch of its kind waits for that moment */
     uint64_t est = jobs[0]->sz->in_bytes[1] / CUDA_EST_DEVICE_SCALE;
     for (unsigned i = 0; i < n; i++)
         est += jobs[i]->sz->in_bytes[0] + jobs[i]->sz->output;
-    cuda_spin_for(b, est);
-    if (!lane->armed && !b->spin_on)
-        cuda_arm_doorbell(b, lane);
-    cuda_timer_start_if_needed(b);
+    lane_enqueue(b, lane, bt, jobs[0], n, 1, est);
     return;
 
 undo:
