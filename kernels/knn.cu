@@ -337,6 +337,12 @@ __global__ void __launch_bounds__(SEL_THREADS)
         uint64_t tk = key[k - 1]; /* the entry to beat */
         int64_t ti = id[k - 1];
         bool dirty = split; /* a partial list is written whatever it holds */
+        /* Until the first sort the entry to beat is the empty slot and every
+         * candidate enters: sort as soon as the buffer can fill the list (a
+         * sort of at most kpad + 2 * nt entries), not when it is full (of
+         * p), so that the threshold is a real distance from the first
+         * chunks on. H200, 32 rows x 786k columns: 283 us a tile before. */
+        bool sorted = false;
         const T *trow = tile + row * cols + c_lo;
         const int64_t *irow_in = tidx ? tidx + row * cols + c_lo : NULL;
         for (uint64_t c0 = 0; c0 < ncols; c0 += nt) {
@@ -355,7 +361,8 @@ __global__ void __launch_bounds__(SEL_THREADS)
             __syncthreads(); /* every thread has read cnt before it changes */
             bool last = c0 + nt >= ncols;
             /* before a chunk cnt <= p - kpad - nt, so its appends fit */
-            if (nc > p - kpad - nt || (last && nc > 0)) {
+            if (nc > p - kpad - nt || (last && nc > 0) || (!sorted && nc >= k)) {
+                sorted = true;
                 unsigned q = kpad;
                 while (q < kpad + nc)
                     q <<= 1;

@@ -27,7 +27,7 @@
  * leaves the select to a handful of blocks. The partial lists (at most
  * GPUQ_KNN_SPLIT_BLOCKS * k entries) come out of the scratch bound. */
 #define GPUQ_KNN_SPLIT_ROWS 256u
-#define GPUQ_KNN_SPLIT_BLOCKS 2048u
+#define GPUQ_KNN_SPLIT_BLOCKS 1024u /* about one wave of 256-thread blocks on an H200 */
 #define GPUQ_KNN_SEG_MIN 8192u
 #define GPUQ_KNN_PART_MAX_BYTES ((uint64_t)GPUQ_KNN_SPLIT_BLOCKS * GPUQ_KNN_K_MAX * 16)
 
