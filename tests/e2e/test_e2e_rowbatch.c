@@ -294,6 +294,8 @@ START_TEST(bad_query_fails_alone)
         qs[i].op = GPUQ_OP_PAIRWISE;
         qs[i].metric = "sqeuclidean";
         qs[i].m = 2; /* 2 x 2000 f32: 16000 bytes out */
+        free(qs[i].x);
+        qs[i].x = e2e_rand_buf((size_t)qs[i].m * D * 4, 1);
     }
     start(NULL);
     open_all(fd);
