@@ -153,8 +153,9 @@ static int job_gpuq(gpuq_conn *c, job *j)
         return gpuq_pairwise(c, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, j->gin, j->gin, j->n, j->n,
                              j->d, j->gout);
     case JOB_KNN:
-        return gpuq_knn(c, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, j->k, j->gin,
-                        (const float *)j->gin + j->n * j->d, j->n, j->ny, j->d, j->gout, j->gidx);
+        return gpuq_knn(c, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, j->gin,
+                        (const float *)j->gin + j->n * j->d, j->n, j->ny, j->d, j->k, j->gout,
+                        j->gidx);
     default:
         return gpuq_grid(c, GPUQ_DT_F64, BENCH_GRID_LAT0, BENCH_GRID_LAT1, j->n, BENCH_GRID_LON0,
                          BENCH_GRID_LON1, j->n, BENCH_GRID_TO_LAT, BENCH_GRID_TO_LON,

@@ -516,9 +516,10 @@ int gpuq_pairwise(gpuq_conn *c, gpuq_dtype dt, gpuq_metric metric, const void *x
 /* knn: x m x d, y n x d; for each row of x the k nearest rows of y
  * (1 <= k <= n, k <= 1024), nearest first, exact ties by the lower index,
  * NaN distances last: out_dist m x k distances (elements of dt), out_idx
- * m x k row indices into y. A cosine zero vector is GPUQ_E_ZERO_NORM. */
-int gpuq_knn(gpuq_conn *c, gpuq_dtype dt, gpuq_metric metric, uint64_t k, const void *x,
-             const void *y, uint64_t m, uint64_t n, uint64_t d, void *out_dist, int64_t *out_idx);
+ * m x k row indices into y. A cosine zero vector is GPUQ_E_ZERO_NORM. The
+ * arguments in gpuq_pairwise's order, then k (0.1 had k after metric). */
+int gpuq_knn(gpuq_conn *c, gpuq_dtype dt, gpuq_metric metric, const void *x, const void *y,
+             uint64_t m, uint64_t n, uint64_t d, uint64_t k, void *out_dist, int64_t *out_idx);
 
 /* ---- resident arrays (PROTOCOL.md 3.5) ----
  * Arrays gpuqd keeps by name between requests, in device memory (host

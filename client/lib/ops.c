@@ -303,8 +303,8 @@ int gpuq_pairwise(gpuq_conn *c, gpuq_dtype dt, gpuq_metric metric, const void *x
     return req_finish(c, r);
 }
 
-int gpuq_knn(gpuq_conn *c, gpuq_dtype dt, gpuq_metric metric, uint64_t k, const void *x,
-             const void *y, uint64_t m, uint64_t n, uint64_t d, void *out_dist, int64_t *out_idx)
+int gpuq_knn(gpuq_conn *c, gpuq_dtype dt, gpuq_metric metric, const void *x, const void *y,
+             uint64_t m, uint64_t n, uint64_t d, uint64_t k, void *out_dist, int64_t *out_idx)
 {
     size_t esize = in_size(dt), xb = 0, yb = 0, db = 0, ib = 0;
     int rc = mul_size(c, m, d, esize, &xb);

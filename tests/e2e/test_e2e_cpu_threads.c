@@ -55,7 +55,7 @@ static uint8_t *run_all(const void *x, const void *y, int f32, size_t *len)
         ck_assert_msg(gpuq_pairwise(c, dt, metrics[k], x, y, M, N, D, o) == 0, "%s",
                       gpuq_errmsg(c));
     ck_assert_msg(
-        gpuq_knn(c, dt, GPUQ_METRIC_EUCLIDEAN, 10, x, y, M, N, D, o, (int64_t *)(o + kd)) == 0,
+        gpuq_knn(c, dt, GPUQ_METRIC_EUCLIDEAN, x, y, M, N, D, 10, o, (int64_t *)(o + kd)) == 0,
         "%s", gpuq_errmsg(c));
     o += kd + ki;
     ck_assert_msg(gpuq_normalize(c, dt, GPUQ_NORM_ZSCORE, false, x, M, D, o) == 0, "%s",

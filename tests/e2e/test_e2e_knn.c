@@ -143,7 +143,7 @@ START_TEST(knn_all)
                 int64_t *idx = malloc(m * k * sizeof *idx);
                 ck_assert(dist && idx);
                 memset(idx, 0xff, m * k * sizeof *idx); /* poison: -1 fails the check */
-                int rc = gpuq_knn(c, dt, mt, k, xi, yi, m, n, d, dist, idx);
+                int rc = gpuq_knn(c, dt, mt, xi, yi, m, n, d, k, dist, idx);
                 ck_assert_msg(rc == 0, "knn %s m=%llu n=%llu: %s", metric_names[mt],
                               (unsigned long long)m, (unsigned long long)n, gpuq_errmsg(c));
                 const char *args[] = {"knn", metric_names[mt], ms, ns, ds, ks, "@0", "@1", NULL};
@@ -217,10 +217,10 @@ START_TEST(knn_builder)
     /* gpuq_knn: the same bytes; k = n = 6 puts the NaN (index 2) last */
     float dist2[18];
     int64_t idx2[18];
-    ck_assert_int_eq(gpuq_knn(c, GPUQ_DT_F32, GPUQ_METRIC_MANHATTAN, 3, x, y, 3, 6, 1, dist2, idx2),
+    ck_assert_int_eq(gpuq_knn(c, GPUQ_DT_F32, GPUQ_METRIC_MANHATTAN, x, y, 3, 6, 1, 3, dist2, idx2),
                      0);
     ck_assert(memcmp(dist2, dist, sizeof dist) == 0 && memcmp(idx2, idx, sizeof idx) == 0);
-    ck_assert_int_eq(gpuq_knn(c, GPUQ_DT_F32, GPUQ_METRIC_MANHATTAN, 6, x, y, 3, 6, 1, dist2, idx2),
+    ck_assert_int_eq(gpuq_knn(c, GPUQ_DT_F32, GPUQ_METRIC_MANHATTAN, x, y, 3, 6, 1, 6, dist2, idx2),
                      0);
     for (int i = 0; i < 3; i++)
         ck_assert(idx2[i * 6 + 5] == 2 && isnan(dist2[i * 6 + 5]));
@@ -229,10 +229,10 @@ START_TEST(knn_builder)
     ck_assert_int_eq(gpuq_call_req(c, r, res), GPUQ_E_TOO_LARGE);
     ck_assert_int_eq(gpuq_ping(c), 0);
     /* libgpuq refuses k > n and k = 0 as the daemon would; the session goes on */
-    ck_assert_int_eq(gpuq_knn(c, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, 7, x, y, 3, 6, 1, dist2, idx2),
+    ck_assert_int_eq(gpuq_knn(c, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, x, y, 3, 6, 1, 7, dist2, idx2),
                      GPUQ_E_BAD_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(gpuq_errmsg(c), "k=7"));
-    ck_assert_int_eq(gpuq_knn(c, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, 0, x, y, 3, 6, 1, dist2, idx2),
+    ck_assert_int_eq(gpuq_knn(c, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, x, y, 3, 6, 1, 0, dist2, idx2),
                      GPUQ_E_BAD_ARGUMENT);
     ck_assert_int_eq(gpuq_ping(c), 0);
     gpuq_result_free(res);

@@ -390,7 +390,7 @@ START_TEST(knn_resident_equals_carried)
     double *d1 = calloc(m * k, 8), *d2 = calloc(m * k, 8), *full = malloc(m * n * 8);
     int64_t *i1 = calloc(m * k, 8), *i2 = calloc(m * k, 8), *ri = malloc(m * k * 8);
     double *rd = malloc(m * k * 8);
-    OK(gpuq_knn(c, GPUQ_DT_F64, metric, k, x, y, m, n, d, d1, i1));
+    OK(gpuq_knn(c, GPUQ_DT_F64, metric, x, y, m, n, d, k, d1, i1));
     ref_knn(x, y, m, n, d, cosine, k, full, ri, rd);
     knn_valid(d1, i1, full, ri, rd, m, n, d, k, cosine, "carried");
 
@@ -542,7 +542,7 @@ START_TEST(resident_with_staged_queries)
     float *x = to_f32(xd, m * d), *y = to_f32(yd, n * d);
     float *d1 = malloc(m * k * 4), *d2 = malloc(m * k * 4);
     int64_t *i1 = malloc(m * k * 8), *i2 = malloc(m * k * 8);
-    OK(gpuq_knn(c, GPUQ_DT_F32, GPUQ_METRIC_SQEUCLIDEAN, k, x, y, m, n, d, d1, i1));
+    OK(gpuq_knn(c, GPUQ_DT_F32, GPUQ_METRIC_SQEUCLIDEAN, x, y, m, n, d, k, d1, i1));
     const uint64_t xs[2] = {m, d}, ys[2] = {n, d};
     OK(gpuq_put(c, "b32", GPUQ_DT_F32, 2, ys, y, GPUQ_ACCESS_PRIVATE));
     gpuq_req *r = gpuq_req_new("knn");

@@ -111,10 +111,10 @@ START_TEST(two_outputs_at_chunk_boundaries)
             float *da = e2e_out_buf(4 * m), *ds = e2e_out_buf(4 * m);
             int64_t *ia = e2e_out_buf(8 * m), *is = e2e_out_buf(8 * m);
             ck_assert_msg(
-                gpuq_knn(a, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, 1, x, y, m, N, D, da, ia) == 0,
+                gpuq_knn(a, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, x, y, m, N, D, 1, da, ia) == 0,
                 "%s", gpuq_errmsg(a));
             ck_assert_msg(
-                gpuq_knn(s, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, 1, x, y, m, N, D, ds, is) == 0,
+                gpuq_knn(s, GPUQ_DT_F32, GPUQ_METRIC_EUCLIDEAN, x, y, m, N, D, 1, ds, is) == 0,
                 "%s", gpuq_errmsg(s));
             ck_assert_msg(memcmp(da, ds, 4 * m) == 0, "knn distances of %zu rows differ", m);
             ck_assert_msg(memcmp(ia, is, 8 * m) == 0, "knn indices of %zu rows differ", m);

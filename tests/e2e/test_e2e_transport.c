@@ -182,7 +182,7 @@ static void every_call(gpuq_conn *c, gpuq_conn *s, const char *what)
         ck_assert_msg(gpuq_pairwise(x, GPUQ_DT_F32, GPUQ_METRIC_COSINE, px, py, M, N, D, pd[k]) ==
                           0,
                       "%s", gpuq_errmsg(x));
-        ck_assert_msg(gpuq_knn(x, GPUQ_DT_F32, GPUQ_METRIC_MANHATTAN, K, kx, ky, KM, KN, KD, kd[k],
+        ck_assert_msg(gpuq_knn(x, GPUQ_DT_F32, GPUQ_METRIC_MANHATTAN, kx, ky, KM, KN, KD, K, kd[k],
                                ki[k]) == 0,
                       "%s", gpuq_errmsg(x));
     }

@@ -404,7 +404,7 @@ START_TEST(knn_matches_cpu)
                        *rdd = malloc(k * sizeof *rdd);
                 unsigned char *seen = calloc(n, 1);
                 ck_assert(dist && rd && idx && ri && full && gd && rdd && seen);
-                int rc = gpuq_knn(c, dt, mt, k, xi, yi, m, n, d, dist, idx);
+                int rc = gpuq_knn(c, dt, mt, xi, yi, m, n, d, k, dist, idx);
                 ck_assert_msg(rc == 0, "cuda knn: %s", gpuq_errmsg(c));
                 ck_assert_int_eq(gpuq_cpu_knn(dt, mt, 0, xi, yi, m, n, d, k, rd, ri), GPUQ_K_OK);
                 kc_params p = {dt, mt, 1, 2, n, d, k};
