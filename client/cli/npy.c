@@ -7,6 +7,12 @@
  * npy_open reads and checks the header and keeps the file open; npy_load
  * then reads the data with pread(2) wherever the caller says (gpuqctl: a
  * shared-memory arena), and npy_read is the two into a malloc'd buffer.
+ * Element types other than the wire's (float16, bool, the integers) and
+ * Fortran-order 2-D arrays are converted on the way: npy_load reads the
+ * file's bytes into a temporary (1 MiB at a time; a Fortran array whole, as
+ * its transpose needs all of it) and writes float32/float64 C order into
+ * dst, the conversions NumPy's astype makes, so gpuqctl takes what the
+ * Python client takes.
  * Standard input ("-") is a stream: the same header checks on bytes read in
  * order (read_header's npy_src), then npy_load reads the data once and
  * checks that the stream ends there, which is what a file's size told.
@@ -138,6 +144,47 @@ static const char *descr_text(const char *s, size_t len, char *buf, size_t cap)
     return buf;
 }
 
+/* The descrs read, with the element each holds and what it becomes on the
+ * wire. The one-byte types have no byte order: NumPy writes '|', and '<',
+ * '>' and '=' mean the same bytes. The wider ones are taken little-endian
+ * only (what NumPy writes on every machine gpuq runs on). */
+typedef struct elem_info {
+    char kind; /* 'f', 'b', 'i' or 'u' */
+    unsigned size;
+    npy_elem elem;
+    gpuq_dtype wire;
+} elem_info;
+
+static const elem_info elems[] = {
+    {'f', 4, NPY_EL_F4, GPUQ_DT_F32}, {'f', 8, NPY_EL_F8, GPUQ_DT_F64},
+    {'f', 2, NPY_EL_F2, GPUQ_DT_F32}, {'b', 1, NPY_EL_B1, GPUQ_DT_F64},
+    {'i', 1, NPY_EL_I1, GPUQ_DT_F64}, {'u', 1, NPY_EL_U1, GPUQ_DT_F64},
+    {'i', 2, NPY_EL_I2, GPUQ_DT_F64}, {'u', 2, NPY_EL_U2, GPUQ_DT_F64},
+    {'i', 4, NPY_EL_I4, GPUQ_DT_F64}, {'u', 4, NPY_EL_U4, GPUQ_DT_F64},
+    {'i', 8, NPY_EL_I8, GPUQ_DT_F64}, {'u', 8, NPY_EL_U8, GPUQ_DT_F64},
+};
+
+/* descr (s[len]) as one of elems: NULL when it is none of them. *big is
+ * set when it would be one of them but for a big-endian '>', which is said
+ * apart in the message. */
+static const elem_info *find_elem(const char *s, size_t len, bool *big)
+{
+    *big = false;
+    if (len != 3 || s[2] < '1' || s[2] > '8')
+        return NULL;
+    unsigned size = (unsigned)(s[2] - '0');
+    for (size_t k = 0; k < sizeof elems / sizeof elems[0]; k++) {
+        const elem_info *e = &elems[k];
+        if (e->kind != s[1] || e->size != size)
+            continue;
+        if (s[0] == '<' || (size == 1 && (s[0] == '|' || s[0] == '>' || s[0] == '=')))
+            return e;
+        *big = s[0] == '>';
+        return NULL;
+    }
+    return NULL;
+}
+
 int npy_parse_header(const char *text, size_t len, const char *path, npy_array *a, char *err,
                      size_t errcap)
 {
@@ -182,22 +229,28 @@ int npy_parse_header(const char *text, size_t len, const char *path, npy_array *
     }
     if (!descr || !have_order || !have_shape)
         goto malformed;
-    if (descr_len == 3 && memcmp(descr, "<f4", 3) == 0)
-        a->dtype = GPUQ_DT_F32;
-    else if (descr_len == 3 && memcmp(descr, "<f8", 3) == 0)
-        a->dtype = GPUQ_DT_F64;
-    else {
+    bool big;
+    const elem_info *e = find_elem(descr, descr_len, &big);
+    if (!e) {
         char shown[4 * 32 + 4];
+        descr_text(descr, descr_len, shown, sizeof shown);
+        if (big)
+            return fail(err, errcap, GPUQ_E_BAD_DTYPE,
+                        "%s: dtype '%s' is big-endian, which is not supported (save a "
+                        "little-endian copy: a.astype(a.dtype.newbyteorder('<')))",
+                        path, shown);
         return fail(err, errcap, GPUQ_E_BAD_DTYPE,
-                    "%s: dtype '%s' is not supported (float32/float64 only)", path,
-                    descr_text(descr, descr_len, shown, sizeof shown));
+                    "%s: dtype '%s' is not supported (float16/32/64, integers or bool only)", path,
+                    shown);
     }
-    if (fortran)
-        return fail(err, errcap, GPUQ_E_BAD_SHAPE,
-                    "%s: Fortran-order arrays are not supported (save a C-order copy)", path);
     if (ndim < 1 || ndim > 2)
         return fail(err, errcap, GPUQ_E_BAD_SHAPE,
                     "%s: %d-D arrays are not supported (1-D or 2-D only)", path, ndim);
+    a->dtype = e->wire;
+    a->elem = e->elem;
+    a->file_esize = e->size;
+    /* a 1-D array is the same bytes in either order */
+    a->fortran = fortran && ndim == 2;
     a->ndim = ndim;
     a->shape[0] = dims[0];
     a->shape[1] = ndim == 2 ? dims[1] : 1;
@@ -300,24 +353,28 @@ static int read_header(const npy_src *s, const char *path, npy_array *a, uint64_
     }
     if ((rc = npy_parse_header(hdr, hlen, path, a, err, errcap)) != 0)
         goto out_hdr;
-    uint64_t esize = gpuq_dtype_size(a->dtype);
+    /* the file's data is shape times the file's element size; what
+     * npy_load writes, shape times the wire's (larger for float16) */
+    uint64_t esize = a->file_esize, wsize = gpuq_dtype_size(a->dtype);
     uint64_t n = a->shape[0];
-    if (a->shape[1] && n > UINT64_MAX / a->shape[1] / esize) {
+    if (a->shape[1] && n > UINT64_MAX / a->shape[1] / (esize > wsize ? esize : wsize)) {
         rc = fail(err, errcap, GPUQ_E_BAD_SHAPE, "%s: shape too large", path);
         goto out_hdr;
     }
     uint64_t need = n * a->shape[1] * esize;
+    uint64_t wire = n * a->shape[1] * wsize;
     if (!s->stream && need != fsize - off - hlen) {
         rc = fail(err, errcap, GPUQ_E_SIZE_MISMATCH,
                   "%s: shape needs %llu data bytes but the file has %llu", path,
                   (unsigned long long)need, (unsigned long long)(fsize - off - hlen));
         goto out_hdr;
     }
-    if (need > SIZE_MAX) {
+    if (need > SIZE_MAX || wire > SIZE_MAX) {
         rc = fail(err, errcap, GPUQ_E_TOO_LARGE, "%s: too large for this machine", path);
         goto out_hdr;
     }
-    a->nbytes = (size_t)need;
+    a->file_nbytes = need;
+    a->nbytes = (size_t)wire;
     *data_off = off + hlen;
 out_hdr:
     free(hdr);
@@ -381,25 +438,174 @@ int npy_open_stream(int fd, const char *name, npy_array *a, char *err, size_t er
     return 0;
 }
 
+/* The little-endian n-byte unsigned integer at p. */
+static uint64_t le_bytes(const uint8_t *p, unsigned n)
+{
+    uint64_t v = 0;
+    for (unsigned k = 0; k < n; k++)
+        v |= (uint64_t)p[k] << (8 * k);
+    return v;
+}
+
+/* An IEEE half as the float of the same value, from the bits: every half is
+ * a float, so nothing rounds. A NaN keeps its payload (NumPy's way). */
+static float half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | man << 13; /* inf, NaN */
+    } else if (exp != 0) {
+        bits = sign | (exp + 127 - 15) << 23 | man << 13;
+    } else if (man == 0) {
+        bits = sign; /* +-0 */
+    } else {
+        /* subnormal, man * 2^-24: shift the leading 1 up to the implicit bit */
+        uint32_t e = 127 - 15 + 1;
+        while (!(man & 0x400)) {
+            man <<= 1;
+            e--;
+        }
+        bits = sign | e << 23 | (man & 0x3ff) << 13;
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* One element at src (the file's, a->elem) as the wire's at dst. The casts
+ * from int64 and uint64 to double round to nearest, as astype does. */
+static void convert_one(npy_elem el, const uint8_t *src, uint8_t *dst)
+{
+    double d;
+    switch (el) {
+    case NPY_EL_F4:
+        memcpy(dst, src, 4);
+        return;
+    case NPY_EL_F8:
+        memcpy(dst, src, 8);
+        return;
+    case NPY_EL_F2: {
+        float f = half_to_float((uint16_t)le_bytes(src, 2));
+        memcpy(dst, &f, sizeof f);
+        return;
+    }
+    case NPY_EL_B1:
+        d = src[0] ? 1.0 : 0.0;
+        break;
+    case NPY_EL_I1:
+        d = (int8_t)src[0];
+        break;
+    case NPY_EL_U1:
+        d = src[0];
+        break;
+    case NPY_EL_I2:
+        d = (int16_t)(uint16_t)le_bytes(src, 2);
+        break;
+    case NPY_EL_U2:
+        d = (uint16_t)le_bytes(src, 2);
+        break;
+    case NPY_EL_I4:
+        d = (int32_t)(uint32_t)le_bytes(src, 4);
+        break;
+    case NPY_EL_U4:
+        d = (uint32_t)le_bytes(src, 4);
+        break;
+    case NPY_EL_I8:
+        d = (double)(int64_t)le_bytes(src, 8);
+        break;
+    case NPY_EL_U8:
+        d = (double)le_bytes(src, 8);
+        break;
+    default:
+        abort(); /* npy_parse_header sets only the ones above */
+    }
+    memcpy(dst, &d, sizeof d);
+}
+
+/* The file's bytes len at file offset off (a stream: its next len bytes)
+ * into dst. 0, or the error for a file that cannot be read, shrank, or (a
+ * stream) ended early. */
+static int load_bytes(const npy_array *a, const char *path, void *dst, uint64_t len, uint64_t off,
+                      char *err, size_t errcap)
+{
+    if (!a->stream) {
+        if (pread_full(a->fd, dst, len, off) != 0)
+            return fail(err, errcap, GPUQ_E_IO, "%s: %s", path,
+                        errno ? strerror(errno) : "short read (the file shrank)");
+        return 0;
+    }
+    if (read_full(a->fd, dst, len) != 0) {
+        if (errno)
+            return fail(err, errcap, GPUQ_E_IO, "%s: %s", path, strerror(errno));
+        return fail(err, errcap, GPUQ_E_SIZE_MISMATCH,
+                    "%s: ended before the %llu data bytes its shape needs", path,
+                    (unsigned long long)a->file_nbytes);
+    }
+    return 0;
+}
+
+/* The file's data converted into dst, 1 MiB of file bytes at a time, in
+ * order (a stream reads it once). */
+static int load_converted(const npy_array *a, const char *path, uint8_t *dst, char *err,
+                          size_t errcap)
+{
+    enum { CHUNK = 1u << 20 }; /* a multiple of every element size */
+    uint64_t left = a->file_nbytes, off = a->data_off;
+    size_t wsize = gpuq_dtype_size(a->dtype);
+    uint8_t *tmp = malloc(left < CHUNK ? (left ? (size_t)left : 1) : CHUNK);
+    if (!tmp)
+        return fail(err, errcap, GPUQ_E_NO_MEMORY, "%s: out of memory", path);
+    int rc = 0;
+    while (left > 0) {
+        size_t len = left < CHUNK ? (size_t)left : CHUNK;
+        if ((rc = load_bytes(a, path, tmp, len, off, err, errcap)) != 0)
+            break;
+        for (size_t k = 0; k < len / a->file_esize; k++, dst += wsize)
+            convert_one(a->elem, tmp + k * a->file_esize, dst);
+        off += len;
+        left -= len;
+    }
+    free(tmp);
+    return rc;
+}
+
+/* A Fortran-order (column-major) rows x cols array read whole, then written
+ * into dst in C order: element (i, j) is the file's j * rows + i. */
+static int load_transposed(const npy_array *a, const char *path, uint8_t *dst, char *err,
+                           size_t errcap)
+{
+    uint64_t rows = a->shape[0], cols = a->shape[1];
+    size_t es = a->file_esize, wsize = gpuq_dtype_size(a->dtype);
+    uint8_t *tmp = malloc(a->file_nbytes ? (size_t)a->file_nbytes : 1);
+    if (!tmp)
+        return fail(err, errcap, GPUQ_E_NO_MEMORY, "%s: cannot allocate %llu bytes", path,
+                    (unsigned long long)a->file_nbytes);
+    int rc = load_bytes(a, path, tmp, a->file_nbytes, a->data_off, err, errcap);
+    if (rc == 0) {
+        for (uint64_t i = 0; i < rows; i++)
+            for (uint64_t j = 0; j < cols; j++, dst += wsize)
+                convert_one(a->elem, tmp + (j * rows + i) * es, dst);
+    }
+    free(tmp);
+    return rc;
+}
+
 int npy_load(const npy_array *a, void *dst, char *err, size_t errcap)
 {
     const char *path = a->path ? a->path : "(npy)";
     if (!a->open)
         return fail(err, errcap, GPUQ_E_INTERNAL, "%s: not open", path);
-    if (!a->stream) {
-        if (pread_full(a->fd, dst, a->nbytes, a->data_off) != 0)
-            return fail(err, errcap, GPUQ_E_IO, "%s: %s", path,
-                        errno ? strerror(errno) : "short read (the file shrank)");
-        return 0;
-    }
+    int rc;
+    if (a->fortran)
+        rc = load_transposed(a, path, dst, err, errcap);
+    else if (a->elem != NPY_EL_F4 && a->elem != NPY_EL_F8)
+        rc = load_converted(a, path, dst, err, errcap);
+    else /* the wire's own: straight into dst */
+        rc = load_bytes(a, path, dst, a->file_nbytes, a->data_off, err, errcap);
+    if (rc || !a->stream)
+        return rc;
     /* a stream: its data once, in order, then nothing more (as a file
      * holds exactly what its shape says) */
-    if (read_full(a->fd, dst, a->nbytes) != 0) {
-        if (errno)
-            return fail(err, errcap, GPUQ_E_IO, "%s: %s", path, strerror(errno));
-        return fail(err, errcap, GPUQ_E_SIZE_MISMATCH,
-                    "%s: ended before the %zu data bytes its shape needs", path, a->nbytes);
-    }
     uint8_t extra;
     ssize_t n;
     do
@@ -409,7 +615,8 @@ int npy_load(const npy_array *a, void *dst, char *err, size_t errcap)
         return fail(err, errcap, GPUQ_E_IO, "%s: %s", path, strerror(errno));
     if (n > 0)
         return fail(err, errcap, GPUQ_E_SIZE_MISMATCH,
-                    "%s: more bytes follow the %zu data bytes its shape needs", path, a->nbytes);
+                    "%s: more bytes follow the %llu data bytes its shape needs", path,
+                    (unsigned long long)a->file_nbytes);
     return 0;
 }
 

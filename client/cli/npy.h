@@ -1,9 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* npy.h - NumPy .npy files for gpuqctl: float32/float64, C order, 1-D or 2-D.
+/* npy.h - NumPy .npy files for gpuqctl: 1-D or 2-D arrays of float32/float64
+ * on the wire, converted on load from what the Python client converts.
  *
- * Reads format versions 1.0, 2.0 and 3.0; writes 1.0. The header dict is
+ * Reads format versions 1.0, 2.0 and 3.0; writes 1.0 (float32/float64, C
+ * order). Little-endian float32 and float64 in C order are read as they
+ * are, straight into the caller's memory; the rest is converted as NumPy's
+ * astype does: float16 to float32 (exactly), bool and 8- to 64-bit signed
+ * and unsigned integers to float64 (above 2^53 rounded to nearest), and a
+ * Fortran-order 2-D array transposed into C order. Big-endian, complex and
+ * the other dtypes are refused (GPUQ_E_BAD_DTYPE). The header dict is
  * parsed as bounded Python-literal text, and the data size implied by the
- * shape is checked against the file's size before anything is allocated.
+ * shape (in the file's element size) is checked against the file's size
+ * before anything is allocated.
  * The path "-" is standard input (read) or standard output (write): a
  * stream, whose size is not known ahead, so its data is checked as it is
  * read instead (npy_load: exactly the bytes the shape needs, then EOF).
@@ -23,12 +31,33 @@
 #define NPY_STDIN_NAME "stdin"
 #define NPY_STDOUT_NAME "stdout"
 
+/* An element type as the file holds it (its descr). */
+typedef enum npy_elem {
+    NPY_EL_F4, /* '<f4': the wire's float32, read as is */
+    NPY_EL_F8, /* '<f8': the wire's float64, read as is */
+    NPY_EL_F2, /* '<f2' -> float32 */
+    NPY_EL_B1, /* '|b1' -> float64 0.0 or 1.0 (any nonzero byte is True) */
+    NPY_EL_I1,
+    NPY_EL_U1,
+    NPY_EL_I2,
+    NPY_EL_U2,
+    NPY_EL_I4,
+    NPY_EL_U4,
+    NPY_EL_I8,
+    NPY_EL_U8, /* the integers -> float64 */
+} npy_elem;
+
 typedef struct npy_array {
-    gpuq_dtype dtype;
+    gpuq_dtype dtype;  /* on the wire: GPUQ_DT_F32 or GPUQ_DT_F64 */
     int ndim;          /* 1 or 2 */
     uint64_t shape[2]; /* shape[1] is 1 for 1-D */
     void *data;        /* owned: npy_free (NULL after npy_open until the caller reads it) */
-    size_t nbytes;     /* the data's size */
+    size_t nbytes;     /* the data's size as dtype (what npy_load writes) */
+    /* the data as the file holds it: npy_load converts it into dtype */
+    npy_elem elem;
+    unsigned file_esize;  /* bytes per element in the file (1, 2, 4 or 8) */
+    bool fortran;         /* 2-D in Fortran order: transposed on load */
+    uint64_t file_nbytes; /* the file's data bytes: shape times file_esize */
     /* npy_open: the file, open until npy_free, and where its data starts */
     bool open;
     bool stream; /* fd is a pipe or the like: its data read once, in order */
@@ -53,8 +82,12 @@ int npy_open(const char *path, npy_array *a, char *err, size_t errcap);
  * npy_load does it. A terminal is refused (GPUQ_E_BAD_ARGUMENT) rather than
  * waited on. name (borrowed, static) is for messages. */
 int npy_open_stream(int fd, const char *name, npy_array *a, char *err, size_t errcap);
-/* An opened array's a->nbytes of data read(2) straight into dst (the
- * caller's memory: a shared-memory arena, say), with no copy in between.
+/* An opened array's data, a->nbytes of it as a->dtype, into dst (the
+ * caller's memory: a shared-memory arena, say). Float32/float64 in C order
+ * are read(2) straight into dst, with no copy in between; other element
+ * types go through a temporary buffer of at most 1 MiB and are converted
+ * into dst, and a Fortran-order 2-D array is read whole into a temporary
+ * (GPUQ_E_NO_MEMORY when it cannot be had) and transposed into dst.
  * GPUQ_E_IO when the file cannot be read or is shorter than it was. A
  * stream is read once: GPUQ_E_SIZE_MISMATCH when it ends early or has
  * bytes after the data (read to its end to know). */
@@ -70,7 +103,8 @@ int npy_write_fd(int fd, const char *name, gpuq_dtype dt, int ndim, const uint64
 /* Free the data and close the file, whichever a holds. */
 void npy_free(npy_array *a);
 
-/* Parse a header dict (text[len]) into dtype/ndim/shape; exposed for tests. */
+/* Parse a header dict (text[len]) into dtype/elem/file_esize/fortran/
+ * ndim/shape; exposed for tests. */
 int npy_parse_header(const char *text, size_t len, const char *path, npy_array *a, char *err,
                      size_t errcap);
 

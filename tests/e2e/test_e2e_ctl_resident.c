@@ -91,8 +91,8 @@ static void make_npy(const char *name, gpuq_dtype dt, int ndim, uint64_t r, uint
 }
 
 /* Two .npy files hold the same array: dtype, shape and bytes (npy.c reads
- * float32 and float64; int64 indices, which gpuqctl writes as it writes
- * the others, compare as whole files). */
+ * int64 indices as float64, exact below 2^53, so they compare as arrays
+ * too; a file it refuses is compared whole). */
 static void same_array(const char *a, const char *b, const char *what)
 {
     npy_array x, y;

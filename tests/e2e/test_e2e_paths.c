@@ -7,12 +7,18 @@
  * options, and the file is left as it was; an output may be an input (the
  * input is read whole first) and /dev/null may take both. An empty file
  * argument (-o "", --indices "", an empty input) is a usage error too. A
- * .npy whose descr is not float32/float64 is named in the message as found,
- * a NUL or another unprintable byte escaped ('<f8\x00' is not '<f8'). An
+ * .npy whose descr gpuqctl does not take is named in the message as found,
+ * a NUL or another unprintable byte escaped ('<f8\x00' is not '<f8'), a
+ * big-endian one said to be so. The dtypes it converts (bool, the integers,
+ * float16) and Fortran order read as NumPy's astype and a C-order copy
+ * would give them, from a file and from a stream, and an int64 input to
+ * gpuqctl gives what the same float64 input gives. An
  * input with no elements is refused with its file's name before anything is
  * sent. Every refusal leaves the output files that were there untouched.
  */
 #include <check.h>
+#include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,9 +61,10 @@ static void make_npy(const char *name, uint64_t rows, uint64_t cols)
 }
 
 /* An .npy 1.0 file written byte by byte: descr (descr_len bytes, as they
- * go between the quotes), shape text "(3, 2)", then data_len zero bytes. */
-static void make_raw_npy(const char *name, const char *descr, size_t descr_len, const char *shape,
-                         size_t data_len)
+ * go between the quotes), fortran_order, shape text "(3, 2)", then
+ * data_len bytes of data (borrowed; NULL: zeros). */
+static void make_npy_bytes(const char *name, const char *descr, size_t descr_len, bool fortran,
+                           const char *shape, const void *data, size_t data_len)
 {
     static const char head[] = "{'descr': '";
     char dict[512];
@@ -66,8 +73,8 @@ static void make_raw_npy(const char *name, const char *descr, size_t descr_len, 
     memcpy(dict, head, hlen);
     memcpy(dict + hlen, descr, descr_len); /* a NUL too: not through printf */
     hlen += descr_len;
-    int dl = snprintf(dict + hlen, sizeof dict - hlen, "', 'fortran_order': False, 'shape': %s, }",
-                      shape);
+    int dl = snprintf(dict + hlen, sizeof dict - hlen, "', 'fortran_order': %s, 'shape': %s, }",
+                      fortran ? "True" : "False", shape);
     ck_assert(dl > 0 && hlen + (size_t)dl < sizeof dict - 64);
     hlen += (size_t)dl;
     while ((10 + hlen + 1) % 64)
@@ -80,8 +87,16 @@ static void make_raw_npy(const char *name, const char *descr, size_t descr_len, 
     buf[8] = (uint8_t)(hlen & 0xff);
     buf[9] = (uint8_t)(hlen >> 8);
     memcpy(buf + 10, dict, hlen);
+    if (data && data_len)
+        memcpy(buf + 10 + hlen, data, data_len);
     ck_assert_int_eq(tu_write_file(dpath(name), buf, total), 0);
     free(buf);
+}
+
+static void make_raw_npy(const char *name, const char *descr, size_t descr_len, const char *shape,
+                         size_t data_len)
+{
+    make_npy_bytes(name, descr, descr_len, false, shape, NULL, data_len);
 }
 
 /* A file's bytes (malloc'd), to compare after. */
@@ -294,7 +309,9 @@ static const descr_case descr_cases[] = {
     {"<f8\\x00", 7, "dtype '<f8\\x00' is not supported"}, /* the same, as Python writes it */
     {"\xff<f8", 4, "dtype '\\xff<f8' is not supported"},  /* not ASCII */
     {"<f8\n", 4, "dtype '<f8\\x0a' is not supported"},    /* a newline stays on the line */
-    {"<i8", 3, "dtype '<i8' is not supported"},           /* an ordinary one, as before */
+    {"<c16", 4, "dtype '<c16' is not supported"},         /* an ordinary one, as before */
+    {">f4", 3, "dtype '>f4' is big-endian, which is not supported"}, /* said apart */
+    {">i8", 3, "dtype '>i8' is big-endian, which is not supported"},
     {"<f8<f8<f8<f8<f8<f8<f8<f8<f8<f8<f8<f8", 36, "dtype '<f8<f8<f8<f8<f8<f8<f8<f8<f8<f8<f...' is"},
 };
 #define NDESCR (sizeof descr_cases / sizeof descr_cases[0])
@@ -315,6 +332,257 @@ START_TEST(descr_shown_as_found)
     tu_output_free(&r);
     unchanged(dpath("keep.npy"), before, len);
     free(before);
+}
+END_TEST
+
+/* ---- dtypes and Fortran order converted on load ---- */
+
+/* v as n little-endian bytes at p. */
+static void put_le(uint8_t *p, uint64_t v, unsigned n)
+{
+    for (unsigned k = 0; k < n; k++)
+        p[k] = (uint8_t)(v >> (8 * k));
+}
+
+/* got and want are the same value: bit for bit, NaN as any NaN. */
+static bool same_value(double got, double want)
+{
+    if (isnan(want))
+        return isnan(got);
+    return got == want && signbit(got) == signbit(want);
+}
+
+/* name (descr, fortran, shape rows x cols, cols 0: 1-D, data[len]) read by
+ * npy_read and as a stream (npy_open_stream + npy_load) holds want[] as dt
+ * in C order. */
+static void check_loaded(const char *what, const char *descr, bool fortran, uint64_t rows,
+                         uint64_t cols, const void *data, size_t len, gpuq_dtype dt,
+                         const double *want)
+{
+    char shape[64];
+    if (cols)
+        snprintf(shape, sizeof shape, "(%llu, %llu)", (unsigned long long)rows,
+                 (unsigned long long)cols);
+    else
+        snprintf(shape, sizeof shape, "(%llu,)", (unsigned long long)rows);
+    make_npy_bytes("conv.npy", descr, strlen(descr), fortran, shape, data, len);
+    size_t n = rows * (cols ? cols : 1), es = gpuq_dtype_size(dt);
+    for (int pass = 0; pass < 2; pass++) {
+        npy_array a;
+        char err[512];
+        void *got;
+        int fd = -1;
+        if (pass == 0) {
+            ck_assert_msg(npy_read(dpath("conv.npy"), &a, err, sizeof err) == 0, "%s: %s", what,
+                          err);
+            got = a.data;
+        } else {
+            fd = open(dpath("conv.npy"), O_RDONLY | O_CLOEXEC);
+            ck_assert_int_ge(fd, 0);
+            ck_assert_msg(npy_open_stream(fd, "stream", &a, err, sizeof err) == 0, "%s: %s", what,
+                          err);
+            got = malloc(a.nbytes);
+            ck_assert_ptr_nonnull(got);
+            ck_assert_msg(npy_load(&a, got, err, sizeof err) == 0, "%s stream: %s", what, err);
+        }
+        ck_assert_msg(a.dtype == dt, "%s: dtype %d", what, (int)a.dtype);
+        ck_assert_int_eq(a.ndim, cols ? 2 : 1);
+        ck_assert_uint_eq(a.shape[0], rows);
+        ck_assert_uint_eq(a.shape[1], cols ? cols : 1);
+        ck_assert_uint_eq(a.nbytes, n * es);
+        ck_assert_uint_eq(a.file_nbytes, len);
+        for (size_t k = 0; k < n; k++) {
+            double g;
+            if (dt == GPUQ_DT_F32) {
+                float f;
+                memcpy(&f, (uint8_t *)got + k * 4, 4);
+                g = f;
+            } else {
+                memcpy(&g, (uint8_t *)got + k * 8, 8);
+            }
+            ck_assert_msg(same_value(g, want[k]), "%s (%s) [%zu]: %.17g, want %.17g", what,
+                          pass ? "stream" : "file", k, g, want[k]);
+        }
+        if (pass == 1) {
+            free(got);
+            close(fd);
+        }
+        npy_free(&a);
+    }
+}
+
+START_TEST(converted_dtypes)
+{
+    uint8_t buf[64];
+    /* bool: NumPy writes 0 and 1 */
+    {
+        const uint8_t b[] = {0, 1, 1, 0};
+        const double w[] = {0, 1, 1, 0};
+        check_loaded("bool", "|b1", false, 4, 0, b, sizeof b, GPUQ_DT_F64, w);
+    }
+    {
+        const int8_t v[] = {-128, -1, 0, 127};
+        const double w[] = {-128, -1, 0, 127};
+        check_loaded("int8", "|i1", false, 4, 0, v, sizeof v, GPUQ_DT_F64, w);
+    }
+    {
+        const uint8_t v[] = {0, 1, 200, 255};
+        const double w[] = {0, 1, 200, 255};
+        check_loaded("uint8", "|u1", false, 4, 0, v, sizeof v, GPUQ_DT_F64, w);
+    }
+    {
+        const int64_t v[] = {-32768, -2, 7, 32767};
+        const double w[] = {-32768, -2, 7, 32767};
+        for (int k = 0; k < 4; k++)
+            put_le(buf + 2 * k, (uint64_t)v[k], 2);
+        check_loaded("int16", "<i2", false, 4, 0, buf, 8, GPUQ_DT_F64, w);
+    }
+    {
+        const uint64_t v[] = {0, 65535, 1234};
+        const double w[] = {0, 65535, 1234};
+        for (int k = 0; k < 3; k++)
+            put_le(buf + 2 * k, v[k], 2);
+        check_loaded("uint16", "<u2", false, 3, 0, buf, 6, GPUQ_DT_F64, w);
+    }
+    {
+        const int64_t v[] = {INT32_MIN, -1, 5, INT32_MAX};
+        const double w[] = {-2147483648.0, -1, 5, 2147483647.0};
+        for (int k = 0; k < 4; k++)
+            put_le(buf + 4 * k, (uint64_t)v[k], 4);
+        check_loaded("int32", "<i4", false, 4, 0, buf, 16, GPUQ_DT_F64, w);
+    }
+    {
+        const uint64_t v[] = {0, UINT32_MAX, 3000000000u};
+        const double w[] = {0, 4294967295.0, 3000000000.0};
+        for (int k = 0; k < 3; k++)
+            put_le(buf + 4 * k, v[k], 4);
+        check_loaded("uint32", "<u4", false, 3, 0, buf, 12, GPUQ_DT_F64, w);
+    }
+    {
+        /* above 2^53 to nearest, ties to even: 2^53+1 -> 2^53, 2^53+3 -> 2^53+4 */
+        const int64_t v[] = {(INT64_C(1) << 53) + 1,
+                             -((INT64_C(1) << 53) + 1),
+                             (INT64_C(1) << 53) + 3,
+                             -5,
+                             INT64_MIN,
+                             INT64_MAX};
+        const double w[] = {ldexp(1, 53), -ldexp(1, 53), ldexp(1, 53) + 4,
+                            -5,           -ldexp(1, 63), ldexp(1, 63)};
+        for (int k = 0; k < 6; k++)
+            put_le(buf + 8 * k, (uint64_t)v[k], 8);
+        check_loaded("int64", "<i8", false, 6, 0, buf, 48, GPUQ_DT_F64, w);
+    }
+    {
+        const uint64_t v[] = {UINT64_MAX, UINT64_C(1) << 63, 12345, (UINT64_C(1) << 53) + 1};
+        const double w[] = {ldexp(1, 64), ldexp(1, 63), 12345, ldexp(1, 53)};
+        for (int k = 0; k < 4; k++)
+            put_le(buf + 8 * k, v[k], 8);
+        check_loaded("uint64", "<u8", false, 4, 0, buf, 32, GPUQ_DT_F64, w);
+    }
+    {
+        /* float16 bits: 2^-24 (the least subnormal), the largest subnormal,
+         * the least normal, -0, inf, -inf, NaN, 65504 (the largest), 1, -2 */
+        const uint16_t h[] = {0x0001, 0x03ff, 0x0400, 0x8000, 0x7c00,
+                              0xfc00, 0x7e00, 0x7bff, 0x3c00, 0xc000};
+        double w[10];
+        for (int k = 0; k < 10; k++) {
+            /* the value from the bits, as IEEE 754 defines binary16 */
+            int sign = h[k] >> 15, e = (h[k] >> 10) & 0x1f, m = h[k] & 0x3ff;
+            double v = e == 0    ? ldexp(m, -24)
+                       : e == 31 ? (m ? NAN : INFINITY)
+                                 : ldexp(m + 1024, e - 25);
+            w[k] = sign ? -v : v;
+            put_le(buf + 2 * k, h[k], 2);
+        }
+        ck_assert(w[0] == ldexp(1, -24) && w[7] == 65504.0 && signbit(w[3]) && w[3] == 0);
+        check_loaded("float16", "<f2", false, 10, 0, buf, 20, GPUQ_DT_F32, w);
+    }
+    /* Fortran order, 3 x 5: element (i, j) is at j * 3 + i in the file */
+    {
+        float f[15];
+        uint8_t i4[60];
+        double wf[15], wi[15];
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 5; j++) {
+                f[j * 3 + i] = (float)(i * 10 + j) + 0.5f;
+                put_le(i4 + 4 * (j * 3 + i), (uint64_t)(int64_t)(-(i * 100 + j) - 1), 4);
+                wf[i * 5 + j] = i * 10 + j + 0.5;
+                wi[i * 5 + j] = -(i * 100 + j) - 1;
+            }
+        check_loaded("Fortran float32", "<f4", true, 3, 5, f, sizeof f, GPUQ_DT_F32, wf);
+        check_loaded("Fortran int32", "<i4", true, 3, 5, i4, sizeof i4, GPUQ_DT_F64, wi);
+        /* 1-D Fortran is the same bytes as C: the file's order */
+        double w1[15];
+        for (int k = 0; k < 15; k++)
+            w1[k] = f[k];
+        check_loaded("Fortran 1-D", "<f4", true, 15, 0, f, sizeof f, GPUQ_DT_F32, w1);
+    }
+}
+END_TEST
+
+/* The data's size is checked in the file's element size: a 3 x 4 int16 is
+ * 24 bytes, not 96 (its float64 size) nor 48. */
+START_TEST(short_data_refused)
+{
+    static const size_t lens[] = {23, 25, 48, 96};
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+        make_raw_npy("short.npy", "<i2", 3, "(3, 4)", lens[k]);
+        npy_array a;
+        char err[512], want[600];
+        ck_assert_int_eq(npy_read(dpath("short.npy"), &a, err, sizeof err), GPUQ_E_SIZE_MISMATCH);
+        snprintf(want, sizeof want, "%s: shape needs 24 data bytes but the file has %zu",
+                 dpath("short.npy"), lens[k]);
+        ck_assert_msg(strcmp(err, want) == 0, "%s, want %s", err, want);
+        ck_assert_ptr_null(a.data);
+    }
+    make_raw_npy("ok.npy", "<i2", 3, "(3, 4)", 24);
+    npy_array a;
+    char err[512];
+    ck_assert_msg(npy_read(dpath("ok.npy"), &a, err, sizeof err) == 0, "%s", err);
+    ck_assert_uint_eq(a.nbytes, 3 * 4 * 8);
+    ck_assert_uint_eq(a.file_esize, 2);
+    npy_free(&a);
+    /* a stream that ends early is told in the file's bytes too */
+    make_raw_npy("short.npy", "<i2", 3, "(3, 4)", 23);
+    int fd = open(dpath("short.npy"), O_RDONLY | O_CLOEXEC);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(npy_open_stream(fd, "stream", &a, err, sizeof err), 0);
+    double out[12];
+    ck_assert_int_eq(npy_load(&a, out, err, sizeof err), GPUQ_E_SIZE_MISMATCH);
+    ck_assert_str_eq(err, "stream: ended before the 24 data bytes its shape needs");
+    npy_free(&a);
+    close(fd);
+}
+END_TEST
+
+/* gpuqctl normalize of an int64 file gives what the same values as float64
+ * give: the same output file, byte for byte. */
+START_TEST(int64_input_as_float64)
+{
+    uint8_t ints[6 * 3 * 8];
+    double dbl[6 * 3];
+    for (int k = 0; k < 18; k++) {
+        int64_t v = (k % 5 - 2) * 1000003 + k; /* negative ones too */
+        put_le(ints + 8 * k, (uint64_t)v, 8);
+        dbl[k] = (double)v;
+    }
+    make_npy_bytes("ints.npy", "<i8", 3, false, "(6, 3)", ints, sizeof ints);
+    const uint64_t shape[2] = {6, 3};
+    char err[512];
+    ck_assert_msg(npy_write(dpath("dbl.npy"), GPUQ_DT_F64, 2, shape, dbl, err, sizeof err) == 0,
+                  "%s", err);
+    tu_output r = CTL("normalize", "--method", "l2", dpath("ints.npy"), "-o", dpath("oi.npy"));
+    ck_assert_msg(r.rc == 0, "int64: exit %d, stderr %s", r.rc, r.err);
+    tu_output_free(&r);
+    r = CTL("normalize", "--method", "l2", dpath("dbl.npy"), "-o", dpath("od.npy"));
+    ck_assert_msg(r.rc == 0, "float64: exit %d, stderr %s", r.rc, r.err);
+    tu_output_free(&r);
+    size_t li, ld;
+    char *oi = slurp(dpath("oi.npy"), &li), *od = slurp(dpath("od.npy"), &ld);
+    ck_assert_msg(li == ld && li > 128 && memcmp(oi, od, li) == 0, "outputs differ");
+    free(oi);
+    free(od);
+    e2e_no_temp_files();
 }
 END_TEST
 
@@ -391,6 +659,9 @@ static Suite *suite(void)
     tcase_add_test(tc, distinct_outputs_written);
     tcase_add_loop_test(tc, empty_path_is_usage, 0, (int)NEMPTY);
     tcase_add_loop_test(tc, descr_shown_as_found, 0, (int)NDESCR);
+    tcase_add_test(tc, converted_dtypes);
+    tcase_add_test(tc, short_data_refused);
+    tcase_add_test(tc, int64_input_as_float64);
     tcase_add_loop_test(tc, empty_input_named, 0, (int)NZERO);
     suite_add_tcase(s, tc);
     return s;

@@ -10,10 +10,13 @@
  * checks, and aborts on a breach (fuzz_fail):
  *  - a refused file: a code of npy.h's list, a "PATH: reason" message, no
  *    data left allocated;
- *  - an accepted file: float32 or float64, rank 1 or 2 (shape[1] = 1 for
- *    rank 1), header inside the file, nbytes = shape[0] * shape[1] *
- *    itemsize (in 128 bits) = exactly the bytes after the header, and the
- *    data equal to those bytes;
+ *  - an accepted file: float32 or float64 on the wire, rank 1 or 2
+ *    (shape[1] = 1 for rank 1), header inside the file, shape[0] *
+ *    shape[1] * the file's element size (in 128 bits) = exactly the bytes
+ *    after the header, nbytes the same in the wire's element size, and
+ *    for float32/float64 in C order the data equal to those bytes (other
+ *    element types and Fortran order are converted: test_e2e_paths checks
+ *    their values);
  *  - npy_write of what was read makes a file (data on a 64-byte boundary)
  *    that npy_read reads back to the same dtype, rank, shape and data;
  *  - a dict npy_parse_header accepts has a supported dtype and rank;
@@ -105,13 +108,19 @@ static void accepted(const uint8_t *data, size_t size, const npy_array *a)
     if (size < off || hlen > size - off)
         fuzz_fail("accepted a header of %llu bytes in a file of %zu", (unsigned long long)hlen,
                   size);
+    /* the file holds shape times its own element size; nbytes is the
+     * converted (wire) size */
     u128 want = (u128)a->shape[0] * a->shape[1] * gpuq_dtype_size(a->dtype);
-    if (want != a->nbytes || a->nbytes != size - off - hlen)
-        fuzz_fail("shape [%llu, %llu] of %zu-byte elements, nbytes %zu, %llu data bytes in the "
-                  "file",
-                  (unsigned long long)a->shape[0], (unsigned long long)a->shape[1],
+    u128 file = (u128)a->shape[0] * a->shape[1] * a->file_esize;
+    if ((a->file_esize != 1 && a->file_esize != 2 && a->file_esize != 4 && a->file_esize != 8) ||
+        want != a->nbytes || file != a->file_nbytes || a->file_nbytes != size - off - hlen)
+        fuzz_fail("shape [%llu, %llu] of %u-byte elements (%zu on the wire), nbytes %zu, %llu "
+                  "data bytes in the file",
+                  (unsigned long long)a->shape[0], (unsigned long long)a->shape[1], a->file_esize,
                   gpuq_dtype_size(a->dtype), a->nbytes, (unsigned long long)(size - off - hlen));
-    if (!a->data || memcmp(a->data, data + off + hlen, a->nbytes) != 0)
+    /* float32/float64 in C order are the file's bytes; the rest converted */
+    bool as_is = !a->fortran && (a->elem == NPY_EL_F4 || a->elem == NPY_EL_F8);
+    if (!a->data || (as_is && memcmp(a->data, data + off + hlen, a->nbytes) != 0))
         fuzz_fail("the data read differs from the file's");
 
     /* written back by npy_write, read again */
