@@ -206,6 +206,19 @@ main() {
             "exit $rc; $(grep -E '^[0-9]+%: Checks' "$log" | tail -1); $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sort | uniq -c | tr -d '=' | xargs)"
     }
 
+    # One gpu suite (build-gpu/tests/gpu/NAME) under compute-sanitizer
+    # TOOL with its small cases, at most SECS seconds: a row.
+    cs_suite() {
+        local cs=$1 tool=$2 t=$3 secs=$4 log rc
+        log=$LOGS/cs_${tool}_$t.log
+        echo "-- $tool $t ($(date -u +%T))"
+        CK_FORK=no CK_DEFAULT_TIMEOUT=600 GPUQ_SANITIZER_SMALL=1 \
+            timeout "$secs" "$cs" --tool "$tool" --error-exitcode 9 "build-gpu/tests/gpu/$t" >"$log" 2>&1
+        rc=$?
+        row "$(okfail "$rc")" "compute-sanitizer $tool $t" \
+            "exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tr -d '=' | xargs)"
+    }
+
     # compute-sanitizer over the gpu kernel suite, then the daemon itself
     # driven by the CUDA end-to-end suites: --error-exitcode makes any
     # sanitizer report fail the test case that stops that daemon (not
@@ -265,18 +278,12 @@ main() {
     # on purpose, which memcheck would report: its tcase is tagged "fault"
     # and left out here (CK_EXCLUDE_TAGS).
     if want sanshm; then
-        local CS2 lg rc2
+        local CS2
         CS2=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
         if [[ -z $CS2 ]]; then
             row FAIL "compute-sanitizer" "not found"
         else
-            lg=$LOGS/cs_memcheck_test_gpu_pipe.log
-            echo "-- memcheck test_gpu_pipe ($(date -u +%T))"
-            CK_FORK=no CK_DEFAULT_TIMEOUT=600 GPUQ_SANITIZER_SMALL=1 \
-                timeout 240 "$CS2" --tool memcheck --error-exitcode 9 build-gpu/tests/gpu/test_gpu_pipe >"$lg" 2>&1
-            rc2=$?
-            row "$(okfail "$rc2")" "compute-sanitizer memcheck test_gpu_pipe" \
-                "exit $rc2; $(grep -E 'ERROR SUMMARY' "$lg" | tr -d '=' | xargs)"
+            cs_suite "$CS2" memcheck test_gpu_pipe 240
             for t in e2e/test_e2e_shm gpu/test_e2e_pipe; do
                 cs_gpuqd "$CS2" memcheck "$t" 240
             done
@@ -291,18 +298,12 @@ main() {
     # (gathers and scatters of several sessions' host arrays), racecheck
     # over the last.
     if want sanres; then
-        local CS4 lg4 rc4
+        local CS4
         CS4=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
         if [[ -z $CS4 ]]; then
             row FAIL "compute-sanitizer" "not found"
         else
-            lg4=$LOGS/cs_memcheck_test_gpu_knn.log
-            echo "-- memcheck test_gpu_knn ($(date -u +%T))"
-            CK_FORK=no CK_DEFAULT_TIMEOUT=600 GPUQ_SANITIZER_SMALL=1 \
-                timeout 300 "$CS4" --tool memcheck --error-exitcode 9 build-gpu/tests/gpu/test_gpu_knn >"$lg4" 2>&1
-            rc4=$?
-            row "$(okfail "$rc4")" "compute-sanitizer memcheck test_gpu_knn" \
-                "exit $rc4; $(grep -E 'ERROR SUMMARY' "$lg4" | tr -d '=' | xargs)"
+            cs_suite "$CS4" memcheck test_gpu_knn 300
             CK_RUN_CASE=resident cs_gpuqd "$CS4" memcheck e2e/test_e2e_resident 240
             cs_gpuqd "$CS4" memcheck e2e/test_e2e_rowbatch 240
             cs_gpuqd "$CS4" racecheck e2e/test_e2e_rowbatch 240
@@ -313,19 +314,13 @@ main() {
     # of the batched kernel's suite, and of gpuqd under the batching
     # end-to-end suite (a step of its own, as sanshm).
     if want sanbatch; then
-        local CS3 lg3 rc3 tool3
+        local CS3 tool3
         CS3=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
         if [[ -z $CS3 ]]; then
             row FAIL "compute-sanitizer" "not found"
         else
             for tool3 in memcheck racecheck; do
-                lg3=$LOGS/cs_${tool3}_test_gpu_norm_batch.log
-                echo "-- $tool3 test_gpu_norm_batch ($(date -u +%T))"
-                CK_FORK=no CK_DEFAULT_TIMEOUT=600 GPUQ_SANITIZER_SMALL=1 \
-                    timeout 240 "$CS3" --tool "$tool3" --error-exitcode 9 build-gpu/tests/gpu/test_gpu_norm_batch >"$lg3" 2>&1
-                rc3=$?
-                row "$(okfail "$rc3")" "compute-sanitizer $tool3 test_gpu_norm_batch" \
-                    "exit $rc3; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$lg3" | tr -d '=' | xargs)"
+                cs_suite "$CS3" "$tool3" test_gpu_norm_batch 240
                 cs_gpuqd "$CS3" "$tool3" e2e/test_e2e_batch 240
             done
         fi
