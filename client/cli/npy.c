@@ -576,11 +576,31 @@ static int load_transposed(const npy_array *a, const char *path, uint8_t *dst, c
 {
     uint64_t rows = a->shape[0], cols = a->shape[1];
     size_t es = a->file_esize, wsize = gpuq_dtype_size(a->dtype);
-    uint8_t *tmp = malloc(a->file_nbytes ? (size_t)a->file_nbytes : 1);
+    /* A file's size was checked against its shape; a stream's was not (its
+     * header may claim any shape), so its buffer grows with the bytes that
+     * actually come, 1 MiB first, doubling. */
+    enum { FIRST = 1u << 20 };
+    uint64_t cap = a->stream && a->file_nbytes > FIRST ? FIRST : a->file_nbytes, got = 0;
+    uint8_t *tmp = malloc(cap ? (size_t)cap : 1);
+    int rc = 0;
+    while (tmp && rc == 0 && got < a->file_nbytes) {
+        if (got == cap) {
+            uint64_t more = cap * 2 < a->file_nbytes ? cap * 2 : a->file_nbytes;
+            uint8_t *t = realloc(tmp, (size_t)more);
+            if (!t) {
+                free(tmp);
+                tmp = NULL;
+                break;
+            }
+            tmp = t;
+            cap = more;
+        }
+        rc = load_bytes(a, path, tmp + got, cap - got, a->data_off + got, err, errcap);
+        got = cap;
+    }
     if (!tmp)
         return fail(err, errcap, GPUQ_E_NO_MEMORY, "%s: cannot allocate %llu bytes", path,
                     (unsigned long long)a->file_nbytes);
-    int rc = load_bytes(a, path, tmp, a->file_nbytes, a->data_off, err, errcap);
     if (rc == 0) {
         for (uint64_t i = 0; i < rows; i++)
             for (uint64_t j = 0; j < cols; j++, dst += wsize)

@@ -155,8 +155,11 @@ static void as_stream(size_t size, const npy_array *file_a)
     uint8_t *buf = NULL;
     if (rc == 0) {
         /* a header that claims more than the input holds: the load fails
-         * after at most size bytes, so size + 1 of room is enough */
-        buf = malloc(s.nbytes <= size ? s.nbytes + 1 : size + 1);
+         * after at most size file bytes, which convert to at most that
+         * many elements of the wire's size (8 bytes for each 1-byte bool
+         * or integer): room for those is enough */
+        size_t most = (size / s.file_esize + 1) * gpuq_dtype_size(s.dtype);
+        buf = malloc(s.nbytes <= most ? s.nbytes + 1 : most + 1);
         if (!buf)
             fuzz_fail("out of memory");
         rc = npy_load(&s, buf, err, sizeof err);
