@@ -137,6 +137,12 @@ static void gen_refused(void)
     npy("fortran-2d", 1, D("<f8", "True", "(2, 2)"), 1, 32);
     npy("fortran-1d", 1, D("<f4", "True", "(3,)"), 1, 12);
     npy("fortran-int", 1, D("<f4", "0", "(3,)"), 1, 12);
+    /* converted types whose data is cut short or runs long, and a Fortran
+     * shape far past the data (a stream's buffer follows the bytes that
+     * come, not the shape: fuzz_npy found both) */
+    npy("conv-i1-long", 1, D("<i1", "False", "(31,)"), 1, 120);
+    npy("conv-u2-short", 1, D("<u2", "False", "(2, 40)"), 1, 100);
+    npy("fortran-huge", 1, D("<f8", "True", "(2, 24294967296)"), 1, 64);
     npy("rank0", 1, D("<f8", "False", "()"), 1, 8);
     npy("rank3", 1, D("<f8", "False", "(2, 2, 2)"), 1, 64);
     npy("rank9", 1, D("<f8", "False", "(1, 1, 1, 1, 1, 1, 1, 1, 1)"), 1, 8);
