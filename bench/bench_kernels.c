@@ -93,7 +93,7 @@ static int bk_launch(bk *b, int dt, int metric, const char *d_x, uint64_t m, uin
     size_t es = dt == GPUQ_K_F32 ? 4 : 8;
     for (uint64_t r0 = 0; r0 < m; r0 += nr) {
         uint64_t rows = m - r0 < nr ? m - r0 : nr;
-        int k = gpuq_cuda_pairwise(b->ctx, dt, metric, 0, d_x + r0 * d * es, d_x, rows, m, d,
+        int k = gpuq_cuda_pairwise(b->ctx, dt, metric, 2.0, 0, d_x + r0 * d * es, d_x, rows, m, d,
                                    d_out + r0 * m * es);
         if (k != GPUQ_K_OK) {
             fprintf(stderr, "bench_kernels: gpuq_cuda_pairwise: %d\n", k);
@@ -127,8 +127,8 @@ static int bk_check(int dt, int metric, const void *h_x, const char *d_out, uint
     for (int k = 0; k < 4 && !bad; k++) {
         uint64_t i = rows[k];
         if (cudaMemcpy(got, d_out + i * m * es, m * es, cudaMemcpyDeviceToHost) != cudaSuccess ||
-            gpuq_cpu_pairwise(dt, metric, 0, (const char *)h_x + i * d * es, h_x, 1, m, d, ref) !=
-                GPUQ_K_OK) {
+            gpuq_cpu_pairwise(dt, metric, 2.0, 0, (const char *)h_x + i * d * es, h_x, 1, m, d,
+                              ref) != GPUQ_K_OK) {
             snprintf(why, cap, "row %llu: copy or reference failed", (unsigned long long)i);
             bad = 1;
             break;
@@ -246,7 +246,7 @@ static void bk_knn_row(bk *b, uint64_t m, uint64_t n, uint64_t d, uint64_t k)
     }
     for (int r = -1; r < b->reps && !bad; r++) { /* r -1: the warm-up */
         if (cudaEventRecord(b->ev0, b->stream) != cudaSuccess ||
-            gpuq_cuda_knn(b->ctx, dt, metric, 0, d_x, d_y, m, n, d, k, d_s, d_dist,
+            gpuq_cuda_knn(b->ctx, dt, metric, 2.0, 0, d_x, d_y, m, n, d, k, d_s, d_dist,
                           (int64_t *)d_idx) != GPUQ_K_OK ||
             cudaEventRecord(b->ev1, b->stream) != cudaSuccess ||
             cudaEventSynchronize(b->ev1) != cudaSuccess ||
@@ -261,7 +261,7 @@ static void bk_knn_row(bk *b, uint64_t m, uint64_t n, uint64_t d, uint64_t k)
         bad = 1;
     }
     for (uint64_t q = 0; q < m && !bad; q += m > 1 ? m - 1 : 1) {
-        if (gpuq_cpu_knn(dt, metric, 0, h_x + q * d, h_y, 1, n, d, k, c_d, c_i) != GPUQ_K_OK) {
+        if (gpuq_cpu_knn(dt, metric, 2.0, 0, h_x + q * d, h_y, 1, n, d, k, c_d, c_i) != GPUQ_K_OK) {
             snprintf(why, sizeof why, "CPU reference failed");
             bad = 1;
         }

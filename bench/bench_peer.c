@@ -397,13 +397,13 @@ int bench_peer_pairwise(bench_peer *p, const float *x, const float *y, uint64_t 
         int rc = peer_cuda_start(p, x, in_bytes, y, in_bytes, out_bytes);
         if (rc)
             return rc;
-        int k = gpuq_cuda_pairwise(p->kctx, GPUQ_K_F32, GPUQ_K_EUCLIDEAN, 0, p->d_a, p->d_b, m, m,
-                                   d, p->d_out);
+        int k = gpuq_cuda_pairwise(p->kctx, GPUQ_K_F32, GPUQ_K_EUCLIDEAN, 2.0, 0, p->d_a, p->d_b, m,
+                                   m, d, p->d_out);
         return peer_cuda_finish(p, k, "pairwise", out, out_bytes);
     }
 #endif
-    return peer_kcode(p, gpuq_cpu_pairwise(GPUQ_K_F32, GPUQ_K_EUCLIDEAN, 0, x, y, m, m, d, out),
-                      "pairwise");
+    return peer_kcode(
+        p, gpuq_cpu_pairwise(GPUQ_K_F32, GPUQ_K_EUCLIDEAN, 2.0, 0, x, y, m, m, d, out), "pairwise");
 }
 
 int bench_peer_knn(bench_peer *p, const float *x, uint64_t m, const float *y, uint64_t n,
@@ -419,16 +419,16 @@ int bench_peer_knn(bench_peer *p, const float *x, uint64_t m, const float *y, ui
             peer_cuda_start(p, x, m * d * sizeof(float), y, n * d * sizeof(float), ioff + ibytes);
         if (rc || (rc = peer_grow(p, &p->d_s, &p->cap_s, sbytes ? sbytes : 1)))
             return rc;
-        int kc = gpuq_cuda_knn(p->kctx, GPUQ_K_F32, GPUQ_K_EUCLIDEAN, 0, p->d_a, p->d_b, m, n, d, k,
-                               p->d_s, p->d_out, (int64_t *)((char *)p->d_out + ioff));
+        int kc = gpuq_cuda_knn(p->kctx, GPUQ_K_F32, GPUQ_K_EUCLIDEAN, 2.0, 0, p->d_a, p->d_b, m, n,
+                               d, k, p->d_s, p->d_out, (int64_t *)((char *)p->d_out + ioff));
         if (kc == GPUQ_K_OK)
             PEER_CU(p, cudaMemcpyAsync(idx, (char *)p->d_out + ioff, ibytes, cudaMemcpyDeviceToHost,
                                        p->stream));
         return peer_cuda_finish(p, kc, "knn", dist, dbytes);
     }
 #endif
-    return peer_kcode(p, gpuq_cpu_knn(GPUQ_K_F32, GPUQ_K_EUCLIDEAN, 0, x, y, m, n, d, k, dist, idx),
-                      "knn");
+    return peer_kcode(
+        p, gpuq_cpu_knn(GPUQ_K_F32, GPUQ_K_EUCLIDEAN, 2.0, 0, x, y, m, n, d, k, dist, idx), "knn");
 }
 
 int bench_peer_grid(bench_peer *p, uint64_t nlat, uint64_t nlon, double *out)

@@ -42,6 +42,9 @@
 # issue 29's resident-array rows beside PyTorch with the base on the GPU;
 # "sanres" (nor that) compute-sanitizer over the knn kernels and gpuqd
 # under the resident-array and row-batch suites.
+# "cpu" (nor that) runs bench/cpu_vs_scipy.py: issue 31's table of the CPU
+# backend (build-gpu's gpuqd --device cpu) beside SciPy and NumPy, this
+# machine's cores.
 # The build has -DGPUQ_WERROR=ON (as CI's); GPUQ_BUILD_TYPE picks its type
 # (RelWithDebInfo by default; Release for the -O3 warnings).
 set -uo pipefail
@@ -433,6 +436,14 @@ main() {
         rc=${PIPESTATUS[0]}
         row "$(okfail "$rc")" "several GPUs (gpuqctl bench)" \
             "exit $rc; $(grep -E '^scaling:' "$LOGS/scale.txt" | tail -1)"
+    fi
+
+    if want cpu; then
+        echo "== bench/cpu_vs_scipy.py"
+        "$PY" bench/cpu_vs_scipy.py --gpuqd build-gpu/server/gpuqd 2>&1 | tee "$LOGS/cpu_vs_scipy.txt"
+        rc=${PIPESTATUS[0]}
+        row "$(okfail "$rc")" "CPU backend vs SciPy/NumPy" \
+            "exit $rc; $(grep -E '^cpu_vs_scipy: [0-9]+ errors' "$LOGS/cpu_vs_scipy.txt" | tail -1)"
     fi
 
     # Where the time of one large request goes (CUDA events), through gpuqctl.

@@ -5,7 +5,8 @@
  * backend of `gpuqd --device cpu`. Every op validates its arguments
  * (GPUQ_K_E_ARG), reads float32 or float64, accumulates in double and writes
  * the input dtype. Data errors: a zero denominator in normalize or a zero
- * vector under cosine -> GPUQ_K_E_ZERO unless zero_ok; a normalize result
+ * vector under cosine -> GPUQ_K_E_ZERO unless zero_ok (the on_zero mode,
+ * GPUQ_K_ON_ZERO_*: then zeros and cosine's 1.0, or NaN); a normalize result
  * too large for the dtype (finite input) -> GPUQ_K_E_OVERFLOW; a latitude
  * outside [-90, 90] or a non-finite coordinate -> GPUQ_K_E_RANGE. On error
  * the output may be partly written and is to be discarded.
@@ -15,7 +16,8 @@
  * with normalize.cu. The other ops sum at most d terms in plain double;
  * pairwise in eight independent lanes added up at the end (the adds do not
  * wait on each other, and vectorize), cosine with each row's norm taken
- * once.
+ * once; chebyshev takes the lanes' max instead, minkowski sums |x-y|^p and
+ * takes the root (metric_math.h, shared with the CUDA kernels).
  *
  * Thread-safe: no global state; no allocation but cosine pairwise's row
  * norms (without memory for them, per pair). Typed inner loops are stamped
@@ -23,6 +25,7 @@
  * lives in plain double helpers.
  */
 #include "gpuq_kernels.h"
+#include "metric_math.h"
 #include "norm_math.h"
 
 #include <math.h>
@@ -87,7 +90,7 @@ static double linspace_at(double lo, double hi, uint64_t n, uint64_t i)
 /* ---- pairwise, accumulators in double ---- */
 
 typedef struct pair_acc {
-    double acc;    /* Σ(x-y)², Σ|x-y| or x·y */
+    double acc;    /* Σ(x-y)², Σ|x-y|, x·y, max|x-y| or Σ|x-y|^p */
     double nx, ny; /* Σx², Σy² (cosine only) */
 } pair_acc;
 
@@ -105,24 +108,32 @@ typedef struct pair_acc {
         double t##l = (double)x[k + l] - (double)y[k + l];                                         \
         a##l += t##l * t##l;                                                                       \
     }
+#define LANE_MAX(l) a##l = mm_max(a##l, fabs((double)x[k + l] - (double)y[k + l]));
+#define LANE_POW(l) a##l += mm_term(fabs((double)x[k + l] - (double)y[k + l]), pw);
 #define LANES_SUM (((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)))
+#define LANES_MAX                                                                                  \
+    mm_max(mm_max(mm_max(a0, a1), mm_max(a2, a3)), mm_max(mm_max(a4, a5), mm_max(a6, a7)))
 
-/* Finish one distance; returns GPUQ_K_E_ZERO on a zero vector under cosine
- * (or the 1.0 of zero_ok). */
-static int pair_finish(int metric, int zero_ok, const pair_acc *p, double *d)
+/* Finish one distance (pw: minkowski's p); returns GPUQ_K_E_ZERO on a zero
+ * vector under cosine with zero_ok (the on_zero mode) 0, else gives it 1.0
+ * (GPUQ_K_ON_ZERO_ZERO) or NaN (GPUQ_K_ON_ZERO_NAN). */
+static int pair_finish(int metric, double pw, int zero_ok, const pair_acc *p, double *d)
 {
     switch (metric) {
     case GPUQ_K_EUCLIDEAN:
         *d = sqrt(p->acc);
         return GPUQ_K_OK;
+    case GPUQ_K_MINKOWSKI:
+        *d = mm_root(p->acc, pw);
+        return GPUQ_K_OK;
     case GPUQ_K_COSINE:
         if (p->nx == 0.0 || p->ny == 0.0) {
-            *d = 1.0;
+            *d = zero_ok == GPUQ_K_ON_ZERO_NAN ? NAN : 1.0;
             return zero_ok ? GPUQ_K_OK : GPUQ_K_E_ZERO;
         }
         *d = 1.0 - p->acc / (sqrt(p->nx) * sqrt(p->ny));
         return GPUQ_K_OK;
-    default: /* sqeuclidean, manhattan */
+    default: /* sqeuclidean, manhattan, chebyshev */
         *d = p->acc;
         return GPUQ_K_OK;
     }
@@ -212,8 +223,8 @@ static int pair_finish(int metric, int zero_ok, const pair_acc *p, double *d)
             if (f.den == 0.0) {                                                                    \
                 if (!zero_ok)                                                                      \
                     return GPUQ_K_E_ZERO;                                                          \
-                for (uint64_t j = 0; o && j < cols; j++)                                           \
-                    o[j] = (T)0;                                                                   \
+                for (uint64_t j = 0; o && j < cols; j++) /* zeros, or NaN for "nan" */             \
+                    o[j] = (T)(zero_ok == GPUQ_K_ON_ZERO_NAN ? NAN : 0.0);                         \
                 continue;                                                                          \
             }                                                                                      \
             for (uint64_t j = 0; j < cols; j++) {                                                  \
@@ -283,11 +294,28 @@ static int pair_finish(int metric, int zero_ok, const pair_acc *p, double *d)
     /* The sums over d run in PAIR_LANES independent lanes, added up at the end: no add            \
      * waits for the one before, so the loop runs at the adder's throughput (and the compiler      \
      * may put the lanes in vector registers), in double all the same. */                          \
-    static void pair_acc_##SFX(int metric, const T *x, const T *y, uint64_t d, pair_acc *p)        \
+    static void pair_acc_##SFX(int metric, double pw, const T *x, const T *y, uint64_t d,          \
+                               pair_acc *p)                                                        \
     {                                                                                              \
         LANES8(LANE_ZERO)                                                                          \
         uint64_t body = d - d % PAIR_LANES, k;                                                     \
+        p->nx = p->ny = 0.0;                                                                       \
         switch (metric) {                                                                          \
+        case GPUQ_K_CHEBYSHEV:                                                                     \
+            for (k = 0; k < body; k += PAIR_LANES) {                                               \
+                LANES8(LANE_MAX)                                                                   \
+            }                                                                                      \
+            for (; k < d; k++)                                                                     \
+                a0 = mm_max(a0, fabs((double)x[k] - (double)y[k]));                                \
+            p->acc = LANES_MAX;                                                                    \
+            return;                                                                                \
+        case GPUQ_K_MINKOWSKI:                                                                     \
+            for (k = 0; k < body; k += PAIR_LANES) {                                               \
+                LANES8(LANE_POW)                                                                   \
+            }                                                                                      \
+            for (; k < d; k++)                                                                     \
+                a0 += mm_term(fabs((double)x[k] - (double)y[k]), pw);                              \
+            break;                                                                                 \
         case GPUQ_K_COSINE:                                                                        \
             p->acc = dot_##SFX(x, y, d);                                                           \
             p->nx = dot_##SFX(x, x, d);                                                            \
@@ -311,13 +339,12 @@ static int pair_finish(int metric, int zero_ok, const pair_acc *p, double *d)
             break;                                                                                 \
         }                                                                                          \
         p->acc = LANES_SUM;                                                                        \
-        p->nx = p->ny = 0.0;                                                                       \
     }                                                                                              \
                                                                                                    \
     /* Cosine takes each row's norm once (y's rows first, then one row of x at a time): the        \
      * same sums pair_acc_* makes per pair. Without memory for y's, per pair. */                   \
-    static int pairwise_##SFX(int metric, int zero_ok, const T *x, const T *y, uint64_t m,         \
-                              uint64_t n, uint64_t d, T *out)                                      \
+    static int pairwise_##SFX(int metric, double pw, int zero_ok, const T *x, const T *y,          \
+                              uint64_t m, uint64_t n, uint64_t d, T *out)                          \
     {                                                                                              \
         double *yn = metric == GPUQ_K_COSINE ? malloc(n * sizeof *yn) : NULL;                      \
         for (uint64_t j = 0; yn && j < n; j++)                                                     \
@@ -331,8 +358,8 @@ static int pair_finish(int metric, int zero_ok, const pair_acc *p, double *d)
                 if (yn)                                                                            \
                     p = (pair_acc){dot_##SFX(xi, y + j * d, d), xn, yn[j]};                        \
                 else                                                                               \
-                    pair_acc_##SFX(metric, xi, y + j * d, d, &p);                                  \
-                int rc = pair_finish(metric, zero_ok, &p, &dist);                                  \
+                    pair_acc_##SFX(metric, pw, xi, y + j * d, d, &p);                              \
+                int rc = pair_finish(metric, pw, zero_ok, &p, &dist);                              \
                 if (rc != GPUQ_K_OK) {                                                             \
                     free(yn);                                                                      \
                     return rc;                                                                     \
@@ -356,7 +383,7 @@ int gpuq_cpu_normalize(int dt, int method, int zero_ok, const void *in, void *ou
                        uint64_t cols)
 {
     if (!dt_valid(dt) || method < GPUQ_K_SUM || method > GPUQ_K_ZSCORE || !in || !out ||
-        mul_size(rows, cols) == 0)
+        mul_size(rows, cols) == 0 || zero_ok < 0 || zero_ok >= GPUQ_K_ON_ZERO_COUNT)
         return GPUQ_K_E_ARG;
     uint64_t row;
     if (dt == GPUQ_K_F32)
@@ -421,13 +448,14 @@ int gpuq_cpu_grid(int dt, double lat0, double lat1, uint64_t nlat, double lon0, 
     return GPUQ_K_OK;
 }
 
-int gpuq_cpu_pairwise(int dt, int metric, int zero_ok, const void *x, const void *y, uint64_t m,
-                      uint64_t n, uint64_t d, void *out)
+int gpuq_cpu_pairwise(int dt, int metric, double p, int on_zero, const void *x, const void *y,
+                      uint64_t m, uint64_t n, uint64_t d, void *out)
 {
-    if (!dt_valid(dt) || metric < GPUQ_K_EUCLIDEAN || metric > GPUQ_K_MANHATTAN || !x || !y ||
-        !out || mul_size(m, d) == 0 || mul_size(n, d) == 0 || mul_size(m, n) == 0)
+    if (!dt_valid(dt) || !gpuq_metric_args_ok(metric, p, on_zero) || !x || !y || !out ||
+        mul_size(m, d) == 0 || mul_size(n, d) == 0 || mul_size(m, n) == 0)
         return GPUQ_K_E_ARG;
+    metric = gpuq_metric_resolve(metric, p);
     if (dt == GPUQ_K_F32)
-        return pairwise_f32(metric, zero_ok, x, y, m, n, d, out);
-    return pairwise_f64(metric, zero_ok, x, y, m, n, d, out);
+        return pairwise_f32(metric, p, on_zero, x, y, m, n, d, out);
+    return pairwise_f64(metric, p, on_zero, x, y, m, n, d, out);
 }

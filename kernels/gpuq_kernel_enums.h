@@ -16,7 +16,13 @@ enum {
     GPUQ_K_SQEUCLIDEAN,
     GPUQ_K_COSINE,
     GPUQ_K_MANHATTAN,
+    GPUQ_K_CHEBYSHEV, /* max |x_k - y_k| */
+    GPUQ_K_MINKOWSKI, /* (sum |x_k - y_k|^p)^(1/p), p > 0 (p = inf: chebyshev) */
     GPUQ_K_METRIC_COUNT
 };
+/* What a zero denominator gives ("on_zero"): a zero norm, constant row or
+ * cosine zero vector is GPUQ_K_E_ZERO, or its values are zeros (normalize)
+ * and 1.0 (cosine), or NaN. */
+enum { GPUQ_K_ON_ZERO_ERROR = 0, GPUQ_K_ON_ZERO_ZERO, GPUQ_K_ON_ZERO_NAN, GPUQ_K_ON_ZERO_COUNT };
 
 #endif

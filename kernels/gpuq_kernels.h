@@ -10,8 +10,12 @@
  * stream, enqueue work and return without synchronizing.
  *
  * Data-dependent errors: a zero sum/norm, a constant row (minmax, zscore), a
- * zero vector under cosine -> GPUQ_K_E_ZERO unless zero_ok (then that row's
- * output is all zeros; a cosine distance involving a zero vector is then 1.0);
+ * zero vector under cosine -> GPUQ_K_E_ZERO when on_zero (the parameter
+ * zero_ok of the normalize calls) is GPUQ_K_ON_ZERO_ERROR (0). With
+ * GPUQ_K_ON_ZERO_ZERO (1) that row's output is all zeros and a cosine
+ * distance involving a zero vector is 1.0; with GPUQ_K_ON_ZERO_NAN (2) both
+ * are NaN (every value of the row, as scipy's cdist gives NaN for cosine;
+ * numpy's x / 0 would give +-inf for a nonzero value of a zero-sum row);
  * a normalize result whose magnitude exceeds the dtype's largest finite
  * value, from a row of finite values -> GPUQ_K_E_OVERFLOW (zero_ok does not
  * change that); |lat| > 90 or a non-finite coordinate -> GPUQ_K_E_RANGE.
@@ -70,26 +74,59 @@ int gpuq_cpu_haversine_pair(int dt, const void *a, const void *b, uint64_t n, do
  * out[nlat][nlon] = distance((lat_i, lon_j), (lat, lon)). */
 int gpuq_cpu_grid(int dt, double lat0, double lat1, uint64_t nlat, double lon0, double lon1,
                   uint64_t nlon, double lat, double lon, double radius, void *out);
-/* Pairwise x[m][d] vs y[n][d] -> out[m][n] (scipy cdist definitions). */
-int gpuq_cpu_pairwise(int dt, int metric, int zero_ok, const void *x, const void *y, uint64_t m,
-                      uint64_t n, uint64_t d, void *out);
+/* Whether metric, its parameter p and the on_zero mode are valid: a
+ * GPUQ_K_* metric, on_zero a GPUQ_K_ON_ZERO_* mode, and for minkowski
+ * p > 0, scipy's range (NaN is not; +inf is, and means chebyshev, as in
+ * scipy). p is read by minkowski alone. */
+static inline int gpuq_metric_args_ok(int metric, double p, int on_zero)
+{
+    return metric >= GPUQ_K_EUCLIDEAN && metric < GPUQ_K_METRIC_COUNT && on_zero >= 0 &&
+           on_zero < GPUQ_K_ON_ZERO_COUNT && (metric != GPUQ_K_MINKOWSKI || p > 0.0);
+}
+/* minkowski with p = +inf is chebyshev; every other metric is itself. */
+static inline int gpuq_metric_resolve(int metric, double p)
+{
+    return metric == GPUQ_K_MINKOWSKI && p > 1.7976931348623157e308 ? GPUQ_K_CHEBYSHEV : metric;
+}
+/* Pairwise x[m][d] vs y[n][d] -> out[m][n] (scipy cdist definitions;
+ * minkowski with exponent p, see gpuq_metric_args_ok). Minkowski sums
+ * |x_k - y_k|^p (pow) in double and takes the p-th root by metric_math.h's
+ * mm_root: within ((d + 2) / p + 7) u relative of the exact value (u =
+ * 2^-53: the difference's rounding raised to p, p u, each pow within 2 u,
+ * the d - 1 adds of terms >= 0, all divided by p in the root, which adds
+ * 6 + 1 / p units), then the rounding to the dtype, while the sum and the
+ * result stay inside double's normal range (a term or sum that overflows
+ * gives +inf, terms below about 1e-308 underflow toward 0, as scipy's do;
+ * scipy's own root, pow(s, 1 / p), adds up to |ln s| / p units more). p = 1
+ * gives manhattan's sums exactly and p = 2 euclidean's (t itself, t * t,
+ * sqrt). Chebyshev is exact (then rounded to the dtype); a NaN coordinate
+ * makes it NaN (numpy's max(abs(x - y)); scipy's cdist loop skips NaN
+ * coordinates). GPUQ_K_E_ARG on bad arguments. */
+int gpuq_cpu_pairwise(int dt, int metric, double p, int on_zero, const void *x, const void *y,
+                      uint64_t m, uint64_t n, uint64_t d, void *out);
 
 /* ---- kNN (knn_ref.c, knn_plan.c, knn.cu) ----
  * For each row of x[m][d], the k nearest rows of y[n][d] under a pairwise
  * metric (the same distances, rounded to the dtype, as gpuq_cpu_pairwise,
- * and its zero_ok rule): out_dist[m][k] (dtype dt) and out_idx[m][k],
+ * and its on_zero rule; a NaN of on_zero "nan" sorts as any NaN: last):
+ * out_dist[m][k] (dtype dt) and out_idx[m][k],
  * nearest first. The order is by (distance as returned, index): exactly
  * equal distances come out lower index first, NaN distances last (among
- * themselves by index). 1 <= k <= min(n, GPUQ_KNN_K_MAX), else
+ * themselves by index). 1 <= k <= min(n, GPUQ_KNN_K_LIMIT), else
  * GPUQ_K_E_ARG. gpuq_cpu_knn allocates O(k + 1024) per call (GPUQ_K_E_NOMEM
- * when that fails); a cosine zero vector without zero_ok -> GPUQ_K_E_ZERO. */
+ * when that fails); a cosine zero vector with on_zero 0 -> GPUQ_K_E_ZERO.
+ * GPUQ_KNN_K_MAX is the largest k of the CUDA select kernel (shared-memory
+ * lists); a larger k takes the sort path (knn_plan.h), same results. */
 #define GPUQ_KNN_K_MAX 1024
-int gpuq_cpu_knn(int dt, int metric, int zero_ok, const void *x, const void *y, uint64_t m,
-                 uint64_t n, uint64_t d, uint64_t k, void *out_dist, int64_t *out_idx);
+#define GPUQ_KNN_K_LIMIT ((uint64_t)1 << 29)
+int gpuq_cpu_knn(int dt, int metric, double p, int on_zero, const void *x, const void *y,
+                 uint64_t m, uint64_t n, uint64_t d, uint64_t k, void *out_dist, int64_t *out_idx);
 /* Device scratch bytes gpuq_cuda_knn needs for these sizes (the caller
  * allocates it from its pool, so it counts against the device memory
  * limit); 0 when the sizes are invalid. At most 128 MiB whatever m and n
- * (knn_plan.h). Plain C: callable without CUDA. */
+ * for k <= GPUQ_KNN_K_MAX; for a larger k about 128 MiB + 1 MiB, more only
+ * when one query row's lists need it (k of about 3M and more: 32 bytes per
+ * entry of k + max(k, 65536)) (knn_plan.h). Plain C: callable without CUDA. */
 uint64_t gpuq_cuda_knn_scratch_bytes(int dt, uint64_t m, uint64_t n, uint64_t d, uint64_t k);
 
 /* One request of a batched normalize (gpuq_cuda_normalize_batch). Plain C,
@@ -104,7 +141,7 @@ typedef struct gpuq_norm_item {
                                 (-GPUQ_K_E_ZERO, -GPUQ_K_E_OVERFLOW); device-addressable,
                                 typically pinned host memory */
     uint64_t rows, cols;     /* rows >= 1, 1 <= cols < GPUQ_NORM_BATCH_MAX_COLS */
-    int dt, method, zero_ok; /* as gpuq_cuda_normalize's */
+    int dt, method, zero_ok; /* as gpuq_cuda_normalize's (zero_ok: a GPUQ_K_ON_ZERO_* mode) */
 } gpuq_norm_item;
 #define GPUQ_NORM_BATCH_MAX 128 /* items per launch */
 #define GPUQ_NORM_BATCH_MAX_COLS (1u << 17)
@@ -193,9 +230,13 @@ int gpuq_cuda_grid(gpuq_cuda_ctx *ctx, int dt, double lat0, double lat1, uint64_
  * and only launches on ctx's stream (pairwise.cu). Euclidean and
  * sqeuclidean sum (x - y)^2 directly in both dtypes (never the GEMM
  * expansion, which cancels): float64 within (d + 2) u relative per
- * element, identical rows exactly 0. */
-int gpuq_cuda_pairwise(gpuq_cuda_ctx *ctx, int dt, int metric, int zero_ok, const void *d_x,
-                       const void *d_y, uint64_t m, uint64_t n, uint64_t d, void *d_out);
+ * element, identical rows exactly 0. Chebyshev and minkowski sum in double
+ * in both dtypes (chebyshev: bit for bit gpuq_cpu_pairwise's; minkowski:
+ * within gpuq_cpu_pairwise's bound of the exact value, CUDA's pow being
+ * within 2 units of the last place). */
+int gpuq_cuda_pairwise(gpuq_cuda_ctx *ctx, int dt, int metric, double p, int on_zero,
+                       const void *d_x, const void *d_y, uint64_t m, uint64_t n, uint64_t d,
+                       void *d_out);
 
 /* Rows [row0, row0 + nrows) of gpuq_cuda_grid's nlat x nlon output into
  * d_out (nrows * nlon values: d_out is row row0's start). Latitude i is
@@ -276,13 +317,18 @@ int gpuq_cuda_test_fault(cudaStream_t stream);
  * GPUQ_K_* code. */
 int gpuq_cuda_test_sleep(cudaStream_t stream, unsigned ms, const int *gate);
 
+/* out[cols][rows] = in[rows][cols] (dtype dt, device memory, not the same
+ * buffer) on ctx's stream (transpose.cu): bits moved, nothing computed. */
+int gpuq_cuda_transpose(gpuq_cuda_ctx *ctx, int dt, const void *d_in, void *d_out, uint64_t rows,
+                        uint64_t cols);
+
 /* kNN as gpuq_cpu_knn, on ctx's stream: d_scratch holds at least
  * gpuq_cuda_knn_scratch_bytes(dt, m, n, d, k) bytes, aligned as cudaMalloc
  * aligns (16 bytes at least, else GPUQ_K_E_ARG), and must not be reused
- * before the stream has finished this call. A cosine zero vector without
- * zero_ok sets the flag (GPUQ_K_E_ZERO); the outputs are then to be
+ * before the stream has finished this call. A cosine zero vector with
+ * on_zero 0 sets the flag (GPUQ_K_E_ZERO); the outputs are then to be
  * discarded. */
-int gpuq_cuda_knn(gpuq_cuda_ctx *ctx, int dt, int metric, int zero_ok, const void *d_x,
+int gpuq_cuda_knn(gpuq_cuda_ctx *ctx, int dt, int metric, double p, int on_zero, const void *d_x,
                   const void *d_y, uint64_t m, uint64_t n, uint64_t d, uint64_t k, void *d_scratch,
                   void *d_dist, int64_t *d_idx);
 #endif

@@ -22,16 +22,22 @@
  *     top-k. Exact: every candidate is compared, none is dropped by an
  *     approximation, ties go to the lower index.
  * k <= GPUQ_KNN_K_MAX keeps the sort buffer (2 x 1024 entries of 16 bytes)
- * in the default 48 KiB of shared memory.
+ * in the default 48 KiB of shared memory; a larger k replaces step 2 by
+ * knn_sort.cu's per-row sort of the running list and the tile's row.
  * Fails: GPUQ_K_E_ARG on bad sizes or misaligned scratch; CUDA errors of a
  * launch as cuda_check.h maps them. A cosine zero vector sets the flag
- * ZERO unless zero_ok (then the distance is 1.0). Nothing synchronizes.
+ * ZERO when zero_ok (the on_zero mode) is 0, else its distance is 1.0
+ * (GPUQ_K_ON_ZERO_ZERO) or NaN (_NAN: sorted last, as every NaN). Chebyshev
+ * and minkowski use metric_math.h's terms and root (pw: minkowski's p), as
+ * the CPU reference does. Nothing synchronizes.
  */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "cuda_check.h"
 #include "knn_plan.h"
+#include "metric_math.h"
+#include "knn_sort.h" /* knn_key, knn_unkey; the select for k > GPUQ_KNN_K_MAX */
 
 namespace
 {
@@ -39,12 +45,12 @@ namespace
 constexpr int DT_TILE = 64; /* distance tile: rows and columns per block */
 constexpr int DT_K = 16;    /* d per shared-memory chunk */
 constexpr int SEL_THREADS = 256;
-constexpr uint64_t KEY_NONE = UINT64_MAX; /* NaN, and the empty slot */
+constexpr uint64_t KEY_NONE = GPUQ_KNN_KEY_NONE;
 
 template <typename T, int METRIC>
 __global__ void __launch_bounds__(256)
-    knn_dist_kernel(const T *x, const T *y, uint64_t rows, uint64_t cols, uint64_t d, int zero_ok,
-                    T *tile, int *flag, const int *gate)
+    knn_dist_kernel(const T *x, const T *y, uint64_t rows, uint64_t cols, uint64_t d, double pw,
+                    int zero_ok, T *tile, int *flag, const int *gate)
 {
     __shared__ double xs[DT_K][DT_TILE + 1];
     __shared__ double ys[DT_K][DT_TILE + 1];
@@ -99,6 +105,10 @@ __global__ void __launch_bounds__(256)
                         acc[i][j] += t * t;
                     } else if (METRIC == GPUQ_K_MANHATTAN) {
                         acc[i][j] += fabs(a[i] - b[j]);
+                    } else if (METRIC == GPUQ_K_CHEBYSHEV) {
+                        acc[i][j] = mm_max(acc[i][j], fabs(a[i] - b[j]));
+                    } else if (METRIC == GPUQ_K_MINKOWSKI) {
+                        acc[i][j] += mm_term(fabs(a[i] - b[j]), pw);
                     } else {
                         acc[i][j] += a[i] * b[j];
                     }
@@ -116,11 +126,13 @@ __global__ void __launch_bounds__(256)
             double v = acc[i][j];
             if (METRIC == GPUQ_K_EUCLIDEAN) {
                 v = sqrt(v);
+            } else if (METRIC == GPUQ_K_MINKOWSKI) {
+                v = mm_root(v, pw);
             } else if (METRIC == GPUQ_K_COSINE) {
                 if (nx[i] == 0.0 || ny[j] == 0.0) {
                     if (!zero_ok)
                         gpuq_set_flag(flag, GPUQ_FLAG_ZERO);
-                    v = 1.0;
+                    v = zero_ok == GPUQ_K_ON_ZERO_NAN ? NAN : 1.0;
                 } else {
                     v = 1.0 - v / (sqrt(nx[i]) * sqrt(ny[j]));
                 }
@@ -149,8 +161,8 @@ constexpr uint64_t SK_ROWS_MAX = 32;
 
 template <typename T, int METRIC, int R>
 __global__ void __launch_bounds__(SK_COLS)
-    knn_dist_skinny(const T *x, const T *y, uint64_t rows, uint64_t cols, uint64_t d, int zero_ok,
-                    T *tile, int *flag, const int *gate)
+    knn_dist_skinny(const T *x, const T *y, uint64_t rows, uint64_t cols, uint64_t d, double pw,
+                    int zero_ok, T *tile, int *flag, const int *gate)
 {
     __shared__ T ys[SK_K][SK_COLS + 1];
     /* x's chunk, row pairs adjacent: one 16-byte broadcast load feeds two rows */
@@ -216,6 +228,10 @@ __global__ void __launch_bounds__(SK_COLS)
                     acc[i] += t * t;
                 } else if (METRIC == GPUQ_K_MANHATTAN) {
                     acc[i] += fabs(a - b);
+                } else if (METRIC == GPUQ_K_CHEBYSHEV) {
+                    acc[i] = mm_max(acc[i], fabs(a - b));
+                } else if (METRIC == GPUQ_K_MINKOWSKI) {
+                    acc[i] += mm_term(fabs(a - b), pw);
                 } else {
                     acc[i] += a * b;
                 }
@@ -233,36 +249,20 @@ __global__ void __launch_bounds__(SK_COLS)
         double v = acc[i];
         if (METRIC == GPUQ_K_EUCLIDEAN) {
             v = sqrt(v);
+        } else if (METRIC == GPUQ_K_MINKOWSKI) {
+            v = mm_root(v, pw);
         } else if (METRIC == GPUQ_K_COSINE) {
             const double nx = nxs[i];
             if (nx == 0.0 || ny == 0.0) {
                 if (!zero_ok)
                     gpuq_set_flag(flag, GPUQ_FLAG_ZERO);
-                v = 1.0;
+                v = zero_ok == GPUQ_K_ON_ZERO_NAN ? NAN : 1.0;
             } else {
                 v = 1.0 - v / (sqrt(nx) * sqrt(ny));
             }
         }
         tile[r * cols + c] = (T)v;
     }
-}
-
-/* The distance as a key whose unsigned order is the kNN order: NaN (every
- * NaN) the largest, -0 and +0 one value. */
-__device__ __forceinline__ uint64_t knn_key(double v)
-{
-    if (v != v)
-        return KEY_NONE;
-    if (v == 0.0)
-        v = 0.0;
-    uint64_t b = (uint64_t)__double_as_longlong(v);
-    return (b >> 63) ? ~b : (b | (1ull << 63));
-}
-
-__device__ __forceinline__ double knn_unkey(uint64_t key)
-{
-    uint64_t b = (key >> 63) ? (key & ~(1ull << 63)) : ~key;
-    return __longlong_as_double((long long)b);
 }
 
 __device__ __forceinline__ bool ent_less(uint64_t ka, int64_t ia, uint64_t kb, int64_t ib)
@@ -409,64 +409,96 @@ uint64_t skinny_rows_max(void)
 
 template <typename T, int METRIC, int R>
 int launch_skinny(gpuq_cuda_ctx *ctx, const T *x, const T *y, uint64_t rows, uint64_t cols,
-                  uint64_t d, int zero_ok, T *tile)
+                  uint64_t d, double pw, int zero_ok, T *tile)
 {
     dim3 grid((unsigned)((cols + SK_COLS - 1) / SK_COLS), (unsigned)((rows + R - 1) / R));
-    knn_dist_skinny<T, METRIC, R><<<grid, SK_COLS, 0, ctx->stream>>>(x, y, rows, cols, d, zero_ok,
-                                                                     tile, ctx->d_flag, ctx->gate);
+    knn_dist_skinny<T, METRIC, R><<<grid, SK_COLS, 0, ctx->stream>>>(
+        x, y, rows, cols, d, pw, zero_ok, tile, ctx->d_flag, ctx->gate);
     GPUQ_LAUNCH_CHECK(ctx);
     return GPUQ_K_OK;
 }
 
 template <typename T, int METRIC>
 int launch_dist(gpuq_cuda_ctx *ctx, const T *x, const T *y, uint64_t rows, uint64_t cols,
-                uint64_t d, int zero_ok, T *tile)
+                uint64_t d, double pw, int zero_ok, T *tile)
 {
     /* few rows: the skinny kernel, R the rows' next power of two */
     if (rows <= skinny_rows_max() && (cols + SK_COLS - 1) / SK_COLS <= 0x7fffffffu) {
         if (rows == 1)
-            return launch_skinny<T, METRIC, 1>(ctx, x, y, rows, cols, d, zero_ok, tile);
+            return launch_skinny<T, METRIC, 1>(ctx, x, y, rows, cols, d, pw, zero_ok, tile);
         if (rows == 2)
-            return launch_skinny<T, METRIC, 2>(ctx, x, y, rows, cols, d, zero_ok, tile);
+            return launch_skinny<T, METRIC, 2>(ctx, x, y, rows, cols, d, pw, zero_ok, tile);
         if (rows <= 4)
-            return launch_skinny<T, METRIC, 4>(ctx, x, y, rows, cols, d, zero_ok, tile);
+            return launch_skinny<T, METRIC, 4>(ctx, x, y, rows, cols, d, pw, zero_ok, tile);
         if (rows <= 8)
-            return launch_skinny<T, METRIC, 8>(ctx, x, y, rows, cols, d, zero_ok, tile);
+            return launch_skinny<T, METRIC, 8>(ctx, x, y, rows, cols, d, pw, zero_ok, tile);
         if (rows <= 16)
-            return launch_skinny<T, METRIC, 16>(ctx, x, y, rows, cols, d, zero_ok, tile);
-        return launch_skinny<T, METRIC, 32>(ctx, x, y, rows, cols, d, zero_ok, tile);
+            return launch_skinny<T, METRIC, 16>(ctx, x, y, rows, cols, d, pw, zero_ok, tile);
+        return launch_skinny<T, METRIC, 32>(ctx, x, y, rows, cols, d, pw, zero_ok, tile);
     }
     dim3 grid((unsigned)((cols + DT_TILE - 1) / DT_TILE),
               (unsigned)((rows + DT_TILE - 1) / DT_TILE));
     dim3 block(16, 16);
-    knn_dist_kernel<T, METRIC><<<grid, block, 0, ctx->stream>>>(x, y, rows, cols, d, zero_ok, tile,
-                                                                ctx->d_flag, ctx->gate);
+    knn_dist_kernel<T, METRIC><<<grid, block, 0, ctx->stream>>>(x, y, rows, cols, d, pw, zero_ok,
+                                                                tile, ctx->d_flag, ctx->gate);
     GPUQ_LAUNCH_CHECK(ctx);
     return GPUQ_K_OK;
 }
 
 template <typename T>
 int dist_tile(gpuq_cuda_ctx *ctx, int metric, const T *x, const T *y, uint64_t rows, uint64_t cols,
-              uint64_t d, int zero_ok, T *tile)
+              uint64_t d, double pw, int zero_ok, T *tile)
 {
     switch (metric) {
     case GPUQ_K_EUCLIDEAN:
-        return launch_dist<T, GPUQ_K_EUCLIDEAN>(ctx, x, y, rows, cols, d, zero_ok, tile);
+        return launch_dist<T, GPUQ_K_EUCLIDEAN>(ctx, x, y, rows, cols, d, pw, zero_ok, tile);
     case GPUQ_K_SQEUCLIDEAN:
-        return launch_dist<T, GPUQ_K_SQEUCLIDEAN>(ctx, x, y, rows, cols, d, zero_ok, tile);
+        return launch_dist<T, GPUQ_K_SQEUCLIDEAN>(ctx, x, y, rows, cols, d, pw, zero_ok, tile);
     case GPUQ_K_COSINE:
-        return launch_dist<T, GPUQ_K_COSINE>(ctx, x, y, rows, cols, d, zero_ok, tile);
+        return launch_dist<T, GPUQ_K_COSINE>(ctx, x, y, rows, cols, d, pw, zero_ok, tile);
     case GPUQ_K_MANHATTAN:
-        return launch_dist<T, GPUQ_K_MANHATTAN>(ctx, x, y, rows, cols, d, zero_ok, tile);
+        return launch_dist<T, GPUQ_K_MANHATTAN>(ctx, x, y, rows, cols, d, pw, zero_ok, tile);
+    case GPUQ_K_CHEBYSHEV:
+        return launch_dist<T, GPUQ_K_CHEBYSHEV>(ctx, x, y, rows, cols, d, pw, zero_ok, tile);
+    case GPUQ_K_MINKOWSKI:
+        return launch_dist<T, GPUQ_K_MINKOWSKI>(ctx, x, y, rows, cols, d, pw, zero_ok, tile);
     default:
         return GPUQ_K_E_ARG;
     }
 }
 
+/* k > GPUQ_KNN_K_MAX: the same distance tiles, merged by knn_sort.cu's
+ * per-row sort (knn_plan.h's sort path) instead of the select kernel. */
 template <typename T>
-int knn_typed(gpuq_cuda_ctx *ctx, int dt, int metric, int zero_ok, const T *x, const T *y,
-              uint64_t m, uint64_t n, uint64_t d, uint64_t k, T *tile, T *dist, int64_t *idx)
+int knn_big_typed(gpuq_cuda_ctx *ctx, int dt, int metric, double pw, int zero_ok, const T *x,
+                  const T *y, uint64_t m, uint64_t n, uint64_t d, uint64_t k, void *scratch,
+                  T *dist, int64_t *idx)
 {
+    gpuq_knn_big_plan plan = gpuq_knn_big_plan_for(dt, m, n, k);
+    T *tile = (T *)((char *)scratch + plan.tile_off);
+    for (uint64_t i0 = 0; i0 < m; i0 += plan.mb) {
+        uint64_t rows = m - i0 < plan.mb ? m - i0 : plan.mb;
+        for (uint64_t j0 = 0; j0 < n; j0 += plan.nb) {
+            uint64_t cols = n - j0 < plan.nb ? n - j0 : plan.nb;
+            int rc =
+                dist_tile<T>(ctx, metric, x + i0 * d, y + j0 * d, rows, cols, d, pw, zero_ok, tile);
+            if (rc == GPUQ_K_OK)
+                rc = gpuq_knn_sort_merge(ctx, dt, &plan, scratch, rows, cols, j0, k, j0 == 0,
+                                         dist + i0 * k, idx + i0 * k);
+            if (rc != GPUQ_K_OK)
+                return rc;
+        }
+    }
+    return GPUQ_K_OK;
+}
+
+template <typename T>
+int knn_typed(gpuq_cuda_ctx *ctx, int dt, int metric, double pw, int zero_ok, const T *x,
+              const T *y, uint64_t m, uint64_t n, uint64_t d, uint64_t k, T *tile, T *dist,
+              int64_t *idx)
+{
+    if (k > GPUQ_KNN_K_MAX)
+        return knn_big_typed<T>(ctx, dt, metric, pw, zero_ok, x, y, m, n, d, k, tile, dist, idx);
     gpuq_knn_plan plan = gpuq_knn_plan_for(dt, m, n);
     unsigned kpad = 32;
     while (kpad < k)
@@ -483,7 +515,7 @@ int knn_typed(gpuq_cuda_ctx *ctx, int dt, int metric, int zero_ok, const T *x, c
         for (uint64_t j0 = 0; j0 < n; j0 += plan.nb) {
             uint64_t cols = n - j0 < plan.nb ? n - j0 : plan.nb;
             int rc =
-                dist_tile<T>(ctx, metric, x + i0 * d, y + j0 * d, rows, cols, d, zero_ok, tile);
+                dist_tile<T>(ctx, metric, x + i0 * d, y + j0 * d, rows, cols, d, pw, zero_ok, tile);
             if (rc != GPUQ_K_OK)
                 return rc;
             uint64_t seg, segs = gpuq_knn_segs(&plan, cols, &seg);
@@ -511,16 +543,17 @@ int knn_typed(gpuq_cuda_ctx *ctx, int dt, int metric, int zero_ok, const T *x, c
 
 } /* namespace */
 
-extern "C" int gpuq_cuda_knn(gpuq_cuda_ctx *ctx, int dt, int metric, int zero_ok, const void *d_x,
-                             const void *d_y, uint64_t m, uint64_t n, uint64_t d, uint64_t k,
-                             void *d_scratch, void *d_dist, int64_t *d_idx)
+extern "C" int gpuq_cuda_knn(gpuq_cuda_ctx *ctx, int dt, int metric, double p, int zero_ok,
+                             const void *d_x, const void *d_y, uint64_t m, uint64_t n, uint64_t d,
+                             uint64_t k, void *d_scratch, void *d_dist, int64_t *d_idx)
 {
     if (!ctx || !d_x || !d_y || !d_scratch || !d_dist || !d_idx || (uintptr_t)d_scratch % 16 != 0 ||
-        !gpuq_knn_args_ok(dt, metric, m, n, d, k))
+        !gpuq_knn_args_ok(dt, metric, m, n, d, k) || !gpuq_metric_args_ok(metric, p, zero_ok))
         return GPUQ_K_E_ARG;
+    metric = gpuq_metric_resolve(metric, p);
     if (dt == GPUQ_K_F32)
-        return knn_typed<float>(ctx, dt, metric, zero_ok, (const float *)d_x, (const float *)d_y, m,
-                                n, d, k, (float *)d_scratch, (float *)d_dist, d_idx);
-    return knn_typed<double>(ctx, dt, metric, zero_ok, (const double *)d_x, (const double *)d_y, m,
-                             n, d, k, (double *)d_scratch, (double *)d_dist, d_idx);
+        return knn_typed<float>(ctx, dt, metric, p, zero_ok, (const float *)d_x, (const float *)d_y,
+                                m, n, d, k, (float *)d_scratch, (float *)d_dist, d_idx);
+    return knn_typed<double>(ctx, dt, metric, p, zero_ok, (const double *)d_x, (const double *)d_y,
+                             m, n, d, k, (double *)d_scratch, (double *)d_dist, d_idx);
 }

@@ -36,8 +36,8 @@ static inline int gpuq_knn_args_ok(int dt, int metric, uint64_t m, uint64_t n, u
                                    uint64_t k)
 {
     return (dt == GPUQ_K_F32 || dt == GPUQ_K_F64) && metric >= GPUQ_K_EUCLIDEAN &&
-           metric <= GPUQ_K_MANHATTAN && m > 0 && n > 0 && d > 0 && k >= 1 && k <= n &&
-           k <= GPUQ_KNN_K_MAX && n <= (uint64_t)INT64_MAX && m <= UINT64_MAX / d &&
+           metric < GPUQ_K_METRIC_COUNT && m > 0 && n > 0 && d > 0 && k >= 1 && k <= n &&
+           k <= GPUQ_KNN_K_LIMIT && n <= (uint64_t)INT64_MAX && m <= UINT64_MAX / d &&
            n <= UINT64_MAX / d && m <= UINT64_MAX / k;
 }
 
@@ -92,6 +92,62 @@ static inline gpuq_knn_plan gpuq_knn_plan_for(int dt, uint64_t m, uint64_t n)
     if (p.nb > n)
         p.nb = n;
     p.tile_bytes = p.mb * p.nb * sz;
+    return p;
+}
+
+/* k > GPUQ_KNN_K_MAX (the sort path, knn_sort.cu): per chunk of mb query
+ * rows and block of nb rows of y, the tile of distances, then each row's
+ * running top-k and its tile row, keyed as (distance key, index), radix
+ * sorted per row (CUB's segmented sort, stable: the running list comes
+ * first and holds only lower indices, so equal keys stay by index) and cut
+ * to k. nb >= k (when n allows), so the first block fills every list; mb
+ * as large as the scratch bound allows, at least 1 (a single row whose
+ * lists alone pass the bound, k of about 3M and more, takes what it needs:
+ * gpuq_cuda_knn_scratch_bytes says how much, the server checks it).
+ * Scratch, each part 256-aligned: tile; keys, keys' alternate, indices,
+ * indices' alternate (mb * (k + nb) entries of 8 bytes each); the segment
+ * offsets (mb + 1 int); CUB's temporary storage (a fixed reserve, checked
+ * against CUB's own query at run time). */
+#define GPUQ_KNN_BIG_NB_MIN ((uint64_t)1 << 16)
+#define GPUQ_KNN_CUB_TEMP_BYTES ((uint64_t)1 << 20)
+
+typedef struct gpuq_knn_big_plan {
+    uint64_t mb, nb;   /* query rows per chunk, y rows per block */
+    uint64_t ent;      /* entries per row at most: k + nb */
+    uint64_t tile_off; /* 0 */
+    uint64_t keys_off; /* keys[2], then vals[2], each mb * ent * 8 bytes */
+    uint64_t offs_off; /* (mb + 1) int segment offsets */
+    uint64_t temp_off; /* GPUQ_KNN_CUB_TEMP_BYTES */
+    uint64_t bytes;    /* the whole scratch */
+} gpuq_knn_big_plan;
+
+static inline uint64_t gpuq_knn_align256(uint64_t v)
+{
+    return (v + 255) & ~(uint64_t)255;
+}
+
+/* The sort path's plan for valid arguments with k > GPUQ_KNN_K_MAX. */
+static inline gpuq_knn_big_plan gpuq_knn_big_plan_for(int dt, uint64_t m, uint64_t n, uint64_t k)
+{
+    gpuq_knn_big_plan p;
+    uint64_t sz = dt == GPUQ_K_F32 ? 4 : 8;
+    p.nb = k > GPUQ_KNN_BIG_NB_MIN ? k : GPUQ_KNN_BIG_NB_MIN;
+    if (p.nb > n)
+        p.nb = n;
+    p.ent = k + p.nb;
+    uint64_t per_row = p.nb * sz + 4 * 8 * p.ent;
+    p.mb = GPUQ_KNN_TILE_BYTES / per_row;
+    if (p.mb > GPUQ_KNN_MB_MAX)
+        p.mb = GPUQ_KNN_MB_MAX;
+    if (p.mb > m)
+        p.mb = m;
+    if (p.mb < 1)
+        p.mb = 1;
+    p.tile_off = 0;
+    p.keys_off = gpuq_knn_align256(p.mb * p.nb * sz);
+    p.offs_off = p.keys_off + 4 * gpuq_knn_align256(p.mb * p.ent * 8);
+    p.temp_off = p.offs_off + gpuq_knn_align256((p.mb + 1) * sizeof(int));
+    p.bytes = p.temp_off + GPUQ_KNN_CUB_TEMP_BYTES;
     return p;
 }
 

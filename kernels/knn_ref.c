@@ -87,14 +87,15 @@ static void heap_offer(knn_ent *h, uint64_t *len, uint64_t k, knn_ent c)
 }
 
 /* One query row: x_row against all of y, into dist[k] / idx[k]. */
-static int knn_row(int dt, int metric, int zero_ok, const void *x_row, const void *y, uint64_t n,
-                   uint64_t d, uint64_t k, void *buf, knn_ent *heap, void *dist, int64_t *idx)
+static int knn_row(int dt, int metric, double p, int on_zero, const void *x_row, const void *y,
+                   uint64_t n, uint64_t d, uint64_t k, void *buf, knn_ent *heap, void *dist,
+                   int64_t *idx)
 {
     size_t esz = dt == GPUQ_K_F32 ? sizeof(float) : sizeof(double);
     uint64_t len = 0;
     for (uint64_t j0 = 0; j0 < n; j0 += KNN_CHUNK) {
         uint64_t nb = n - j0 < KNN_CHUNK ? n - j0 : KNN_CHUNK;
-        int rc = gpuq_cpu_pairwise(dt, metric, zero_ok, x_row, (const char *)y + j0 * d * esz, 1,
+        int rc = gpuq_cpu_pairwise(dt, metric, p, on_zero, x_row, (const char *)y + j0 * d * esz, 1,
                                    nb, d, buf);
         if (rc != GPUQ_K_OK)
             return rc;
@@ -122,17 +123,18 @@ static int knn_row(int dt, int metric, int zero_ok, const void *x_row, const voi
     return GPUQ_K_OK;
 }
 
-int gpuq_cpu_knn(int dt, int metric, int zero_ok, const void *x, const void *y, uint64_t m,
-                 uint64_t n, uint64_t d, uint64_t k, void *out_dist, int64_t *out_idx)
+int gpuq_cpu_knn(int dt, int metric, double p, int on_zero, const void *x, const void *y,
+                 uint64_t m, uint64_t n, uint64_t d, uint64_t k, void *out_dist, int64_t *out_idx)
 {
-    if (!x || !y || !out_dist || !out_idx || !gpuq_knn_args_ok(dt, metric, m, n, d, k))
+    if (!x || !y || !out_dist || !out_idx || !gpuq_knn_args_ok(dt, metric, m, n, d, k) ||
+        !gpuq_metric_args_ok(metric, p, on_zero))
         return GPUQ_K_E_ARG;
     size_t esz = dt == GPUQ_K_F32 ? sizeof(float) : sizeof(double);
     void *buf = malloc(KNN_CHUNK * sizeof(double));
     knn_ent *heap = malloc((size_t)k * sizeof *heap);
     int rc = buf && heap ? GPUQ_K_OK : GPUQ_K_E_NOMEM;
     for (uint64_t i = 0; rc == GPUQ_K_OK && i < m; i++)
-        rc = knn_row(dt, metric, zero_ok, (const char *)x + i * d * esz, y, n, d, k, buf, heap,
+        rc = knn_row(dt, metric, p, on_zero, (const char *)x + i * d * esz, y, n, d, k, buf, heap,
                      (char *)out_dist + i * k * esz, out_idx + i * k);
     free(heap);
     free(buf);

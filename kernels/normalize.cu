@@ -19,8 +19,10 @@
  *    elementwise scale kernel.
  * And a batch (gpuq_cuda_normalize_batch): many small requests, each with
  * one of the first two shapes, in one launch.
- * Flags: a zero denominator sets ZERO unless zero_ok (that row's output is
- * zeros either way); an output too large for the dtype from a row of finite
+ * Flags: a zero denominator sets ZERO unless zero_ok (the on_zero mode;
+ * that row's output is zeros, or NaN for GPUQ_K_ON_ZERO_NAN, its
+ * denominator then NaN); an output too large for the dtype from a row of finite
+
  * values sets OVERFLOW. A row holding NaN or Inf follows IEEE (NaN and Inf
  * propagate; no flag).
  */
@@ -156,6 +158,8 @@ __device__ void norm_row(const T *in, T *out, uint64_t cols, int method, int zer
     }
     if (f.den == 0.0 && !zero_ok && t == 0)
         gpuq_set_flag(flag, GPUQ_FLAG_ZERO);
+    if (f.den == 0.0 && zero_ok == GPUQ_K_ON_ZERO_NAN)
+        f.den = NAN; /* on_zero "nan": every value of the row NaN */
     scale_range(in, out, t, cols, nt, f, flag);
 }
 
@@ -246,9 +250,11 @@ __global__ void __launch_bounds__(BIG_BLOCK)
             } else {
                 f = nm_finish(method, &a);
             }
-            params[r] = f;
             if (f.done && f.den == 0.0 && !zero_ok)
                 gpuq_set_flag(flag, GPUQ_FLAG_ZERO);
+            if (f.done && f.den == 0.0 && zero_ok == GPUQ_K_ON_ZERO_NAN)
+                f.den = NAN; /* on_zero "nan": scale_range gives NaN */
+            params[r] = f;
         }
     }
 }
@@ -587,7 +593,7 @@ int batch_launch(gpuq_cuda_ctx *ctx, const gpuq_norm_item *items, unsigned n, ba
         it->blocks = (uint32_t)blocks;
         it->dt = (uint8_t)q->dt;
         it->method = (uint8_t)q->method;
-        it->zero_ok = q->zero_ok != 0;
+        it->zero_ok = (uint8_t)q->zero_ok;
         it->warp = q->cols <= 128;
         p.first[i] = (unsigned)total;
         total += blocks;

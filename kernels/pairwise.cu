@@ -57,7 +57,13 @@
  * cuBLAS is loaded at run time (cublas_dl.h): when it is not available
  * (no toolkit libraries, GPUQ_NO_CUBLAS=1) or a test turned GEMM off on the
  * ctx, float64 cosine takes the tiled kernel for every d.
- * Cosine with a zero vector sets the flag ZERO unless zero_ok (then 1.0).
+ * Chebyshev (max |a - b|) and minkowski (sum of |a - b|^p, then the root:
+ * metric_math.h, the CPU reference's terms) sum in double for both dtypes,
+ * as cosine: chebyshev is then bit for bit the CPU reference's value, and
+ * minkowski within gpuq_kernels.h's bound (pow's terms in double; its sums
+ * run in another order than the CPU's lanes).
+ * Cosine with a zero vector sets the flag ZERO when zero_ok (the on_zero
+ * mode) is 0, else gives 1.0 (GPUQ_K_ON_ZERO_ZERO) or NaN (_NAN).
  * NaN and Inf propagate as in the CPU reference.
  *
  * Row ranges: rows [r0, r0 + nr) of the result are gpuq_cuda_pairwise on
@@ -78,6 +84,7 @@
 
 #include "cublas_dl.h"
 #include "cuda_check.h"
+#include "metric_math.h"
 
 namespace
 {
@@ -188,11 +195,16 @@ template <typename T, typename C, int ROWS> struct stager {
     }
 };
 
-/* One coordinate of one output. */
-template <typename C, int METRIC> __device__ __forceinline__ void pw_term(C &acc, C a, C b)
+/* One coordinate of one output (pw: minkowski's p). */
+template <typename C, int METRIC>
+__device__ __forceinline__ void pw_term(C &acc, C a, C b, double pw)
 {
     if (METRIC == GPUQ_K_COSINE) {
         acc = fma(a, b, acc);
+    } else if (METRIC == GPUQ_K_CHEBYSHEV) {
+        acc = mm_max(acc, fabs(a - b));
+    } else if (METRIC == GPUQ_K_MINKOWSKI) {
+        acc += mm_term(fabs(a - b), pw);
     } else if (METRIC == GPUQ_K_MANHATTAN) {
         acc += fabs(a - b);
     } else {
@@ -236,8 +248,8 @@ __device__ __forceinline__ float pw_finish_f32(float v, const float *xr, const f
 template <typename T, typename C, int METRIC, bool LONG>
 __global__ void __launch_bounds__(NTHREADS)
     pair_tile_kernel(const T *__restrict__ x, const T *__restrict__ y, uint64_t m, uint64_t n,
-                     uint64_t d, int zero_ok, int vec, int ovec, T *__restrict__ out, int *flag,
-                     const int *gate)
+                     uint64_t d, double pw, int zero_ok, int vec, int ovec, T *__restrict__ out,
+                     int *flag, const int *gate)
 {
     constexpr int KC = chunk_of<C>::KC, VB = chunk_of<C>::VB;
     constexpr int NG = TN / VB; /* a thread's y rows: NG groups of VB */
@@ -313,7 +325,7 @@ __global__ void __launch_bounds__(NTHREADS)
                 for (int i = 0; i < TM; i++)
 #pragma unroll
                     for (int j = 0; j < TN; j++)
-                        pw_term<C, METRIC>(acc[i][j], a[i], b[j]);
+                        pw_term<C, METRIC>(acc[i][j], a[i], b[j], pw);
             }
             if (LONG && (c + 1) % (F32_SPAN / KC) == 0) {
 #pragma unroll
@@ -367,7 +379,7 @@ __global__ void __launch_bounds__(NTHREADS)
                                                           : (px == 0.0 || py == 0.0)) {
                             if (!zero_ok)
                                 gpuq_set_flag(flag, GPUQ_FLAG_ZERO);
-                            v = T(1);
+                            v = zero_ok == GPUQ_K_ON_ZERO_NAN ? T(NAN) : T(1);
                         } else if (std::is_same<T, float>::value) {
                             v = (T)(1.0 - (double)a * px * py);
                         } else {
@@ -379,6 +391,8 @@ __global__ void __launch_bounds__(NTHREADS)
                             f = (float)(sum[LONG ? i : 0][LONG ? g * VB + e : 0] + (double)a);
                         v = pw_finish_f32<METRIC>(f, (const float *)x + gi * d,
                                                   (const float *)y + (gj + e) * d, d);
+                    } else if (METRIC == GPUQ_K_MINKOWSKI) {
+                        v = (T)mm_root((double)a, pw);
                     } else {
                         v = METRIC == GPUQ_K_EUCLIDEAN ? (T)sqrt((double)a) : (T)a;
                     }
@@ -434,7 +448,7 @@ __global__ void gemm_epilogue_kernel(double *out, const double *nx, const double
             if (a == 0.0 || b == 0.0) {
                 if (!zero_ok)
                     gpuq_set_flag(flag, GPUQ_FLAG_ZERO);
-                r = 1.0;
+                r = zero_ok == GPUQ_K_ON_ZERO_NAN ? NAN : 1.0;
             } else {
                 r = 1.0 - g / (sqrt(a) * sqrt(b));
             }
@@ -451,7 +465,7 @@ __global__ void gemm_epilogue_kernel(double *out, const double *nx, const double
 
 template <typename T, typename C, int METRIC, bool LONG>
 int launch_tile(gpuq_cuda_ctx *ctx, const T *x, const T *y, uint64_t m, uint64_t n, uint64_t d,
-                int zero_ok, T *out)
+                int zero_ok, T *out, double pw = 0.0)
 {
     constexpr unsigned VB = chunk_of<C>::VB;
     const uint64_t tiles = (m / BM + (m % BM != 0)) * (n / BN + (n % BN != 0));
@@ -461,7 +475,7 @@ int launch_tile(gpuq_cuda_ctx *ctx, const T *x, const T *y, uint64_t m, uint64_t
     const int vec = d % (16 / sizeof(T)) == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)y % 16 == 0;
     const int ovec = n % VB == 0 && (uintptr_t)out % (VB * sizeof(T)) == 0;
     pair_tile_kernel<T, C, METRIC, LONG><<<grid, NTHREADS, 0, ctx->stream>>>(
-        x, y, m, n, d, zero_ok, vec, ovec, out, ctx->d_flag, ctx->gate);
+        x, y, m, n, d, pw, zero_ok, vec, ovec, out, ctx->d_flag, ctx->gate);
     GPUQ_LAUNCH_CHECK(ctx);
     return GPUQ_K_OK;
 }
@@ -477,10 +491,19 @@ int tile_f32_float(gpuq_cuda_ctx *ctx, const float *x, const float *y, uint64_t 
     return launch_tile<float, float, METRIC, false>(ctx, x, y, m, n, d, zero_ok, out);
 }
 
-int tile_f32(gpuq_cuda_ctx *ctx, int metric, int zero_ok, const float *x, const float *y,
+/* Chebyshev and minkowski sum in double in both dtypes (as cosine): the
+ * max is then exactly the CPU reference's, and pow's terms keep double's
+ * digits. */
+int tile_f32(gpuq_cuda_ctx *ctx, int metric, double pw, int zero_ok, const float *x, const float *y,
              uint64_t m, uint64_t n, uint64_t d, float *out)
 {
     switch (metric) {
+    case GPUQ_K_CHEBYSHEV:
+        return launch_tile<float, double, GPUQ_K_CHEBYSHEV, false>(ctx, x, y, m, n, d, zero_ok,
+                                                                   out);
+    case GPUQ_K_MINKOWSKI:
+        return launch_tile<float, double, GPUQ_K_MINKOWSKI, false>(ctx, x, y, m, n, d, zero_ok, out,
+                                                                   pw);
     case GPUQ_K_EUCLIDEAN:
         return tile_f32_float<GPUQ_K_EUCLIDEAN>(ctx, x, y, m, n, d, zero_ok, out);
     case GPUQ_K_SQEUCLIDEAN:
@@ -494,10 +517,16 @@ int tile_f32(gpuq_cuda_ctx *ctx, int metric, int zero_ok, const float *x, const 
     }
 }
 
-int tile_f64(gpuq_cuda_ctx *ctx, int metric, int zero_ok, const double *x, const double *y,
-             uint64_t m, uint64_t n, uint64_t d, double *out)
+int tile_f64(gpuq_cuda_ctx *ctx, int metric, double pw, int zero_ok, const double *x,
+             const double *y, uint64_t m, uint64_t n, uint64_t d, double *out)
 {
     switch (metric) {
+    case GPUQ_K_CHEBYSHEV:
+        return launch_tile<double, double, GPUQ_K_CHEBYSHEV, false>(ctx, x, y, m, n, d, zero_ok,
+                                                                    out);
+    case GPUQ_K_MINKOWSKI:
+        return launch_tile<double, double, GPUQ_K_MINKOWSKI, false>(ctx, x, y, m, n, d, zero_ok,
+                                                                    out, pw);
     case GPUQ_K_EUCLIDEAN:
         return launch_tile<double, double, GPUQ_K_EUCLIDEAN, false>(ctx, x, y, m, n, d, zero_ok,
                                                                     out);
@@ -551,15 +580,17 @@ bool f64_gemm_metric(int metric)
 
 } /* namespace */
 
-extern "C" int gpuq_cuda_pairwise(gpuq_cuda_ctx *ctx, int dt, int metric, int zero_ok,
+extern "C" int gpuq_cuda_pairwise(gpuq_cuda_ctx *ctx, int dt, int metric, double p, int zero_ok,
                                   const void *d_x, const void *d_y, uint64_t m, uint64_t n,
                                   uint64_t d, void *d_out)
 {
-    if (!ctx || !d_x || !d_y || !d_out || m == 0 || n == 0 || d == 0 || metric < GPUQ_K_EUCLIDEAN ||
-        metric > GPUQ_K_MANHATTAN || m > UINT64_MAX / n || m > UINT64_MAX / d || n > UINT64_MAX / d)
+    if (!ctx || !d_x || !d_y || !d_out || m == 0 || n == 0 || d == 0 ||
+        !gpuq_metric_args_ok(metric, p, zero_ok) || m > UINT64_MAX / n || m > UINT64_MAX / d ||
+        n > UINT64_MAX / d)
         return GPUQ_K_E_ARG;
+    metric = gpuq_metric_resolve(metric, p);
     if (dt == GPUQ_K_F32)
-        return tile_f32(ctx, metric, zero_ok, (const float *)d_x, (const float *)d_y, m, n, d,
+        return tile_f32(ctx, metric, p, zero_ok, (const float *)d_x, (const float *)d_y, m, n, d,
                         (float *)d_out);
     if (dt != GPUQ_K_F64)
         return GPUQ_K_E_ARG;
@@ -568,6 +599,6 @@ extern "C" int gpuq_cuda_pairwise(gpuq_cuda_ctx *ctx, int dt, int metric, int ze
         !ctx->no_gemm && (blas = gpuq_cublas()) != NULL)
         return gemm_f64(blas, ctx, metric, zero_ok, (const double *)d_x, (const double *)d_y, m, n,
                         d, (double *)d_out);
-    return tile_f64(ctx, metric, zero_ok, (const double *)d_x, (const double *)d_y, m, n, d,
+    return tile_f64(ctx, metric, p, zero_ok, (const double *)d_x, (const double *)d_y, m, n, d,
                     (double *)d_out);
 }

@@ -98,6 +98,9 @@ CONTROL_(ARENA_IMPORT, arena_import, 0, NULL);
 CONTROL_(ARENA_CLOSE, arena_close, 0, check_arena_close);
 CONTROL_(CANCEL, cancel, 0, check_cancel);
 CONTROL_(READY, ready, 0, check_ready);
+CONTROL_(SLOWLOG, slowlog, 0, NULL);
+CONTROL_(SLOWLOG_RESET, slowlog_reset, GPUQ_OPF_ADMIN, NULL);
+CONTROL_(MONITOR, monitor, 0, NULL);
 #undef CONTROL_
 #endif
 
@@ -109,7 +112,8 @@ CONTROL_(READY, ready, 0, check_ready);
 const op_backend_def op_backend_hello, op_backend_ping, op_backend_status, op_backend_sessions,
     op_backend_metrics, op_backend_drain, op_backend_shutdown, op_backend_kill_session,
     op_backend_set_limit, op_backend_arena_open, op_backend_arena_import, op_backend_arena_close,
-    op_backend_cancel, op_backend_ready;
+    op_backend_cancel, op_backend_ready, op_backend_slowlog, op_backend_slowlog_reset,
+    op_backend_monitor;
 #endif
 
 /* ------------------------------------------------------------------ ctl */
@@ -133,4 +137,8 @@ const ctl_entry *const op_ctl_arena_close = NULL;
 const ctl_entry *const op_ctl_cancel = NULL;
 /* libgpuq sends ready for its gated staging */
 const ctl_entry *const op_ctl_ready = NULL;
+/* request_log.c's: gpuqctl slowlog [--reset] and gpuqctl monitor (ctl_monitor.c) */
+const ctl_entry *const op_ctl_slowlog = &ctl_slowlog_entry;
+const ctl_entry *const op_ctl_slowlog_reset = NULL;
+const ctl_entry *const op_ctl_monitor = &ctl_monitor_entry;
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* knn.c - the knn op: for each row of X [m, d] the k nearest rows of Y
- * [n, d] under "metric" (pairwise's metrics and zero rule): distances
+ * [n, d] under "metric" (pairwise's metrics, "p" and zero rule): distances
  * [m, k] in the input dtype, then indices [m, k] as int64, nearest first,
  * exact ties by the lower index, NaN distances last.
  *
@@ -10,7 +10,7 @@
  * them into an aligned part of scratch and copies them device to device
  * (a few bytes per query, against an m x n distance walk).
  */
-enum { K_METRIC, K_K, K_ON_ZERO, K_COUNT_ };
+enum { K_METRIC, K_K, K_ON_ZERO, K_P, K_COUNT_ };
 
 /* ---------------------------------------------------------------- proto */
 #ifdef GPUQ_OP_PROTO
@@ -18,15 +18,16 @@ enum { K_METRIC, K_K, K_ON_ZERO, K_COUNT_ };
 #include "gpuq_kernel_enums.h"
 #include "op_def.h"
 
-/* gpuq_kernels.h's GPUQ_KNN_K_MAX; proto does not include the kernels'
- * header (it pulls in the CUDA runtime's), so the backend side asserts that
- * both agree. */
-#define KNN_K_MAX 1024
+/* gpuq_kernels.h's GPUQ_KNN_K_LIMIT (2^29); proto does not include the
+ * kernels' header (it pulls in the CUDA runtime's), so the backend side
+ * asserts that both agree. In practice max_output bounds k first. */
+#define KNN_K_MAX 536870912ull
 
 static const gpuq_key_def keys[K_COUNT_] = {
     [K_METRIC] = OP_METRIC_KEY_DEF,
     [K_K] = {"k", GPUQ_ARG_UINT, 0, {.u = 0}, NULL, 0, NULL, 0},
-    [K_ON_ZERO] = {"on_zero", GPUQ_ARG_ENUM, 0, {.e = 0}, op_on_zero_names, 2, NULL, 0},
+    [K_ON_ZERO] = OP_ON_ZERO_KEY_DEF,
+    [K_P] = OP_P_KEY_DEF,
 };
 
 static int check(const gpuq_request *req, uint64_t payload_len, const gpuq_limits *lim,
@@ -38,19 +39,23 @@ static int check(const gpuq_request *req, uint64_t payload_len, const gpuq_limit
         return rc;
     if (!gpuq_request_arg_isset(req, K_METRIC)) /* required, as for pairwise */
         return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT,
-                        "knn needs \"metric\" (euclidean, sqeuclidean, cosine or manhattan)");
+                        "knn needs \"metric\" (euclidean, sqeuclidean, cosine, manhattan, "
+                        "chebyshev or minkowski)");
+    if ((rc = op_check_metric_p(req, K_METRIC, K_P, msg, cap)) != 0)
+        return rc;
     if (!gpuq_request_arg_isset(req, K_K))
-        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "knn needs \"k\" (1 .. %d, at most n)",
-                        KNN_K_MAX);
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "knn needs \"k\" (1 .. n, the rows of y)");
     if ((rc = op_check_xy(req, sz, in_elems, msg, cap)) != 0)
         return rc;
     uint64_t k = gpuq_request_arg_uint(req, K_K);
-    if (k == 0 || k > KNN_K_MAX)
-        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "k=%llu is outside 1 .. %d",
-                        (unsigned long long)k, KNN_K_MAX);
+    if (k == 0)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "k=0: knn needs k >= 1");
     if (k > sz->n)
-        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "k=%llu is more than the n=%llu rows of Y",
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "k=%llu is more than the n=%llu rows of y",
                         (unsigned long long)k, (unsigned long long)sz->n);
+    if (k > KNN_K_MAX)
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "k=%llu is more than %llu",
+                        (unsigned long long)k, KNN_K_MAX);
     if (!op_mul(sz->m, k, &out) || sz->n > (uint64_t)INT64_MAX)
         return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "knn output [%llu, %llu] overflows",
                         (unsigned long long)sz->m, (unsigned long long)k);
@@ -75,13 +80,14 @@ const gpuq_op_def op_def_knn = {.op = GPUQ_OP_KNN,
 
 #include "op_backend.h"
 
-_Static_assert(GPUQ_KNN_K_MAX == 1024, "ops/knn.c's KNN_K_MAX differs from GPUQ_KNN_K_MAX");
+_Static_assert(GPUQ_KNN_K_LIMIT == 536870912ull,
+               "ops/knn.c's KNN_K_MAX differs from GPUQ_KNN_K_LIMIT");
 
 /* Query rows [r0, r0 + nr): each row's neighbours are found on its own. */
 static int run_cpu_rows(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h,
                         const op_rows *rw)
 {
-    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
+    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO); /* the on_zero mode */
     uint64_t k = gpuq_request_arg_uint(r, K_K);
     size_t es = gpuq_dtype_size(r->dtype), ib = (size_t)(rw->nr * k) * sizeof(int64_t);
     char *out_idx = (char *)h->out[1] + (size_t)(rw->r0 * k) * sizeof(int64_t);
@@ -91,7 +97,8 @@ static int run_cpu_rows(const gpuq_request *r, const gpuq_sizes *sz, const op_bu
             return GPUQ_K_E_NOMEM;
         idx = tmp;
     }
-    int kc = gpuq_cpu_knn(op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC), zero_ok,
+    int kc = gpuq_cpu_knn(op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC),
+                          gpuq_request_arg_double(r, K_P), zero_ok,
                           (const char *)h->a + (size_t)(rw->r0 * sz->d) * es, h->b, rw->nr, sz->n,
                           sz->d, k, (char *)h->out[0] + (size_t)(rw->r0 * k) * es, idx);
     if (tmp) {
@@ -125,11 +132,11 @@ static uint64_t cuda_scratch(const gpuq_request *r, const gpuq_sizes *sz)
 static int launch_cuda(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_sizes *sz,
                        const op_bufs *d)
 {
-    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
+    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO); /* the on_zero mode */
     int64_t *d_idx = (int64_t *)((char *)d->scratch + idx_offset(r, sz));
-    int kc = gpuq_cuda_knn(ctx, op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC), zero_ok,
-                           d->a, d->b, sz->m, sz->n, sz->d, gpuq_request_arg_uint(r, K_K),
-                           d->scratch, d->out[0], d_idx);
+    int kc = gpuq_cuda_knn(ctx, op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC),
+                           gpuq_request_arg_double(r, K_P), zero_ok, d->a, d->b, sz->m, sz->n,
+                           sz->d, gpuq_request_arg_uint(r, K_K), d->scratch, d->out[0], d_idx);
     if (kc != GPUQ_K_OK)
         return kc;
     cudaError_t e = cudaMemcpyAsync(d->out[1], d_idx, (size_t)sz->out[1].bytes,
@@ -161,12 +168,13 @@ static uint64_t cuda_chunk_scratch(const gpuq_request *r, const gpuq_sizes *sz, 
 static int launch_cuda_rows(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_sizes *sz,
                             const op_bufs *d, const op_rows *rw)
 {
-    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
+    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO); /* the on_zero mode */
     uint64_t k = gpuq_request_arg_uint(r, K_K);
     size_t es = gpuq_dtype_size(r->dtype), rows_k = (size_t)(rw->r0 * k);
     int64_t *d_idx = d->scratch;
     void *tile = (char *)d->scratch + chunk_idx_bytes(r, rw->chunk);
-    int kc = gpuq_cuda_knn(ctx, op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC), zero_ok,
+    int kc = gpuq_cuda_knn(ctx, op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC),
+                           gpuq_request_arg_double(r, K_P), zero_ok,
                            (const char *)d->a + (size_t)(rw->r0 * sz->d) * es, d->b, rw->nr, sz->n,
                            sz->d, k, tile, (char *)d->out[0] + rows_k * es, d_idx);
     if (kc != GPUQ_K_OK)
@@ -185,7 +193,8 @@ static int row_batch(const gpuq_request *r, const gpuq_sizes *sz, op_split *sp, 
     key[0] = (uint64_t)gpuq_request_arg_enum(r, K_METRIC);
     key[1] = gpuq_request_arg_uint(r, K_K);
     key[2] = (uint64_t)gpuq_request_arg_enum(r, K_ON_ZERO);
-    key[3] = 0;
+    double p = gpuq_request_arg_double(r, K_P); /* minkowski's: equal p batch together */
+    memcpy(&key[3], &p, sizeof p);
     return op_row_split(sz, sp);
 }
 
@@ -219,13 +228,15 @@ const op_backend_def op_backend_knn = {.run_cpu = run_cpu,
 static int exec(ctl_ctx *ctx, int argc, const char **argv)
 {
     const char *metric_s = NULL, *k_s = NULL, *out_path = NULL, *idx_path = NULL;
+    const char *p_s = NULL, *on_zero_s = NULL;
     bool timing = false;
     const ctl_opt opts[] = {{"--metric", &metric_s, NULL}, {"--k", &k_s, NULL},
                             {"-o", &out_path, NULL},       {"--output", &out_path, NULL},
-                            {"-i", &idx_path, NULL},       {"--indices", &idx_path, NULL}};
+                            {"-i", &idx_path, NULL},       {"--indices", &idx_path, NULL},
+                            {"--p", &p_s, NULL},           {"--on-zero", &on_zero_s, NULL}};
     const char *pos[2];
     int npos;
-    int rc = ctl_parse_args(ctx, argc, argv, opts, 6, pos, &npos, &timing);
+    int rc = ctl_parse_args(ctx, argc, argv, opts, 8, pos, &npos, &timing);
     if (rc)
         return rc;
     if (!k_s)
@@ -234,13 +245,13 @@ static int exec(ctl_ctx *ctx, int argc, const char **argv)
         return ctl_usage_error(ctx, "-o DIST.npy and -i IDX.npy are required");
     uint64_t k;
     if (ctl_parse_u64(k_s, &k))
-        return ctl_usage_error(ctx, "bad --k '%s' (a whole number, 1 .. 1024)", k_s);
+        return ctl_usage_error(ctx, "bad --k '%s' (a whole number, 1 .. n)", k_s);
     gpuq_request r;
     gpuq_request_init(&r);
     r.op = GPUQ_OP_KNN;
     if ((rc = ctl_check_files(ctx, pos, npos)))
         return rc;
-    if ((rc = ctl_set_enum(ctx, &r, "metric", "--metric", metric_s ? metric_s : "euclidean")))
+    if ((rc = op_ctl_set_metric(ctx, &r, metric_s, p_s, on_zero_s)))
         return rc;
     gpuq_request_set_uint(&r, "k", k);
     npy_array x, y;
@@ -266,11 +277,19 @@ out_x:
 }
 
 static const ctl_optdoc opts_doc[] = {
-    {"--k", NULL, "K", NULL, "Neighbours per row of X, 1 .. 1024 and at most n (required)."},
+    {"--k", NULL, "K", NULL,
+     "Neighbours per row of X, 1 .. n (the rows of Y) (required); the result, [m, K] "
+     "distances and indices, must fit the server's max_output."},
     {"--metric", NULL, "NAME", "euclidean",
-     "euclidean, sqeuclidean (squared euclidean), cosine (1 - cosine similarity) or manhattan "
-     "(sum of |x - y|), as scipy's cdist computes them; scipy's name cityblock and "
-     "scikit-learn's l1 (both manhattan) and l2 (euclidean) are taken too."},
+     "euclidean, sqeuclidean (squared euclidean), cosine (1 - cosine similarity), manhattan "
+     "(sum of |x - y|), chebyshev (max of |x - y|) or minkowski ((sum of |x - y|^p)^(1/p)), as "
+     "scipy's cdist computes them; scipy's names cityblock (manhattan), chebychev and pnorm "
+     "(minkowski) and scikit-learn's l1 (manhattan) and l2 (euclidean) are taken too."},
+    {"--p", NULL, "P", "2",
+     "minkowski's exponent, a number > 0, or inf (chebyshev); only with --metric minkowski."},
+    {"--on-zero", NULL, "error|zero|nan", "error",
+     "A zero row under cosine: the error zero_norm, distance 1 (zero) or NaN (nan: sorted "
+     "last)."},
     {"--timing", NULL, NULL, NULL,
      "Print gpuqd's timing of the request on stderr: queue, copies to and from the device, "
      "kernel, total."},
@@ -283,7 +302,8 @@ static const ctl_optdoc opts_doc[] = {
 
 static const ctl_entry entry = {
     .name = "distance knn",
-    .usage = "--k K [--metric NAME] [--timing] X.npy Y.npy -o DIST.npy -i IDX.npy",
+    .usage = "--k K [--metric NAME] [--p P] [--on-zero error|zero|nan] [--timing] X.npy Y.npy "
+             "-o DIST.npy -i IDX.npy",
     .min_args = 2,
     .max_args = 2,
     .exec = exec,

@@ -1,11 +1,27 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* normalize.c - the normalize op: each row (or the whole array with "flat")
- * scaled by its sum, L1 or L2 norm, or to [0, 1] (minmax), or standardized
- * (zscore). Input A [n] or [rows, cols] f32/f64; output the same shape and
- * dtype. A zero norm or constant row is zero_norm unless "on_zero":"zero";
- * a result out of the dtype's range is out_of_range; both name the row.
+/* normalize.c - the normalize op: each row (or the whole array with "flat",
+ * or each column with "axis" 0) scaled by its sum, L1 or L2 norm, or to
+ * [0, 1] (minmax), or standardized (zscore). Input A [n] or [rows, cols]
+ * f32/f64; output the same shape and dtype. A zero norm or constant row is
+ * zero_norm unless "on_zero" is "zero" (that row all zeros) or "nan" (all
+ * NaN); a result out of the dtype's range is
+
+ * out_of_range; both name the row (the column).
+ *
+ * Columns ("axis" 0 of a 2-D array) are the rows of the transposed array,
+ * normalized by the row code on the transposed values, so bit for bit what
+ * the rows of A.T give: the CPU gathers blocks of columns into rows and
+ * scatters the results back; CUDA transposes A into the output buffer,
+ * normalizes its rows into scratch (rows * cols values) and transposes back
+ * (two transposes: about 4 extra passes over the array's bytes). Neither
+ * backend pipelines or batches a column run: it runs whole.
  */
-enum { K_METHOD, K_FLAT, K_ON_ZERO, K_COUNT_ };
+enum { K_METHOD, K_FLAT, K_ON_ZERO, K_AXIS, K_COUNT_ };
+
+/* Does the checked request normalize columns ("axis" 0 or -2, 2-D)? */
+#define NORM_BY_COLS(r)                                                                            \
+    ((r)->ndim_a == 2 && gpuq_request_arg_isset((r), K_AXIS) &&                                    \
+     (gpuq_request_arg_int((r), K_AXIS) == 0 || gpuq_request_arg_int((r), K_AXIS) == -2))
 
 /* ---------------------------------------------------------------- proto */
 #ifdef GPUQ_OP_PROTO
@@ -33,7 +49,8 @@ static const gpuq_key_def keys[K_COUNT_] = {
                   NULL,
                   0},
     [K_FLAT] = {"flat", GPUQ_ARG_BOOL, 0, {.b = false}, NULL, 0, NULL, 0},
-    [K_ON_ZERO] = {"on_zero", GPUQ_ARG_ENUM, 0, {.e = 0}, op_on_zero_names, 2, NULL, 0},
+    [K_ON_ZERO] = OP_ON_ZERO_KEY_DEF,
+    [K_AXIS] = {"axis", GPUQ_ARG_INT, 0, {.i = -1}, NULL, 0, NULL, 0},
 };
 
 const char *gpuq_norm_method_name(gpuq_norm_method m)
@@ -58,6 +75,19 @@ static int check(const gpuq_request *req, uint64_t payload_len, const gpuq_limit
         return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT, "normalize takes no \"shape_b\"");
     if ((rc = op_check_nonempty("shape", req->ndim_a, req->shape_a, msg, cap)) != 0)
         return rc;
+    if (gpuq_request_arg_isset(req, K_AXIS)) {
+        int64_t ax = gpuq_request_arg_int(req, K_AXIS);
+        if (gpuq_request_arg_bool(req, K_FLAT))
+            return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT,
+                            "normalize takes \"axis\" or \"flat\", not both");
+        if (req->ndim_a == 1 && ax != 0 && ax != -1)
+            return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT,
+                            "axis=%lld is out of range for a 1-D array (0 or -1)", (long long)ax);
+        if (req->ndim_a == 2 && (ax < -2 || ax > 1))
+            return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT,
+                            "axis=%lld is out of range for a 2-D array (0, 1, -1 or -2)",
+                            (long long)ax);
+    }
     if (req->ndim_a == 1) {
         sz->rows = 1;
         sz->cols = req->shape_a[0];
@@ -67,6 +97,9 @@ static int check(const gpuq_request *req, uint64_t payload_len, const gpuq_limit
             return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "shape [%llu, %llu] overflows",
                             (unsigned long long)req->shape_a[0],
                             (unsigned long long)req->shape_a[1]);
+    } else if (NORM_BY_COLS(req)) { /* the rows of A.T */
+        sz->rows = req->shape_a[1];
+        sz->cols = req->shape_a[0];
     } else {
         sz->rows = req->shape_a[0];
         sz->cols = req->shape_a[1];
@@ -89,15 +122,64 @@ const gpuq_op_def op_def_normalize = {.op = GPUQ_OP_NORMALIZE,
 /* -------------------------------------------------------------- backend */
 #ifdef GPUQ_OP_BACKEND
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "op_backend.h"
+
+/* Columns per block of the CPU column run: a block's gathered rows come to
+ * about NORM_COL_BLOCK_BYTES (at least one column). */
+#define NORM_COL_BLOCK_BYTES ((size_t)1 << 20)
+
+/* v's column c of an nr x nc array of element size es into dst[nr]. */
+static void norm_gather(const char *v, uint64_t nr, uint64_t nc, size_t es, uint64_t c, uint64_t nb,
+                        char *dst)
+{
+    for (uint64_t i = 0; i < nr; i++)
+        for (uint64_t j = 0; j < nb; j++)
+            memcpy(dst + (size_t)(j * nr + i) * es, v + (size_t)(i * nc + c + j) * es, es);
+}
+
+/* Columns of A [R, C] (sz: rows C, cols R): blocks of columns gathered into
+ * rows, normalized by the row code, scattered back. */
+static int run_cpu_cols(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h)
+{
+    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO);
+    size_t es = gpuq_dtype_size(r->dtype);
+    uint64_t nr = sz->cols, nc = sz->rows, per = NORM_COL_BLOCK_BYTES / (nr * es);
+    if (per < 1)
+        per = 1;
+    if (per > nc)
+        per = nc;
+    char *t_in = malloc((size_t)(per * nr) * es), *t_out = malloc((size_t)(per * nr) * es);
+    int kc = t_in && t_out ? GPUQ_K_OK : GPUQ_K_E_NOMEM;
+    for (uint64_t c = 0; kc == GPUQ_K_OK && c < nc; c += per) {
+        uint64_t nb = nc - c < per ? nc - c : per;
+        norm_gather(h->a, nr, nc, es, c, nb, t_in);
+        kc = gpuq_cpu_normalize(op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METHOD), zero_ok,
+                                t_in, t_out, nb, nr);
+        for (uint64_t i = 0; kc == GPUQ_K_OK && i < nr; i++)
+            for (uint64_t j = 0; j < nb; j++)
+                memcpy((char *)h->out[0] + (size_t)(i * nc + c + j) * es,
+                       t_out + (size_t)(j * nr + i) * es, es);
+    }
+    free(t_out);
+    free(t_in);
+    return kc;
+}
+
+/* Device scratch: a column run's transposed result (rows * cols values). */
+static uint64_t cuda_scratch(const gpuq_request *r, const gpuq_sizes *sz)
+{
+    return NORM_BY_COLS(r) ? sz->rows * sz->cols * gpuq_dtype_size(r->dtype) : sz->scratch;
+}
 
 /* Rows [r0, r0 + nr) (each row is normalized on its own: the same bits as
  * the whole run's; a 1-D or flat array is one row, run whole). */
 static int run_cpu_rows(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h,
                         const op_rows *rw)
 {
-    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
+    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO);
     size_t off = (size_t)(rw->r0 * sz->cols) * gpuq_dtype_size(r->dtype);
     return gpuq_cpu_normalize(op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METHOD), zero_ok,
                               (const char *)h->a + off, (char *)h->out[0] + off, rw->nr, sz->cols);
@@ -105,6 +187,8 @@ static int run_cpu_rows(const gpuq_request *r, const gpuq_sizes *sz, const op_bu
 
 static int run_cpu(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h)
 {
+    if (NORM_BY_COLS(r))
+        return run_cpu_cols(r, sz, h);
     op_rows all = {.r0 = 0, .nr = sz->rows, .chunk = sz->rows};
     return run_cpu_rows(r, sz, h, &all);
 }
@@ -119,7 +203,8 @@ static int run_cpu(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h
  * within the kernels' documented error (minmax exactly). */
 static int cuda_split(const gpuq_request *r, const gpuq_sizes *sz, op_split *sp)
 {
-    (void)r;
+    if (NORM_BY_COLS(r)) /* a column is not contiguous: whole */
+        return 0;
     if (sz->rows > 1)
         return op_split_rows(sz, sz->rows, 0, sp);
     if (!op_split_rows(sz, sz->cols, 0, sp))
@@ -132,9 +217,16 @@ static int cuda_split(const gpuq_request *r, const gpuq_sizes *sz, op_split *sp)
 static int launch_cuda(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_sizes *sz,
                        const op_bufs *d)
 {
-    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
-    return gpuq_cuda_normalize(ctx, op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METHOD), zero_ok,
-                               d->a, d->out[0], sz->rows, sz->cols);
+    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO), dt = op_kernel_dtype(r), kc;
+    if (!NORM_BY_COLS(r))
+        return gpuq_cuda_normalize(ctx, dt, gpuq_request_arg_enum(r, K_METHOD), zero_ok, d->a,
+                                   d->out[0], sz->rows, sz->cols);
+    /* A [cols, rows] -> A.T [rows, cols] in out, its rows into scratch, back into out */
+    if ((kc = gpuq_cuda_transpose(ctx, dt, d->a, d->out[0], sz->cols, sz->rows)) != GPUQ_K_OK ||
+        (kc = gpuq_cuda_normalize(ctx, dt, gpuq_request_arg_enum(r, K_METHOD), zero_ok, d->out[0],
+                                  d->scratch, sz->rows, sz->cols)) != GPUQ_K_OK)
+        return kc;
+    return gpuq_cuda_transpose(ctx, dt, d->scratch, d->out[0], sz->rows, sz->cols);
 }
 
 /* One item of a batched launch: rows of fewer than 2^17 values, the
@@ -142,7 +234,7 @@ static int launch_cuda(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_siz
 static int cuda_batch_item(const gpuq_request *r, const gpuq_sizes *sz, const void *in, void *out,
                            gpuq_norm_item *it)
 {
-    if (sz->cols == 0 || sz->cols >= GPUQ_NORM_BATCH_MAX_COLS || sz->rows == 0)
+    if (sz->cols == 0 || sz->cols >= GPUQ_NORM_BATCH_MAX_COLS || sz->rows == 0 || NORM_BY_COLS(r))
         return 0;
     it->in = in;
     it->out = out;
@@ -151,7 +243,7 @@ static int cuda_batch_item(const gpuq_request *r, const gpuq_sizes *sz, const vo
     it->cols = sz->cols;
     it->dt = op_kernel_dtype(r);
     it->method = gpuq_request_arg_enum(r, K_METHOD);
-    it->zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
+    it->zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO);
     return 1;
 }
 
@@ -165,7 +257,7 @@ static uint64_t cuda_chunk_scratch(const gpuq_request *r, const gpuq_sizes *sz, 
 static int launch_cuda_rows(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_sizes *sz,
                             const op_bufs *d, const op_rows *rw)
 {
-    int dt = op_kernel_dtype(r), zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
+    int dt = op_kernel_dtype(r), zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO);
     if (sz->rows == 1)
         return gpuq_cuda_normalize_flat_scale(ctx, dt, d->a, d->out[0], sz->cols, rw->r0, rw->nr,
                                               d->scratch);
@@ -185,7 +277,7 @@ static int launch_cuda_reduce(gpuq_cuda_ctx *ctx, const gpuq_request *r, const g
 static int launch_cuda_finish(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_sizes *sz,
                               const op_bufs *d, const op_rows *rw)
 {
-    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
+    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO);
     return gpuq_cuda_normalize_flat_finish(ctx, op_kernel_dtype(r),
                                            gpuq_request_arg_enum(r, K_METHOD), zero_ok, d->a,
                                            sz->cols, rw->chunk, d->scratch);
@@ -194,31 +286,44 @@ static int launch_cuda_finish(gpuq_cuda_ctx *ctx, const gpuq_request *r, const g
 
 /* The row the kernel stopped at, found again by the CPU reference's rules
  * (error path only). */
-static int kernel_message(const gpuq_request *r, const gpuq_sizes *sz, const void *h_in, int kcode,
-                          char *m, size_t cap)
+static int kernel_message(const gpuq_request *r, const gpuq_sizes *sz, const void *h_in,
+                          const void *h_b, int kcode, char *m, size_t cap)
 {
+    (void)h_b;
     int method = gpuq_request_arg_enum(r, K_METHOD);
     const char *mname = gpuq_norm_method_name((gpuq_norm_method)method);
     uint64_t row = 0;
     long long at = -1;
     if (kcode != GPUQ_K_E_ZERO && kcode != GPUQ_K_E_OVERFLOW)
         return 0;
-    if (h_in && gpuq_cpu_normalize_find(op_kernel_dtype(r), method, h_in, sz->rows, sz->cols,
-                                        &row) == kcode)
+    const char *what = NORM_BY_COLS(r) ? "column" : "row";
+    if (h_in && NORM_BY_COLS(r)) { /* each column as one row, in order */
+        size_t es = gpuq_dtype_size(r->dtype);
+        char *col = malloc((size_t)sz->cols * es);
+        for (uint64_t c = 0; col && at < 0 && c < sz->rows; c++) {
+            norm_gather(h_in, sz->cols, sz->rows, es, c, 1, col);
+            if (gpuq_cpu_normalize_find(op_kernel_dtype(r), method, col, 1, sz->cols, &row) ==
+                kcode)
+                at = (long long)c;
+        }
+        free(col);
+    } else if (h_in && gpuq_cpu_normalize_find(op_kernel_dtype(r), method, h_in, sz->rows, sz->cols,
+                                               &row) == kcode) {
         at = (long long)row;
+    }
     if (kcode == GPUQ_K_E_ZERO) {
         int constant = method == GPUQ_K_MINMAX || method == GPUQ_K_ZSCORE;
         if (at >= 0 && constant)
-            snprintf(m, cap, "row %lld is constant (%s)", at, mname);
+            snprintf(m, cap, "%s %lld is constant (%s)", what, at, mname);
         else if (at >= 0)
-            snprintf(m, cap, "row %lld has zero %s norm", at, mname);
+            snprintf(m, cap, "%s %lld has zero %s norm", what, at, mname);
         else
-            snprintf(m, cap, "zero %s norm in a row", mname ? mname : "");
+            snprintf(m, cap, "zero %s norm in a %s", mname ? mname : "", what);
         return 1;
     }
     if (at < 0)
         return 0;
-    snprintf(m, cap, "row %lld: a %s result is too large for %s", at, mname,
+    snprintf(m, cap, "%s %lld: a %s result is too large for %s", what, at, mname,
              gpuq_dtype_name(r->dtype));
     return 1;
 }
@@ -235,29 +340,41 @@ const op_backend_def op_backend_normalize = {.run_cpu = run_cpu,
                                              .launch_cuda_finish = launch_cuda_finish,
 #endif
                                              .cuda_split = cuda_split,
+                                             .cuda_scratch = cuda_scratch,
                                              .kernel_message = kernel_message};
 #endif
 
 /* ------------------------------------------------------------------ ctl */
 #ifdef GPUQ_OP_CTL
+#include <errno.h>
+#include <stdlib.h>
+
 #include "op_ctl.h"
 
 static int exec(ctl_ctx *ctx, int argc, const char **argv)
 {
-    const char *method_s = NULL, *out_path = NULL;
+    const char *method_s = NULL, *out_path = NULL, *axis_s = NULL;
     bool flat = false, timing = false;
-    const ctl_opt opts[] = {{"--method", &method_s, NULL},
-                            {"-m", &method_s, NULL},
-                            {"-o", &out_path, NULL},
-                            {"--output", &out_path, NULL},
-                            {"--flat", NULL, &flat}};
+    const ctl_opt opts[] = {{"--method", &method_s, NULL}, {"-m", &method_s, NULL},
+                            {"-o", &out_path, NULL},       {"--output", &out_path, NULL},
+                            {"--flat", NULL, &flat},       {"--axis", &axis_s, NULL}};
     const char *pos[1];
     int npos;
-    int rc = ctl_parse_args(ctx, argc, argv, opts, 5, pos, &npos, &timing);
+    int rc = ctl_parse_args(ctx, argc, argv, opts, 6, pos, &npos, &timing);
     if (rc)
         return rc;
     if (!out_path)
         return ctl_usage_error(ctx, "-o OUT.npy is required");
+    long long axis = 0;
+    if (axis_s) { /* the range is gpuqd's to check (it knows the rank) */
+        char *end = NULL;
+        errno = 0;
+        axis = strtoll(axis_s, &end, 10);
+        if (!*axis_s || *end || errno)
+            return ctl_usage_error(ctx, "bad --axis '%s' (an integer: 0, 1, -1 or -2)", axis_s);
+        if (flat)
+            return ctl_usage_error(ctx, "--axis and --flat do not go together");
+    }
     gpuq_request r;
     gpuq_request_init(&r);
     r.op = GPUQ_OP_NORMALIZE;
@@ -267,6 +384,8 @@ static int exec(ctl_ctx *ctx, int argc, const char **argv)
         return rc;
     if (flat)
         gpuq_request_set_bool(&r, "flat", true);
+    if (axis_s)
+        gpuq_request_set_int(&r, "axis", axis);
     npy_array a;
     if ((rc = op_ctl_load(pos[0], &a)))
         return rc;
@@ -283,6 +402,10 @@ static const ctl_optdoc opts_doc[] = {
      "min), into [0, 1]) or zscore ((x - mean) / std, numpy's std with ddof=0)."},
     {"--flat", NULL, NULL, NULL,
      "Normalize a 2-D array as one vector; without it each row is normalized on its own."},
+    {"--axis", NULL, "N", "-1",
+     "The axis to normalize along, as numpy's and scikit-learn's axis: 1 or -1 each row, 0 or "
+     "-2 each column of a 2-D array (bit for bit the rows of its transpose); 0 or -1 for a 1-D "
+     "array. Not with --flat."},
     {"--timing", NULL, NULL, NULL,
      "Print gpuqd's timing of the request on stderr: queue, copies to and from the device, "
      "kernel, total."},
@@ -292,18 +415,19 @@ static const ctl_optdoc opts_doc[] = {
 
 static const ctl_entry entry = {
     .name = "normalize",
-    .usage = "[--method NAME] [--flat] [--timing] IN.npy -o OUT.npy",
+    .usage = "[--method NAME] [--flat | --axis N] [--timing] IN.npy -o OUT.npy",
     .min_args = 1,
     .max_args = 1,
     .exec = exec,
     .help = "Scale each row of an array by its sum or a norm, to [0, 1], or to z-scores.",
     .desc = "Normalize IN.npy (float32 or float64, 1-D or 2-D, C order) on gpuqd and write the "
             "result, of the same shape and dtype, to OUT.npy. Each row of a 2-D array is "
-            "normalized on its own (the whole array with --flat); a 1-D array is one row. A row "
-            "whose denominator is 0 (a zero sum or norm, a constant row under minmax or zscore) "
-            "is the error zero_norm, naming the row.",
+            "normalized on its own (each column with --axis 0, the whole array with --flat); a "
+            "1-D array is one row. A row (column) whose denominator is 0 (a zero sum or norm, a "
+            "constant row under minmax or zscore) is the error zero_norm, naming it.",
     .opts = opts_doc,
     .example = "gpuqctl normalize in.npy -o out.npy\n"
+               "gpuqctl normalize --method=l2 --axis 0 in.npy -o out.npy\n"
                "gpuqctl normalize --method=zscore --flat in.npy -o out.npy",
 };
 const ctl_entry *const op_ctl_normalize = &entry;

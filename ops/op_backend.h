@@ -127,10 +127,11 @@ typedef struct op_backend_def {
      * to share a run (with op, dtype and B). 0: never batched so. */
     int (*row_batch)(const gpuq_request *req, const gpuq_sizes *sz, op_split *sp, uint64_t key[4]);
     /* Optional: a message for kernel code kcode (GPUQ_K_E_ZERO, _OVERFLOW,
-     * ...) of this request, given its host input h_in (may be NULL). Writes
-     * msg and returns 1, or 0 for the generic message. */
+     * ...) of this request, given its host inputs h_in (A) and h_b (B), each
+     * NULL where the backend has no host bytes of it (a resident array on
+     * CUDA). Writes msg and returns 1, or 0 for the generic message. */
     int (*kernel_message)(const gpuq_request *req, const gpuq_sizes *sz, const void *h_in,
-                          int kcode, char *msg, size_t cap);
+                          const void *h_b, int kcode, char *msg, size_t cap);
 } op_backend_def;
 
 /* The backend def of op, or NULL; control ops have an all-NULL def. */
@@ -140,9 +141,10 @@ const op_backend_def *op_backend_of(gpuq_op op);
  * hook, else sz->scratch. */
 uint64_t op_scratch_bytes(const gpuq_request *r, const gpuq_sizes *sz);
 /* kernel_message of the ops with a cosine metric (pairwise, knn): a zero
- * vector under cosine. */
-int op_cosine_zero_message(const gpuq_request *r, const gpuq_sizes *sz, const void *h_in, int kcode,
-                           char *msg, size_t cap);
+ * vector under cosine, naming the array (x or y) and the first zero row
+ * found (x's first) when the host bytes are there. */
+int op_cosine_zero_message(const gpuq_request *r, const gpuq_sizes *sz, const void *h_in,
+                           const void *h_b, int kcode, char *msg, size_t cap);
 /* The kernels' dtype code (GPUQ_K_F32/F64) of a checked request. */
 int op_kernel_dtype(const gpuq_request *r);
 /* Byte offset of array B in the input (A is 2-D whenever a B exists); 0

@@ -48,6 +48,11 @@ int op_ctl_parse_range(const char *s, double *start, double *stop, uint64_t *n);
 /* Set enum key from a command-line name; prints "unknown <key> '<s>' (a|b|c)"
  * on error and returns CTL_EXIT_FAIL. */
 int op_ctl_set_enum(gpuq_request *req, const char *key, const char *s);
+/* pairwise's and knn's --metric (default euclidean), --p (NULL: unset;
+ * a number, "inf" taken: the server checks its range) and --on-zero (NULL:
+ * unset) into req; a usage error's exit status, or 0. */
+int op_ctl_set_metric(ctl_ctx *ctx, gpuq_request *req, const char *metric_s, const char *p_s,
+                      const char *on_zero_s);
 
 #define OP_DECL_CTL_(e, n) extern const ctl_entry *const op_ctl_##n;
 GPUQ_OP_LIST(OP_DECL_CTL_)

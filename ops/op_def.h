@@ -97,17 +97,33 @@ int op_check_xy(const gpuq_request *req, gpuq_sizes *sz, uint64_t *in_elems, cha
 /* "radius" finite and > 0; "to" latitude in [-90, 90], longitude finite. */
 int op_check_radius(double radius, char *msg, size_t cap);
 int op_check_to(double lat, double lon, char *msg, size_t cap);
+/* "p" (the key k_p) of pairwise and knn: when set, the metric (k_metric)
+ * must be minkowski and p > 0 (+inf: chebyshev), else bad_argument. */
+int op_check_metric_p(const gpuq_request *req, unsigned k_metric, unsigned k_p, char *msg,
+                      size_t cap);
 /* Output k of sz: dtype (GPUQ_DT_NONE: the request's), ndim, shape[0..1]. */
 void op_set_out(gpuq_sizes *sz, unsigned k, gpuq_dtype dtype, uint32_t ndim, uint64_t d0,
                 uint64_t d1);
 
-/* Shared enum names ("on_zero": error, zero). */
-extern const char *const op_on_zero_names[2];
+/* Shared enum names ("on_zero": error, zero, nan), by GPUQ_K_ON_ZERO_*. */
+#define OP_ON_ZERO_NNAMES 3
+extern const char *const op_on_zero_names[OP_ON_ZERO_NNAMES];
+/* The "on_zero" key of normalize, pairwise and knn: error by default. */
+#define OP_ON_ZERO_KEY_DEF                                                                         \
+    {                                                                                              \
+        "on_zero", GPUQ_ARG_ENUM, 0, {.e = 0}, op_on_zero_names, OP_ON_ZERO_NNAMES, NULL, 0        \
+    }
 /* Pairwise metric names ("metric" of pairwise and knn), by GPUQ_K_* metric. */
-extern const char *const op_metric_names[4];
+extern const char *const op_metric_names[6];
 /* Their aliases (ops/pairwise.c): scipy's and scikit-learn's names. */
-#define OP_METRIC_NALIASES 3
+#define OP_METRIC_NALIASES 5
 extern const gpuq_enum_alias op_metric_aliases[OP_METRIC_NALIASES];
+/* The "p" key of pairwise and knn: minkowski's exponent, default 2 (scipy's
+ * cdist); op_check_metric_p checks it. */
+#define OP_P_KEY_DEF                                                                               \
+    {                                                                                              \
+        "p", GPUQ_ARG_DOUBLE, 0, {.d = 2.0}, NULL, 0, NULL, 0                                      \
+    }
 /* The "metric" key of pairwise and knn: euclidean by default, scipy's
  * aliases accepted. */
 #define OP_METRIC_KEY_DEF                                                                          \

@@ -36,6 +36,9 @@
     X(PUT, put)                                                                                    \
     X(GET, get)                                                                                    \
     X(LIST, list)                                                                                  \
-    X(REMOVE, remove)
+    X(REMOVE, remove)                                                                              \
+    X(SLOWLOG, slowlog)                                                                            \
+    X(SLOWLOG_RESET, slowlog_reset)                                                                \
+    X(MONITOR, monitor)
 
 #endif

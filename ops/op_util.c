@@ -12,12 +12,33 @@
 #include "gpuq_kernel_enums.h"
 #include "op_def.h"
 
-const char *const op_on_zero_names[2] = {"error", "zero"};
+_Static_assert(OP_ON_ZERO_NNAMES == GPUQ_K_ON_ZERO_COUNT && GPUQ_K_METRIC_COUNT == 6,
+               "op_def.h's name counts differ from gpuq_kernel_enums.h's");
 
-const char *const op_metric_names[GPUQ_K_METRIC_COUNT] = {[GPUQ_K_EUCLIDEAN] = "euclidean",
-                                                          [GPUQ_K_SQEUCLIDEAN] = "sqeuclidean",
-                                                          [GPUQ_K_COSINE] = "cosine",
-                                                          [GPUQ_K_MANHATTAN] = "manhattan"};
+const char *const op_on_zero_names[GPUQ_K_ON_ZERO_COUNT] = {
+    [GPUQ_K_ON_ZERO_ERROR] = "error", [GPUQ_K_ON_ZERO_ZERO] = "zero", [GPUQ_K_ON_ZERO_NAN] = "nan"};
+
+const char *const op_metric_names[GPUQ_K_METRIC_COUNT] = {
+    [GPUQ_K_EUCLIDEAN] = "euclidean", [GPUQ_K_SQEUCLIDEAN] = "sqeuclidean",
+    [GPUQ_K_COSINE] = "cosine",       [GPUQ_K_MANHATTAN] = "manhattan",
+    [GPUQ_K_CHEBYSHEV] = "chebyshev", [GPUQ_K_MINKOWSKI] = "minkowski"};
+
+int op_check_metric_p(const gpuq_request *req, unsigned k_metric, unsigned k_p, char *msg,
+                      size_t cap)
+{
+    int metric = gpuq_request_arg_enum(req, k_metric);
+    double p = gpuq_request_arg_double(req, k_p);
+    if (!gpuq_request_arg_isset(req, k_p))
+        return 0;
+    if (metric != GPUQ_K_MINKOWSKI) /* scipy's cdist refuses p for them too */
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT,
+                        "\"p\" is minkowski's exponent; metric %s takes none",
+                        op_metric_names[metric]);
+    if (!(p > 0.0)) /* NaN fails too */
+        return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT,
+                        "p=%g: minkowski needs p > 0 (a number; inf means chebyshev)", p);
+    return 0;
+}
 
 bool op_mul(uint64_t a, uint64_t b, uint64_t *out)
 {
@@ -46,24 +67,28 @@ int op_check_xy(const gpuq_request *req, gpuq_sizes *sz, uint64_t *in_elems, cha
 {
     const char *op = gpuq_op_name(req->op);
     uint64_t ea, eb;
-    int rc;
+    /* In the user's words (PROTOCOL.md 3.3): A is x, B is y. */
     if (req->ndim_a != 2)
-        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "%s needs \"shape\" [m, d]", op);
+        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "%s needs x 2-D [m, d] (\"shape\")", op);
     if (req->ndim_b != 2)
-        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "%s needs \"shape_b\" [n, d]", op);
+        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "%s needs y 2-D [n, d] (\"shape_b\")", op);
     if (req->shape_b[1] != req->shape_a[1])
-        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "shape_b has d=%llu but shape has d=%llu",
+        return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE, "y has d=%llu, x has d=%llu",
                         (unsigned long long)req->shape_b[1], (unsigned long long)req->shape_a[1]);
-    if ((rc = op_check_nonempty("shape", 2, req->shape_a, msg, cap)) != 0 ||
-        (rc = op_check_nonempty("shape_b", 2, req->shape_b, msg, cap)) != 0)
-        return rc;
+    for (int b = 0; b < 2; b++) {
+        const uint64_t *s = b ? req->shape_b : req->shape_a;
+        if (s[0] == 0 || s[1] == 0)
+            return hdr_fail(msg, cap, GPUQ_E_EMPTY,
+                            "%s is empty ([%llu, %llu]); arrays must not be empty", b ? "y" : "x",
+                            (unsigned long long)s[0], (unsigned long long)s[1]);
+    }
     sz->m = req->shape_a[0];
     sz->n = req->shape_b[0];
     sz->d = req->shape_a[1];
     if (!op_mul(sz->m, sz->d, &ea) || !op_mul(sz->n, sz->d, &eb) ||
         __builtin_add_overflow(ea, eb, in_elems))
         return hdr_fail(msg, cap, GPUQ_E_BAD_SHAPE,
-                        "%s shapes [%llu, %llu] x [%llu, %llu] overflow", op,
+                        "%s shapes x [%llu, %llu], y [%llu, %llu] overflow", op,
                         (unsigned long long)sz->m, (unsigned long long)sz->d,
                         (unsigned long long)sz->n, (unsigned long long)sz->d);
     return 0;
@@ -110,13 +135,42 @@ uint64_t op_scratch_bytes(const gpuq_request *r, const gpuq_sizes *sz)
     return ob && ob->cuda_scratch ? ob->cuda_scratch(r, sz) : sz->scratch;
 }
 
-int op_cosine_zero_message(const gpuq_request *r, const gpuq_sizes *sz, const void *h_in, int kcode,
-                           char *msg, size_t cap)
+/* The first row of v[rows][d] (dtype of r) whose squared norm is 0 in
+ * double, the kernels' test (a sum of squares is 0 only if every square
+ * is), or -1. */
+static long long zero_row(const gpuq_request *r, const void *v, uint64_t rows, uint64_t d)
 {
-    (void)r, (void)sz, (void)h_in;
+    for (uint64_t i = 0; v && i < rows; i++) {
+        double s = 0.0;
+        for (uint64_t k = 0; k < d; k++) {
+            double t = r->dtype == GPUQ_DT_F32 ? (double)((const float *)v)[i * d + k]
+                                               : ((const double *)v)[i * d + k];
+            s += t * t;
+        }
+        if (s == 0.0)
+            return (long long)i;
+    }
+    return -1;
+}
+
+int op_cosine_zero_message(const gpuq_request *r, const gpuq_sizes *sz, const void *h_in,
+                           const void *h_b, int kcode, char *msg, size_t cap)
+{
+    static const char why[] =
+        "(cosine distance needs a nonzero norm; on_zero \"zero\" or \"nan\" accepts it)";
     if (kcode != GPUQ_K_E_ZERO)
         return 0;
-    snprintf(msg, cap, "zero vector under cosine metric");
+    /* B is y; pairwise's single-array form (no B) compares x with itself */
+    long long at = zero_row(r, h_in, sz->m, sz->d);
+    const char *name = "x";
+    if (at < 0 && r->ndim_b) {
+        at = zero_row(r, h_b, sz->n, sz->d);
+        name = "y";
+    }
+    if (at >= 0)
+        snprintf(msg, cap, "%s row %lld is a zero vector %s", name, at, why);
+    else
+        snprintf(msg, cap, "x or y has a zero vector %s", why);
     return 1;
 }
 
@@ -185,6 +239,24 @@ op_bufs op_bufs_make(const gpuq_request *r, const gpuq_sizes *sz, const void *in
 #include "ctl_xfer.h"
 #include "op_ctl.h"
 #include "op_def.h"
+
+int op_ctl_set_metric(ctl_ctx *ctx, gpuq_request *req, const char *metric_s, const char *p_s,
+                      const char *on_zero_s)
+{
+    int rc = ctl_set_enum(ctx, req, "metric", "--metric", metric_s ? metric_s : "euclidean");
+    if (rc)
+        return rc;
+    if (p_s) {
+        char *end;
+        double p = strtod(p_s, &end);
+        if (!*p_s || *end)
+            return ctl_usage_error(ctx, "bad --p '%s' (a number > 0, or inf)", p_s);
+        gpuq_request_set_double(req, "p", p);
+    }
+    if (on_zero_s)
+        return ctl_set_enum(ctx, req, "on_zero", "--on-zero", on_zero_s);
+    return 0;
+}
 
 int op_ctl_run_outs(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_array *b,
                     const op_ctl_out *outs, unsigned nout, bool timing)

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* pairwise.c - the pairwise op: distances between every row of X [m, d] and
  * every row of Y [n, d] under "metric" (scipy cdist definitions), output
- * [m, n] in the input dtype. A zero vector under cosine is zero_norm unless
- * "on_zero":"zero" (then its distances are 1).
+ * [m, n] in the input dtype; "p" is minkowski's exponent. A zero vector
+ * under cosine is zero_norm unless "on_zero" is "zero" (then its distances
+ * are 1) or "nan" (NaN, as scipy's cdist).
  */
-enum { K_METRIC, K_ON_ZERO, K_COUNT_ };
+enum { K_METRIC, K_ON_ZERO, K_P, K_COUNT_ };
 
 /* ---------------------------------------------------------------- proto */
 #ifdef GPUQ_OP_PROTO
@@ -16,22 +17,24 @@ _Static_assert((int)GPUQ_METRIC_COUNT == GPUQ_K_METRIC_COUNT &&
                    (int)GPUQ_METRIC_EUCLIDEAN == GPUQ_K_EUCLIDEAN &&
                    (int)GPUQ_METRIC_SQEUCLIDEAN == GPUQ_K_SQEUCLIDEAN &&
                    (int)GPUQ_METRIC_COSINE == GPUQ_K_COSINE &&
-                   (int)GPUQ_METRIC_MANHATTAN == GPUQ_K_MANHATTAN,
+                   (int)GPUQ_METRIC_MANHATTAN == GPUQ_K_MANHATTAN &&
+                   (int)GPUQ_METRIC_CHEBYSHEV == GPUQ_K_CHEBYSHEV &&
+                   (int)GPUQ_METRIC_MINKOWSKI == GPUQ_K_MINKOWSKI,
                "proto/header.h's GPUQ_METRIC_* differ from the kernels' GPUQ_K_* metrics");
 
-/* Names other libraries give the metrics: scipy's cdist "cityblock", and
- * scikit-learn's "l1" and "l2" (its pairwise_distances also takes
- * "cityblock"). Only unambiguous ones: scipy's one-letter forms ("c", "e")
- * are not taken, and nor is "minkowski" (it needs p). */
+/* Names other libraries give the metrics: scipy's cdist "cityblock",
+ * "chebychev" and "pnorm", and scikit-learn's "l1" and "l2" (its
+ * pairwise_distances also takes "cityblock"). Only whole words: scipy's
+ * short forms ("c", "e", "cos", "cheb", "mi", ...) are not taken. */
 const gpuq_enum_alias op_metric_aliases[OP_METRIC_NALIASES] = {
-    {"cityblock", GPUQ_K_MANHATTAN},
-    {"l1", GPUQ_K_MANHATTAN},
-    {"l2", GPUQ_K_EUCLIDEAN},
+    {"cityblock", GPUQ_K_MANHATTAN}, {"l1", GPUQ_K_MANHATTAN},    {"l2", GPUQ_K_EUCLIDEAN},
+    {"chebychev", GPUQ_K_CHEBYSHEV}, {"pnorm", GPUQ_K_MINKOWSKI},
 };
 
 static const gpuq_key_def keys[K_COUNT_] = {
     [K_METRIC] = OP_METRIC_KEY_DEF,
-    [K_ON_ZERO] = {"on_zero", GPUQ_ARG_ENUM, 0, {.e = 0}, op_on_zero_names, 2, NULL, 0},
+    [K_ON_ZERO] = OP_ON_ZERO_KEY_DEF,
+    [K_P] = OP_P_KEY_DEF,
 };
 
 const char *gpuq_metric_name(gpuq_metric m)
@@ -53,7 +56,10 @@ static int check(const gpuq_request *req, uint64_t payload_len, const gpuq_limit
         return rc;
     if (!gpuq_request_arg_isset(req, K_METRIC)) /* required: no default */
         return hdr_fail(msg, cap, GPUQ_E_BAD_ARGUMENT,
-                        "pairwise needs \"metric\" (euclidean, sqeuclidean, cosine or manhattan)");
+                        "pairwise needs \"metric\" (euclidean, sqeuclidean, cosine, manhattan, "
+                        "chebyshev or minkowski)");
+    if ((rc = op_check_metric_p(req, K_METRIC, K_P, msg, cap)) != 0)
+        return rc;
     if ((rc = op_check_xy(req, sz, in_elems, msg, cap)) != 0)
         return rc;
     if (!op_mul(sz->m, sz->n, &out))
@@ -73,17 +79,23 @@ const gpuq_op_def op_def_pairwise = {.op = GPUQ_OP_PAIRWISE,
 
 /* -------------------------------------------------------------- backend */
 #ifdef GPUQ_OP_BACKEND
+#include <string.h>
+
+#include "cpu_fast.h"
 #include "op_backend.h"
 
-/* Query rows [r0, r0 + nr) against all of Y (each distance on its own). */
+/* Query rows [r0, r0 + nr) against all of Y (each distance on its own, by the
+ * tiled kernel of kernels/cpu_fast.c). */
 static int run_cpu_rows(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h,
                         const op_rows *rw)
 {
-    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
+    int on_zero = gpuq_request_arg_enum(r, K_ON_ZERO);
+    double p = gpuq_request_arg_double(r, K_P);
     size_t es = gpuq_dtype_size(r->dtype);
-    return gpuq_cpu_pairwise(op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC), zero_ok,
-                             (const char *)h->a + (size_t)(rw->r0 * sz->d) * es, h->b, rw->nr,
-                             sz->n, sz->d, (char *)h->out[0] + (size_t)(rw->r0 * sz->n) * es);
+    return gpuq_cpu_pairwise_fast(op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC), p,
+                                  on_zero, (const char *)h->a + (size_t)(rw->r0 * sz->d) * es, h->b,
+                                  rw->nr, sz->n, sz->d,
+                                  (char *)h->out[0] + (size_t)(rw->r0 * sz->n) * es);
 }
 
 static int run_cpu(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h)
@@ -96,8 +108,8 @@ static int run_cpu(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h
 static int launch_cuda(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_sizes *sz,
                        const op_bufs *d)
 {
-    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
-    return gpuq_cuda_pairwise(ctx, op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC), zero_ok,
+    return gpuq_cuda_pairwise(ctx, op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC),
+                              gpuq_request_arg_double(r, K_P), gpuq_request_arg_enum(r, K_ON_ZERO),
                               d->a, d->b, sz->m, sz->n, sz->d, d->out[0]);
 }
 
@@ -108,11 +120,13 @@ static int launch_cuda(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_siz
 static int launch_cuda_rows(gpuq_cuda_ctx *ctx, const gpuq_request *r, const gpuq_sizes *sz,
                             const op_bufs *d, const op_rows *rw)
 {
-    int zero_ok = gpuq_request_arg_enum(r, K_ON_ZERO) == 1;
+    int on_zero = gpuq_request_arg_enum(r, K_ON_ZERO);
+    double p = gpuq_request_arg_double(r, K_P);
     size_t es = gpuq_dtype_size(r->dtype);
-    return gpuq_cuda_pairwise(ctx, op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC), zero_ok,
-                              (const char *)d->a + (size_t)(rw->r0 * sz->d) * es, d->b, rw->nr,
-                              sz->n, sz->d, (char *)d->out[0] + (size_t)(rw->r0 * sz->n) * es);
+    return gpuq_cuda_pairwise(ctx, op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METRIC), p,
+                              on_zero, (const char *)d->a + (size_t)(rw->r0 * sz->d) * es, d->b,
+                              rw->nr, sz->n, sz->d,
+                              (char *)d->out[0] + (size_t)(rw->r0 * sz->n) * es);
 }
 #endif
 
@@ -125,9 +139,11 @@ static int row_batch(const gpuq_request *r, const gpuq_sizes *sz, op_split *sp, 
     int metric = gpuq_request_arg_enum(r, K_METRIC);
     if (r->dtype == GPUQ_DT_F64 && metric == GPUQ_K_COSINE)
         return 0;
+    double p = gpuq_request_arg_double(r, K_P);
     key[0] = (uint64_t)metric;
     key[1] = (uint64_t)gpuq_request_arg_enum(r, K_ON_ZERO);
-    key[2] = key[3] = 0;
+    memcpy(&key[2], &p, sizeof p); /* minkowski's p: only equal p batch together */
+    key[3] = 0;
     return op_row_split(sz, sp);
 }
 
@@ -155,13 +171,16 @@ const op_backend_def op_backend_pairwise = {.run_cpu = run_cpu,
 
 static int exec(ctl_ctx *ctx, int argc, const char **argv)
 {
-    const char *metric_s = NULL, *out_path = NULL;
+    const char *metric_s = NULL, *p_s = NULL, *on_zero_s = NULL, *out_path = NULL;
     bool timing = false;
-    const ctl_opt opts[] = {
-        {"--metric", &metric_s, NULL}, {"-o", &out_path, NULL}, {"--output", &out_path, NULL}};
+    const ctl_opt opts[] = {{"--metric", &metric_s, NULL},
+                            {"--p", &p_s, NULL},
+                            {"--on-zero", &on_zero_s, NULL},
+                            {"-o", &out_path, NULL},
+                            {"--output", &out_path, NULL}};
     const char *pos[2];
     int npos;
-    int rc = ctl_parse_args(ctx, argc, argv, opts, 3, pos, &npos, &timing);
+    int rc = ctl_parse_args(ctx, argc, argv, opts, 5, pos, &npos, &timing);
     if (rc)
         return rc;
     if (!out_path)
@@ -171,7 +190,7 @@ static int exec(ctl_ctx *ctx, int argc, const char **argv)
     r.op = GPUQ_OP_PAIRWISE;
     if ((rc = ctl_check_files(ctx, pos, npos)))
         return rc;
-    if ((rc = ctl_set_enum(ctx, &r, "metric", "--metric", metric_s ? metric_s : "euclidean")))
+    if ((rc = op_ctl_set_metric(ctx, &r, metric_s, p_s, on_zero_s)))
         return rc;
     npy_array x, y;
     if ((rc = op_ctl_load(pos[0], &x)))
@@ -196,9 +215,14 @@ out_x:
 
 static const ctl_optdoc opts_doc[] = {
     {"--metric", NULL, "NAME", "euclidean",
-     "euclidean, sqeuclidean (squared euclidean), cosine (1 - cosine similarity) or manhattan "
-     "(sum of |x - y|), as scipy's cdist computes them; scipy's name cityblock and "
-     "scikit-learn's l1 (both manhattan) and l2 (euclidean) are taken too."},
+     "euclidean, sqeuclidean (squared euclidean), cosine (1 - cosine similarity), manhattan "
+     "(sum of |x - y|), chebyshev (max of |x - y|) or minkowski ((sum of |x - y|^p)^(1/p)), as "
+     "scipy's cdist computes them; scipy's names cityblock (manhattan), chebychev and pnorm "
+     "(minkowski) and scikit-learn's l1 (manhattan) and l2 (euclidean) are taken too."},
+    {"--p", NULL, "P", "2",
+     "minkowski's exponent, a number > 0, or inf (chebyshev); only with --metric minkowski."},
+    {"--on-zero", NULL, "error|zero|nan", "error",
+     "A zero row under cosine: the error zero_norm, distance 1 (zero) or NaN (nan, as scipy)."},
     {"--timing", NULL, NULL, NULL,
      "Print gpuqd's timing of the request on stderr: queue, copies to and from the device, "
      "kernel, total."},
@@ -208,7 +232,8 @@ static const ctl_optdoc opts_doc[] = {
 
 static const ctl_entry entry = {
     .name = "distance pairwise",
-    .usage = "[--metric NAME] [--timing] X.npy Y.npy -o OUT.npy",
+    .usage = "[--metric NAME] [--p P] [--on-zero error|zero|nan] [--timing] X.npy Y.npy -o "
+             "OUT.npy",
     .min_args = 2,
     .max_args = 2,
     .exec = exec,
@@ -216,11 +241,13 @@ static const ctl_entry entry = {
     .desc = "Compute on gpuqd the distance between every row of X.npy [m, d] and every row of "
             "Y.npy [n, d] (float32 or float64, the same dtype and d) and write them, [m, n] in "
             "that dtype, to OUT.npy: OUT[i, j] = dist(X[i], Y[j]), as "
-            "scipy.spatial.distance.cdist(X, Y, metric). A zero row under cosine is the error "
-            "zero_norm.",
+            "scipy.spatial.distance.cdist(X, Y, metric) (minkowski: cdist(X, Y, 'minkowski', "
+            "p=P)). A zero row under cosine is the error zero_norm unless --on-zero says "
+            "otherwise.",
     .opts = opts_doc,
     .example = "gpuqctl distance pairwise X.npy Y.npy -o D.npy\n"
-               "gpuqctl distance pairwise --metric=cityblock X.npy Y.npy -o D.npy",
+               "gpuqctl distance pairwise --metric=cityblock X.npy Y.npy -o D.npy\n"
+               "gpuqctl distance pairwise --metric minkowski --p 3 X.npy Y.npy -o D.npy",
 };
 const ctl_entry *const op_ctl_pairwise = &entry;
 #endif

@@ -59,6 +59,8 @@ typedef enum gpuq_metric {
     GPUQ_METRIC_SQEUCLIDEAN,
     GPUQ_METRIC_COSINE,
     GPUQ_METRIC_MANHATTAN,
+    GPUQ_METRIC_CHEBYSHEV, /* max |x - y| */
+    GPUQ_METRIC_MINKOWSKI, /* (sum |x - y|^p)^(1/p), the request's "p" */
     GPUQ_METRIC_COUNT
 } gpuq_metric;
 
@@ -187,6 +189,9 @@ typedef struct gpuq_request {
     /* compute ops: the inputs (in arenas) are in place only as far as
      * ready requests say ("gate"; PROTOCOL.md 3.4) */
     bool gate;
+    /* compute ops: the server sends a "started" frame when the request
+     * starts running ("progress"; PROTOCOL.md 4.1) */
+    bool progress;
     /* ready: input bytes in place ("bytes") */
     bool has_bytes;
     uint64_t bytes;
@@ -346,6 +351,10 @@ typedef struct gpuq_timing {
 typedef struct gpuq_reply {
     uint64_t id;
     int status; /* 0 or GPUQ_E_* */
+    /* status "started" (status 0): not the reply but the notice that
+     * request id, sent with "progress", started running (PROTOCOL.md 4.1);
+     * its reply follows */
+    bool started;
     char message[256];
     gpuq_dtype dtype;
     uint32_t ndim;

@@ -111,10 +111,12 @@ int gpuq_reply_decode(const uint8_t *buf, size_t len, gpuq_reply *rep, char *msg
                 is_error = false;
             else if (hdr_str_eq(s, slen, "error"))
                 is_error = true;
+            else if (hdr_str_eq(s, slen, "started")) /* a notice, not the reply (4.1) */
+                rep->started = true;
             else
                 return hdr_fail(msg, msgcap, GPUQ_E_BAD_HEADER,
-                                "reply status \"%.*s\" is not ok or error", HDR_SHOWLEN(s, slen),
-                                s);
+                                "reply status \"%.*s\" is not ok, error or started",
+                                HDR_SHOWLEN(s, slen), s);
             break;
         case R_CODE:
             if (gpuq_mpr_int(&r, &code) != 0)
@@ -223,7 +225,7 @@ static int reply_encode(const gpuq_reply *rep, size_t headroom, uint8_t **out, s
         reply_message(rep, m, sizeof m);
         hdr_kv_str(w, &n, "message", m[0] ? m : gpuq_strerror(rep->status));
     } else {
-        hdr_kv_str(w, &n, "status", "ok");
+        hdr_kv_str(w, &n, "status", rep->started ? "started" : "ok");
         if (rep->ndim > 0) {
             if ((s = gpuq_dtype_name(rep->dtype)) != NULL)
                 hdr_kv_str(w, &n, "dtype", s);

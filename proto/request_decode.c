@@ -47,18 +47,20 @@ enum reqkey {
     K_NAME,
     K_ACCESS,
     K_PERSIST,
+    K_PROGRESS,
     K_COUNT
 };
 
 static const char *const req_keys[K_COUNT] = {
-    "id",       "op",          "dtype",   "shape", "shape_b", "timing", "version", "client",
-    "priority", "device",      "session", "limit", "value",   "in",     "out",     "size",
-    "arena",    "deadline_ms", "request", "gate",  "bytes",   "name",   "access",  "persist",
+    "id",     "op",       "dtype",   "shape",       "shape_b", "timing", "version",
+    "client", "priority", "device",  "session",     "limit",   "value",  "in",
+    "out",    "size",     "arena",   "deadline_ms", "request", "gate",   "bytes",
+    "name",   "access",   "persist", "progress",
 };
 
 /* Op keys take seen-bits from here up. */
-#define OPKEY_BIT0 24u
-_Static_assert(K_COUNT <= OPKEY_BIT0 && OPKEY_BIT0 + GPUQ_MAX_OP_ARGS <= 32,
+#define OPKEY_BIT0 32u
+_Static_assert(K_COUNT <= OPKEY_BIT0 && OPKEY_BIT0 + GPUQ_MAX_OP_ARGS <= 64,
                "seen bits of common and op keys overlap");
 
 /* Read an array of exactly n numbers into v. */
@@ -381,6 +383,8 @@ static int decode_value(gpuq_mpr *r, enum reqkey key, gpuq_request *req, char *m
         return 0;
     case K_GATE:
         return read_bool(r, name, &req->gate, msg, cap);
+    case K_PROGRESS:
+        return read_bool(r, name, &req->progress, msg, cap);
     case K_BYTES:
         if (gpuq_mpr_uint(r, &req->bytes) != 0)
             return hdr_fail(msg, cap, GPUQ_E_BAD_HEADER, "\"bytes\" must be an unsigned int");
@@ -475,7 +479,8 @@ static bool find_id(const uint8_t *buf, size_t len, uint64_t *id)
 static int decode_map(const uint8_t *buf, size_t len, gpuq_request *req, char *msg, size_t msgcap)
 {
     gpuq_mpr r;
-    uint32_t n, seen = 0;
+    uint32_t n;
+    uint64_t seen = 0; /* a bit per common key, then per op key (OPKEY_BIT0) */
     int rc;
 
     gpuq_request_init(req);
@@ -489,7 +494,8 @@ static int decode_map(const uint8_t *buf, size_t len, gpuq_request *req, char *m
                         "header is not a msgpack map (or is truncated or over a cap)");
     for (uint32_t k = 0; k < n; k++) {
         const char *key;
-        uint32_t klen, bit;
+        uint32_t klen;
+        uint64_t bit;
         int idx, ok = -1;
         if (gpuq_mpr_str(&r, &key, &klen) != 0)
             return hdr_fail(msg, msgcap, GPUQ_E_BAD_HEADER, "header key %u is not a %s",
@@ -511,7 +517,7 @@ static int decode_map(const uint8_t *buf, size_t len, gpuq_request *req, char *m
             continue;
         }
         const char *kname = idx >= 0 ? req_keys[idx] : def->keys[ok].name;
-        bit = idx >= 0 ? 1u << idx : 1u << (OPKEY_BIT0 + (uint32_t)ok);
+        bit = idx >= 0 ? (uint64_t)1 << idx : (uint64_t)1 << (OPKEY_BIT0 + (uint32_t)ok);
         if (seen & bit)
             return hdr_fail(msg, msgcap, GPUQ_E_BAD_HEADER, "duplicate key \"%s\"", kname);
         seen |= bit;
@@ -527,9 +533,9 @@ static int decode_map(const uint8_t *buf, size_t len, gpuq_request *req, char *m
     if (gpuq_mpr_left(&r) != 0)
         return hdr_fail(msg, msgcap, GPUQ_E_BAD_HEADER, "%zu trailing bytes after the header map",
                         gpuq_mpr_left(&r));
-    if (!(seen & (1u << K_ID)))
+    if (!(seen & ((uint64_t)1 << K_ID)))
         return hdr_fail(msg, msgcap, GPUQ_E_BAD_HEADER, "header lacks \"id\"");
-    if (!(seen & (1u << K_OP)))
+    if (!(seen & ((uint64_t)1 << K_OP)))
         return hdr_fail(msg, msgcap, GPUQ_E_BAD_HEADER, "header lacks \"op\"");
     if (req->dtype == GPUQ_DT_NONE && def)
         req->dtype = def->default_dtype;

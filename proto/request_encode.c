@@ -166,6 +166,11 @@ static void encode_common(gpuq_mpw *w, uint32_t *n, const gpuq_request *req, uns
         gpuq_mpw_bool(w, true);
         (*n)++;
     }
+    if (req->progress) {
+        gpuq_mpw_str(w, "progress");
+        gpuq_mpw_bool(w, true);
+        (*n)++;
+    }
     if (req->has_bytes) {
         gpuq_mpw_str(w, "bytes");
         gpuq_mpw_uint(w, req->bytes);

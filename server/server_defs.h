@@ -32,6 +32,7 @@
 typedef struct server server;
 typedef struct session session;
 typedef struct request request;
+typedef struct request_log request_log; /* request/request_log.h */
 typedef struct session_frame session_frame;
 
 /* How a queued reply frame is written (the owner's functions). */
@@ -48,6 +49,8 @@ typedef struct session_frame_ops {
 struct session_frame {
     const session_frame_ops *ops;
     uint64_t seq;     /* order of replies within the session */
+    bool extra;       /* written in seq's place, before the frame of that seq, without
+                         using seq up (a request's started notice, started.h) */
     bool close_after; /* close the session once written */
     /* a handle whose fd goes with the frame's first byte (SCM_RIGHTS); set
      * by encode; the owner keeps it open until done */
@@ -74,7 +77,10 @@ struct request {
     uint8_t *doc; /* owned reply payload of sessions/metrics */
     size_t doc_len;
     uint64_t t0_ns; /* when the request was read (metrics latency) */
-    bool compute;   /* counts as in flight */
+    /* when it was submitted to the backend and when its job completed (0:
+     * not yet), for request_log.c's queue_us and kernel_us */
+    uint64_t run_ns, done_ns;
+    bool compute; /* counts as in flight */
     bool in_backend;
     uint8_t *wbuf;  /* owned prefix+header while writing */
     arena *held[4]; /* arenas its refs name (in 0, 1, out 0, 1): one reference each */
@@ -113,6 +119,8 @@ struct request {
      * r lives on, staging and arenas held, until the job completed and the
      * reply was written or dropped (reply_done), whichever comes last. */
     bool early, reply_done;
+    /* its started notice is queued (started.h) */
+    bool started_sent;
     bool slot_held; /* running in one of the backend's slots (backend.h) */
     /* A gated request (PROTOCOL.md 3.4: "gate") whose input is not all in
      * while the backend cannot wait for it on the device (backend.h: gate)
@@ -206,6 +214,9 @@ struct session {
     session_frame *io_held;  /* encoded, waits for io.wr's group (then goes first) */
     uv_buf_t io_held_bufs[2];
     unsigned io_held_n;
+    /* request/monitor.c: this connection's monitor (the `monitor` op), or
+     * NULL; a monitoring session is not idle (session_sweep) */
+    struct monitor_sub *monitor;
 };
 
 /* What the session (transport) hands up: the request module's functions
@@ -323,7 +334,8 @@ struct server {
     resident_books resident; /* resident arrays (PROTOCOL.md 3.5) */
     resident_store store;    /* the persisted ones' files */
     sched sched;
-    uint64_t live; /* requests alive over all sessions */
+    uint64_t live;     /* requests alive over all sessions */
+    request_log *rlog; /* request/request_log.c: the slowlog and the monitors */
     uint64_t start_ns;
 };
 

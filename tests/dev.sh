@@ -39,10 +39,10 @@ ROOT=$(pwd)
 BROOT=${GPUQ_BUILD_ROOT:-$ROOT}
 JOBS=$(nproc 2>/dev/null || echo 2)
 
-PKGS=(cmake make gcc g++ pkg-config libuv1-dev libmsgpack-dev check python3-numpy python3-scipy
-      python3-msgpack python3-pytest python3-venv
+PKGS=(cmake make gcc g++ pkg-config libuv1-dev libmsgpack-dev zlib1g-dev check python3-numpy
+      python3-scipy python3-msgpack python3-pytest python3-venv
       libinih-dev libsystemd-dev systemd python3-prometheus-client dpkg-dev file scdoc
-      python3-yaml)
+      python3-yaml python3-matplotlib)
 [[ "${1:-}" == ci ]] && PKGS+=(clang libclang-rt-14-dev)
 
 install_deps() {

@@ -14,7 +14,7 @@
  *    included: nothing nearer was left out);
  *  - the t-th index the reference's, or a near-tie: the reference distance
  *    of the returned index within 2 tol of the reference's t-th.
- * tol(v) = nt_tol(dt, nround, nacc, v, nt_pairwise_acc(metric, d, v)).
+ * tol(v) = nt_tol(dt, nround, nacc, v, nt_pairwise_acc_p(metric, kc_minkowski_p, d, v)).
  */
 #ifndef GPUQ_KNN_CHECK_H
 #define GPUQ_KNN_CHECK_H
@@ -31,11 +31,17 @@ typedef struct kc_params {
     uint64_t n, d, k;
 } kc_params;
 
+/* Minkowski's exponent for kc_tol (nt_pairwise_acc_p; the other metrics
+ * ignore it): a test of minkowski sets it before checking (outside
+ * kc_params, whose positional initializers elsewhere name every field). */
+static double kc_minkowski_p = 2.0;
+
 static inline double kc_tol(const kc_params *p, double v)
 {
     if (isnan(v))
         return 0.0;
-    return nt_tol(p->dt, p->nround, p->nacc, v, nt_pairwise_acc(p->metric, p->d, v));
+    return nt_tol(p->dt, p->nround, p->nacc, v,
+                  nt_pairwise_acc_p(p->metric, kc_minkowski_p, p->d, v));
 }
 
 /* |a - b| <= tol, NaN only with NaN */

@@ -42,6 +42,8 @@
 #define NT_SQEUCLIDEAN 1
 #define NT_COSINE 2
 #define NT_MANHATTAN 3
+#define NT_CHEBYSHEV 4
+#define NT_MINKOWSKI 5
 
 /* ---- inputs ---- */
 
@@ -191,6 +193,20 @@ static inline double nt_pairwise_acc(int metric, uint64_t d, double ref)
     default: /* NT_COSINE */
         return (2.0 * dd + 8.0) * NT_U + 2.0 * NT_U * fabs(ref);
     }
+}
+
+/* nt_pairwise_acc with minkowski's exponent p: chebyshev is exact (a max
+ * of exact differences in double; float64's difference rounds once, u),
+ * minkowski within gpuq_kernels.h's ((d + 2) / p + 7) u relative (the
+ * terms' and sum's errors divided by p in the root, the root's own 6 +
+ * 1 / p units). The other metrics ignore p. */
+static inline double nt_pairwise_acc_p(int metric, double p, uint64_t d, double ref)
+{
+    if (metric == NT_CHEBYSHEV || (metric == NT_MINKOWSKI && isinf(p)))
+        return NT_U * fabs(ref);
+    if (metric == NT_MINKOWSKI)
+        return (((double)d + 2.0) / p + 7.0) * NT_U * fabs(ref);
+    return nt_pairwise_acc(metric, d, ref);
 }
 
 /* The CUDA float32 route of euclidean, sqeuclidean and manhattan

@@ -163,12 +163,15 @@ const char *ctl_kv_str(const ctl_kv *kv, int n, const char *key); /* "" if absen
 const char *ctl_fmt_bytes(double v, char *buf, size_t cap);
 const char *ctl_fmt_age(double s, char *buf, size_t cap);
 /* A time of us microseconds in the unit that reads best, three significant
- * digits: "843 µs", "28.4 µs", "1.25 ms", "7.01 s" ("0 µs"; "-" for NaN or
- * a negative time). Returns buf. */
+ * digits: "999 ns", "843 µs", "28.4 µs", "1.25 ms", "7.01 s" (999.9 µs is
+ * "1.00 ms": the unit after rounding; "0 µs"; "-" for NaN, infinity or a
+ * negative time; past 1e9 s an exponent). Returns buf. */
 const char *ctl_fmt_us(double us, char *buf, size_t cap);
 /* A rate of per_s units a second with an SI prefix, three significant
- * digits: ("req/s") "12.3k req/s", "843 req/s", "0.25 req/s" (a slow
- * rate is never shown as 0); ("B/s") "579 MB/s", "12.3 GB/s". Returns buf. */
+ * digits: ("req/s") "12.3k req/s", "843 req/s", "0.25 req/s", "0.0000123
+ * req/s" (a slow rate is never shown as 0, only none is); ("B/s") "579
+ * MB/s", "12.3 GB/s"; "- req/s" for NaN, infinity or a negative rate.
+ * Returns buf. */
 const char *ctl_fmt_rate(double per_s, const char *unit, char *buf, size_t cap);
 
 extern const ctl_entry ctl_ping_entry, ctl_status_entry;
@@ -176,6 +179,8 @@ extern const ctl_entry ctl_sessions_entry, ctl_metrics_entry, ctl_drain_entry, c
     ctl_kill_session_entry, ctl_set_limit_entry;
 /* Resident arrays: put, get, ls, rm (ctl_resident.c). */
 extern const ctl_entry ctl_put_entry, ctl_get_entry, ctl_ls_entry, ctl_rm_entry;
+/* Watching requests: slowlog [--reset], monitor (ctl_monitor.c). */
+extern const ctl_entry ctl_slowlog_entry, ctl_monitor_entry;
 /* Commands that are no op's (ctl_main.c lists them after the op table's). */
 extern const ctl_entry ctl_bench_entry;
 

@@ -23,19 +23,27 @@ static int sessions_table(const uint8_t *doc, size_t len)
 {
     gpuq_mpr r;
     gpuq_mpr_init(&r, doc, len);
-    printf("%-6s %-8s %-10s %-16s %-8s %-6s %9s %9s %10s %10s %6s %8s\n", "ID", "PID", "USER",
-           "CLIENT", "PRIORITY", "DEVICE", "IN_FLIGHT", "REQUESTS", "BYTES_IN", "BYTES_OUT",
-           "ERRORS", "AGE");
+    printf("%-6s %-8s %-10s %-16s %-8s %-6s %9s %9s %10s %10s %6s %8s  %-10s %-8s %10s %10s\n",
+           "ID", "PID", "USER", "CLIENT", "PRIORITY", "DEVICE", "IN_FLIGHT", "REQUESTS", "BYTES_IN",
+           "BYTES_OUT", "ERRORS", "AGE", "CURRENT", "STATE", "CUR_BYTES", "CUR_TIME");
     while (gpuq_mpr_left(&r) > 0) {
         ctl_kv kv[24];
         int n;
         if (ctl_read_map(&r, kv, 24, &n))
             return ctl_fail(GPUQ_E_BAD_HEADER, "malformed sessions document");
-        char user[64], bin[32], bout[32], age[32], client[80];
+        char user[64], bin[32], bout[32], age[32], client[80], cbytes[32], ctime[32];
         ctl_user_name(ctl_kv_num(kv, n, "uid"), user, sizeof user);
         snprintf(client, sizeof client, "%s%s", ctl_kv_str(kv, n, "client"),
                  ctl_kv_num(kv, n, "self") ? "*" : "");
-        printf("%-6.0f %-8.0f %-10s %-16s %-8s %-6.0f %9.0f %9.0f %10s %10s %6.0f %8s\n",
+        /* the oldest request in flight: its op, state, input bytes and time so far */
+        const char *cur = ctl_kv_str(kv, n, "current_op");
+        snprintf(cbytes, sizeof cbytes, "-");
+        snprintf(ctime, sizeof ctime, "-");
+        if (cur[0]) {
+            ctl_fmt_bytes(ctl_kv_num(kv, n, "current_bytes"), cbytes, sizeof cbytes);
+            ctl_fmt_us(ctl_kv_num(kv, n, "current_us"), ctime, sizeof ctime);
+        }
+        printf("%-6.0f %-8.0f %-10s %-16s %-8s %-6.0f %9.0f %9.0f %10s %10s %6.0f %8s  ",
                ctl_kv_num(kv, n, "id"), ctl_kv_num(kv, n, "pid"), user, client,
                ctl_kv_str(kv, n, "priority"), ctl_kv_num(kv, n, "device"),
                ctl_kv_num(kv, n, "in_flight"), ctl_kv_num(kv, n, "requests"),
@@ -43,6 +51,13 @@ static int sessions_table(const uint8_t *doc, size_t len)
                ctl_fmt_bytes(ctl_kv_num(kv, n, "bytes_out"), bout, sizeof bout),
                ctl_kv_num(kv, n, "errors"),
                ctl_fmt_age(ctl_kv_num(kv, n, "age_s"), age, sizeof age));
+        /* µs is two bytes and one column: pad by hand */
+        printf("%-10s %-8s %10s ", cur[0] ? cur : "-",
+               cur[0] ? ctl_kv_str(kv, n, "current_state") : "-", cbytes);
+        int cols = 0;
+        for (const unsigned char *p = (const unsigned char *)ctime; *p; p++)
+            cols += (*p & 0xc0) != 0x80;
+        printf("%*s%s\n", cols < 10 ? 10 - cols : 0, "", ctime);
     }
     return 0;
 }
@@ -401,7 +416,9 @@ const ctl_entry ctl_sessions_entry = {
     .help = "The connected sessions, one row each.",
     .desc = "Print one row per session connected to gpuqd: id, pid, user, client name (* marks "
             "this gpuqctl's own), priority, device, requests in flight and done, bytes in and "
-            "out, errors and age. With --json, a JSON array of one object per session.",
+            "out, errors and age, then its oldest request in flight: op, state (waiting, "
+            "queued or running), input bytes and time since its header came (- when none). "
+            "With --json, a JSON array of one object per session.",
     .opts = NULL,
     .example = "gpuqctl sessions\ngpuqctl --json sessions",
 };

@@ -26,6 +26,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "ctl_bench_input.h"
+
 #define BENCH_HIST_SCALE 20.0 /* buckets per e-fold of microseconds: ~5 % wide */
 
 int64_t bench_now_ns(void)
@@ -132,7 +134,8 @@ static void client_requests(bench_client *cl)
             continue;
         }
         bool full = p->scan_every || cl->replies++ % 64 == 0;
-        if (bench_check(p, cl->res, s->out[0], s->out[1], full, why, sizeof why)) {
+        if (p->user ? bench_input_check(p, cl->res, s->out[0], s->out[1], full, why, sizeof why)
+                    : bench_check(p, cl->res, s->out[0], s->out[1], full, why, sizeof why)) {
             client_error(cl, GPUQ_E_INTERNAL, t, why, 1);
             continue;
         }
@@ -234,10 +237,23 @@ int bench_client_setup(bench_client *cl, int transport, size_t cap_max, uint64_t
                 return GPUQ_E_NO_MEMORY;
             }
         }
-        if (!(sl->req = bench_req_make(p, in[0], in[1], sl->out[0], sl->out[1], why, cap)))
+        sl->req = p->user ? bench_input_req_make(p, in[0], in[1], sl->out[0], sl->out[1], why, cap)
+                          : bench_req_make(p, in[0], in[1], sl->out[0], sl->out[1], why, cap);
+        if (!sl->req)
             return GPUQ_E_NO_MEMORY;
     }
     return 0;
+}
+
+int bench_client_probe(bench_client *cl, char *why, size_t cap)
+{
+    bench_slot *s = &cl->slots[0];
+    int rc = gpuq_submit_req(cl->c, s->req, NULL);
+    if (!rc)
+        rc = gpuq_wait_req(cl->c, cl->res);
+    if (rc)
+        snprintf(why, cap, "%s", gpuq_errmsg(cl->c));
+    return rc;
 }
 
 void bench_client_free(bench_client *cl)

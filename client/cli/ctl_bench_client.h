@@ -81,6 +81,12 @@ double bench_hist_value(int b);
 int bench_client_setup(bench_client *cl, int transport, size_t cap_max, uint64_t seed, char *why,
                        size_t cap);
 void bench_client_free(bench_client *cl);
+/* One request of cl's first slot, submitted and read on the calling
+ * thread before any client runs (--input: the first reply, the reference
+ * of the others, and the one error an input the op refuses gives). 0, or
+ * the reply's error code with gpuqd's message in why. The reply is in
+ * cl->res and the slot's outputs. */
+int bench_client_probe(bench_client *cl, char *why, size_t cap);
 /* Forget what cl measured (latencies, errors, live counters), between two
  * runs of the same clients (--baseline); its buffers and session stay. */
 void bench_client_reset(bench_client *cl);

@@ -254,8 +254,11 @@ int bench_plan_make(bench_plan *p, bench_op op, gpuq_dtype dt, uint64_t n, uint6
 
 void bench_plan_free(bench_plan *p)
 {
-    free(p->in[0]);
-    p->in[0] = NULL;
+    for (unsigned k = 0; k < 2; k++) {
+        free(p->in[k]);
+        free(p->ref[k]);
+        p->in[k] = p->ref[k] = NULL;
+    }
 }
 
 uint64_t bench_plan_bytes(const bench_plan *p)
@@ -265,7 +268,7 @@ uint64_t bench_plan_bytes(const bench_plan *p)
 
 const void *bench_plan_input(const bench_plan *p, unsigned k)
 {
-    return k < p->nin ? p->in[0] : NULL;
+    return k < p->nin ? (p->in[k] ? p->in[k] : p->in[0]) : NULL;
 }
 
 gpuq_req *bench_req_make(const bench_plan *p, const void *a, const void *b, void *out0, void *out1,

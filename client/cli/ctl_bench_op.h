@@ -7,6 +7,11 @@
  * points to a fixed point (30, 101); pairwise, N rows of --dim against
  * themselves (euclidean); knn, min(N, 1024) queries against N rows of
  * --dim, k = min(10, N); grid, an N x N grid over the whole globe.
+ *
+ * With --input (ctl_bench_input.h) the plan is the user's instead (user
+ * set): their arrays, the op's keys as given, the sizes gpuq_request_check
+ * derives, and as the check the first reply (ref), which every later one
+ * must agree with.
  */
 #ifndef GPUQ_CLIENT_CTL_BENCH_OP_H
 #define GPUQ_CLIENT_CTL_BENCH_OP_H
@@ -55,6 +60,15 @@ typedef struct bench_plan {
     double max_value;       /* every output 0 value lies in [0, max_value] (not normalize) */
     double sum_of_ones_tol; /* normalize: |sum - 1| at most this */
     bool scan_every;        /* small results: scan every reply, else one in 64 */
+    /* the user's arrays (--input; ctl_bench_input.c): in[0] and in[1] are
+     * theirs (in[1] NULL: B is A), req the request as checked (op, dtype,
+     * shapes, keys), sz its outputs (every dtype resolved), ref the first
+     * reply's outputs (owned; NULL until bench_input_reference) */
+    bool user;
+    gpuq_request req;
+    gpuq_sizes sz;
+    void *ref[2];
+    double ref_scale; /* the largest |finite value| of ref[0] */
 } bench_plan;
 
 /* Make the plan and its inputs. 0, or GPUQ_E_TOO_LARGE (sizes overflow; why
@@ -64,7 +78,8 @@ int bench_plan_make(bench_plan *p, bench_op op, gpuq_dtype dt, uint64_t n, uint6
 void bench_plan_free(bench_plan *p);
 /* Bytes one request moves: inputs plus outputs. */
 uint64_t bench_plan_bytes(const bench_plan *p);
-/* The data of input k (B of pairwise is A's). */
+/* The data of input k (B of pairwise is A's, and the user's B when they
+ * gave only A). */
 const void *bench_plan_input(const bench_plan *p, unsigned k);
 
 /* A request for p whose inputs are a, b (borrowed, p->in_bytes each; b

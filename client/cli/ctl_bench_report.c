@@ -108,6 +108,14 @@ static void json_counts(FILE *f, const bench_sum *s)
         fputs("null", f);
 }
 
+static void json_str_or_null(FILE *f, const char *s)
+{
+    if (s)
+        ctl_json_str(f, s);
+    else
+        fputs("null", f);
+}
+
 static const char *const all_figures[] = {"req_s",   "mb_s",   "p50_us",  "p90_us", "p99_us",
                                           "p999_us", "max_us", "mean_us", NULL};
 
@@ -141,20 +149,26 @@ void bench_print_json(const ctl_ctx *ctx, const bench_report *r)
     FILE *f = stdout;
     const bench_args *a = r->a;
     const bench_sum *s = &r->main;
+    bool user = r->plan && r->plan->user;
+    uint64_t size = a->ping ? 0 : user ? r->plan->n : a->size;
     fprintf(f, "{\"command\":\"bench\",\"op\":\"%s\",\"size\":%llu,",
-            a->ping ? "ping" : bench_op_names[a->op], a->ping ? 0ull : (unsigned long long)a->size);
+            a->ping ? "ping" : bench_op_names[a->op], (unsigned long long)size);
     if (!a->ping && (a->op == BENCH_PAIRWISE || a->op == BENCH_KNN))
-        fprintf(f, "\"dim\":%llu,", (unsigned long long)a->dim);
+        fprintf(f, "\"dim\":%llu,", (unsigned long long)(user ? r->plan->dim : a->dim));
     if (a->ping)
         fputs("\"dtype\":null,", f);
     else
-        fprintf(f, "\"dtype\":\"%s\",", gpuq_dtype_name(a->dt));
+        fprintf(f, "\"dtype\":\"%s\",", gpuq_dtype_name(user ? r->plan->dt : a->dt));
+    fputs("\"input\":", f);
+    json_str_or_null(f, a->in.input);
+    fputs(",\"input_b\":", f);
+    json_str_or_null(f, a->in.input_b);
     fprintf(f,
-            "\"clients\":%u,\"depth\":%u,\"transport\":\"%s\","
+            ",\"concurrency\":%llu,\"clients\":%u,\"depth\":%u,\"transport\":\"%s\","
             "\"priority\":\"%s\",\"priority_granted\":\"%s\",\"deadline_ms\":%llu,"
             "\"backend\":",
-            a->clients, a->depth, r->transport, prio_name(ctx->priority), prio_name(r->granted),
-            (unsigned long long)ctx->deadline_ms);
+            (unsigned long long)a->clients * a->depth, a->clients, a->depth, r->transport,
+            prio_name(ctx->priority), prio_name(r->granted), (unsigned long long)ctx->deadline_ms);
     ctl_json_str(f, r->backend);
     fputs(",\"warmup_s\":", f);
     ctl_json_num(f, a->warmup);
@@ -174,10 +188,11 @@ void bench_print_json(const ctl_ctx *ctx, const bench_report *r)
     fprintf(f, ",\"interrupted\":%s}\n", r->sig ? "true" : "false");
 }
 
-void bench_print_text(const ctl_ctx *ctx, const bench_report *r)
+/* The lines that say what ran: op, clients (the line given), transport,
+ * priority, deadline, backend. */
+static void print_setup(const ctl_ctx *ctx, const bench_report *r, const char *clients)
 {
     const bench_args *a = r->a;
-    const bench_sum *s = &r->main;
     char size[64];
     if (a->op == BENCH_PAIRWISE || a->op == BENCH_KNN)
         snprintf(size, sizeof size, "%llu x %llu", (unsigned long long)a->size,
@@ -187,18 +202,44 @@ void bench_print_text(const ctl_ctx *ctx, const bench_report *r)
                  (unsigned long long)a->size);
     else
         snprintf(size, sizeof size, "%llu", (unsigned long long)a->size);
-    if (a->ping)
+    if (a->ping) {
         printf("%-11s ping (gpuq_ping round trips)\n", "op");
-    else
+    } else if (r->plan && r->plan->user) {
+        char what[1024];
+        bench_input_describe(r->plan, &a->in, what, sizeof what);
+        printf("%-11s %s, %s\n", "op", bench_op_names[a->op], what);
+    } else {
         printf("%-11s %s, size %s, %s\n", "op", bench_op_names[a->op], size,
                gpuq_dtype_name(a->dt));
-    printf("%-11s %u x depth %u\n", "clients", a->clients, a->depth);
+    }
+    printf("%-11s %s\n", "clients", clients);
     printf("%-11s %s\n", "transport", r->transport);
     printf("%-11s %s (asked %s)\n", "priority", prio_name(r->granted), prio_name(ctx->priority));
     if (ctx->deadline_ms)
         printf("%-11s %llu ms a request\n", "deadline", (unsigned long long)ctx->deadline_ms);
     printf("%-11s %s\n", "backend", r->backend);
-    printf("%-11s %.3f s (after %.3g s of warm-up)\n", "duration", s->duration_s, a->warmup);
+}
+
+/* "after 500 ms of warm-up" (each: " each"), or "no warm-up". */
+static const char *warmup_text(double warmup_s, const char *each, char *buf, size_t cap)
+{
+    char t[32];
+    if (warmup_s > 0)
+        snprintf(buf, cap, "after %s of warm-up%s", ctl_fmt_us(warmup_s * 1e6, t, sizeof t), each);
+    else
+        snprintf(buf, cap, "no warm-up");
+    return buf;
+}
+
+void bench_print_text(const ctl_ctx *ctx, const bench_report *r)
+{
+    const bench_args *a = r->a;
+    const bench_sum *s = &r->main;
+    char cl[64], d1[32], d2[64];
+    snprintf(cl, sizeof cl, "%u x depth %u", a->clients, a->depth);
+    print_setup(ctx, r, cl);
+    printf("%-11s %s (%s)\n", "duration", ctl_fmt_us(s->duration_s * 1e6, d1, sizeof d1),
+           warmup_text(a->warmup, "", d2, sizeof d2));
     printf("%-11s %llu\n", "requests", (unsigned long long)s->ok);
     if (s->first[0])
         printf("%-11s %llu (first: %s)\n", "errors", (unsigned long long)s->errors, s->first);
@@ -234,4 +275,71 @@ void bench_print_text(const ctl_ctx *ctx, const bench_report *r)
                ctl_fmt_us(al->lat.p99, t2, sizeof t2), (unsigned long long)al->errors,
                ratio(s->lat.p50, al->lat.p50), ratio(s->lat.p99, al->lat.p99));
     }
+}
+
+void bench_print_csv_header(void)
+{
+    fputs("concurrency,clients,depth,requests,req_s,p50_us,p90_us,p99_us,max_us,errors,bytes_s\n",
+          stdout);
+}
+
+/* A CSV field: the number, or nothing for NaN. */
+static void csv_num(double v, const char *sep)
+{
+    if (isfinite(v))
+        printf("%.3f%s", v, sep);
+    else
+        fputs(sep, stdout);
+}
+
+void bench_print_csv_row(const bench_args *a, unsigned clients, const bench_sum *s,
+                         uint64_t req_bytes)
+{
+    printf("%llu,%u,%u,%llu,", (unsigned long long)clients * a->depth, clients, a->depth,
+           (unsigned long long)s->ok);
+    csv_num(s->req_s, ",");
+    csv_num(s->lat.p50, ",");
+    csv_num(s->lat.p90, ",");
+    csv_num(s->lat.p99, ",");
+    csv_num(s->lat.max, ",");
+    printf("%llu,", (unsigned long long)s->errors);
+    csv_num(s->req_s * (double)req_bytes, "\n");
+}
+
+/* s right-aligned in width columns (UTF-8: "\u00b5" is one column). */
+static void print_right(const char *s, int width)
+{
+    int cols = 0;
+    for (const char *c = s; *c; c++)
+        cols += ((unsigned char)*c & 0xC0) != 0x80;
+    printf("%*s%s", width > cols ? width - cols : 0, "", s);
+}
+
+void bench_print_levels_head(const ctl_ctx *ctx, const bench_report *r)
+{
+    const bench_args *a = r->a;
+    char cl[96], d1[32], d2[64];
+    snprintf(cl, sizeof cl, "%u to %u, step %u, x depth %u (a level each)", a->range_lo,
+             a->range_hi, a->range_step, a->depth);
+    print_setup(ctx, r, cl);
+    printf("%-11s %s a level (%s)\n", "duration", ctl_fmt_us(a->duration * 1e6, d1, sizeof d1),
+           warmup_text(a->warmup, " each", d2, sizeof d2));
+    printf("\n%11s %7s %5s %9s %13s %11s %9s %9s %9s %9s %6s\n", "concurrency", "clients", "depth",
+           "requests", "throughput", "bytes/s", "p50", "p90", "p99", "max", "errors");
+}
+
+void bench_print_level(const bench_args *a, unsigned clients, const bench_sum *s)
+{
+    char buf[32];
+    printf("%11llu %7u %5u %9llu ", (unsigned long long)clients * a->depth, clients, a->depth,
+           (unsigned long long)s->ok);
+    print_right(ctl_fmt_rate(s->req_s, "req/s", buf, sizeof buf), 13);
+    putchar(' ');
+    print_right(ctl_fmt_rate(s->mb_s * 1e6, "B/s", buf, sizeof buf), 11);
+    const double lat[4] = {s->lat.p50, s->lat.p90, s->lat.p99, s->lat.max};
+    for (int k = 0; k < 4; k++) {
+        putchar(' ');
+        print_right(ctl_fmt_us(s->ok ? lat[k] : NAN, buf, sizeof buf), 9);
+    }
+    printf(" %6llu\n", (unsigned long long)s->errors);
 }

@@ -3,6 +3,7 @@
  * and formatting sizes and ages, for gpuqctl's human tables (status,
  * sessions). Nested values keep their raw bytes for a second pass. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -100,19 +101,28 @@ static const char *fmt3(double v, char *buf, size_t cap)
     return buf;
 }
 
+/* Seconds past which a time reads as a count of them ("123456 s"), then
+ * with an exponent: nothing a request takes, but a broken clock's or a
+ * reply's nonsense must not fill the buffer. */
+#define CTL_FMT_S_PLAIN_MAX 1e9
+
 const char *ctl_fmt_us(double us, char *buf, size_t cap)
 {
     char n[32];
-    if (!(us >= 0)) /* NaN too */
+    if (!(us >= 0) || isinf(us)) /* NaN too */
         snprintf(buf, cap, "-");
     else if (us == 0)
         snprintf(buf, cap, "0 \u00b5s");
+    else if (us < 0.9995) /* under a microsecond: its nanoseconds */
+        snprintf(buf, cap, "%s ns", fmt3(us * 1e3, n, sizeof n));
     else if (us < 999.5)
         snprintf(buf, cap, "%s \u00b5s", fmt3(us, n, sizeof n));
     else if (us < 999.5e3)
         snprintf(buf, cap, "%s ms", fmt3(us / 1e3, n, sizeof n));
-    else
+    else if (us / 1e6 < CTL_FMT_S_PLAIN_MAX)
         snprintf(buf, cap, "%s s", fmt3(us / 1e6, n, sizeof n));
+    else
+        snprintf(buf, cap, "%.3g s", us / 1e6);
     return buf;
 }
 
@@ -120,12 +130,19 @@ const char *ctl_fmt_rate(double per_s, const char *unit, char *buf, size_t cap)
 {
     static const char *const prefix[] = {"", "k", "M", "G", "T", "P"};
     char n[32];
-    if (!(per_s >= 0)) {
+    if (!(per_s >= 0) || isinf(per_s)) {
         snprintf(buf, cap, "- %s", unit);
         return buf;
     }
-    if (per_s < 0.995) { /* slower than one a second (or none): its own digits */
-        snprintf(buf, cap, "%.3g %s", per_s, unit);
+    if (per_s == 0) {
+        snprintf(buf, cap, "0 %s", unit);
+        return buf;
+    }
+    if (per_s < 0.995) { /* slower than one a second: three significant digits, never "0" */
+        if (per_s >= 1e-4 || per_s < 1e-10) /* %g's own form: no exponent down to 1e-4 */
+            snprintf(buf, cap, "%.3g %s", per_s, unit);
+        else /* "0.0000123": an exponent reads badly for a rate */
+            snprintf(buf, cap, "%.*f %s", 2 - (int)floor(log10(per_s)), per_s, unit);
         return buf;
     }
     int p = 0;
@@ -133,7 +150,10 @@ const char *ctl_fmt_rate(double per_s, const char *unit, char *buf, size_t cap)
         per_s /= 1e3;
         p++;
     }
-    fmt3(per_s, n, sizeof n);
+    if (per_s < 1e6)
+        fmt3(per_s, n, sizeof n);
+    else /* past P, nonsense: bounded */
+        snprintf(n, sizeof n, "%.3g", per_s);
     /* bytes take the prefix ("579 MB/s"), counts the number ("12.3k req/s") */
     if (unit[0] == 'B')
         snprintf(buf, cap, "%s %s%s", n, prefix[p], unit);

@@ -4,7 +4,9 @@
  * Happy path: ctl_progress_start decides whether to show anything
  * (GPUQ_PROGRESS, isatty(2)), notes the socket's byte counts and the time,
  * and starts a thread that sleeps on a condition variable until
- * CTL_PROGRESS_DELAY_MS have passed, then draws the line every
+ * CTL_PROGRESS_DELAY_MS have passed, then draws the line (the phase: the
+ * op's, and in flight the socket's byte counts and gpuqd's started notice,
+ * which ctl_progress_started notes on the op's thread) every
  * CTL_PROGRESS_PERIOD_MS until ctl_progress_stop wakes it, joins it and
  * erases (terminal) or ends (elsewhere) the line. Each draw is one write(2)
  * of the whole line, so a line is never torn by another writer's bytes.
@@ -36,6 +38,9 @@ struct ctl_progress {
     bool shm;
     uint64_t sent0, received0; /* gpuq_io_counts at the start */
     struct timespec t0;        /* CLOCK_MONOTONIC */
+    /* gpuqd said the request started (ctl_progress_started): since when
+     * (ns after t0, 0: not yet) and the bytes received by then */
+    _Atomic uint64_t run_ns, run_received;
 };
 
 /* A line is on stderr now; and whether it is a terminal's (for the signal
@@ -80,9 +85,47 @@ static uint64_t at_most(uint64_t v, uint64_t cap)
     return v < cap ? v : cap;
 }
 
+static uint64_t since_ns(const struct timespec *t0)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t ns = (int64_t)(now.tv_sec - t0->tv_sec) * 1000000000 + (now.tv_nsec - t0->tv_nsec);
+    return ns > 0 ? (uint64_t)ns : 1;
+}
+
+/* Where a request in flight is: sending its arrays (the bytes left),
+ * queued in gpuqd, running (since gpuqd's started notice), receiving the
+ * results (the bytes left). In shared memory the arrays do not cross the
+ * socket: queued until it runs, running until the reply. */
+static int call_phase(ctl_progress *p, char *line, size_t cap)
+{
+    char a[32], b[32];
+    uint64_t sent, received;
+    gpuq_io_counts(&sent, &received);
+    sent -= p->sent0;
+    received -= p->received0;
+    uint64_t run = atomic_load_explicit(&p->run_ns, memory_order_acquire);
+    uint64_t run_rx = atomic_load_explicit(&p->run_received, memory_order_relaxed);
+    const char *via = p->shm ? "shared memory" : "socket";
+    if (!p->shm && p->in_bytes && sent < p->in_bytes && !run)
+        return snprintf(line, cap, "sending, %s of %s left (%s)",
+                        ctl_fmt_bytes((double)(p->in_bytes - sent), a, sizeof a),
+                        ctl_fmt_bytes((double)p->in_bytes, b, sizeof b), via);
+    if (!run)
+        return snprintf(line, cap, "queued (%s)", via);
+    uint64_t got = received > run_rx ? received - run_rx : 0; /* the reply's bytes so far */
+    if (!p->shm && p->out_bytes && got > 0)
+        return snprintf(
+            line, cap, "receiving, %s of %s left (%s)",
+            ctl_fmt_bytes((double)(p->out_bytes - at_most(got, p->out_bytes)), a, sizeof a),
+            ctl_fmt_bytes((double)p->out_bytes, b, sizeof b), via);
+    return snprintf(line, cap, "running for %.1f s (%s)", (double)(since_ns(&p->t0) - run) / 1e9,
+                    via);
+}
+
 static void draw(ctl_progress *p)
 {
-    char line[256], a[32], b[32], c[32], d[32];
+    char line[256];
     int n = snprintf(line, sizeof line, "\rgpuqctl: %.1f s, ", since(&p->t0));
     int ph = atomic_load_explicit(&p->phase, memory_order_relaxed);
     if (ph == CTL_PHASE_READ) {
@@ -90,22 +133,7 @@ static void draw(ctl_progress *p)
     } else if (ph == CTL_PHASE_WRITE) {
         n += snprintf(line + n, sizeof line - (size_t)n, "writing the results");
     } else {
-        uint64_t sent, received;
-        gpuq_io_counts(&sent, &received);
-        sent -= p->sent0;
-        received -= p->received0;
-        if (p->shm) { /* the arrays are in shared memory; the socket has the frames */
-            sent = p->in_bytes;
-            received = 0;
-        }
-        if (p->in_bytes)
-            n += snprintf(line + n, sizeof line - (size_t)n, "sent %s/%s, ",
-                          ctl_fmt_bytes((double)at_most(sent, p->in_bytes), a, sizeof a),
-                          ctl_fmt_bytes((double)p->in_bytes, b, sizeof b));
-        n += snprintf(line + n, sizeof line - (size_t)n, "received %s/%s (%s)",
-                      ctl_fmt_bytes((double)at_most(received, p->out_bytes), c, sizeof c),
-                      ctl_fmt_bytes((double)p->out_bytes, d, sizeof d),
-                      p->shm ? "shared memory" : "socket");
+        n += call_phase(p, line + n, sizeof line - (size_t)n);
     }
     if (p->tty && (size_t)n < sizeof line - 4)
         n += snprintf(line + n, sizeof line - (size_t)n, "\033[K"); /* what a longer line left */
@@ -157,6 +185,8 @@ ctl_progress *ctl_progress_start(uint64_t in_bytes, uint64_t out_bytes, bool shm
     p->out_bytes = out_bytes;
     p->shm = shm;
     atomic_init(&p->phase, CTL_PHASE_READ);
+    atomic_init(&p->run_ns, 0);
+    atomic_init(&p->run_received, 0);
     gpuq_io_counts(&p->sent0, &p->received0);
     clock_gettime(CLOCK_MONOTONIC, &p->t0);
     pthread_condattr_t ca;
@@ -198,6 +228,18 @@ void ctl_progress_phase(ctl_progress *p, ctl_phase ph)
 {
     if (p)
         atomic_store_explicit(&p->phase, (int)ph, memory_order_relaxed);
+}
+
+void ctl_progress_started(void *user, uint64_t id)
+{
+    (void)id; /* gpuqctl has one request in flight */
+    ctl_progress *p = user;
+    if (!p)
+        return;
+    uint64_t sent, received;
+    gpuq_io_counts(&sent, &received);
+    atomic_store_explicit(&p->run_received, received - p->received0, memory_order_relaxed);
+    atomic_store_explicit(&p->run_ns, since_ns(&p->t0), memory_order_release);
 }
 
 void ctl_progress_stop(ctl_progress *p)

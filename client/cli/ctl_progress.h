@@ -4,9 +4,15 @@
  *
  * On a terminal (isatty(2)), an op that has not finished within
  * CTL_PROGRESS_DELAY_MS shows one line on stderr, rewritten in place (\r)
- * every CTL_PROGRESS_PERIOD_MS: the time since the op began and the bytes
- * sent and received so far, e.g.
- *   gpuqctl: 2.5 s, sent 64.0 MiB/64.0 MiB, received 12.0 MiB/64.0 MiB (socket)
+ * every CTL_PROGRESS_PERIOD_MS: the time since the op began and where the
+ * op is: reading the inputs, then sending (the bytes left), queued (in
+ * gpuqd, not yet running), running (since gpuqd's started notice, which
+ * the request asks for with "progress": PROTOCOL.md 4.1), receiving (the
+ * bytes left), writing the results, e.g.
+ *   gpuqctl: 2.5 s, sending, 40.0 MiB of 64.0 MiB left (socket)
+ *   gpuqctl: 4.0 s, queued (socket)
+ *   gpuqctl: 6.1 s, running for 2.1 s (shared memory)
+ *   gpuqctl: 9.0 s, receiving, 12.0 MiB of 64.0 MiB left (socket)
  * When the op ends (or fails: before its error is printed) the line is
  * erased; off a terminal it is ended with a newline instead. Off a
  * terminal nothing is shown unless GPUQ_PROGRESS=1; GPUQ_PROGRESS=0 turns
@@ -43,6 +49,9 @@ bool ctl_progress_wanted(void);
 ctl_progress *ctl_progress_start(uint64_t in_bytes, uint64_t out_bytes, bool shm);
 /* The op moved on (p may be NULL). */
 void ctl_progress_phase(ctl_progress *p, ctl_phase ph);
+/* A gpuq_started_fn (user: the ctl_progress, may be NULL): gpuqd started
+ * the request; called on the op's thread while it waits. */
+void ctl_progress_started(void *user, uint64_t id);
 /* Stop the thread, end or erase the line if one is shown, free p (may be
  * NULL). */
 void ctl_progress_stop(ctl_progress *p);

@@ -478,6 +478,9 @@ int ctl_run_op(ctl_ctx *ctx, gpuq_request *req, const npy_array *a, const npy_ar
         }
     }
     x.prog = ctl_progress_start(bytes - total, total, base != NULL);
+    /* a progress line asks gpuqd when the request starts (PROTOCOL.md 4.1) */
+    req->progress = x.prog != NULL;
+    gpuq_set_started_fn(x.c, x.prog ? ctl_progress_started : NULL, x.prog);
     int orc = base ? run_shm(&x, base, id, off) : run_socket(&x);
     ctl_progress_stop(x.prog); /* before any line of ours */
     if (orc) {

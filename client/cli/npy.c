@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "errors.h"
+#include "npz.h"
 
 static int fail(char *err, size_t cap, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -308,11 +309,12 @@ typedef struct npy_src {
     int fd;
     bool stream;
     uint64_t size;
+    uint64_t base; /* where the .npy starts in fd (an .npz member's offset) */
 } npy_src;
 
 static int src_read(const npy_src *s, void *dst, uint64_t len, uint64_t off)
 {
-    return s->stream ? read_full(s->fd, dst, len) : pread_full(s->fd, dst, len, off);
+    return s->stream ? read_full(s->fd, dst, len) : pread_full(s->fd, dst, len, s->base + off);
 }
 
 /* The header at the start of s, checked; on success a is filled (not yet
@@ -375,7 +377,7 @@ static int read_header(const npy_src *s, const char *path, npy_array *a, uint64_
     }
     a->file_nbytes = need;
     a->nbytes = (size_t)wire;
-    *data_off = off + hlen;
+    *data_off = s->base + off + hlen;
 out_hdr:
     free(hdr);
     return rc;
@@ -387,27 +389,34 @@ int npy_open(const char *path, npy_array *a, char *err, size_t errcap)
         return npy_open_stream(STDIN_FILENO, NPY_STDIN_NAME, a, err, errcap);
     memset(a, 0, sizeof *a);
     a->fd = -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return fail(err, errcap, GPUQ_E_IO, "%s: %s", path, strerror(errno));
     int rc;
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        rc = fail(err, errcap, GPUQ_E_IO, "%s: %s", path, strerror(errno));
-        goto err_after_open;
+    npy_src s = {-1, false, 0, 0};
+    if (npz_is_path(path)) { /* "X.npz:NAME": that member's bytes (npz.c) */
+        npz_member m;
+        if ((rc = npz_open(path, &m, err, errcap)) != 0)
+            return rc;
+        s = (npy_src){m.fd, false, m.size, m.off};
+    } else {
+        if ((s.fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+            return fail(err, errcap, GPUQ_E_IO, "%s: %s", path, strerror(errno));
+        struct stat st;
+        if (fstat(s.fd, &st) != 0) {
+            rc = fail(err, errcap, GPUQ_E_IO, "%s: %s", path, strerror(errno));
+            goto err_after_open;
+        }
+        s.size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
     }
-    npy_src s = {fd, false, st.st_size > 0 ? (uint64_t)st.st_size : 0};
     uint64_t data_off = 0;
     if ((rc = read_header(&s, path, a, &data_off, err, errcap)) != 0)
         goto err_after_open;
     a->open = true;
-    a->fd = fd;
+    a->fd = s.fd;
     a->data_off = data_off;
     a->path = path;
     return 0;
 
 err_after_open:
-    close(fd);
+    close(s.fd);
     a->fd = -1;
     return rc;
 }
@@ -423,7 +432,7 @@ int npy_open_stream(int fd, const char *name, npy_array *a, char *err, size_t er
     int own = fcntl(fd, F_DUPFD_CLOEXEC, 3);
     if (own < 0)
         return fail(err, errcap, GPUQ_E_IO, "%s: %s", name, strerror(errno));
-    npy_src s = {own, true, UINT64_MAX};
+    npy_src s = {own, true, UINT64_MAX, 0};
     uint64_t data_off = 0;
     int rc = read_header(&s, name, a, &data_off, err, errcap);
     if (rc) {

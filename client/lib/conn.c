@@ -489,21 +489,25 @@ static int wait_head(gpuq_conn *c, gpuq_reply *rep, gpuq_result *res)
     size_t hlen;
     if (!c->spin_off && !c->broken) /* only the head's own window: never added up */
         sockio_spin_wait(c->fd, c->cancel.intr_fd, &head.spin);
-    int rc = c->broken ? c->broken : cancel_wait(c, c->fd, head.id);
-    if (rc == GPUQ_E_IO)
-        rc = conn_break(c, rc, "waiting for a reply");
-    if (rc && !c->broken) {
-        memset(rep, 0, sizeof *rep);
-        rep->id = head.id;
-        rep->status = rc;
-        if (res) {
-            res->id = head.id;
-            res->status = rc;
+    int rc;
+    do { /* a started notice of the head (conn_reply_started): its reply follows */
+        rc = c->broken ? c->broken : cancel_wait(c, c->fd, head.id);
+        if (rc == GPUQ_E_IO)
+            rc = conn_break(c, rc, "waiting for a reply");
+        if (rc && !c->broken) {
+            memset(rep, 0, sizeof *rep);
+            rep->id = head.id;
+            rep->status = rc;
+            if (res) {
+                res->id = head.id;
+                res->status = rc;
+            }
+            return rc;
         }
-        return rc;
-    }
-    if (rc == 0)
-        rc = conn_reply_read_head(c, rep, &hlen);
+        if (rc == 0)
+            rc = conn_reply_read_head(c, rep, &hlen);
+    } while (rc == 0 && rep->started &&
+             (rc = conn_reply_started(c, head.id, head.orphan, rep)) == 0);
     /* the head's reply, or an error of the whole stream (id 0) */
     if (rc == 0 && rep->id != head.id && !(rep->status < 0 && rep->id == 0))
         return reply_not_head(c, head.id, rep, res);

@@ -48,6 +48,9 @@ struct gpuq_conn {
     conn_stage stage;    /* the blocking calls' staging arena (client/lib/stage.c) */
     conn_cancel cancel;  /* its deadline and interrupt fd (client/lib/cancel.c) */
     bool spin_off;       /* gpuq_set_wait_spin(c, false), or GPUQ_WAIT_SPIN=0 at connect */
+    /* gpuq_set_started_fn (NULL: notices are read and dropped) */
+    gpuq_started_fn started_fn;
+    void *started_user;
 };
 
 #endif

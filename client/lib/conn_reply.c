@@ -216,6 +216,27 @@ err_drop:
     return rc;
 }
 
+int conn_reply_started(gpuq_conn *c, uint64_t want, bool orphan, const gpuq_reply *rep)
+{
+    char what[128];
+    if (rep->id != want || c->reply.last_payload) {
+        snprintf(what, sizeof what,
+                 "started notice for id %llu (%llu payload bytes) where %llu was due",
+                 (unsigned long long)rep->id, (unsigned long long)c->reply.last_payload,
+                 (unsigned long long)want);
+        return conn_break(c, GPUQ_E_PROTOCOL, what);
+    }
+    if (c->started_fn && !orphan)
+        c->started_fn(c->started_user, rep->id);
+    return 0;
+}
+
+void gpuq_set_started_fn(gpuq_conn *c, gpuq_started_fn fn, void *user)
+{
+    c->started_fn = fn;
+    c->started_user = user;
+}
+
 int conn_reply_read_orphan(gpuq_conn *c, const gpuq_reply *rep, gpuq_result *res)
 {
     if (res) {

@@ -51,6 +51,11 @@ int conn_reply_read_whole(gpuq_conn *c, const gpuq_reply *rep, void *out, size_t
  * Returns the result's status, also kept in res. */
 int conn_reply_read_split(gpuq_conn *c, const req_output out[REQ_MAX_IO], uint64_t expect,
                           const uint8_t where[REQ_MAX_IO], const gpuq_reply *rep, gpuq_result *res);
+/* rep (just read) is a started notice (PROTOCOL.md 4.1) where the reply of
+ * request want was due: it must name want and carry no payload (else the
+ * stream breaks, GPUQ_E_PROTOCOL); the connection's started callback then
+ * hears of it, unless the request is an orphan. 0: wait on for the reply. */
+int conn_reply_started(gpuq_conn *c, uint64_t want, bool orphan, const gpuq_reply *rep);
 /* The reply of a request whose blocking call was interrupted: its status
  * and message into *res (may be NULL), its payload dropped. */
 int conn_reply_read_orphan(gpuq_conn *c, const gpuq_reply *rep, gpuq_result *res);

@@ -58,7 +58,10 @@ typedef enum gpuq_metric {
     GPUQ_METRIC_EUCLIDEAN = 0, /* "euclidean" */
     GPUQ_METRIC_SQEUCLIDEAN,   /* "sqeuclidean" */
     GPUQ_METRIC_COSINE,        /* "cosine" */
-    GPUQ_METRIC_MANHATTAN      /* "manhattan" */
+    GPUQ_METRIC_MANHATTAN,     /* "manhattan" */
+    GPUQ_METRIC_CHEBYSHEV,     /* "chebyshev": max |x - y| */
+    GPUQ_METRIC_MINKOWSKI      /* "minkowski": (sum |x - y|^p)^(1/p); p = 2 unless the
+                                  request sets "p" (gpuq_req_set_f64(r, "p", 3)) */
 } gpuq_metric;
 
 /* Who may read a resident array (PROTOCOL.md 3.5, "access"): its owner
@@ -338,6 +341,18 @@ int gpuq_set_transport(gpuq_conn *c, gpuq_transport t);
  * GPUQ_E_BAD_ARGUMENT for a NULL c. */
 int gpuq_set_wait_spin(gpuq_conn *c, bool on);
 
+/* Progress (PROTOCOL.md 4.1). A compute request sent with progress on
+ * (gpuq_request's progress = true; a builder's gpuq_req_set_bool(r,
+ * "progress", true)) gets a "started" notice from gpuqd when it leaves
+ * gpuqd's queue for the backend, before its reply. A wait for that request
+ * (gpuq_wait, gpuq_wait_req, gpuq_call, gpuq_call_req) reads the notice and
+ * calls fn(user, id) on the waiting thread, then waits on for the reply; an
+ * interrupted wait leaves the request queued as ever, and the notice may
+ * have come before or not. With fn NULL (the default) notices are read and
+ * dropped. A request without progress never gets one. */
+typedef void (*gpuq_started_fn)(void *user, uint64_t id);
+void gpuq_set_started_fn(gpuq_conn *c, gpuq_started_fn fn, void *user);
+
 /* ---- results ----
  * A gpuq_result receives one reply (status, message, output dtypes and
  * shapes, timing, info); reuse it for any number of calls. */
@@ -480,6 +495,27 @@ int gpuq_status_json(gpuq_conn *c, char *buf, size_t cap);
 int gpuq_sessions(gpuq_conn *c, uint8_t **doc, size_t *len, uint32_t *count);
 int gpuq_metrics(gpuq_conn *c, char **text, size_t *len);
 
+/* Watching requests (PROTOCOL.md 3.6). Slowlog: the slowest recent
+ * requests gpuqd kept (slowlog_len, slowlog_min_us), slowest first, as a
+ * msgpack stream of record maps (an admin sees every uid's, others their
+ * own), *doc malloc'd as for gpuq_sessions; *count their number (may be
+ * NULL). gpuq_slowlog_reset (admin) empties it; *cleared (may be NULL)
+ * gets how many records it held.
+ * gpuq_monitor: a blocking call that streams one record per finished
+ * request the caller may see (admins: every session's; others: their
+ * uid's; never this connection's own) to fn(user, rec, len), rec one
+ * msgpack map (borrowed until fn returns; PROTOCOL.md 3.6 lists its keys,
+ * "dropped" among them: records gpuqd dropped for this monitor since the
+ * last one, because it read too slowly). It returns 0 once fn returned
+ * nonzero, GPUQ_E_INTERRUPTED once the interrupt fd
+ * (gpuq_set_interrupt_fd) became readable, or an error (a refusal, a
+ * broken connection). After 0 or GPUQ_E_INTERRUPTED the monitor has
+ * stopped and c is free for other calls. */
+typedef int (*gpuq_monitor_fn)(void *user, const uint8_t *rec, size_t len);
+int gpuq_slowlog(gpuq_conn *c, uint8_t **doc, size_t *len, uint32_t *count);
+int gpuq_slowlog_reset(gpuq_conn *c, uint64_t *cleared);
+int gpuq_monitor(gpuq_conn *c, gpuq_monitor_fn fn, void *user);
+
 /* Administration (root or the admin group; else GPUQ_E_PERMISSION).
  * drain: no new sessions; gpuqd exits 0 when the open ones have closed.
  * shutdown: as SIGTERM; accepted requests are answered, then gpuqd exits 0.
@@ -501,6 +537,13 @@ int gpuq_normalize(gpuq_conn *c, gpuq_dtype dt, gpuq_norm_method method, bool fl
                    uint64_t rows, uint64_t cols, void *out);
 int gpuq_normalize_1d(gpuq_conn *c, gpuq_dtype dt, gpuq_norm_method method, const void *in,
                       uint64_t n, void *out);
+/* normalize along axis of a rows x cols array (wire "axis"): 1 or -1 each
+ * row (as gpuq_normalize without flat), 0 or -2 each column (the rows of
+ * the transposed array, bit for bit); any other value is refused by gpuqd
+ * (GPUQ_E_BAD_ARGUMENT). With a request builder: gpuq_req_set_i64(r,
+ * "axis", axis). */
+int gpuq_normalize_axis(gpuq_conn *c, gpuq_dtype dt, gpuq_norm_method method, int axis,
+                        const void *in, uint64_t rows, uint64_t cols, void *out);
 /* haversine: pts n x 2 (lat, lon degrees); out n distances to (lat, lon), or
  * between a[i] and b[i], in radius's unit. */
 int gpuq_haversine_to(gpuq_conn *c, gpuq_dtype dt, const void *pts, uint64_t n, double lat,
@@ -510,14 +553,18 @@ int gpuq_haversine_pair(gpuq_conn *c, gpuq_dtype dt, const void *a, const void *
 /* grid: out nlat x nlon distances from the grid's points to (lat, lon). */
 int gpuq_grid(gpuq_conn *c, gpuq_dtype dt, double lat0, double lat1, uint64_t nlat, double lon0,
               double lon1, uint64_t nlon, double lat, double lon, double radius, void *out);
-/* pairwise: x m x d, y n x d; out m x n distances. */
+/* pairwise: x m x d, y n x d; out m x n distances. Minkowski's p (wire "p",
+ * a number > 0, default 2) and cosine's "on_zero" ("error", "zero": 1.0,
+ * "nan") are set with a request builder: gpuq_req_new("pairwise"),
+ * gpuq_req_set_str(r, "metric", "minkowski"), gpuq_req_set_f64(r, "p", 3),
+ * gpuq_req_set_str(r, "on_zero", "nan") (PROTOCOL.md 3.1). */
 int gpuq_pairwise(gpuq_conn *c, gpuq_dtype dt, gpuq_metric metric, const void *x, const void *y,
                   uint64_t m, uint64_t n, uint64_t d, void *out);
 /* knn: x m x d, y n x d; for each row of x the k nearest rows of y
- * (1 <= k <= n, k <= 1024), nearest first, exact ties by the lower index,
- * NaN distances last: out_dist m x k distances (elements of dt), out_idx
- * m x k row indices into y. A cosine zero vector is GPUQ_E_ZERO_NORM. The
- * arguments in gpuq_pairwise's order, then k (0.1 had k after metric). */
+ * (1 <= k <= n; the result must fit gpuqd's max_output), nearest first, exact ties by the lower
+ * index, NaN distances last: out_dist m x k distances (elements of dt), out_idx m x k row indices
+ * into y. A cosine zero vector is GPUQ_E_ZERO_NORM. The arguments in gpuq_pairwise's order, then k
+ * (0.1 had k after metric). */
 int gpuq_knn(gpuq_conn *c, gpuq_dtype dt, gpuq_metric metric, const void *x, const void *y,
              uint64_t m, uint64_t n, uint64_t d, uint64_t k, void *out_dist, int64_t *out_idx);
 

@@ -191,8 +191,9 @@ int gpuq_set_limit(gpuq_conn *c, const char *name, uint64_t value, uint64_t *old
     return rc;
 }
 
-/* One normalize of shape[0..ndim). */
-static int normalize(gpuq_conn *c, gpuq_dtype dt, gpuq_norm_method method, bool flat,
+/* One normalize of shape[0..ndim); axis sent unless NORM_NO_AXIS. */
+#define NORM_NO_AXIS (-100)
+static int normalize(gpuq_conn *c, gpuq_dtype dt, gpuq_norm_method method, bool flat, int axis,
                      const void *in, unsigned ndim, const uint64_t *shape, void *out)
 {
     size_t bytes = 0;
@@ -210,6 +211,8 @@ static int normalize(gpuq_conn *c, gpuq_dtype dt, gpuq_norm_method method, bool 
     gpuq_req_set_str(r, "method", mname);
     if (flat)
         gpuq_req_set_bool(r, "flat", true);
+    if (axis != NORM_NO_AXIS) /* gpuqd checks it (PROTOCOL.md 3.1 "axis") */
+        gpuq_req_set_i64(r, "axis", axis);
     gpuq_req_set_output(r, 0, out, bytes);
     return req_finish(c, r);
 }
@@ -218,13 +221,20 @@ int gpuq_normalize(gpuq_conn *c, gpuq_dtype dt, gpuq_norm_method method, bool fl
                    uint64_t rows, uint64_t cols, void *out)
 {
     const uint64_t shape[2] = {rows, cols};
-    return normalize(c, dt, method, flat, in, 2, shape, out);
+    return normalize(c, dt, method, flat, NORM_NO_AXIS, in, 2, shape, out);
+}
+
+int gpuq_normalize_axis(gpuq_conn *c, gpuq_dtype dt, gpuq_norm_method method, int axis,
+                        const void *in, uint64_t rows, uint64_t cols, void *out)
+{
+    const uint64_t shape[2] = {rows, cols};
+    return normalize(c, dt, method, false, axis, in, 2, shape, out);
 }
 
 int gpuq_normalize_1d(gpuq_conn *c, gpuq_dtype dt, gpuq_norm_method method, const void *in,
                       uint64_t n, void *out)
 {
-    return normalize(c, dt, method, false, in, 1, &n, out);
+    return normalize(c, dt, method, false, NORM_NO_AXIS, in, 1, &n, out);
 }
 
 /* A haversine of n points against "to" (b NULL) or against b. */

@@ -31,9 +31,11 @@ int backend_map_kernel_error(gpuq_job *job, int kcode)
     const op_backend_def *ob = op_backend_of(r->op);
     char *m = job->message;
     size_t cap = sizeof job->message;
+    /* host bytes of A and B: the job's, or a resident array's on the CPU */
+    const void *h_a = job->h_in[0] ? job->h_in[0] : job->res_host ? job->res_in[0] : NULL;
+    const void *h_b = job->h_in[1] ? job->h_in[1] : job->res_host ? job->res_in[1] : NULL;
     int own = kcode != GPUQ_K_OK && ob && ob->kernel_message &&
-              ob->kernel_message(r, job->sz, job->res_host ? job->res_in[0] : job->h_in[0], kcode,
-                                 m, cap);
+              ob->kernel_message(r, job->sz, h_a, h_b, kcode, m, cap);
     switch (kcode) {
     case GPUQ_K_OK:
         return 0;

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "policy.h"
+#include "request_log.h"
 #include "scheduler.h"
 #include "session.h"
 #include "stats.h"
@@ -336,6 +337,9 @@ typedef struct control_entry {
 static int control_cancel(request *r)
 {
     uint32_t dropped, running;
+    if (request_log_cancel(r->s, r->req.request))
+        log_debug("session %llu: cancel stopped monitor %llu", (unsigned long long)r->s->id,
+                  (unsigned long long)r->req.request);
     sched_cancel(r->s, r->req.request, &dropped, &running);
     log_debug("session %llu: cancel of request %llu: %u dropped, %u running",
               (unsigned long long)r->s->id, (unsigned long long)r->req.request, dropped, running);
@@ -481,6 +485,9 @@ static const control_entry control_table[GPUQ_OP_COUNT] = {
     [GPUQ_OP_READY] = {.run = control_ready, .while_draining = true},
     [GPUQ_OP_LIST] = {.run = control_list, .while_draining = true},
     [GPUQ_OP_REMOVE] = {.run = control_remove},
+    [GPUQ_OP_SLOWLOG] = {.run = request_log_slowlog, .while_draining = true},
+    [GPUQ_OP_SLOWLOG_RESET] = {.run = request_log_slowlog_reset},
+    [GPUQ_OP_MONITOR] = {.run = request_log_monitor, .while_draining = true},
 };
 
 static const control_entry *control_entry_of(gpuq_op op)

@@ -13,10 +13,12 @@
 #include "frame.h"
 #include "log.h"
 #include "metrics.h"
+#include "request_log.h"
 #include "scheduler.h"
 #include "session.h"
 #include "session_io.h"
 #include "staging.h"
+#include "started.h"
 #include "stats.h"
 #include "utf8.h"
 #include "uvx.h"
@@ -218,7 +220,8 @@ static const session_frame_ops request_frame_ops = {
 
 void request_reply(request *r)
 {
-    sched_untrack(r); /* answered: no longer cancellable, queued or watched */
+    sched_untrack(r);    /* answered: no longer cancellable, queued or watched */
+    request_log_done(r); /* slowlog, monitors, debug line: before r may be freed */
     r->out.ops = &request_frame_ops;
     session_send(r->s, &r->out);
 }
@@ -327,13 +330,16 @@ static int request_run(request *r)
 {
     backend *b = r->s->srv->b;
     r->in_backend = true;
+    r->run_ns = uv_hrtime();
     int rc = b->ops->submit(b, &r->job);
     if (rc < 0) {
         r->in_backend = false;
         r->running = false;
         request_refuse(r, rc, "%s", r->job.message[0] ? r->job.message : "backend refused the job");
+        return rc;
     }
-    return rc < 0 ? rc : 0;
+    started_send(r); /* "progress": the client hears it left the queue */
+    return 0;
 }
 
 /* sched's answer: r, dropped from its queue (cancelled, expired), gets
@@ -552,7 +558,10 @@ int request_layer_init(server *srv)
     srv->sched.answer = request_answer;
     srv->sched.expire_waiting = request_expire_waiting;
     srv->sched.abandon = request_abandon;
-    int rc = uvx_idle_init(srv->loop, &srv->retry_idle, srv);
+    int rc = request_log_init(srv);
+    if (rc < 0)
+        return rc;
+    rc = uvx_idle_init(srv->loop, &srv->retry_idle, srv);
     return rc < 0 ? rc : sched_init(srv);
 }
 
@@ -561,6 +570,7 @@ void request_layer_close(server *srv)
     srv->retry_pending = false;
     uvx_close((uv_handle_t *)&srv->retry_idle, NULL);
     sched_close(srv);
+    request_log_close(srv);
 }
 
 static void request_on_header(session *s)
@@ -675,6 +685,7 @@ static void request_on_closed(session *s)
     /* queued work dropped now (staging back at once), running work's
      * results discarded when it ends */
     sched_drop_session(s);
+    request_log_session_closed(s); /* its monitor stops */
     /* the session's arenas: gone from its table now; each lives on while a
      * request in the backend still names it */
     arena_close_all(&s->arenas);
@@ -698,6 +709,7 @@ void request_complete(gpuq_job *job)
     request *r = job->owner;
     server *srv = r->s->srv;
     r->in_backend = false;
+    r->done_ns = uv_hrtime();
     sched_done(r); /* the next queued requests may start now */
     if (srv->b->lost && !srv->lost) {
         srv->lost = true;

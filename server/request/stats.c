@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include "request_log.h"
 #include "scheduler.h"
 #include "server_defs.h"
 #include "session.h"
@@ -61,7 +62,20 @@ int stats_sessions_doc(const server *srv, const session *viewer, uint8_t **out, 
         if (s->closing || (!viewer->caps.admin && s->uid != viewer->uid))
             continue;
         n++;
-        gpuq_mpw_map(w, 16);
+        /* its current op: the oldest compute request not yet answered
+         * (s->unanswered lists them newest first) */
+        const request *cur = s->unanswered;
+        while (cur && cur->lnext)
+            cur = cur->lnext;
+        gpuq_mpw_map(w, 20);
+        gpuq_mpw_str(w, "current_op");
+        gpuq_mpw_str(w, cur ? gpuq_op_name(cur->req.op) : "");
+        gpuq_mpw_str(w, "current_bytes");
+        gpuq_mpw_uint(w, cur ? cur->sz.payload : 0);
+        gpuq_mpw_str(w, "current_us");
+        gpuq_mpw_double(w, cur && now > cur->t0_ns ? (double)(now - cur->t0_ns) / 1e3 : 0.0);
+        gpuq_mpw_str(w, "current_state");
+        gpuq_mpw_str(w, !cur ? "" : cur->running ? "running" : cur->queued ? "queued" : "waiting");
         gpuq_mpw_str(w, "id");
         gpuq_mpw_uint(w, s->id);
         gpuq_mpw_str(w, "pid");
@@ -116,7 +130,7 @@ void stats_server_keys(const server *srv, gpuq_mpw *w)
 void stats_status_info(const server *srv, gpuq_mpw *w)
 {
     const stats *st = &srv->stats;
-    gpuq_mpw_map(w, STATS_SERVER_KEYS + 35);
+    gpuq_mpw_map(w, STATS_SERVER_KEYS + 36);
     stats_server_keys(srv, w);
     gpuq_mpw_str(w, "uptime_s");
     gpuq_mpw_double(w, (double)(uv_hrtime() - srv->start_ns) / 1e9);
@@ -200,6 +214,8 @@ void stats_status_info(const server *srv, gpuq_mpw *w)
     gpuq_mpw_uint(w, srv->sched.expired);
     gpuq_mpw_str(w, "stopped");
     gpuq_mpw_uint(w, srv->sched.stopped);
+    gpuq_mpw_str(w, "monitors"); /* connections attached by the monitor op now */
+    gpuq_mpw_uint(w, srv->rlog ? srv->rlog->mon.n : 0);
     /* the backend's counters (PROTOCOL.md, status) */
     const backend *b = srv->b;
     const struct {

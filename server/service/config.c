@@ -110,6 +110,15 @@ static const opt_doc opt_docs[] = {
      "restart."},
     {"io_bulk_min", "N", NULL,
      "A payload's rest or a reply of at least this many bytes moves on an I/O thread."},
+    {"slowlog_len", "N", NULL,
+     "Requests the slowlog keeps, the slowest since start or the last reset (0 .. 65536; 0: "
+     "off; gpuqctl slowlog)."},
+    {"slowlog_min_us", "US", NULL,
+     "A request enters the slowlog only when its reply took at least this many microseconds "
+     "from its header (0: every request)."},
+    {"monitor_queue", "N", NULL,
+     "Bytes of records one monitor connection (gpuqctl monitor) may have unread; more records "
+     "are dropped and counted in its next one (4K .. 1G)."},
     {"max_header", "N", NULL, "Bytes of one request's header (1 .. 1G)."},
     {"max_payload", "N", NULL, "Bytes of one request's payload (its input arrays)."},
     {"max_output", "N", NULL, "Bytes of one request's result."},
@@ -316,6 +325,9 @@ static void config_defaults(config *c)
     c->batch_bytes = 64u << 10;
     c->io_threads = 2;
     c->io_bulk_min = 64u << 10;
+    c->slowlog_len = 128;
+    c->slowlog_min_us = 10000;
+    c->monitor_queue = 1u << 20;
     c->pol.admin_gid = (gid_t)-1;
     c->pol.max_priority = GPUQ_PRIO_HIGH;
 }

@@ -122,6 +122,13 @@ typedef struct config {
      * reply size from which they move a session's bytes. */
     uint64_t io_threads;
     uint64_t io_bulk_min;
+    /* Watching requests (request/request_log.h): the slowlog keeps the
+     * slowlog_len slowest requests (0: off) of at least slowlog_min_us
+     * microseconds; a monitor connection holds at most monitor_queue bytes
+     * of record frames unread, then drops records (and counts them). */
+    uint64_t slowlog_len;
+    uint64_t slowlog_min_us;
+    uint64_t monitor_queue;
     gpuq_policy pol;
     bool check_only;  /* --check-config FILE: print and exit */
     pid_t reload_pid; /* --reload PID: SIGHUP to that gpuqd and exit; 0: none */

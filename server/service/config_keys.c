@@ -56,6 +56,10 @@ static const config_key keys[KEY_COUNT] = {
     {KEY_BATCH_BYTES, "server", "batch_bytes", KIND_SIZE, 0, 1u << 24},
     {KEY_IO_THREADS, "server", "io_threads", KIND_COUNT, 0, 64},
     {KEY_IO_BULK_MIN, "server", "io_bulk_min", KIND_SIZE, 1, U64},
+    /* request/request_log.c: the slowlog and the monitors */
+    {KEY_SLOWLOG_LEN, "server", "slowlog_len", KIND_COUNT, 0, 1u << 16},
+    {KEY_SLOWLOG_MIN_US, "server", "slowlog_min_us", KIND_COUNT, 0, 86400ull * 1000000},
+    {KEY_MONITOR_QUEUE, "server", "monitor_queue", KIND_SIZE, 4096, 1u << 30},
     /* [limits]: names, fields and ranges are proto's (gpuq_limits_set) */
     {KEY_MAX_HEADER, "limits", "max_header", KIND_SIZE, 0, 0},
     {KEY_MAX_PAYLOAD, "limits", "max_payload", KIND_SIZE, 0, 0},
@@ -182,6 +186,12 @@ void *config_key_field(config *c, const config_key *k)
         return &c->io_threads;
     case KEY_IO_BULK_MIN:
         return &c->io_bulk_min;
+    case KEY_SLOWLOG_LEN:
+        return &c->slowlog_len;
+    case KEY_SLOWLOG_MIN_US:
+        return &c->slowlog_min_us;
+    case KEY_MONITOR_QUEUE:
+        return &c->monitor_queue;
     default:
         return NULL;
     }

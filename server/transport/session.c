@@ -701,7 +701,8 @@ static void session_flush(session *s)
         session_frame *f = s->pending;
         s->pending = f->next;
         f->next = NULL;
-        s->next_write_seq++;
+        if (!f->extra) /* a started notice: the reply of its seq follows */
+            s->next_write_seq++;
         uv_buf_t fb[2];
         unsigned fn = 0;
         int rc = f->ops->encode(f, fb, &fn);
@@ -781,7 +782,9 @@ void session_send(session *s, session_frame *f)
         return;
     }
     session_frame **pp = &s->pending;
-    while (*pp && (*pp)->seq < f->seq)
+    /* in seq order; an extra frame before the frame of its seq, after
+     * the extra ones queued before it */
+    while (*pp && ((*pp)->seq < f->seq || ((*pp)->seq == f->seq && (*pp)->extra)))
         pp = &(*pp)->next;
     f->next = *pp;
     *pp = f;

@@ -103,7 +103,7 @@ int session_sweep(session *s, uint64_t now)
                               (unsigned long long)wq, reply);
         return TIMEOUT_REPLY;
     }
-    if (s->hello_done && idle > 0 && !s->live && !session_mid_frame(s) &&
+    if (s->hello_done && idle > 0 && !s->live && !s->monitor && !session_mid_frame(s) &&
         (double)(now - s->active_ns) >= idle * 1e9) {
         session_close_timeout(s, now, "idle for %g s (idle_timeout)", idle);
         return TIMEOUT_IDLE;

@@ -584,7 +584,7 @@ START_TEST(bad_key_before_id)
     } cases[] = {
         {"method", "normalize", "method", "max", GPUQ_E_BAD_ARGUMENT},
         {"dtype", "normalize", "dtype", "f16", GPUQ_E_BAD_DTYPE},
-        {"on_zero", "pairwise", "on_zero", "nan", GPUQ_E_BAD_ARGUMENT},
+        {"on_zero", "pairwise", "on_zero", "NaN", GPUQ_E_BAD_ARGUMENT},
         {"shape", "normalize", "shape", NULL, GPUQ_E_BAD_SHAPE},
         {"unknown key", "normalize", "bogus", "x", GPUQ_E_BAD_HEADER},
         {"dtype not UTF-8", "normalize", "dtype", NULL, GPUQ_E_BAD_HEADER},
@@ -756,7 +756,7 @@ START_TEST(on_zero_normalize)
         }
     }
     /* a value PROTOCOL.md does not define: bad_argument, the payload skipped */
-    static const char *const bad[] = {"nan", "Zero", "", "zeros", "ignore"};
+    static const char *const bad[] = {"NaN", "Zero", "", "zeros", "ignore"};
     for (int b = 0; b < 5; b++) {
         send_zero_req(fd, ++id, "f64", "sum", NULL, OZ_ROWS, OZ_COLS, bad[b], oz_in, sizeof oz_in);
         gpuq_reply rep;
@@ -1017,8 +1017,8 @@ START_TEST(utf8_on_the_wire)
     uint32_t count = 0;
     ck_assert_int_eq(gpuq_sessions(adm, &doc, &dlen, &count), 0);
     ck_assert_uint_eq(count, 8); /* 5 raw, fd, named, adm */
-    /* 16 keys per session, client and priority are str values */
-    ck_assert_int_eq(tu_msgpack_strings_utf8(doc, dlen), (long)count * 18);
+    /* 24 strings per session: its keys and its str values */
+    ck_assert_int_eq(tu_msgpack_strings_utf8(doc, dlen), (long)count * 24);
     char names[16][80];
     ck_assert_int_eq(session_clients(doc, dlen, names, 16), (int)count);
     ck_assert(has_name(names, count, "caf\xc3\xa9"));

@@ -498,7 +498,7 @@ START_TEST(text_summary)
                                        "transport   socket\n",
                                        "priority    normal (asked normal)\n",
                                        "backend     ",
-                                       "duration    0.300 s (after 0.1 s of warm-up)\n",
+                                       "duration    300 ms (after 100 ms of warm-up)\n",
                                        "requests    ",
                                        "errors      0\n",
                                        " req/s, ",

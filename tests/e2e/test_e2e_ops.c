@@ -34,7 +34,9 @@ _Static_assert(NT_F32 == GPUQ_DT_F32 && NT_F64 == GPUQ_DT_F64 &&
                "numtol.h numbers dtypes and metrics as the wire");
 
 static const char *const norm_names[] = {"sum", "l1", "l2", "minmax", "zscore"};
-static const char *const metric_names[] = {"euclidean", "sqeuclidean", "cosine", "manhattan"};
+/* ref_ops.py's names; gpuq_pairwise's minkowski is p = 2 (no "p" sent) */
+static const char *const metric_names[] = {"euclidean", "sqeuclidean", "cosine",
+                                           "manhattan", "chebyshev",   "minkowski:2"};
 
 #define R_EARTH 6371.0088
 
@@ -280,8 +282,9 @@ START_TEST(pairwise_all)
         for (uint64_t e = 0; e < m * n; e++) {
             double acc = gemm ? nt_pairwise_gemm_acc(mt, run[k].d, ref[e], run[k].nx[e / n],
                                                      run[k].ny[e % n])
-                         : cuda && dt == GPUQ_DT_F32 ? nt_pairwise_f32_acc(mt, run[k].d, ref[e])
-                                                     : nt_pairwise_acc(mt, run[k].d, ref[e]);
+                         : cuda && dt == GPUQ_DT_F32 && mt <= GPUQ_METRIC_MANHATTAN
+                             ? nt_pairwise_f32_acc(mt, run[k].d, ref[e])
+                             : nt_pairwise_acc_p(mt, 2.0, run[k].d, ref[e]);
             tol[e] = nt_tol(dt, 1, 1, ref[e], acc);
         }
         char what[96];

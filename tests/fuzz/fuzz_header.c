@@ -148,6 +148,8 @@ static const fuzz_field req_fields[] = {
     RQ(request, OPS_ALL, 0),
     /* the gate and ready's bytes: encoded whenever set */
     RQ(gate, OPS_ALL, 0),
+    /* progress (PROTOCOL.md 4.1): encoded whenever set */
+    RQ(progress, OPS_ALL, 0),
     RQ(has_bytes, OPS_ALL, 0),
     RQ(bytes, OPS_ALL, 0),
 };
@@ -211,11 +213,11 @@ enum rep_rule {
 };
 #define RP(member, rule) FUZZ_FIELD(gpuq_reply, member, rule, 0)
 static const fuzz_field rep_fields[] = {
-    RP(id, REP_SAME),         RP(status, REP_SAME),    RP(message, REP_MESSAGE),
-    RP(dtype, REP_ARRAY),     RP(ndim, REP_ARRAY),     RP(shape, REP_ARRAY),
-    RP(dtype_b, REP_ARRAY_B), RP(ndim_b, REP_ARRAY_B), RP(shape_b, REP_ARRAY_B),
-    RP(has_timing, REP_SAME), RP(timing, REP_SAME),    RP(info, REP_INFO),
-    RP(info_len, REP_INFO),
+    RP(id, REP_SAME),         RP(status, REP_SAME),     RP(started, REP_SAME),
+    RP(message, REP_MESSAGE), RP(dtype, REP_ARRAY),     RP(ndim, REP_ARRAY),
+    RP(shape, REP_ARRAY),     RP(dtype_b, REP_ARRAY_B), RP(ndim_b, REP_ARRAY_B),
+    RP(shape_b, REP_ARRAY_B), RP(has_timing, REP_SAME), RP(timing, REP_SAME),
+    RP(info, REP_INFO),       RP(info_len, REP_INFO),
 };
 #define N_REP_FIELDS (sizeof rep_fields / sizeof rep_fields[0])
 

@@ -50,11 +50,14 @@ static void gen_requests(void)
     snprintf(q.client, sizeof q.client, "caf\xc3\xa9 \xf0\x9d\x84\x9e");
     frame_req("req-hello-utf8-high", &q);
 
-    static const gpuq_op plain[] = {GPUQ_OP_PING,    GPUQ_OP_STATUS, GPUQ_OP_SESSIONS,
-                                    GPUQ_OP_METRICS, GPUQ_OP_DRAIN,  GPUQ_OP_SHUTDOWN};
+    static const gpuq_op plain[] = {GPUQ_OP_PING,    GPUQ_OP_STATUS,        GPUQ_OP_SESSIONS,
+                                    GPUQ_OP_METRICS, GPUQ_OP_DRAIN,         GPUQ_OP_SHUTDOWN,
+                                    GPUQ_OP_SLOWLOG, GPUQ_OP_SLOWLOG_RESET, GPUQ_OP_MONITOR};
     for (size_t k = 0; k < sizeof plain / sizeof plain[0]; k++) {
         frame_base(&q, plain[k], GPUQ_DT_NONE);
         snprintf(name, sizeof name, "req-%s", gpuq_op_name(plain[k]));
+        for (char *u = strchr(name, '_'); u; u = strchr(u, '_'))
+            *u = '-'; /* corpus names: letters, digits and '-' */
         frame_req(name, &q);
     }
     frame_base(&q, GPUQ_OP_PING, GPUQ_DT_NONE);

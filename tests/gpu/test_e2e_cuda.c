@@ -406,12 +406,13 @@ START_TEST(knn_matches_cpu)
                 ck_assert(dist && rd && idx && ri && full && gd && rdd && seen);
                 int rc = gpuq_knn(c, dt, mt, xi, yi, m, n, d, k, dist, idx);
                 ck_assert_msg(rc == 0, "cuda knn: %s", gpuq_errmsg(c));
-                ck_assert_int_eq(gpuq_cpu_knn(dt, mt, 0, xi, yi, m, n, d, k, rd, ri), GPUQ_K_OK);
+                ck_assert_int_eq(gpuq_cpu_knn(dt, mt, 2.0, 0, xi, yi, m, n, d, k, rd, ri),
+                                 GPUQ_K_OK);
                 kc_params p = {dt, mt, 1, 2, n, d, k};
                 for (uint64_t i = 0; i < m; i++) {
                     /* float64 distances of row i (the rounded inputs) */
                     ck_assert_int_eq(
-                        gpuq_cpu_pairwise(GPUQ_K_F64, mt, 0, x + i * d, y, 1, n, d, full),
+                        gpuq_cpu_pairwise(GPUQ_K_F64, mt, 2.0, 0, x + i * d, y, 1, n, d, full),
                         GPUQ_K_OK);
                     for (uint64_t t = 0; t < k; t++) {
                         gd[t] = knn_at(dt, dist, i * k + t);

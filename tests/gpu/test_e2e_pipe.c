@@ -213,7 +213,7 @@ static void check_cpu(const ecase *c, const ebuf *e, const void *got, const char
                            GPUQ_EARTH_RADIUS_KM, ref);
         break;
     case K_PAIR:
-        kc = gpuq_cpu_pairwise(dt, c->method, 0, a, b, c->a0, c->a1, c->d, ref);
+        kc = gpuq_cpu_pairwise(dt, c->method, 2.0, 0, a, b, c->a0, c->a1, c->d, ref);
         break;
     default: {
         int64_t *gi = malloc(c->a0 * c->k * sizeof *gi), *ri = malloc(c->a0 * c->k * sizeof *ri);
@@ -222,11 +222,12 @@ static void check_cpu(const ecase *c, const ebuf *e, const void *got, const char
         unsigned char *seen = calloc(c->a1, 1);
         ck_assert(gi && ri && full && gd && rd && seen);
         memcpy(gi, (const char *)got + e->out0_bytes, c->a0 * c->k * 8);
-        ck_assert_int_eq(gpuq_cpu_knn(dt, c->method, 0, a, b, c->a0, c->a1, c->d, c->k, ref, ri),
-                         GPUQ_K_OK);
+        ck_assert_int_eq(
+            gpuq_cpu_knn(dt, c->method, 2.0, 0, a, b, c->a0, c->a1, c->d, c->k, ref, ri),
+            GPUQ_K_OK);
         kc_params p = {dt, c->method, 1, 2, c->a1, c->d, c->k};
         for (uint64_t i = 0; i < c->a0; i++) {
-            ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, c->method, 0, e->x + i * c->d,
+            ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, c->method, 2.0, 0, e->x + i * c->d,
                                                e->x + c->a0 * c->d, 1, c->a1, c->d, full),
                              GPUQ_K_OK);
             for (uint64_t t = 0; t < c->k; t++) {

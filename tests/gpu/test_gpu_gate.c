@@ -126,8 +126,8 @@ static knn_dev knn_dev_new(uint64_t m, uint64_t n, uint64_t d, uint64_t k, const
 static void knn_dev_run(const knn_dev *b, const int *gate)
 {
     gpuq_cuda_ctx_set_gate(g_ctx, gate);
-    ck_assert_int_eq(gpuq_cuda_knn(g_ctx, GPUQ_K_F32, GPUQ_K_EUCLIDEAN, 0, b->x, b->y, b->m, b->n,
-                                   b->d, b->k, b->scratch, b->dist, (int64_t *)b->idx),
+    ck_assert_int_eq(gpuq_cuda_knn(g_ctx, GPUQ_K_F32, GPUQ_K_EUCLIDEAN, 2.0, 0, b->x, b->y, b->m,
+                                   b->n, b->d, b->k, b->scratch, b->dist, (int64_t *)b->idx),
                      GPUQ_K_OK);
     gpuq_cuda_ctx_set_gate(g_ctx, NULL);
 }
@@ -165,7 +165,7 @@ START_TEST(pairwise_gate_set_before)
 
     gate_set(1);
     gpuq_cuda_ctx_set_gate(g_ctx, g_gate);
-    ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, GPUQ_K_EUCLIDEAN, 0, dx, dy, m, n, d, dout),
+    ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, GPUQ_K_EUCLIDEAN, 2.0, 0, dx, dy, m, n, d, dout),
                      GPUQ_K_OK);
     gpuq_cuda_ctx_set_gate(g_ctx, NULL);
     ck_assert_int_eq(flag_now(), -GPUQ_K_E_STOPPED);
@@ -182,14 +182,14 @@ START_TEST(pairwise_gate_set_before)
     free(h);
 
     /* the gate is still set, but this launch has none */
-    ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, GPUQ_K_EUCLIDEAN, 0, dx, dy, m, n, d, dout),
+    ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, GPUQ_K_EUCLIDEAN, 2.0, 0, dx, dy, m, n, d, dout),
                      GPUQ_K_OK);
     ck_assert_int_eq(flag_now(), 0);
     void *got = malloc(m * n * esz);
     double *ref = malloc(m * n * sizeof *ref);
     ck_assert(got && ref);
     CK(cudaMemcpy(got, dout, m * n * esz, cudaMemcpyDeviceToHost));
-    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 0, hx, hy, m, n, d, ref),
+    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 2.0, 0, hx, hy, m, n, d, ref),
                      GPUQ_K_OK);
     for (uint64_t i = 0; i < m * n; i++) {
         double g = _i ? ((double *)got)[i] : (double)((float *)got)[i];
@@ -245,9 +245,9 @@ START_TEST(pairwise_gate_mid_run)
         CK(cudaMemset(dy, 0, n * d * 4));
         CK(cudaDeviceSynchronize());
         double t0 = now_s();
-        ck_assert_int_eq(
-            gpuq_cuda_pairwise(g_ctx, GPUQ_K_F32, GPUQ_K_SQEUCLIDEAN, 0, dx, dy, m, n, d, dout),
-            GPUQ_K_OK);
+        ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, GPUQ_K_F32, GPUQ_K_SQEUCLIDEAN, 2.0, 0, dx, dy,
+                                            m, n, d, dout),
+                         GPUQ_K_OK);
         CK(cudaStreamSynchronize(g_stream));
         full = now_s() - t0;
         ck_assert_int_eq(flag_now(), 0);
@@ -266,7 +266,7 @@ START_TEST(pairwise_gate_mid_run)
     gpuq_cuda_ctx_set_gate(g_ctx, g_gate);
     double t0 = now_s();
     ck_assert_int_eq(
-        gpuq_cuda_pairwise(g_ctx, GPUQ_K_F32, GPUQ_K_SQEUCLIDEAN, 0, dx, dy, m, n, d, dout),
+        gpuq_cuda_pairwise(g_ctx, GPUQ_K_F32, GPUQ_K_SQEUCLIDEAN, 2.0, 0, dx, dy, m, n, d, dout),
         GPUQ_K_OK);
     gpuq_cuda_ctx_set_gate(g_ctx, NULL);
     usleep((useconds_t)(full * 1e5)); /* a tenth */

@@ -758,11 +758,12 @@ START_TEST(test_pairwise)
             void *x = to_dt(dt, hx, m * d), *y = to_dt(dt, hy, n * d);
             free(hx), free(hy);
             void *ref = host_out(dt, m * n);
-            ck_assert_int_eq(gpuq_cpu_pairwise(dt, metric, 0, x, y, m, n, d, ref), 0);
+            ck_assert_int_eq(gpuq_cpu_pairwise(dt, metric, 2.0, 0, x, y, m, n, d, ref), 0);
             void *d_x = dev_copy(x, m * d * esz(dt)), *d_y = dev_copy(y, n * d * esz(dt));
             void *d_out = dev_out(m * n * esz(dt));
             reset_flag();
-            ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, metric, 0, d_x, d_y, m, n, d, d_out), 0);
+            ck_assert_int_eq(
+                gpuq_cuda_pairwise(g_ctx, dt, metric, 2.0, 0, d_x, d_y, m, n, d, d_out), 0);
             int route = gemm && takes_gemm(dt, metric, d);
             char what[128];
             snprintf(what, sizeof what, "pairwise%s metric=%d of %s, %llux%llux%llu",
@@ -796,14 +797,14 @@ START_TEST(test_pairwise_zero)
             void *d_out = dev_out(m * n * esz(dt));
             reset_flag();
             ck_assert_int_eq(
-                gpuq_cuda_pairwise(g_ctx, dt, GPUQ_K_COSINE, 0, d_x, d_y, m, n, d, d_out), 0);
+                gpuq_cuda_pairwise(g_ctx, dt, GPUQ_K_COSINE, 2.0, 0, d_x, d_y, m, n, d, d_out), 0);
             ck_assert_int_eq(read_flag(), -GPUQ_K_E_ZERO);
             reset_flag();
             ck_assert_int_eq(
-                gpuq_cuda_pairwise(g_ctx, dt, GPUQ_K_COSINE, 1, d_x, d_y, m, n, d, d_out), 0);
+                gpuq_cuda_pairwise(g_ctx, dt, GPUQ_K_COSINE, 2.0, 1, d_x, d_y, m, n, d, d_out), 0);
             ck_assert_int_eq(read_flag(), 0);
             void *ref = host_out(dt, m * n);
-            ck_assert_int_eq(gpuq_cpu_pairwise(dt, GPUQ_K_COSINE, 1, x, y, m, n, d, ref), 0);
+            ck_assert_int_eq(gpuq_cpu_pairwise(dt, GPUQ_K_COSINE, 2.0, 1, x, y, m, n, d, ref), 0);
             check_pairwise(dt, GPUQ_K_COSINE, _i == 0 && takes_gemm(dt, GPUQ_K_COSINE, d), d_out,
                            ref, x, y, m, n, d, "cosine zero_ok");
             CK(cudaFree(d_x));
@@ -867,7 +868,8 @@ START_TEST(test_pairwise_offset)
     gpuq_cuda_ctx_use_gemm(g_ctx, 1);
     void *d_out = dev_out(m * n * es);
     reset_flag();
-    ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, metric, 0, c.d_x, c.d_y, m, n, d, d_out), 0);
+    ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, metric, 2.0, 0, c.d_x, c.d_y, m, n, d, d_out),
+                     0);
     ck_assert_int_eq(read_flag(), 0);
     double *got = fetch(dt, d_out, m * n);
     char msg[512];
@@ -882,9 +884,11 @@ START_TEST(test_pairwise_offset)
     uint64_t r0 = (m / 2) | 1; /* odd: rows of odd d start unaligned */
     void *d_rows = dev_out(m * n * es);
     reset_flag();
-    ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, metric, 0, c.d_x, c.d_y, r0, n, d, d_rows), 0);
-    ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, metric, 0, (const char *)c.d_x + r0 * d * es,
-                                        c.d_y, m - r0, n, d, (char *)d_rows + r0 * n * es),
+    ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, metric, 2.0, 0, c.d_x, c.d_y, r0, n, d, d_rows),
+                     0);
+    ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, metric, 2.0, 0,
+                                        (const char *)c.d_x + r0 * d * es, c.d_y, m - r0, n, d,
+                                        (char *)d_rows + r0 * n * es),
                      0);
     ck_assert_int_eq(read_flag(), 0);
     double *rows = fetch(dt, d_rows, m * n);
@@ -915,7 +919,7 @@ START_TEST(test_knn_offset)
     void *d_scratch = NULL, *d_dist = dev_out(m * k * es), *d_idx = dev_out(m * k * 8);
     CK(cudaMalloc(&d_scratch, sb));
     reset_flag();
-    ck_assert_int_eq(gpuq_cuda_knn(g_ctx, dt, metric, 0, c.d_x, c.d_y, m, n, d, k, d_scratch,
+    ck_assert_int_eq(gpuq_cuda_knn(g_ctx, dt, metric, 2.0, 0, c.d_x, c.d_y, m, n, d, k, d_scratch,
                                    d_dist, (int64_t *)d_idx),
                      0);
     ck_assert_int_eq(read_flag(), 0);
@@ -944,9 +948,9 @@ START_TEST(test_bad_args)
                      GPUQ_K_E_ARG);
     ck_assert_int_eq(gpuq_cuda_normalize(g_ctx, GPUQ_K_F32, 9, 0, &dummy_dev, &dummy_dev, 1, 1),
                      GPUQ_K_E_ARG);
-    ck_assert_int_eq(
-        gpuq_cuda_pairwise(g_ctx, GPUQ_K_F32, 9, 0, &dummy_dev, &dummy_dev, 1, 1, 1, &dummy_dev),
-        GPUQ_K_E_ARG);
+    ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, GPUQ_K_F32, 9, 2.0, 0, &dummy_dev, &dummy_dev, 1, 1,
+                                        1, &dummy_dev),
+                     GPUQ_K_E_ARG);
     ck_assert_int_eq(gpuq_cuda_error_code(cudaErrorMemoryAllocation), GPUQ_K_E_NOMEM);
     ck_assert_int_eq(gpuq_cuda_error_code(cudaErrorIllegalAddress), GPUQ_K_E_STICKY);
 }

@@ -120,7 +120,7 @@ static int gpu_knn(int dt, int metric, int zero_ok, const void *x, const void *y
     int64_t *d_idx = dev_poisoned(m * k * sizeof(int64_t));
     reset_flag();
     ck_assert_int_eq(
-        gpuq_cuda_knn(g_ctx, dt, metric, zero_ok, d_x, d_y, m, n, d, k, d_s, d_dist, d_idx),
+        gpuq_cuda_knn(g_ctx, dt, metric, 2.0, zero_ok, d_x, d_y, m, n, d, k, d_s, d_dist, d_idx),
         GPUQ_K_OK);
     int flag = read_flag();
     CK(cudaMemcpy(h_dist, d_dist, m * k * esz(dt), cudaMemcpyDeviceToHost));
@@ -145,12 +145,12 @@ static void check_case(int dt, int metric, const void *x, const void *y, uint64_
     unsigned char *seen = calloc(n, 1);
     ck_assert(g_dist && c_dist && g_idx && c_idx && row && seen);
     ck_assert_int_eq(gpu_knn(dt, metric, 0, x, y, m, n, d, k, g_dist, g_idx), 0);
-    ck_assert_int_eq(gpuq_cpu_knn(dt, metric, 0, x, y, m, n, d, k, c_dist, c_idx), GPUQ_K_OK);
+    ck_assert_int_eq(gpuq_cpu_knn(dt, metric, 2.0, 0, x, y, m, n, d, k, c_dist, c_idx), GPUQ_K_OK);
     kc_params p = {dt, metric, 2, 1, n, d, k};
     for (uint64_t i = 0; i < m; i++) {
-        ck_assert_int_eq(
-            gpuq_cpu_pairwise(dt, metric, 0, (const char *)x + i * d * esz(dt), y, 1, n, d, row),
-            GPUQ_K_OK);
+        ck_assert_int_eq(gpuq_cpu_pairwise(dt, metric, 2.0, 0, (const char *)x + i * d * esz(dt), y,
+                                           1, n, d, row),
+                         GPUQ_K_OK);
         for (uint64_t j = 0; j < n; j++)
             full[j] = at(dt, row, j);
         for (uint64_t t = 0; t < k; t++) {
@@ -281,7 +281,7 @@ START_TEST(test_knn_zero)
         ck_assert(gd && cd && gi && ci);
         ck_assert_int_eq(gpu_knn(dt, GPUQ_K_COSINE, 0, x, y, m, n, d, kk, gd, gi), -GPUQ_K_E_ZERO);
         ck_assert_int_eq(gpu_knn(dt, GPUQ_K_COSINE, 1, x, y, m, n, d, kk, gd, gi), 0);
-        ck_assert_int_eq(gpuq_cpu_knn(dt, GPUQ_K_COSINE, 1, x, y, m, n, d, kk, cd, ci), 0);
+        ck_assert_int_eq(gpuq_cpu_knn(dt, GPUQ_K_COSINE, 2.0, 1, x, y, m, n, d, kk, cd, ci), 0);
         for (uint64_t t = 0; t < m * kk; t++) {
             double g = at(dt, gd, t), c = at(dt, cd, t);
             ck_assert_msg(fabs(g - c) <= 1e-6 * (dt == GPUQ_K_F64 ? 1e-8 : 1.0),
@@ -341,22 +341,26 @@ START_TEST(test_knn_bad_args)
     void *d_s = NULL;
     CK(cudaMalloc(&d_s, 4096));
     char *p = d_s;
-    ck_assert_int_eq(gpuq_cuda_knn(g_ctx, GPUQ_K_F32, 0, 0, p, p, 2, 2, 2, 0, p, p, (int64_t *)p),
-                     GPUQ_K_E_ARG); /* k = 0 */
-    ck_assert_int_eq(gpuq_cuda_knn(g_ctx, GPUQ_K_F32, 0, 0, p, p, 2, 2, 2, 3, p, p, (int64_t *)p),
-                     GPUQ_K_E_ARG); /* k > n */
-    ck_assert_int_eq(gpuq_cuda_knn(g_ctx, GPUQ_K_F32, 0, 0, p, p, 2, 5000, 2, GPUQ_KNN_K_MAX + 1, p,
-                                   p, (int64_t *)p),
+    ck_assert_int_eq(
+        gpuq_cuda_knn(g_ctx, GPUQ_K_F32, 0, 2.0, 0, p, p, 2, 2, 2, 0, p, p, (int64_t *)p),
+        GPUQ_K_E_ARG); /* k = 0 */
+    ck_assert_int_eq(
+        gpuq_cuda_knn(g_ctx, GPUQ_K_F32, 0, 2.0, 0, p, p, 2, 2, 2, 3, p, p, (int64_t *)p),
+        GPUQ_K_E_ARG); /* k > n */
+    /* k past GPUQ_KNN_K_LIMIT (1024 < k <= n is valid: test_gpu_shape) */
+    ck_assert_int_eq(gpuq_cuda_knn(g_ctx, GPUQ_K_F32, 0, 2.0, 0, p, p, 2, GPUQ_KNN_K_LIMIT + 2, 2,
+                                   GPUQ_KNN_K_LIMIT + 1, p, p, (int64_t *)p),
                      GPUQ_K_E_ARG);
-    ck_assert_int_eq(gpuq_cuda_knn(g_ctx, 9, 0, 0, p, p, 2, 2, 2, 1, p, p, (int64_t *)p),
+    ck_assert_int_eq(gpuq_cuda_knn(g_ctx, 9, 0, 2.0, 0, p, p, 2, 2, 2, 1, p, p, (int64_t *)p),
                      GPUQ_K_E_ARG);
-    ck_assert_int_eq(gpuq_cuda_knn(g_ctx, GPUQ_K_F32, 4, 0, p, p, 2, 2, 2, 1, p, p, (int64_t *)p),
+    ck_assert_int_eq(gpuq_cuda_knn(g_ctx, GPUQ_K_F32, GPUQ_K_METRIC_COUNT, 2.0, 0, p, p, 2, 2, 2, 1,
+                                   p, p, (int64_t *)p),
                      GPUQ_K_E_ARG);
     ck_assert_int_eq(
-        gpuq_cuda_knn(g_ctx, GPUQ_K_F32, 0, 0, p, p, 2, 2, 2, 1, p + 4, p, (int64_t *)p),
+        gpuq_cuda_knn(g_ctx, GPUQ_K_F32, 0, 2.0, 0, p, p, 2, 2, 2, 1, p + 4, p, (int64_t *)p),
         GPUQ_K_E_ARG); /* misaligned scratch */
     ck_assert_int_eq(
-        gpuq_cuda_knn(g_ctx, GPUQ_K_F32, 0, 0, p, p, 2, 2, 2, 1, NULL, p, (int64_t *)p),
+        gpuq_cuda_knn(g_ctx, GPUQ_K_F32, 0, 2.0, 0, p, p, 2, 2, 2, 1, NULL, p, (int64_t *)p),
         GPUQ_K_E_ARG);
     CK(cudaFree(d_s));
     /* the benchmark's size in bounded scratch */

@@ -150,7 +150,7 @@ static double *gpu_pairwise(int dt, int metric, int zero_ok, const void *x, cons
     CK(cudaMalloc(&bo, m * n * esz(dt)));
     poison(bo, m * n * esz(dt));
     reset_flag();
-    ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, metric, zero_ok, d_x, d_y, m, n, d, bo), 0);
+    ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, metric, 2.0, zero_ok, d_x, d_y, m, n, d, bo), 0);
     *flag = read_flag();
     void *h = fetch_raw(bo, m * n * esz(dt));
     double *got = as_f64(dt, h, m * n);
@@ -178,7 +178,7 @@ static void check_vs_cpu(int dt, int metric, int zero_ok, const void *x, const v
     size_t mn = (size_t)(m * n);
     void *cpu = malloc(mn * esz(dt) + 1);
     ck_assert_ptr_nonnull(cpu);
-    ck_assert_int_eq(gpuq_cpu_pairwise(dt, metric, 1, x, y, m, n, d, cpu), GPUQ_K_OK);
+    ck_assert_int_eq(gpuq_cpu_pairwise(dt, metric, 2.0, 1, x, y, m, n, d, cpu), GPUQ_K_OK);
     int flag = -1;
     double *got = gpu_pairwise(dt, metric, zero_ok, x, y, m, n, d, &flag);
     double *ref = as_f64(dt, cpu, mn), *tol = dalloc(mn);
@@ -266,15 +266,16 @@ START_TEST(test_pw_rows)
         char *d_out1 = (char *)bo1 + es;
         reset_flag();
         poison(d_out, ob);
-        ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, metric, 0, d_x, d_y, m, n, d, d_out), 0);
+        ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, metric, 2.0, 0, d_x, d_y, m, n, d, d_out),
+                         0);
         void *full = fetch_raw(d_out, ob);
         for (size_t k = 0; k < sizeof ROW_SPLITS / sizeof ROW_SPLITS[0]; k++) {
             uint64_t nr = ROW_SPLITS[k];
             poison(d_out, ob);
             for (uint64_t r0 = 0; r0 < m; r0 += nr) {
                 uint64_t rows = m - r0 < nr ? m - r0 : nr;
-                ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, metric, 0, d_x + r0 * d * es, d_y,
-                                                    rows, n, d, d_out + r0 * n * es),
+                ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, metric, 2.0, 0, d_x + r0 * d * es,
+                                                    d_y, rows, n, d, d_out + r0 * n * es),
                                  0);
             }
             void *part = fetch_raw(d_out, ob);
@@ -287,7 +288,8 @@ START_TEST(test_pw_rows)
             free(part);
         }
         poison(d_out1, ob);
-        ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, metric, 0, d_x1, d_y1, m, n, d, d_out1), 0);
+        ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, dt, metric, 2.0, 0, d_x1, d_y1, m, n, d, d_out1),
+                         0);
         void *mis = fetch_raw(d_out1, ob);
         ck_assert_msg(memcmp(mis, full, ob) == 0,
                       "%s %s %llux%llux%llu: misaligned x, y, out differ from the aligned launch",

@@ -170,6 +170,23 @@ if objdump -p "$tmp/x/usr/sbin/gpuqd" | has 'NEEDED.*libcublas'; then
     bad "packaged gpuqd needs libcublas"
 fi
 
+# ---- the packaged Python client knows its version ----
+# As the system Python would see it once installed: the package's
+# dist-packages on the path (the unpacked copy, not the tree's), gpuq
+# imported from there and importlib.metadata reading its dist-info.
+if [[ -n "${GPUQ_PYTHON:-}" ]]; then
+    pydist=$tmp/x/usr/lib/python3/dist-packages
+    got=$(cd / && PYTHONPATH=$pydist PYTHONDONTWRITEBYTECODE=1 "$GPUQ_PYTHON" -c '
+import importlib.metadata as m, sys, gpuq
+assert gpuq.__file__.startswith(sys.argv[1] + "/gpuq/"), gpuq.__file__
+d = m.distribution("gpuq")
+print(d.version, d.metadata["Name"], str(d.locate_file("gpuq/__init__.py")) == gpuq.__file__)' \
+        "$pydist" 2>&1) || bad "importlib.metadata of the packaged gpuq: $got"
+    [[ "$got" == "$GPUQ_VERSION gpuq True" ]] ||
+        bad "importlib.metadata of the packaged gpuq: '$got', want '$GPUQ_VERSION gpuq True'"
+    echo "python: the packaged gpuq is version ${got%% *} (importlib.metadata)"
+fi
+
 # ---- copyright, changelog, man pages ----
 doc=$tmp/x/usr/share/doc/gpuq
 if [[ -f "$doc/copyright" ]]; then

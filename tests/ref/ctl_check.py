@@ -122,6 +122,45 @@ for dt, tol_n, tol_p, tol_h in ((np.float32, 1e-6, 1e-5, 1e-6), (np.float64, 1e-
                   cdist(X.astype(np.float64), Y.astype(np.float64),
                         {"manhattan": "cityblock", "l1": "cityblock", "l2": "euclidean"}.get(metric, metric)),
                   dt, tol_p)
+    # chebyshev and minkowski (--p; inf is chebyshev), pairwise and knn
+    for metric, extra, kw in (("chebyshev", [], {}), ("minkowski", ["--p", "3"], {"p": 3}),
+                              ("minkowski", ["--p", "0.5"], {"p": 0.5}),
+                              ("minkowski", ["--p", "inf"], {"p": np.inf}),
+                              ("minkowski", [], {"p": 2})):
+        X = rng.uniform(-1, 1, (41, 7)).astype(dt)
+        Y = rng.uniform(-1, 1, (23, 7)).astype(dt)
+        np.save(path("X.npy"), X)
+        np.save(path("Y.npy"), Y)
+        ref = cdist(X.astype(np.float64), Y.astype(np.float64), metric, **kw)
+        name = f"{metric} {' '.join(extra)} {tag}"
+        if run("distance", "pairwise", "--metric", metric, *extra, path("X.npy"), path("Y.npy"),
+               "-o", path("D.npy")).returncode == 0:
+            check(f"pairwise {name}", path("D.npy"), ref, dt, tol_p)
+        if run("distance", "knn", "--k", "23", "--metric", metric, *extra, path("X.npy"),
+               path("Y.npy"), "-o", path("KD.npy"), "-i", path("KI.npy")).returncode == 0:
+            KD, KI = np.load(path("KD.npy")), np.load(path("KI.npy"))
+            if KI.shape != (41, 23) or not (np.sort(KI, axis=1) == np.arange(23)).all():
+                failures.append(f"knn {name}: indices {KI.shape} not a permutation")
+            elif not (np.abs(KD - np.take_along_axis(ref, KI, axis=1)) <= tol_p * (1 + ref.max())).all() \
+                    or not (np.diff(KD.astype(np.float64), axis=1) >= 0).all():
+                failures.append(f"knn {name}: distances not those of their indices, sorted")
+    # cosine with a zero row: --on-zero nan gives NaN (scipy's), zero gives 1
+    X = rng.uniform(-1, 1, (5, 3)).astype(dt)
+    X[2] = 0
+    np.save(path("Xz.npy"), X)
+    if run("distance", "pairwise", "--metric", "cosine", "--on-zero", "nan", path("Xz.npy"),
+           path("Xz.npy"), "-o", path("D.npy")).returncode == 0:
+        D = np.load(path("D.npy"))
+        with np.errstate(all="ignore"):
+            ref = cdist(X.astype(np.float64), X.astype(np.float64), "cosine")
+        ok = ~np.isnan(ref)
+        if not (np.isnan(D) == ~ok).all() or not np.isnan(D[2]).all() or \
+                not (np.abs(D[ok] - ref[ok]) <= tol_p).all():
+            failures.append(f"cosine --on-zero nan {tag}: not scipy's NaN and values")
+    if run("distance", "pairwise", "--metric", "cosine", "--on-zero", "zero", path("Xz.npy"),
+           path("Xz.npy"), "-o", path("D.npy")).returncode == 0:
+        if not (np.load(path("D.npy"))[2] == 1).all():
+            failures.append(f"cosine --on-zero zero {tag}: the zero row's distances are not 1")
     # knn: distances and int64 indices against a stable argsort of cdist;
     # m*k odd (f32 indices start 4 bytes off 8), X row 0 equals Y rows 0 and
     # 500 (an exact tie: lower index first); no --metric means euclidean
@@ -203,10 +242,27 @@ np.save(path("badlat.npy"), np.array([[95.0, 10.0]]))
 p = run("distance", "haversine", "--to", "0,0", path("badlat.npy"), "-o", path("o.npy"), expect_ok=False)
 if p.returncode == 0 or "out_of_range" not in p.stderr:
     failures.append(f"lat 95: exit {p.returncode}, stderr {p.stderr!r}")
-p = run("distance", "pairwise", "--metric", "chebyshev", path("X.npy"), path("Y.npy"), "-o",
+p = run("distance", "pairwise", "--metric", "mahalanobis", path("X.npy"), path("Y.npy"), "-o",
         path("o.npy"), expect_ok=False)
 if p.returncode == 0:
     failures.append("unknown metric accepted")
+# bad p: the server's bad_argument naming p (exit 1), or a usage error (exit 2)
+for args, code, text in ((["--metric", "minkowski", "--p", "0"], 1, "p=0"),
+                         (["--metric", "minkowski", "--p", "-1.5"], 1, "p=-1.5"),
+                         (["--metric", "minkowski", "--p", "nan"], 1, "p=nan"),
+                         (["--metric", "euclidean", "--p", "3"], 1, '"p"'),
+                         (["--p", "3"], 1, '"p"'),
+                         (["--metric", "minkowski", "--p", "three"], 2, "--p"),
+                         (["--metric", "cosine", "--on-zero", "inf"], 2, "on-zero")):
+    p = run("distance", "pairwise", *args, path("X.npy"), path("Y.npy"), "-o", path("o.npy"),
+            expect_ok=False)
+    if p.returncode != code or text not in p.stderr or len(p.stderr.strip().splitlines()) != 1:
+        failures.append(f"pairwise {' '.join(args)}: exit {p.returncode}, stderr {p.stderr!r}")
+    p = run("distance", "knn", "--k", "2", *args, path("X.npy"), path("Y.npy"), "-o",
+            path("KD.npy"), "-i", path("KI.npy"), expect_ok=False)
+    if p.returncode != code or text not in p.stderr:
+        failures.append(f"knn {' '.join(args)}: exit {p.returncode}, stderr {p.stderr!r}")
+run("ping")  # and gpuqd still serves
 # knn: --k is required (usage, exit 2); k > n is the server's bad_argument (exit 1)
 p = run("distance", "knn", path("X.npy"), path("Y.npy"), "-o", path("KD.npy"), "-i", path("KI.npy"),
         expect_ok=False)

@@ -398,8 +398,15 @@ def json_all():
     if v is not None and (v.get("command") != "version" or not v.get("version")):
         failures.append(f"--json --version: {v!r}")
 
-    # every command --help lists is covered here (shutdown: mode "shutdown")
-    covered.update({"drain", "shutdown"})
+    # the slowlog after the ops above: a list of records, slowest first
+    v = cmd("slowlog", ["slowlog", "--json"])
+    if v is not None and not (isinstance(v, list) and all(
+            isinstance(r, dict) and "op" in r for r in v) and
+            all(a.get("total_us", 0) >= b.get("total_us", 0) for a, b in zip(v, v[1:]))):
+        failures.append(f"slowlog --json: {str(v)[:300]}")
+    # every command --help lists is covered here (shutdown: mode "shutdown";
+    # monitor streams until stopped: test_e2e_monitor checks its --json lines)
+    covered.update({"drain", "shutdown", "monitor"})
     listed = commands_in_help()
     if not {"ping", "normalize", "distance knn"} <= listed:
         failures.append(f"gpuqctl --help: cannot read its list of commands (got {sorted(listed)})")

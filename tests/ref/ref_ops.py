@@ -18,14 +18,16 @@ Usage:
   ref_ops.py randn_offset N SEED OFFSET OUT
       OUT = OFFSET + numpy.random.default_rng(SEED).standard_normal(N).
   ref_ops.py pairwise METRIC M N D X Y OUT
-      METRIC: euclidean | sqeuclidean | cosine | manhattan
-      (scipy.spatial.distance.cdist of X[M][D] and Y[N][D], manhattan being
-      cdist's "cityblock"; OUT is M x N).
+      METRIC: euclidean | sqeuclidean | cosine | manhattan | chebyshev |
+      minkowski:P (scipy.spatial.distance.cdist of X[M][D] and Y[N][D],
+      manhattan being cdist's "cityblock", minkowski:P cdist's "minkowski"
+      with p=P; OUT is M x N).
   ref_ops.py pairwise_exact METRIC M N D X Y OUT
       The same distances computed exactly: X and Y as integers over one
       power-of-two denominator, integer sums, the square roots of euclidean
       and cosine to 80 significant digits, each result rounded once to
-      float64. A zero vector under cosine gets NaN.
+      float64. A zero vector under cosine gets NaN. minkowski:P: each
+      |x - y|^P, their sum and its 1/P-th power in 80-digit decimals.
   ref_ops.py knn METRIC M N D K X Y OUT
       k nearest neighbours by cdist (as pairwise): OUT holds the M x N
       distance matrix, then the M x K indices (as float64) of
@@ -145,6 +147,15 @@ def exact_ints(*arrays):
     return out, k
 
 
+def dec_pow(t, p):
+    """t ** p for a Decimal t > 0: halves of integers by powers and one
+    square root (fast and exact to the context), other p by Decimal's pow."""
+    if (2 * p) % 1 == 0:
+        r = t ** int(p)
+        return r * t.sqrt() if p % 1 else r
+    return t ** p
+
+
 def pairwise_exact(x, y, metric):
     (xs, ys), k = exact_ints(x, y)
     out = np.empty((len(xs), len(ys)))
@@ -160,6 +171,12 @@ def pairwise_exact(x, y, metric):
                         out[i, j] = float(Decimal(q).sqrt() / dk)
                 elif metric == "manhattan":
                     out[i, j] = sum(abs(u - v) for u, v in zip(a, b)) / k
+                elif metric == "chebyshev":
+                    out[i, j] = max(abs(u - v) for u, v in zip(a, b)) / k
+                elif metric.startswith("minkowski:"):
+                    p = Decimal(metric.split(":", 1)[1])
+                    s = sum(dec_pow(Decimal(abs(u - v)) / dk, p) for u, v in zip(a, b) if u != v)
+                    out[i, j] = float(s ** (1 / p)) if s else 0.0
                 elif metric == "cosine":
                     p = sum(u * v for u, v in zip(a, b))
                     nx = sum(u * u for u in a)
@@ -171,6 +188,13 @@ def pairwise_exact(x, y, metric):
                 else:
                     raise SystemExit("unknown metric %r" % metric)
     return out
+
+
+def cdist_metric(name):
+    """cdist's keyword arguments for a METRIC of the usage."""
+    if name.startswith("minkowski:"):
+        return {"metric": "minkowski", "p": float(name.split(":", 1)[1])}
+    return {"metric": {"manhattan": "cityblock"}.get(name, name)}
 
 
 def haversine(lat1, lon1, lat2, lon2, radius):
@@ -201,17 +225,15 @@ def main(argv):
         y = load(a[5], n * d, (n, d))
         from scipy.spatial.distance import cdist  # only here: slow to import
 
-        metric = {"manhattan": "cityblock"}.get(a[0], a[0])
-        save(a[6], cdist(x, y, metric=metric))
+        save(a[6], cdist(x, y, **cdist_metric(a[0])))
     elif op == "knn" and len(a) == 8:
         m, n, d, k = int(a[1]), int(a[2]), int(a[3]), int(a[4])
         x = load(a[5], m * d, (m, d))
         y = load(a[6], n * d, (n, d))
         from scipy.spatial.distance import cdist  # only here: slow to import
 
-        metric = {"manhattan": "cityblock"}.get(a[0], a[0])
         with np.errstate(all="ignore"):
-            full = cdist(x, y, metric=metric)
+            full = cdist(x, y, **cdist_metric(a[0]))
         order = np.argsort(full, axis=1, kind="stable")[:, :k]
         dist = np.take_along_axis(full, order, axis=1)
         save(a[7], np.concatenate([full.ravel(), order.astype(np.float64).ravel(), dist.ravel()]))

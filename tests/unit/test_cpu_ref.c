@@ -294,7 +294,7 @@ START_TEST(pairwise_vs_ref)
     memcpy(y, pw_case[_i].y, n * d * sizeof *y);
     void *xi = to_dtype(dt, x, m * d), *yi = to_dtype(dt, y, n * d);
     void *out = malloc(m * n * dt_size(dt));
-    ck_assert_int_eq(gpuq_cpu_pairwise(dt, metric, 0, xi, yi, m, n, d, out), GPUQ_K_OK);
+    ck_assert_int_eq(gpuq_cpu_pairwise(dt, metric, 2.0, 0, xi, yi, m, n, d, out), GPUQ_K_OK);
     const double *ref = refs_get(pw_case[_i].exact);
     char what[128];
     for (size_t k = 0; k < m * n; k++)
@@ -332,9 +332,9 @@ START_TEST(pairwise_offset_normal)
     void *xi = to_dtype(dt, x, m * d), *yi = to_dtype(dt, y, n * d);
     void *out = malloc(m * n * dt_size(dt));
     ck_assert_ptr_nonnull(out);
-    ck_assert_int_eq(
-        gpuq_cpu_pairwise(dt, sq ? GPUQ_K_SQEUCLIDEAN : GPUQ_K_EUCLIDEAN, 0, xi, yi, m, n, d, out),
-        GPUQ_K_OK);
+    ck_assert_int_eq(gpuq_cpu_pairwise(dt, sq ? GPUQ_K_SQEUCLIDEAN : GPUQ_K_EUCLIDEAN, 2.0, 0, xi,
+                                       yi, m, n, d, out),
+                     GPUQ_K_OK);
     double *got = as_f64(dt, out, m * n);
     char msg[512];
     size_t zeros = 0;
@@ -359,8 +359,8 @@ START_TEST(knn_offset_normal)
     void *dist = malloc(m * k * dt_size(dt));
     int64_t *idx = malloc(m * k * sizeof *idx);
     ck_assert(dist && idx);
-    ck_assert_int_eq(gpuq_cpu_knn(dt, sq ? GPUQ_K_SQEUCLIDEAN : GPUQ_K_EUCLIDEAN, 0, xi, yi, m, n,
-                                  d, k, dist, idx),
+    ck_assert_int_eq(gpuq_cpu_knn(dt, sq ? GPUQ_K_SQEUCLIDEAN : GPUQ_K_EUCLIDEAN, 2.0, 0, xi, yi, m,
+                                  n, d, k, dist, idx),
                      GPUQ_K_OK);
     double *got = as_f64(dt, dist, m * k);
     char msg[512];
@@ -1069,22 +1069,23 @@ END_TEST
 START_TEST(pairwise_zero_vector)
 {
     double x[6] = {1, 2, 3, 0, 0, 0}, y[6] = {3, 2, 1, 1, 1, -1}, o[4];
-    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, GPUQ_K_COSINE, 0, x, y, 2, 2, 3, o),
+    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, GPUQ_K_COSINE, 2.0, 0, x, y, 2, 2, 3, o),
                      GPUQ_K_E_ZERO);
-    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, GPUQ_K_COSINE, 0, y, x, 2, 2, 3, o),
+    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, GPUQ_K_COSINE, 2.0, 0, y, x, 2, 2, 3, o),
                      GPUQ_K_E_ZERO);
-    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, GPUQ_K_COSINE, 1, x, y, 2, 2, 3, o), GPUQ_K_OK);
+    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, GPUQ_K_COSINE, 2.0, 1, x, y, 2, 2, 3, o),
+                     GPUQ_K_OK);
     ck_assert(fabs(o[0] - (1.0 - 10.0 / 14.0)) < 1e-15);
     ck_assert(fabs(o[1] - 1.0) < 1e-15); /* orthogonal */
     ck_assert(o[2] == 1.0 && o[3] == 1.0);
     /* other metrics have no trouble with a zero vector */
-    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 0, x, y, 2, 2, 3, o),
+    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 2.0, 0, x, y, 2, 2, 3, o),
                      GPUQ_K_OK);
     ck_assert(fabs(o[3] - sqrt(3.0)) < 1e-15);
     float xf[6] = {1, 2, 3, 0, 0, 0}, yf[6] = {3, 2, 1, 1, 1, -1}, of[4];
-    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F32, GPUQ_K_COSINE, 0, xf, yf, 2, 2, 3, of),
+    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F32, GPUQ_K_COSINE, 2.0, 0, xf, yf, 2, 2, 3, of),
                      GPUQ_K_E_ZERO);
-    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F32, GPUQ_K_COSINE, 1, xf, yf, 2, 2, 3, of),
+    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F32, GPUQ_K_COSINE, 2.0, 1, xf, yf, 2, 2, 3, of),
                      GPUQ_K_OK);
     ck_assert(of[2] == 1.0f && of[3] == 1.0f);
 }
@@ -1126,7 +1127,7 @@ START_TEST(bad_args)
         ck_assert_int_eq(gpuq_cpu_haversine_to(dt, x, 2, 0, 0, 1, o), GPUQ_K_E_ARG);
         ck_assert_int_eq(gpuq_cpu_haversine_pair(dt, x, x, 2, 1, o), GPUQ_K_E_ARG);
         ck_assert_int_eq(gpuq_cpu_grid(dt, 0, 1, 2, 0, 1, 2, 0, 0, 1, o), GPUQ_K_E_ARG);
-        ck_assert_int_eq(gpuq_cpu_pairwise(dt, GPUQ_K_EUCLIDEAN, 0, x, x, 2, 2, 2, o),
+        ck_assert_int_eq(gpuq_cpu_pairwise(dt, GPUQ_K_EUCLIDEAN, 2.0, 0, x, x, 2, 2, 2, o),
                          GPUQ_K_E_ARG);
     }
     ck_assert_int_eq(gpuq_cpu_normalize(GPUQ_K_F64, -1, 0, x, o, 1, 4), GPUQ_K_E_ARG);
@@ -1136,13 +1137,14 @@ START_TEST(bad_args)
     ck_assert_int_eq(gpuq_cpu_normalize(GPUQ_K_F64, GPUQ_K_SUM, 0, NULL, o, 1, 4), GPUQ_K_E_ARG);
     ck_assert_int_eq(gpuq_cpu_normalize(GPUQ_K_F64, GPUQ_K_SUM, 0, x, o, UINT64_MAX, 3),
                      GPUQ_K_E_ARG);
-    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, -1, 0, x, x, 2, 2, 2, o), GPUQ_K_E_ARG);
-    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, 4, 0, x, x, 2, 2, 2, o), GPUQ_K_E_ARG);
-    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, GPUQ_K_COSINE, 0, x, x, 0, 2, 2, o),
+    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, -1, 2.0, 0, x, x, 2, 2, 2, o), GPUQ_K_E_ARG);
+    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, GPUQ_K_METRIC_COUNT, 2.0, 0, x, x, 2, 2, 2, o),
                      GPUQ_K_E_ARG);
-    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, GPUQ_K_COSINE, 0, x, x, 2, 0, 2, o),
+    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, GPUQ_K_COSINE, 2.0, 0, x, x, 0, 2, 2, o),
                      GPUQ_K_E_ARG);
-    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, GPUQ_K_COSINE, 0, x, x, 2, 2, 0, o),
+    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, GPUQ_K_COSINE, 2.0, 0, x, x, 2, 0, 2, o),
+                     GPUQ_K_E_ARG);
+    ck_assert_int_eq(gpuq_cpu_pairwise(GPUQ_K_F64, GPUQ_K_COSINE, 2.0, 0, x, x, 2, 2, 0, o),
                      GPUQ_K_E_ARG);
     ck_assert_int_eq(gpuq_cpu_haversine_to(GPUQ_K_F64, x, 0, 0, 0, 1, o), GPUQ_K_E_ARG);
     ck_assert_int_eq(gpuq_cpu_haversine_pair(GPUQ_K_F64, x, x, 0, 1, o), GPUQ_K_E_ARG);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_ctl_units.c - gpuqctl's human units (client/cli/ctl_doc.c): times in
  * the unit that reads best with three significant digits (µs, ms, s, at
- * each boundary and where rounding crosses one), rates with an SI prefix
+ * each boundary and where rounding crosses one; ns under 1 µs; huge times
+ * bounded), rates with an SI prefix
  * (on the number for counts, on the unit for bytes), a slow rate never
  * shown as 0, and NaN or a negative value as "-". */
 #include <check.h>
@@ -17,8 +18,12 @@ START_TEST(times)
         const char *want;
     } c[] = {
         {0, "0 \u00b5s"},
-        {0.004, "0.00 \u00b5s"},
-        {0.35, "0.35 \u00b5s"},
+        {0.004, "4.00 ns"},
+        {0.35, "350 ns"},
+        {0.999, "999 ns"},
+        {0.9994, "999 ns"},
+        {0.9996, "1.00 \u00b5s"},
+        {1, "1.00 \u00b5s"},
         {4.956, "4.96 \u00b5s"},
         {9.994, "9.99 \u00b5s"},
         {9.996, "10.0 \u00b5s"},
@@ -27,14 +32,20 @@ START_TEST(times)
         {843.2, "843 \u00b5s"},
         {999.4, "999 \u00b5s"},
         {999.6, "1.00 ms"},
+        {999.9, "1.00 ms"},
         {1250, "1.25 ms"},
         {12345, "12.3 ms"},
         {999400, "999 ms"},
         {999600, "1.00 s"},
         {7012345, "7.01 s"},
         {123456789, "123 s"},
+        {86400e6, "86400 s"},
+        {1e20, "1e+14 s"},
+        {1e300, "1e+294 s"},
+        {INFINITY, "-"},
         {NAN, "-"},
         {-1, "-"},
+        {-0.001, "-"},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         char buf[32];
@@ -56,6 +67,11 @@ START_TEST(rates)
         {165432, "req/s", "165k req/s"},   {3.2e6, "req/s", "3.20M req/s"},
         {579e6, "B/s", "579 MB/s"},        {12.34e9, "B/s", "12.3 GB/s"},
         {512, "B/s", "512 B/s"},           {NAN, "req/s", "- req/s"},
+        {0.42, "req/s", "0.42 req/s"},     {0.9949, "req/s", "0.995 req/s"},
+        {0.996, "req/s", "1.00 req/s"},    {1.23e-5, "req/s", "0.0000123 req/s"},
+        {1e-4, "req/s", "0.0001 req/s"},   {INFINITY, "req/s", "- req/s"},
+        {-3, "req/s", "- req/s"},          {4e18, "req/s", "4000P req/s"},
+        {1e300, "B/s", "1e+285 PB/s"},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         char buf[48];

@@ -384,7 +384,7 @@ START_TEST(test_check_pairwise)
     shape2(q.shape_b, &q.ndim_b, 3, 3);
     rq_set_metric(&q, GPUQ_METRIC_COSINE);
     ck_assert_int_eq(check(&q, 0, &sz), GPUQ_E_BAD_SHAPE);
-    ck_assert_str_eq(msg, "shape_b has d=3 but shape has d=4");
+    ck_assert_str_eq(msg, "y has d=3, x has d=4");
     q.shape_b[1] = 4;
     ck_assert_int_eq(check(&q, 80, &sz), 0);
     ck_assert_uint_eq(sz.output, 24);
@@ -546,7 +546,7 @@ static void b_onzero(gpuq_mpw *w)
 {
     KU(w, "id", 7);
     KS(w, "op", "pairwise");
-    KS(w, "on_zero", "nan");
+    KS(w, "on_zero", "one");
 }
 static void b_foreign(gpuq_mpw *w)
 {
@@ -784,16 +784,16 @@ static void b_on_zero(gpuq_mpw *w)
     KS(w, "on_zero", on_zero_str);
 }
 
-/* on_zero: the two values PROTOCOL.md defines decode to what they say,
+/* on_zero: the three values PROTOCOL.md defines decode to what they say,
  * anything else is bad_argument; left out, the default is "error". */
 START_TEST(test_decode_on_zero)
 {
     static const struct {
         const char *s;
-        int want; /* zero_ok, or -1: bad_argument */
+        int want; /* the mode (GPUQ_K_ON_ZERO_*), or -1: bad_argument */
     } cases[] = {
-        {"error", 0},  {"zero", 1}, {"Error", -1}, {"ZERO", -1},  {"", -1},
-        {"zeros", -1}, {"err", -1}, {"nan", -1},   {"zero ", -1},
+        {"error", 0},  {"zero", 1}, {"Error", -1}, {"ZERO", -1}, {"", -1},
+        {"zeros", -1}, {"err", -1}, {"nan", 2},    {"NaN", -1},  {"zero ", -1},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         gpuq_request q;
@@ -804,7 +804,7 @@ START_TEST(test_decode_on_zero)
             ck_assert_msg(strstr(msg, "on_zero") != NULL, "'%s'", msg);
         } else {
             ck_assert_msg(rc == 0, "\"%s\": %s", cases[k].s, msg);
-            ck_assert_int_eq(rq_zero_ok(&q), cases[k].want);
+            ck_assert_int_eq(gpuq_request_get_enum(&q, "on_zero"), cases[k].want);
         }
     }
     gpuq_request q;
@@ -846,7 +846,12 @@ START_TEST(test_metric_aliases)
         {"e", -1},
         {"cos", -1},
         {"sqe", -1},
-        {"minkowski", -1},
+        {"chebyshev", GPUQ_METRIC_CHEBYSHEV},
+        {"chebychev", GPUQ_METRIC_CHEBYSHEV},
+        {"minkowski", GPUQ_METRIC_MINKOWSKI},
+        {"pnorm", GPUQ_METRIC_MINKOWSKI},
+        {"cheb", -1},
+        {"mi", -1},
         {"L1", -1},
         {"l3", -1},
         {"", -1},
@@ -863,7 +868,8 @@ START_TEST(test_metric_aliases)
                               rc);
                 char want[160];
                 snprintf(want, sizeof want,
-                         "metric \"%s\" is not euclidean, sqeuclidean, cosine or manhattan",
+                         "metric \"%s\" is not euclidean, sqeuclidean, cosine, manhattan, "
+                         "chebyshev or minkowski",
                          cases[k].s);
                 ck_assert_str_eq(msg, want);
             } else {
@@ -1032,7 +1038,7 @@ static void l_dtype(gpuq_mpw *w)
 static void l_onzero(gpuq_mpw *w)
 {
     KS(w, "op", "pairwise");
-    KS(w, "on_zero", "nan");
+    KS(w, "on_zero", "one");
     id9(w);
 }
 static void l_shape_rank(gpuq_mpw *w)
@@ -1694,8 +1700,9 @@ START_TEST(test_utf8_echo_cut)
         {"normalize", "dtype", "dtype \"%.*s\" is not f32 or f64", GPUQ_E_BAD_DTYPE},
         {"normalize", "method", "method \"%.*s\" is not sum, l1, l2, minmax or zscore",
          GPUQ_E_BAD_ARGUMENT},
-        {"pairwise", "on_zero", "on_zero \"%.*s\" is not error or zero", GPUQ_E_BAD_ARGUMENT},
-        {"pairwise", "metric", "metric \"%.*s\" is not euclidean, sqeuclidean, cosine or manhattan",
+        {"pairwise", "on_zero", "on_zero \"%.*s\" is not error, zero or nan", GPUQ_E_BAD_ARGUMENT},
+        {"pairwise", "metric",
+         "metric \"%.*s\" is not euclidean, sqeuclidean, cosine, manhattan, chebyshev or minkowski",
          GPUQ_E_BAD_ARGUMENT},
         {"hello", "priority", "priority \"%.*s\" is not low, normal or high", GPUQ_E_BAD_ARGUMENT},
         {"set_limit", "limit", "limit name \"%.*s\" is not a limit", GPUQ_E_BAD_ARGUMENT},

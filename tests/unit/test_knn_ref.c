@@ -162,7 +162,7 @@ START_TEST(knn_vs_scipy)
     void *dist = malloc(m * k * dt_size(dt));
     int64_t *idx = malloc(m * k * sizeof *idx);
     ck_assert(dist && idx);
-    ck_assert_int_eq(gpuq_cpu_knn(dt, metric, 0, xi, yi, m, n, d, k, dist, idx), GPUQ_K_OK);
+    ck_assert_int_eq(gpuq_cpu_knn(dt, metric, 2.0, 0, xi, yi, m, n, d, k, dist, idx), GPUQ_K_OK);
 
     const double *ref = rb_get(refs, cases[_i].job);
     const double *full = ref, *ref_if = ref + m * n, *ref_d = ref_if + m * k;
@@ -229,7 +229,7 @@ START_TEST(knn_hand)
             double dd[12];
             float df[12];
             int64_t idx[12];
-            ck_assert_int_eq(gpuq_cpu_knn(dt, m, 0, dt == GPUQ_K_F32 ? (void *)xf : (void *)x,
+            ck_assert_int_eq(gpuq_cpu_knn(dt, m, 2.0, 0, dt == GPUQ_K_F32 ? (void *)xf : (void *)x,
                                           dt == GPUQ_K_F32 ? (void *)yf : (void *)y, 2, 6, 1, 6,
                                           dt == GPUQ_K_F32 ? (void *)df : (void *)dd, idx),
                              GPUQ_K_OK);
@@ -241,7 +241,7 @@ START_TEST(knn_hand)
                 ck_assert(isnan(w) ? isnan(g) : g == w);
             }
             /* k < n: the first k of the same lists */
-            ck_assert_int_eq(gpuq_cpu_knn(dt, m, 0, dt == GPUQ_K_F32 ? (void *)xf : (void *)x,
+            ck_assert_int_eq(gpuq_cpu_knn(dt, m, 2.0, 0, dt == GPUQ_K_F32 ? (void *)xf : (void *)x,
                                           dt == GPUQ_K_F32 ? (void *)yf : (void *)y, 2, 6, 1, 2,
                                           dt == GPUQ_K_F32 ? (void *)df : (void *)dd, idx),
                              GPUQ_K_OK);
@@ -258,11 +258,11 @@ START_TEST(knn_zero_vector)
     const double y[] = {3, 2, 1, 1, 2, 3, 0, 0, 0, -1, -2, -3};
     double d[8];
     int64_t idx[8];
-    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_COSINE, 0, x, y, 2, 4, 3, 4, d, idx),
+    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_COSINE, 2.0, 0, x, y, 2, 4, 3, 4, d, idx),
                      GPUQ_K_E_ZERO);
-    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_COSINE, 0, x, y, 1, 4, 3, 4, d, idx),
+    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_COSINE, 2.0, 0, x, y, 1, 4, 3, 4, d, idx),
                      GPUQ_K_E_ZERO); /* y's zero row alone */
-    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_COSINE, 1, x, y, 2, 4, 3, 4, d, idx),
+    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_COSINE, 2.0, 1, x, y, 2, 4, 3, 4, d, idx),
                      GPUQ_K_OK);
     /* row 0: y1 (0), y0 (1 - 10/14), y2 (zero: 1.0), y3 (2) */
     ck_assert(idx[0] == 1 && idx[1] == 0 && idx[2] == 2 && idx[3] == 3);
@@ -273,13 +273,13 @@ START_TEST(knn_zero_vector)
         ck_assert(idx[4 + t] == t && d[4 + t] == 1.0);
     const float xf[] = {0, 0, 0}, yf[] = {1, 0, 0, 0, 1, 0};
     float df[2];
-    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F32, GPUQ_K_COSINE, 0, xf, yf, 1, 2, 3, 2, df, idx),
+    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F32, GPUQ_K_COSINE, 2.0, 0, xf, yf, 1, 2, 3, 2, df, idx),
                      GPUQ_K_E_ZERO);
-    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F32, GPUQ_K_COSINE, 1, xf, yf, 1, 2, 3, 2, df, idx),
+    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F32, GPUQ_K_COSINE, 2.0, 1, xf, yf, 1, 2, 3, 2, df, idx),
                      GPUQ_K_OK);
     ck_assert(idx[0] == 0 && idx[1] == 1 && df[0] == 1.0f && df[1] == 1.0f);
     /* euclidean does not mind */
-    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 0, x, y, 2, 4, 3, 1, d, idx),
+    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 2.0, 0, x, y, 2, 4, 3, 1, d, idx),
                      GPUQ_K_OK);
     ck_assert(idx[0] == 1 && d[0] == 0.0 && idx[1] == 2 && d[1] == 0.0);
 }
@@ -289,40 +289,64 @@ START_TEST(knn_bad_args)
 {
     double x[4] = {1, 2, 3, 4}, d[4];
     int64_t idx[4];
-    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 0, x, x, 2, 2, 2, 2, d, idx),
+    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 2.0, 0, x, x, 2, 2, 2, 2, d, idx),
                      GPUQ_K_OK);
-    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 0, x, x, 2, 2, 2, 0, d, idx),
+    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 2.0, 0, x, x, 2, 2, 2, 0, d, idx),
                      GPUQ_K_E_ARG); /* k = 0 */
-    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 0, x, x, 2, 2, 2, 3, d, idx),
+    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 2.0, 0, x, x, 2, 2, 2, 3, d, idx),
                      GPUQ_K_E_ARG); /* k > n */
-    ck_assert_int_eq(gpuq_cpu_knn(0, GPUQ_K_EUCLIDEAN, 0, x, x, 2, 2, 2, 1, d, idx), GPUQ_K_E_ARG);
-    ck_assert_int_eq(gpuq_cpu_knn(3, GPUQ_K_EUCLIDEAN, 0, x, x, 2, 2, 2, 1, d, idx), GPUQ_K_E_ARG);
-    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, -1, 0, x, x, 2, 2, 2, 1, d, idx), GPUQ_K_E_ARG);
-    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, 4, 0, x, x, 2, 2, 2, 1, d, idx), GPUQ_K_E_ARG);
-    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 0, x, x, 0, 2, 2, 1, d, idx),
+    ck_assert_int_eq(gpuq_cpu_knn(0, GPUQ_K_EUCLIDEAN, 2.0, 0, x, x, 2, 2, 2, 1, d, idx),
                      GPUQ_K_E_ARG);
-    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 0, x, x, 2, 0, 2, 1, d, idx),
+    ck_assert_int_eq(gpuq_cpu_knn(3, GPUQ_K_EUCLIDEAN, 2.0, 0, x, x, 2, 2, 2, 1, d, idx),
                      GPUQ_K_E_ARG);
-    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 0, x, x, 2, 2, 0, 1, d, idx),
+    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, -1, 2.0, 0, x, x, 2, 2, 2, 1, d, idx), GPUQ_K_E_ARG);
+    ck_assert_int_eq(
+        gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_METRIC_COUNT, 2.0, 0, x, x, 2, 2, 2, 1, d, idx),
+        GPUQ_K_E_ARG);
+    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 2.0, 0, x, x, 0, 2, 2, 1, d, idx),
                      GPUQ_K_E_ARG);
-    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 0, NULL, x, 2, 2, 2, 1, d, idx),
+    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 2.0, 0, x, x, 2, 0, 2, 1, d, idx),
                      GPUQ_K_E_ARG);
-    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 0, x, x, 2, 2, 2, 1, d, NULL),
+    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 2.0, 0, x, x, 2, 2, 0, 1, d, idx),
                      GPUQ_K_E_ARG);
     ck_assert_int_eq(
-        gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 0, x, x, UINT64_MAX / 2, 2, 4, 1, d, idx),
+        gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 2.0, 0, NULL, x, 2, 2, 2, 1, d, idx),
+        GPUQ_K_E_ARG);
+    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 2.0, 0, x, x, 2, 2, 2, 1, d, NULL),
+                     GPUQ_K_E_ARG);
+    ck_assert_int_eq(
+        gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 2.0, 0, x, x, UINT64_MAX / 2, 2, 4, 1, d, idx),
         GPUQ_K_E_ARG); /* m * d wraps */
-    /* k above GPUQ_KNN_K_MAX, n large enough: refused before any work */
-    uint64_t n = GPUQ_KNN_K_MAX + 1;
+    /* k above GPUQ_KNN_K_LIMIT, n large enough: refused before any work */
+    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 2.0, 0, x, x, 1,
+                                  GPUQ_KNN_K_LIMIT + 1, 1, GPUQ_KNN_K_LIMIT + 1, d, idx),
+                     GPUQ_K_E_ARG);
+    /* k above GPUQ_KNN_K_MAX (the CUDA select's): valid; ties by index,
+     * NaN last against a float64 sort by (distance, index) */
+    uint64_t n = 3 * GPUQ_KNN_K_MAX + 7;
     double *y = calloc(n, sizeof *y), *dd = malloc(n * sizeof *dd);
     int64_t *ii = malloc(n * sizeof *ii);
     ck_assert(y && dd && ii);
-    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 0, x, y, 1, n, 1, n, dd, ii),
-                     GPUQ_K_E_ARG);
-    ck_assert_int_eq(gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 0, x, y, 1, n, 1, n - 1, dd, ii),
-                     GPUQ_K_OK);
-    for (uint64_t t = 0; t < n - 1; t++) /* all equal: by index */
-        ck_assert(ii[t] == (int64_t)t && dd[t] == 1.0);
+    for (uint64_t j = 0; j < n; j++) /* distances |x - y| of 0 .. 4, NaN at j % 97 == 3 */
+        y[j] = j % 97 == 3 ? NAN : x[0] + (double)((j * 7) % 5);
+    for (uint64_t k = GPUQ_KNN_K_MAX + 1; k <= n; k += n - GPUQ_KNN_K_MAX - 1) {
+        ck_assert_int_eq(
+            gpuq_cpu_knn(GPUQ_K_F64, GPUQ_K_EUCLIDEAN, 2.0, 0, x, y, 1, n, 1, k, dd, ii),
+            GPUQ_K_OK);
+        uint64_t t = 0; /* the reference: each distance 0 .. 4 by index, then the NaNs */
+        for (int dist = 0; dist <= 5; dist++)
+            for (uint64_t j = 0; j < n && t < k; j++) {
+                int isn = j % 97 == 3;
+                if (dist == 5 ? !isn : (isn || (int)((j * 7) % 5) != dist))
+                    continue;
+                ck_assert_msg(ii[t] == (int64_t)j, "k=%llu place %llu: %lld, want %llu",
+                              (unsigned long long)k, (unsigned long long)t, (long long)ii[t],
+                              (unsigned long long)j);
+                ck_assert(dist == 5 ? isnan(dd[t]) : dd[t] == (double)dist);
+                t++;
+            }
+        ck_assert_uint_eq(t, k);
+    }
     free(y), free(dd), free(ii);
 }
 END_TEST

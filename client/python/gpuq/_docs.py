@@ -37,6 +37,13 @@ NORMALIZE = f"""Normalize each row of a: a 1-D array is one row, a 2-D array's r
     are normalized each on its own (flat=True: the whole array as one row),
     and an array of more dimensions is normalized along its last axis.
 
+    axis: the axis to normalize along, as numpy's and scikit-learn's
+    normalize: -1 (or ndim - 1) the rows, the default; 0 (or -2) each
+    column of a 2-D array (sklearn.preprocessing.normalize(a, axis=0); bit
+    for bit the rows of a.T); any axis of an array of more dimensions (that
+    axis moved last, normalized, moved back). An axis out of range raises
+    BadArgumentError; flat=True (numpy's axis=None) excludes it.
+
     method:
       "sum"     a / sum(a)
       "l1"      a / sum(|a|)
@@ -50,7 +57,8 @@ NORMALIZE = f"""Normalize each row of a: a 1-D array is one row, a 2-D array's r
 
     on_zero: a zero denominator (zero sum or norm, a constant row for
     minmax, std 0 for zscore) raises ZeroNormError ("error", the default),
-    or gives that row all zeros ("zero"). A sum-normalized value beyond the
+    or gives that row all zeros ("zero") or all NaN ("nan": every value of
+    the row, where numpy's a / 0 would give +-inf for a nonzero value). A sum-normalized value beyond the
     dtype's range raises OutOfRangeError.
 
 {_INPUTS}
@@ -122,8 +130,18 @@ PAIRWISE = f"""Distances between the rows of x and the rows of y, as
       "sqeuclidean"  sum((u - v)**2)
       "cityblock"    sum(|u - v|)            (the protocol's "manhattan")
       "cosine"       1 - u.v / (|u| |v|)
+      "chebyshev"    max(|u - v|)
+      "minkowski"    sum(|u - v|**p)**(1/p)
+    p: minkowski's exponent, a number > 0 (default 2; p=1 is cityblock,
+    p=2 euclidean, p=inf chebyshev, as in scipy); BadArgumentError for
+    p <= 0, NaN, or p with another metric (as scipy's cdist refuses it).
+    Within ((d + 2) / p + 7) units of float64's last place of the exact
+    distance (then rounded to the dtype). A NaN coordinate makes a
+    chebyshev distance NaN (scipy's cdist skips it; numpy's
+    abs(u - v).max() gives NaN).
     on_zero: a zero vector under "cosine" raises ZeroNormError ("error",
-    the default), or gives 1.0 for that pair ("zero").
+    the default; the message names the row), or gives 1.0 for that pair
+    ("zero": what it returns) or NaN ("nan", as scipy's cdist).
 
 {_INPUTS}
 
@@ -140,9 +158,11 @@ PAIRWISE = f"""Distances between the rows of x and the rows of y, as
 KNN = f"""The k nearest rows of y to each row of x: (dist, idx).
 
     x: (m, d) queries, y: (n, d) rows to search (the same d); 1 <= k <=
-    min(n, 1024) (else BadArgumentError). metric and on_zero as for
-    pairwise, with the same distances (a cosine zero vector fails the whole
-    request with ZeroNormError, or counts as distance 1.0 with on_zero="zero").
+    n (else BadArgumentError; the result must fit gpuqd's max_output).
+    metric, p and on_zero as for pairwise, with the same distances (a
+    cosine zero vector fails the whole request with ZeroNormError, or
+    counts as distance 1.0 with on_zero="zero", or NaN, sorted last, with
+    on_zero="nan").
 
     dist: (m, k) of the computed dtype, nearest first; idx: (m, k) int64 row
     numbers of y in the same order. Exactly equal distances come lowest

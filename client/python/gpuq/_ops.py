@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -34,11 +34,11 @@ from . import errors
 from ._resident import Resident, check_access, check_name, check_persist
 
 EARTH_RADIUS_KM = 6371.0088
-KNN_K_MAX = 1024
+KNN_K_MAX = 1 << 29  # PROTOCOL.md 3.1 "k": at most n, and 2^29
 DEADLINE_MAX_MS = 86_400_000  # a day: PROTOCOL.md 3.1 "deadline_ms"
 
 METHODS = ("sum", "l1", "l2", "minmax", "zscore")
-ON_ZERO = ("error", "zero")
+ON_ZERO = ("error", "zero", "nan")
 # scipy.spatial.distance's names (and their aliases) -> the protocol's.
 METRICS = {
     "euclidean": "euclidean", "euclid": "euclidean", "eu": "euclidean", "e": "euclidean",
@@ -47,6 +47,9 @@ METRICS = {
     "cosine": "cosine", "cos": "cosine",
     "cityblock": "manhattan", "manhattan": "manhattan", "cblock": "manhattan", "cb": "manhattan",
     "c": "manhattan", "l1": "manhattan", "taxicab": "manhattan",
+    "chebyshev": "chebyshev", "chebychev": "chebyshev", "cheby": "chebyshev",
+    "cheb": "chebyshev", "ch": "chebyshev",
+    "minkowski": "minkowski", "mi": "minkowski", "m": "minkowski", "pnorm": "minkowski",
 }
 
 
@@ -217,8 +220,31 @@ def _metric(value: Any) -> str:
     if isinstance(value, str) and value.lower() in METRICS:
         return METRICS[value.lower()]
     raise errors.BadArgumentError(
-        f'metric "{value}" is not euclidean, sqeuclidean, cosine or cityblock '
-        f'(scipy\'s names; manhattan, l1 and l2 work too)')
+        f'metric "{value}" is not euclidean, sqeuclidean, cosine, cityblock, chebyshev '
+        f'or minkowski (scipy\'s names; manhattan, l1 and l2 work too)')
+
+
+def _metric_keys(metric: str, p: Any, on_zero: Any) -> Dict[str, Any]:
+    """The wire keys of pairwise's and knn's metric, p and on_zero, checked
+    as gpuqd checks them (PROTOCOL.md 3.1 "p"): p only with minkowski
+    (scipy's cdist refuses it for the others too), a number > 0, inf
+    meaning chebyshev; None: minkowski's default, p = 2."""
+    keys: Dict[str, Any] = {"metric": metric}
+    if p is not None:
+        if metric != "minkowski":
+            raise errors.BadArgumentError(
+                f'p is minkowski\'s exponent; metric "{metric}" takes none')
+        if isinstance(p, bool):
+            raise errors.BadArgumentError(f"p must be a number, not {p!r}")
+        p = _number("p", p)
+        if not p > 0:  # NaN too
+            raise errors.BadArgumentError(
+                f"p={p}: minkowski needs p > 0 (a number; inf means chebyshev)")
+        keys["p"] = p
+    on_zero = _enum("on_zero", on_zero, ON_ZERO)
+    if on_zero != "error":
+        keys["on_zero"] = on_zero
+    return keys
 
 
 def _number(key: str, v: Any) -> float:
@@ -415,9 +441,18 @@ def _shaped(r: np.ndarray, shape: tuple) -> np.ndarray:
 
 # ---- the ops ----
 
+def _axis(v: Any) -> int:
+    if isinstance(v, bool):
+        raise errors.BadArgumentError(f"axis must be an integer, not {v!r}")
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise errors.BadArgumentError(f"axis must be an integer, not {v!r}") from None
+
+
 def normalize(a: Any, method: str = "sum", flat: bool = False, on_zero: str = "error",
               dtype: Any = None, out: Any = None, timing: bool = False,
-              access: Any = None, persist: Any = False) -> Call:
+              access: Any = None, persist: Any = False, axis: Any = None) -> Call:
     if method not in METHODS or not isinstance(method, str):
         _enum("method", method, METHODS)
     if on_zero != "error":
@@ -427,6 +462,28 @@ def normalize(a: Any, method: str = "sum", flat: bool = False, on_zero: str = "e
         keys["flat"] = True
     if on_zero != "error":
         keys["on_zero"] = on_zero
+    if axis is not None:
+        axis = _axis(axis)
+        if flat:
+            raise errors.BadArgumentError('normalize takes axis or flat, not both')
+        if not isinstance(a, (Resident, np.ndarray)) and not hasattr(a, "ndim"):
+            a = np.asarray(a)  # a list or other sequence: its rank decides
+        nd = getattr(a, "ndim", None) if not isinstance(a, Resident) else None
+        if isinstance(nd, int) and nd >= 1:
+            if not -nd <= axis < nd:
+                raise errors.BadArgumentError(f"axis={axis} is out of range for an array of "
+                                              f"{nd} dimension{'s' if nd > 1 else ''}")
+            axis %= nd
+            if axis == nd - 1:
+                axis = None  # the last axis: the rows, the default
+            elif nd == 2:
+                keys["axis"] = 0  # gpuqd's column path
+                axis = None
+            else:
+                return _normalize_moved(a, axis, keys, dtype, out, timing, access, persist)
+        else:  # a resident array (its rank is gpuqd's) or an unknown kind: gpuqd checks
+            keys["axis"] = axis
+            axis = None
     dt = _PLAIN.get(a.dtype) if type(a) is np.ndarray and dtype is None else None
     if dt is not None and 1 <= a.ndim <= 2 and a.flags.c_contiguous and a.flags.aligned and (
             out is None or (type(out) is np.ndarray and out.shape == a.shape and
@@ -452,6 +509,33 @@ def normalize(a: Any, method: str = "sum", flat: bool = False, on_zero: str = "e
     def finish(res):
         r = res[0]
         return r if r is None or shape is None else _shaped(r, shape)
+
+    return _call("normalize", keys, dt, wire, outs, user, finish, timing, wire_in, wire_out,
+                 access, 1, persist)
+
+
+def _normalize_moved(a: Any, axis: int, keys: dict, dtype: Any, out: Any, timing: bool,
+                     access: Any, persist: Any) -> Call:
+    """normalize along axis (not the last) of an N-D array, N > 2, as numpy
+    and scikit-learn mean it: the axis moved last, the array reshaped to
+    rows of that axis, the rows normalized, the result moved back (a copy
+    of the array on the way out and one on the way back)."""
+    if isinstance(out, Resident) or persist is not False:
+        raise errors.BadArgumentError("normalize along an axis other than the last of an "
+                                      "array of 3 or more dimensions cannot keep its result "
+                                      "(out= a Resident, persist)")
+    (arr,), dt, wire_in = _named_inputs([a], ["a"], dtype)
+    moved = np.moveaxis(arr, axis, -1)
+    user_out = None if out is None else cv.check_out(out, arr.shape, dt, "out")
+    wire = [cv.to_wire(np.ascontiguousarray(moved).reshape(-1, moved.shape[-1]), dt)]
+    outs, user, wire_out = _outputs(None, [(wire[0].shape, dt, wire[0].shape)])
+
+    def finish(res):
+        r = np.moveaxis(res[0].reshape(moved.shape), -1, axis)
+        if user_out is None:
+            return np.ascontiguousarray(r)
+        np.copyto(user_out, r, casting="same_kind")
+        return user_out
 
     return _call("normalize", keys, dt, wire, outs, user, finish, timing, wire_in, wire_out,
                  access, 1, persist)
@@ -518,8 +602,7 @@ def _xy(x: Any, y: Any, dtype: Any, op: str):
                                        f"scipy.spatial.distance.cdist; got {a.shape}")
     if not same and arrs[0] is not None and arrs[1] is not None and \
             arrs[0].shape[1] != arrs[1].shape[1]:
-        raise errors.BadShapeError(f"shape_b has d={arrs[1].shape[1]} but shape has "
-                                   f"d={arrs[0].shape[1]}")
+        raise errors.BadShapeError(f"y has d={arrs[1].shape[1]}, x has d={arrs[0].shape[1]}")
     wx = None if arrs[0] is None else cv.to_wire(arrs[0], dt)
     wy = wx if same else (None if arrs[1] is None else cv.to_wire(arrs[1], dt))
     if same and wire_in is not None:
@@ -529,13 +612,9 @@ def _xy(x: Any, y: Any, dtype: Any, op: str):
 
 def pairwise(x: Any, y: Any = None, metric: str = "euclidean", on_zero: str = "error",
              dtype: Any = None, out: Any = None, timing: bool = False,
-             access: Any = None, persist: Any = False) -> Call:
-    metric = _metric(metric)
-    on_zero = _enum("on_zero", on_zero, ON_ZERO)
+             access: Any = None, persist: Any = False, p: Any = None) -> Call:
+    keys = _metric_keys(_metric(metric), p, on_zero)
     wx, wy, dt, wire_in = _xy(x, y, dtype, "pairwise")
-    keys = {"metric": metric}
-    if on_zero != "error":
-        keys["on_zero"] = on_zero
     shape = None if wx is None or wy is None else (wx.shape[0], wy.shape[0])
     outs, user, wire_out = _outputs(out, [(shape, dt, shape)])
     wire = [w for w in (wx, wy) if w is not None]
@@ -545,14 +624,11 @@ def pairwise(x: Any, y: Any = None, metric: str = "euclidean", on_zero: str = "e
 
 def knn(x: Any, y: Any, k: int, metric: str = "euclidean", on_zero: str = "error",
         dtype: Any = None, out: Any = None, timing: bool = False, access: Any = None,
-        persist: Any = False) -> Call:
-    metric = _metric(metric)
-    on_zero = _enum("on_zero", on_zero, ON_ZERO)
+        persist: Any = False, p: Any = None) -> Call:
+    keys = _metric_keys(_metric(metric), p, on_zero)
     k = _uint("k", k)
     wx, wy, dt, wire_in = _xy(x, y, dtype, "knn")
-    keys = {"metric": metric, "k": k}
-    if on_zero != "error":
-        keys["on_zero"] = on_zero
+    keys["k"] = k
     shape = None if wx is None else (wx.shape[0], k)  # a resident y's rows do not count
     outs, user, wire_out = _outputs(out, [(shape, dt, shape), (shape, cv.I64, shape)])
 

@@ -292,9 +292,10 @@ class AsyncClient(_base.Base):
     async def normalize(self, a: Input, method: str = "sum", flat: bool = False, *,
                         on_zero: str = "error", dtype: DTypeLike = None, out: Output = None,
                         timing: bool = False, deadline_ms: Optional[int] = None,
-                        access: Optional[str] = None, persist: bool = False) -> Result:
+                        access: Optional[str] = None, persist: bool = False,
+                        axis: Optional[int] = None) -> Result:
         return await self._run(_ops.normalize(a, method, flat, on_zero, dtype, out, timing,
-                                              access, persist), deadline_ms)
+                                              access, persist, axis), deadline_ms)
 
     async def haversine(self, a: Input, b: Optional[Input] = None, *,
                         to: Optional[Tuple[float, float]] = None,
@@ -315,20 +316,21 @@ class AsyncClient(_base.Base):
                                          persist), deadline_ms)
 
     async def pairwise(self, x: Input, y: Optional[Input] = None,
-                       metric: str = "euclidean", *, on_zero: str = "error",
+                       metric: str = "euclidean", *, p: Optional[float] = None,
+                       on_zero: str = "error",
                        dtype: DTypeLike = None, out: Output = None, timing: bool = False,
                        deadline_ms: Optional[int] = None,
                        access: Optional[str] = None, persist: bool = False) -> Result:
         return await self._run(_ops.pairwise(x, y, metric, on_zero, dtype, out, timing, access,
-                                             persist), deadline_ms)
+                                             persist, p), deadline_ms)
 
     async def knn(self, x: Input, y: Input, k: int, metric: str = "euclidean", *,
-                  on_zero: str = "error", dtype: DTypeLike = None,
+                  p: Optional[float] = None, on_zero: str = "error", dtype: DTypeLike = None,
                   out: Optional[Tuple[Output, Output]] = None, timing: bool = False,
                   deadline_ms: Optional[int] = None,
                   access: Optional[str] = None, persist: bool = False) -> KnnResult:
         return await self._run(_ops.knn(x, y, k, metric, on_zero, dtype, out, timing, access,
-                                        persist), deadline_ms)
+                                        persist, p), deadline_ms)
 
     normalize.__doc__ = _docs.NORMALIZE
     haversine.__doc__ = _docs.HAVERSINE

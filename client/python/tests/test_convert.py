@@ -108,7 +108,7 @@ def test_refused_shapes(client):
         client.haversine([[1, 2]], [[1, 2], [3, 4]])
     with pytest.raises(gpuq.BadShapeError, match="2-D"):
         client.pairwise([1, 2, 3], [[1, 2, 3]])
-    with pytest.raises(gpuq.BadShapeError, match="d=2 but shape has d=3"):
+    with pytest.raises(gpuq.BadShapeError, match="y has d=2, x has d=3"):
         client.pairwise([[1, 2, 3]], [[1, 2]])
     with pytest.raises(gpuq.BadArgumentError):
         client.haversine([[1, 2]])  # neither b nor to
@@ -156,7 +156,7 @@ def test_argument_checks(client):
     with pytest.raises(gpuq.BadArgumentError, match="metric"):
         client.pairwise([[1.0]], [[1.0]], metric="hamming")
     with pytest.raises(gpuq.BadArgumentError, match="on_zero"):
-        client.normalize([1.0], on_zero="nan")
+        client.normalize([1.0], on_zero="NaN")
     with pytest.raises(gpuq.BadArgumentError, match="radius"):
         client.haversine([[0, 0]], to=(0, 0), radius=-1)
     with pytest.raises(gpuq.BadArgumentError, match=r"\(lat, lon\)"):

@@ -78,6 +78,9 @@ def test_normalize_on_zero(client, dt):
     assert (y[1] == 0).all()
     y = client.normalize(a, "minmax", on_zero="zero")
     assert (y[2] == 0).all() and (y[1] == 0).all()
+    y = client.normalize(a, on_zero="nan")  # the zero row all NaN, the others as before
+    assert np.isnan(y[1]).all() and not np.isnan(y[[0, 2]]).any()
+    np.testing.assert_allclose(y[0], np.array([1, 2, 3]) / 6, **tol(dt))
 
 
 def test_normalize_nan_inf_propagate(client):
@@ -166,7 +169,8 @@ def _libgpuq_metric_names():
     table = src[src.index("op_metric_aliases[OP_METRIC_NALIASES] = {"):]
     table = table[:table.index("};")]
     aliases = re.findall(r'\{"([a-z0-9]+)", (GPUQ_K_[A-Z]+)\}', table)
-    assert set(names.values()) == {"euclidean", "sqeuclidean", "cosine", "manhattan"}
+    assert set(names.values()) == {"euclidean", "sqeuclidean", "cosine", "manhattan",
+                                   "chebyshev", "minkowski"}
     assert len(aliases) >= 3, table
     out = {n: n for n in names.values()}
     out.update({a: names[k] for a, k in aliases})
@@ -174,10 +178,10 @@ def _libgpuq_metric_names():
 
 
 def _scipy_metric_names():
-    """scipy's names and aliases of the four metrics: name -> gpuq's metric."""
+    """scipy's names and aliases of the six metrics: name -> gpuq's metric."""
     from scipy.spatial import distance
     canon = {"euclidean": "euclidean", "sqeuclidean": "sqeuclidean", "cosine": "cosine",
-             "cityblock": "manhattan"}
+             "cityblock": "manhattan", "chebyshev": "chebyshev", "minkowski": "minkowski"}
     info = getattr(distance, "_METRICS", None)  # private; its aka sets
     if info is None:
         pytest.skip("this scipy has no _METRICS")
@@ -207,7 +211,7 @@ def test_metric_names_of_libgpuq_and_scipy(client):
     for name, m in names.items():
         np.testing.assert_allclose(ref[m], cdist(x, y, scipy_name.get(m, m)), rtol=1e-12,
                                    atol=1e-15)
-    for bad in ("minkowski", "l3", "", "euclidean ", None, 1):
+    for bad in ("mahalanobis", "l3", "", "euclidean ", None, 1):
         with pytest.raises(gpuq.BadArgumentError, match="metric"):
             client.pairwise(x, y, metric=bad)
 
@@ -218,6 +222,65 @@ def test_pairwise_cosine_zero(client):
         client.pairwise(x, x, metric="cosine")
     d = client.pairwise(x, x, metric="cosine", on_zero="zero")
     assert d[0, 0] == 1.0 and d[0, 1] == 1.0 and d[1, 1] == 0.0
+
+
+def test_pairwise_cosine_zero_nan(client):
+    """on_zero="nan": scipy's cdist NaN for a zero vector; knn sorts it last."""
+    x = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0]])
+    d = client.pairwise(x, x, metric="cosine", on_zero="nan")
+    with np.errstate(all="ignore"):
+        ref = cdist(x, x, "cosine")
+    np.testing.assert_array_equal(np.isnan(d), np.isnan(ref))
+    np.testing.assert_allclose(d[1:, 1:], ref[1:, 1:], rtol=1e-15, atol=1e-16)
+    dist, idx = client.knn(x[1:], x, 3, metric="cosine", on_zero="nan")
+    assert (idx[:, 2] == 0).all() and np.isnan(dist[:, 2]).all()
+    with pytest.raises(gpuq.BadArgumentError, match="on_zero"):
+        client.pairwise(x, x, metric="cosine", on_zero="NaN")
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("metric,p", [("chebyshev", None), ("minkowski", 1), ("minkowski", 1.5),
+                                      ("minkowski", 3), ("minkowski", 0.5),
+                                      ("minkowski", np.inf), ("minkowski", None)])
+def test_pairwise_knn_minkowski_chebyshev(client, dt, metric, p):
+    """scipy's cdist(x, y, metric, p=p) for both ops, p=None being scipy's 2."""
+    rng = np.random.default_rng(31)
+    x = rng.standard_normal((17, 9)).astype(dt)
+    y = rng.standard_normal((40, 9)).astype(dt)
+    kw = {} if p is None else {"p": p}
+    ref = cdist(x.astype(np.float64), y.astype(np.float64), metric, **kw)
+    r = dict(rtol=2e-7, atol=0) if dt == np.float32 else dict(rtol=1e-14, atol=0)
+    d = client.pairwise(x, y, metric, **kw)
+    assert d.dtype == dt and d.shape == (17, 40)
+    np.testing.assert_allclose(d, ref, **r)
+    dist, idx = client.knn(x, y, 5, metric, **kw)
+    np.testing.assert_allclose(np.take_along_axis(ref, idx, 1), dist, **r)
+    np.testing.assert_allclose(dist, np.sort(ref, axis=1)[:, :5], **r)
+
+
+def test_minkowski_bad_p(client):
+    """Bad p names p, from the client's own check and from gpuqd's (a raw
+    request); the session goes on."""
+    x = np.ones((2, 3))
+    for p in (0, -1, -0.5, float("nan"), -np.inf):
+        with pytest.raises(gpuq.BadArgumentError, match=r"p=.*p > 0"):
+            client.pairwise(x, x, "minkowski", p=p)
+        with pytest.raises(gpuq.BadArgumentError, match=r"p="):
+            client.knn(x, x, 1, "minkowski", p=p)
+    for metric in ("euclidean", "chebyshev", "cosine"):
+        with pytest.raises(gpuq.BadArgumentError, match="minkowski's exponent"):
+            client.pairwise(x, x, metric, p=3)
+    for p in (True, None.__class__, "three"):
+        with pytest.raises(gpuq.BadArgumentError, match="p"):
+            client.pairwise(x, x, "minkowski", p=p)
+    from gpuq import _ops
+    for p, metric in ((0.0, "minkowski"), (-2.0, "minkowski"), (3.0, "euclidean")):
+        call = _ops.pairwise(x, x, "minkowski")
+        call.keys["p"], call.keys["metric"] = p, metric  # past the client's checks
+        with pytest.raises(gpuq.BadArgumentError, match='"?p"?'):
+            client._run(call, None)
+    assert client.ping() >= 0
+    np.testing.assert_allclose(client.pairwise(x, x, "minkowski", p=3), np.zeros((2, 2)))
 
 
 @pytest.mark.parametrize("dt", DTYPES)
@@ -249,7 +312,7 @@ def test_knn_k_checks(client):
     y = np.ones((3, 2))
     with pytest.raises(gpuq.BadArgumentError, match="more than"):
         client.knn(x, y, 4)
-    with pytest.raises(gpuq.BadArgumentError, match="outside"):
+    with pytest.raises(gpuq.BadArgumentError, match="k=0: knn needs k >= 1"):
         client.knn(x, y, 0)
     with pytest.raises(gpuq.BadArgumentError):
         client.knn(x, y, 2.5)

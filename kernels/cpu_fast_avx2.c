@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* cpu_fast_avx2.c - cpu_fast.c's kernel compiled for AVX2 (no FMA: the
+ * same operations as the baseline copy, so the same bits), picked at run
+ * time by gpuq_cpu_pairwise_fast; the binary still runs on any x86-64. */
+#include "cpu_fast_avx2.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#pragma GCC target("avx2")
+#define CF_ENTRY cf_run_any_avx2
+#include "cpu_fast_tile.h"
