@@ -38,6 +38,8 @@ static int slowlog_cmp(const void *a, const void *b)
 size_t slowlog_sorted(const slowlog *sl, const reqlog_rec **out, size_t cap)
 {
     size_t n = sl->n < cap ? sl->n : cap;
+    if (n == 0)
+        return 0;    /* out may be NULL: qsort is never handed it */
     if (n < sl->n) { /* the caller's room is short: the slowest still come first */
         const reqlog_rec **all = malloc(sl->n * sizeof *all);
         if (!all)

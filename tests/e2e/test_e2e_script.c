@@ -184,7 +184,22 @@ static void script(const char *mode)
                           NULL};
     int rc = tu_run(argv, log, log);
     char *text = slurp(log, NULL);
-    ck_assert_msg(rc == 0, "ctl_script.py %s failed (%d):\n%s", mode, rc, text);
+    if (rc != 0) { /* what gpuqd said and whether it still runs (on stderr:
+                    * Check's messages are short) */
+        int st = -1;
+        pid_t gone = e2e_d.pid > 0 ? waitpid(e2e_d.pid, &st, WNOHANG) : 0;
+        char *dlog = slurp(e2e_d.log, NULL);
+        size_t dl = strlen(dlog);
+        fprintf(stderr,
+                "ctl_script.py %s failed (%d):\n%s\ngpuqd %s (status %d); the end of its "
+                "log:\n%s\n",
+                mode, rc, text,
+                gone > 0    ? "has exited"
+                : gone == 0 ? "still runs"
+                            : "is not ours",
+                st, dl > 8000 ? dlog + dl - 8000 : dlog);
+        ck_abort_msg("ctl_script.py %s failed (%d): see above", mode, rc);
+    }
     free(text);
 }
 
