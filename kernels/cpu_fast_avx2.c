@@ -9,6 +9,15 @@
 #include <stdint.h>
 #include <string.h>
 
+/* GCC takes a target pragma; clang (the fuzz and sanitizer builds) has no
+ * such pragma and takes the attribute on every function instead. */
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+#else
 #pragma GCC target("avx2")
+#endif
 #define CF_ENTRY cf_run_any_avx2
 #include "cpu_fast_tile.h"
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
