@@ -282,8 +282,8 @@ START_TEST(range_json_and_text)
     static const char *const must[] = {
         "clients     1 to 2, step 1, x depth 1 (a level each)\n",
         "duration    200 ms a level (after 100 ms of warm-up each)\n",
-        "concurrency clients depth  requests    throughput     bytes/s       p50       p90       "
-        "p99       max errors\n",
+        ("concurrency clients depth  requests    throughput     bytes/s       p50       p90       "
+         "p99       max errors\n"),
         " req/s ",
         "B/s ",
         "s      0\n"};
