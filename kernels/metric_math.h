@@ -57,7 +57,7 @@ MM_FN double mm_root(double s, double p)
     const double q = 1.0 / p;
     if (!(s > 0.0) || isinf(s) || !(q <= 1000.0))
         return pow(s, q);
-    int e;
+    int e = 0; /* frexp sets it; initialised for gcc -O2's maybe-uninitialized */
     const double f = frexp(s, &e);
     const double th = (double)e / p;
     const double tl = fma(-th, p, (double)e) / p; /* e/p = th + tl, to about u^2 */

@@ -610,7 +610,7 @@ static int load_transposed(const npy_array *a, const char *path, uint8_t *dst, c
     if (!tmp)
         return fail(err, errcap, GPUQ_E_NO_MEMORY, "%s: cannot allocate %llu bytes", path,
                     (unsigned long long)a->file_nbytes);
-    if (rc == 0) {
+    if (rc == 0 && cols != 0) { /* (huge, 0): no element, and no loop over the rows */
         for (uint64_t i = 0; i < rows; i++)
             for (uint64_t j = 0; j < cols; j++, dst += wsize)
                 convert_one(a->elem, tmp + (j * rows + i) * es, dst);
