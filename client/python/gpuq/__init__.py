@@ -13,13 +13,15 @@ returns a Future. asyncio: gpuq.aio.connect(). Zero-copy: arrays from
 Client.empty()/Client.asarray() live in memory gpuqd shares. Resident
 arrays: Client.put(name, a) keeps an array in gpuqd (persist=True: across
 a restart too), Client.resident(name) names it as an op's input or out=,
-get/list/remove. Errors:
+get/list/remove. Progress: an op's progress=fn gets gpuq.Progress
+reports (sending, queued, running, receiving). Errors:
 gpuq.Error and one subclass per protocol error (ZeroNormError, BusyError,
 ...).
 """
 
 from .client import Client, Future, connect
 from ._ops import Timed, Timing
+from ._progress import Progress
 from ._resident import Resident
 from .errors import *  # noqa: F401,F403 - the exception classes
 from .errors import __all__ as _errors_all
@@ -27,7 +29,7 @@ from .errors import __all__ as _errors_all
 __version__ = "0.1.0"
 PROTOCOL_VERSION = 1
 
-__all__ = ["connect", "Client", "Future", "Resident", "Timed", "Timing", "aio",
+__all__ = ["connect", "Client", "Future", "Progress", "Resident", "Timed", "Timing", "aio",
            "__version__"] + _errors_all
 
 

@@ -147,6 +147,7 @@ class Base:
         except errors.Error as e:
             fail(e)
             return False
+        self._s.fed()
         return True
 
     _s: Session

@@ -17,6 +17,12 @@ _COMMON = """\
     deadline_ms: the request must be answered within this many ms of gpuqd
     reading it (1 .. 86400000), else DeadlineExceededError (a TimeoutError)
     and no result; None takes the client's deadline_ms, 0 means none.
+    progress: a callable that gets a gpuq.Progress (phase, elapsed_s,
+    bytes_left) as the request goes: "sending" (bytes of it still to write),
+    "queued" (written), "running" (gpuqd's device took it) and "receiving"
+    (bytes of the reply still to read), in that order; it runs between the
+    client's reads and writes (keep it short), and when it raises the call
+    fails with that exception once the reply is in.
 
     Arrays made by Client.empty/Client.asarray (and views of them) are not
     sent: gpuqd reads them in the shared arena, and the result is returned
@@ -113,7 +119,7 @@ GRID = """Distances from every point of a latitude x longitude grid to one point
 
     Returns an array of shape (lat n, lon n).
 
-    out, timing, deadline_ms, access, persist: as for the other ops.
+    out, timing, deadline_ms, progress, access, persist: as for the other ops.
 
     Example:
         >>> g = c.grid(lat=(-90, 90, 1000), lon=(-180, 180, 1000), to=(30, 101))

@@ -151,7 +151,7 @@ class Call:
     the value is the reply's ``info`` map (put)."""
 
     __slots__ = ("op", "keys", "dtype", "inputs", "outs", "user_out", "finish", "timing",
-                 "deadline_ms", "wire_in", "wire_out", "special", "lazy", "info")
+                 "deadline_ms", "wire_in", "wire_out", "special", "lazy", "info", "progress")
 
     def __init__(self, op: str, keys: dict, dtype: Optional[np.dtype], inputs: List[np.ndarray],
                  outs: List[Out], user_out: List[Optional[np.ndarray]],
@@ -167,6 +167,7 @@ class Call:
         self.finish = finish
         self.timing = timing
         self.deadline_ms = 0  # sent when not 0 (the client sets it: deadline())
+        self.progress = None  # the caller's progress= callback (_progress.py), or None
         self.wire_in: Optional[List[Optional[str]]] = None
         self.wire_out: Optional[List[Optional[str]]] = None
         self.special = False
@@ -193,6 +194,8 @@ class Call:
             h["timing"] = True
         if self.deadline_ms:
             h["deadline_ms"] = self.deadline_ms
+        if self.progress is not None:
+            h["progress"] = True  # the started notice (PROTOCOL.md 4.1) marks "running"
         return h
 
     def in_entries(self, carried: List[Any]) -> List[Any]:

@@ -57,6 +57,8 @@ from . import _copy, _wire, errors
 from ._arena import Pool, block_of
 from ._gate import GATE_MIN, GATE_PIECE, Gate, gate_enabled, piece_bytes  # noqa: F401
 from ._ops import Call, Timed, Timing, check_lazy_out
+from ._pending import Pending, Resolve
+from ._progress import Tracker
 
 SHM_MIN_BYTES = 1 << 20
 # A compute request refused busy is sent again (new id) this many times. gpuqd
@@ -65,41 +67,11 @@ SHM_MIN_BYTES = 1 << 20
 # exactly max_inflight requests outstanding may get busy now and then.
 BUSY_RETRIES = 1000
 TRANSPORTS = ("auto", "socket", "shm")
-Resolve = Callable[[Any, Optional[BaseException]], None]
 MISS = object()  # express_reply(): not answered that way
 
 
 def drop(value: Any, exc: Optional[BaseException]) -> None:
     """The resolve of a request whose answer nobody awaits any more."""
-
-
-class Pending:
-    """A request sent (or being sent) and not yet answered. The class
-    attributes are the defaults (lists are set per instance where used)."""
-
-    call: Optional[Call] = None
-    results: List[Optional[np.ndarray]] = ()  # the arrays the value is made of
-    dests: List[np.ndarray] = ()  # where the reply payload goes, in order
-    copies: List[Tuple[np.ndarray, np.ndarray]] = ()  # (from, to) once answered
-    copy_out: Optional[List[bool]] = None  # results[j] must leave its staging block
-    keep: Any = None  # staged blocks and inputs, alive until answered
-    by_ref_out = False
-    hdr: Optional[dict] = None
-    error: Optional[BaseException] = None
-    payload: Optional[bytearray] = None
-    want_fd = False
-    fd: Optional[int] = None
-    req: Optional[dict] = None  # a compute request's header, kept to send it again
-    req_payload: List[memoryview] = ()
-    tries = 0
-    cancelled = False  # Session.cancel() gave it up
-    control = False  # a non-compute request (ready, cancel, ...): never counted in flight
-    gate: Optional["Gate"] = None  # a gated request's input still to copy and announce
-
-    def __init__(self, rid: int, op: str, resolve: Resolve):
-        self.id = rid
-        self.op = op
-        self.resolve = resolve
 
 
 def _overlaps(ref, refs) -> bool:
@@ -142,6 +114,7 @@ class Session:
         self._cur: Optional[Pending] = None
         self.retry: collections.deque = collections.deque()  # busy, to be sent again
         self.stats = {"gated": 0, "ready": 0}  # gated requests and ready requests sent
+        self.rx_progress: Optional[Tracker] = None  # the reply payload being read reports
 
     # ---- requests ----
 
@@ -304,6 +277,8 @@ class Session:
             return bufs, self.adopt(call, h, bufs, resolve, self.outputs(call))
         p = self._new(call.op, resolve)
         p.call = call
+        if call.progress is not None:
+            p.progress = Tracker(call.progress)
         h = call.header()
         h["id"] = p.id
         nout = len(call.outs)
@@ -364,6 +339,8 @@ class Session:
             plen += b.nbytes
         payload.insert(0, _wire.encode_head(h, plen))
         self.pending.append(p)
+        if p.progress is not None:
+            p.progress.report("sending", plen + len(payload[0]))
         return payload, p
 
     def express(self, call: Call) -> Tuple[list, dict]:
@@ -397,6 +374,9 @@ class Session:
         p.req_payload = bufs
         p.results, p.dests, p.copies = outs
         self.pending.append(p)
+        if call.progress is not None:  # a new entry: its reports begin
+            p.progress = Tracker(call.progress)
+            p.progress.report("sending", sum(map(len, bufs)))
         return p
 
     def express_reply(self, call: Call, rid: int, n: int, arrays: tuple) -> Any:
@@ -626,6 +606,14 @@ class Session:
     def _on_head(self, hdr: dict, plen: int) -> List[memoryview]:
         rid = hdr.get("id")
         status = hdr.get("status")
+        if status == "started" and plen == 0 and self.pending and rid == self.pending[0].id:
+            # the started notice (PROTOCOL.md 4.1): its request now runs;
+            # its reply follows
+            q = self.pending[0]
+            if q.progress is not None:
+                q.progress.report("running")
+            self._cur = None
+            return []
         if not self.pending:
             if status == "error":  # e.g. a timeout reply before the server closes
                 self.broken = errors.from_reply(hdr)
@@ -671,6 +659,9 @@ class Session:
             want += x.nbytes
         if plen != want:
             return self._bad_reply(p, plen, f"payload of {plen} bytes, expected {want}")
+        if plen and p.progress is not None:
+            p.progress.report("receiving", plen)
+            self.rx_progress = p.progress
         return [memoryview(d).cast("B") for d in p.dests if d.nbytes]
 
     @staticmethod
@@ -721,6 +712,9 @@ class Session:
         self._cur = None
         if p is None:
             return
+        self.rx_progress = None
+        if p.error is None and p.progress is not None and p.progress.error is not None:
+            p.error = p.progress.error  # the caller's progress callback raised
         if p.error is None and p.want_fd:
             if self.fds:
                 p.fd = self.fds.popleft()
@@ -759,6 +753,15 @@ class Session:
         if call.timing:
             value = Timed(value, Timing.from_reply(hdr.get("timing")))
         return value
+
+    def fed(self) -> None:
+        """After the reader took a receive's bytes: the reply payload still
+        coming, to its request's progress callback."""
+        t = self.rx_progress
+        if t is not None:
+            left = self.reader.payload_left()
+            if left:
+                t.report("receiving", left)
 
     def fail_all(self, exc: BaseException) -> None:
         """The stream is gone: every request still waiting gets exc."""

@@ -130,6 +130,11 @@ class Reader:
             return None
         return hdr, self._mv[h1:n]
 
+    def payload_left(self) -> int:
+        """The bytes of the reply payload being filled still to come (0
+        between frames)."""
+        return self._left if self._dests is not None else 0
+
     def feed(self, n: int) -> None:
         """n bytes were received into the last target(); parse what is complete.
         Raises ProtocolError on a broken stream (the connection is then unusable)."""

@@ -37,8 +37,9 @@ from numpy.typing import ArrayLike, DTypeLike
 
 from . import _base
 from . import _convert as cv
-from . import _copy, _docs, _ops, _socketpath, errors
+from . import _copy, _docs, _ops, _progress, _socketpath, errors
 from ._ops import EARTH_RADIUS_KM, Call, KnnResult, Result
+from ._progress import ProgressFn, Tracker
 from ._resident import Resident, check_name
 from ._session import SHM_MIN_BYTES, Pending
 
@@ -64,6 +65,11 @@ class AsyncClient(_base.Base):
         self._fd = sock.fileno()
         self._out: collections.deque = collections.deque()
         self._writing = False
+        # progress= reports of the frames queued: the stream offset at which
+        # each such frame ends, bytes queued and bytes sent so far
+        self._txp: collections.deque = collections.deque()  # (end, Tracker)
+        self._queued = 0
+        self._flushed = 0
         self._slot_waiters: collections.deque = collections.deque()
         self._arena_lock = asyncio.Lock()
         self._loop.add_reader(self._fd, self._on_readable)
@@ -115,11 +121,27 @@ class AsyncClient(_base.Base):
                     break
                 self._write(bufs)
 
-    def _write(self, bufs: List[Any]) -> None:
-        """Queue a whole frame; it goes out in order, whoever awaits what."""
-        self._out.extend(b if isinstance(b, memoryview) else memoryview(b) for b in bufs)
+    def _write(self, bufs: List[Any], progress: Optional[Tracker] = None) -> None:
+        """Queue a whole frame; it goes out in order, whoever awaits what.
+        progress: its request's reports (sending, then queued once written)."""
+        views = [b if isinstance(b, memoryview) else memoryview(b) for b in bufs]
+        self._out.extend(views)
+        for v in views:
+            self._queued += v.nbytes
+        if progress is not None:
+            self._txp.append((self._queued, progress))
         if not self._writing:
             self._flush()
+
+    def _sent(self, n: int) -> None:
+        """n more bytes went out: the progress of the frames they belong to."""
+        self._flushed += n
+        txp = self._txp
+        while txp and txp[0][0] <= self._flushed:
+            txp.popleft()[1].report("queued")
+        if txp and n:
+            end, t = txp[0]
+            t.report("sending", end - self._flushed)
 
     def _flush(self) -> None:
         out = self._out
@@ -136,9 +158,14 @@ class AsyncClient(_base.Base):
                 # gpuqd closed; a reply it left (busy, timeout) is still read,
                 # then EOF fails what is waiting.
                 out.clear()
+                self._txp.clear()
                 self._loop.call_later(1.0, self._shut, errors.ClosedError(
                     f"gpuqd closed the connection ({e.strerror or e})"))
                 break
+            if self._txp:
+                self._sent(n)
+            else:
+                self._flushed += n
             while n:
                 k = min(n, len(out[0]))
                 n -= k
@@ -230,13 +257,15 @@ class AsyncClient(_base.Base):
             self._check()
         fut = self._loop.create_future()
         bufs, p = s.compute(call, plan, self._resolver(fut))
-        self._write(bufs)
+        self._write(bufs, p.progress)
         if p.gate is not None:  # its input is copied now, announced piece by piece
             s.gate_run(p, lambda b, rid: self._write(b))
         return fut, p
 
-    async def _run(self, call: Call, deadline_ms: Optional[int]) -> Any:
+    async def _run(self, call: Call, deadline_ms: Optional[int],
+                   progress: Optional[ProgressFn] = None) -> Any:
         call.deadline_ms = self._deadline if deadline_ms is None else _ops.deadline(deadline_ms)
+        call.progress = _progress.check(progress)
         fut, p = await self._submit(call)
         try:
             return await fut
@@ -245,12 +274,14 @@ class AsyncClient(_base.Base):
             raise
 
     async def submit(self, op: Union[str, Callable], *args: Any,
-                     deadline_ms: Optional[int] = None, **kwargs: Any) -> asyncio.Future:
+                     deadline_ms: Optional[int] = None, progress: Optional[ProgressFn] = None,
+                     **kwargs: Any) -> asyncio.Future:
         """Send an op now; returns an asyncio.Future of its value (await it
         later). ``await c.submit("normalize", a)`` is sent once this returns.
         Cancelling the future cancels the request in gpuqd."""
         call = _base.builder(op)(*args, **kwargs)
         call.deadline_ms = self._deadline if deadline_ms is None else _ops.deadline(deadline_ms)
+        call.progress = _progress.check(progress)
         fut, p = await self._submit(call)
         fut.add_done_callback(lambda f: self._cancel(p) if f.cancelled() else None)
         return fut
@@ -293,44 +324,48 @@ class AsyncClient(_base.Base):
                         on_zero: str = "error", dtype: DTypeLike = None, out: Output = None,
                         timing: bool = False, deadline_ms: Optional[int] = None,
                         access: Optional[str] = None, persist: bool = False,
-                        axis: Optional[int] = None) -> Result:
+                        axis: Optional[int] = None,
+                        progress: Optional[ProgressFn] = None) -> Result:
         return await self._run(_ops.normalize(a, method, flat, on_zero, dtype, out, timing,
-                                              access, persist, axis), deadline_ms)
+                                              access, persist, axis), deadline_ms, progress)
 
     async def haversine(self, a: Input, b: Optional[Input] = None, *,
                         to: Optional[Tuple[float, float]] = None,
                         radius: float = EARTH_RADIUS_KM, dtype: DTypeLike = None,
                         out: Output = None, timing: bool = False,
                         deadline_ms: Optional[int] = None,
-                        access: Optional[str] = None, persist: bool = False) -> Result:
+                        access: Optional[str] = None, persist: bool = False,
+                        progress: Optional[ProgressFn] = None) -> Result:
         return await self._run(_ops.haversine(a, b, to, radius, dtype, out, timing, access,
-                                              persist), deadline_ms)
+                                              persist), deadline_ms, progress)
 
     async def grid(self, lat: Tuple[float, float, int] = (-90.0, 90.0, 1000),
                    lon: Tuple[float, float, int] = (-180.0, 180.0, 1000), *,
                    to: Tuple[float, float] = (30.0, 101.0), radius: float = EARTH_RADIUS_KM,
                    dtype: DTypeLike = np.float64, out: Output = None, timing: bool = False,
                    deadline_ms: Optional[int] = None, access: Optional[str] = None,
-                   persist: bool = False) -> Result:
+                   persist: bool = False, progress: Optional[ProgressFn] = None) -> Result:
         return await self._run(_ops.grid(lat, lon, to, radius, dtype, out, timing, access,
-                                         persist), deadline_ms)
+                                         persist), deadline_ms, progress)
 
     async def pairwise(self, x: Input, y: Optional[Input] = None,
                        metric: str = "euclidean", *, p: Optional[float] = None,
                        on_zero: str = "error",
                        dtype: DTypeLike = None, out: Output = None, timing: bool = False,
                        deadline_ms: Optional[int] = None,
-                       access: Optional[str] = None, persist: bool = False) -> Result:
+                       access: Optional[str] = None, persist: bool = False,
+                       progress: Optional[ProgressFn] = None) -> Result:
         return await self._run(_ops.pairwise(x, y, metric, on_zero, dtype, out, timing, access,
-                                             persist, p), deadline_ms)
+                                             persist, p), deadline_ms, progress)
 
     async def knn(self, x: Input, y: Input, k: int, metric: str = "euclidean", *,
                   p: Optional[float] = None, on_zero: str = "error", dtype: DTypeLike = None,
                   out: Optional[Tuple[Output, Output]] = None, timing: bool = False,
                   deadline_ms: Optional[int] = None,
-                  access: Optional[str] = None, persist: bool = False) -> KnnResult:
+                  access: Optional[str] = None, persist: bool = False,
+                  progress: Optional[ProgressFn] = None) -> KnnResult:
         return await self._run(_ops.knn(x, y, k, metric, on_zero, dtype, out, timing, access,
-                                        persist, p), deadline_ms)
+                                        persist, p), deadline_ms, progress)
 
     normalize.__doc__ = _docs.NORMALIZE
     haversine.__doc__ = _docs.HAVERSINE

@@ -38,9 +38,11 @@ from numpy.typing import ArrayLike, DTypeLike
 
 from . import _base
 from . import _convert as cv
-from . import _copy, _docs, _ops, _socketpath, errors
+from . import _copy, _docs, _ops, _progress, _socketpath, errors
 from ._ops import EARTH_RADIUS_KM, Call, KnnResult, Result
+from ._progress import ProgressFn
 from ._resident import Resident, check_name
+from ._future import Future
 from ._session import MISS, SHM_MIN_BYTES, Pending, Plan, drop
 
 # An op's input: an array (anything NumPy reads), or a resident array by name;
@@ -58,85 +60,6 @@ def _close_fd(value: Any, exc: Optional[BaseException]) -> None:
         os.close(value[2])
 
 
-class Future:
-    """A request in flight: ``result()`` waits for its reply (reading the
-    connection meanwhile) and returns the op's value or raises its error."""
-
-    __slots__ = ("_client", "_done", "_value", "_exc", "_callbacks", "id", "_p")
-
-    def __init__(self, client: "Client"):
-        self._client = client
-        self._done = False
-        self._value: Any = None
-        self._exc: Optional[BaseException] = None
-        self._callbacks: List[Callable[["Future"], Any]] = []
-        self.id = 0
-        self._p: Optional[Pending] = None  # a compute request's queue entry, until answered
-
-    def _set(self, value: Any, exc: Optional[BaseException]) -> None:
-        self._value, self._exc, self._done = value, exc, True
-        self._p = None
-        if self._callbacks:
-            self._client._ready.append(self)
-
-    def done(self) -> bool:
-        """Whether the reply has been read (this never reads the socket)."""
-        return self._done
-
-    def result(self, timeout: Optional[float] = None) -> Any:
-        """The op's value, once the reply came; raises its error. timeout
-        (seconds): gpuq.TimeoutError when it runs out (the request stays
-        in flight, and a later result() may still get it)."""
-        if not self._done:
-            self._client._wait(self, timeout)
-        if self._exc is not None:
-            raise self._exc
-        return self._value
-
-    def exception(self, timeout: Optional[float] = None) -> Optional[BaseException]:
-        """The error the request ended with, or None."""
-        if not self._done:
-            self._client._wait(self, timeout)
-        return self._exc
-
-    def add_done_callback(self, fn: Callable[["Future"], Any]) -> None:
-        """Call fn(future) once the reply has been read (at once if it has);
-        callbacks run in the thread that read it, outside the client's lock."""
-        if self._done:
-            fn(self)
-        else:
-            self._callbacks.append(fn)
-
-    def cancel(self) -> bool:
-        """Cancel the request: gpuqd drops it if it has not started, else
-        discards its result; this future ends at once with
-        gpuq.CancelledError (cancelled() is then True) and runs its
-        callbacks. False, changing nothing, when the reply was read already.
-        The cancel is best effort (sent when the socket takes it at once,
-        never waited for); whatever the reply, it is read and dropped, and not
-        written into out= unless it was already being received (an out= in
-        an arena gpuqd may write)."""
-        c = self._client
-        with c._lock:
-            if self._done:
-                return False
-            if self._p is not None:
-                c._cancel(self._p)
-            self._set(None, errors.CancelledError(f"request {self.id} was cancelled "
-                                                  f"(Future.cancel())", request_id=self.id))
-        c._run_callbacks()
-        return True
-
-    def cancelled(self) -> bool:
-        """Whether the request ended cancelled (Future.cancel(), or a cancel
-        op): result() then raises gpuq.CancelledError."""
-        return self._done and isinstance(self._exc, errors.CancelledError)
-
-    def __repr__(self) -> str:
-        state = "pending" if not self._done else ("error" if self._exc else "done")
-        return f"<gpuq.Future id={self.id} {state}>"
-
-
 class Client(_base.Base):
     __doc__ = "A session with gpuqd; make one with :func:`gpuq.connect`.\n\n    " + \
         _base.Base.__doc__
@@ -148,6 +71,7 @@ class Client(_base.Base):
         self._lock = threading.RLock()
         self._ready: List[Future] = []
         self._sending = False  # a frame is partly sent
+        self._txp = None  # the progress reports of the compute request being sent
         # What an interrupt must know to leave the stream in step
         # (_interrupted): a frame may be partly sent (_tx); bytes may have been
         # received that the reader has not taken (_rx, with reader.arm()); the
@@ -373,6 +297,8 @@ class Client(_base.Base):
                 views[0] = views[0][k:]
                 if not len(views[0]):
                     views.pop(0)
+            if views and self._txp is not None:
+                self._txp.report("sending", sum(map(len, views)))
             if views:
                 rd = [self._sock] if self._s.pending else []
                 r, _, _ = select.select(rd, [self._sock], [])
@@ -458,7 +384,13 @@ class Client(_base.Base):
         if plan.use and plan.blocks:
             self._ensure_room(plan.blocks)
         bufs, p = s.compute(call, plan, resolve)
-        self._send(bufs, p.id)
+        self._txp = p.progress
+        try:
+            self._send(bufs, p.id)
+        finally:
+            self._txp = None
+        if p.progress is not None:
+            p.progress.report("queued")
         if p.gate is not None:  # its input is copied now, announced piece by piece
             s.gate_run(p, self._send_next)
         return p
@@ -537,16 +469,19 @@ class Client(_base.Base):
         self._rx = False
         return MISS
 
-    def _run(self, call: Call, deadline_ms: Optional[int]) -> Any:
+    def _run(self, call: Call, deadline_ms: Optional[int],
+             progress: Optional[ProgressFn] = None) -> Any:
         """submit + result, without a Future: the blocking ops' path."""
         call.deadline_ms = self._deadline if deadline_ms is None else _ops.deadline(deadline_ms)
+        call.progress = _progress.check(progress)
         box: List[Any] = []
         with self._lock:
             s = self._s
             first = s.next_id
             try:
                 plan = None
-                if not s.pending and not s.retry and s.broken is None and not self._closed:
+                if not s.pending and not s.retry and s.broken is None and not self._closed \
+                        and call.progress is None:  # progress: the general reader reports
                     plan = s.plan(call)
                     if not plan.use:
                         v = self._express(call, lambda v, e: box.extend((v, e)))
@@ -574,7 +509,7 @@ class Client(_base.Base):
         return box[0]
 
     def submit(self, op: Union[str, Callable], *args: Any, deadline_ms: Optional[int] = None,
-               **kwargs: Any) -> Future:
+               progress: Optional[ProgressFn] = None, **kwargs: Any) -> Future:
         """Send an op and return a Future at once: submit("normalize", a,
         method="l2") is normalize(a, method="l2") without the wait. Keep
         many in flight; replies come in order. When max_inflight requests
@@ -582,6 +517,7 @@ class Client(_base.Base):
         Future.cancel() cancels the request in gpuqd."""
         call = _base.builder(op)(*args, **kwargs)
         call.deadline_ms = self._deadline if deadline_ms is None else _ops.deadline(deadline_ms)
+        call.progress = _progress.check(progress)
         fut = Future(self)
         with self._lock:
             first = self._s.next_id
@@ -639,42 +575,44 @@ class Client(_base.Base):
                   on_zero: str = "error", dtype: DTypeLike = None, out: Output = None,
                   timing: bool = False, deadline_ms: Optional[int] = None,
                   access: Optional[str] = None, persist: bool = False,
-                  axis: Optional[int] = None) -> Result:
+                  axis: Optional[int] = None, progress: Optional[ProgressFn] = None) -> Result:
         return self._run(_ops.normalize(a, method, flat, on_zero, dtype, out, timing, access,
-                                        persist, axis), deadline_ms)
+                                        persist, axis), deadline_ms, progress)
 
     def haversine(self, a: Input, b: Optional[Input] = None, *,
                   to: Optional[Tuple[float, float]] = None, radius: float = EARTH_RADIUS_KM,
                   dtype: DTypeLike = None, out: Output = None, timing: bool = False,
                   deadline_ms: Optional[int] = None, access: Optional[str] = None,
-                  persist: bool = False) -> Result:
+                  persist: bool = False, progress: Optional[ProgressFn] = None) -> Result:
         return self._run(_ops.haversine(a, b, to, radius, dtype, out, timing, access, persist),
-                         deadline_ms)
+                         deadline_ms, progress)
 
     def grid(self, lat: Tuple[float, float, int] = (-90.0, 90.0, 1000),
              lon: Tuple[float, float, int] = (-180.0, 180.0, 1000), *,
              to: Tuple[float, float] = (30.0, 101.0), radius: float = EARTH_RADIUS_KM,
              dtype: DTypeLike = np.float64, out: Output = None, timing: bool = False,
              deadline_ms: Optional[int] = None, access: Optional[str] = None,
-             persist: bool = False) -> Result:
+             persist: bool = False, progress: Optional[ProgressFn] = None) -> Result:
         return self._run(_ops.grid(lat, lon, to, radius, dtype, out, timing, access, persist),
-                         deadline_ms)
+                         deadline_ms, progress)
 
     def pairwise(self, x: Input, y: Optional[Input] = None, metric: str = "euclidean",
                  *, p: Optional[float] = None, on_zero: str = "error",
                  dtype: DTypeLike = None, out: Output = None,
                  timing: bool = False, deadline_ms: Optional[int] = None,
-                 access: Optional[str] = None, persist: bool = False) -> Result:
+                 access: Optional[str] = None, persist: bool = False,
+                 progress: Optional[ProgressFn] = None) -> Result:
         return self._run(_ops.pairwise(x, y, metric, on_zero, dtype, out, timing, access,
-                                       persist, p), deadline_ms)
+                                       persist, p), deadline_ms, progress)
 
     def knn(self, x: Input, y: Input, k: int, metric: str = "euclidean", *,
             p: Optional[float] = None, on_zero: str = "error", dtype: DTypeLike = None,
             out: Optional[Tuple[Output, Output]] = None, timing: bool = False,
             deadline_ms: Optional[int] = None,
-            access: Optional[str] = None, persist: bool = False) -> KnnResult:
+            access: Optional[str] = None, persist: bool = False,
+            progress: Optional[ProgressFn] = None) -> KnnResult:
         return self._run(_ops.knn(x, y, k, metric, on_zero, dtype, out, timing, access,
-                                  persist, p), deadline_ms)
+                                  persist, p), deadline_ms, progress)
 
     normalize.__doc__ = _docs.NORMALIZE
     haversine.__doc__ = _docs.HAVERSINE
