@@ -211,29 +211,38 @@ static int pair_finish(int metric, double pw, int zero_ok, const pair_acc *p, do
         return f;                                                                                  \
     }                                                                                              \
                                                                                                    \
+    /* A finished row's values out (o NULL: only checked): a zero row (den                         \
+     * 0, zero_ok) filled with zeros or NaN, else f applied to each value. */                      \
+    static int row_apply_##SFX(const nm_affine *f, int zero_ok, const T *a, T *o, uint64_t n)      \
+    {                                                                                              \
+        if (f->den == 0.0) {                                                                       \
+            for (uint64_t j = 0; o && j < n; j++) /* zeros, or NaN for "nan" */                    \
+                o[j] = (T)(zero_ok == GPUQ_K_ON_ZERO_NAN ? NAN : 0.0);                             \
+            return GPUQ_K_OK;                                                                      \
+        }                                                                                          \
+        for (uint64_t j = 0; j < n; j++) {                                                         \
+            T v = (T)nm_apply(f, (double)a[j]);                                                    \
+            if (f->check && isinf(v))                                                              \
+                return GPUQ_K_E_OVERFLOW;                                                          \
+            if (o)                                                                                 \
+                o[j] = v;                                                                          \
+        }                                                                                          \
+        return GPUQ_K_OK;                                                                          \
+    }                                                                                              \
+                                                                                                   \
     /* out NULL: only find the first failing row (*bad_row). */                                    \
     static int normalize_##SFX(int method, int zero_ok, const T *in, T *out, uint64_t rows,        \
                                uint64_t cols, uint64_t *bad_row)                                   \
     {                                                                                              \
         for (uint64_t r = 0; r < rows; r++) {                                                      \
-            const T *a = in + r * cols;                                                            \
-            T *o = out ? out + r * cols : NULL;                                                    \
-            nm_affine f = row_affine_##SFX(method, a, cols);                                       \
+            nm_affine f = row_affine_##SFX(method, in + r * cols, cols);                           \
             *bad_row = r;                                                                          \
-            if (f.den == 0.0) {                                                                    \
-                if (!zero_ok)                                                                      \
-                    return GPUQ_K_E_ZERO;                                                          \
-                for (uint64_t j = 0; o && j < cols; j++) /* zeros, or NaN for "nan" */             \
-                    o[j] = (T)(zero_ok == GPUQ_K_ON_ZERO_NAN ? NAN : 0.0);                         \
-                continue;                                                                          \
-            }                                                                                      \
-            for (uint64_t j = 0; j < cols; j++) {                                                  \
-                T v = (T)nm_apply(&f, (double)a[j]);                                               \
-                if (f.check && isinf(v))                                                           \
-                    return GPUQ_K_E_OVERFLOW;                                                      \
-                if (o)                                                                             \
-                    o[j] = v;                                                                      \
-            }                                                                                      \
+            if (f.den == 0.0 && !zero_ok)                                                          \
+                return GPUQ_K_E_ZERO;                                                              \
+            int rc =                                                                               \
+                row_apply_##SFX(&f, zero_ok, in + r * cols, out ? out + r * cols : NULL, cols);    \
+            if (rc != GPUQ_K_OK)                                                                   \
+                return rc;                                                                         \
         }                                                                                          \
         return GPUQ_K_OK;                                                                          \
     }                                                                                              \
@@ -405,6 +414,85 @@ int gpuq_cpu_normalize_find(int dt, int method, const void *in, uint64_t rows, u
         rc = normalize_f64(method, 0, in, NULL, rows, cols, &r);
     *row = r;
     return rc;
+}
+
+/* ---- one long row in pieces (gpuq_kernels.h: gpuq_cpu_normalize_flat_*) ---- */
+
+/* The scratch: the row's affine (set by the last finish), the zero_ok it
+ * fills a zero row with, then one pass accumulator per piece. */
+typedef struct flat_head {
+    nm_affine f;
+    int zero_ok;
+} flat_head;
+
+static uint64_t flat_pieces(uint64_t n, uint64_t piece)
+{
+    return piece ? n / piece + (n % piece != 0) : 0;
+}
+
+static nm_acc *flat_accs(void *scratch)
+{
+    return (nm_acc *)((char *)scratch + sizeof(flat_head));
+}
+
+uint64_t gpuq_cpu_normalize_flat_scratch_bytes(uint64_t n, uint64_t piece)
+{
+    uint64_t np = flat_pieces(n, piece);
+    if (n == 0 || piece == 0 || np > (UINT64_MAX - sizeof(flat_head)) / sizeof(nm_acc))
+        return 0;
+    return sizeof(flat_head) + np * sizeof(nm_acc);
+}
+
+int gpuq_cpu_normalize_flat_reduce(int dt, int method, int pass, const void *in, uint64_t n,
+                                   uint64_t piece, uint64_t p, void *scratch)
+{
+    if (!dt_valid(dt) || method < GPUQ_K_SUM || method > GPUQ_K_ZSCORE || !in || !scratch ||
+        n == 0 || p >= flat_pieces(n, piece) || pass < 0 || pass > (method == GPUQ_K_ZSCORE))
+        return GPUQ_K_E_ARG;
+    const flat_head *hd = scratch;
+    int mode = pass ? NM_ZS2 : nm_first_mode(method);
+    double c = pass ? hd->f.pre : 1.0, m0 = pass ? hd->f.sh : 0.0;
+    uint64_t v0 = p * piece, nv = n - v0 < piece ? n - v0 : piece;
+    if (dt == GPUQ_K_F32)
+        row_pass_f32((const float *)in + v0, nv, mode, c, m0, &flat_accs(scratch)[p]);
+    else
+        row_pass_f64((const double *)in + v0, nv, mode, c, m0, &flat_accs(scratch)[p]);
+    return GPUQ_K_OK;
+}
+
+int gpuq_cpu_normalize_flat_finish(int dt, int method, int zero_ok, int pass, uint64_t n,
+                                   uint64_t piece, void *scratch, int *more)
+{
+    uint64_t np = flat_pieces(n, piece);
+    if (!dt_valid(dt) || method < GPUQ_K_SUM || method > GPUQ_K_ZSCORE || !scratch || !more ||
+        n == 0 || np == 0 || zero_ok < 0 || zero_ok >= GPUQ_K_ON_ZERO_COUNT || pass < 0 ||
+        pass > (method == GPUQ_K_ZSCORE))
+        return GPUQ_K_E_ARG;
+    flat_head *hd = scratch;
+    const nm_acc *acc = flat_accs(scratch);
+    nm_acc q = acc[0];
+    for (uint64_t i = 1; i < np; i++) /* in piece order: the same bits on any threads */
+        nm_acc_merge(&q, &acc[i], 3, 1);
+    *more = 0;
+    if (pass == 1)
+        nm_zscore_stage1(&q, n, &hd->f);
+    else if (method != GPUQ_K_ZSCORE)
+        hd->f = nm_finish(method, &q);
+    else if (!nm_zscore_stage0(&q, n, &hd->f))
+        *more = 1;
+    hd->zero_ok = zero_ok;
+    return !*more && hd->f.den == 0.0 && !zero_ok ? GPUQ_K_E_ZERO : GPUQ_K_OK;
+}
+
+int gpuq_cpu_normalize_flat_scale(int dt, const void *in, void *out, uint64_t n, uint64_t v0,
+                                  uint64_t nv, const void *scratch)
+{
+    if (!dt_valid(dt) || !in || !out || !scratch || v0 > n || nv > n - v0)
+        return GPUQ_K_E_ARG;
+    const flat_head *hd = scratch;
+    if (dt == GPUQ_K_F32)
+        return row_apply_f32(&hd->f, hd->zero_ok, (const float *)in + v0, (float *)out + v0, nv);
+    return row_apply_f64(&hd->f, hd->zero_ok, (const double *)in + v0, (double *)out + v0, nv);
 }
 
 static int radius_ok(double radius)

@@ -63,6 +63,26 @@ int gpuq_cpu_normalize(int dt, int method, int zero_ok, const void *in, void *ou
  * error messages, after a backend reported the error. */
 int gpuq_cpu_normalize_find(int dt, int method, const void *in, uint64_t rows, uint64_t cols,
                             uint64_t *row);
+/* One long row of n values (1-D or flat) normalized in pieces, so that
+ * several threads share it: piece p is values [p * piece, min(n, (p + 1) *
+ * piece)). gpuq_cpu_normalize_flat_reduce on every piece of pass 0 (any
+ * order, any thread, each once), then gpuq_cpu_normalize_flat_finish (one
+ * thread; it merges the pieces in order, so the bits depend on piece and
+ * not on the threads); when it sets *more (zscore's second pass), reduce
+ * every piece again with pass 1 and finish with pass 1. Then
+ * gpuq_cpu_normalize_flat_scale on any ranges (each value once). scratch
+ * holds gpuq_cpu_normalize_flat_scratch_bytes(n, piece) bytes (malloc's
+ * alignment; 0: bad sizes). finish returns GPUQ_K_E_ZERO for a zero row
+ * unless zero_ok; scale GPUQ_K_E_OVERFLOW as gpuq_cpu_normalize. Results
+ * agree with gpuq_cpu_normalize's to within its documented error (minmax
+ * exactly): the same rules, the sums merged in another order. */
+uint64_t gpuq_cpu_normalize_flat_scratch_bytes(uint64_t n, uint64_t piece);
+int gpuq_cpu_normalize_flat_reduce(int dt, int method, int pass, const void *in, uint64_t n,
+                                   uint64_t piece, uint64_t p, void *scratch);
+int gpuq_cpu_normalize_flat_finish(int dt, int method, int zero_ok, int pass, uint64_t n,
+                                   uint64_t piece, void *scratch, int *more);
+int gpuq_cpu_normalize_flat_scale(int dt, const void *in, void *out, uint64_t n, uint64_t v0,
+                                  uint64_t nv, const void *scratch);
 /* Haversine from pts[n][2] (lat, lon degrees) to (lat, lon): out[n]. */
 int gpuq_cpu_haversine_to(int dt, const void *pts, uint64_t n, double lat, double lon,
                           double radius, void *out);

@@ -175,7 +175,7 @@ static uint64_t cuda_scratch(const gpuq_request *r, const gpuq_sizes *sz)
 }
 
 /* Rows [r0, r0 + nr) (each row is normalized on its own: the same bits as
- * the whole run's; a 1-D or flat array is one row, run whole). */
+ * the whole run's; a 1-D or flat array is one row: whole, or in pieces). */
 static int run_cpu_rows(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h,
                         const op_rows *rw)
 {
@@ -183,6 +183,39 @@ static int run_cpu_rows(const gpuq_request *r, const gpuq_sizes *sz, const op_bu
     size_t off = (size_t)(rw->r0 * sz->cols) * gpuq_dtype_size(r->dtype);
     return gpuq_cpu_normalize(op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METHOD), zero_ok,
                               (const char *)h->a + off, (char *)h->out[0] + off, rw->nr, sz->cols);
+}
+
+/* A long 1-D or flat row on the CPU in pieces (op_backend.h: cpu_piece):
+ * 2^16 values, 256 KiB of float32, a piece's pass in a core's L2. */
+#define NORM_CPU_PIECE ((uint64_t)1 << 16)
+
+static uint64_t cpu_scratch(const gpuq_request *r, const gpuq_sizes *sz)
+{
+    (void)r;
+    return gpuq_cpu_normalize_flat_scratch_bytes(sz->cols, NORM_CPU_PIECE);
+}
+
+static int run_cpu_reduce(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h,
+                          const op_rows *rw, int pass)
+{
+    return gpuq_cpu_normalize_flat_reduce(op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METHOD),
+                                          pass, h->a, sz->cols, NORM_CPU_PIECE,
+                                          rw->r0 / NORM_CPU_PIECE, h->scratch);
+}
+
+static int run_cpu_combine(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h, int pass,
+                           int *more)
+{
+    return gpuq_cpu_normalize_flat_finish(op_kernel_dtype(r), gpuq_request_arg_enum(r, K_METHOD),
+                                          gpuq_request_arg_enum(r, K_ON_ZERO), pass, sz->cols,
+                                          NORM_CPU_PIECE, h->scratch, more);
+}
+
+static int run_cpu_scale(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h,
+                         const op_rows *rw)
+{
+    return gpuq_cpu_normalize_flat_scale(op_kernel_dtype(r), h->a, h->out[0], sz->cols, rw->r0,
+                                         rw->nr, h->scratch);
 }
 
 static int run_cpu(const gpuq_request *r, const gpuq_sizes *sz, const op_bufs *h)
@@ -330,6 +363,11 @@ static int kernel_message(const gpuq_request *r, const gpuq_sizes *sz, const voi
 
 const op_backend_def op_backend_normalize = {.run_cpu = run_cpu,
                                              .run_cpu_rows = run_cpu_rows,
+                                             .cpu_piece = NORM_CPU_PIECE,
+                                             .cpu_scratch = cpu_scratch,
+                                             .run_cpu_reduce = run_cpu_reduce,
+                                             .run_cpu_combine = run_cpu_combine,
+                                             .run_cpu_scale = run_cpu_scale,
                                              .batchable = 1,
 #ifdef GPUQ_HAVE_CUDA
                                              .cuda_batch_item = cuda_batch_item,

@@ -23,7 +23,8 @@
 typedef struct op_bufs {
     const void *a, *b;           /* inputs; b NULL when the request has no B */
     void *out[GPUQ_MAX_OUTPUTS]; /* outputs; out[1] NULL when nout < 2 */
-    void *scratch;               /* sz->scratch bytes (device only; NULL if 0) */
+    void *scratch;               /* sz->scratch bytes on a device; a CPU run in pieces:
+                                  * cpu_scratch's (else NULL) */
 } op_bufs;
 
 /* How a CUDA run splits into independent ranges of rows, for the pipelined
@@ -68,6 +69,22 @@ typedef struct op_backend_def {
      * (server/backends/backend_run.c). */
     int (*run_cpu_rows)(const gpuq_request *req, const gpuq_sizes *sz, const op_bufs *h,
                         const op_rows *rw);
+    /* Optional, with a two_phase cuda_split: the CPU backend runs the
+     * split's rows (one long row's values) in pieces of cpu_piece rows
+     * (server/backends/backend_run.c, run_pieces), several threads at once:
+     * run_cpu_reduce on every piece of a pass (any order), then
+     * run_cpu_combine (one thread; *more: another pass, pass + 1, is
+     * wanted), then run_cpu_scale on every piece. h->scratch holds
+     * cpu_scratch(req, sz) bytes (0: bad sizes, run whole). The bits depend
+     * on cpu_piece, not on the threads. All return GPUQ_K_* codes. */
+    uint64_t cpu_piece;
+    uint64_t (*cpu_scratch)(const gpuq_request *req, const gpuq_sizes *sz);
+    int (*run_cpu_reduce)(const gpuq_request *req, const gpuq_sizes *sz, const op_bufs *h,
+                          const op_rows *rw, int pass);
+    int (*run_cpu_combine)(const gpuq_request *req, const gpuq_sizes *sz, const op_bufs *h,
+                           int pass, int *more);
+    int (*run_cpu_scale)(const gpuq_request *req, const gpuq_sizes *sz, const op_bufs *h,
+                         const op_rows *rw);
 #ifdef GPUQ_HAVE_CUDA
     /* Enqueue the op's kernels on ctx's stream; returns a GPUQ_K_* code. */
     int (*launch_cuda)(gpuq_cuda_ctx *ctx, const gpuq_request *req, const gpuq_sizes *sz,

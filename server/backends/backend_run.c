@@ -4,9 +4,11 @@
  * The op's backend def (ops/<op>.c, op_backend_of) runs it on the job's
  * host pointers (staging slot or arena): an op with row kernels in blocks of
  * rows, checking between two whether the job is still wanted, a large job's
- * blocks spread over several threads (run_blocks). Kernel codes become wire codes with a message;
- * the op may word the message itself (normalize names the failing row, found again by the CPU
- * reference's rules on the error path only).
+ * blocks spread over several threads (run_blocks); one long row of an op
+ * with piece hooks (flat normalize) in fixed pieces on those threads, its
+ * reduce passes, combine and scaling in turn (run_pieces). Kernel codes become wire codes with a
+ * message; the op may word the message itself (normalize names the failing row, found again by the
+ * CPU reference's rules on the error path only).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
@@ -106,11 +108,15 @@ static void cpu_threads_init(void)
     cpu_threads = n < 1 ? 1u : n > BACKEND_CPU_MAX_THREADS ? BACKEND_CPU_MAX_THREADS : (unsigned)n;
 }
 
-/* One job's blocks of rows, taken in turn by the threads that run it. */
-typedef struct cpu_blocks {
+/* One job's blocks of rows, taken in turn by the threads that run it: each
+ * block runs fn (the op's row kernel, or a phase of a run in pieces). */
+typedef struct cpu_blocks cpu_blocks;
+struct cpu_blocks {
     gpuq_job *job;
     const op_backend_def *ob;
     const op_bufs *h;
+    int (*fn)(const cpu_blocks *cb, const op_rows *rw);
+    int pass; /* run_pieces' reduce pass */
     uint64_t rows, block, nblocks;
     uint64_t next;       /* atomic: the next block to take */
     uint64_t rows_done;  /* atomic: rows of blocks that completed */
@@ -118,7 +124,22 @@ typedef struct cpu_blocks {
     pthread_mutex_t mu;  /* guards fail_block and fail_code */
     uint64_t fail_block; /* the first block (in row order) that failed; nblocks: none */
     int fail_code;
-} cpu_blocks;
+};
+
+static int fn_rows(const cpu_blocks *cb, const op_rows *rw)
+{
+    return cb->ob->run_cpu_rows(cb->job->req, cb->job->sz, cb->h, rw);
+}
+
+static int fn_reduce(const cpu_blocks *cb, const op_rows *rw)
+{
+    return cb->ob->run_cpu_reduce(cb->job->req, cb->job->sz, cb->h, rw, cb->pass);
+}
+
+static int fn_scale(const cpu_blocks *cb, const op_rows *rw)
+{
+    return cb->ob->run_cpu_scale(cb->job->req, cb->job->sz, cb->h, rw);
+}
 
 /* Take blocks until none is left, the job is no longer wanted, or every
  * block left comes after one that failed (the first failure in row order
@@ -142,7 +163,7 @@ static void *cpu_blocks_run(void *arg)
             break;
         op_rows rw = {.r0 = k * cb->block, .chunk = cb->block};
         rw.nr = cb->rows - rw.r0 < cb->block ? cb->rows - rw.r0 : cb->block;
-        int kc = cb->ob->run_cpu_rows(cb->job->req, cb->job->sz, cb->h, &rw);
+        int kc = cb->fn(cb, &rw);
         if (kc != GPUQ_K_OK) {
             if (pthread_mutex_lock(&cb->mu))
                 abort();
@@ -158,48 +179,106 @@ static void *cpu_blocks_run(void *arg)
     return NULL;
 }
 
-/* A job's blocks of rows on this thread and, for a large job, helpers: the
- * rows are independent (each block writes its own rows of the outputs), so
- * the result is the same whatever thread ran which block. A helper that
- * cannot start leaves its share to the others. */
-static void run_blocks(gpuq_job *job, const op_backend_def *ob, const op_bufs *h, uint64_t rows)
+/* The threads a job of sz takes: the usable CPUs for a large job, else 1. */
+static unsigned job_threads(const gpuq_job *job)
 {
-    cpu_blocks cb = {.job = job, .ob = ob, .h = h, .rows = rows};
-    unsigned want = 1;
-    if (job->sz->payload + job->sz->output >= BACKEND_CPU_PAR_MIN) {
-        pthread_once(&cpu_threads_once, cpu_threads_init);
-        want = cpu_threads;
-    }
-    /* BACKEND_CPU_BLOCKS blocks for each thread: a stop waits for one
-     * block of one thread's share, whatever the count */
-    uint64_t nb = (uint64_t)BACKEND_CPU_BLOCKS * want;
-    cb.block = (rows + nb - 1) / nb;
-    cb.nblocks = (rows + cb.block - 1) / cb.block;
-    cb.fail_block = cb.nblocks;
-    if (want > cb.nblocks)
-        want = (unsigned)cb.nblocks;
-    if (pthread_mutex_init(&cb.mu, NULL)) {
+    if (job->sz->payload + job->sz->output < BACKEND_CPU_PAR_MIN)
+        return 1;
+    pthread_once(&cpu_threads_once, cpu_threads_init);
+    return cpu_threads;
+}
+
+/* One phase: cb's blocks (block rows each, from 0) on this thread and up to
+ * want - 1 helpers. The blocks are independent (each writes its own rows
+ * of the outputs, or its own partial), so the result is the same whatever
+ * thread ran which block. A helper that cannot start leaves its share to
+ * the others. Returns 0, or -1 when the job failed or stopped (status and
+ * message set) or its mutex could not be made. */
+static int blocks_phase(gpuq_job *job, cpu_blocks *cb, uint64_t block, unsigned want)
+{
+    cb->block = block;
+    cb->nblocks = (cb->rows + block - 1) / block;
+    cb->next = 0;
+    cb->fail_block = cb->nblocks;
+    if (want > cb->nblocks)
+        want = (unsigned)cb->nblocks;
+    if (pthread_mutex_init(&cb->mu, NULL)) {
         job->status = GPUQ_E_NO_MEMORY;
         snprintf(job->message, sizeof job->message, "cannot start the job's threads");
-        return;
+        return -1;
     }
     pthread_t tid[BACKEND_CPU_MAX_THREADS];
     unsigned started = 0;
-    while (started + 1 < want && pthread_create(&tid[started], NULL, cpu_blocks_run, &cb) == 0)
+    while (started + 1 < want && pthread_create(&tid[started], NULL, cpu_blocks_run, cb) == 0)
         started++;
-    cpu_blocks_run(&cb);
+    cpu_blocks_run(cb);
     for (unsigned t = 0; t < started; t++)
         pthread_join(tid[t], NULL);
-    pthread_mutex_destroy(&cb.mu);
-    if (cb.fail_block < cb.nblocks) {
-        job->status = backend_map_kernel_error(job, cb.fail_code);
-    } else if (cb.stopped) {
-        job->status = GPUQ_E_CANCELLED;
-        snprintf(job->message, sizeof job->message, "stopped after %llu of %llu rows",
-                 (unsigned long long)cb.rows_done, (unsigned long long)rows);
-    } else {
-        job->status = 0;
+    pthread_mutex_destroy(&cb->mu);
+    if (cb->fail_block < cb->nblocks) {
+        job->status = backend_map_kernel_error(job, cb->fail_code);
+        return -1;
     }
+    if (cb->stopped) {
+        job->status = GPUQ_E_CANCELLED;
+        snprintf(job->message, sizeof job->message, "stopped after %llu of %llu %s",
+                 (unsigned long long)cb->rows_done, (unsigned long long)cb->rows,
+                 cb->fn == fn_rows ? "rows" : "values");
+        return -1;
+    }
+    job->status = 0;
+    return 0;
+}
+
+/* A job's blocks of rows: BACKEND_CPU_BLOCKS blocks for each thread, so a
+ * stop waits for one block of one thread's share, whatever the count. */
+static void run_blocks(gpuq_job *job, const op_backend_def *ob, const op_bufs *h, uint64_t rows)
+{
+    cpu_blocks cb = {.job = job, .ob = ob, .h = h, .fn = fn_rows, .rows = rows};
+    unsigned want = job_threads(job);
+    uint64_t nb = (uint64_t)BACKEND_CPU_BLOCKS * want;
+    (void)blocks_phase(job, &cb, (rows + nb - 1) / nb, want);
+}
+
+/* A two-phase split (one long row's values) in the op's pieces: each
+ * reduce pass over every piece on the job's threads, the combine on this
+ * one, then the scaling of every piece. The pieces do not depend on the
+ * threads, so neither do the bits. 0, or -1 when run_pieces does not
+ * apply (no hooks, a small job, bad sizes: run whole); a failure or a
+ * stop is the job's status. */
+static int run_pieces(gpuq_job *job, const op_backend_def *ob, op_bufs *h, uint64_t rows)
+{
+    if (!ob->run_cpu_reduce || !ob->run_cpu_combine || !ob->run_cpu_scale || !ob->cpu_piece ||
+        rows < 2 * ob->cpu_piece || job->sz->payload + job->sz->output < BACKEND_CPU_PAR_MIN)
+        return -1;
+    uint64_t bytes = ob->cpu_scratch(job->req, job->sz);
+    if (bytes == 0)
+        return -1;
+    if ((h->scratch = malloc(bytes)) == NULL) {
+        job->status = GPUQ_E_NO_MEMORY;
+        snprintf(job->message, sizeof job->message, "cannot allocate %llu bytes of scratch",
+                 (unsigned long long)bytes);
+        return 0;
+    }
+    cpu_blocks cb = {.job = job, .ob = ob, .h = h, .fn = fn_reduce, .rows = rows};
+    unsigned want = job_threads(job);
+    int more = 1, kc = GPUQ_K_OK;
+    for (cb.pass = 0; more && kc == GPUQ_K_OK; cb.pass++) {
+        if (blocks_phase(job, &cb, ob->cpu_piece, want) != 0)
+            goto out;
+        kc = ob->run_cpu_combine(job->req, job->sz, h, cb.pass, &more);
+    }
+    if (kc != GPUQ_K_OK) {
+        job->status = backend_map_kernel_error(job, kc);
+        goto out;
+    }
+    cb.fn = fn_scale;
+    cb.rows_done = 0;
+    (void)blocks_phase(job, &cb, ob->cpu_piece, want);
+out:
+    free(h->scratch);
+    h->scratch = NULL;
+    return 0;
 }
 
 void backend_run_cpu(gpuq_job *job)
@@ -236,7 +315,10 @@ void backend_run_cpu(gpuq_job *job)
                  .b = job->sz->nin > 1 ? in[1] : NULL,
                  .out = {out[0], job->sz->nout > 1 ? out[1] : NULL}};
     op_split sp;
-    if (!ob->run_cpu_rows || !op_cuda_split(job->req, job->sz, &sp) || sp.two_phase) {
+    int split = ob->run_cpu_rows && op_cuda_split(job->req, job->sz, &sp);
+    if (split && sp.two_phase && run_pieces(job, ob, &h, sp.rows) == 0)
+        return;
+    if (!split || sp.two_phase) {
         job->status = backend_map_kernel_error(job, ob->run_cpu(job->req, job->sz, &h));
         return;
     }

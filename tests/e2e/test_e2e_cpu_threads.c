@@ -10,7 +10,10 @@
  * own; the error of a job whose blocks fail in several places is the
  * first in row order (two zero rows: the lower is named); and a job
  * cancelled by its deadline while its threads run is answered, comes
- * back stopped, and the daemon serves on; the helper threads are there
+ * back stopped, and the daemon serves on; one long row (1-D or flat
+ * normalize) in pieces on those threads: the same bytes with 4 threads as
+ * with 1, every method against a long double reference, its errors named;
+ * the helper threads are there
  * while a large job runs (the daemon's /proc/PID/task), none with
  * GPUQ_CPU_THREADS=1.
  */
@@ -95,6 +98,115 @@ START_TEST(same_results_any_thread_count)
                       "d(%zu, %zu) = %.17g, want %.17g", i, j, got, want);
     }
     free(one), free(four), free(x), free(y);
+}
+END_TEST
+
+/* One long row (1-D, and a 2-D array with flat) of FN values, 2.6 MB of
+ * float64: normalized in 65536-value pieces on the job's threads
+ * (backend_run.c, run_pieces). Every method's result with 4 threads equals
+ * that with 1 byte for byte, and every element is within 1e-6 (float32) or
+ * 1e-13 (float64) of a long double reference of the test's own (relative;
+ * zscore's, whose values are O(1), absolute). */
+enum { FN = 5 * 65536 + 124 };
+
+static void flat_ref(int method, const void *x, int f32, long double *ref)
+{
+    long double s = 0, s1 = 0, s2 = 0, mn = get(x, f32, 0), mx = mn;
+    for (size_t i = 0; i < FN; i++) {
+        long double v = get(x, f32, i);
+        s += v, s1 += fabsl(v), s2 += v * v;
+        mn = v < mn ? v : mn, mx = v > mx ? v : mx;
+    }
+    long double mean = s / FN, var = 0;
+    for (size_t i = 0; i < FN; i++)
+        var += (get(x, f32, i) - mean) * (get(x, f32, i) - mean);
+    long double sd = sqrtl(var / FN);
+    for (size_t i = 0; i < FN; i++) {
+        long double v = get(x, f32, i);
+        ref[i] = method == GPUQ_NORM_SUM      ? v / s
+                 : method == GPUQ_NORM_L1     ? v / s1
+                 : method == GPUQ_NORM_L2     ? v / sqrtl(s2)
+                 : method == GPUQ_NORM_MINMAX ? (v - mn) / (mx - mn)
+                                              : (v - mean) / sd;
+    }
+}
+
+static uint8_t *flat_all(const void *x, int f32)
+{
+    gpuq_conn *c = e2e_connect("threads-flat", GPUQ_PRIO_NORMAL);
+    gpuq_dtype dt = f32 ? GPUQ_DT_F32 : GPUQ_DT_F64;
+    size_t es = f32 ? 4 : 8, one = (size_t)FN * es;
+    uint8_t *out = malloc(10 * one);
+    ck_assert_ptr_nonnull(out);
+    for (int m = 0; m < 5; m++) {
+        ck_assert_msg(gpuq_normalize_1d(c, dt, (gpuq_norm_method)m, x, FN, out + m * one) == 0,
+                      "%s", gpuq_errmsg(c));
+        /* FN = 3 x 109268: a [3, 109268] array, flat */
+        ck_assert_msg(gpuq_normalize(c, dt, (gpuq_norm_method)m, true, x, 3, FN / 3,
+                                     out + (5 + m) * one) == 0,
+                      "%s", gpuq_errmsg(c));
+    }
+    gpuq_close(c);
+    return out;
+}
+
+START_TEST(flat_row_any_thread_count)
+{
+    int f32 = _i;
+    size_t es = f32 ? 4 : 8, one = (size_t)FN * es;
+    _Static_assert(FN % 3 == 0, "FN splits into 3 rows");
+    void *x = e2e_rand_buf(one, f32);
+    start_with("1");
+    uint8_t *o1 = flat_all(x, f32);
+    start_with("4");
+    uint8_t *o4 = flat_all(x, f32);
+    ck_assert_msg(memcmp(o1, o4, 10 * one) == 0, "%s: 4 threads differ from 1",
+                  f32 ? "f32" : "f64");
+    long double *ref = malloc(FN * sizeof *ref);
+    ck_assert_ptr_nonnull(ref);
+    double tol = f32 ? 1e-6 : 1e-13;
+    for (int m = 0; m < 5; m++) {
+        flat_ref(m, x, f32, ref);
+        ck_assert(memcmp(o4 + m * one, o4 + (5 + m) * one, one) == 0); /* 1-D = flat 2-D */
+        size_t i = 0;
+        for (; i < FN; i++) {
+            double want = (double)ref[i], got = (double)get(o4 + m * one, f32, i);
+            double scale = m == GPUQ_NORM_ZSCORE ? 1.0 : fabs(want);
+            if (!(fabs(got - want) <= tol * scale))
+                break;
+        }
+        ck_assert_msg(i == FN, "method %d [%zu] = %.17g, want %.17g", m, i,
+                      i < FN ? (double)get(o4 + m * one, f32, i) : 0.0,
+                      i < FN ? (double)ref[i] : 0.0);
+    }
+    free(ref), free(o1), free(o4), free(x);
+}
+END_TEST
+
+/* A long row in pieces that fails: all zeros (zero_norm, row 0 named), a
+ * result too large for float32 (its sum cancelled to 1e-39: out_of_range);
+ * the session and the daemon serve on. */
+START_TEST(flat_row_errors)
+{
+    start_with("4");
+    float *x = calloc(FN, sizeof *x), *out = e2e_out_buf((size_t)FN * 4);
+    ck_assert_ptr_nonnull(x);
+    gpuq_conn *c = e2e_connect("threads-flat", GPUQ_PRIO_NORMAL);
+    ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F32, GPUQ_NORM_L2, x, FN, out), GPUQ_E_ZERO_NORM);
+    ck_assert_msg(strstr(gpuq_errmsg(c), "row 0 has zero l2 norm"), "%s", gpuq_errmsg(c));
+    for (int j = 0; j + 2 < FN; j++)
+        x[j] = j % 2 ? -1.0f : 1.0f; /* FN - 2 values, even: they cancel */
+    x[FN - 1] = 1e-39f;
+    ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F32, GPUQ_NORM_SUM, x, FN, out),
+                     GPUQ_E_OUT_OF_RANGE);
+    ck_assert_msg(strstr(gpuq_errmsg(c), "row 0: a sum result is too large for f32"), "%s",
+                  gpuq_errmsg(c));
+    x[FN - 1] = 1.0f; /* the sum is 1 now: each value as it is */
+    ck_assert_int_eq(gpuq_normalize_1d(c, GPUQ_DT_F32, GPUQ_NORM_SUM, x, FN, out), 0);
+    ck_assert(out[0] == 1.0f && out[1] == -1.0f && out[FN - 1] == 1.0f);
+    gpuq_close(c);
+    e2e_assert_serves();
+    free(x), free(out);
 }
 END_TEST
 
@@ -225,6 +337,8 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, same_results_any_thread_count, 0, 2);
     tcase_add_test(tc, first_failing_row_named);
+    tcase_add_loop_test(tc, flat_row_any_thread_count, 0, 2);
+    tcase_add_test(tc, flat_row_errors);
     tcase_add_test(tc, deadline_stops_the_threads);
     tcase_add_loop_test(tc, helpers_while_it_runs, 0, 2);
     suite_add_tcase(s, tc);

@@ -670,7 +670,7 @@ static void line_matches(const char *path, const char *pat)
 #define CTL_US_30_999 "([3-9][0-9]{4}|[1-9][0-9]{5})(\\.[0-9]+)?" /* the same, raw microseconds */
 #define CTL_NORM_LINE                                                                              \
     "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3} +[0-9]+ [^ ]+ +ctl-work +"  \
-    "normalize f64 \\[2x3\\] +normal socket +[0-9.]+ (µs|ms) +" CTL_MS_30_999 " +" CTL_MS_30_999   \
+    "normalize f64 \\[2x3\\] +normal socket +[0-9.]+ (ns|µs|ms) +" CTL_MS_30_999 " +" CTL_MS_30_999   \
     " +48 B +48 B ok$"
 
 START_TEST(ctl_monitor_and_slowlog)
