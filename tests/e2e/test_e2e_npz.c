@@ -12,7 +12,8 @@
  * without its locator; data past the end; a member shorter than its header
  * says; a FIFO; an empty name; no file) is exit 1 with "gpuqctl: CODE:
  * ARG: reason", writes no output, reaches no gpuqd (its error count stays),
- * and gpuqd serves on.
+ * and gpuqd serves on. gpuqctl bench takes members as --input and
+ * --input-b the same way (issue 31).
  */
 #include <check.h>
 #include <stdio.h>
@@ -161,6 +162,44 @@ START_TEST(refused_by_name)
 }
 END_TEST
 
+/* gpuqctl bench on archive members: knn of ab.npz:x (stored) against
+ * abc.npz:y (deflated), normalize of int.npz's int64 member (as float64,
+ * as every command reads it): requests made, none failed, the members'
+ * shapes and dtype echoed, each request's bytes those of the arrays; a
+ * member that is not there is one error line naming it, exit 1. */
+START_TEST(bench_on_members)
+{
+    tu_output r = CTL("bench", "--json", "--op", "knn", "--input", dpath("ab.npz:x"), "--input-b",
+                      dpath("abc.npz:y"), "--k", "2", "--duration", "0.3", "--warmup", "0");
+    ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
+    ck_assert_msg(strstr(r.out, "\"op\":\"knn\",\"size\":7,\"dim\":3,\"dtype\":\"f64\"") &&
+                      strstr(r.out, "\"errors\":0,") && strstr(r.out, "ab.npz:x\"") &&
+                      strstr(r.out, "abc.npz:y\""),
+                  "%s", r.out);
+    const char *rq = strstr(r.out, "\"requests\":"), *rs = strstr(r.out, "\"req_s\":"),
+               *mb = strstr(r.out, "\"mb_s\":");
+    ck_assert_msg(rq && rs && mb && strtod(rq + 11, NULL) > 0, "%s", r.out);
+    /* 7x3 + 5x3 f64 in; 7x2 f64 distances and 7x2 int64 indices out */
+    double b = strtod(mb + 7, NULL) * 1e6 / strtod(rs + 8, NULL);
+    ck_assert_msg(b > 511 && b < 513, "%g bytes a request: %s", b, r.out);
+    tu_output_free(&r);
+    r = CTL("bench", "--input", dpath("int.npz:i"), "--method", "l1", "--duration", "0.2",
+            "--warmup", "0");
+    ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
+    ck_assert_msg(strstr(r.out, "int.npz:i [7, 3] f64, method l1") &&
+                      strstr(r.out, "\nerrors      0\n"),
+                  "%s", r.out);
+    tu_output_free(&r);
+    r = CTL("bench", "--input", dpath("ab.npz:q"), "--duration", "0.2");
+    ck_assert_msg(r.rc == 1 && r.out[0] == '\0', "exit %d: %s%s", r.rc, r.out, r.err);
+    ck_assert_msg(strstr(r.err, "ab.npz:q: no array \"q\" in the archive; it holds x, y") &&
+                      strchr(r.err, '\n') == r.err + strlen(r.err) - 1,
+                  "%s", r.err);
+    tu_output_free(&r);
+    e2e_assert_serves();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("e2e_npz");
@@ -170,6 +209,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, member_as_npy, 0, (int)NMEMBERS);
     tcase_add_test(tc, two_members_of_two_archives);
     tcase_add_loop_test(tc, refused_by_name, 0, (int)NREFUSALS);
+    tcase_add_test(tc, bench_on_members);
     suite_add_tcase(s, tc);
     return s;
 }

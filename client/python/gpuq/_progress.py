@@ -60,6 +60,19 @@ class Tracker:
         self.rank = -1
         self.error: Optional[BaseException] = None
 
+    @classmethod
+    def begin(cls, fn: Optional[ProgressFn], bytes_left: int,
+              t0: Optional[float] = None) -> Optional["Tracker"]:
+        """A request's tracker, its "sending" reported with bytes_left to
+        write (None without a callback); t0: when the call began (now)."""
+        if fn is None:
+            return None
+        t = cls(fn)
+        if t0 is not None:
+            t.t0 = t0
+        t.report("sending", bytes_left)
+        return t
+
     def report(self, phase: str, bytes_left: Optional[int] = None) -> None:
         rank = _RANK[phase]
         if self.error is not None or rank < self.rank:

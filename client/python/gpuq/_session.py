@@ -48,6 +48,7 @@ made when its header arrives.
 from __future__ import annotations
 
 import collections
+import time
 from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
@@ -275,10 +276,9 @@ class Session:
         if not plan.use:
             bufs, h = self.express(call)
             return bufs, self.adopt(call, h, bufs, resolve, self.outputs(call))
+        t0 = time.monotonic()  # the progress callback's elapsed time counts the copies too
         p = self._new(call.op, resolve)
         p.call = call
-        if call.progress is not None:
-            p.progress = Tracker(call.progress)
         h = call.header()
         h["id"] = p.id
         nout = len(call.outs)
@@ -339,8 +339,7 @@ class Session:
             plen += b.nbytes
         payload.insert(0, _wire.encode_head(h, plen))
         self.pending.append(p)
-        if p.progress is not None:
-            p.progress.report("sending", plen + len(payload[0]))
+        p.progress = Tracker.begin(call.progress, plen + len(payload[0]), t0)
         return payload, p
 
     def express(self, call: Call) -> Tuple[list, dict]:
@@ -374,9 +373,7 @@ class Session:
         p.req_payload = bufs
         p.results, p.dests, p.copies = outs
         self.pending.append(p)
-        if call.progress is not None:  # a new entry: its reports begin
-            p.progress = Tracker(call.progress)
-            p.progress.report("sending", sum(map(len, bufs)))
+        p.progress = Tracker.begin(call.progress, sum(map(len, bufs)))  # its reports begin
         return p
 
     def express_reply(self, call: Call, rid: int, n: int, arrays: tuple) -> Any:
