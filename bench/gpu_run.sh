@@ -46,7 +46,9 @@
 # backend (build-gpu's gpuqd --device cpu) beside SciPy and NumPy, this
 # machine's cores.
 # GPUQ_CTEST_R=REGEX limits the ctest step to the tests it matches;
-# GPUQ_CPU_REPS (3) is the cpu step's --reps.
+# GPUQ_CPU_REPS (3) is the cpu step's --reps, GPUQ_CPU_ARGS more of its
+# arguments (--only normalize). "moncost" (not in the default list) runs
+# bench/monitor_cost.sh on cuda and on cpu: issue 31's cost of watching.
 # The build has -DGPUQ_WERROR=ON (as CI's); GPUQ_BUILD_TYPE picks its type
 # (RelWithDebInfo by default; Release for the -O3 warnings).
 set -uo pipefail
@@ -442,9 +444,23 @@ main() {
             "exit $rc; $(grep -E '^scaling:' "$LOGS/scale.txt" | tail -1)"
     fi
 
+    # Issue 31: what watching requests costs, nobody watching included
+    # (bench/monitor_cost.sh), on the GPU and on the CPU backend.
+    if want moncost; then
+        local dev
+        for dev in cuda cpu; do
+            echo "== bench/monitor_cost.sh ($dev)"
+            DEVICE=$dev ROUNDS=3 DURATION=2 bash bench/monitor_cost.sh build-gpu/server/gpuqd \
+                build-gpu/client/cli/gpuqctl 2>&1 | tee "$LOGS/monitor_cost_$dev.txt"
+            rc=${PIPESTATUS[0]}
+            row "$(okfail "$rc")" "watching's cost ($dev)" \
+                "exit $rc; $(grep -E '^ratio' "$LOGS/monitor_cost_$dev.txt" | tail -1 | xargs)"
+        done
+    fi
+
     if want cpu; then
         echo "== bench/cpu_vs_scipy.py"
-        "$PY" -u bench/cpu_vs_scipy.py --gpuqd build-gpu/server/gpuqd --reps "${GPUQ_CPU_REPS:-3}" 2>&1 | tee "$LOGS/cpu_vs_scipy.txt"
+        "$PY" -u bench/cpu_vs_scipy.py --gpuqd build-gpu/server/gpuqd --reps "${GPUQ_CPU_REPS:-3}" ${GPUQ_CPU_ARGS:-} 2>&1 | tee "$LOGS/cpu_vs_scipy.txt"
         rc=${PIPESTATUS[0]}
         row "$(okfail "$rc")" "CPU backend vs SciPy/NumPy" \
             "exit $rc; $(grep -E '^cpu_vs_scipy: [0-9]+ (of [0-9]+ rows meet|errors)' "$LOGS/cpu_vs_scipy.txt" | sed 's/^cpu_vs_scipy: //' | paste -sd';')"

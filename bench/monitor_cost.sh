@@ -3,7 +3,7 @@
 # bench/monitor_cost.sh [GPUQD [GPUQCTL]] - what watching requests costs
 # (issue 31: "cost when nobody watches: none measurable"), one run.
 #
-# Starts a CPU gpuqd three ways and measures small-request throughput with
+# Starts a gpuqd (--device DEVICE: cpu unless set) three ways and measures small-request throughput with
 # gpuqctl bench (f32 sum normalize of 64 values, 2 clients x depth 16,
 # --csv) against each, the three interleaved for ROUNDS rounds so that
 # drift hits each alike:
@@ -18,7 +18,7 @@
 # or (MAX_IDLE_COST set, e.g. 0.05) when idle/off < 1 - MAX_IDLE_COST.
 #
 # Environment: ROUNDS (3), DURATION (seconds a run, 3), SIZE (64),
-# CLIENTS (2), DEPTH (16). Defaults: build/server/gpuqd, build/client/cli/gpuqctl.
+# CLIENTS (2), DEPTH (16), DEVICE (cpu; cuda on a GPU machine). Defaults: build/server/gpuqd, build/client/cli/gpuqctl.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 GPUQD=${1:-build/server/gpuqd}
@@ -28,6 +28,7 @@ DURATION=${DURATION:-3}
 SIZE=${SIZE:-64}
 CLIENTS=${CLIENTS:-2}
 DEPTH=${DEPTH:-16}
+DEVICE=${DEVICE:-cpu}
 for b in "$GPUQD" "$CTL"; do
     [[ -x $b ]] || { echo "monitor_cost: $b is not an executable (usage: $0 GPUQD GPUQCTL)"; exit 2; }
 done
@@ -43,7 +44,7 @@ rc=0
 
 start_daemon() { # start_daemon FLAGS...: sets DPID; socket $T/d.sock
     rm -f "$T/d.sock"
-    "$GPUQD" --device cpu --socket "$T/d.sock" --log-level warn "$@" 2>"$T/gpuqd.err" &
+    "$GPUQD" --device "$DEVICE" --socket "$T/d.sock" --log-level warn "$@" 2>"$T/gpuqd.err" &
     DPID=$!
     for _ in $(seq 200); do [[ -S $T/d.sock ]] && return 0; sleep 0.05; done
     echo "monitor_cost: gpuqd $* did not start: $(cat "$T/gpuqd.err")"
@@ -103,8 +104,8 @@ off=$(median <<<"${runs[off]}")
 idle=$(median <<<"${runs[idle]}")
 mon=$(median <<<"${runs[monitor]}")
 echo
-printf 'median req/s: off %.0f, idle %.0f, monitor %.0f (%s rounds of %s s, normalize f32 %s, %s clients x depth %s)\n' \
-    "$off" "$idle" "$mon" "$ROUNDS" "$DURATION" "$SIZE" "$CLIENTS" "$DEPTH"
+printf 'median req/s: off %.0f, idle %.0f, monitor %.0f (%s rounds of %s s, normalize f32 %s, %s clients x depth %s, --device %s)\n' \
+    "$off" "$idle" "$mon" "$ROUNDS" "$DURATION" "$SIZE" "$CLIENTS" "$DEPTH" "$DEVICE"
 awk -v o="$off" -v i="$idle" -v m="$mon" 'BEGIN {
     if (o <= 0) { print "ratio: n/a (no successful run)"; exit }
     printf "ratio idle/off: %.3f   ratio monitor/off: %.3f\n", i / o, m / o }'
