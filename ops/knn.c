@@ -280,13 +280,7 @@ static const ctl_optdoc opts_doc[] = {
     {"--k", NULL, "K", NULL,
      "Neighbours per row of X, 1 .. n (the rows of Y) (required); the result, [m, K] "
      "distances and indices, must fit the server's max_output."},
-    {"--metric", NULL, "NAME", "euclidean",
-     "euclidean, sqeuclidean (squared euclidean), cosine (1 - cosine similarity), manhattan "
-     "(sum of |x - y|), chebyshev (max of |x - y|) or minkowski ((sum of |x - y|^p)^(1/p)), as "
-     "scipy's cdist computes them; scipy's names cityblock (manhattan), chebychev and pnorm "
-     "(minkowski) and scikit-learn's l1 (manhattan) and l2 (euclidean) are taken too."},
-    {"--p", NULL, "P", "2",
-     "minkowski's exponent, a number > 0, or inf (chebyshev); only with --metric minkowski."},
+    OP_METRIC_OPT_DOCS,
     {"--on-zero", NULL, "error|zero|nan", "error",
      "A zero row under cosine: the error zero_norm, distance 1 (zero) or NaN (nan: sorted "
      "last)."},

@@ -17,6 +17,20 @@
 #include "ctl_xfer.h"
 #include "npy.h"
 
+/* The --metric and --p entries of an opts_doc, shared by the distance ops
+ * (pairwise, knn): the same names and parsing (ctl_util.c) for both. */
+#define OP_METRIC_OPT_DOCS                                                                         \
+    {"--metric", NULL, "NAME", "euclidean",                                                        \
+     "euclidean, sqeuclidean (squared euclidean), cosine (1 - cosine similarity), manhattan "      \
+     "(sum of |x - y|), chebyshev (max of |x - y|) or minkowski ((sum of |x - y|^p)^(1/p)), as "   \
+     "scipy's cdist computes them; scipy's names cityblock (manhattan), chebychev and pnorm "      \
+     "(minkowski) and scikit-learn's l1 (manhattan) and l2 (euclidean) are taken too."},           \
+    {                                                                                              \
+        "--p", NULL, "P", "2",                                                                     \
+            "minkowski's exponent, a number > 0, or inf (chebyshev); only with --metric "          \
+            "minkowski."                                                                           \
+    }
+
 /* The i-th command of the op table (ops without one skipped), or NULL. */
 const ctl_entry *op_ctl_at(unsigned i);
 

@@ -397,6 +397,38 @@ int gpuq_mpr_skip_any(gpuq_mpr *r)
     return skip(r, false);
 }
 
+int gpuq_mpr_find(gpuq_mpr *r, const char *key)
+{
+    uint32_t n;
+    size_t want = strlen(key);
+    if (gpuq_mpr_map(r, &n))
+        return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *k;
+        uint32_t kl;
+        if (gpuq_mpr_str(r, &k, &kl))
+            return -1;
+        if (want == kl && memcmp(k, key, kl) == 0)
+            return 0;
+        if (gpuq_mpr_skip(r))
+            return -1;
+    }
+    return -1;
+}
+
+int gpuq_mpr_map_uint(const void *buf, size_t len, const char *key, uint64_t *v)
+{
+    gpuq_mpr r;
+    uint64_t u;
+    if (!buf)
+        return -1;
+    gpuq_mpr_init(&r, buf, len);
+    if (gpuq_mpr_find(&r, key) || gpuq_mpr_uint(&r, &u))
+        return -1;
+    *v = u;
+    return 0;
+}
+
 /* ---- JSON rendering ---- */
 
 struct jbuf {

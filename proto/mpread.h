@@ -62,6 +62,13 @@ int gpuq_mpr_skip(gpuq_mpr *r);
  * reply). */
 int gpuq_mpr_skip_any(gpuq_mpr *r);
 
+/* Move r from the map it is at to the value of key in it: 0, or -1 when
+ * the map has no such key or is malformed (r is then anywhere). */
+int gpuq_mpr_find(gpuq_mpr *r, const char *key);
+/* The unsigned int under key in the map buf[len] into *v: 0, or -1 (no
+ * such key, not an unsigned int, not a map; *v left alone). */
+int gpuq_mpr_map_uint(const void *buf, size_t len, const char *key, uint64_t *v);
+
 /* Render one value as JSON into out (always NUL-terminated, truncated to cap).
  * Used by clients to print status replies. Returns 0, GPUQ_E_BAD_HEADER, or
  * GPUQ_E_TOO_LARGE if cap was too small. */

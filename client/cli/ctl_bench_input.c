@@ -281,15 +281,7 @@ gpuq_req *bench_input_req_make(const bench_plan *p, const void *a, const void *b
         }
         }
     }
-    gpuq_req_set_output(r, 0, out0, (size_t)p->out_bytes[0]);
-    if (p->nout > 1)
-        gpuq_req_set_output(r, 1, out1, (size_t)p->out_bytes[1]);
-    if (gpuq_req_errmsg(r)[0]) { /* the first setter error sticks */
-        snprintf(err, cap, "%s", gpuq_req_errmsg(r));
-        gpuq_req_free(r);
-        return NULL;
-    }
-    return r;
+    return bench_req_finish(r, p, out0, out1, err, cap);
 }
 
 /* Element i of x of dtype dt as a double. */

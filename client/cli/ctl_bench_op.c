@@ -309,6 +309,12 @@ gpuq_req *bench_req_make(const bench_plan *p, const void *a, const void *b, void
     default:
         break;
     }
+    return bench_req_finish(r, p, out0, out1, err, cap);
+}
+
+gpuq_req *bench_req_finish(gpuq_req *r, const bench_plan *p, void *out0, void *out1, char *err,
+                           size_t cap)
+{
     gpuq_req_set_output(r, 0, out0, (size_t)p->out_bytes[0]);
     if (p->nout > 1)
         gpuq_req_set_output(r, 1, out1, (size_t)p->out_bytes[1]);

@@ -88,6 +88,11 @@ const void *bench_plan_input(const bench_plan *p, unsigned k);
  * refused (its message in err). */
 gpuq_req *bench_req_make(const bench_plan *p, const void *a, const void *b, void *out0, void *out1,
                          char *err, size_t cap);
+/* The end of making r (bench_req_make, bench_input_req_make): its outputs
+ * out0 and out1 set as p sizes them; r, or NULL (r freed, err said) when
+ * a setter had failed. */
+gpuq_req *bench_req_finish(gpuq_req *r, const bench_plan *p, void *out0, void *out1, char *err,
+                           size_t cap);
 
 /* Check one reply: its shape (from res) and, when full, every value of
  * output 0 (finite, in range, normalize's sum 1); always the known values

@@ -261,9 +261,7 @@ malformed:
     return fail(err, errcap, GPUQ_E_BAD_ARGUMENT, "%s: not a valid .npy header", path);
 }
 
-/* Read exactly len bytes at off of fd into dst. 0, or -1 (errno set; 0 for
- * a file shorter than that). */
-static int pread_full(int fd, void *dst, uint64_t len, uint64_t off)
+int npy_pread_full(int fd, void *dst, uint64_t len, uint64_t off)
 {
     uint8_t *p = dst;
     while (len > 0) {
@@ -314,7 +312,7 @@ typedef struct npy_src {
 
 static int src_read(const npy_src *s, void *dst, uint64_t len, uint64_t off)
 {
-    return s->stream ? read_full(s->fd, dst, len) : pread_full(s->fd, dst, len, s->base + off);
+    return s->stream ? read_full(s->fd, dst, len) : npy_pread_full(s->fd, dst, len, s->base + off);
 }
 
 /* The header at the start of s, checked; on success a is filled (not yet
@@ -538,7 +536,7 @@ static int load_bytes(const npy_array *a, const char *path, void *dst, uint64_t 
                       char *err, size_t errcap)
 {
     if (!a->stream) {
-        if (pread_full(a->fd, dst, len, off) != 0)
+        if (npy_pread_full(a->fd, dst, len, off) != 0)
             return fail(err, errcap, GPUQ_E_IO, "%s: %s", path,
                         errno ? strerror(errno) : "short read (the file shrank)");
         return 0;

@@ -94,23 +94,8 @@ static void info_uint(gpuq_conn *c, const char *key, uint64_t *v)
 {
     const uint8_t *info;
     size_t len;
-    if (gpuq_result_info(&c->scratch, &info, &len))
-        return;
-    gpuq_mpr r;
-    gpuq_mpr_init(&r, info, len);
-    uint32_t n;
-    if (gpuq_mpr_map(&r, &n))
-        return;
-    for (uint32_t i = 0; i < n; i++) {
-        const char *k;
-        uint32_t kl;
-        if (gpuq_mpr_str(&r, &k, &kl))
-            return;
-        if (strlen(key) == kl && memcmp(k, key, kl) == 0 && gpuq_mpr_uint(&r, v) == 0)
-            return;
-        if (gpuq_mpr_skip(&r))
-            return;
-    }
+    if (gpuq_result_info(&c->scratch, &info, &len) == 0)
+        (void)gpuq_mpr_map_uint(info, len, key, v);
 }
 
 /* A document op (sessions, metrics): the payload the scratch result kept,

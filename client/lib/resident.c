@@ -121,26 +121,6 @@ int gpuq_remove(gpuq_conn *c, const char *name)
     return r ? finish(c, r, NULL) : GPUQ_E_NO_MEMORY;
 }
 
-/* Move r from the msgpack map it is at to the value of key in it: 0, or -1
- * when the map has no such key or is malformed. */
-static int map_find(gpuq_mpr *r, const char *key)
-{
-    uint32_t n;
-    if (gpuq_mpr_map(r, &n))
-        return -1;
-    for (uint32_t i = 0; i < n; i++) {
-        const char *k;
-        uint32_t kl;
-        if (gpuq_mpr_str(r, &k, &kl))
-            return -1;
-        if (strlen(key) == kl && memcmp(k, key, kl) == 0)
-            return 0;
-        if (gpuq_mpr_skip(r))
-            return -1;
-    }
-    return -1;
-}
-
 /* The maps of the stream buf[len]: their number, or -1 when it is not a
  * stream of maps. */
 static long count_maps(const uint8_t *buf, size_t len)
@@ -181,7 +161,7 @@ int gpuq_list(gpuq_conn *c, uint8_t **doc, size_t *len, uint32_t *count)
     bool in_info = false;
     if (gpuq_result_info(&c->scratch, &info, &ilen) == 0) {
         gpuq_mpr_init(&m, info, ilen);
-        in_info = !dlen && map_find(&m, "arrays") == 0;
+        in_info = !dlen && gpuq_mpr_find(&m, "arrays") == 0;
     }
     if (in_info) {
         if (gpuq_mpr_array(&m, &na))
@@ -207,7 +187,8 @@ int gpuq_list(gpuq_conn *c, uint8_t **doc, size_t *len, uint32_t *count)
     }
     if (!in_info && info) { /* the count info gives, when it gives one */
         gpuq_mpr_init(&m, info, ilen);
-        if (map_find(&m, "count") == 0 && (gpuq_mpr_uint(&m, &said) || said != (uint64_t)maps)) {
+        if (gpuq_mpr_find(&m, "count") == 0 &&
+            (gpuq_mpr_uint(&m, &said) || said != (uint64_t)maps)) {
             free(d);
             return conn_set_err(c, GPUQ_E_PROTOCOL,
                                 "protocol: list: %ld arrays where its info's count says %llu", maps,

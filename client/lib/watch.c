@@ -25,27 +25,6 @@
 #include "conn_err.h"
 #include "mpread.h"
 
-/* Unsigned int "key" of the info map info[len] into *v (left alone when
- * absent or not an uint). */
-static void watch_info_uint(const uint8_t *info, size_t len, const char *key, uint64_t *v)
-{
-    gpuq_mpr r;
-    gpuq_mpr_init(&r, info, len);
-    uint32_t n;
-    if (!info || gpuq_mpr_map(&r, &n))
-        return;
-    for (uint32_t i = 0; i < n; i++) {
-        const char *k;
-        uint32_t kl;
-        if (gpuq_mpr_str(&r, &k, &kl))
-            return;
-        if (strlen(key) == kl && memcmp(k, key, kl) == 0 && gpuq_mpr_uint(&r, v) == 0)
-            return;
-        if (gpuq_mpr_skip(&r))
-            return;
-    }
-}
-
 /* A blocking call of op into c's scratch result. */
 static int watch_call(gpuq_conn *c, const char *op)
 {
@@ -79,7 +58,7 @@ int gpuq_slowlog(gpuq_conn *c, uint8_t **doc, size_t *len, uint32_t *count)
     *len = dlen;
     if (count && gpuq_result_info(&c->scratch, &info, &ilen) == 0) {
         uint64_t v = 0;
-        watch_info_uint(info, ilen, "count", &v);
+        (void)gpuq_mpr_map_uint(info, ilen, "count", &v);
         *count = (uint32_t)v;
     }
     return 0;
@@ -91,7 +70,7 @@ int gpuq_slowlog_reset(gpuq_conn *c, uint64_t *cleared)
     const uint8_t *info = NULL;
     size_t ilen = 0;
     if (rc == 0 && cleared && gpuq_result_info(&c->scratch, &info, &ilen) == 0)
-        watch_info_uint(info, ilen, "cleared", cleared);
+        (void)gpuq_mpr_map_uint(info, ilen, "cleared", cleared);
     return rc;
 }
 
