@@ -459,6 +459,15 @@ void *e2e_rand_buf(size_t bytes, int f32)
     return b;
 }
 
+const char *e2e_dpath(const char *name)
+{
+    static char p[16][512];
+    static unsigned slot;
+    char *s = p[slot++ % 16];
+    snprintf(s, sizeof p[0], "%s/%s", e2e_d.dir, name);
+    return s;
+}
+
 void *e2e_out_buf(size_t bytes)
 {
     uint8_t *b = malloc(bytes + E2E_GUARD_BYTES);

@@ -115,6 +115,9 @@ void e2e_skip_without_gpu(void);
 gpuq_conn *e2e_conn_with(const char *name, gpuq_transport t);
 void *e2e_rand_buf(size_t bytes, int f32);
 void *e2e_out_buf(size_t bytes);
+/* dir/name for the running daemon's test dir, in one of 16 buffers used in
+ * turn (a call's result lasts 15 more calls). */
+const char *e2e_dpath(const char *name);
 void e2e_guard_intact(const void *buf, size_t bytes, const char *what);
 
 #endif

@@ -35,15 +35,6 @@
 typedef tu_output run_out;
 #define run_free tu_output_free
 
-static const char *dpath(const char *name)
-{
-    static char p[4][320];
-    static int slot;
-    char *s = p[slot++ % 4];
-    snprintf(s, 320, "%s/%s", e2e_d.dir, name);
-    return s;
-}
-
 /* gpuqctl --socket <the daemon's> args... (NULL-terminated). */
 static run_out bench_argv(const char *const *args)
 {
@@ -477,7 +468,7 @@ END_TEST
 
 START_TEST(unreachable)
 {
-    const char *pre[] = {GPUQCTL_PATH, "--socket", dpath("nobody.sock"), NULL};
+    const char *pre[] = {GPUQCTL_PATH, "--socket", e2e_dpath("nobody.sock"), NULL};
     const char *args[] = {"--json", "bench", "--duration", "0.2", NULL};
     run_out r = tu_capture(pre, args, e2e_d.dir, "u");
     ck_assert_msg(r.rc == 3 && r.out[0] == '\0' && strstr(r.err, "cannot connect"), "%d %s", r.rc,
@@ -540,8 +531,8 @@ END_TEST
 /* SIGINT: the clients stop, the summary of what was measured, 130. */
 START_TEST(interrupted)
 {
-    int out = open(dpath("i.out"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int err = open(dpath("i.err"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int out = open(e2e_dpath("i.out"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int err = open(e2e_dpath("i.err"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     ck_assert(out >= 0 && err >= 0);
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
@@ -562,7 +553,7 @@ START_TEST(interrupted)
     ck_assert_msg(tu_now_s() - t0 < 5, "it took %.1f s to stop", tu_now_s() - t0);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 130, "status %d", st);
     size_t len;
-    char *js = tu_read_file(dpath("i.out"), &len), *e = tu_read_file(dpath("i.err"), &len);
+    char *js = tu_read_file(e2e_dpath("i.out"), &len), *e = tu_read_file(e2e_dpath("i.err"), &len);
     ck_assert(js && e);
     assert_one_object(js);
     assert_jword(js, "interrupted", "true");

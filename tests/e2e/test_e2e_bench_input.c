@@ -28,15 +28,6 @@
 typedef tu_output run_out;
 #define run_free tu_output_free
 
-static const char *dpath(const char *name)
-{
-    static char p[4][320];
-    static int slot;
-    char *s = p[slot++ % 4];
-    snprintf(s, 320, "%s/%s", e2e_d.dir, name);
-    return s;
-}
-
 static run_out bench_argv(const char *const *args)
 {
     const char *pre[] = {GPUQCTL_PATH, "--socket", e2e_d.socket, NULL};
@@ -59,7 +50,7 @@ static const char *save(const char *name, gpuq_dtype dt, int ndim, uint64_t rows
             y[i * cols + j] = (float)f(i, j);
         }
     char err[256];
-    const char *p = dpath(name);
+    const char *p = e2e_dpath(name);
     ck_assert_msg(npy_write(p, dt, ndim, shape, dt == GPUQ_DT_F32 ? (void *)y : (void *)x, err,
                             sizeof err) == 0,
                   "%s", err);
@@ -194,7 +185,7 @@ START_TEST(refused_once)
     assert_one_error(r, 1, "gpuqctl: zero_norm: ");
     ck_assert_msg(strstr(r.err, "(the first request; nothing was measured)"), "%s", r.err);
     run_free(&r);
-    r = BENCH("--input", dpath("missing.npy"), "--duration", "0.3");
+    r = BENCH("--input", e2e_dpath("missing.npy"), "--duration", "0.3");
     assert_one_error(r, 1, "missing.npy");
     run_free(&r);
     e2e_assert_serves();

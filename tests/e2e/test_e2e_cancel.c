@@ -64,15 +64,6 @@ static void assert_sum_normalized(const double *in, const double *out, size_t n)
 
 /* ---- gpuqctl ---- */
 
-static const char *dpath(const char *name)
-{
-    static char p[8][320];
-    static int k;
-    char *s = p[k++ % 8];
-    snprintf(s, sizeof p[0], "%s/%s", e2e_d.dir, name);
-    return s;
-}
-
 static void make_npy(const char *name, uint64_t rows, uint64_t cols)
 {
     double *x = malloc(rows * cols * sizeof *x);
@@ -80,7 +71,7 @@ static void make_npy(const char *name, uint64_t rows, uint64_t cols)
     fill(x, rows * cols);
     const uint64_t shape[2] = {rows, cols};
     char err[512];
-    ck_assert_msg(npy_write(dpath(name), GPUQ_DT_F64, 2, shape, x, err, sizeof err) == 0, "%s",
+    ck_assert_msg(npy_write(e2e_dpath(name), GPUQ_DT_F64, 2, shape, x, err, sizeof err) == 0, "%s",
                   err);
     free(x);
 }
@@ -277,8 +268,8 @@ START_TEST(ctl_deadline)
         return;
     e2e_restart_slow(SLOW_MS, NULL);
     make_npy("x.npy", 64, 64);
-    const char *err = dpath("err.txt"), *y = dpath("y.npy");
-    const char *late[] = {"--deadline", "200", "normalize", dpath("x.npy"), "-o", y, NULL};
+    const char *err = e2e_dpath("err.txt"), *y = e2e_dpath("y.npy");
+    const char *late[] = {"--deadline", "200", "normalize", e2e_dpath("x.npy"), "-o", y, NULL};
     ck_assert_int_eq(e2e_wait_exit(spawn(late, NULL, err), 30), 1);
     char *e = slurp(err);
     ck_assert_msg(strncmp(e, "gpuqctl: deadline_exceeded: ", 28) == 0, "stderr: %s", e);
@@ -288,7 +279,7 @@ START_TEST(ctl_deadline)
     ck_assert(!e2e_exists(y));
     e2e_no_temp_files();
     /* after the command, with =, a deadline met */
-    const char *met[] = {"normalize", dpath("x.npy"), "-o", y, "--deadline=20000", NULL};
+    const char *met[] = {"normalize", e2e_dpath("x.npy"), "-o", y, "--deadline=20000", NULL};
     ck_assert_int_eq(e2e_wait_exit(spawn(met, NULL, err), 30), 0);
     ck_assert(e2e_exists(y));
     e2e_assert_serves();
@@ -302,7 +293,7 @@ START_TEST(ctl_bench_deadline)
     if (!is_cpu())
         return;
     e2e_restart_slow(400, NULL);
-    const char *out = dpath("out.json"), *err = dpath("err.txt");
+    const char *out = e2e_dpath("out.json"), *err = e2e_dpath("err.txt");
     const char *args[] = {"--json",   "bench", "--deadline", "100", "--duration", "0.6",
                           "--warmup", "0",     "--depth",    "2",   NULL};
     ck_assert_int_eq(e2e_wait_exit(spawn(args, out, err), 60), 1);
@@ -325,11 +316,11 @@ START_TEST(ctl_sigint_cancels)
         return;
     e2e_restart_slow(2500, NULL);
     make_npy("x.npy", 64, 64);
-    const char *err = dpath("err.txt"), *y = dpath("y.npy");
+    const char *err = e2e_dpath("err.txt"), *y = e2e_dpath("y.npy");
     for (int t = 0; t < 2; t++) {
         long long sent0 = counter("cancel"), cancelled0 = counter("cancelled");
         const char *args[] = {
-            "--transport", t ? "shm" : "socket", "normalize", dpath("x.npy"), "-o", y, NULL};
+            "--transport", t ? "shm" : "socket", "normalize", e2e_dpath("x.npy"), "-o", y, NULL};
         pid_t pid = spawn(args, NULL, err);
         e2e_wait_status("in_flight", 1, 10); /* the job is on the backend */
         double t0 = tu_now_s();
@@ -377,8 +368,9 @@ START_TEST(ctl_sigint_while_sending)
     long long norm0 = counter("normalize");
     /* 512 KiB by socket: more than the socket buffers hold */
     make_npy("big.npy", 64, 1024);
-    const char *err = dpath("err.txt"), *y = dpath("y.npy");
-    const char *args[] = {"--transport", "socket", "normalize", dpath("big.npy"), "-o", y, NULL};
+    const char *err = e2e_dpath("err.txt"), *y = e2e_dpath("y.npy");
+    const char *args[] = {"--transport", "socket", "normalize", e2e_dpath("big.npy"),
+                          "-o",          y,        NULL};
     pid_t pid = spawn(args, NULL, err);
     e2e_wait_status("normalize", norm0 + 1, 5); /* its header is read; its payload waits */
     tu_sleep_s(0.3);

@@ -86,15 +86,6 @@ END_TEST
 
 /* ---- the transports against each other ---- */
 
-static const char *dpath(const char *name)
-{
-    static char p[8][320];
-    static int slot;
-    char *s = p[slot++ % 8];
-    snprintf(s, 320, "%s/%s", e2e_d.dir, name);
-    return s;
-}
-
 /* n values uniform in [lo, hi) as dt into name (a 1-D or 2-D .npy). */
 static void make_npy(const char *name, gpuq_dtype dt, int ndim, uint64_t r, uint64_t cols,
                      double lo, double hi)
@@ -114,7 +105,8 @@ static void make_npy(const char *name, gpuq_dtype dt, int ndim, uint64_t r, uint
     }
     const uint64_t shape[2] = {r, cols};
     char err[512];
-    ck_assert_msg(npy_write(dpath(name), dt, ndim, shape, data, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(npy_write(e2e_dpath(name), dt, ndim, shape, data, err, sizeof err) == 0, "%s",
+                  err);
     free(x);
     free(f);
 }
@@ -138,7 +130,7 @@ static void make_points(const char *name, gpuq_dtype dt, uint64_t n)
     }
     const uint64_t shape[2] = {n, 2};
     char err[512];
-    ck_assert_msg(npy_write(dpath(name), dt, 2, shape, data, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(npy_write(e2e_dpath(name), dt, 2, shape, data, err, sizeof err) == 0, "%s", err);
     free(x);
     free(f);
 }
@@ -158,7 +150,7 @@ static int ctl(const char *const *pre, const char *const *args, char **err_text)
         argv[n++] = args[i];
     argv[n] = NULL;
     ck_assert_int_lt(n, 40);
-    const char *errp = dpath("ctl.err");
+    const char *errp = e2e_dpath("ctl.err");
     int rc = tu_run(argv, NULL, errp);
     size_t len;
     char *e = tu_read_file(errp, &len);
@@ -244,9 +236,9 @@ static int run_form(const form *f, const char *const *pre, const char *tag, char
         char name[64];
         if (!strcmp(a, "OUT") || !strcmp(a, "IDX")) {
             snprintf(name, sizeof name, "%s-%s.npy", a, tag);
-            a = dpath(name);
+            a = e2e_dpath(name);
         } else if (strstr(a, ".npy")) {
-            a = dpath(a);
+            a = e2e_dpath(a);
         }
         args[n] = a;
     }
@@ -276,16 +268,17 @@ START_TEST(transports_agree)
         ck_assert_msg(n2 == n1 + 1, "%s: shm opened %lld arenas, want 1", f->name, n2 - n1);
         ck_assert_msg(n3 == n2 + f->large, "%s: auto opened %lld arenas, want %d", f->name, n3 - n2,
                       f->large);
-        same_file(dpath("OUT-socket.npy"), dpath("OUT-shm.npy"), f->name);
-        same_file(dpath("OUT-socket.npy"), dpath("OUT-auto.npy"), f->name);
+        same_file(e2e_dpath("OUT-socket.npy"), e2e_dpath("OUT-shm.npy"), f->name);
+        same_file(e2e_dpath("OUT-socket.npy"), e2e_dpath("OUT-auto.npy"), f->name);
         if (!strcmp(f->name, "knn")) {
-            same_file(dpath("IDX-socket.npy"), dpath("IDX-shm.npy"), "knn indices");
-            same_file(dpath("IDX-socket.npy"), dpath("IDX-auto.npy"), "knn indices");
+            same_file(e2e_dpath("IDX-socket.npy"), e2e_dpath("IDX-shm.npy"), "knn indices");
+            same_file(e2e_dpath("IDX-socket.npy"), e2e_dpath("IDX-auto.npy"), "knn indices");
         }
     }
     /* --transport after the command, and its bad forms */
-    const char *after[] = {"normalize", "--transport",          "shm", dpath("n1s.npy"),
-                           "-o",        dpath("OUT-after.npy"), NULL};
+    const char *after[] = {
+        "normalize", "--transport", "shm", e2e_dpath("n1s.npy"), "-o", e2e_dpath("OUT-after.npy"),
+        NULL};
     long long n0 = arena_opens();
     ck_assert_int_eq(ctl(NULL, after, NULL), 0);
     ck_assert_int_eq(arena_opens(), n0 + 1);
@@ -326,7 +319,7 @@ START_TEST(shm_without_arenas)
         free(err);
         ck_assert_msg(run_form(f, NULL, "auto", &err) == 0, "%s auto: %s", f->name, err);
         free(err);
-        same_file(dpath("OUT-socket.npy"), dpath("OUT-auto.npy"), f->name);
+        same_file(e2e_dpath("OUT-socket.npy"), e2e_dpath("OUT-auto.npy"), f->name);
     }
     ck_assert_int_eq(arena_opens(), 0);
     /* commands without arrays: shm is still refused, the others serve */
@@ -355,7 +348,7 @@ START_TEST(shm_without_room)
     free(err);
     const char *sock[] = {"--transport", "socket", NULL};
     ck_assert_int_eq(run_form(f, sock, "socket", NULL), 0);
-    same_file(dpath("OUT-socket.npy"), dpath("OUT-auto.npy"), "auto without room");
+    same_file(e2e_dpath("OUT-socket.npy"), e2e_dpath("OUT-auto.npy"), "auto without room");
     ck_assert_int_eq(arena_opens(), 0); /* over session_arena: not even asked */
     /* small arrays fit the 1 MiB: shm works */
     ck_assert_int_eq(run_form(&forms[0], shm, "shm", NULL), 0);
@@ -379,8 +372,8 @@ static int run_op(int transport, gpuq_request *req, const npy_array *a, const np
 static void open_npy(const char *name, npy_array *a, bool whole)
 {
     char err[512];
-    int rc = whole ? npy_read(dpath(name), a, err, sizeof err)
-                   : npy_open(dpath(name), a, err, sizeof err);
+    int rc = whole ? npy_read(e2e_dpath(name), a, err, sizeof err)
+                   : npy_open(e2e_dpath(name), a, err, sizeof err);
     ck_assert_msg(rc == 0, "%s", err);
     ck_assert(whole ? a->data != NULL && !a->open : a->data == NULL && a->open);
 }
@@ -404,15 +397,15 @@ START_TEST(xfer_direct)
             r.shape_a[1] = a.ndim == 2 ? a.shape[1] : 0;
             char name[64];
             snprintf(name, sizeof name, "x-%s.npy", tags[t]);
-            ctl_out o = {a.dtype, a.ndim, {a.shape[0], a.shape[1]}, dpath(name)};
+            ctl_out o = {a.dtype, a.ndim, {a.shape[0], a.shape[1]}, e2e_dpath(name)};
             long long n0 = arena_opens();
             ck_assert_int_eq(run_op(t, &r, &a, NULL, &o, 1), 0);
             ck_assert_int_eq(r.nin_ref + r.nout_ref, 0); /* the request as it came */
             ck_assert_int_eq(arena_opens() - n0, t == GPUQ_TRANSPORT_SHM || (t == 0 && big));
             npy_free(&a);
         }
-        same_file(dpath("x-socket.npy"), dpath("x-shm.npy"), "xfer normalize shm");
-        same_file(dpath("x-socket.npy"), dpath("x-auto.npy"), "xfer normalize auto");
+        same_file(e2e_dpath("x-socket.npy"), e2e_dpath("x-shm.npy"), "xfer normalize shm");
+        same_file(e2e_dpath("x-socket.npy"), e2e_dpath("x-auto.npy"), "xfer normalize auto");
     }
     /* knn: two inputs, two outputs (indices 4 bytes past an 8-byte boundary
      * when packed: here each on its own 64 bytes) */
@@ -432,28 +425,28 @@ START_TEST(xfer_direct)
         char d[64], i[64];
         snprintf(d, sizeof d, "kd-%s.npy", tags[t]);
         snprintf(i, sizeof i, "ki-%s.npy", tags[t]);
-        ctl_out o[2] = {{x.dtype, 2, {x.shape[0], 5}, dpath(d)},
-                        {GPUQ_DT_I64, 2, {x.shape[0], 5}, dpath(i)}};
+        ctl_out o[2] = {{x.dtype, 2, {x.shape[0], 5}, e2e_dpath(d)},
+                        {GPUQ_DT_I64, 2, {x.shape[0], 5}, e2e_dpath(i)}};
         ck_assert_int_eq(run_op(t, &r, &x, &y, o, 2), 0);
         npy_free(&x);
         npy_free(&y);
     }
-    same_file(dpath("kd-socket.npy"), dpath("kd-shm.npy"), "xfer knn distances");
-    same_file(dpath("ki-socket.npy"), dpath("ki-shm.npy"), "xfer knn indices");
-    same_file(dpath("kd-socket.npy"), dpath("kd-auto.npy"), "xfer knn distances auto");
-    same_file(dpath("ki-socket.npy"), dpath("ki-auto.npy"), "xfer knn indices auto");
+    same_file(e2e_dpath("kd-socket.npy"), e2e_dpath("kd-shm.npy"), "xfer knn distances");
+    same_file(e2e_dpath("ki-socket.npy"), e2e_dpath("ki-shm.npy"), "xfer knn indices");
+    same_file(e2e_dpath("kd-socket.npy"), e2e_dpath("kd-auto.npy"), "xfer knn distances auto");
+    same_file(e2e_dpath("ki-socket.npy"), e2e_dpath("ki-auto.npy"), "xfer knn indices auto");
     /* a file that shrank between its header and its data: an error, no hang */
     for (int t = 1; t < 3; t++) {
         npy_array a;
         open_npy("n2l.npy", &a, false);
-        ck_assert_int_eq(truncate(dpath("n2l.npy"), (off_t)(a.data_off + a.nbytes / 2)), 0);
+        ck_assert_int_eq(truncate(e2e_dpath("n2l.npy"), (off_t)(a.data_off + a.nbytes / 2)), 0);
         gpuq_request r;
         gpuq_request_init(&r);
         r.op = GPUQ_OP_NORMALIZE;
         r.dtype = a.dtype;
         r.ndim_a = 2;
         r.shape_a[0] = a.shape[0], r.shape_a[1] = a.shape[1];
-        ctl_out o = {a.dtype, 2, {a.shape[0], a.shape[1]}, dpath("shrunk.npy")};
+        ctl_out o = {a.dtype, 2, {a.shape[0], a.shape[1]}, e2e_dpath("shrunk.npy")};
         ck_assert_int_eq(run_op(t, &r, &a, NULL, &o, 1), 1);
         npy_free(&a);
         make_npy("n2l.npy", GPUQ_DT_F64, 2, 701, 301, -3, 10);

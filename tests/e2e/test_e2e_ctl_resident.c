@@ -27,15 +27,6 @@
 #include "e2e_util.h"
 #include "npy.h"
 
-static const char *dpath(const char *name)
-{
-    static char p[16][320];
-    static int slot;
-    char *s = p[slot++ % 16];
-    snprintf(s, 320, "%s/%s", e2e_d.dir, name);
-    return s;
-}
-
 /* gpuqctl --socket S [--transport T] args...: rc, stdout, stderr. */
 static tu_output ctl_t(const char *transport, const char *const *args)
 {
@@ -85,7 +76,8 @@ static void make_npy(const char *name, gpuq_dtype dt, int ndim, uint64_t r, uint
         memcpy(keep, x, n * sizeof *x);
     const uint64_t shape[2] = {r, cols};
     char err[512];
-    ck_assert_msg(npy_write(dpath(name), dt, ndim, shape, data, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(npy_write(e2e_dpath(name), dt, ndim, shape, data, err, sizeof err) == 0, "%s",
+                  err);
     free(x);
     free(f);
 }
@@ -97,17 +89,17 @@ static void same_array(const char *a, const char *b, const char *what)
 {
     npy_array x, y;
     char err[512];
-    if (npy_read(dpath(a), &x, err, sizeof err) != 0) {
+    if (npy_read(e2e_dpath(a), &x, err, sizeof err) != 0) {
         ck_assert_msg(strstr(err, "'<i8'"), "%s: %s", what, err);
         size_t la = 0, lb = 0;
-        char *fa = tu_read_file(dpath(a), &la), *fb = tu_read_file(dpath(b), &lb);
+        char *fa = tu_read_file(e2e_dpath(a), &la), *fb = tu_read_file(e2e_dpath(b), &lb);
         ck_assert_msg(fa && fb && la == lb && la > 128 && memcmp(fa, fb, la) == 0,
                       "%s: %s and %s differ", what, a, b);
         free(fa);
         free(fb);
         return;
     }
-    ck_assert_msg(npy_read(dpath(b), &y, err, sizeof err) == 0, "%s: %s", what, err);
+    ck_assert_msg(npy_read(e2e_dpath(b), &y, err, sizeof err) == 0, "%s: %s", what, err);
     ck_assert_msg(x.dtype == y.dtype && x.ndim == y.ndim && x.shape[0] == y.shape[0] &&
                       x.shape[1] == y.shape[1] && x.nbytes == y.nbytes &&
                       memcmp(x.data, y.data, x.nbytes) == 0,
@@ -136,7 +128,7 @@ static bool on_cpu(void)
 START_TEST(put_ls_get_rm)
 {
     make_npy("base.npy", GPUQ_DT_F32, 2, 37, 13, -5, 7, NULL);
-    tu_output o = CTL("put", "base", dpath("base.npy"));
+    tu_output o = CTL("put", "base", e2e_dpath("base.npy"));
     ok_run(&o, "put");
     ck_assert_str_eq(o.out, "put base: float32 (37, 13), 1.9 KiB, access private\n");
     tu_output_free(&o);
@@ -184,7 +176,7 @@ START_TEST(put_ls_get_rm)
         ck_assert_msg(strstr(o.out, keys[k]), "ls --json lacks %s: %s", keys[k], o.out);
     tu_output_free(&o);
 
-    o = CTL("get", "base", "-o", dpath("back.npy"));
+    o = CTL("get", "base", "-o", e2e_dpath("back.npy"));
     ok_run(&o, "get");
     ck_assert_str_eq(o.out, "");
     tu_output_free(&o);
@@ -208,14 +200,14 @@ END_TEST
 START_TEST(json_forms)
 {
     make_npy("v.npy", GPUQ_DT_F64, 1, 10, 1, -1, 1, NULL);
-    tu_output o = CTL("--json", "put", "--access", "all", "vec", dpath("v.npy"));
+    tu_output o = CTL("--json", "put", "--access", "all", "vec", e2e_dpath("v.npy"));
     ok_run(&o, "put --json");
     ck_assert_msg(strncmp(o.out, "{\"command\":\"put\"", 16) == 0, "%s", o.out);
     ck_assert_msg(strstr(o.out, "\"path\":\"@vec\",\"resident\":\"vec\",\"shape\":[10]") &&
                       strstr(o.out, "\"bytes\":80") && strchr(o.out, '\n')[1] == '\0',
                   "%s", o.out);
     tu_output_free(&o);
-    o = CTL("--json", "get", "vec", "-o", dpath("v2.npy"));
+    o = CTL("--json", "get", "vec", "-o", e2e_dpath("v2.npy"));
     ok_run(&o, "get --json");
     ck_assert_msg(strncmp(o.out, "{\"command\":\"get\"", 16) == 0, "%s", o.out);
     ck_assert_msg(strstr(o.out, "\"inputs\":[{\"path\":\"@vec\",\"resident\":\"vec\""), "%s",
@@ -238,46 +230,47 @@ START_TEST(at_inputs)
     const char *T = tr[_i];
     make_npy("q.npy", GPUQ_DT_F32, 2, 300, 64, -1, 1, NULL);
     make_npy("base.npy", GPUQ_DT_F32, 2, 4096, 64, -1, 1, NULL);
-    tu_output o = CTLT(T, "put", "base", dpath("base.npy"));
+    tu_output o = CTLT(T, "put", "base", e2e_dpath("base.npy"));
     ok_run(&o, "put base");
     tu_output_free(&o);
-    o = CTLT(T, "put", "qq", dpath("q.npy"));
+    o = CTLT(T, "put", "qq", e2e_dpath("q.npy"));
     ok_run(&o, "put qq");
     tu_output_free(&o);
-    o = CTLT(T, "distance", "knn", "--k", "7", dpath("q.npy"), dpath("base.npy"), "-o",
-             dpath("d_file.npy"), "-i", dpath("i_file.npy"));
+    o = CTLT(T, "distance", "knn", "--k", "7", e2e_dpath("q.npy"), e2e_dpath("base.npy"), "-o",
+             e2e_dpath("d_file.npy"), "-i", e2e_dpath("i_file.npy"));
     ok_run(&o, "knn files");
     tu_output_free(&o);
-    o = CTLT(T, "distance", "knn", "--k", "7", dpath("q.npy"), "@base", "-o", dpath("d_res.npy"),
-             "-i", dpath("i_res.npy"));
+    o = CTLT(T, "distance", "knn", "--k", "7", e2e_dpath("q.npy"), "@base", "-o",
+             e2e_dpath("d_res.npy"), "-i", e2e_dpath("i_res.npy"));
     ok_run(&o, "knn @base");
     tu_output_free(&o);
     same_array("d_file.npy", "d_res.npy", "knn @base distances");
     same_array("i_file.npy", "i_res.npy", "knn @base indices");
-    o = CTLT(T, "distance", "knn", "--k", "7", "@qq", "@base", "-o", dpath("d_both.npy"), "-i",
-             dpath("i_both.npy"));
+    o = CTLT(T, "distance", "knn", "--k", "7", "@qq", "@base", "-o", e2e_dpath("d_both.npy"), "-i",
+             e2e_dpath("i_both.npy"));
     ok_run(&o, "knn @qq @base");
     tu_output_free(&o);
     same_array("d_file.npy", "d_both.npy", "knn both resident");
     same_array("i_file.npy", "i_both.npy", "knn both resident, indices");
-    o = CTLT(T, "distance", "pairwise", "--metric", "cosine", "@qq", dpath("base.npy"), "-o",
-             dpath("p_res.npy"));
+    o = CTLT(T, "distance", "pairwise", "--metric", "cosine", "@qq", e2e_dpath("base.npy"), "-o",
+             e2e_dpath("p_res.npy"));
     ok_run(&o, "pairwise @qq");
     tu_output_free(&o);
-    o = CTLT(T, "distance", "pairwise", "--metric", "cosine", dpath("q.npy"), dpath("base.npy"),
-             "-o", dpath("p_file.npy"));
+    o = CTLT(T, "distance", "pairwise", "--metric", "cosine", e2e_dpath("q.npy"),
+             e2e_dpath("base.npy"), "-o", e2e_dpath("p_file.npy"));
     ok_run(&o, "pairwise files");
     tu_output_free(&o);
     same_array("p_file.npy", "p_res.npy", "pairwise @qq");
-    o = CTLT(T, "normalize", "--method", "zscore", "@base", "-o", dpath("n_res.npy"));
+    o = CTLT(T, "normalize", "--method", "zscore", "@base", "-o", e2e_dpath("n_res.npy"));
     ok_run(&o, "normalize @base");
     tu_output_free(&o);
-    o = CTLT(T, "normalize", "--method", "zscore", dpath("base.npy"), "-o", dpath("n_file.npy"));
+    o = CTLT(T, "normalize", "--method", "zscore", e2e_dpath("base.npy"), "-o",
+             e2e_dpath("n_file.npy"));
     ok_run(&o, "normalize file");
     tu_output_free(&o);
     same_array("n_file.npy", "n_res.npy", "normalize @base");
     /* --json names the resident input */
-    o = CTLT(T, "--json", "normalize", "@qq", "-o", dpath("n2.npy"));
+    o = CTLT(T, "--json", "normalize", "@qq", "-o", e2e_dpath("n2.npy"));
     ok_run(&o, "normalize --json");
     ck_assert_msg(strstr(o.out, "\"inputs\":[{\"path\":\"@qq\",\"resident\":\"qq\","
                                 "\"shape\":[300,64],\"dtype\":\"float32\",\"bytes\":76800}"),
@@ -291,23 +284,23 @@ START_TEST(at_outputs)
     const uint64_t rows = 23, cols = 7;
     double x[23 * 7];
     make_npy("x.npy", GPUQ_DT_F64, 2, rows, cols, -3, 8, x);
-    tu_output o = CTL("normalize", "--method", "l2", dpath("x.npy"), "-o", "@unit");
+    tu_output o = CTL("normalize", "--method", "l2", e2e_dpath("x.npy"), "-o", "@unit");
     ok_run(&o, "normalize -o @unit");
     ck_assert_str_eq(o.out, "");
     tu_output_free(&o);
-    ck_assert(!e2e_exists("@unit") && !e2e_exists(dpath("@unit")));
+    ck_assert(!e2e_exists("@unit") && !e2e_exists(e2e_dpath("@unit")));
     e2e_no_temp_files();
-    o = CTL("get", "unit", "-o", dpath("u.npy"));
+    o = CTL("get", "unit", "-o", e2e_dpath("u.npy"));
     ok_run(&o, "get unit");
     tu_output_free(&o);
-    o = CTL("normalize", "--method", "l2", dpath("x.npy"), "-o", dpath("u_file.npy"));
+    o = CTL("normalize", "--method", "l2", e2e_dpath("x.npy"), "-o", e2e_dpath("u_file.npy"));
     ok_run(&o, "normalize file");
     tu_output_free(&o);
     same_array("u_file.npy", "u.npy", "kept normalize");
     /* against a double reference of our own */
     npy_array u;
     char err[512];
-    ck_assert_msg(npy_read(dpath("u.npy"), &u, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(npy_read(e2e_dpath("u.npy"), &u, err, sizeof err) == 0, "%s", err);
     double ref[23 * 7];
     for (uint64_t i = 0; i < rows; i++) {
         double s = 0;
@@ -324,20 +317,20 @@ START_TEST(at_outputs)
 
     /* knn: the indices kept, the distances written; then both kept */
     make_npy("q.npy", GPUQ_DT_F64, 2, 9, 7, -3, 8, NULL);
-    o = CTL("distance", "knn", "--k", "4", dpath("q.npy"), dpath("x.npy"), "-o", dpath("d1.npy"),
-            "-i", dpath("i1.npy"));
+    o = CTL("distance", "knn", "--k", "4", e2e_dpath("q.npy"), e2e_dpath("x.npy"), "-o",
+            e2e_dpath("d1.npy"), "-i", e2e_dpath("i1.npy"));
     ok_run(&o, "knn files");
     tu_output_free(&o);
-    o = CTL("distance", "knn", "--k", "4", dpath("q.npy"), dpath("x.npy"), "-o", dpath("d2.npy"),
-            "-i", "@idx");
+    o = CTL("distance", "knn", "--k", "4", e2e_dpath("q.npy"), e2e_dpath("x.npy"), "-o",
+            e2e_dpath("d2.npy"), "-i", "@idx");
     ok_run(&o, "knn -i @idx");
     tu_output_free(&o);
     same_array("d1.npy", "d2.npy", "knn -i @idx distances");
-    o = CTL("get", "idx", "-o", dpath("i2.npy"));
+    o = CTL("get", "idx", "-o", e2e_dpath("i2.npy"));
     ok_run(&o, "get idx");
     tu_output_free(&o);
     same_array("i1.npy", "i2.npy", "kept indices");
-    o = CTL("distance", "knn", "--k", "4", dpath("q.npy"), "@unit", "-o", "@dd", "-i", "@ii");
+    o = CTL("distance", "knn", "--k", "4", e2e_dpath("q.npy"), "@unit", "-o", "@dd", "-i", "@ii");
     ok_run(&o, "knn all kept");
     ck_assert_str_eq(o.out, "");
     tu_output_free(&o);
@@ -353,7 +346,7 @@ START_TEST(at_outputs)
     o = CTL("get", "unit", "-o", "@unit2");
     ok_run(&o, "get -o @unit2");
     tu_output_free(&o);
-    o = CTL("get", "unit2", "-o", dpath("u2.npy"));
+    o = CTL("get", "unit2", "-o", e2e_dpath("u2.npy"));
     ok_run(&o, "get unit2");
     tu_output_free(&o);
     same_array("u.npy", "u2.npy", "get -o @unit2");
@@ -365,23 +358,23 @@ START_TEST(stdin_stdout_and_copies)
     make_npy("base.npy", GPUQ_DT_F64, 2, 5, 3, -1, 1, NULL);
     char sh[1024];
     snprintf(sh, sizeof sh, "'%s' --socket '%s' put s - < '%s'", GPUQCTL_PATH, e2e_d.socket,
-             dpath("base.npy"));
+             e2e_dpath("base.npy"));
     const char *put[] = {"/bin/sh", "-c", sh, NULL};
     ck_assert_int_eq(tu_run(put, NULL, NULL), 0);
     snprintf(sh, sizeof sh, "'%s' --socket '%s' get s -o - > '%s'", GPUQCTL_PATH, e2e_d.socket,
-             dpath("s.npy"));
+             e2e_dpath("s.npy"));
     const char *get[] = {"/bin/sh", "-c", sh, NULL};
     ck_assert_int_eq(tu_run(get, NULL, NULL), 0);
     same_array("base.npy", "s.npy", "stdin to stdout");
     /* access all; a copy of a resident array by put */
-    tu_output o = CTL("put", "--access=all", "shared", dpath("base.npy"));
+    tu_output o = CTL("put", "--access=all", "shared", e2e_dpath("base.npy"));
     ok_run(&o, "put --access=all");
     ck_assert_str_eq(o.out, "put shared: float64 (5, 3), 120 B, access all\n");
     tu_output_free(&o);
     o = CTL("put", "copy", "@shared");
     ok_run(&o, "put @shared");
     tu_output_free(&o);
-    o = CTL("get", "copy", "-o", dpath("c.npy"));
+    o = CTL("get", "copy", "-o", e2e_dpath("c.npy"));
     ok_run(&o, "get copy");
     tu_output_free(&o);
     same_array("base.npy", "c.npy", "put @shared");
@@ -390,10 +383,10 @@ START_TEST(stdin_stdout_and_copies)
     tu_output_free(&o);
     /* put again replaces */
     make_npy("other.npy", GPUQ_DT_F32, 1, 4, 1, -1, 1, NULL);
-    o = CTL("put", "copy", dpath("other.npy"));
+    o = CTL("put", "copy", e2e_dpath("other.npy"));
     ok_run(&o, "put replaces");
     tu_output_free(&o);
-    o = CTL("get", "copy", "-o", dpath("c2.npy"));
+    o = CTL("get", "copy", "-o", e2e_dpath("c2.npy"));
     ok_run(&o, "get replaced");
     tu_output_free(&o);
     same_array("other.npy", "c2.npy", "replaced");
@@ -404,34 +397,34 @@ START_TEST(errors)
 {
     make_npy("x.npy", GPUQ_DT_F32, 2, 6, 8, -1, 1, NULL);
     make_npy("base.npy", GPUQ_DT_F32, 2, 20, 64, -1, 1, NULL);
-    tu_output o = CTL("put", "base", dpath("base.npy"));
+    tu_output o = CTL("put", "base", e2e_dpath("base.npy"));
     ok_run(&o, "put");
     tu_output_free(&o);
     /* no such array: exit 1, not_found, nothing written */
-    o = CTL("get", "missing", "-o", dpath("m.npy"));
+    o = CTL("get", "missing", "-o", e2e_dpath("m.npy"));
     fails(&o, 1, "gpuqctl: not_found: no resident array 'missing'", "get missing");
     tu_output_free(&o);
-    ck_assert(!e2e_exists(dpath("m.npy")));
-    o = CTL("--json", "get", "missing", "-o", dpath("m.npy"));
+    ck_assert(!e2e_exists(e2e_dpath("m.npy")));
+    o = CTL("--json", "get", "missing", "-o", e2e_dpath("m.npy"));
     fails(&o, 1, "not_found", "get missing --json");
     tu_output_free(&o);
     o = CTL("rm", "missing");
     fails(&o, 1, "gpuqctl: not_found: ", "rm missing");
     tu_output_free(&o);
-    o = CTL("distance", "knn", "--k", "1", dpath("x.npy"), "@missing", "-o", dpath("a.npy"), "-i",
-            dpath("b.npy"));
+    o = CTL("distance", "knn", "--k", "1", e2e_dpath("x.npy"), "@missing", "-o", e2e_dpath("a.npy"),
+            "-i", e2e_dpath("b.npy"));
     fails(&o, 1, "gpuqctl: not_found: no resident array 'missing'", "knn @missing");
     tu_output_free(&o);
-    ck_assert(!e2e_exists(dpath("a.npy")) && !e2e_exists(dpath("b.npy")));
+    ck_assert(!e2e_exists(e2e_dpath("a.npy")) && !e2e_exists(e2e_dpath("b.npy")));
     e2e_no_temp_files();
     /* malformed names: usage errors that say why */
-    o = CTL("put", "a/b", dpath("x.npy"));
+    o = CTL("put", "a/b", e2e_dpath("x.npy"));
     fails(&o, 2, "bad NAME 'a/b': the name contains \"/\"", "put a/b");
     tu_output_free(&o);
-    o = CTL("normalize", dpath("x.npy"), "-o", "@");
+    o = CTL("normalize", e2e_dpath("x.npy"), "-o", "@");
     fails(&o, 2, "'@' names no resident array: the name is empty", "-o @");
     tu_output_free(&o);
-    o = CTL("normalize", "@x\ty", "-o", dpath("n.npy"));
+    o = CTL("normalize", "@x\ty", "-o", e2e_dpath("n.npy"));
     fails(&o, 2, "names no resident array: the name contains a control character", "tab");
     ck_assert_msg(!strchr(o.err, '\t'), "the name echoed: %s", o.err);
     tu_output_free(&o);
@@ -441,26 +434,27 @@ START_TEST(errors)
     o = CTL("rm", longname);
     fails(&o, 2, "129 bytes", "rm of 129 bytes");
     tu_output_free(&o);
-    o = CTL("distance", "knn", "--k", "1", dpath("x.npy"), "@base", "-o", "@same", "-i", "@same");
+    o = CTL("distance", "knn", "--k", "1", e2e_dpath("x.npy"), "@base", "-o", "@same", "-i",
+            "@same");
     fails(&o, 2, "both outputs would be kept as '@same'", "two outputs one name");
     tu_output_free(&o);
-    o = CTL("put", "--access", "public", "p", dpath("x.npy"));
+    o = CTL("put", "--access", "public", "p", e2e_dpath("x.npy"));
     fails(&o, 2, "unknown --access 'public' (private|all)", "--access public");
     tu_output_free(&o);
     o = CTL("get", "base");
     fails(&o, 2, "-o OUT.npy is required", "get without -o");
     tu_output_free(&o);
     /* no file */
-    o = CTL("put", "p", dpath("nofile.npy"));
+    o = CTL("put", "p", e2e_dpath("nofile.npy"));
     fails(&o, 1, "gpuqctl: io: ", "put nofile");
     tu_output_free(&o);
     /* d = 8 against base's 64: gpuqd's bad_shape */
-    o = CTL("distance", "pairwise", dpath("x.npy"), "@base", "-o", dpath("p.npy"));
+    o = CTL("distance", "pairwise", e2e_dpath("x.npy"), "@base", "-o", e2e_dpath("p.npy"));
     fails(&o, 1, "gpuqctl: bad_shape: ", "pairwise d mismatch");
     tu_output_free(&o);
-    ck_assert(!e2e_exists(dpath("p.npy")));
+    ck_assert(!e2e_exists(e2e_dpath("p.npy")));
     /* and none of it changed base */
-    o = CTL("get", "base", "-o", dpath("back.npy"));
+    o = CTL("get", "base", "-o", e2e_dpath("back.npy"));
     ok_run(&o, "get base");
     tu_output_free(&o);
     same_array("base.npy", "back.npy", "base after the errors");

@@ -31,7 +31,6 @@
 static uint8_t hbuf[1 << 16];
 
 static void line_matches(const char *path, const char *pat);
-static const char *dpath(const char *name);
 
 /* rep's info map as JSON (static buffer). */
 static const char *info_json(const gpuq_reply *rep)
@@ -395,11 +394,11 @@ START_TEST(sessions_show_the_current_op)
     free(doc);
     /* gpuqctl sessions: the same, in human units (about 0.4 s so far) */
     const char *argv[] = {GPUQCTL_PATH, "--socket", e2e_d.socket, "sessions", NULL};
-    ck_assert_int_eq(tu_run(argv, dpath("sessions.out"), NULL), 0);
-    line_matches(dpath("sessions.out"), "^ID .* AGE +CURRENT +STATE +CUR_BYTES +CUR_TIME$");
-    line_matches(dpath("sessions.out"),
+    ck_assert_int_eq(tu_run(argv, e2e_dpath("sessions.out"), NULL), 0);
+    line_matches(e2e_dpath("sessions.out"), "^ID .* AGE +CURRENT +STATE +CUR_BYTES +CUR_TIME$");
+    line_matches(e2e_dpath("sessions.out"),
                  " busy .* normalize +running +8\\.0 KiB +([3-9][0-9]{2} ms|1\\.[0-4][0-9] s)$");
-    line_matches(dpath("sessions.out"), " gpuqctl\\* .* - +- +- +-$");
+    line_matches(e2e_dpath("sessions.out"), " gpuqctl\\* .* - +- +- +-$");
     gpuq_result *res = gpuq_result_new();
     ck_assert_int_eq(gpuq_wait_req(c, res), 0);
     gpuq_result_free(res);
@@ -620,15 +619,6 @@ START_TEST(lib_monitor_stops_cleanly)
 }
 END_TEST
 
-static const char *dpath(const char *name)
-{
-    static char p[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(p[k], sizeof p[k], "%s/%s", e2e_d.dir, name);
-    return p[k];
-}
-
 /* gpuqctl argv in a child of ours, stdout and stderr into files: its pid. */
 static pid_t spawn(const char *const *argv, const char *out, const char *err)
 {
@@ -670,18 +660,18 @@ static void line_matches(const char *path, const char *pat)
 #define CTL_US_30_999 "([3-9][0-9]{4}|[1-9][0-9]{5})(\\.[0-9]+)?" /* the same, raw microseconds */
 #define CTL_NORM_LINE                                                                              \
     "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3} +[0-9]+ [^ ]+ +ctl-work +"  \
-    "normalize f64 \\[2x3\\] +normal socket +[0-9.]+ (ns|µs|ms) +" CTL_MS_30_999 " +" CTL_MS_30_999   \
-    " +48 B +48 B ok$"
+    "normalize f64 \\[2x3\\] +normal socket +[0-9.]+ (ns|µs|ms) +" CTL_MS_30_999                   \
+    " +" CTL_MS_30_999 " +48 B +48 B ok$"
 
 START_TEST(ctl_monitor_and_slowlog)
 {
     const char *extra[] = {"--slowlog-min-us", "0", NULL};
     e2e_restart_slow(30, extra);
-    const char *out = dpath("mon.out"), *jout = dpath("monj.out");
+    const char *out = e2e_dpath("mon.out"), *jout = e2e_dpath("monj.out");
     const char *margv[] = {GPUQCTL_PATH, "--socket", e2e_d.socket, "monitor", NULL};
     const char *jargv[] = {GPUQCTL_PATH, "--socket", e2e_d.socket, "--json", "monitor", NULL};
-    pid_t pid = spawn(margv, out, dpath("mon.err"));
-    pid_t jpid = spawn(jargv, jout, dpath("monj.err"));
+    pid_t pid = spawn(margv, out, e2e_dpath("mon.err"));
+    pid_t jpid = spawn(jargv, jout, e2e_dpath("monj.err"));
     e2e_wait_status("monitors", 2, 5);
     gpuq_conn *c = e2e_connect("ctl-work", 0);
     double a[6] = {1, 2, 3, 4, 5, 6}, o[6];
@@ -710,7 +700,7 @@ START_TEST(ctl_monitor_and_slowlog)
                  "\"outcome\":\"ok\",\"code\":0,\"message\":\"\",\"bytes_in\":48,"
                  "\"bytes_out\":48\\}$");
     /* slowlog: the same columns; the two 30 ms normalizes first */
-    const char *st = dpath("slow.txt"), *sj = dpath("slow.json");
+    const char *st = e2e_dpath("slow.txt"), *sj = e2e_dpath("slow.json");
     const char *targv[] = {GPUQCTL_PATH, "--socket", e2e_d.socket, "slowlog", NULL};
     ck_assert_int_eq(tu_run(targv, st, NULL), 0);
     line_matches(st, "^TIME +SESS USER +CLIENT +OP .* OUTCOME\n[^\n]* normalize f64 [^\n]*\n"
@@ -731,8 +721,8 @@ START_TEST(ctl_monitor_and_slowlog)
                  "^\\{\"command\":\"slowlog\",\"reset\":true,\"ok\":true,\"cleared\":[0-9]+\\}$");
     /* a bad argument: a usage error, exit 2 (as every command's) */
     const char *bargv[] = {GPUQCTL_PATH, "--socket", e2e_d.socket, "slowlog", "--bogus", NULL};
-    ck_assert_int_eq(tu_run(bargv, NULL, dpath("bad.err")), 2);
-    line_matches(dpath("bad.err"), "--bogus");
+    ck_assert_int_eq(tu_run(bargv, NULL, e2e_dpath("bad.err")), 2);
+    line_matches(e2e_dpath("bad.err"), "--bogus");
     e2e_assert_serves();
 }
 END_TEST

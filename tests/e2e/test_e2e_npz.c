@@ -24,16 +24,6 @@
 
 #include "e2e_util.h"
 
-/* dir/name in one of 8 buffers used in turn. */
-static const char *dpath(const char *name)
-{
-    static char p[8][320];
-    static int slot;
-    char *s = p[slot++ % 8];
-    snprintf(s, 320, "%s/%s", e2e_d.dir, name);
-    return s;
-}
-
 static tu_output ctl(const char *const *args)
 {
     const char *pre[] = {GPUQCTL_PATH, "--socket", e2e_d.socket, NULL};
@@ -86,27 +76,28 @@ START_TEST(member_as_npy)
     const member_case *mc = &members[_i];
     char arg[400];
     snprintf(arg, sizeof arg, "%s/%s", e2e_d.dir, mc->arg);
-    tu_output r = CTL("normalize", "--method", "l2", arg, "-o", dpath("a.npy"));
+    tu_output r = CTL("normalize", "--method", "l2", arg, "-o", e2e_dpath("a.npy"));
     ck_assert_msg(r.rc == 0, "%s: exit %d, stderr %s", mc->arg, r.rc, r.err);
     tu_output_free(&r);
-    r = CTL("normalize", "--method", "l2", dpath(mc->ref), "-o", dpath("b.npy"));
+    r = CTL("normalize", "--method", "l2", e2e_dpath(mc->ref), "-o", e2e_dpath("b.npy"));
     ck_assert_msg(r.rc == 0, "%s: exit %d, stderr %s", mc->ref, r.rc, r.err);
     tu_output_free(&r);
-    same_files(dpath("a.npy"), dpath("b.npy"), mc->arg);
+    same_files(e2e_dpath("a.npy"), e2e_dpath("b.npy"), mc->arg);
 }
 END_TEST
 
 /* Two inputs, one stored and one deflated, as their .npy files. */
 START_TEST(two_members_of_two_archives)
 {
-    tu_output r =
-        CTL("distance", "pairwise", dpath("ab.npz:x"), dpath("abc.npz:y"), "-o", dpath("a.npy"));
+    tu_output r = CTL("distance", "pairwise", e2e_dpath("ab.npz:x"), e2e_dpath("abc.npz:y"), "-o",
+                      e2e_dpath("a.npy"));
     ck_assert_msg(r.rc == 0, "exit %d, stderr %s", r.rc, r.err);
     tu_output_free(&r);
-    r = CTL("distance", "pairwise", dpath("x.npy"), dpath("y.npy"), "-o", dpath("b.npy"));
+    r = CTL("distance", "pairwise", e2e_dpath("x.npy"), e2e_dpath("y.npy"), "-o",
+            e2e_dpath("b.npy"));
     ck_assert_msg(r.rc == 0, "exit %d, stderr %s", r.rc, r.err);
     tu_output_free(&r);
-    same_files(dpath("a.npy"), dpath("b.npy"), "pairwise");
+    same_files(e2e_dpath("a.npy"), e2e_dpath("b.npy"), "pairwise");
 }
 END_TEST
 
@@ -143,19 +134,19 @@ START_TEST(refused_by_name)
 {
     const refusal *rf = &refusals[_i];
     char cmd[700];
-    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && mkfifo '%s'", dpath("x.npy"), dpath("notzip.npz"),
-             dpath("fifo.npz"));
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && mkfifo '%s'", e2e_dpath("x.npy"),
+             e2e_dpath("notzip.npz"), e2e_dpath("fifo.npz"));
     ck_assert_int_eq(system(cmd), 0);
     long long errors = e2e_status_int("errors");
-    const char *arg = dpath(rf->arg);
-    tu_output r = CTL("normalize", arg, "-o", dpath("out.npy"));
+    const char *arg = e2e_dpath(rf->arg);
+    tu_output r = CTL("normalize", arg, "-o", e2e_dpath("out.npy"));
     ck_assert_msg(r.rc == 1, "%s: exit %d, stderr %s", rf->arg, r.rc, r.err);
     char want[800];
     snprintf(want, sizeof want, "gpuqctl: %s: %s: %s", rf->code, arg, rf->why);
     ck_assert_msg(strstr(r.err, want), "%s: no \"%s\" in %s", rf->arg, want, r.err);
     ck_assert_msg(!strchr(r.err, '\n') || !strchr(r.err, '\n')[1], "more than a line: %s", r.err);
     tu_output_free(&r);
-    ck_assert(!e2e_exists(dpath("out.npy")));
+    ck_assert(!e2e_exists(e2e_dpath("out.npy")));
     e2e_no_temp_files();
     ck_assert_int_eq(e2e_status_int("errors"), errors); /* refused here, not by gpuqd */
     e2e_assert_serves();
@@ -169,8 +160,9 @@ END_TEST
  * member that is not there is one error line naming it, exit 1. */
 START_TEST(bench_on_members)
 {
-    tu_output r = CTL("bench", "--json", "--op", "knn", "--input", dpath("ab.npz:x"), "--input-b",
-                      dpath("abc.npz:y"), "--k", "2", "--duration", "0.3", "--warmup", "0");
+    tu_output r =
+        CTL("bench", "--json", "--op", "knn", "--input", e2e_dpath("ab.npz:x"), "--input-b",
+            e2e_dpath("abc.npz:y"), "--k", "2", "--duration", "0.3", "--warmup", "0");
     ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
     ck_assert_msg(strstr(r.out, "\"op\":\"knn\",\"size\":7,\"dim\":3,\"dtype\":\"f64\"") &&
                       strstr(r.out, "\"errors\":0,") && strstr(r.out, "ab.npz:x\"") &&
@@ -183,14 +175,14 @@ START_TEST(bench_on_members)
     double b = strtod(mb + 7, NULL) * 1e6 / strtod(rs + 8, NULL);
     ck_assert_msg(b > 511 && b < 513, "%g bytes a request: %s", b, r.out);
     tu_output_free(&r);
-    r = CTL("bench", "--input", dpath("int.npz:i"), "--method", "l1", "--duration", "0.2",
+    r = CTL("bench", "--input", e2e_dpath("int.npz:i"), "--method", "l1", "--duration", "0.2",
             "--warmup", "0");
     ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
     ck_assert_msg(strstr(r.out, "int.npz:i [7, 3] f64, method l1") &&
                       strstr(r.out, "\nerrors      0\n"),
                   "%s", r.out);
     tu_output_free(&r);
-    r = CTL("bench", "--input", dpath("ab.npz:q"), "--duration", "0.2");
+    r = CTL("bench", "--input", e2e_dpath("ab.npz:q"), "--duration", "0.2");
     ck_assert_msg(r.rc == 1 && r.out[0] == '\0', "exit %d: %s%s", r.rc, r.out, r.err);
     ck_assert_msg(strstr(r.err, "ab.npz:q: no array \"q\" in the archive; it holds x, y") &&
                       strchr(r.err, '\n') == r.err + strlen(r.err) - 1,

@@ -28,16 +28,6 @@
 #include "e2e_util.h"
 #include "npy.h"
 
-/* dir/name in one of 8 buffers used in turn. */
-static const char *dpath(const char *name)
-{
-    static char p[8][320];
-    static int slot;
-    char *s = p[slot++ % 8];
-    snprintf(s, 320, "%s/%s", e2e_d.dir, name);
-    return s;
-}
-
 /* gpuqctl --socket S args... (NULL-terminated), run in the daemon's dir. */
 static tu_output ctl(const char *const *args)
 {
@@ -55,8 +45,9 @@ static void make_npy(const char *name, uint64_t rows, uint64_t cols)
     tu_rand_fill_f64(x, n, 0.5, 10);
     const uint64_t shape[2] = {rows, cols};
     char err[512];
-    ck_assert_msg(npy_write(dpath(name), GPUQ_DT_F64, cols ? 2 : 1, shape, x, err, sizeof err) == 0,
-                  "%s", err);
+    ck_assert_msg(
+        npy_write(e2e_dpath(name), GPUQ_DT_F64, cols ? 2 : 1, shape, x, err, sizeof err) == 0, "%s",
+        err);
     free(x);
 }
 
@@ -89,7 +80,7 @@ static void make_npy_bytes(const char *name, const char *descr, size_t descr_len
     memcpy(buf + 10, dict, hlen);
     if (data && data_len)
         memcpy(buf + 10 + hlen, data, data_len);
-    ck_assert_int_eq(tu_write_file(dpath(name), buf, total), 0);
+    ck_assert_int_eq(tu_write_file(e2e_dpath(name), buf, total), 0);
     free(buf);
 }
 
@@ -205,44 +196,44 @@ START_TEST(distinct_outputs_written)
 {
     fixture_files();
     size_t len, l2;
-    char *before = slurp(dpath("keep.npy"), &len);
-    tu_output r = CTL("distance", "knn", "--k", "2", dpath("x.npy"), dpath("y.npy"), "-o",
-                      dpath("keep.npy"), "-i", dpath("i.npy"));
+    char *before = slurp(e2e_dpath("keep.npy"), &len);
+    tu_output r = CTL("distance", "knn", "--k", "2", e2e_dpath("x.npy"), e2e_dpath("y.npy"), "-o",
+                      e2e_dpath("keep.npy"), "-i", e2e_dpath("i.npy"));
     ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
     tu_output_free(&r);
-    char *after = slurp(dpath("keep.npy"), &l2);
+    char *after = slurp(e2e_dpath("keep.npy"), &l2);
     ck_assert_msg(l2 != len || memcmp(before, after, len) != 0, "keep.npy not written");
-    ck_assert(exists(dpath("i.npy")));
+    ck_assert(exists(e2e_dpath("i.npy")));
     free(after);
     free(before);
 
-    r = CTL("distance", "knn", "--k", "2", dpath("x.npy"), dpath("y.npy"), "-o", "/dev/null", "-i",
-            "/dev/null");
+    r = CTL("distance", "knn", "--k", "2", e2e_dpath("x.npy"), e2e_dpath("y.npy"), "-o",
+            "/dev/null", "-i", "/dev/null");
     ck_assert_msg(r.rc == 0, "/dev/null twice: exit %d: %s", r.rc, r.err);
     tu_output_free(&r);
 
     /* output = input: what writing it elsewhere gives */
-    r = CTL("normalize", "--method", "l2", dpath("x.npy"), "-o", dpath("ref.npy"));
+    r = CTL("normalize", "--method", "l2", e2e_dpath("x.npy"), "-o", e2e_dpath("ref.npy"));
     ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
     tu_output_free(&r);
-    r = CTL("normalize", "--method", "l2", dpath("x.npy"), "-o", dpath("x.npy"));
+    r = CTL("normalize", "--method", "l2", e2e_dpath("x.npy"), "-o", e2e_dpath("x.npy"));
     ck_assert_msg(r.rc == 0, "in place: exit %d: %s", r.rc, r.err);
     tu_output_free(&r);
-    char *ref = slurp(dpath("ref.npy"), &len);
-    unchanged(dpath("x.npy"), ref, len);
+    char *ref = slurp(e2e_dpath("ref.npy"), &len);
+    unchanged(e2e_dpath("x.npy"), ref, len);
     free(ref);
     /* knn's distances over its own X: read whole before it is replaced */
     make_npy("x.npy", 6, 3);
-    r = CTL("distance", "knn", "--k", "2", dpath("x.npy"), dpath("y.npy"), "-o", dpath("ref.npy"),
-            "-i", dpath("i.npy"));
+    r = CTL("distance", "knn", "--k", "2", e2e_dpath("x.npy"), e2e_dpath("y.npy"), "-o",
+            e2e_dpath("ref.npy"), "-i", e2e_dpath("i.npy"));
     ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
     tu_output_free(&r);
-    r = CTL("distance", "knn", "--k", "2", dpath("x.npy"), dpath("y.npy"), "-o", dpath("x.npy"),
-            "-i", dpath("i.npy"));
+    r = CTL("distance", "knn", "--k", "2", e2e_dpath("x.npy"), e2e_dpath("y.npy"), "-o",
+            e2e_dpath("x.npy"), "-i", e2e_dpath("i.npy"));
     ck_assert_msg(r.rc == 0, "knn over X: exit %d: %s", r.rc, r.err);
     tu_output_free(&r);
-    ref = slurp(dpath("ref.npy"), &len);
-    unchanged(dpath("x.npy"), ref, len);
+    ref = slurp(e2e_dpath("ref.npy"), &len);
+    unchanged(e2e_dpath("x.npy"), ref, len);
     free(ref);
     e2e_no_temp_files();
 }
@@ -277,20 +268,20 @@ START_TEST(empty_path_is_usage)
     int n = 0;
     for (; ec->args[n]; n++) {
         const char *a = ec->args[n];
-        args[n] = !strcmp(a, "X")      ? dpath("x.npy")
-                  : !strcmp(a, "Y")    ? dpath("y.npy")
-                  : !strcmp(a, "KEEP") ? dpath("keep.npy")
+        args[n] = !strcmp(a, "X")      ? e2e_dpath("x.npy")
+                  : !strcmp(a, "Y")    ? e2e_dpath("y.npy")
+                  : !strcmp(a, "KEEP") ? e2e_dpath("keep.npy")
                                        : a;
     }
     args[n] = NULL;
     size_t len;
-    char *before = slurp(dpath("keep.npy"), &len);
+    char *before = slurp(e2e_dpath("keep.npy"), &len);
     tu_output r = ctl(args);
     ck_assert_msg(r.rc == 2, "case %d: exit %d, stderr %s", _i, r.rc, r.err);
     ck_assert_msg(strstr(r.err, "gpuqctl: usage: ") && strstr(r.err, ec->want),
                   "case %d: no \"%s\" in %s", _i, ec->want, r.err);
     tu_output_free(&r);
-    unchanged(dpath("keep.npy"), before, len);
+    unchanged(e2e_dpath("keep.npy"), before, len);
     free(before);
     e2e_no_temp_files();
 }
@@ -322,15 +313,15 @@ START_TEST(descr_shown_as_found)
     fixture_files();
     make_raw_npy("odd.npy", dc->descr, dc->len, "(6, 3)", 6 * 3 * 8);
     size_t len;
-    char *before = slurp(dpath("keep.npy"), &len);
-    tu_output r = CTL("normalize", dpath("odd.npy"), "-o", dpath("keep.npy"));
+    char *before = slurp(e2e_dpath("keep.npy"), &len);
+    tu_output r = CTL("normalize", e2e_dpath("odd.npy"), "-o", e2e_dpath("keep.npy"));
     ck_assert_msg(r.rc == 1, "case %d: exit %d, stderr %s", _i, r.rc, r.err);
     char want[600];
-    snprintf(want, sizeof want, "gpuqctl: bad_dtype: %s: %s", dpath("odd.npy"), dc->shown);
+    snprintf(want, sizeof want, "gpuqctl: bad_dtype: %s: %s", e2e_dpath("odd.npy"), dc->shown);
     ck_assert_msg(strstr(r.err, want), "case %d: no \"%s\" in %s", _i, want, r.err);
     ck_assert_msg(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "not one line: %s", r.err);
     tu_output_free(&r);
-    unchanged(dpath("keep.npy"), before, len);
+    unchanged(e2e_dpath("keep.npy"), before, len);
     free(before);
 }
 END_TEST
@@ -373,11 +364,11 @@ static void check_loaded(const char *what, const char *descr, bool fortran, uint
         void *got;
         int fd = -1;
         if (pass == 0) {
-            ck_assert_msg(npy_read(dpath("conv.npy"), &a, err, sizeof err) == 0, "%s: %s", what,
+            ck_assert_msg(npy_read(e2e_dpath("conv.npy"), &a, err, sizeof err) == 0, "%s: %s", what,
                           err);
             got = a.data;
         } else {
-            fd = open(dpath("conv.npy"), O_RDONLY | O_CLOEXEC);
+            fd = open(e2e_dpath("conv.npy"), O_RDONLY | O_CLOEXEC);
             ck_assert_int_ge(fd, 0);
             ck_assert_msg(npy_open_stream(fd, "stream", &a, err, sizeof err) == 0, "%s: %s", what,
                           err);
@@ -529,22 +520,23 @@ START_TEST(short_data_refused)
         make_raw_npy("short.npy", "<i2", 3, "(3, 4)", lens[k]);
         npy_array a;
         char err[512], want[600];
-        ck_assert_int_eq(npy_read(dpath("short.npy"), &a, err, sizeof err), GPUQ_E_SIZE_MISMATCH);
+        ck_assert_int_eq(npy_read(e2e_dpath("short.npy"), &a, err, sizeof err),
+                         GPUQ_E_SIZE_MISMATCH);
         snprintf(want, sizeof want, "%s: shape needs 24 data bytes but the file has %zu",
-                 dpath("short.npy"), lens[k]);
+                 e2e_dpath("short.npy"), lens[k]);
         ck_assert_msg(strcmp(err, want) == 0, "%s, want %s", err, want);
         ck_assert_ptr_null(a.data);
     }
     make_raw_npy("ok.npy", "<i2", 3, "(3, 4)", 24);
     npy_array a;
     char err[512];
-    ck_assert_msg(npy_read(dpath("ok.npy"), &a, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(npy_read(e2e_dpath("ok.npy"), &a, err, sizeof err) == 0, "%s", err);
     ck_assert_uint_eq(a.nbytes, 3 * 4 * 8);
     ck_assert_uint_eq(a.file_esize, 2);
     npy_free(&a);
     /* a stream that ends early is told in the file's bytes too */
     make_raw_npy("short.npy", "<i2", 3, "(3, 4)", 23);
-    int fd = open(dpath("short.npy"), O_RDONLY | O_CLOEXEC);
+    int fd = open(e2e_dpath("short.npy"), O_RDONLY | O_CLOEXEC);
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(npy_open_stream(fd, "stream", &a, err, sizeof err), 0);
     double out[12];
@@ -569,16 +561,17 @@ START_TEST(int64_input_as_float64)
     make_npy_bytes("ints.npy", "<i8", 3, false, "(6, 3)", ints, sizeof ints);
     const uint64_t shape[2] = {6, 3};
     char err[512];
-    ck_assert_msg(npy_write(dpath("dbl.npy"), GPUQ_DT_F64, 2, shape, dbl, err, sizeof err) == 0,
+    ck_assert_msg(npy_write(e2e_dpath("dbl.npy"), GPUQ_DT_F64, 2, shape, dbl, err, sizeof err) == 0,
                   "%s", err);
-    tu_output r = CTL("normalize", "--method", "l2", dpath("ints.npy"), "-o", dpath("oi.npy"));
+    tu_output r =
+        CTL("normalize", "--method", "l2", e2e_dpath("ints.npy"), "-o", e2e_dpath("oi.npy"));
     ck_assert_msg(r.rc == 0, "int64: exit %d, stderr %s", r.rc, r.err);
     tu_output_free(&r);
-    r = CTL("normalize", "--method", "l2", dpath("dbl.npy"), "-o", dpath("od.npy"));
+    r = CTL("normalize", "--method", "l2", e2e_dpath("dbl.npy"), "-o", e2e_dpath("od.npy"));
     ck_assert_msg(r.rc == 0, "float64: exit %d, stderr %s", r.rc, r.err);
     tu_output_free(&r);
     size_t li, ld;
-    char *oi = slurp(dpath("oi.npy"), &li), *od = slurp(dpath("od.npy"), &ld);
+    char *oi = slurp(e2e_dpath("oi.npy"), &li), *od = slurp(e2e_dpath("od.npy"), &ld);
     ck_assert_msg(li == ld && li > 128 && memcmp(oi, od, li) == 0, "outputs differ");
     free(oi);
     free(od);
@@ -622,26 +615,26 @@ START_TEST(empty_input_named)
     int n = 0;
     for (; zc->args[n]; n++) {
         const char *a = zc->args[n];
-        args[n] = !strcmp(a, "Z")      ? dpath("zero.npy")
-                  : !strcmp(a, "X")    ? dpath("x.npy")
-                  : !strcmp(a, "Y")    ? dpath("y.npy")
-                  : !strcmp(a, "I")    ? dpath("i.npy")
-                  : !strcmp(a, "KEEP") ? dpath("keep.npy")
+        args[n] = !strcmp(a, "Z")      ? e2e_dpath("zero.npy")
+                  : !strcmp(a, "X")    ? e2e_dpath("x.npy")
+                  : !strcmp(a, "Y")    ? e2e_dpath("y.npy")
+                  : !strcmp(a, "I")    ? e2e_dpath("i.npy")
+                  : !strcmp(a, "KEEP") ? e2e_dpath("keep.npy")
                                        : a;
     }
     args[n] = NULL;
     size_t len, ilen;
-    char *before = slurp(dpath("keep.npy"), &len), *ibefore = slurp(dpath("i.npy"), &ilen);
+    char *before = slurp(e2e_dpath("keep.npy"), &len), *ibefore = slurp(e2e_dpath("i.npy"), &ilen);
     long long errors = e2e_status_int("errors"); /* gpuqd's refusals */
     tu_output r = ctl(args);
     ck_assert_msg(r.rc == 1, "case %d: exit %d, stderr %s", _i, r.rc, r.err);
     char want[600];
     snprintf(want, sizeof want, "gpuqctl: empty: %s: %s; arrays must not be empty",
-             dpath("zero.npy"), zc->shown);
+             e2e_dpath("zero.npy"), zc->shown);
     ck_assert_msg(strstr(r.err, want), "case %d: no \"%s\" in %s", _i, want, r.err);
     tu_output_free(&r);
-    unchanged(dpath("keep.npy"), before, len);
-    unchanged(dpath("i.npy"), ibefore, ilen);
+    unchanged(e2e_dpath("keep.npy"), before, len);
+    unchanged(e2e_dpath("i.npy"), ibefore, ilen);
     /* refused here, not by gpuqd */
     ck_assert_int_eq(e2e_status_int("errors"), errors);
     free(before);

@@ -35,16 +35,6 @@
 
 /* ---- small helpers ---- */
 
-/* dir/name in one of 8 buffers used in turn: for paths used at once. */
-static const char *dpath(const char *name)
-{
-    static char p[8][320];
-    static int slot;
-    char *s = p[slot++ % 8];
-    snprintf(s, 320, "%s/%s", e2e_d.dir, name);
-    return s;
-}
-
 /* dir/name in a buffer of the caller's, for paths kept across calls. */
 #define DPATH(var, name)                                                                           \
     char var[320];                                                                                 \
@@ -63,7 +53,7 @@ static void make_npy(const char *name, uint64_t rows, uint64_t cols)
     tu_rand_fill_f64(x, rows * cols, 0.5, 10);
     const uint64_t shape[2] = {rows, cols};
     char err[512];
-    ck_assert_msg(npy_write(dpath(name), GPUQ_DT_F64, 2, shape, x, err, sizeof err) == 0, "%s",
+    ck_assert_msg(npy_write(e2e_dpath(name), GPUQ_DT_F64, 2, shape, x, err, sizeof err) == 0, "%s",
                   err);
     free(x);
 }
@@ -209,7 +199,7 @@ static void script(const char *mode)
 static int late_input(const char *name, double delay_s, pid_t *writer)
 {
     size_t len;
-    char *data = slurp(dpath(name), &len);
+    char *data = slurp(e2e_dpath(name), &len);
     ck_assert_uint_gt(len, 128);
     int p[2];
     ck_assert_int_eq(pipe(p), 0);
@@ -254,7 +244,7 @@ START_TEST(json_every_command)
     if (getuid() != 0) {
         snprintf(group, sizeof group, "%u", (unsigned)getgid());
         const char *getent[] = {"/usr/bin/id", "-gn", NULL};
-        const char *out = dpath("group.txt");
+        const char *out = e2e_dpath("group.txt");
         ck_assert_int_eq(tu_run(getent, out, NULL), 0);
         char *g = slurp(out, NULL);
         g[strcspn(g, "\n")] = '\0';
@@ -283,24 +273,25 @@ START_TEST(dash_mistakes)
     DPATH(err, "err.txt");
     DPATH(out, "out.txt");
     /* two inputs from stdin; two outputs to stdout: usage, nothing read */
-    const char *two_in[] = {"distance", "pairwise", "-", "-", "-o", dpath("o.npy"), NULL};
-    ck_assert_int_eq(ctl_run(two_in, dpath("x.npy"), out, err), 2);
+    const char *two_in[] = {"distance", "pairwise", "-", "-", "-o", e2e_dpath("o.npy"), NULL};
+    ck_assert_int_eq(ctl_run(two_in, e2e_dpath("x.npy"), out, err), 2);
     one_line(err, "gpuqctl: usage: only one input may be '-' (stdin)");
-    const char *two_out[] = {"distance", "knn", "--k", "2", dpath("x.npy"), dpath("x.npy"), "-o",
-                             "-",        "-i",  "-",   NULL};
+    const char *two_out[] = {
+        "distance", "knn", "--k", "2", e2e_dpath("x.npy"), e2e_dpath("x.npy"), "-o",
+        "-",        "-i",  "-",   NULL};
     ck_assert_int_eq(ctl_run(two_out, NULL, out, err), 2);
     one_line(err, "gpuqctl: usage: only one output may be '-' (stdout)");
     empty_file(out);
     /* stdin that is not a whole .npy: short, too long, not one at all */
     size_t len;
-    char *x = slurp(dpath("x.npy"), &len);
-    ck_assert_int_eq(tu_write_file(dpath("short.npy"), x, len - 8), 0);
+    char *x = slurp(e2e_dpath("x.npy"), &len);
+    ck_assert_int_eq(tu_write_file(e2e_dpath("short.npy"), x, len - 8), 0);
     char *longer = malloc(len + 8);
     ck_assert_ptr_nonnull(longer);
     memcpy(longer, x, len);
     memcpy(longer + len, "trailing", 8);
-    ck_assert_int_eq(tu_write_file(dpath("long.npy"), longer, len + 8), 0);
-    ck_assert_int_eq(tu_write_file(dpath("text.npy"), "hello\n", 6), 0);
+    ck_assert_int_eq(tu_write_file(e2e_dpath("long.npy"), longer, len + 8), 0);
+    ck_assert_int_eq(tu_write_file(e2e_dpath("text.npy"), "hello\n", 6), 0);
     free(longer);
     free(x);
     static const struct {
@@ -314,18 +305,18 @@ START_TEST(dash_mistakes)
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         for (int t = 0; t < 2; t++) { /* by socket, and into a shared-memory arena */
             const char *args[] = {"--transport", t ? "shm" : "socket", "normalize", "-",
-                                  "-o",          dpath("o.npy"),       NULL};
-            ck_assert_int_eq(ctl_run(args, dpath(bad[k].in), out, err), 1);
+                                  "-o",          e2e_dpath("o.npy"),   NULL};
+            ck_assert_int_eq(ctl_run(args, e2e_dpath(bad[k].in), out, err), 1);
             one_line(err, bad[k].want);
-            ck_assert_msg(!e2e_exists(dpath("o.npy")), "%s left an output", bad[k].in);
+            ck_assert_msg(!e2e_exists(e2e_dpath("o.npy")), "%s left an output", bad[k].in);
         }
     }
     /* a file through stdin (not a pipe) works like the file */
-    const char *viafile[] = {"normalize", "-", "-o", dpath("o1.npy"), NULL};
-    ck_assert_int_eq(ctl_run(viafile, dpath("x.npy"), out, err), 0);
-    const char *direct[] = {"normalize", dpath("x.npy"), "-o", dpath("o2.npy"), NULL};
+    const char *viafile[] = {"normalize", "-", "-o", e2e_dpath("o1.npy"), NULL};
+    ck_assert_int_eq(ctl_run(viafile, e2e_dpath("x.npy"), out, err), 0);
+    const char *direct[] = {"normalize", e2e_dpath("x.npy"), "-o", e2e_dpath("o2.npy"), NULL};
     ck_assert_int_eq(ctl_run(direct, NULL, out, err), 0);
-    same_file(dpath("o1.npy"), dpath("o2.npy"));
+    same_file(e2e_dpath("o1.npy"), e2e_dpath("o2.npy"));
     e2e_no_temp_files();
     e2e_assert_serves();
 }
@@ -339,38 +330,41 @@ START_TEST(outputs_whole_or_not_at_all)
     double zero[12] = {0};
     const uint64_t shape[2] = {3, 4};
     char e[512];
-    ck_assert_int_eq(npy_write(dpath("zero.npy"), GPUQ_DT_F64, 2, shape, zero, e, sizeof e), 0);
-    ck_assert_int_eq(tu_write_file(dpath("keep.npy"), "precious", 8), 0);
-    const char *fail_keep[] = {"normalize", dpath("zero.npy"), "-o", dpath("keep.npy"), NULL};
+    ck_assert_int_eq(npy_write(e2e_dpath("zero.npy"), GPUQ_DT_F64, 2, shape, zero, e, sizeof e), 0);
+    ck_assert_int_eq(tu_write_file(e2e_dpath("keep.npy"), "precious", 8), 0);
+    const char *fail_keep[] = {"normalize", e2e_dpath("zero.npy"), "-o", e2e_dpath("keep.npy"),
+                               NULL};
     ck_assert_int_eq(ctl_run(fail_keep, NULL, NULL, err), 1);
     one_line(err, "gpuqctl: zero_norm:");
     size_t len;
-    char *k = slurp(dpath("keep.npy"), &len);
+    char *k = slurp(e2e_dpath("keep.npy"), &len);
     ck_assert(len == 8 && memcmp(k, "precious", 8) == 0);
     free(k);
-    const char *fail_new[] = {"normalize", dpath("zero.npy"), "-o", dpath("new.npy"), NULL};
+    const char *fail_new[] = {"normalize", e2e_dpath("zero.npy"), "-o", e2e_dpath("new.npy"), NULL};
     ck_assert_int_eq(ctl_run(fail_new, NULL, NULL, err), 1);
-    ck_assert(!e2e_exists(dpath("new.npy")));
+    ck_assert(!e2e_exists(e2e_dpath("new.npy")));
     /* a replaced file keeps its permissions; a link stays a link */
-    const char *ok_keep[] = {"normalize", dpath("x.npy"), "-o", dpath("keep.npy"), NULL};
-    ck_assert_int_eq(chmod(dpath("keep.npy"), 0604), 0);
+    const char *ok_keep[] = {"normalize", e2e_dpath("x.npy"), "-o", e2e_dpath("keep.npy"), NULL};
+    ck_assert_int_eq(chmod(e2e_dpath("keep.npy"), 0604), 0);
     ck_assert_int_eq(ctl_run(ok_keep, NULL, NULL, err), 0);
     struct stat st;
-    ck_assert_int_eq(stat(dpath("keep.npy"), &st), 0);
+    ck_assert_int_eq(stat(e2e_dpath("keep.npy"), &st), 0);
     ck_assert_int_eq(st.st_mode & 07777, 0604);
-    ck_assert_int_eq(symlink("keep.npy", dpath("link.npy")), 0);
-    const char *via_link[] = {"normalize", "--method",        "l2", dpath("x.npy"),
-                              "-o",        dpath("link.npy"), NULL};
+    ck_assert_int_eq(symlink("keep.npy", e2e_dpath("link.npy")), 0);
+    const char *via_link[] = {"normalize",           "--method", "l2", e2e_dpath("x.npy"), "-o",
+                              e2e_dpath("link.npy"), NULL};
     ck_assert_int_eq(ctl_run(via_link, NULL, NULL, err), 0);
-    ck_assert_int_eq(lstat(dpath("link.npy"), &st), 0);
+    ck_assert_int_eq(lstat(e2e_dpath("link.npy"), &st), 0);
     ck_assert(S_ISLNK(st.st_mode));
-    const char *l2[] = {"normalize", "--method", "l2", dpath("x.npy"), "-o", dpath("l2.npy"), NULL};
+    const char *l2[] = {"normalize", "--method",          "l2", e2e_dpath("x.npy"),
+                        "-o",        e2e_dpath("l2.npy"), NULL};
     ck_assert_int_eq(ctl_run(l2, NULL, NULL, err), 0);
-    same_file(dpath("keep.npy"), dpath("l2.npy"));
+    same_file(e2e_dpath("keep.npy"), e2e_dpath("l2.npy"));
     /* a device is written in place; a missing directory is an error */
-    const char *devnull[] = {"normalize", dpath("x.npy"), "-o", "/dev/null", NULL};
+    const char *devnull[] = {"normalize", e2e_dpath("x.npy"), "-o", "/dev/null", NULL};
     ck_assert_int_eq(ctl_run(devnull, NULL, NULL, err), 0);
-    const char *nodir[] = {"normalize", dpath("x.npy"), "-o", dpath("no/such/dir.npy"), NULL};
+    const char *nodir[] = {"normalize", e2e_dpath("x.npy"), "-o", e2e_dpath("no/such/dir.npy"),
+                           NULL};
     ck_assert_int_eq(ctl_run(nodir, NULL, NULL, err), 1);
     one_line(err, "no/such/dir.npy: cannot create a file in");
     e2e_no_temp_files();
@@ -389,17 +383,17 @@ START_TEST(outputs_when_a_write_fails)
     child_fsize = 1 << 20;
     for (int t = 0; t < 2; t++) {
         const char *args[] = {
-            "--transport", t ? "shm" : "socket", "normalize", dpath("x.npy"), "-o", keep, NULL};
+            "--transport", t ? "shm" : "socket", "normalize", e2e_dpath("x.npy"), "-o", keep, NULL};
         ck_assert_int_eq(ctl_run(args, NULL, NULL, err), 1);
         one_line(err, "keep.npy: write failed: File too large");
         size_t len;
         char *k = slurp(keep, &len);
         ck_assert(len == 8 && memcmp(k, "precious", 8) == 0);
         free(k);
-        const char *fresh[] = {"--transport", t ? "shm" : "socket", "normalize", dpath("x.npy"),
-                               "-o",          dpath("new.npy"),     NULL};
+        const char *fresh[] = {"--transport", t ? "shm" : "socket", "normalize", e2e_dpath("x.npy"),
+                               "-o",          e2e_dpath("new.npy"), NULL};
         ck_assert_int_eq(ctl_run(fresh, NULL, NULL, err), 1);
-        ck_assert(!e2e_exists(dpath("new.npy")));
+        ck_assert(!e2e_exists(e2e_dpath("new.npy")));
         e2e_no_temp_files();
     }
     /* knn: float32 distances (256 KB) fit, int64 indices (512 KB) do not */
@@ -409,20 +403,28 @@ START_TEST(outputs_when_a_write_fails)
         x[i] = (float)((i * 37) % 101) / 10.0f;
     char e[512];
     const uint64_t sx[2] = {1000, 4}, sy[2] = {2000, 4};
-    ck_assert_int_eq(npy_write(dpath("kx.npy"), GPUQ_DT_F32, 2, sx, x, e, sizeof e), 0);
-    ck_assert_int_eq(npy_write(dpath("ky.npy"), GPUQ_DT_F32, 2, sy, x, e, sizeof e), 0);
+    ck_assert_int_eq(npy_write(e2e_dpath("kx.npy"), GPUQ_DT_F32, 2, sx, x, e, sizeof e), 0);
+    ck_assert_int_eq(npy_write(e2e_dpath("ky.npy"), GPUQ_DT_F32, 2, sy, x, e, sizeof e), 0);
     free(x);
     child_fsize = 400 << 10;
-    const char *knn[] = {
-        "distance",     "knn", "--k",          "64", dpath("kx.npy"), dpath("ky.npy"), "-o",
-        dpath("d.npy"), "-i",  dpath("i.npy"), NULL};
+    const char *knn[] = {"distance",
+                         "knn",
+                         "--k",
+                         "64",
+                         e2e_dpath("kx.npy"),
+                         e2e_dpath("ky.npy"),
+                         "-o",
+                         e2e_dpath("d.npy"),
+                         "-i",
+                         e2e_dpath("i.npy"),
+                         NULL};
     ck_assert_int_eq(ctl_run(knn, NULL, NULL, err), 1);
     one_line(err, "i.npy: write failed: File too large");
-    ck_assert(!e2e_exists(dpath("d.npy")) && !e2e_exists(dpath("i.npy")));
+    ck_assert(!e2e_exists(e2e_dpath("d.npy")) && !e2e_exists(e2e_dpath("i.npy")));
     e2e_no_temp_files();
     child_fsize = 0;
     ck_assert_int_eq(ctl_run(knn, NULL, NULL, err), 0);
-    ck_assert(e2e_exists(dpath("d.npy")) && e2e_exists(dpath("i.npy")));
+    ck_assert(e2e_exists(e2e_dpath("d.npy")) && e2e_exists(e2e_dpath("i.npy")));
 }
 END_TEST
 
@@ -435,14 +437,14 @@ static void late_run(const char *name, double delay_s, const char *env, const ch
 {
     pid_t writer;
     int fd = late_input(name, delay_s, &writer);
-    const char *args[] = {"normalize", "-", "-o", dpath("late.npy"), NULL};
+    const char *args[] = {"normalize", "-", "-o", e2e_dpath("late.npy"), NULL};
     pid_t pid = spawn(args, fd, NULL, err, env);
     close(fd);
     ck_assert_int_eq(e2e_wait_exit(pid, 60), 0);
     ck_assert_int_eq(e2e_wait_exit(writer, 10), 0);
-    const char *plain[] = {"normalize", dpath(name), "-o", dpath("plain.npy"), NULL};
+    const char *plain[] = {"normalize", e2e_dpath(name), "-o", e2e_dpath("plain.npy"), NULL};
     ck_assert_int_eq(ctl_run(plain, NULL, NULL, NULL), 0);
-    same_file(dpath("late.npy"), dpath("plain.npy"));
+    same_file(e2e_dpath("late.npy"), e2e_dpath("plain.npy"));
 }
 
 START_TEST(progress_off_a_terminal)
@@ -465,7 +467,7 @@ START_TEST(progress_off_a_terminal)
     ck_assert_msg(!strstr(e, "\033["), "escape codes off a terminal: %s", e);
     free(e);
     /* a fast op shows nothing, even forced */
-    const char *fast[] = {"normalize", dpath("x.npy"), "-o", dpath("f.npy"), NULL};
+    const char *fast[] = {"normalize", e2e_dpath("x.npy"), "-o", e2e_dpath("f.npy"), NULL};
     pid_t pid = spawn(fast, -1, NULL, err, "GPUQ_PROGRESS=1");
     ck_assert_int_eq(e2e_wait_exit(pid, 60), 0);
     empty_file(err);
@@ -480,8 +482,8 @@ START_TEST(progress_while_the_daemon_works)
     make_npy("x.npy", 300, 20);
     DPATH(err, "err.txt");
     for (int t = 0; t < 2; t++) {
-        const char *args[] = {"--transport", t ? "shm" : "socket", "normalize", dpath("x.npy"),
-                              "-o",          dpath("slow.npy"),    NULL};
+        const char *args[] = {"--transport", t ? "shm" : "socket",  "normalize", e2e_dpath("x.npy"),
+                              "-o",          e2e_dpath("slow.npy"), NULL};
         pid_t pid = spawn(args, -1, NULL, err, "GPUQ_PROGRESS=1");
         ck_assert_int_eq(e2e_wait_exit(pid, 60), 0);
         char *e = slurp(err, NULL);
@@ -491,10 +493,10 @@ START_TEST(progress_while_the_daemon_works)
                           !strstr(e, "queued"),
                       "stderr: %s", e);
         free(e);
-        const char *again[] = {"normalize", dpath("x.npy"), "-o", dpath("plain.npy"), NULL};
+        const char *again[] = {"normalize", e2e_dpath("x.npy"), "-o", e2e_dpath("plain.npy"), NULL};
         ck_assert_int_eq(ctl_run(again, NULL, NULL, err), 0);
         empty_file(err); /* not a terminal: nothing */
-        same_file(dpath("slow.npy"), dpath("plain.npy"));
+        same_file(e2e_dpath("slow.npy"), e2e_dpath("plain.npy"));
     }
 }
 END_TEST
@@ -552,7 +554,7 @@ START_TEST(progress_on_a_terminal)
     for (int forced_off = 0; forced_off < 2; forced_off++) {
         pid_t writer;
         int fd = late_input("x.npy", 2.2, &writer);
-        const char *args[] = {"normalize", "-", "-o", dpath("late.npy"), NULL};
+        const char *args[] = {"normalize", "-", "-o", e2e_dpath("late.npy"), NULL};
         pid_t pid = spawn(args, fd, NULL, tty, forced_off ? "GPUQ_PROGRESS=0" : NULL);
         close(fd);
         int st = -1;
@@ -572,12 +574,12 @@ START_TEST(progress_on_a_terminal)
     /* a terminal is not read as stdin, nor written as stdout */
     int s = open(tty, O_RDWR | O_NOCTTY);
     ck_assert_int_ge(s, 0);
-    const char *in[] = {"normalize", "-", "-o", dpath("t.npy"), NULL};
+    const char *in[] = {"normalize", "-", "-o", e2e_dpath("t.npy"), NULL};
     pid_t pid = spawn(in, s, NULL, err, NULL);
     ck_assert_int_eq(e2e_wait_exit(pid, 10), 1);
     one_line(err, "gpuqctl: bad_argument: stdin is a terminal");
     close(s);
-    const char *out[] = {"normalize", dpath("x.npy"), "-o", "-", NULL};
+    const char *out[] = {"normalize", e2e_dpath("x.npy"), "-o", "-", NULL};
     pid = spawn(out, -1, tty, err, NULL);
     ck_assert_int_eq(e2e_wait_exit(pid, 10), 2);
     one_line(err, "gpuqctl: usage: '-' would write binary .npy data to a terminal");
@@ -637,7 +639,7 @@ START_TEST(interrupt_writing_stdout)
     ck_assert_int_eq(pipe(p), 0);
     char out[32];
     snprintf(out, sizeof out, "/dev/fd/%d", p[1]);
-    const char *args[] = {"normalize", dpath("x.npy"), "-o", "-", NULL};
+    const char *args[] = {"normalize", e2e_dpath("x.npy"), "-o", "-", NULL};
     pid_t pid = spawn(args, -1, out, err, NULL);
     close(p[1]);
     tu_sleep_s(1.0);
@@ -659,7 +661,7 @@ START_TEST(interrupt_while_the_daemon_works)
     for (int t = 0; t < 2; t++) {
         long long out0 = e2e_status_int("bytes_out"), in0 = e2e_status_int("bytes_in");
         const char *args[] = {
-            "--transport", t ? "shm" : "socket", "normalize", dpath("x.npy"), "-o", o, NULL};
+            "--transport", t ? "shm" : "socket", "normalize", e2e_dpath("x.npy"), "-o", o, NULL};
         pid_t pid = spawn(args, -1, NULL, err, NULL);
         e2e_wait_status("in_flight", 1, 10); /* its header is in */
         /* by socket, the job is on the backend once all its 2.4 MB are in

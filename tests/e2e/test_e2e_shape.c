@@ -471,15 +471,6 @@ static tu_output ctl(const char *const *args)
 }
 #define CTL(...) ctl((const char *const[]){__VA_ARGS__, NULL})
 
-static const char *dpath(const char *name)
-{
-    static char p[8][320];
-    static int slot;
-    char *s = p[slot++ % 8];
-    snprintf(s, 320, "%s/%s", e2e_d.dir, name);
-    return s;
-}
-
 static void *read_npy(const char *path, size_t bytes)
 {
     npy_array a;
@@ -499,25 +490,26 @@ START_TEST(ctl_axis_and_k)
     double a[R * C], o[R * C], e[256];
     const uint64_t shape[2] = {R, C};
     tu_rand_fill_f64(a, R * C, -3.0, 5.0);
-    ck_assert_int_eq(npy_write(dpath("a.npy"), GPUQ_DT_F64, 2, shape, a, (char *)e, sizeof e), 0);
-    tu_output r =
-        CTL("normalize", "--method", "l2", "--axis", "0", dpath("a.npy"), "-o", dpath("o.npy"));
+    ck_assert_int_eq(npy_write(e2e_dpath("a.npy"), GPUQ_DT_F64, 2, shape, a, (char *)e, sizeof e),
+                     0);
+    tu_output r = CTL("normalize", "--method", "l2", "--axis", "0", e2e_dpath("a.npy"), "-o",
+                      e2e_dpath("o.npy"));
     ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
     tu_output_free(&r);
     ck_assert_int_eq(gpuq_normalize_axis(c, GPUQ_DT_F64, GPUQ_NORM_L2, 0, a, R, C, o), 0);
-    double *got = read_npy(dpath("o.npy"), sizeof o);
+    double *got = read_npy(e2e_dpath("o.npy"), sizeof o);
     ck_assert(memcmp(got, o, sizeof o) == 0);
     free(got);
-    r = CTL("normalize", "--axis", "2", dpath("a.npy"), "-o", dpath("o2.npy"));
+    r = CTL("normalize", "--axis", "2", e2e_dpath("a.npy"), "-o", e2e_dpath("o2.npy"));
     ck_assert_int_ne(r.rc, 0);
     ck_assert_msg(strstr(r.err, "axis=2 is out of range for a 2-D array (0, 1, -1 or -2)"), "%s",
                   r.err);
     tu_output_free(&r);
-    r = CTL("normalize", "--axis", "x", dpath("a.npy"), "-o", dpath("o2.npy"));
+    r = CTL("normalize", "--axis", "x", e2e_dpath("a.npy"), "-o", e2e_dpath("o2.npy"));
     ck_assert_int_eq(r.rc, 2);
     ck_assert_msg(strstr(r.err, "bad --axis 'x' (an integer: 0, 1, -1 or -2)"), "%s", r.err);
     tu_output_free(&r);
-    r = CTL("normalize", "--axis", "0", "--flat", dpath("a.npy"), "-o", dpath("o2.npy"));
+    r = CTL("normalize", "--axis", "0", "--flat", e2e_dpath("a.npy"), "-o", e2e_dpath("o2.npy"));
     ck_assert_int_eq(r.rc, 2);
     ck_assert_msg(strstr(r.err, "--axis and --flat do not go together"), "%s", r.err);
     tu_output_free(&r);
@@ -527,16 +519,17 @@ START_TEST(ctl_axis_and_k)
     int64_t *idx = xmalloc(4 * n * 8);
     knn_fill(x, 4, y, n, d);
     const uint64_t sx[2] = {4, d}, sy[2] = {n, d}, sb[2] = {n, 1};
-    ck_assert_int_eq(npy_write(dpath("x.npy"), GPUQ_DT_F64, 2, sx, x, (char *)e, sizeof e), 0);
-    ck_assert_int_eq(npy_write(dpath("y.npy"), GPUQ_DT_F64, 2, sy, y, (char *)e, sizeof e), 0);
-    ck_assert_int_eq(npy_write(dpath("b.npy"), GPUQ_DT_F64, 2, sb, y, (char *)e, sizeof e), 0);
-    r = CTL("distance", "knn", "--k", "1500", "--metric", "sqeuclidean", dpath("x.npy"),
-            dpath("y.npy"), "-o", dpath("d.npy"), "-i", dpath("i.npy"));
+    ck_assert_int_eq(npy_write(e2e_dpath("x.npy"), GPUQ_DT_F64, 2, sx, x, (char *)e, sizeof e), 0);
+    ck_assert_int_eq(npy_write(e2e_dpath("y.npy"), GPUQ_DT_F64, 2, sy, y, (char *)e, sizeof e), 0);
+    ck_assert_int_eq(npy_write(e2e_dpath("b.npy"), GPUQ_DT_F64, 2, sb, y, (char *)e, sizeof e), 0);
+    r = CTL("distance", "knn", "--k", "1500", "--metric", "sqeuclidean", e2e_dpath("x.npy"),
+            e2e_dpath("y.npy"), "-o", e2e_dpath("d.npy"), "-i", e2e_dpath("i.npy"));
     ck_assert_msg(r.rc == 0, "exit %d: %s", r.rc, r.err);
     tu_output_free(&r);
     ck_assert_int_eq(
         gpuq_knn(c, GPUQ_DT_F64, GPUQ_METRIC_SQEUCLIDEAN, x, y, 4, n, d, 1500, dist, idx), 0);
-    void *gd = read_npy(dpath("d.npy"), 4 * 1500 * 8), *gi = read_npy(dpath("i.npy"), 4 * 1500 * 8);
+    void *gd = read_npy(e2e_dpath("d.npy"), 4 * 1500 * 8),
+         *gi = read_npy(e2e_dpath("i.npy"), 4 * 1500 * 8);
     for (size_t i = 0; i < 4 * 1500; i++) /* npy_read gives int64 files as float64 */
         ck_assert_msg(((double *)gi)[i] == (double)idx[i], "index %zu: gpuqctl %g, libgpuq %lld", i,
                       ((double *)gi)[i], (long long)idx[i]);
@@ -546,8 +539,8 @@ START_TEST(ctl_axis_and_k)
                       g, dist[i]);
     }
     free(gd), free(gi);
-    r = CTL("distance", "knn", "--k", "3", dpath("x.npy"), dpath("b.npy"), "-o", dpath("d.npy"),
-            "-i", dpath("i.npy"));
+    r = CTL("distance", "knn", "--k", "3", e2e_dpath("x.npy"), e2e_dpath("b.npy"), "-o",
+            e2e_dpath("d.npy"), "-i", e2e_dpath("i.npy"));
     ck_assert_int_ne(r.rc, 0);
     ck_assert_msg(strstr(r.err, "y has d=1, x has d=2"), "%s", r.err);
     tu_output_free(&r);
