@@ -418,12 +418,7 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < n; k++)
         fuzz_replay_input((const uint8_t *)builtin[k].b, builtin[k].len, 1);
     n_ok = n_refused = n_user_rules = n_group_rules = n_arena_off_rules = 0;
-    bool corpus = argc > 1 && !strcmp(argv[1], "--corpus");
-    if (corpus) {
-        argv[1] = argv[0];
-        argc--;
-        argv++;
-    }
+    bool corpus = fuzz_take_corpus_flag(&argc, &argv);
     int files = fuzz_replay_files(argc, argv, 1 << 16, 1 << 16);
     if (files < 0)
         return 1;

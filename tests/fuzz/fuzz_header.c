@@ -740,12 +740,7 @@ int main(int argc, char **argv)
         fuzz_replay_input(builtin[k].b, builtin[k].len, 1);
     memset(n_accepted, 0, sizeof n_accepted);
     n_reply_ok = n_reply_error = 0;
-    bool corpus = argc > 1 && !strcmp(argv[1], "--corpus");
-    if (corpus) {
-        argv[1] = argv[0];
-        argc--;
-        argv++;
-    }
+    bool corpus = fuzz_take_corpus_flag(&argc, &argv);
     int files = fuzz_replay_files(argc, argv, 4096, 4096);
     if (files < 0)
         return 1;

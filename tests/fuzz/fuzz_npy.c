@@ -205,43 +205,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 #ifdef GPUQ_FUZZ_REPLAY
 
-struct input {
-    const char *name;
-    const char *b;
-    size_t len;
-};
-
-#define IN(nm, lit)                                                                                \
-    {                                                                                              \
-        nm, lit, sizeof(lit) - 1                                                                   \
-    }
-
-static const struct input builtin[] = {
-    IN("empty", ""),
-    IN("magic only", "\x93NUMPY"),
-    IN("v1 hlen past the end", "\x93NUMPY\x01\x00\xff\xff{}"),
-    IN("v2 hlen 4G", "\x93NUMPY\x02\x00\xff\xff\xff\xff{}"),
-    IN("v3 cut in the length", "\x93NUMPY\x03\x00\x10"),
-    IN("rank 1, 3 doubles",
-       "\x93NUMPY\x01\x00\x3a\x00{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }\n"
-       "AAAAAAAABBBBBBBBCCCCCCCC"),
-    IN("dict only", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)}"),
+static const fuzz_input builtin[] = {
+    FUZZ_IN("empty", ""),
+    FUZZ_IN("magic only", "\x93NUMPY"),
+    FUZZ_IN("v1 hlen past the end", "\x93NUMPY\x01\x00\xff\xff{}"),
+    FUZZ_IN("v2 hlen 4G", "\x93NUMPY\x02\x00\xff\xff\xff\xff{}"),
+    FUZZ_IN("v3 cut in the length", "\x93NUMPY\x03\x00\x10"),
+    FUZZ_IN("rank 1, 3 doubles",
+            "\x93NUMPY\x01\x00\x3a\x00{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }\n"
+            "AAAAAAAABBBBBBBBCCCCCCCC"),
+    FUZZ_IN("dict only", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)}"),
 };
 
 int main(int argc, char **argv)
 {
-    size_t n = sizeof builtin / sizeof builtin[0];
     LLVMFuzzerInitialize(&argc, &argv);
-    for (size_t k = 0; k < n; k++)
-        fuzz_replay_input((const uint8_t *)builtin[k].b, builtin[k].len, 1);
+    size_t n = sizeof builtin / sizeof builtin[0];
+    fuzz_replay_builtin(builtin, n);
     memset(n_ok, 0, sizeof n_ok);
     memset(n_refused, 0, sizeof n_refused);
-    bool corpus = argc > 1 && !strcmp(argv[1], "--corpus");
-    if (corpus) {
-        argv[1] = argv[0];
-        argc--;
-        argv++;
-    }
+    bool corpus = fuzz_take_corpus_flag(&argc, &argv);
     int files = fuzz_replay_files(argc, argv, 1 << 20, 4096);
     if (files < 0)
         return 1;

@@ -199,43 +199,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 #ifdef GPUQ_FUZZ_REPLAY
 
-struct input {
-    const char *name;
-    const char *b;
-    size_t len;
-};
-
-#define IN(nm, lit)                                                                                \
-    {                                                                                              \
-        nm, lit, sizeof(lit) - 1                                                                   \
-    }
-
-static const struct input builtin[] = {
-    IN("empty", ""),
-    IN("an end record, no members", "PK\x05\x06\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0"),
-    IN("one member claimed, no directory", "PK\x05\x06\0\0\0\0\1\0\1\0\0\0\0\0\0\0\0\0\0\0"),
-    IN("directory past the end", "PK\x05\x06\0\0\0\0\1\0\1\0\x2e\0\0\0\xff\xff\xff\x7f\0\0"),
-    IN("comment past the end", "PK\x05\x06\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\x10\0"),
-    IN("ZIP64 fields, no locator",
-       "PK\x05\x06\0\0\0\0\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\0\0"),
-    IN("ZIP64 locator to nowhere",
-       "PK\x06\x07\0\0\0\0\xff\xff\xff\xff\xff\xff\xff\x7f\1\0\0\0"
-       "PK\x05\x06\0\0\0\0\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\0\0"),
+static const fuzz_input builtin[] = {
+    FUZZ_IN("empty", ""),
+    FUZZ_IN("an end record, no members", "PK\x05\x06\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0"),
+    FUZZ_IN("one member claimed, no directory", "PK\x05\x06\0\0\0\0\1\0\1\0\0\0\0\0\0\0\0\0\0\0"),
+    FUZZ_IN("directory past the end", "PK\x05\x06\0\0\0\0\1\0\1\0\x2e\0\0\0\xff\xff\xff\x7f\0\0"),
+    FUZZ_IN("comment past the end", "PK\x05\x06\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\x10\0"),
+    FUZZ_IN("ZIP64 fields, no locator",
+            "PK\x05\x06\0\0\0\0\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\0\0"),
+    FUZZ_IN("ZIP64 locator to nowhere",
+            "PK\x06\x07\0\0\0\0\xff\xff\xff\xff\xff\xff\xff\x7f\1\0\0\0"
+            "PK\x05\x06\0\0\0\0\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\0\0"),
 };
 
 int main(int argc, char **argv)
 {
-    size_t n = sizeof builtin / sizeof builtin[0];
     LLVMFuzzerInitialize(&argc, &argv);
-    for (size_t k = 0; k < n; k++)
-        fuzz_replay_input((const uint8_t *)builtin[k].b, builtin[k].len, 1);
+    size_t n = sizeof builtin / sizeof builtin[0];
+    fuzz_replay_builtin(builtin, n);
     n_stored = n_inflated = n_zip64 = n_array = n_refused = 0;
-    bool corpus = argc > 1 && !strcmp(argv[1], "--corpus");
-    if (corpus) {
-        argv[1] = argv[0];
-        argc--;
-        argv++;
-    }
+    bool corpus = fuzz_take_corpus_flag(&argc, &argv);
     int files = fuzz_replay_files(argc, argv, 1 << 20, 4096);
     if (files < 0)
         return 1;

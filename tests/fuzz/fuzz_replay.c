@@ -71,3 +71,19 @@ void fuzz_put_file(int fd, const uint8_t *data, size_t size)
         done += (size_t)n;
     }
 }
+
+void fuzz_replay_builtin(const fuzz_input *in, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        fuzz_replay_input((const uint8_t *)in[k].b, in[k].len, 1);
+}
+
+int fuzz_take_corpus_flag(int *argc, char ***argv)
+{
+    if (*argc < 2 || strcmp((*argv)[1], "--corpus") != 0)
+        return 0;
+    (*argv)[1] = (*argv)[0];
+    (*argc)--;
+    (*argv)++;
+    return 1;
+}

@@ -31,4 +31,21 @@ void fuzz_replay_input(const uint8_t *b, size_t len, int all_prefixes);
  * read. */
 int fuzz_replay_files(int argc, char **argv, size_t max_len, size_t prefix_max);
 
+/* A built-in input of a replay main: FUZZ_IN("what it is", "its bytes"). */
+typedef struct fuzz_input {
+    const char *name;
+    const char *b;
+    size_t len;
+} fuzz_input;
+#define FUZZ_IN(nm, lit)                                                                           \
+    {                                                                                              \
+        nm, lit, sizeof(lit) - 1                                                                   \
+    }
+
+/* The target over each of in[0..n) and every prefix of it. */
+void fuzz_replay_builtin(const fuzz_input *in, size_t n);
+
+/* Takes a leading "--corpus" off argv (argv[0] kept): 1 when it was there. */
+int fuzz_take_corpus_flag(int *argc, char ***argv);
+
 #endif
