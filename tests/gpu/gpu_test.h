@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpu_test.h - what the CUDA kernel suites share: the rule for a machine
- * without a GPU. */
+ * without a GPU, and CK for the runtime calls they make. */
 #ifndef GPUQ_GPU_TEST_H
 #define GPUQ_GPU_TEST_H
 
@@ -10,6 +10,13 @@
 #include <string.h>
 
 #include <cuda_runtime_api.h>
+
+/* A CUDA runtime call that must succeed (a Check assertion naming it). */
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        ck_assert_msg(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                 \
+    } while (0)
 
 /* ctest's SKIP_RETURN_CODE for the gpu-labelled tests (tests/gpu/CMakeLists.txt). */
 #define GPU_TEST_EXIT_SKIP 77

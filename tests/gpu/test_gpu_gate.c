@@ -40,12 +40,6 @@ static gpuq_cuda_ctx *g_ctx;
 static int *g_gate; /* pinned: the device reads it at this pointer */
 static int *g_flag; /* pinned */
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        ck_assert_msg(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                 \
-    } while (0)
-
 static void gate_set(int v)
 {
     __atomic_store_n(g_gate, v, __ATOMIC_RELAXED);

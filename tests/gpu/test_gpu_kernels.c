@@ -63,12 +63,6 @@ static int no_cublas_env(void)
     return v && *v && strcmp(v, "0") != 0;
 }
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        ck_assert_msg(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                 \
-    } while (0)
-
 static size_t esz(int dt)
 {
     return dt == GPUQ_K_F32 ? 4 : 8;

@@ -37,12 +37,6 @@
 static cudaStream_t g_stream;
 static gpuq_cuda_ctx *g_ctx;
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        ck_assert_msg(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                 \
-    } while (0)
-
 static size_t esz(int dt)
 {
     return dt == GPUQ_K_F32 ? 4 : 8;

@@ -40,12 +40,6 @@
 static cudaStream_t g_stream;
 static gpuq_cuda_ctx *g_ctx;
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        ck_assert_msg(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                 \
-    } while (0)
-
 static const int DTS[2] = {GPUQ_K_F32, GPUQ_K_F64};
 /* variant 0: chebyshev; then minkowski with PS[v - 1] */
 static const double PS[5] = {1.0, 1.5, 3.0, 0.5, INFINITY};

@@ -50,12 +50,6 @@ static int *g_flags;      /* pinned: the items' flags, FLAG_SLOTS of them */
 static unsigned g_nflags; /* slots handed out so far (bt_new); reset by each test */
 #define FLAG_SLOTS (8 * GPUQ_NORM_BATCH_MAX)
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        ck_assert_msg(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                 \
-    } while (0)
-
 static size_t esz(int dt)
 {
     return dt == GPUQ_K_F32 ? 4 : 8;

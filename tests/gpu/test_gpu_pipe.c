@@ -58,12 +58,6 @@ _Static_assert(NT_F32 == GPUQ_DT_F32 && NT_F64 == GPUQ_DT_F64 && NT_F32 == GPUQ_
                    NT_F64 == GPUQ_K_F64,
                "numtol.h numbers dtypes as the wire and the kernels");
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        ck_assert_msg(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                 \
-    } while (0)
-
 #define ELEM_TOL64 2e-15 /* normalize, per element, against exact (test_gpu_kernels) */
 #define ELEM_TOL32 6.0e-8
 #define CHUNK 65536 /* the chunk size of the chunked runs */

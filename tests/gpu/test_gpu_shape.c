@@ -17,12 +17,6 @@
 static cudaStream_t g_stream;
 static gpuq_cuda_ctx *g_ctx;
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        ck_assert_msg(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                 \
-    } while (0)
-
 static void *dev_copy(const void *h, size_t bytes)
 {
     void *d = NULL;
