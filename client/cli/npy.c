@@ -261,26 +261,6 @@ malformed:
     return fail(err, errcap, GPUQ_E_BAD_ARGUMENT, "%s: not a valid .npy header", path);
 }
 
-int npy_pread_full(int fd, void *dst, uint64_t len, uint64_t off)
-{
-    uint8_t *p = dst;
-    while (len > 0) {
-        size_t chunk = len > (1u << 30) ? (1u << 30) : (size_t)len;
-        ssize_t n = pread(fd, p, chunk, (off_t)off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            if (n == 0)
-                errno = 0;
-            return -1;
-        }
-        p += n;
-        off += (uint64_t)n;
-        len -= (uint64_t)n;
-    }
-    return 0;
-}
-
 /* The same from a stream's current position (read(2)). */
 static int read_full(int fd, void *dst, uint64_t len)
 {
@@ -312,7 +292,7 @@ typedef struct npy_src {
 
 static int src_read(const npy_src *s, void *dst, uint64_t len, uint64_t off)
 {
-    return s->stream ? read_full(s->fd, dst, len) : npy_pread_full(s->fd, dst, len, s->base + off);
+    return s->stream ? read_full(s->fd, dst, len) : npz_pread_full(s->fd, dst, len, s->base + off);
 }
 
 /* The header at the start of s, checked; on success a is filled (not yet
@@ -536,7 +516,7 @@ static int load_bytes(const npy_array *a, const char *path, void *dst, uint64_t 
                       char *err, size_t errcap)
 {
     if (!a->stream) {
-        if (npy_pread_full(a->fd, dst, len, off) != 0)
+        if (npz_pread_full(a->fd, dst, len, off) != 0)
             return fail(err, errcap, GPUQ_E_IO, "%s: %s", path,
                         errno ? strerror(errno) : "short read (the file shrank)");
         return 0;

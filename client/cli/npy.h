@@ -102,9 +102,6 @@ int npy_write_fd(int fd, const char *name, gpuq_dtype dt, int ndim, const uint64
                  const void *data, char *err, size_t errcap);
 /* Free the data and close the file, whichever a holds. */
 void npy_free(npy_array *a);
-/* Read exactly len bytes at off of fd into dst (EINTR retried, any length):
- * 0, or -1 (errno set; 0 for a file shorter than that). npz.c too. */
-int npy_pread_full(int fd, void *dst, uint64_t len, uint64_t off);
 
 /* Parse a header dict (text[len]) into dtype/elem/file_esize/fortran/
  * ndim/shape; exposed for tests. */

@@ -62,4 +62,8 @@ int npz_open_fd(int fd, uint64_t fsize, const char *label, const char *name, npz
 /* Close what m owns (idempotent). */
 void npz_close(npz_member *m);
 
+/* Read exactly len bytes at off of fd into dst (EINTR retried, any length):
+ * 0, or -1 (errno set; 0 for a file shorter than that). npy.c's too. */
+int npz_pread_full(int fd, void *dst, uint64_t len, uint64_t off);
+
 #endif

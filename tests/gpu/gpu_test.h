@@ -18,6 +18,23 @@
         ck_assert_msg(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                 \
     } while (0)
 
+/* cudaMemcpy from host to device and cudaMemset, complete when they
+ * return. Both run on the legacy default stream, which the suites' streams
+ * (cudaStreamNonBlocking) do not wait for, and neither waits for its DMA or
+ * its fill on return (pageable cudaMemcpy may return once the bytes are
+ * staged): a kernel launched next on a suite's stream could read the buffer
+ * before it holds what the test put there. */
+#define CK_UPLOAD(d, h, bytes)                                                                     \
+    do {                                                                                           \
+        CK(cudaMemcpy((d), (h), (bytes), cudaMemcpyHostToDevice));                                 \
+        CK(cudaDeviceSynchronize());                                                               \
+    } while (0)
+#define CK_MEMSET(d, byte, bytes)                                                                  \
+    do {                                                                                           \
+        CK(cudaMemset((d), (byte), (bytes)));                                                      \
+        CK(cudaDeviceSynchronize());                                                               \
+    } while (0)
+
 /* ctest's SKIP_RETURN_CODE for the gpu-labelled tests (tests/gpu/CMakeLists.txt). */
 #define GPU_TEST_EXIT_SKIP 77
 

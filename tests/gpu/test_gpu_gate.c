@@ -60,7 +60,7 @@ static void *dev_copy(const void *h, size_t bytes)
 {
     void *d = NULL;
     CK(cudaMalloc(&d, bytes));
-    CK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+    CK_UPLOAD(d, h, bytes);
     return d;
 }
 
@@ -97,7 +97,7 @@ static void *dev_fill(const void *h, size_t bytes, int byte)
         return dev_copy(h, bytes);
     void *d = NULL;
     CK(cudaMalloc(&d, bytes));
-    CK(cudaMemset(d, byte, bytes));
+    CK_MEMSET(d, byte, bytes);
     return d;
 }
 
@@ -155,7 +155,7 @@ START_TEST(pairwise_gate_set_before)
         _i ? (void)(((double *)by)[i] = hy[i]) : (void)(((float *)by)[i] = (float)hy[i]);
     void *dx = dev_copy(bx, m * d * esz), *dy = dev_copy(by, n * d * esz), *dout = NULL;
     CK(cudaMalloc(&dout, m * n * esz));
-    CK(cudaMemset(dout, 0xff, m * n * esz)); /* all-ones bits: NaN in both dtypes */
+    CK_MEMSET(dout, 0xff, m * n * esz); /* all-ones bits: NaN in both dtypes */
 
     gate_set(1);
     gpuq_cuda_ctx_set_gate(g_ctx, g_gate);
@@ -235,8 +235,8 @@ START_TEST(pairwise_gate_mid_run)
     for (;;) {
         CK(cudaMalloc(&dx, m * d * 4));
         CK(cudaMalloc(&dy, n * d * 4));
-        CK(cudaMemset(dx, 0x3f, m * d * 4)); /* 0.747 each: no zero sums */
-        CK(cudaMemset(dy, 0, n * d * 4));
+        CK_MEMSET(dx, 0x3f, m * d * 4); /* 0.747 each: no zero sums */
+        CK_MEMSET(dy, 0, n * d * 4);
         CK(cudaDeviceSynchronize());
         double t0 = now_s();
         ck_assert_int_eq(gpuq_cuda_pairwise(g_ctx, GPUQ_K_F32, GPUQ_K_SQEUCLIDEAN, 2.0, 0, dx, dy,
@@ -254,7 +254,7 @@ START_TEST(pairwise_gate_mid_run)
     printf("pairwise_gate_mid_run: %llu x %llu x %llu float32 takes %.0f ms ungated\n",
            (unsigned long long)m, (unsigned long long)n, (unsigned long long)d, full * 1e3);
     ck_assert_msg(full >= 0.1, "the ungated run took only %.0f ms", full * 1e3);
-    CK(cudaMemset(dout, 0xff, m * n * 4));
+    CK_MEMSET(dout, 0xff, m * n * 4);
     CK(cudaDeviceSynchronize());
     gate_set(0);
     gpuq_cuda_ctx_set_gate(g_ctx, g_gate);

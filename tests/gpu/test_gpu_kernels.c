@@ -91,7 +91,7 @@ static void *dev_copy(const void *h, size_t bytes)
     void *d = NULL;
     CK(cudaMalloc(&d, bytes ? bytes : 1));
     if (bytes)
-        CK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+        CK_UPLOAD(d, h, bytes);
     /* cudaMemcpy from pageable memory may return before the DMA lands, and
      * the legacy stream it runs on does not order g_stream (non-blocking):
      * finish it before a kernel on g_stream reads d. */
@@ -103,7 +103,7 @@ static void *dev_out(size_t bytes)
 {
     void *d = NULL;
     CK(cudaMalloc(&d, bytes));
-    CK(cudaMemset(d, 0xff, bytes)); /* all-ones bytes: NaN in f32 and f64 */
+    CK_MEMSET(d, 0xff, bytes); /* all-ones bytes: NaN in f32 and f64 */
     /* cudaMemset is asynchronous and on the legacy stream: without this it
      * could land after the kernel on g_stream wrote the result (seen as NaN
      * results when other processes kept the GPU busy) */

@@ -78,7 +78,7 @@ static void *dev_copy(const void *h, size_t bytes)
 {
     void *d = NULL;
     CK(cudaMalloc(&d, bytes + 1));
-    CK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+    CK_UPLOAD(d, h, bytes);
     CK(cudaDeviceSynchronize());
     return d;
 }

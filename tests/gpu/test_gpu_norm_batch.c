@@ -124,7 +124,7 @@ static bt_item *bt_add(bt_batch *b, int dt, int method, int zero_ok, uint64_t ro
     if (in_pinned)
         memcpy(in, h_in, bytes);
     else
-        CK(cudaMemcpy(in, h_in, bytes, cudaMemcpyHostToDevice));
+        CK_UPLOAD(in, h_in, bytes);
     /* cudaMemcpy from pageable memory may return before the DMA lands, and the legacy stream
      * does not order g_stream (non-blocking): finish it before a kernel reads the input */
     CK(cudaDeviceSynchronize());

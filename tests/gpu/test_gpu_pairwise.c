@@ -97,7 +97,7 @@ static void *dev_copy_at(const void *h, size_t bytes, size_t off, void **base)
 {
     char *d = NULL;
     CK(cudaMalloc((void **)&d, bytes + off + 1));
-    CK(cudaMemcpy(d + off, h, bytes, cudaMemcpyHostToDevice));
+    CK_UPLOAD(d + off, h, bytes);
     /* cudaMemcpy from pageable memory may return before the DMA lands, and
      * the legacy stream does not order g_stream (non-blocking). */
     CK(cudaDeviceSynchronize());

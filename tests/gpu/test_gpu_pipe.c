@@ -892,7 +892,7 @@ static int read_flag(void)
     int f = -1;
     CK(cudaStreamSynchronize(g_stream));
     CK(cudaMemcpy(&f, gpuq_cuda_ctx_errflag(g_ctx), sizeof f, cudaMemcpyDeviceToHost));
-    CK(cudaMemset(gpuq_cuda_ctx_errflag(g_ctx), 0, sizeof f));
+    CK_MEMSET(gpuq_cuda_ctx_errflag(g_ctx), 0, sizeof f);
     CK(cudaDeviceSynchronize());
     return f;
 }
@@ -910,8 +910,8 @@ static int flat_run(int dt, int method, int zero_ok, const void *h_in, uint64_t 
     CK(cudaMalloc(&d_in, bytes));
     CK(cudaMalloc(&d_out, bytes));
     CK(cudaMalloc(&d_s, sb));
-    CK(cudaMemcpy(d_in, h_in, bytes, cudaMemcpyHostToDevice));
-    CK(cudaMemset(d_s, 0xff, sb)); /* stale partials must not count */
+    CK_UPLOAD(d_in, h_in, bytes);
+    CK_MEMSET(d_s, 0xff, sb); /* stale partials must not count */
     CK(cudaDeviceSynchronize());
     uint64_t pieces = (n + piece - 1) / piece;
     for (uint64_t p = pieces; p-- > 0;)
@@ -937,7 +937,7 @@ static int whole_run(int dt, int method, int zero_ok, const void *h_in, uint64_t
     void *d_in, *d_out;
     CK(cudaMalloc(&d_in, bytes));
     CK(cudaMalloc(&d_out, bytes));
-    CK(cudaMemcpy(d_in, h_in, bytes, cudaMemcpyHostToDevice));
+    CK_UPLOAD(d_in, h_in, bytes);
     CK(cudaDeviceSynchronize());
     ck_assert_int_eq(gpuq_cuda_normalize(g_ctx, dt, method, zero_ok, d_in, d_out, 1, n), 0);
     int f = read_flag();

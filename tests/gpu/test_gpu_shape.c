@@ -22,7 +22,7 @@ static void *dev_copy(const void *h, size_t bytes)
     void *d = NULL;
     CK(cudaMalloc(&d, bytes ? bytes : 1));
     if (h)
-        CK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+        CK_UPLOAD(d, h, bytes);
     return d;
 }
 
