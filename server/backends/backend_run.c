@@ -199,6 +199,7 @@ static int blocks_phase(gpuq_job *job, cpu_blocks *cb, uint64_t block, unsigned 
     cb->block = block;
     cb->nblocks = (cb->rows + block - 1) / block;
     cb->next = 0;
+    cb->rows_done = 0; /* this phase's: a stop's message counts them */
     cb->fail_block = cb->nblocks;
     if (want > cb->nblocks)
         want = (unsigned)cb->nblocks;
@@ -273,7 +274,6 @@ static int run_pieces(gpuq_job *job, const op_backend_def *ob, op_bufs *h, uint6
         goto out;
     }
     cb.fn = fn_scale;
-    cb.rows_done = 0;
     (void)blocks_phase(job, &cb, ob->cpu_piece, want);
 out:
     free(h->scratch);
