@@ -261,26 +261,6 @@ malformed:
     return fail(err, errcap, GPUQ_E_BAD_ARGUMENT, "%s: not a valid .npy header", path);
 }
 
-/* The same from a stream's current position (read(2)). */
-static int read_full(int fd, void *dst, uint64_t len)
-{
-    uint8_t *p = dst;
-    while (len > 0) {
-        size_t chunk = len > (1u << 30) ? (1u << 30) : (size_t)len;
-        ssize_t n = read(fd, p, chunk);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            if (n == 0)
-                errno = 0;
-            return -1;
-        }
-        p += n;
-        len -= (uint64_t)n;
-    }
-    return 0;
-}
-
 /* Where npy_open reads a header from: a file (pread at offsets, its size
  * known) or a stream (read in order, its size unknown: UINT64_MAX). */
 typedef struct npy_src {
@@ -292,7 +272,8 @@ typedef struct npy_src {
 
 static int src_read(const npy_src *s, void *dst, uint64_t len, uint64_t off)
 {
-    return s->stream ? read_full(s->fd, dst, len) : npz_pread_full(s->fd, dst, len, s->base + off);
+    return s->stream ? npz_read_exact(s->fd, dst, len, NPZ_STREAM)
+                     : npz_read_exact(s->fd, dst, len, s->base + off);
 }
 
 /* The header at the start of s, checked; on success a is filled (not yet
@@ -516,12 +497,12 @@ static int load_bytes(const npy_array *a, const char *path, void *dst, uint64_t 
                       char *err, size_t errcap)
 {
     if (!a->stream) {
-        if (npz_pread_full(a->fd, dst, len, off) != 0)
+        if (npz_read_exact(a->fd, dst, len, off) != 0)
             return fail(err, errcap, GPUQ_E_IO, "%s: %s", path,
                         errno ? strerror(errno) : "short read (the file shrank)");
         return 0;
     }
-    if (read_full(a->fd, dst, len) != 0) {
+    if (npz_read_exact(a->fd, dst, len, NPZ_STREAM) != 0) {
         if (errno)
             return fail(err, errcap, GPUQ_E_IO, "%s: %s", path, strerror(errno));
         return fail(err, errcap, GPUQ_E_SIZE_MISMATCH,

@@ -19,12 +19,12 @@
 
 #include "errors.h"
 
-int npz_pread_full(int fd, void *dst, uint64_t len, uint64_t off)
+int npz_read_exact(int fd, void *dst, uint64_t len, uint64_t off)
 {
     uint8_t *p = dst;
     while (len > 0) {
         size_t chunk = len > (1u << 30) ? (1u << 30) : (size_t)len;
-        ssize_t n = pread(fd, p, chunk, (off_t)off);
+        ssize_t n = off == NPZ_STREAM ? read(fd, p, chunk) : pread(fd, p, chunk, (off_t)off);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
@@ -33,7 +33,8 @@ int npz_pread_full(int fd, void *dst, uint64_t len, uint64_t off)
             return -1;
         }
         p += n;
-        off += (uint64_t)n;
+        if (off != NPZ_STREAM)
+            off += (uint64_t)n;
         len -= (uint64_t)n;
     }
     return 0;
@@ -117,7 +118,7 @@ static int find_dir64(int fd, uint64_t end_off, const char *label, npz_dir *d, c
                       size_t cap)
 {
     uint8_t loc[LOC64_SIZE], rec[END64_SIZE];
-    if (end_off < LOC64_SIZE || npz_pread_full(fd, loc, sizeof loc, end_off - LOC64_SIZE) != 0 ||
+    if (end_off < LOC64_SIZE || npz_read_exact(fd, loc, sizeof loc, end_off - LOC64_SIZE) != 0 ||
         le(loc, 4) != SIG_LOC64)
         return fail(err, cap, GPUQ_E_BAD_ARGUMENT,
                     "%s: damaged ZIP archive (a ZIP64 field without its locator)", label);
@@ -125,7 +126,7 @@ static int find_dir64(int fd, uint64_t end_off, const char *label, npz_dir *d, c
     if (le(loc + 4, 4) != 0 || le(loc + 16, 4) > 1)
         return fail(err, cap, GPUQ_E_BAD_ARGUMENT, "%s: a ZIP archive of several disks", label);
     if (rec_off > loc_off || loc_off - rec_off < END64_SIZE ||
-        npz_pread_full(fd, rec, sizeof rec, rec_off) != 0 || le(rec, 4) != SIG_END64)
+        npz_read_exact(fd, rec, sizeof rec, rec_off) != 0 || le(rec, 4) != SIG_END64)
         return fail(err, cap, GPUQ_E_BAD_ARGUMENT,
                     "%s: damaged ZIP archive (ZIP64 end record out of place)", label);
     if (le(rec + 16, 4) != 0 || le(rec + 20, 4) != 0 || le(rec + 24, 8) != le(rec + 32, 8))
@@ -148,7 +149,7 @@ static int find_dir(int fd, uint64_t fsize, const char *label, npz_dir *d, char 
     if (!buf)
         return fail(err, cap, GPUQ_E_NO_MEMORY, "%s: out of memory", label);
     int rc = 0;
-    if (npz_pread_full(fd, buf, tail, fsize - tail) != 0) {
+    if (npz_read_exact(fd, buf, tail, fsize - tail) != 0) {
         rc = read_fail(err, cap, label);
         goto out;
     }
@@ -345,7 +346,7 @@ static int check_stored(int fd, uint64_t data, const npz_entry *e, const char *l
     int rc = 0;
     for (uint64_t got = 0; got < e->usize;) {
         size_t n = e->usize - got < NPZ_CHUNK ? (size_t)(e->usize - got) : NPZ_CHUNK;
-        if (npz_pread_full(fd, buf, n, data + got) != 0) {
+        if (npz_read_exact(fd, buf, n, data + got) != 0) {
             rc = read_fail(err, cap, label);
             break;
         }
@@ -385,7 +386,7 @@ static int inflate_member(int fd, uint64_t data, const npz_entry *e, const char 
                 goto err_after_init;
             }
             size_t n = left < NPZ_CHUNK ? (size_t)left : NPZ_CHUNK;
-            if (npz_pread_full(fd, in, n, data + (e->csize - left)) != 0) {
+            if (npz_read_exact(fd, in, n, data + (e->csize - left)) != 0) {
                 rc = read_fail(err, cap, label);
                 goto err_after_init;
             }
@@ -455,7 +456,7 @@ static int open_entry(int fd, uint64_t limit, const npz_entry *e, const char *la
     uint8_t lh[LOCAL_SIZE];
     if (e->loff > limit || limit - e->loff < LOCAL_SIZE)
         return damaged(err, cap, label, "member header outside the file");
-    if (npz_pread_full(fd, lh, sizeof lh, e->loff) != 0)
+    if (npz_read_exact(fd, lh, sizeof lh, e->loff) != 0)
         return read_fail(err, cap, label);
     uint64_t nlen = le(lh + 26, 2), xlen = le(lh + 28, 2);
     uint64_t data = e->loff + LOCAL_SIZE + nlen + xlen;
@@ -464,7 +465,7 @@ static int open_entry(int fd, uint64_t limit, const npz_entry *e, const char *la
     if (data > limit || e->csize > limit - data)
         return damaged(err, cap, label, "member data outside the file");
     uint8_t name[U16_MAX];
-    if (npz_pread_full(fd, name, (size_t)nlen, e->loff + LOCAL_SIZE) != 0)
+    if (npz_read_exact(fd, name, (size_t)nlen, e->loff + LOCAL_SIZE) != 0)
         return read_fail(err, cap, label);
     if (memcmp(name, e->name, (size_t)nlen) != 0)
         return damaged(err, cap, label, "member header names another file");
@@ -496,7 +497,7 @@ int npz_open_fd(int fd, uint64_t fsize, const char *label, const char *name, npz
     if (!cd)
         return fail(err, errcap, GPUQ_E_NO_MEMORY, "%s: out of memory", label);
     npz_entry e;
-    if (npz_pread_full(fd, cd, (size_t)d.size, d.off) != 0)
+    if (npz_read_exact(fd, cd, (size_t)d.size, d.off) != 0)
         rc = read_fail(err, errcap, label);
     else if ((rc = pick_entry(cd, (size_t)d.size, d.count, label, name, &e, err, errcap)) == 0)
         rc = open_entry(fd, d.off, &e, label, m, err, errcap);

@@ -62,8 +62,11 @@ int npz_open_fd(int fd, uint64_t fsize, const char *label, const char *name, npz
 /* Close what m owns (idempotent). */
 void npz_close(npz_member *m);
 
-/* Read exactly len bytes at off of fd into dst (EINTR retried, any length):
- * 0, or -1 (errno set; 0 for a file shorter than that). npy.c's too. */
-int npz_pread_full(int fd, void *dst, uint64_t len, uint64_t off);
+/* Read exactly len bytes of fd into dst, at offset off (pread(2)) or, with
+ * off NPZ_STREAM, from the current position (read(2)); EINTR retried, any
+ * length: 0, or -1 (errno set; 0 for a file shorter than that). npy.c's
+ * reads too. */
+#define NPZ_STREAM UINT64_MAX
+int npz_read_exact(int fd, void *dst, uint64_t len, uint64_t off);
 
 #endif
