@@ -38,7 +38,7 @@ from numpy.typing import ArrayLike, DTypeLike
 
 from . import _base
 from . import _convert as cv
-from . import _copy, _docs, _ops, _progress, _socketpath, errors
+from . import _arena_express, _copy, _docs, _ops, _progress, _socketpath, errors
 from ._ops import EARTH_RADIUS_KM, Call, KnnResult, Result
 from ._progress import ProgressFn
 from ._resident import Resident, check_name
@@ -82,6 +82,7 @@ class Client(_base.Base):
         self._rx = False
         self._sent = 0
         self._x: Optional[dict] = None
+        self._xkeep: Any = None  # what _x's request must keep alive (its arena blocks)
 
     def _hello(self, name: Optional[str], priority: Any, device: Optional[int]) -> None:
         hdr, _, _ = self._control("hello", _base.hello_keys(name, priority, device))
@@ -189,8 +190,11 @@ class Client(_base.Base):
             while s.pending and s.pending[-1].id > self._sent:
                 s.unqueue(s.pending[-1])
             x, self._x = self._x, None
+            keep, self._xkeep = self._xkeep, None
             if x is not None and all(p.id != x["id"] for p in s.pending):
-                s.pending.append(Pending(x["id"], x["op"], drop))
+                q = Pending(x["id"], x["op"], drop)
+                q.keep = keep  # gpuqd may still write its arena output
+                s.pending.append(q)
             if first is not None:
                 for p in list(s.pending) + list(s.retry):
                     if p.id >= first and p.op in _base.BUILDERS:
@@ -200,7 +204,7 @@ class Client(_base.Base):
 
     def _close_interrupted(self) -> None:
         self._tx = self._rx = False
-        self._x = None
+        self._x = self._xkeep = None
         self._break(errors.ClosedError("an interrupt (KeyboardInterrupt) cut a frame short, "
                                        "so the client closed the connection; connect again"))
         self._closed = True
@@ -433,6 +437,44 @@ class Client(_base.Base):
             self._rx = False
         return MISS
 
+    def _express_arena(self, call: Call, resolve) -> Any:
+        """_express for a request whose inputs all live in this session's
+        arenas and whose one output is new (_arena_express.py): None when
+        that does not apply (nothing sent), else its value, or MISS when the
+        general reader must answer it (queued, as _express leaves one)."""
+        s = self._s
+        made = _arena_express.request(s, call)
+        if made is None:
+            return None
+        bufs, h, arr = made
+        self._tx = True
+        try:
+            n = self._sock.sendmsg(bufs, (), _SEND_FLAGS)
+        except OSError as e:
+            n = e
+        got: Any = None
+        if n == len(bufs[0]):
+            self._sent = h["id"]
+            self._x, self._xkeep = h, (call.inputs, arr)  # an interrupt queues it
+            self._tx = False
+            got = self._receive_now()
+            if type(got) is int and got:
+                v = _arena_express.reply(s, call, h, got, arr)
+                if v is not MISS:
+                    self._x = self._xkeep = None
+                    self._rx = False
+                    return v
+        _arena_express.adopt(s, call, h, bufs, arr, resolve)
+        self._x = self._xkeep = None
+        if got is None:
+            self._send_rest(bufs, n)
+            self._sent = h["id"]
+            self._tx = False
+        else:
+            self._take(got, self._break)
+            self._rx = False
+        return MISS
+
     def _receive_now(self):
         """The first receive of a reply on the short paths: the reader
         armed, what _receive got (bytes in, or None), or the OSError."""
@@ -482,15 +524,15 @@ class Client(_base.Base):
                 plan = None
                 if not s.pending and not s.retry and s.broken is None and not self._closed \
                         and call.progress is None:  # progress: the general reader reports
-                    plan = s.plan(call)
-                    if not plan.use:
-                        v = self._express(call, lambda v, e: box.extend((v, e)))
-                        if v is not MISS:
-                            return v
-                    else:
-                        v = self._express_ref(call, plan, lambda v, e: box.extend((v, e)))
-                        if v is not MISS:
-                            return v
+                    def done(value: Any, exc: Optional[BaseException]) -> None:
+                        box.extend((value, exc))
+                    v = self._express_arena(call, done)
+                    if v is None:  # the full plan
+                        plan = s.plan(call)
+                        v = self._express(call, done) if not plan.use else \
+                            self._express_ref(call, plan, done)
+                    if v is not MISS:
+                        return v
                 else:
                     self._start(call, lambda v, e: box.extend((v, e)), plan)
                 while not box:
