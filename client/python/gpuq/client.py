@@ -408,63 +408,49 @@ class Client(_base.Base):
         general reader, which resolve then tells; returns MISS then."""
         s = self._s
         bufs, h = s.express(call)
-        self._tx = True
-        try:
-            n = self._sock.sendmsg(bufs, (), _SEND_FLAGS)
-        except OSError as e:
-            n = e
-        outs = s.outputs(call)  # made while gpuqd works
-        got: Any = None
-        if n == sum(map(len, bufs)):
-            self._sent = h["id"]
-            self._x = h  # sent, not queued: an interrupt queues it (_interrupted)
-            self._tx = False
-            got = self._receive_now()
-            if type(got) is int and got:
-                v = s.express_reply(call, h["id"], got, outs)
-                if v is not MISS:
-                    self._x = None
-                    self._rx = False
-                    return v
-        s.adopt(call, h, bufs, resolve, outs)
-        self._x = None
-        if got is None:
-            self._send_rest(bufs, n)
-            self._sent = h["id"]
-            self._tx = False
-        else:
-            self._take(got, self._break)
-            self._rx = False
-        return MISS
+        outs = s.outputs(call)
+        return self._short(bufs, h, None,
+                           lambda n: s.express_reply(call, h["id"], n, outs),
+                           lambda: s.adopt(call, h, bufs, resolve, outs))
 
     def _express_arena(self, call: Call, resolve) -> Any:
         """_express for a request whose inputs all live in this session's
         arenas and whose one output is new (_arena_express.py): None when
-        that does not apply (nothing sent), else its value, or MISS when the
-        general reader must answer it (queued, as _express leaves one)."""
+        that does not apply (nothing sent), else what _express returns."""
         s = self._s
         made = _arena_express.request(s, call)
         if made is None:
             return None
         bufs, h, arr = made
+        return self._short(bufs, h, (call.inputs, arr),
+                           lambda n: _arena_express.reply(s, call, h, n, arr),
+                           lambda: _arena_express.adopt(s, call, h, bufs, arr, resolve))
+
+    def _short(self, bufs: list, h: dict, keep: Any, answer: Callable[[int], Any],
+               adopt: Callable[[], Any]) -> Any:
+        """The short paths' send and first receive of request h (its frame
+        bufs, not queued): its value when answer(bytes received) gives one
+        (not MISS); otherwise adopt() queues it for the general reader and
+        MISS is returned. keep: what an interrupt must keep alive with it
+        (arena blocks gpuqd may still write)."""
         self._tx = True
         try:
             n = self._sock.sendmsg(bufs, (), _SEND_FLAGS)
         except OSError as e:
             n = e
         got: Any = None
-        if n == len(bufs[0]):
+        if n == sum(map(len, bufs)):
             self._sent = h["id"]
-            self._x, self._xkeep = h, (call.inputs, arr)  # an interrupt queues it
+            self._x, self._xkeep = h, keep  # sent, not queued: an interrupt queues it
             self._tx = False
             got = self._receive_now()
             if type(got) is int and got:
-                v = _arena_express.reply(s, call, h, got, arr)
+                v = answer(got)
                 if v is not MISS:
                     self._x = self._xkeep = None
                     self._rx = False
                     return v
-        _arena_express.adopt(s, call, h, bufs, arr, resolve)
+        adopt()
         self._x = self._xkeep = None
         if got is None:
             self._send_rest(bufs, n)
