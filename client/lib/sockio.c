@@ -56,14 +56,32 @@ int sockio_connect(const char *path, int *fd)
     return 0;
 }
 
+/* Wait until fd has bytes to read (or EOF, or an error the next receive
+ * reports). A thread blocked in recv(2) on a Unix stream socket sits on the
+ * socket's one wait queue, which the kernel also wakes whenever the peer
+ * reads what this side sent (unix_write_space): gpuqd's loop, reading the
+ * next request, would wake this thread for nothing, paying an interprocessor
+ * wake-up (costly on a VM) each time. poll(2)'s wait is woken for POLLIN
+ * only. */
+static void wait_readable(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    while (poll(&p, 1, -1) < 0 && errno == EINTR)
+        ;
+}
+
 int sockio_read_full(int fd, void *buf, size_t n)
 {
     uint8_t *p = buf;
     while (n > 0) {
-        ssize_t r = recv(fd, p, n, 0);
+        ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
         if (r == 0)
             return GPUQ_E_CLOSED;
         if (r < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                wait_readable(fd);
+                continue;
+            }
             if (errno == EINTR)
                 continue;
             return errno == ECONNRESET ? GPUQ_E_CLOSED : GPUQ_E_IO;
@@ -92,9 +110,13 @@ int sockio_read_full_fd(int fd, void *buf, size_t n, int *rx_fd)
     mh.msg_control = cm.space;
     mh.msg_controllen = sizeof cm.space;
     ssize_t r;
-    do
-        r = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-    while (r < 0 && errno == EINTR);
+    for (;;) {
+        r = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        if (r >= 0 || (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK))
+            break;
+        if (errno != EINTR)
+            wait_readable(fd);
+    }
     if (r == 0)
         return GPUQ_E_CLOSED;
     if (r < 0)

@@ -3,10 +3,15 @@
  * transfers over short writes and reads, many pieces in one send, and the
  * process-wide byte counts (gpuq_io_counts) that gpuqctl's progress line
  * reads from another thread: exact, and moving while one large send is
- * still blocked (sends go out in pieces of SOCKIO_SEND_CHUNK).
+ * still blocked (sends go out in pieces of SOCKIO_SEND_CHUNK); and a reader
+ * waiting for a reply sleeps through the peer's reads of what it sent (a
+ * recv(2) blocked on a Unix socket is woken by each of them: gpuqd's loop
+ * would pay a wake-up per request read).
  */
 #include <check.h>
 #include <pthread.h>
+#include <sys/resource.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -124,6 +129,58 @@ START_TEST(many_pieces_in_one_send)
 }
 END_TEST
 
+typedef struct waiter {
+    int fd;
+    bool with_fd; /* through sockio_read_full_fd, as a reply's first bytes are read */
+    int rc;
+    long switches; /* voluntary context switches during the wait */
+    uint8_t got;
+} waiter;
+
+static void *wait_main(void *arg)
+{
+    waiter *w = arg;
+    static uint8_t piece[1024];
+    for (int k = 0; k < 64; k++) { /* 64 separate sends: 64 buffers at the peer */
+        struct iovec v = {piece, sizeof piece};
+        ck_assert_int_eq(sockio_writev_full(w->fd, &v, 1), 0);
+    }
+    struct rusage a, b;
+    ck_assert_int_eq(getrusage(RUSAGE_THREAD, &a), 0);
+    int rx_fd = -1;
+    w->rc = w->with_fd ? sockio_read_full_fd(w->fd, &w->got, 1, &rx_fd)
+                       : sockio_read_full(w->fd, &w->got, 1); /* the "reply" */
+    ck_assert_int_eq(rx_fd, -1);
+    ck_assert_int_eq(getrusage(RUSAGE_THREAD, &b), 0);
+    w->switches = b.ru_nvcsw - a.ru_nvcsw;
+    return NULL;
+}
+
+START_TEST(waiting_reader_sleeps_through_the_peers_reads)
+{
+    int sv[2];
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    waiter w = {.fd = sv[0], .with_fd = _i == 1};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, wait_main, &w), 0);
+    sleep_ms(100); /* it has sent and waits */
+    uint8_t buf[1024];
+    for (int k = 0; k < 64; k++) { /* the peer reads each send, time apart */
+        ck_assert_int_eq(sockio_read_full(sv[1], buf, sizeof buf), 0);
+        sleep_ms(2);
+    }
+    uint8_t one = 42;
+    ck_assert_int_eq(send(sv[1], &one, 1, 0), 1);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_int_eq(w.rc, 0);
+    ck_assert_uint_eq(w.got, 42);
+    /* woken once for the byte (a blocked recv: about 64 times) */
+    ck_assert_int_lt(w.switches, 16);
+    close(sv[0]);
+    close(sv[1]);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("sockio");
@@ -131,6 +188,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, counts_move_during_a_large_send);
     tcase_add_test(tc, many_pieces_in_one_send);
+    tcase_add_loop_test(tc, waiting_reader_sleeps_through_the_peers_reads, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }
