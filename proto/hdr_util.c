@@ -19,7 +19,13 @@
 
 bool hdr_str_eq(const char *s, size_t len, const char *lit)
 {
-    return strlen(lit) == len && memcmp(s, lit, len) == 0;
+    /* byte by byte, so a lookup (hdr_lookup: every key of every header
+     * against a table of names) mostly stops at the first byte instead of
+     * measuring each name; never past lit's end */
+    for (size_t i = 0; i < len; i++)
+        if (lit[i] == '\0' || lit[i] != s[i])
+            return false;
+    return lit[len] == '\0';
 }
 
 int hdr_lookup(const char *const *names, int n, const char *s, size_t len)

@@ -11,6 +11,7 @@
 #include "req_args.h"
 #include "gpuq_limits.h"
 #include "frame.h"
+#include "hdr_util.h"
 #include "mpread.h"
 #include "mpwrite.h"
 
@@ -73,6 +74,30 @@ static void shape2(uint64_t *s, uint32_t *nd, uint64_t a, uint64_t b)
 }
 
 /* ---- round trips ---- */
+
+/* hdr_str_eq: a key (bytes, their length) against a name, exactly: not a
+ * prefix, not longer, not with a NUL inside; hdr_lookup over a table with
+ * holes. */
+START_TEST(test_str_eq)
+{
+    ck_assert(hdr_str_eq("dtype", 5, "dtype"));
+    ck_assert(!hdr_str_eq("dtyp", 4, "dtype"));
+    ck_assert(!hdr_str_eq("dtypes", 6, "dtype"));
+    ck_assert(!hdr_str_eq("dtype\0", 6, "dtype"));
+    ck_assert(!hdr_str_eq("dt\0pe", 5, "dt"));
+    ck_assert(!hdr_str_eq("Dtype", 5, "dtype"));
+    ck_assert(!hdr_str_eq("dtypf", 5, "dtype"));
+    ck_assert(hdr_str_eq("", 0, ""));
+    ck_assert(!hdr_str_eq("", 0, "x"));
+    ck_assert(!hdr_str_eq("x", 1, ""));
+    const char *names[] = {"op", NULL, "id", "shape", "shape_b"};
+    ck_assert_int_eq(hdr_lookup(names, 5, "shape_b", 7), 4);
+    ck_assert_int_eq(hdr_lookup(names, 5, "shape", 5), 3);
+    ck_assert_int_eq(hdr_lookup(names, 5, "shap", 4), -1);
+    ck_assert_int_eq(hdr_lookup(names, 5, "id", 2), 2);
+    ck_assert_int_eq(hdr_lookup(names, 5, "op\0", 3), -1);
+}
+END_TEST
 
 START_TEST(test_rt_hello)
 {
@@ -1964,6 +1989,7 @@ static Suite *header_suite(void)
     Suite *s = suite_create("header");
     TCase *tc = tcase_create("roundtrip");
     tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_str_eq);
     tcase_add_test(tc, test_rt_hello);
     tcase_add_test(tc, test_admin_ops);
     tcase_add_test(tc, test_worked_example);
