@@ -30,7 +30,9 @@
  *
  * Spin: a worker that copied waits for the next job by polling for
  * GPUQ_COPY_SPIN_US (COPY_POOL_SPIN_US by default; 0: never) after the
- * job ended, then sleeps on the condition. A blocking call's copy out
+ * job ended, or until the copy a blocking call expects (copy_pool_expect,
+ * when it is due within COPY_POOL_EXPECT_MAX_US), then sleeps on the
+ * condition. A blocking call's copy out
  * follows its copy in by the request's device time (a quarter of a
  * millisecond for 4 MiB each way), and a worker woken from sleep on a
  * virtual machine's idle CPU starts late enough to leave its chunks to
@@ -87,6 +89,7 @@ static struct {
     size_t nchunks;
     size_t next;            /* the next chunk to take (atomic) */
     uint64_t worker_chunks; /* atomic */
+    uint64_t expects;       /* copy_pool_expect calls that took effect (under mu) */
 } pool = {
     .mu = PTHREAD_MUTEX_INITIALIZER,
     .wake = PTHREAD_COND_INITIALIZER,
@@ -319,6 +322,22 @@ static void pool_start(void)
         pool.state = POOL_UP;
 }
 
+void copy_pool_expect(size_t bytes, uint64_t ns)
+{
+    if (bytes < COPY_POOL_MIN || ns > (uint64_t)COPY_POOL_EXPECT_MAX_US * 1000u ||
+        pthread_mutex_lock(&pool.mu))
+        return;
+    /* after copy_pool_run returned: every worker of that job has set its
+     * window already (spin_from_now), so this one is not cut short */
+    uint64_t until = mono_ns() + ns;
+    if (pool.state == POOL_UP && pool.spin_ns) {
+        pool.expects++;
+        if (__atomic_load_n(&pool.spin_until, __ATOMIC_RELAXED) < until)
+            __atomic_store_n(&pool.spin_until, until, __ATOMIC_RELAXED);
+    }
+    must(pthread_mutex_unlock(&pool.mu));
+}
+
 unsigned copy_pool_share(size_t total, unsigned nworkers)
 {
     size_t per = (total + COPY_POOL_PER_THREAD - 1) / COPY_POOL_PER_THREAD;
@@ -376,6 +395,20 @@ unsigned copy_pool_workers(void)
 {
     must(pthread_mutex_lock(&pool.mu));
     unsigned n = pool.state == POOL_UP ? pool.nworkers : 0;
+    must(pthread_mutex_unlock(&pool.mu));
+    return n;
+}
+
+uint64_t copy_pool_poll_left_ns(void)
+{
+    uint64_t until = __atomic_load_n(&pool.spin_until, __ATOMIC_RELAXED), now = mono_ns();
+    return until > now ? until - now : 0;
+}
+
+uint64_t copy_pool_expects(void)
+{
+    must(pthread_mutex_lock(&pool.mu));
+    uint64_t n = pool.expects;
     must(pthread_mutex_unlock(&pool.mu));
     return n;
 }

@@ -17,7 +17,8 @@
  * thread per COPY_POOL_PER_THREAD bytes. Chunks are copied with streaming
  * stores on x86-64 (GPUQ_COPY_NT=0: memcpy), and the workers poll for the
  * next job for COPY_POOL_SPIN_US after one ended (GPUQ_COPY_SPIN_US; both
- * read at the pool's start). A child after fork starts a pool of
+ * read at the pool's start), or until the copy a blocking call expects
+ * (copy_pool_expect). A child after fork starts a pool of
  * its own when it first needs one; it never waits on its parent's threads.
  */
 #ifndef GPUQ_CLIENT_COPY_POOL_H
@@ -51,6 +52,19 @@ typedef struct copy_seg {
  * memcpy on this thread). Safe from several threads at once. */
 void copy_pool_run(const copy_seg *segs, unsigned n);
 
+/* Polling that a blocking call's copy out may have (copy_pool_expect), at
+ * most: a longer wait is slept through (the copy then wakes the workers). */
+#define COPY_POOL_EXPECT_MAX_US 2000
+
+/* A copy of `bytes` is expected within `ns` from now (a blocking call's
+ * copy out, once gpuqd has answered): the workers that poll after the last
+ * copy poll on until then instead of going to sleep, so that copy does not
+ * wait for threads woken from sleep (on a VM's idle CPUs they start late
+ * enough to leave their chunks to the others). Nothing when bytes is under
+ * COPY_POOL_MIN (that copy is one memcpy), ns over COPY_POOL_EXPECT_MAX_US,
+ * the spin is off (GPUQ_COPY_SPIN_US=0) or the pool is not up. */
+void copy_pool_expect(size_t bytes, uint64_t ns);
+
 /* The workers (of nworkers) a copy of total bytes takes beside its caller:
  * one per COPY_POOL_PER_THREAD bytes past the caller's share. */
 unsigned copy_pool_share(size_t total, unsigned nworkers);
@@ -59,6 +73,10 @@ unsigned copy_pool_share(size_t total, unsigned nworkers);
  * first large copy, after fork until the child's first, or when threads
  * could not start); threads that copy = workers + 1. */
 unsigned copy_pool_workers(void);
+/* How long workers that copied last poll on from now (0: the window is over). */
+uint64_t copy_pool_poll_left_ns(void);
+/* copy_pool_expect calls that took effect in this process so far. */
+uint64_t copy_pool_expects(void);
 /* Chunks the workers (not callers) have copied in this process so far. */
 uint64_t copy_pool_worker_chunks(void);
 

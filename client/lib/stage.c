@@ -8,7 +8,9 @@
  * them by reference; when the reply is in, the outputs are copied out to
  * the caller's buffers. Both copies go through copy_pool.c: chunked over
  * the process's copy threads from COPY_POOL_MIN bytes on, one memcpy on
- * this thread below that. The arena is opened on first use and grown by
+ * this thread below that; after the copy in, the copy threads poll on
+ * through a short request's device time (copy_pool_expect), so the copy out
+ * does not wait for threads woken from sleep. The arena is opened on first use and grown by
  * closing it and opening a larger one (twice the old size, at least what
  * the request needs, at most the session's session_arena), so a run of
  * growing requests reopens it only a few times.
@@ -39,8 +41,12 @@
 #include "conn_defs.h"
 #include "conn_err.h"
 #include "copy_pool.h"
+#include "sockio.h"
 
 #define STAGE_ALIGN 64u
+/* A staged request's copy out is expected this long after its device time
+ * at SOCKIO_SPIN_BYTES_PER_NS (the round trip, queueing, the kernel). */
+#define STAGE_EXPECT_SLACK_NS 500000u
 
 /* The arrays of one request that would cross the socket: nin inputs
  * (borrowed until staged) and nout outputs (borrowed until stage_end). A
@@ -181,8 +187,13 @@ static int stage_begin(gpuq_conn *c, const stage_io *io, gpuq_ref *in_refs, gpuq
         s->in_off[k] = in_off[k];
         s->in_len[k] = io->in_len[k];
     }
-    if (!gate) /* gated: stage_feed copies them once the request is sent */
+    if (!gate) { /* gated: stage_feed copies them once the request is sent */
         copy_pool_run(seg, io->nin);
+        /* the copy out follows by about the request's device time: the
+         * copy threads poll until then if that is short */
+        copy_pool_expect((size_t)(bytes - in_bytes),
+                         bytes / SOCKIO_SPIN_BYTES_PER_NS + STAGE_EXPECT_SLACK_NS);
+    }
     s->nin = io->nin;
     s->nout = io->nout;
     for (uint32_t k = 0; k < io->nout; k++) {

@@ -12,7 +12,9 @@
  * f64), two inputs (haversine between two point sets), two outputs (knn's
  * distances and indices). A child forked after the parent's copies ran on
  * threads makes staged calls of its own on a new connection with threads
- * of its own, while the parent keeps calling.
+ * of its own, while the parent keeps calling. A short staged call has the
+ * copy threads poll for its copy out; a long one, a small one and a socket
+ * call do not.
  */
 #include <check.h>
 #include <stdio.h>
@@ -67,6 +69,38 @@ START_TEST(normalize_at_chunk_boundaries)
     }
     ck_assert_int_eq(e2e_status_int("arena_open") > 0, 1);
     ck_assert_uint_eq(copy_pool_workers(), 3); /* the copies had threads */
+    gpuq_close(a), gpuq_close(s);
+}
+END_TEST
+
+/* A staged blocking call whose device time is short has the copy threads
+ * poll for its copy out (copy_pool_expect): 1M f32 each way does, 16M
+ * (due later than COPY_POOL_EXPECT_MAX_US at SOCKIO_SPIN_BYTES_PER_NS) and
+ * outputs under COPY_POOL_MIN do not, nor does a call by socket. */
+START_TEST(copy_out_expected)
+{
+    gpuq_conn *a = e2e_connect("auto", GPUQ_PRIO_NORMAL),
+              *s = e2e_conn_with("sock", GPUQ_TRANSPORT_SOCKET);
+    static const struct {
+        size_t n;
+        int sock;
+        uint64_t more;
+    } calls[] = {{1u << 20, 0, 1}, {1u << 24, 0, 0}, {COPY_POOL_MIN / 8, 0, 0}, {1u << 20, 1, 0}};
+    for (size_t k = 0; k < sizeof calls / sizeof *calls; k++) {
+        size_t bytes = calls[k].n * 4;
+        void *x = e2e_rand_buf(bytes, 1), *y = e2e_out_buf(bytes);
+        uint64_t before = copy_pool_expects();
+        gpuq_conn *c = calls[k].sock ? s : a;
+        ck_assert_msg(gpuq_normalize_1d(c, GPUQ_DT_F32, GPUQ_NORM_L2, x, calls[k].n, y) == 0, "%s",
+                      gpuq_errmsg(c));
+        ck_assert_msg(copy_pool_expects() - before == calls[k].more,
+                      "call %zu (%zu values%s): %llu expected copies, want %llu", k, calls[k].n,
+                      calls[k].sock ? ", socket" : "",
+                      (unsigned long long)(copy_pool_expects() - before),
+                      (unsigned long long)calls[k].more);
+        e2e_guard_intact(y, bytes, "normalize");
+        free(x), free(y);
+    }
     gpuq_close(a), gpuq_close(s);
 }
 END_TEST
@@ -191,6 +225,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, e2e_setup, e2e_teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, normalize_at_chunk_boundaries);
+    tcase_add_test(tc, copy_out_expected);
     tcase_add_test(tc, two_inputs_at_chunk_boundaries);
     tcase_add_test(tc, two_outputs_at_chunk_boundaries);
     tcase_add_test(tc, forked_child_stages);

@@ -14,8 +14,9 @@
  * fork while another thread copies never leaves the child stuck. Streaming
  * stores and memcpy (GPUQ_COPY_NT=0) give the same bytes. Workers poll for
  * GPUQ_COPY_SPIN_US after a job (running, not asleep), then sleep; with 0
- * they sleep at once. A copy takes one thread per COPY_POOL_PER_THREAD
- * bytes at most.
+ * they sleep at once; a copy expected soon (copy_pool_expect) keeps them
+ * polling until it is due, one expected too late or too small does not. A
+ * copy takes one thread per COPY_POOL_PER_THREAD bytes at most.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -226,6 +227,51 @@ START_TEST(workers_spin_then_sleep)
 }
 END_TEST
 
+START_TEST(expect_keeps_workers_polling)
+{
+    use_threads("3"); /* the default spin: COPY_POOL_SPIN_US */
+    /* _i: 0 a copy out expected within 1.9 ms: the workers that copied poll
+     * on past the spin; 1 one expected later than COPY_POOL_EXPECT_MAX_US,
+     * 2 one under COPY_POOL_MIN: nothing changes, they sleep after the spin */
+    static const struct {
+        size_t bytes;
+        uint64_t ns;
+    } want[] = {{COPY_POOL_MIN, 1900000},
+                {COPY_POOL_MIN, (uint64_t)COPY_POOL_EXPECT_MAX_US * 1000u + 1},
+                {COPY_POOL_MIN - 1, 1900000}};
+    ck_assert_uint_gt(1900, COPY_POOL_SPIN_US * 3); /* a window the spin alone would not give */
+    size_t len = 64 * CH;
+    uint8_t *src = malloc(len), *dst = malloc(len);
+    ck_assert(src && dst);
+    fill_rand(src, len);
+    int running = 0, sleeping = 0, seen = 0;
+    for (int round = 0; round < 20 && !seen; round++) {
+        memset(dst, 0, len);
+        copy_seg s = {dst, src, len};
+        copy_pool_run(&s, 1);
+        copy_pool_expect(want[_i].bytes, want[_i].ns); /* at once, as stage.c does */
+        uint64_t left = copy_pool_poll_left_ns();
+        if (_i == 0)
+            ck_assert_uint_gt(left, COPY_POOL_SPIN_US * 1000u);
+        else
+            ck_assert_uint_le(left, COPY_POOL_SPIN_US * 1000u); /* the spin's own window */
+        usleep(1000); /* past the spin's window, inside the expected one */
+        worker_states(&running, &sleeping);
+        seen = _i == 0 ? running == 2 : running == 0;
+        ck_assert(memcmp(dst, src, len) == 0);
+    }
+    free(src), free(dst);
+    ck_assert_uint_eq(copy_pool_workers(), 2);
+    ck_assert_msg(seen, _i == 0 ? "no copy of 20 left both workers polling 1 ms after it"
+                                : "workers ran 1 ms after each of 20 copies");
+    /* after the expected window: asleep */
+    usleep(5000);
+    for (int i = 0; i < 100 && (worker_states(&running, &sleeping), sleeping != 2); i++)
+        usleep(10000);
+    ck_assert_msg(sleeping == 2, "%d of 2 workers sleep after the window", sleeping);
+}
+END_TEST
+
 START_TEST(threads_follow_size)
 {
     use_threads("8");
@@ -396,6 +442,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, sizes_and_alignments, 0, 2);
     tcase_add_loop_test(tc, workers_spin_then_sleep, 0, 2);
+    tcase_add_loop_test(tc, expect_keeps_workers_polling, 0, 3);
     tcase_add_test(tc, threads_follow_size);
     tcase_add_test(tc, share_follows_size);
     tcase_add_test(tc, segments);
