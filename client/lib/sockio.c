@@ -62,12 +62,14 @@ int sockio_connect(const char *path, int *fd)
  * reads what this side sent (unix_write_space): gpuqd's loop, reading the
  * next request, would wake this thread for nothing, paying an interprocessor
  * wake-up (costly on a VM) each time. poll(2)'s wait is woken for POLLIN
- * only. */
-static void wait_readable(int fd)
+ * only. 0, or -1 when poll itself fails (errno set; not EINTR). */
+static int wait_readable(int fd)
 {
     struct pollfd p = {.fd = fd, .events = POLLIN};
-    while (poll(&p, 1, -1) < 0 && errno == EINTR)
+    int n;
+    while ((n = poll(&p, 1, -1)) < 0 && errno == EINTR)
         ;
+    return n < 0 ? -1 : 0;
 }
 
 int sockio_read_full(int fd, void *buf, size_t n)
@@ -79,7 +81,8 @@ int sockio_read_full(int fd, void *buf, size_t n)
             return GPUQ_E_CLOSED;
         if (r < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                wait_readable(fd);
+                if (wait_readable(fd) < 0)
+                    return GPUQ_E_IO; /* never a busy loop on a failing poll */
                 continue;
             }
             if (errno == EINTR)
@@ -114,8 +117,8 @@ int sockio_read_full_fd(int fd, void *buf, size_t n, int *rx_fd)
         r = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
         if (r >= 0 || (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK))
             break;
-        if (errno != EINTR)
-            wait_readable(fd);
+        if (errno != EINTR && wait_readable(fd) < 0)
+            return GPUQ_E_IO;
     }
     if (r == 0)
         return GPUQ_E_CLOSED;
