@@ -9,6 +9,11 @@
  */
 #include "mpwrite.h"
 
+/* A writer's first buffer: msgpack-c's default is 8 KiB, which every reply
+ * header (about 100 bytes) paid for in a fresh allocation; held while the
+ * reply waits to be written, thousands of them made malloc grow and trim
+ * its heap (page faults on the loop thread). Larger ones double as they grow. */
+#define MSGPACK_SBUFFER_INIT_SIZE 256
 #include <msgpack.h>
 #include <stdlib.h>
 #include <string.h>

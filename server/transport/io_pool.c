@@ -8,11 +8,20 @@
  * epoll set watches the fd) or DONE (waiting for the loop's async
  * callback). Only the job's thread changes its epoll set, and it deals with
  * a cancelled job only after the batch of events in hand, so an event never
- * points at a conn whose owner was let go. */
+ * points at a conn whose owner was let go.
+ *
+ * A thread that runs out of jobs polls (unlocked, on its ready count) for
+ * GPUQ_IO_SPIN_US (IO_SPIN_US_DEFAULT; 0: never) before it sleeps in epoll:
+ * under a stream of small jobs it is never asleep when the next one comes,
+ * so the loop submits without writing its eventfd and the thread starts
+ * without a wake-up. A busy thread still looks at its epoll set (without
+ * waiting) every IO_POLL_EVERY jobs, so a parked job whose socket is ready
+ * again is not kept waiting by a stream of ready ones. */
 #include "io_pool.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -24,6 +33,9 @@
 #include "log.h"
 #include "uvx.h"
 
+#define IO_SPIN_US_DEFAULT 50
+#define IO_POLL_EVERY 16 /* jobs a busy thread runs between looks at its epoll set */
+
 enum { J_IDLE, J_READY, J_RUNNING, J_PARKED, J_DONE };
 enum { SLICE_SPENT, SLICE_FINISHED, SLICE_AGAIN };
 
@@ -31,6 +43,7 @@ typedef struct io_worker {
     io_pool *p;
     pthread_t th;
     bool started, sleeping;
+    _Atomic unsigned nready; /* jobs in its ready lists (read unlocked while it spins) */
     int epfd, evfd;
     io_job *head[IO_LEVELS], *tail[IO_LEVELS]; /* ready, FIFO per level */
 } io_worker;
@@ -40,7 +53,9 @@ struct io_pool {
     pthread_mutex_t mu;
     pthread_cond_t let_go; /* a cancelled job is idle again */
     io_job *done_head, *done_tail;
-    bool stop;
+    uint64_t spin_ns;       /* GPUQ_IO_SPIN_US */
+    _Atomic uint64_t wakes; /* eventfd writes that woke a sleeping thread */
+    _Atomic bool stop;
     unsigned n;
     io_worker w[];
 };
@@ -54,6 +69,7 @@ static void io_wake(io_worker *w)
 {
     if (!w->sleeping)
         return;
+    atomic_fetch_add(&w->p->wakes, 1);
     uint64_t one = 1;
     ssize_t n;
     do
@@ -66,6 +82,7 @@ static void io_push(io_worker *w, io_job *j, bool front)
 {
     int l = j->level;
     j->state = J_READY;
+    atomic_fetch_add(&w->nready, 1);
     if (front) {
         j->next = w->head[l];
         w->head[l] = j;
@@ -95,6 +112,7 @@ static void io_unlink_ready(io_worker *w, io_job *j)
     if (w->tail[l] == j)
         w->tail[l] = prev;
     j->next = NULL;
+    atomic_fetch_sub(&w->nready, 1);
 }
 
 static io_job *io_pop(io_worker *w)
@@ -106,6 +124,7 @@ static io_job *io_pop(io_worker *w)
             if (!w->head[l])
                 w->tail[l] = NULL;
             j->next = NULL;
+            atomic_fetch_sub(&w->nready, 1);
             return j;
         }
     }
@@ -237,13 +256,73 @@ static void io_event(io_worker *w, io_conn *c, uint32_t ev)
         log_error("io: cannot disarm fd %d", c->fd);
 }
 
+/* Wait up to timeout ms (-1: until woken; 0: only look) for w's epoll set,
+ * unlocked; its events put parked jobs back in line. Called and returns
+ * with the lock held. */
+static void io_poll(io_pool *p, io_worker *w, int timeout)
+{
+    struct epoll_event ev[64];
+    w->sleeping = timeout != 0;
+    pthread_mutex_unlock(&p->mu);
+    int n = epoll_wait(w->epfd, ev, (int)(sizeof ev / sizeof ev[0]), timeout);
+    int e = errno;
+    pthread_mutex_lock(&p->mu);
+    w->sleeping = false;
+    if (n < 0 && e != EINTR) {
+        log_error("io: epoll_wait: %s", strerror(e));
+        n = 0;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!ev[i].data.ptr) {
+            uint64_t v;
+            ssize_t k = read(w->evfd, &v, sizeof v);
+            (void)k; /* EAGAIN: another wake already drained it */
+            continue;
+        }
+        io_event(w, ev[i].data.ptr, ev[i].events);
+    }
+}
+
+static inline void io_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#else
+    sched_yield();
+#endif
+}
+
+/* Out of jobs: watch w's ready count, unlocked, for the pool's spin. True
+ * when a job (or the stop) came meanwhile. Called and returns locked. */
+static bool io_spin(io_pool *p, io_worker *w)
+{
+    if (!p->spin_ns)
+        return false;
+    pthread_mutex_unlock(&p->mu);
+    uint64_t t0 = uv_hrtime();
+    bool came = false;
+    for (unsigned i = 1;; i++) {
+        if (atomic_load(&w->nready) || atomic_load(&p->stop)) {
+            came = true;
+            break;
+        }
+        if (i % 64 == 0 && uv_hrtime() - t0 >= p->spin_ns)
+            break;
+        io_relax();
+    }
+    pthread_mutex_lock(&p->mu);
+    return came;
+}
+
 static void *io_worker_main(void *arg)
 {
     io_worker *w = arg;
     io_pool *p = w->p;
-    struct epoll_event ev[64];
+    unsigned since_poll = 0;
     pthread_mutex_lock(&p->mu);
-    while (!p->stop) {
+    while (!atomic_load(&p->stop)) {
         io_job *j = io_pop(w);
         if (j) {
             if (j->cancel) {
@@ -261,28 +340,18 @@ static void *io_worker_main(void *arg)
             else if (r == SLICE_AGAIN)
                 io_park(p, w, j);
             else
-                io_push(w, j, false); /* behind the others of its level */
+                io_push(w, j, false);            /* behind the others of its level */
+            if (++since_poll >= IO_POLL_EVERY) { /* parked ones may be ready */
+                since_poll = 0;
+                io_poll(p, w, 0);
+            }
             continue;
         }
-        w->sleeping = true;
-        pthread_mutex_unlock(&p->mu);
-        int n = epoll_wait(w->epfd, ev, (int)(sizeof ev / sizeof ev[0]), -1);
-        int e = errno;
-        pthread_mutex_lock(&p->mu);
-        w->sleeping = false;
-        if (n < 0 && e != EINTR) {
-            log_error("io: epoll_wait: %s", strerror(e));
-            n = 0;
-        }
-        for (int i = 0; i < n; i++) {
-            if (!ev[i].data.ptr) {
-                uint64_t v;
-                ssize_t k = read(w->evfd, &v, sizeof v);
-                (void)k; /* EAGAIN: another wake already drained it */
-                continue;
-            }
-            io_event(w, ev[i].data.ptr, ev[i].events);
-        }
+        /* a job pushed while the lock was let go is in the list now */
+        if (io_spin(p, w) || atomic_load(&w->nready))
+            continue;
+        since_poll = 0;
+        io_poll(p, w, -1);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -374,6 +443,8 @@ io_pool *io_pool_new(uv_loop_t *loop, unsigned nthreads)
         return NULL;
     }
     p->n = nthreads;
+    const char *spin = getenv("GPUQ_IO_SPIN_US");
+    p->spin_ns = (spin && *spin ? strtoull(spin, NULL, 10) : IO_SPIN_US_DEFAULT) * 1000u;
     for (unsigned i = 0; i < nthreads; i++) {
         p->w[i].p = p;
         p->w[i].epfd = p->w[i].evfd = -1;
@@ -428,6 +499,11 @@ void io_pool_free(io_pool *p)
 unsigned io_pool_threads(const io_pool *p)
 {
     return p ? p->n : 0;
+}
+
+uint64_t io_pool_wakes(io_pool *p)
+{
+    return p ? atomic_load(&p->wakes) : 0;
 }
 
 void io_conn_init(io_conn *c, int fd, unsigned key)

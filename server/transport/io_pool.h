@@ -14,7 +14,9 @@
  * level, so readers are served fairly and in priority order; a job whose
  * socket has nothing to give (a client that trickles) waits in the
  * thread's epoll set and costs the others nothing. When the job is done
- * its `done` runs on the loop thread (uv_async_send), exactly once.
+ * its `done` runs on the loop thread (uv_async_send), exactly once. A
+ * thread out of jobs spins a while (GPUQ_IO_SPIN_US) before it sleeps, so
+ * under a stream of jobs a submit wakes nobody.
  *
  * Failure: a read that meets EOF ends with UV_EOF, a socket error with its
  * code (-errno, as libuv's); `moved` says how far it got. io_cancel takes a
@@ -83,6 +85,9 @@ io_pool *io_pool_new(uv_loop_t *loop, unsigned nthreads);
  * while the loop still runs (or run it once more). */
 void io_pool_free(io_pool *p);
 unsigned io_pool_threads(const io_pool *p);
+/* How many times a submit had to wake a sleeping thread (a thread that
+ * still spins after its last job needs none: io_pool.c, GPUQ_IO_SPIN_US). */
+uint64_t io_pool_wakes(io_pool *p);
 
 void io_conn_init(io_conn *c, int fd, unsigned key);
 /* Read exactly len bytes into buf (c->rd must be idle). Returns 0. */

@@ -2,7 +2,9 @@
 /* test_io_pool.c - the I/O threads (server/transport/io_pool.c) over
  * socketpairs: exact reads across slices, writes of several buffers, a
  * trickling peer that parks a job while others finish, EOF and errors,
- * cancelling a job in each state, and many sessions on few threads. Each
+ * cancelling a job in each state, many sessions on few threads, and the
+ * threads' spin (no wake-ups under a stream of jobs, parked jobs not
+ * starved by it). Each
  * job's done must run exactly once on the loop thread, or never after a
  * successful io_cancel. */
 #include <check.h>
@@ -316,6 +318,105 @@ START_TEST(many_sessions)
 }
 END_TEST
 
+/* Replace the fixture's pool with one whose threads spin spin_us after
+ * their last job (GPUQ_IO_SPIN_US). */
+static void pool_with_spin(const char *spin_us)
+{
+    io_pool_free(pool);
+    uv_run(&loop, UV_RUN_NOWAIT); /* its async handle closes */
+    ck_assert_int_eq(setenv("GPUQ_IO_SPIN_US", spin_us, 1), 0);
+    pool = io_pool_new(&loop, 2);
+    unsetenv("GPUQ_IO_SPIN_US");
+    ck_assert_ptr_nonnull(pool);
+}
+
+/* n small writes on p, each submitted once the one before is done (and its
+ * bytes read back whole); returns the wakes they cost. */
+static uint64_t write_chain(peer *p, int n)
+{
+    uint64_t w0 = io_pool_wakes(pool);
+    for (int i = 0; i < n; i++) {
+        char msg[64], got[64];
+        memset(msg, 'a' + i % 26, sizeof msg);
+        uv_buf_t b = uv_buf_init(msg, sizeof msg);
+        ck_assert_int_eq(io_write(pool, &p->c, &b, 1, 1, on_done, p), 0);
+        wait_dones(p, p->dones + 1);
+        size_t off = 0;
+        while (off < sizeof got) {
+            ssize_t r = read(p->fd[1], got + off, sizeof got - off);
+            ck_assert_int_gt(r, 0);
+            off += (size_t)r;
+        }
+        ck_assert_int_eq(memcmp(got, msg, sizeof msg), 0);
+    }
+    return io_pool_wakes(pool) - w0;
+}
+
+/* A thread that still spins after its last job takes the next without a
+ * wake-up (and stops at once when its pool does); without the spin each
+ * job of the chain wakes it. */
+START_TEST(spinning_threads_need_no_wake)
+{
+    peer p;
+    peer_open(&p, 1);
+    pool_with_spin("3000000"); /* 3 s: longer than the chain takes */
+    ck_assert_uint_le(write_chain(&p, 20), 1);
+    double t0 = tu_now_s();
+    pool_with_spin("0"); /* the spinning threads see the stop at once */
+    ck_assert(tu_now_s() - t0 < 1.0);
+    ck_assert_uint_ge(write_chain(&p, 20), 15);
+    peer_close(&p);
+}
+END_TEST
+
+static void *drain_all(void *arg)
+{
+    int fd = *(int *)arg;
+    char b[4096];
+    while (read(fd, b, sizeof b) > 0)
+        ;
+    return NULL;
+}
+
+/* A parked read whose bytes come while its thread runs a stream of small
+ * jobs (each submitted as the last is done, so the spinning thread never
+ * sleeps in epoll) still finishes, in the middle of the stream. */
+START_TEST(parked_job_resumes_under_a_stream)
+{
+    pool_with_spin("3000000");
+    peer slow, busy;
+    peer_open(&slow, 2);
+    peer_open(&busy, 4); /* 2 % 2 == 4 % 2: the same thread */
+    uint8_t buf[100], *src = pattern(sizeof buf, 9);
+    ck_assert_int_eq(io_read(pool, &slow.c, buf, sizeof buf, 1, on_done, &slow), 0);
+    tu_sleep_s(0.02); /* nothing to read: parked */
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, drain_all, &busy.fd[1]), 0);
+    char msg[64];
+    memset(msg, 'x', sizeof msg);
+    uv_buf_t b = uv_buf_init(msg, sizeof msg);
+    int sent = 0;
+    double t0 = tu_now_s();
+    while (slow.dones == 0 && tu_now_s() - t0 < 2.5) {
+        if (!io_busy(&busy.c.wr)) {
+            ck_assert_int_eq(io_write(pool, &busy.c, &b, 1, 1, on_done, &busy), 0);
+            if (++sent == 50)
+                ck_assert_int_eq(write(slow.fd[1], src, sizeof buf), (ssize_t)sizeof buf);
+        }
+        uv_run(&loop, UV_RUN_NOWAIT);
+    }
+    ck_assert_int_ge(sent, 50);
+    ck_assert_int_eq(slow.dones, 1);
+    ck_assert_int_eq(memcmp(buf, src, sizeof buf), 0);
+    wait_dones(&busy, sent);
+    ck_assert_int_eq(shutdown(busy.fd[0], SHUT_WR), 0);
+    pthread_join(th, NULL);
+    free(src);
+    peer_close(&slow);
+    peer_close(&busy);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("io_pool");
@@ -328,6 +429,8 @@ static Suite *suite(void)
     tcase_add_test(tc, eof_and_error);
     tcase_add_test(tc, cancel_each_state);
     tcase_add_test(tc, many_sessions);
+    tcase_add_test(tc, spinning_threads_need_no_wake);
+    tcase_add_test(tc, parked_job_resumes_under_a_stream);
     suite_add_tcase(s, tc);
     return s;
 }
