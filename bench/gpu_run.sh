@@ -49,6 +49,8 @@
 # GPUQ_CPU_REPS (3) is the cpu step's --reps, GPUQ_CPU_ARGS more of its
 # arguments (--only normalize). "moncost" (not in the default list) runs
 # bench/monitor_cost.sh on cuda and on cpu: issue 31's cost of watching.
+# "loopcost" (nor that) runs bench/loop_cost.py: the loop thread's CPU per
+# small request, replies written by the loop or by the I/O threads.
 # The build has -DGPUQ_WERROR=ON (as CI's); GPUQ_BUILD_TYPE picks its type
 # (RelWithDebInfo by default; Release for the -O3 warnings).
 set -uo pipefail
@@ -117,6 +119,10 @@ main() {
         if [[ -f "$LOGS/load.txt" ]]; then
             echo "-- the load table, this run (bench/load.py)"
             grep -E '^\||^load: ' "$LOGS/load.txt"
+        fi
+        if [[ -f "$LOGS/loop_cost.txt" ]]; then
+            echo "-- the loop thread per small request, this run (bench/loop_cost.py)"
+            grep -E '^\||^loop_cost: ' "$LOGS/loop_cost.txt"
         fi
         if [[ -f "$LOGS/bench.txt" && -f "$LOGS/peer_torch.txt" ]]; then
             echo "-- the data-plane targets, this run (bench/targets.py)"
@@ -456,6 +462,17 @@ main() {
             row "$(okfail "$rc")" "watching's cost ($dev)" \
                 "exit $rc; $(grep -E '^ratio' "$LOGS/monitor_cost_$dev.txt" | tail -1 | xargs)"
         done
+    fi
+
+    # Issue 28's 300k row: the loop thread's CPU per small request, and the
+    # ways of writing replies (bench/loop_cost.py).
+    if want loopcost; then
+        echo "== bench/loop_cost.py"
+        "$PY" bench/loop_cost.py --gpuqd build-gpu/server/gpuqd --gpuqctl build-gpu/client/cli/gpuqctl \
+            --device cuda 2>&1 | tee "$LOGS/loop_cost.txt"
+        rc=${PIPESTATUS[0]}
+        row "$(okfail "$rc")" "loop thread per small request" \
+            "exit $rc; $(grep -cE '^\| ' "$LOGS/loop_cost.txt") table lines"
     fi
 
     if want cpu; then
