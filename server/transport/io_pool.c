@@ -11,12 +11,13 @@
  * points at a conn whose owner was let go.
  *
  * A thread that runs out of jobs polls (unlocked, on its ready count) for
- * GPUQ_IO_SPIN_US (IO_SPIN_US_DEFAULT; 0: never) before it sleeps in epoll:
- * under a stream of small jobs it is never asleep when the next one comes,
- * so the loop submits without writing its eventfd and the thread starts
- * without a wake-up. A busy thread still looks at its epoll set (without
- * waiting) every IO_POLL_EVERY jobs, so a parked job whose socket is ready
- * again is not kept waiting by a stream of ready ones. */
+ * GPUQ_IO_SPIN_US (IO_SPIN_US_DEFAULT, at most IO_SPIN_US_MAX; 0: never)
+ * before it sleeps in epoll: under a stream of small jobs it is never
+ * asleep when the next one comes, so the loop submits without writing its
+ * eventfd and the thread starts without a wake-up. A busy thread still
+ * looks at its epoll set (without waiting) every IO_POLL_EVERY jobs, so a
+ * parked job whose socket is ready again is not kept waiting by a stream
+ * of ready ones. */
 #include "io_pool.h"
 
 #include <errno.h>
@@ -34,7 +35,8 @@
 #include "uvx.h"
 
 #define IO_SPIN_US_DEFAULT 50
-#define IO_POLL_EVERY 16 /* jobs a busy thread runs between looks at its epoll set */
+#define IO_SPIN_US_MAX 10000000u /* 10 s: GPUQ_IO_SPIN_US above it is taken as it */
+#define IO_POLL_EVERY 16         /* jobs a busy thread runs between looks at its epoll set */
 
 enum { J_IDLE, J_READY, J_RUNNING, J_PARKED, J_DONE };
 enum { SLICE_SPENT, SLICE_FINISHED, SLICE_AGAIN };
@@ -444,7 +446,8 @@ io_pool *io_pool_new(uv_loop_t *loop, unsigned nthreads)
     }
     p->n = nthreads;
     const char *spin = getenv("GPUQ_IO_SPIN_US");
-    p->spin_ns = (spin && *spin ? strtoull(spin, NULL, 10) : IO_SPIN_US_DEFAULT) * 1000u;
+    uint64_t spin_us = spin && *spin ? strtoull(spin, NULL, 10) : IO_SPIN_US_DEFAULT;
+    p->spin_ns = (spin_us < IO_SPIN_US_MAX ? spin_us : IO_SPIN_US_MAX) * 1000u;
     for (unsigned i = 0; i < nthreads; i++) {
         p->w[i].p = p;
         p->w[i].epfd = p->w[i].evfd = -1;
